@@ -1,0 +1,125 @@
+/**
+ * The handoff manifest: the ownership record of one handoff, one JSON file per handoff.
+ *
+ * Invariants:
+ * - This zod schema is the only definition of the file format; readers reject anything else.
+ * - `version` is bumped on any incompatible change; a reader never guesses at another version.
+ * - Every field is serializable, durable in meaning, and needed by recovery or by the user.
+ * - `history` is append-only and starts with `provisioning`.
+ */
+import { z } from "zod";
+
+export const MANIFEST_VERSION = 1;
+
+export const HANDOFF_STATES = [
+  "provisioning",
+  "provisioned",
+  "forked",
+  "launching",
+  "running",
+  "launch_unconfirmed",
+  "failed",
+  "removed",
+] as const;
+export const HandoffStateSchema = z.enum(HANDOFF_STATES);
+export type HandoffState = z.infer<typeof HandoffStateSchema>;
+
+/** The transaction step that was under way when something went wrong. */
+export const HANDOFF_STEPS = ["preconditions", "manifest", "worktree", "fork", "launch", "confirm", "focus"] as const;
+export const HandoffStepSchema = z.enum(HANDOFF_STEPS);
+export type HandoffStep = z.infer<typeof HandoffStepSchema>;
+
+const isoTime = z.string().datetime({ offset: true });
+
+export const HistoryEntrySchema = z.strictObject({
+  state: HandoffStateSchema,
+  at: isoTime,
+  note: z.string().optional(),
+});
+export type HistoryEntry = z.infer<typeof HistoryEntrySchema>;
+
+export const TmuxLocationSchema = z.strictObject({
+  kind: z.literal("tmux"),
+  /** Absolute path of the tmux server socket the parent runs under. */
+  socketPath: z.string().optional(),
+  sessionId: z.string().optional(),
+  windowId: z.string().optional(),
+  paneId: z.string().optional(),
+});
+export type TmuxLocation = z.infer<typeof TmuxLocationSchema>;
+
+export const HerdrLocationSchema = z.strictObject({
+  kind: z.literal("herdr"),
+  socketPath: z.string().optional(),
+  workspaceId: z.string().optional(),
+  tabId: z.string().optional(),
+  paneId: z.string().optional(),
+});
+export type HerdrLocation = z.infer<typeof HerdrLocationSchema>;
+
+export const MuxLocationSchema = z.discriminatedUnion("kind", [TmuxLocationSchema, HerdrLocationSchema]);
+export type MuxLocation = z.infer<typeof MuxLocationSchema>;
+export type MuxKind = MuxLocation["kind"];
+
+export const GitStateSchema = z.strictObject({
+  capturedAt: isoTime,
+  head: z.string().optional(),
+  dirtyFiles: z.array(z.string()),
+  untrackedFiles: z.array(z.string()),
+  /** Commits on the branch that are not in the base commit. */
+  aheadOfBase: z.number().int().nonnegative().optional(),
+});
+export type GitState = z.infer<typeof GitStateSchema>;
+
+export const ManifestSchema = z.strictObject({
+  version: z.literal(MANIFEST_VERSION),
+  id: z.string().regex(/^[a-z0-9][a-z0-9-]{2,80}$/),
+  createdAt: isoTime,
+  updatedAt: isoTime,
+  state: HandoffStateSchema,
+  history: z.array(HistoryEntrySchema).min(1),
+  branch: z.string().min(1),
+  base: z.strictObject({ ref: z.string(), sha: z.string().regex(/^[0-9a-f]{40,64}$/) }),
+  repo: z.strictObject({ root: z.string(), commonDir: z.string() }),
+  parent: z.strictObject({
+    sessionFile: z.string(),
+    sessionId: z.string(),
+    leafId: z.string().nullable(),
+    cwd: z.string(),
+  }),
+  worktree: z.strictObject({ path: z.string() }),
+  mux: MuxLocationSchema,
+  child: z
+    .strictObject({
+      sessionFile: z.string().optional(),
+      sessionId: z.string().optional(),
+      pid: z.number().int().positive().optional(),
+      ackAt: isoTime.optional(),
+      /** How the launch was confirmed: the child's own acknowledgement or the process probe. */
+      confirmedBy: z.enum(["ack", "probe"]).optional(),
+      command: z.string().optional(),
+    })
+    .default({}),
+  task: z.string().optional(),
+  focus: z.union([z.strictObject({ at: isoTime }), z.strictObject({ error: z.string(), at: isoTime })]).optional(),
+  error: z.strictObject({ step: HandoffStepSchema, message: z.string(), at: isoTime }).optional(),
+  gitState: GitStateSchema.optional(),
+});
+export type Manifest = z.infer<typeof ManifestSchema>;
+
+/** Transitions the transaction may make; anything else is a programming error. */
+export const ALLOWED_TRANSITIONS: Readonly<Record<HandoffState, readonly HandoffState[]>> = {
+  provisioning: ["provisioned", "failed"],
+  provisioned: ["forked", "failed"],
+  forked: ["launching", "failed"],
+  launching: ["running", "launch_unconfirmed", "failed"],
+  // A late acknowledgement turns an unconfirmed launch into a running one; relaunch goes back to launching.
+  launch_unconfirmed: ["running", "launching", "failed", "removed"],
+  running: ["launching", "running", "failed", "removed"],
+  failed: ["launching", "removed"],
+  removed: [],
+};
+
+export function canTransition(from: HandoffState, to: HandoffState): boolean {
+  return ALLOWED_TRANSITIONS[from].includes(to);
+}

@@ -1,0 +1,63 @@
+/**
+ * The terminal multiplexer seen by the handoff transaction.
+ *
+ * Invariants:
+ * - Nothing here steals focus except `focus()`.
+ * - Every method has a bounded duration (each outside call carries a timeout).
+ * - Failures are values (`{ ok: false, code, message }`), never thrown, so the transaction can
+ *   record them; `message` is one sentence a user can act on.
+ */
+import type { MuxKind, MuxLocation } from "../manifest/schema.ts";
+
+export type MuxResult<T> = ({ ok: true } & T) | MuxFailure;
+export interface MuxFailure {
+  ok: false;
+  /** A stable snake_case code, e.g. `timeout`, `not_found`, `server_not_running`. */
+  code: string;
+  message: string;
+  /** Whatever was created before the failure (partial success), so it can be recorded. */
+  partial?: { location?: MuxLocation; worktreePath?: string };
+}
+
+export interface CreateWorkspaceRequest {
+  /** The repository's main (non-linked) checkout. */
+  mainCheckout: string;
+  branch: string;
+  baseSha: string;
+  /** Where the worktree goes (absolute, canonical). */
+  worktreePath: string;
+  /** Short label for the window/workspace. */
+  label: string;
+}
+
+export interface CreatedWorkspace {
+  location: MuxLocation;
+  /** The worktree path as the backend reports it. */
+  worktreePath: string;
+}
+
+export interface PaneProcess {
+  pid: number;
+  /** Process name (`/proc/<pid>/comm`). */
+  name: string;
+  /** Realpath of the process's cwd, when readable. */
+  cwd?: string;
+  /** Value of the handoff environment marker, when readable. */
+  handoffId?: string;
+}
+
+export interface Multiplexer {
+  readonly kind: MuxKind;
+  /** Create the worktree (or have the backend create it) and a workspace/pane for it, unfocused. */
+  createWorkspace(request: CreateWorkspaceRequest): Promise<MuxResult<CreatedWorkspace>>;
+  /** Resolve once the pane's shell owns the terminal foreground. */
+  waitForShell(location: MuxLocation, options: { timeoutMs: number }): Promise<MuxResult<object>>;
+  /** Type one command line plus Enter into the pane. */
+  run(location: MuxLocation, commandLine: string): Promise<MuxResult<object>>;
+  /** Processes running under the pane (its shell's descendants). */
+  probe(location: MuxLocation): Promise<MuxResult<{ processes: PaneProcess[] }>>;
+  /** Bring the workspace/window to the front. */
+  focus(location: MuxLocation): Promise<MuxResult<object>>;
+  /** Whether the pane/window still exists. */
+  exists(location: MuxLocation): Promise<boolean>;
+}
