@@ -1,0 +1,180 @@
+/**
+ * The Pi adapter: registers /handoff-worktree, the handoff message renderer and the child's
+ * start-up acknowledgement. It only translates between Pi and `src/`; decisions live in `src/`.
+ */
+import type { ExtensionAPI, ExtensionCommandContext, ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { access } from "node:fs/promises";
+import { Box, Text } from "@earendil-works/pi-tui";
+import { SimpleGitPort } from "../src/git/git.ts";
+import { acknowledgeHandoff, findHandoffDetails, KICKOFF_MESSAGE_TYPE, kickoffSent } from "../src/handoff/acknowledge.ts";
+import { HANDOFF_USAGE, parseHandoffArgs } from "../src/handoff/args.ts";
+import { currentPiCommand, mirroredPiFlags } from "../src/handoff/launch-command.ts";
+import { DEFAULT_TIMEOUTS, HandoffTransaction, type HandoffOutcome } from "../src/handoff/transaction.ts";
+import { HANDOFF_STEPS, type HandoffStep } from "../src/manifest/schema.ts";
+import { ManifestStore } from "../src/manifest/store.ts";
+import { selectMultiplexer } from "../src/mux/detect.ts";
+import { forkActiveBranch } from "../src/session/fork.ts";
+import { HANDOFF_MESSAGE_TYPE, HandoffDetailsSchema } from "../src/session/handoff-message.ts";
+import { agentDirFromEnv } from "../src/session/paths.ts";
+
+const STATUS_KEY = "handoff-worktree";
+
+const HELP = [
+  `Usage: ${HANDOFF_USAGE}`,
+  "Creates a git worktree on a new branch, copies this conversation's active branch into a new session there,",
+  "and starts a new Pi on it in its own tmux window. This session is left as it is.",
+  "  <branch>        the new branch (must not exist yet)",
+  "  [base]          what the branch starts from: a branch, tag or commit (default: HEAD)",
+  "  --mux <kind>    tmux or herdr (default: detected from the environment)",
+  "  --no-focus      do not switch to the new window afterwards",
+  "  -- <task>       what the new Pi should start on; without it, it waits for you",
+].join("\n");
+
+function envMs(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const value = Number(env[name]);
+  return Number.isFinite(value) && value > 0 ? value : fallback;
+}
+
+function faultFromEnv(env: NodeJS.ProcessEnv): HandoffStep | undefined {
+  const value = env.PI_HANDOFF_FAULT;
+  return HANDOFF_STEPS.find((step) => step === value);
+}
+
+/** Print mode has no UI: results go to stdout/stderr so `pi -p "/handoff-worktree b"` reports them. */
+function report(ctx: ExtensionContext, message: string, level: "info" | "warning" | "error"): void {
+  if (ctx.hasUI) {
+    ctx.ui.notify(message, level);
+  } else {
+    (level === "error" ? process.stderr : process.stdout).write(`${message}\n`);
+  }
+}
+
+async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionCommandContext): Promise<void> {
+  const parsed = parseHandoffArgs(args);
+  if (!parsed.ok) return report(ctx, parsed.message, "error");
+  if ("help" in parsed) return report(ctx, HELP, "info");
+
+  if (!ctx.isIdle()) {
+    ctx.ui.setStatus(STATUS_KEY, "handoff: waiting for the agent to finish");
+    await ctx.waitForIdle();
+  }
+  const env = process.env;
+  const agentDir = agentDirFromEnv(env);
+  const git = new SimpleGitPort({ env });
+  const sessionManager = ctx.sessionManager;
+  const sessionFile = sessionManager.getSessionFile();
+  const started = Date.now();
+  const transaction = new HandoffTransaction({
+    git,
+    store: ManifestStore.forAgentDir(agentDir),
+    selectMux: (explicit) => selectMultiplexer(explicit, env, git),
+    fork: async (request) => forkActiveBranch(request),
+    now: () => new Date(),
+    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    progress: (step, text) => {
+      const seconds = Math.round((Date.now() - started) / 1000);
+      ctx.ui.setStatus(STATUS_KEY, `handoff ${step} (${seconds}s): ${text}`);
+    },
+    timeouts: {
+      shellMs: envMs(env, "PI_HANDOFF_SHELL_TIMEOUT_MS", DEFAULT_TIMEOUTS.shellMs),
+      confirmMs: envMs(env, "PI_HANDOFF_CONFIRM_TIMEOUT_MS", DEFAULT_TIMEOUTS.confirmMs),
+      pollMs: DEFAULT_TIMEOUTS.pollMs,
+    },
+    faultAt: faultFromEnv(env),
+  });
+  let outcome: HandoffOutcome;
+  try {
+    outcome = await transaction.run({
+      args: parsed.args,
+      parent: {
+        sessionFile,
+        sessionFileExists: sessionFile !== undefined && (await fileExists(sessionFile)),
+        sessionId: sessionManager.getSessionId(),
+        leafId: sessionManager.getLeafId(),
+        cwd: ctx.cwd,
+        sessionDir: sessionManager.getSessionDir(),
+      },
+      model: ctx.model !== undefined ? { provider: ctx.model.provider, id: ctx.model.id } : undefined,
+      thinkingLevel: ctx.thinkingLevel ?? pi.getThinkingLevel(),
+      projectTrusted: ctx.isProjectTrusted(),
+      agentDir,
+      piCommand: currentPiCommand(),
+      extraPiArgs: mirroredPiFlags(process.argv, process.cwd()),
+      env,
+    });
+  } finally {
+    ctx.ui.setStatus(STATUS_KEY, undefined);
+  }
+  const level = outcome.code === "running" ? "info" : outcome.code === "launch_unconfirmed" ? "warning" : "error";
+  report(ctx, outcome.message, level);
+}
+
+async function fileExists(path: string): Promise<boolean> {
+  try {
+    await access(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** In a handoff child: acknowledge the start, then start on the task if there is one. */
+async function onSessionStart(pi: ExtensionAPI, ctx: ExtensionContext): Promise<void> {
+  const branch = ctx.sessionManager.getBranch();
+  const details = findHandoffDetails(branch);
+  if (details === undefined) return;
+  const store = ManifestStore.forAgentDir(agentDirFromEnv(process.env));
+  const outcome = await acknowledgeHandoff({
+    store,
+    details,
+    sessionFile: ctx.sessionManager.getSessionFile(),
+    pid: process.pid,
+    now: () => new Date(),
+  });
+  if (outcome.code !== "acknowledged") return;
+  if (details.hasTask && !kickoffSent(branch)) {
+    pi.sendMessage(
+      {
+        customType: KICKOFF_MESSAGE_TYPE,
+        content: "Start on the task in the handoff message above, working in this worktree.",
+        display: false,
+        details: { handoffId: details.handoffId },
+      },
+      { triggerTurn: true },
+    );
+  }
+}
+
+export default function handoffWorktreeExtension(pi: ExtensionAPI): void {
+  pi.registerMessageRenderer(HANDOFF_MESSAGE_TYPE, (message, { expanded, outputPad }, theme) => {
+    const parsed = HandoffDetailsSchema.safeParse(message.details);
+    const content = typeof message.content === "string" ? message.content : "";
+    let text: string;
+    if (!parsed.success) {
+      text = content;
+    } else {
+      const d = parsed.data;
+      const title = theme.fg("accent", "⇢ Handed off to a worktree");
+      const summary = `${title} ${theme.bold(d.branch)} from ${d.baseRef} (${d.baseSha.slice(0, 12)})\n${theme.fg("dim", d.worktreePath)}`;
+      const task = d.hasTask ? "\nwith a task" : "\nno task: waiting for you";
+      text = expanded ? `${summary}\n\n${content}` : `${summary}${theme.fg("dim", task)}`;
+    }
+    const box = new Box(outputPad, 1, (t) => theme.bg("customMessageBg", t));
+    box.addChild(new Text(text, 0, 0));
+    return box;
+  });
+
+  pi.registerCommand("handoff-worktree", {
+    description: "Hand this conversation off to a new git worktree with its own Pi (see --help)",
+    handler: (args, ctx) => runHandoff(pi, args, ctx),
+  });
+
+  pi.on("session_start", async (_event, ctx) => {
+    try {
+      await onSessionStart(pi, ctx);
+    } catch (error) {
+      // A failed acknowledgement must not stop Pi from starting; the parent falls back to its probe.
+      report(ctx, `handoff-worktree: could not acknowledge the handoff: ${error instanceof Error ? error.message : String(error)}`, "warning");
+    }
+  });
+}

@@ -1,0 +1,378 @@
+/**
+ * SimpleGitPort: the `GitPort` implementation, and the only code that runs git (through simple-git).
+ *
+ * Invariants:
+ * - Every git call has a deadline (simple-git `timeout.block`, not extended by output) and its own
+ *   simple-git instance, so one failed call never cancels another.
+ * - User input never reaches git where it could be read as an option: names and refs are validated
+ *   first and passed after `--` or `--end-of-options` where the command accepts it.
+ * - Read operations never write: `GIT_OPTIONAL_LOCKS=0` stops `git status` refreshing the index.
+ * - `addWorktree` is the only write; it refuses an existing branch or path before git runs, because
+ *   git 2.39 creates the branch before it checks the path.
+ * - git runs with `LC_ALL=C` (its messages are classified and shown verbatim) and without inherited
+ *   `GIT_*` variables other than a small allowlist (simple-git v4 refuses the others anyway).
+ * - A non-zero exit is data, not an exception: each method decides what the exit code means.
+ */
+import { lstat, realpath, stat } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { GitPluginError, simpleGit } from "simple-git";
+import type { GitState } from "../manifest/schema.ts";
+import type { GitPort, RepositoryInfo, WorktreeEntry } from "./types.ts";
+
+export interface SimpleGitPortOptions {
+  /** Deadline for each read call, in milliseconds. Default 30 s. */
+  timeoutMs?: number;
+  /** Deadline for `git worktree add`, which checks out a whole tree. Default 10 min. */
+  addWorktreeTimeoutMs?: number;
+  /** Environment git runs with (default: `process.env` at call time); see `gitEnvironment`. */
+  env?: NodeJS.ProcessEnv;
+}
+
+/** A worktree as `git worktree list --porcelain` describes it; `bare` and `locked` go beyond `WorktreeEntry`. */
+export interface ParsedWorktree extends WorktreeEntry {
+  bare: boolean;
+  locked: boolean;
+}
+
+export interface ParsedStatus {
+  /** Tracked paths that are modified, staged, deleted, renamed or conflicted (renames: the new path). */
+  dirtyFiles: string[];
+  /** Untracked paths; a wholly untracked directory is one entry ending in `/`. */
+  untrackedFiles: string[];
+}
+
+interface GitOutcome {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+const DEFAULT_TIMEOUT_MS = 30_000;
+const DEFAULT_ADD_WORKTREE_TIMEOUT_MS = 600_000;
+const FULL_SHA = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+const BRANCH_REF_PREFIX = "refs/heads/";
+
+/**
+ * The only `GIT_*` variables git inherits. simple-git v4 rejects a task that is handed any other
+ * `GIT_*` variable, and inherited ones such as `GIT_DIR` would point git at the wrong repository.
+ */
+const INHERITED_GIT_VARIABLES = ["GIT_CONFIG_NOSYSTEM", "GIT_CEILING_DIRECTORIES", "GIT_OPTIONAL_LOCKS"] as const;
+/** Variables that make git start programs; simple-git v4 refuses tasks that are handed them. */
+const PROGRAM_VARIABLES = new Set(["EDITOR", "VISUAL", "PAGER", "PREFIX", "SSH_ASKPASS"]);
+
+/** The environment git runs with: `base` without guarded variables, in the C locale, without optional locks. */
+export function gitEnvironment(base: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const allowed = new Set<string>(INHERITED_GIT_VARIABLES);
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(base)) {
+    const name = key.toUpperCase();
+    if (value === undefined || PROGRAM_VARIABLES.has(name)) continue;
+    if (name.startsWith("GIT_") && !allowed.has(name)) continue;
+    env[key] = value;
+  }
+  env.LC_ALL = "C";
+  env.GIT_OPTIONAL_LOCKS = "0";
+  return env;
+}
+
+export class SimpleGitPort implements GitPort {
+  private readonly timeoutMs: number;
+  private readonly addWorktreeTimeoutMs: number;
+  private readonly env: NodeJS.ProcessEnv | undefined;
+
+  constructor(options: SimpleGitPortOptions = {}) {
+    this.timeoutMs = positiveMilliseconds(options.timeoutMs ?? DEFAULT_TIMEOUT_MS, "timeoutMs");
+    this.addWorktreeTimeoutMs = positiveMilliseconds(
+      options.addWorktreeTimeoutMs ?? Math.max(DEFAULT_ADD_WORKTREE_TIMEOUT_MS, this.timeoutMs),
+      "addWorktreeTimeoutMs",
+    );
+    this.env = options.env;
+  }
+
+  static create(options: SimpleGitPortOptions = {}): GitPort {
+    return new SimpleGitPort(options);
+  }
+
+  async findRepository(cwd: string): Promise<RepositoryInfo | undefined> {
+    const start = await realDirectoryIfExists(cwd);
+    if (start === undefined) return undefined;
+
+    const probe = await this.run(start, ["rev-parse", "--is-inside-work-tree"]);
+    if (probe.exitCode !== 0) {
+      if (/not a git repository/i.test(probe.stderr)) return undefined;
+      throw gitFailure(["rev-parse"], probe);
+    }
+    // "false" inside a `.git` directory or a bare repository: there is no checkout to hand off from.
+    if (probe.stdout.trim() !== "true") return undefined;
+
+    const located = await this.run(start, ["rev-parse", "--git-dir", "--git-common-dir", "--show-toplevel"]);
+    if (located.exitCode !== 0) throw gitFailure(["rev-parse"], located);
+    const lines = located.stdout.split("\n").filter((line) => line.length > 0);
+    const [gitDirOutput, commonDirOutput, topLevelOutput] = lines;
+    if (lines.length !== 3 || !gitDirOutput || !commonDirOutput || !topLevelOutput) {
+      throw new Error(`git rev-parse printed unexpected output in ${start}: ${JSON.stringify(located.stdout)}`);
+    }
+    // git prints these relative to the cwd it ran in when it can (e.g. `../.git` from a subdirectory).
+    const gitDir = await realpath(path.resolve(start, gitDirOutput));
+    const commonDir = await realpath(path.resolve(start, commonDirOutput));
+    const currentCheckout = await realpath(path.resolve(start, topLevelOutput));
+    const isLinkedWorktree = gitDir !== commonDir;
+    return {
+      // From the main checkout itself the top level is exact, even with `--separate-git-dir`.
+      mainCheckout: isLinkedWorktree ? mainWorktreeOf(commonDir) : currentCheckout,
+      commonDir,
+      currentCheckout,
+      isLinkedWorktree,
+    };
+  }
+
+  async isValidBranchName(name: string): Promise<boolean> {
+    if (!isPlainArgument(name) || name.startsWith("-")) return false;
+    // `--branch` expands `@{-N}` and `@` means HEAD in revision syntax; neither names a new branch.
+    if (name.includes("@{") || name === "HEAD" || name === "@") return false;
+    // check-ref-format has no `--end-of-options`; the leading `-` was refused above.
+    const checked = await this.run(os.tmpdir(), ["check-ref-format", "--branch", name]);
+    return checked.exitCode === 0 && checked.stdout.trim() === name;
+  }
+
+  async branchExists(repo: string, name: string): Promise<boolean> {
+    if (!isPlainArgument(name) || name.length === 0) return false;
+    // The `refs/heads/` prefix keeps the argument from ever looking like an option.
+    const result = await this.run(repo, ["show-ref", "--verify", "--quiet", `${BRANCH_REF_PREFIX}${name}`]);
+    if (result.exitCode === 0) return true;
+    if (result.exitCode === 1) return false;
+    throw gitFailure(["show-ref"], result);
+  }
+
+  async listWorktrees(repo: string): Promise<ParsedWorktree[]> {
+    // `-z` so that paths and lock reasons containing newlines cannot break the records.
+    const result = await this.run(repo, ["worktree", "list", "--porcelain", "-z"]);
+    if (result.exitCode !== 0) throw gitFailure(["worktree", "list"], result);
+    return parseWorktreeList(result.stdout);
+  }
+
+  async resolveCommit(repo: string, ref: string): Promise<string | undefined> {
+    // No ref name can start with `-` (check-ref-format), so such input is refused, not resolved.
+    if (!isPlainArgument(ref) || ref.length === 0 || ref.startsWith("-")) return undefined;
+    const result = await this.run(repo, ["rev-parse", "--verify", "--quiet", "--end-of-options", `${ref}^{commit}`]);
+    if (result.exitCode !== 0) return undefined;
+    const sha = result.stdout.trim();
+    return FULL_SHA.test(sha) ? sha : undefined;
+  }
+
+  async currentBranch(checkout: string): Promise<string | undefined> {
+    // The full ref, not `--short`: `--short` prints `heads/x` when a tag `x` also exists.
+    const result = await this.run(checkout, ["symbolic-ref", "--quiet", "HEAD"]);
+    if (result.exitCode === 1) return undefined;
+    if (result.exitCode !== 0) throw gitFailure(["symbolic-ref"], result);
+    const ref = result.stdout.trim();
+    return ref.startsWith(BRANCH_REF_PREFIX) ? ref.slice(BRANCH_REF_PREFIX.length) : undefined;
+  }
+
+  async addWorktree(repo: string, options: { path: string; branch: string; sha: string }): Promise<void> {
+    const { path: worktreePath, branch, sha } = options;
+    if (!(await this.isValidBranchName(branch))) throw new Error(`'${branch}' is not a valid branch name.`);
+    if (!FULL_SHA.test(sha)) throw new Error(`'${sha}' is not a full commit SHA.`);
+    if (!path.isAbsolute(worktreePath)) throw new Error(`The worktree path '${worktreePath}' is not absolute.`);
+    if (await this.branchExists(repo, branch)) throw new Error(`A branch named '${branch}' already exists.`);
+    if (await pathExists(worktreePath)) throw new Error(`'${worktreePath}' already exists.`);
+
+    const args = ["worktree", "add", "-b", branch, "--", worktreePath, sha];
+    let failure: Error;
+    try {
+      const result = await this.run(repo, args, this.addWorktreeTimeoutMs);
+      if (result.exitCode === 0) return;
+      failure = gitFailure(args, result);
+    } catch (error) {
+      failure = error instanceof Error ? error : new Error(String(error));
+    }
+    // git creates the branch before the checkout, so a late failure (a path that appeared since the
+    // checks above, a timeout) can leave things behind. Nothing is deleted automatically: say what exists.
+    const leftInPlace: string[] = [];
+    if (await this.branchExists(repo, branch).catch(() => false)) leftInPlace.push(`branch '${branch}'`);
+    if (await pathExists(worktreePath).catch(() => false)) leftInPlace.push(`'${worktreePath}'`);
+    if (leftInPlace.length === 0) throw failure;
+    const message = `${failure.message.replace(/\.$/, "")}; now exists and left in place: ${leftInPlace.join(", ")}.`;
+    throw new Error(message, { cause: failure });
+  }
+
+  async captureState(checkout: string, baseSha: string): Promise<GitState> {
+    const capturedAt = new Date().toISOString();
+    const status = await this.run(checkout, ["status", "--porcelain=v1", "-z", "--untracked-files=normal"]);
+    if (status.exitCode !== 0) throw gitFailure(["status"], status);
+    const { dirtyFiles, untrackedFiles } = parseStatus(status.stdout);
+
+    const head = await this.resolveCommit(checkout, "HEAD");
+    let aheadOfBase: number | undefined;
+    if (head !== undefined && FULL_SHA.test(baseSha)) {
+      // Counted against the `head` reported above, so the two fields describe the same commit.
+      const counted = await this.run(checkout, ["rev-list", "--count", `${baseSha}..${head}`]);
+      const count = Number.parseInt(counted.stdout.trim(), 10);
+      if (counted.exitCode === 0 && Number.isSafeInteger(count) && count >= 0) aheadOfBase = count;
+    }
+    const state: GitState = { capturedAt, dirtyFiles, untrackedFiles };
+    if (head !== undefined) state.head = head;
+    if (aheadOfBase !== undefined) state.aheadOfBase = aheadOfBase;
+    return state;
+  }
+
+  /** Runs one git command in `cwd`; resolves with any exit code, rejects on a timeout or a refusal. */
+  private async run(cwd: string, args: readonly string[], timeoutMs = this.timeoutMs): Promise<GitOutcome> {
+    let finished: { exitCode: number; stderr: string } | undefined;
+    try {
+      const git = simpleGit({
+        baseDir: cwd,
+        timeout: { block: timeoutMs, stdOut: false, stdErr: false },
+        allowEnvironment: [...INHERITED_GIT_VARIABLES],
+        errors: (error, result) => {
+          finished = { exitCode: result.exitCode, stderr: Buffer.concat(result.stdErr).toString("utf8") };
+          // simple-git's own refusals (timeout, unsafe argument, environment guard) stay errors;
+          // a non-zero exit is returned to the method, which knows what it means.
+          return error instanceof GitPluginError ? error : undefined;
+        },
+      }).env(gitEnvironment(this.env ?? process.env));
+      const stdout = await git.raw([...args]);
+      if (finished === undefined) throw new Error("simple-git did not report an exit code");
+      return { exitCode: finished.exitCode, stdout, stderr: finished.stderr };
+    } catch (error) {
+      const command = commandName(args);
+      if (error instanceof GitPluginError && error.plugin === "timeout") {
+        throw new Error(`${command} timed out after ${timeoutMs} ms in ${cwd}.`, { cause: error });
+      }
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new Error(`${command} could not run in ${cwd}: ${firstLine(reason)}`, { cause: error });
+    }
+  }
+}
+
+/**
+ * Parses `git worktree list --porcelain`, with or without `-z`: records of `key value` lines
+ * separated by an empty line. Unknown keys are ignored so newer git output still parses.
+ */
+export function parseWorktreeList(output: string): ParsedWorktree[] {
+  const lineSeparator = output.includes("\0") ? "\0" : "\n";
+  const worktrees: ParsedWorktree[] = [];
+  let current: ParsedWorktree | undefined;
+  for (const line of output.split(lineSeparator)) {
+    if (line.trim() === "") {
+      current = undefined;
+      continue;
+    }
+    const space = line.indexOf(" ");
+    const key = space === -1 ? line : line.slice(0, space);
+    const value = space === -1 ? "" : line.slice(space + 1);
+    if (key === "worktree") {
+      current = { path: value, detached: false, prunable: false, bare: false, locked: false };
+      worktrees.push(current);
+      continue;
+    }
+    if (current === undefined) continue;
+    switch (key) {
+      case "HEAD":
+        current.head = value;
+        break;
+      case "branch":
+        current.branch = value.startsWith(BRANCH_REF_PREFIX) ? value.slice(BRANCH_REF_PREFIX.length) : value;
+        break;
+      case "detached":
+        current.detached = true;
+        break;
+      case "bare":
+        current.bare = true;
+        break;
+      case "locked":
+        current.locked = true;
+        break;
+      case "prunable":
+        current.prunable = true;
+        break;
+    }
+  }
+  return worktrees;
+}
+
+/** Parses `git status --porcelain=v1 -z`: `XY path` entries, a rename or copy followed by its source path. */
+export function parseStatus(output: string): ParsedStatus {
+  const dirtyFiles: string[] = [];
+  const untrackedFiles: string[] = [];
+  const entries = output.split("\0");
+  for (let index = 0; index < entries.length; index += 1) {
+    const entry = entries[index];
+    if (entry === undefined || entry.length < 4) continue;
+    const code = entry.slice(0, 2);
+    const file = entry.slice(3);
+    if (code === "??") untrackedFiles.push(file);
+    else if (code === "!!") continue;
+    else {
+      dirtyFiles.push(file);
+      if (code.includes("R") || code.includes("C")) index += 1; // skip the source path
+    }
+  }
+  return { dirtyFiles, untrackedFiles };
+}
+
+/** git's diagnostic as one line: its `fatal:`/`error:` lines without the prefix, else its first line. */
+export function summarizeGitStderr(stderr: string): string | undefined {
+  const lines = stderr
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line.length > 0);
+  const diagnostics = lines.filter((line) => /^(?:fatal|error):/i.test(line));
+  const chosen = diagnostics.length > 0 ? diagnostics : lines.slice(0, 1);
+  if (chosen.length === 0) return undefined;
+  return chosen.map((line) => line.replace(/^(?:fatal|error):\s*/i, "")).join("; ");
+}
+
+/**
+ * The main worktree of a linked worktree's repository, as `git worktree list` names it: the parent of
+ * a `.git` common dir, otherwise (bare repository, `--separate-git-dir`) the common dir itself.
+ */
+function mainWorktreeOf(commonDir: string): string {
+  return path.basename(commonDir) === ".git" ? path.dirname(commonDir) : commonDir;
+}
+
+function gitFailure(args: readonly string[], outcome: GitOutcome): Error {
+  const summary = summarizeGitStderr(outcome.stderr) ?? `exit code ${outcome.exitCode}`;
+  return new Error(`${commandName(args)} failed: ${summary}`);
+}
+
+/** `git worktree add` for messages: the subcommand and its first word when that is one too. */
+function commandName(args: readonly string[]): string {
+  const [command, subcommand] = args;
+  const isSubcommand = subcommand !== undefined && /^[a-z][a-z-]*$/.test(subcommand);
+  return ["git", command ?? "", ...(command === "worktree" && isSubcommand ? [subcommand] : [])].join(" ").trim();
+}
+
+/** Text git can receive as one argument: Node refuses NUL, and newlines make no sense in names or refs. */
+function isPlainArgument(value: string): boolean {
+  return typeof value === "string" && !/[\0\r\n]/.test(value);
+}
+
+function firstLine(text: string): string {
+  return text.split(/\r?\n/).find((line) => line.trim().length > 0)?.trim() ?? text;
+}
+
+function positiveMilliseconds(value: number, name: string): number {
+  if (!Number.isFinite(value) || value <= 0) throw new RangeError(`${name} must be a positive number of milliseconds.`);
+  return value;
+}
+
+async function realDirectoryIfExists(target: string): Promise<string | undefined> {
+  try {
+    const resolved = await realpath(target);
+    return (await stat(resolved)).isDirectory() ? resolved : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function pathExists(target: string): Promise<boolean> {
+  try {
+    await lstat(target);
+    return true;
+  } catch (error) {
+    if (error instanceof Error && "code" in error && error.code === "ENOENT") return false;
+    throw error;
+  }
+}

@@ -1,0 +1,455 @@
+/**
+ * The handoff transaction: preconditions -> manifest -> worktree -> fork -> launch -> confirm -> focus.
+ *
+ * Invariants:
+ * - Nothing is written before every precondition holds; a refusal leaves no trace.
+ * - The manifest exists before any other resource, and records each step before the next begins.
+ * - Any failure after the manifest is written keeps every resource, records the step, the error
+ *   and the git state, and is reported with what exists and how to go on. Nothing is deleted.
+ * - Focus happens only after the child is confirmed; a focus failure is not a launch failure.
+ * - The parent session file is only ever read.
+ */
+import type { GitPort, RepositoryInfo } from "../git/types.ts";
+import type { HandoffStep, Manifest, MuxKind, MuxLocation } from "../manifest/schema.ts";
+import { newManifest } from "../manifest/factory.ts";
+import type { ManifestStore } from "../manifest/store.ts";
+import type { Multiplexer, PaneProcess } from "../mux/types.ts";
+import type { ForkRequest, ForkResult } from "../session/fork.ts";
+import { buildHandoffMessage, prepareTask } from "../session/handoff-message.ts";
+import { childSessionDir } from "../session/paths.ts";
+import type { HandoffArgs } from "./args.ts";
+import { buildLaunchCommand } from "./launch-command.ts";
+import { chooseWorktreePath } from "./worktree-path.ts";
+
+export interface ParentSnapshot {
+  /** Undefined with `--no-session`. */
+  sessionFile: string | undefined;
+  sessionFileExists: boolean;
+  sessionId: string;
+  leafId: string | null;
+  cwd: string;
+  sessionDir: string;
+}
+
+export interface HandoffRequest {
+  args: HandoffArgs;
+  parent: ParentSnapshot;
+  model: { provider: string; id: string } | undefined;
+  thinkingLevel: string | undefined;
+  projectTrusted: boolean;
+  agentDir: string;
+  piCommand: readonly string[];
+  extraPiArgs: readonly string[];
+  env: NodeJS.ProcessEnv;
+}
+
+export type MuxChoice = { ok: true; mux: Multiplexer } | { ok: false; message: string };
+
+export interface HandoffDeps {
+  git: GitPort;
+  store: ManifestStore;
+  selectMux(explicit: MuxKind | undefined): MuxChoice;
+  fork(request: ForkRequest): Promise<ForkResult>;
+  now(): Date;
+  sleep(ms: number): Promise<void>;
+  progress(step: HandoffStep, text: string): void;
+  timeouts: { shellMs: number; confirmMs: number; pollMs: number };
+  /** Test hook: make one step fail (`PI_HANDOFF_FAULT=<step>`). */
+  faultAt?: HandoffStep | undefined;
+}
+
+export type HandoffOutcome =
+  | { code: "refused"; message: string }
+  | { code: "running"; manifest: Manifest; message: string }
+  | { code: "launch_unconfirmed"; manifest: Manifest; message: string }
+  | { code: "failed"; step: HandoffStep; manifest: Manifest; message: string };
+
+interface Plan {
+  id: string;
+  repo: RepositoryInfo;
+  branch: string;
+  base: { ref: string; sha: string };
+  worktreePath: string;
+  parentSessionFile: string;
+  leafId: string;
+  model: { provider: string; id: string };
+  mux: Multiplexer;
+}
+
+class StepFailure extends Error {
+  readonly step: HandoffStep;
+  constructor(step: HandoffStep, message: string) {
+    super(message);
+    this.step = step;
+  }
+}
+
+export const DEFAULT_TIMEOUTS = { shellMs: 15_000, confirmMs: 45_000, pollMs: 100 } as const;
+
+export class HandoffTransaction {
+  private readonly deps: HandoffDeps;
+
+  constructor(deps: HandoffDeps) {
+    this.deps = deps;
+  }
+
+  async run(request: HandoffRequest): Promise<HandoffOutcome> {
+    this.deps.progress("preconditions", "Checking the session, the repository and the branch");
+    const planned = await this.plan(request);
+    if (!planned.ok) return { code: "refused", message: planned.message };
+    const plan = planned.plan;
+
+    this.deps.progress("manifest", "Recording the handoff");
+    const created = await this.createManifest(plan, request);
+    if (!created.ok) return { code: "refused", message: created.message };
+    let manifest = created.manifest;
+
+    try {
+      manifest = await this.provision(plan, manifest);
+      manifest = await this.forkSession(plan, manifest, request);
+      manifest = await this.launch(plan, manifest, request);
+    } catch (error) {
+      const step = error instanceof StepFailure ? error.step : "launch";
+      const message = error instanceof Error ? error.message : String(error);
+      return this.fail(plan, manifest.id, step, message);
+    }
+
+    this.deps.progress("confirm", "Waiting for the new Pi to start");
+    const confirmed = await this.confirm(plan, manifest);
+    if (!confirmed.ok) {
+      const unconfirmed = await this.deps.store.transition(
+        manifest.id,
+        "launch_unconfirmed",
+        (m) => {
+          m.error = { step: "confirm", message: confirmed.message, at: this.isoNow() };
+        },
+        confirmed.message,
+      );
+      return {
+        code: "launch_unconfirmed",
+        manifest: unconfirmed,
+        message: `${confirmed.message} ${describeRetained(unconfirmed)}`,
+      };
+    }
+    manifest = confirmed.manifest;
+
+    if (request.args.focus) {
+      this.deps.progress("focus", "Switching to the new window");
+      manifest = await this.focus(plan, manifest);
+    }
+    return { code: "running", manifest, message: describeSuccess(manifest) };
+  }
+
+  /** Step 0: every check, nothing written. */
+  private async plan(request: HandoffRequest): Promise<{ ok: true; plan: Plan } | { ok: false; message: string }> {
+    const { args, parent } = request;
+    if (parent.sessionFile === undefined) {
+      return { ok: false, message: "This session is not saved (--no-session), so there is nothing to hand off; start Pi with a saved session." };
+    }
+    if (!parent.sessionFileExists || parent.leafId === null) {
+      return { ok: false, message: "This session has no messages on disk yet; send a message first, then hand off." };
+    }
+    if (request.model === undefined) {
+      return { ok: false, message: "No model is selected; choose one with /model, then hand off." };
+    }
+    const mux = this.deps.selectMux(args.mux);
+    if (!mux.ok) return { ok: false, message: mux.message };
+
+    const repo = await this.deps.git.findRepository(parent.cwd);
+    if (repo === undefined) {
+      return { ok: false, message: `${parent.cwd} is not inside a git repository; start Pi in a repository to hand off into a worktree.` };
+    }
+    if (!(await this.deps.git.isValidBranchName(args.branch))) {
+      return { ok: false, message: `${JSON.stringify(args.branch)} is not a valid branch name; pick a name git accepts (see git check-ref-format).` };
+    }
+    const worktrees = await this.deps.git.listWorktrees(repo.mainCheckout);
+    const checkedOut = worktrees.find((worktree) => worktree.branch === args.branch);
+    if (checkedOut !== undefined) {
+      return { ok: false, message: `Branch ${args.branch} is already checked out at ${checkedOut.path}; pick a new branch name.` };
+    }
+    if (await this.deps.git.branchExists(repo.mainCheckout, args.branch)) {
+      return { ok: false, message: `Branch ${args.branch} already exists; pick a new branch name.` };
+    }
+    if (args.base.startsWith("-")) {
+      return { ok: false, message: `Base ${JSON.stringify(args.base)} does not name a commit; give a branch, tag or commit.` };
+    }
+    const sha = await this.deps.git.resolveCommit(repo.currentCheckout, args.base);
+    if (sha === undefined) {
+      return { ok: false, message: `Base ${JSON.stringify(args.base)} does not resolve to a commit; give a branch, tag or commit.` };
+    }
+    let worktreePath: string;
+    try {
+      worktreePath = chooseWorktreePath({ mainCheckout: repo.mainCheckout, branch: args.branch, env: request.env });
+    } catch (error) {
+      return { ok: false, message: error instanceof Error ? error.message : String(error) };
+    }
+    return {
+      ok: true,
+      plan: {
+        id: this.deps.store.newId(args.branch),
+        repo,
+        branch: args.branch,
+        base: { ref: args.base, sha },
+        worktreePath,
+        parentSessionFile: parent.sessionFile,
+        leafId: parent.leafId,
+        model: request.model,
+        mux: mux.mux,
+      },
+    };
+  }
+
+  /** Step 1: the ownership record, claimed under the store lock so two handoffs cannot take one branch. */
+  private async createManifest(
+    plan: Plan,
+    request: HandoffRequest,
+  ): Promise<{ ok: true; manifest: Manifest } | { ok: false; message: string }> {
+    const task = prepareTask(request.args.task).task;
+    const manifest = newManifest({
+      id: plan.id,
+      now: this.deps.now(),
+      branch: plan.branch,
+      base: plan.base,
+      repo: { root: plan.repo.mainCheckout, commonDir: plan.repo.commonDir },
+      parent: {
+        sessionFile: plan.parentSessionFile,
+        sessionId: request.parent.sessionId,
+        leafId: plan.leafId,
+        cwd: request.parent.cwd,
+      },
+      worktree: { path: plan.worktreePath },
+      mux: { kind: plan.mux.kind },
+      ...(task !== undefined ? { task } : {}),
+    });
+    const created = await this.deps.store.create(manifest, {
+      conflictsWith: (existing) => existing.repo.commonDir === plan.repo.commonDir && existing.branch === plan.branch && holdsBranch(existing),
+    });
+    if (!created.ok) {
+      return {
+        ok: false,
+        message: `Branch ${plan.branch} is already claimed by handoff ${created.conflicting.id} (${created.conflicting.state}); pick a new branch name.`,
+      };
+    }
+    return { ok: true, manifest };
+  }
+
+  /** Step 2: worktree and pane, unfocused. */
+  private async provision(plan: Plan, manifest: Manifest): Promise<Manifest> {
+    this.deps.progress("worktree", `Creating worktree ${plan.worktreePath}`);
+    this.injectFault("worktree");
+    const created = await plan.mux.createWorkspace({
+      mainCheckout: plan.repo.mainCheckout,
+      branch: plan.branch,
+      baseSha: plan.base.sha,
+      worktreePath: plan.worktreePath,
+      label: plan.branch,
+    });
+    if (!created.ok) {
+      if (created.partial !== undefined) {
+        const partial = created.partial;
+        await this.deps.store.update(manifest.id, (m) => {
+          if (partial.location !== undefined) m.mux = partial.location;
+          if (partial.worktreePath !== undefined) m.worktree = { path: partial.worktreePath };
+        });
+      }
+      throw new StepFailure("worktree", created.message);
+    }
+    return this.deps.store.transition(manifest.id, "provisioned", (m) => {
+      m.mux = created.location;
+      m.worktree = { path: created.worktreePath };
+    });
+  }
+
+  /** Step 3: the child session (active branch plus one handoff message). */
+  private async forkSession(plan: Plan, manifest: Manifest, request: HandoffRequest): Promise<Manifest> {
+    this.deps.progress("fork", "Copying the conversation into the worktree's session");
+    this.injectFault("fork");
+    const sessionDir = childSessionDir({
+      parentSessionDir: request.parent.sessionDir,
+      parentCwd: request.parent.cwd,
+      worktreePath: manifest.worktree.path,
+      agentDir: request.agentDir,
+    });
+    const message = buildHandoffMessage({
+      handoffId: manifest.id,
+      manifestPath: this.deps.store.pathFor(manifest.id),
+      branch: plan.branch,
+      baseRef: plan.base.ref,
+      baseSha: plan.base.sha,
+      worktreePath: manifest.worktree.path,
+      mainCheckout: plan.repo.mainCheckout,
+      parentSessionFile: plan.parentSessionFile,
+      ...(request.args.task !== undefined ? { task: request.args.task } : {}),
+    });
+    let forked: ForkResult;
+    try {
+      forked = await this.deps.fork({
+        parentSessionFile: plan.parentSessionFile,
+        leafId: plan.leafId,
+        childCwd: manifest.worktree.path,
+        childSessionDir: sessionDir.dir,
+        message,
+      });
+    } catch (error) {
+      throw new StepFailure("fork", error instanceof Error ? error.message : String(error));
+    }
+    return this.deps.store.transition(manifest.id, "forked", (m) => {
+      m.child = { ...m.child, sessionFile: forked.childSessionFile, sessionId: forked.childSessionId };
+    });
+  }
+
+  /** Step 4: type the child's command into the pane once its shell is ready. */
+  private async launch(plan: Plan, manifest: Manifest, request: HandoffRequest): Promise<Manifest> {
+    const location = manifest.mux;
+    const childSessionFile = manifest.child.sessionFile;
+    if (childSessionFile === undefined) throw new StepFailure("launch", "The child session file was not recorded.");
+    this.deps.progress("launch", "Waiting for the new pane's shell");
+    const ready = await plan.mux.waitForShell(location, { timeoutMs: this.deps.timeouts.shellMs });
+    if (!ready.ok) throw new StepFailure("launch", ready.message);
+    const sessionDir = childSessionDir({
+      parentSessionDir: request.parent.sessionDir,
+      parentCwd: request.parent.cwd,
+      worktreePath: manifest.worktree.path,
+      agentDir: request.agentDir,
+    });
+    let command: string;
+    try {
+      command = buildLaunchCommand({
+        piCommand: request.piCommand,
+        worktreePath: manifest.worktree.path,
+        childSessionFile,
+        ...(sessionDir.custom ? { sessionDir: sessionDir.dir } : {}),
+        agentDir: request.agentDir,
+        handoffId: manifest.id,
+        model: plan.model,
+        ...(request.thinkingLevel !== undefined ? { thinkingLevel: request.thinkingLevel } : {}),
+        approve: request.projectTrusted,
+        extraArgs: request.extraPiArgs,
+        parentEnv: request.env,
+      });
+    } catch (error) {
+      throw new StepFailure("launch", error instanceof Error ? error.message : String(error));
+    }
+    const launching = await this.deps.store.transition(manifest.id, "launching", (m) => {
+      m.child = { ...m.child, command };
+    });
+    this.deps.progress("launch", "Starting Pi in the new pane");
+    this.injectFault("launch");
+    // The confirm fault types a harmless line instead of Pi, so no child ever acknowledges.
+    const typed = await plan.mux.run(location, this.deps.faultAt === "confirm" ? ": pi-handoff-worktree fault: no child" : command);
+    if (!typed.ok) throw new StepFailure("launch", typed.message);
+    return launching;
+  }
+
+  /** Step 5: the child's acknowledgement, or failing that a process probe. */
+  private async confirm(plan: Plan, manifest: Manifest): Promise<{ ok: true; manifest: Manifest } | { ok: false; message: string }> {
+    const deadline = this.deps.now().getTime() + this.deps.timeouts.confirmMs;
+    for (;;) {
+      const current = await this.deps.store.read(manifest.id);
+      if (current.ok && current.manifest.state === "running" && current.manifest.child.ackAt !== undefined) {
+        return { ok: true, manifest: current.manifest };
+      }
+      if (this.deps.now().getTime() >= deadline) break;
+      await this.deps.sleep(this.deps.timeouts.pollMs);
+    }
+    const probed = await plan.mux.probe(manifest.mux);
+    const child = probed.ok ? findChildProcess(probed.processes, manifest) : undefined;
+    if (child === undefined) {
+      return {
+        ok: false,
+        message: `The new Pi did not confirm its start within ${Math.round(this.deps.timeouts.confirmMs / 1000)} s and no Pi process was found in the new pane.`,
+      };
+    }
+    const running = await this.deps.store.update(manifest.id, (m) => {
+      // The acknowledgement may have landed between the last poll and the probe; it wins.
+      if (m.state === "running") return;
+      m.state = "running";
+      m.history.push({ state: "running", at: this.isoNow(), note: "confirmed by process probe" });
+      m.child = { ...m.child, pid: child.pid, confirmedBy: "probe" };
+    });
+    return { ok: true, manifest: running };
+  }
+
+  private async focus(plan: Plan, manifest: Manifest): Promise<Manifest> {
+    const focused = await plan.mux.focus(manifest.mux);
+    return this.deps.store.update(manifest.id, (m) => {
+      m.focus = focused.ok ? { at: this.isoNow() } : { error: focused.message, at: this.isoNow() };
+    });
+  }
+
+  private async fail(plan: Plan, id: string, step: HandoffStep, message: string): Promise<HandoffOutcome> {
+    let gitState: Manifest["gitState"];
+    try {
+      gitState = await this.deps.git.captureState(plan.worktreePath, plan.base.sha);
+    } catch {
+      gitState = undefined; // The worktree may not exist: nothing to capture.
+    }
+    const failed = await this.deps.store.transition(
+      id,
+      "failed",
+      (m) => {
+        m.error = { step, message, at: this.isoNow() };
+        if (gitState !== undefined) m.gitState = gitState;
+      },
+      `failed at ${step}`,
+    );
+    return { code: "failed", step, manifest: failed, message: `The handoff failed at the ${step} step: ${message} ${describeRetained(failed)}` };
+  }
+
+  private injectFault(step: HandoffStep): void {
+    if (this.deps.faultAt === step) throw new StepFailure(step, `Injected fault at the ${step} step (PI_HANDOFF_FAULT).`);
+  }
+
+  private isoNow(): string {
+    return this.deps.now().toISOString();
+  }
+}
+
+/** Whether a manifest still claims its branch (a failure before the worktree existed does not). */
+function holdsBranch(manifest: Manifest): boolean {
+  if (manifest.state === "removed") return false;
+  if (manifest.state === "failed" && manifest.error?.step === "worktree") return false;
+  return true;
+}
+
+function findChildProcess(processes: readonly PaneProcess[], manifest: Manifest): PaneProcess | undefined {
+  return processes.find((process) => process.handoffId === manifest.id && process.cwd === manifest.worktree.path);
+}
+
+export function describeLocation(location: MuxLocation): string {
+  if (location.kind === "tmux") {
+    return location.windowId !== undefined ? `tmux window ${location.windowId} (pane ${location.paneId ?? "?"})` : "no tmux window";
+  }
+  return location.workspaceId !== undefined ? `Herdr workspace ${location.workspaceId} (pane ${location.paneId ?? "?"})` : "no Herdr workspace";
+}
+
+function describeSuccess(manifest: Manifest): string {
+  const lines = [
+    `Handed off to branch ${manifest.branch} (from ${manifest.base.ref} at ${manifest.base.sha.slice(0, 12)}).`,
+    `Worktree: ${manifest.worktree.path}`,
+    `Child session: ${manifest.child.sessionFile ?? "?"}`,
+    `Window: ${describeLocation(manifest.mux)}${manifest.child.pid !== undefined ? `, Pi pid ${manifest.child.pid}` : ""}`,
+  ];
+  if (manifest.focus !== undefined && "error" in manifest.focus) lines.push(`Could not switch to it: ${manifest.focus.error}`);
+  lines.push(`Handoff id: ${manifest.id}`);
+  return lines.join("\n");
+}
+
+/** What exists after a failure, and what the user can do about it. */
+export function describeRetained(manifest: Manifest): string {
+  const kept: string[] = [];
+  if (manifest.history.some((h) => h.state === "provisioned")) {
+    kept.push(`worktree ${manifest.worktree.path} on branch ${manifest.branch}`);
+    kept.push(describeLocation(manifest.mux));
+  }
+  if (manifest.child.sessionFile !== undefined) kept.push(`child session ${manifest.child.sessionFile}`);
+  const lines = [
+    kept.length > 0 ? `Kept (nothing was deleted): ${kept.join("; ")}.` : "No worktree or session was created.",
+    `Manifest: handoff ${manifest.id}.`,
+  ];
+  if (manifest.child.command !== undefined) lines.push(`To start the child by hand, run in its pane: ${manifest.child.command}`);
+  if (kept.length > 0) {
+    lines.push(`To clean up by hand: git -C ${manifest.repo.root} worktree remove ${manifest.worktree.path} (add --force to drop its changes), then git branch -d ${manifest.branch}.`);
+  }
+  return lines.join("\n");
+}

@@ -1,0 +1,133 @@
+/**
+ * Linux procfs readers for the processes running under a terminal pane.
+ *
+ * Invariants:
+ * - Read-only: nothing here signals or changes a process (except `isAlive`'s signal 0, which is a check).
+ * - Processes come and go between two reads: a missing or unreadable file yields `undefined` (or is
+ *   skipped), never a throw.
+ * - `/proc/<pid>/stat` is parsed from the last `)`, because the command name in parentheses may
+ *   itself contain spaces and parentheses.
+ */
+import { readdir, readFile, realpath } from "node:fs/promises";
+
+const PROC_ROOT = "/proc";
+
+/** The fields of `/proc/<pid>/stat` this package uses (see proc(5)). */
+export interface ProcStat {
+  pid: number;
+  /** The command name as the kernel stores it (up to 15 bytes), without the parentheses. */
+  comm: string;
+  /** One letter: R, S, D, Z, T, ... */
+  state: string;
+  ppid: number;
+  pgrp: number;
+  session: number;
+  ttyNr: number;
+  /** The foreground process group of the process's controlling terminal; -1 when it has none. */
+  tpgid: number;
+}
+
+/** Parses the text of `/proc/<pid>/stat`; undefined when it does not have the expected shape. */
+export function parseStat(text: string): ProcStat | undefined {
+  const open = text.indexOf("(");
+  const close = text.lastIndexOf(")");
+  if (open < 0 || close < open) return undefined;
+  const pid = Number(text.slice(0, open).trim());
+  const comm = text.slice(open + 1, close);
+  // After the comm: state(3) ppid(4) pgrp(5) session(6) tty_nr(7) tpgid(8) ...
+  const rest = text.slice(close + 1).trim().split(/\s+/);
+  const [state, ppid, pgrp, session, ttyNr, tpgid] = rest;
+  if (state === undefined || tpgid === undefined) return undefined;
+  const numbers = [ppid, pgrp, session, ttyNr, tpgid].map(Number);
+  if (!Number.isInteger(pid) || numbers.some((value) => !Number.isInteger(value))) return undefined;
+  const [ppidN, pgrpN, sessionN, ttyNrN, tpgidN] = numbers as [number, number, number, number, number];
+  return { pid, comm, state, ppid: ppidN, pgrp: pgrpN, session: sessionN, ttyNr: ttyNrN, tpgid: tpgidN };
+}
+
+export async function readStat(pid: number): Promise<ProcStat | undefined> {
+  const text = await readProcText(pid, "stat");
+  return text === undefined ? undefined : parseStat(text);
+}
+
+/** The process name from `/proc/<pid>/comm`, trimmed. */
+export async function readComm(pid: number): Promise<string | undefined> {
+  const text = await readProcText(pid, "comm");
+  return text?.trim();
+}
+
+/** The canonical path of the process's working directory, when readable. */
+export async function readCwd(pid: number): Promise<string | undefined> {
+  try {
+    return await realpath(`${PROC_ROOT}/${pid}/cwd`);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The value of `key` in the process's initial environment (`/proc/<pid>/environ`, NUL-separated),
+ * when readable. This is the environment at exec time, which is what a launch marker needs.
+ */
+export async function readEnvironValue(pid: number, key: string): Promise<string | undefined> {
+  const text = await readProcText(pid, "environ");
+  if (text === undefined) return undefined;
+  const prefix = `${key}=`;
+  for (const entry of text.split("\0")) {
+    if (entry.startsWith(prefix)) return entry.slice(prefix.length);
+  }
+  return undefined;
+}
+
+/** Whether the process exists and is not a zombie. */
+export async function isAlive(pid: number): Promise<boolean> {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    // EPERM means it exists but belongs to someone else.
+    if ((error as NodeJS.ErrnoException).code !== "EPERM") return false;
+  }
+  const stat = await readStat(pid);
+  return stat === undefined || stat.state !== "Z";
+}
+
+/** All descendants of `rootPid` (not including it), breadth-first, from the ppid links in procfs. */
+export async function listDescendants(rootPid: number): Promise<number[]> {
+  let entries: string[];
+  try {
+    entries = await readdir(PROC_ROOT);
+  } catch {
+    return [];
+  }
+  const pids = entries.filter((name) => /^\d+$/.test(name)).map(Number);
+  const stats = await Promise.all(pids.map((pid) => readStat(pid)));
+  const childrenByParent = new Map<number, number[]>();
+  for (const stat of stats) {
+    if (stat === undefined) continue;
+    const siblings = childrenByParent.get(stat.ppid) ?? [];
+    siblings.push(stat.pid);
+    childrenByParent.set(stat.ppid, siblings);
+  }
+  const descendants: number[] = [];
+  const seen = new Set<number>([rootPid]);
+  const queue = [rootPid];
+  for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+    for (const child of childrenByParent.get(next) ?? []) {
+      // A pid read mid-reuse could form a cycle; never visit twice.
+      if (seen.has(child)) continue;
+      seen.add(child);
+      descendants.push(child);
+      queue.push(child);
+    }
+  }
+  return descendants;
+}
+
+async function readProcText(pid: number, file: string): Promise<string | undefined> {
+  if (!Number.isInteger(pid) || pid <= 0) return undefined;
+  try {
+    return await readFile(`${PROC_ROOT}/${pid}/${file}`, "utf8");
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,346 @@
+/**
+ * The tmux backend: git (through `GitPort`) creates the worktree, tmux gives it a window.
+ *
+ * Invariants:
+ * - Every tmux call addresses one server explicitly (`-S <socket>`), uses an argument array (never a
+ *   shell string) and carries a timeout.
+ * - This module never runs git; the worktree is created through the injected `GitPort`.
+ * - Only `focus()` changes the active window; windows are created with `-d`.
+ * - Failures are returned as values with a stable code and one sentence, never thrown.
+ * - `run()` types the command line literally (`send-keys -l`), so tmux never interprets key names in it.
+ */
+import { execa } from "execa";
+import type { GitPort } from "../git/types.ts";
+import type { MuxLocation, TmuxLocation } from "../manifest/schema.ts";
+import { listDescendants, readComm, readCwd, readEnvironValue, readStat } from "./procfs.ts";
+import type {
+  CreatedWorkspace,
+  CreateWorkspaceRequest,
+  Multiplexer,
+  MuxFailure,
+  MuxResult,
+  PaneProcess,
+} from "./types.ts";
+
+/** The environment variable a launched child carries so a process probe can recognise it. */
+export const HANDOFF_ID_ENV = "PI_HANDOFF_ID";
+
+const DEFAULT_TIMEOUT_MS = 5_000;
+const SHELL_SAMPLE_INTERVAL_MS = 50;
+const SHELL_STABLE_SAMPLES = 3;
+
+export interface TmuxMultiplexerOptions {
+  /** The server socket of the parent's tmux (first field of `$TMUX`). */
+  socketPath: string;
+  /** The session to create windows in (e.g. `$3`); wins over `originPaneId`. */
+  targetSession?: string;
+  /** The pane the parent runs in (`$TMUX_PANE`); new windows go into the session that contains it. */
+  originPaneId?: string;
+  git: Pick<GitPort, "addWorktree">;
+  /** Upper bound for each tmux call. */
+  timeoutMs?: number;
+  tmuxBin?: string;
+}
+
+type TmuxCallResult = { ok: true; stdout: string } | MuxFailure;
+
+export class TmuxMultiplexer implements Multiplexer {
+  readonly kind = "tmux" as const;
+  readonly socketPath: string;
+  readonly #targetSession: string | undefined;
+  readonly #originPaneId: string | undefined;
+  readonly #git: Pick<GitPort, "addWorktree">;
+  readonly #timeoutMs: number;
+  readonly #tmuxBin: string;
+
+  constructor(options: TmuxMultiplexerOptions) {
+    this.socketPath = options.socketPath;
+    this.#targetSession = options.targetSession;
+    this.#originPaneId = options.originPaneId;
+    this.#git = options.git;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#tmuxBin = options.tmuxBin ?? "tmux";
+  }
+
+  /**
+   * The backend for the tmux the current process runs inside, or undefined outside tmux.
+   * `$TMUX` is `<socket path>,<server pid>,<session id number>`; the socket path may contain commas.
+   */
+  static fromEnvironment(
+    env: Readonly<Record<string, string | undefined>>,
+    git: Pick<GitPort, "addWorktree">,
+    options: { timeoutMs?: number; tmuxBin?: string } = {},
+  ): TmuxMultiplexer | undefined {
+    const match = /^(.+),(\d+),(\d+)$/.exec(env.TMUX ?? "");
+    const socketPath = match?.[1];
+    if (socketPath === undefined || socketPath === "") return undefined;
+    const originPaneId = env.TMUX_PANE !== undefined && /^%\d+$/.test(env.TMUX_PANE) ? env.TMUX_PANE : undefined;
+    return new TmuxMultiplexer({
+      socketPath,
+      // Without a pane, fall back to the session recorded in $TMUX.
+      ...(originPaneId === undefined ? { targetSession: `$${match?.[3] ?? "0"}` } : { originPaneId }),
+      git,
+      ...options,
+    });
+  }
+
+  async createWorkspace(request: CreateWorkspaceRequest): Promise<MuxResult<CreatedWorkspace>> {
+    // Resolve the session before creating anything, so an unreachable server leaves nothing behind.
+    const session = await this.#resolveTargetSession();
+    if (!session.ok) return session;
+
+    try {
+      await this.#git.addWorktree(request.mainCheckout, {
+        path: request.worktreePath,
+        branch: request.branch,
+        sha: request.baseSha,
+      });
+    } catch (error) {
+      return {
+        ok: false,
+        code: "worktree_create_failed",
+        message: `Could not create the worktree at ${request.worktreePath}: ${stripPeriod(oneLine(errorText(error)))}.`,
+      };
+    }
+
+    const partial = { worktreePath: request.worktreePath };
+    const created = await this.#tmux(this.socketPath, [
+      "new-window",
+      "-d",
+      "-t",
+      `${session.sessionId}:`,
+      "-c",
+      request.worktreePath,
+      "-n",
+      request.label,
+      "-P",
+      "-F",
+      "#{session_id} #{window_id} #{pane_id}",
+    ]);
+    if (!created.ok) {
+      return {
+        ok: false,
+        code: "window_create_failed",
+        message: `Created the worktree at ${request.worktreePath} but could not open a tmux window for it: ${stripPeriod(created.message)}.`,
+        partial,
+      };
+    }
+    const [sessionId, windowId, paneId] = created.stdout.trim().split(" ");
+    if (!isId(sessionId, "$") || !isId(windowId, "@") || !isId(paneId, "%")) {
+      return {
+        ok: false,
+        code: "window_create_failed",
+        message: `Created the worktree at ${request.worktreePath} but tmux reported an unexpected window description: ${JSON.stringify(created.stdout)}.`,
+        partial,
+      };
+    }
+    return {
+      ok: true,
+      location: { kind: "tmux", socketPath: this.socketPath, sessionId, windowId, paneId },
+      worktreePath: request.worktreePath,
+    };
+  }
+
+  async waitForShell(location: MuxLocation, options: { timeoutMs: number }): Promise<MuxResult<object>> {
+    const pane = paneOf(location, this.socketPath);
+    if (!pane.ok) return pane;
+    const deadline = Date.now() + options.timeoutMs;
+    const remaining = (): number => Math.max(1, deadline - Date.now());
+
+    let panePid = await this.#panePid(pane.socketPath, pane.paneId, remaining());
+    let stableSamples = 0;
+    for (;;) {
+      if (!panePid.ok) {
+        if (panePid.code === "timeout") break;
+        return panePid;
+      }
+      const stat = await readStat(panePid.pid);
+      if (stat === undefined) {
+        // The pane's process is gone: the pane was closed or respawned; ask tmux again.
+        stableSamples = 0;
+        if (Date.now() + SHELL_SAMPLE_INTERVAL_MS > deadline) break;
+        await sleep(SHELL_SAMPLE_INTERVAL_MS);
+        panePid = await this.#panePid(pane.socketPath, pane.paneId, remaining());
+        continue;
+      }
+      // The shell owns the terminal once its own process group is the foreground group; a few
+      // consecutive samples skip the moment between fork and exec of a startup command.
+      stableSamples = stat.tpgid === stat.pid ? stableSamples + 1 : 0;
+      if (stableSamples >= SHELL_STABLE_SAMPLES) return { ok: true };
+      if (Date.now() + SHELL_SAMPLE_INTERVAL_MS > deadline) break;
+      await sleep(SHELL_SAMPLE_INTERVAL_MS);
+    }
+    return {
+      ok: false,
+      code: "shell_not_ready",
+      message: `The shell in tmux pane ${pane.paneId} did not become ready within ${options.timeoutMs} ms.`,
+    };
+  }
+
+  async run(location: MuxLocation, commandLine: string): Promise<MuxResult<object>> {
+    const pane = paneOf(location, this.socketPath);
+    if (!pane.ok) return pane;
+    // A control character would be a keystroke (a newline runs half a line, a tab completes).
+    if (/[\x00-\x1f\x7f]/.test(commandLine)) {
+      return {
+        ok: false,
+        code: "invalid_command_line",
+        message: "The command line contains a control character (such as a newline) and was not typed.",
+      };
+    }
+    const typed = await this.#tmux(pane.socketPath, ["send-keys", "-t", pane.paneId, "-l", "--", commandLine]);
+    if (!typed.ok) return this.#paneFailure(pane, typed);
+    const entered = await this.#tmux(pane.socketPath, ["send-keys", "-t", pane.paneId, "Enter"]);
+    if (!entered.ok) return this.#paneFailure(pane, entered);
+    return { ok: true };
+  }
+
+  async probe(location: MuxLocation): Promise<MuxResult<{ processes: PaneProcess[] }>> {
+    const pane = paneOf(location, this.socketPath);
+    if (!pane.ok) return pane;
+    const panePid = await this.#panePid(pane.socketPath, pane.paneId, this.#timeoutMs);
+    if (!panePid.ok) return panePid;
+    const pids = await listDescendants(panePid.pid);
+    const described = await Promise.all(pids.map((pid) => describeProcess(pid)));
+    return { ok: true, processes: described.filter((process) => process !== undefined) };
+  }
+
+  async focus(location: MuxLocation): Promise<MuxResult<object>> {
+    const tmuxLocation = asTmuxLocation(location);
+    if (!tmuxLocation.ok) return tmuxLocation;
+    const windowId = tmuxLocation.location.windowId;
+    if (windowId === undefined) return invalidLocation("The tmux location has no window id to focus.");
+    const socketPath = tmuxLocation.location.socketPath ?? this.socketPath;
+    const selected = await this.#tmux(socketPath, ["select-window", "-t", windowId]);
+    return selected.ok ? { ok: true } : selected;
+  }
+
+  async exists(location: MuxLocation): Promise<boolean> {
+    const pane = paneOf(location, this.socketPath);
+    if (!pane.ok) return false;
+    // tmux 3.3 prints an empty line (exit 0) for an unknown pane, so compare the echoed id.
+    const shown = await this.#tmux(pane.socketPath, ["display-message", "-p", "-t", pane.paneId, "#{pane_id}"]);
+    return shown.ok && shown.stdout.trim() === pane.paneId;
+  }
+
+  async #resolveTargetSession(): Promise<{ ok: true; sessionId: string } | MuxFailure> {
+    const target = this.#targetSession ?? this.#originPaneId;
+    if (target === undefined) {
+      return invalidLocation("No tmux session to open the window in: give a target session or the parent's pane.");
+    }
+    const shown = await this.#tmux(this.socketPath, ["display-message", "-p", "-t", target, "#{session_id}"]);
+    if (!shown.ok) return shown;
+    const sessionId = shown.stdout.trim();
+    if (!isId(sessionId, "$")) {
+      return { ok: false, code: "pane_not_found", message: `tmux has no session or pane ${target}.` };
+    }
+    return { ok: true, sessionId };
+  }
+
+  async #panePid(
+    socketPath: string,
+    paneId: string,
+    timeoutMs: number,
+  ): Promise<{ ok: true; pid: number } | MuxFailure> {
+    const shown = await this.#tmux(socketPath, ["display-message", "-p", "-t", paneId, "#{pane_id} #{pane_pid}"], {
+      timeoutMs: Math.min(timeoutMs, this.#timeoutMs),
+    });
+    if (!shown.ok) return this.#paneFailure({ paneId }, shown);
+    const [shownPane, pidText] = shown.stdout.trim().split(" ");
+    const pid = Number(pidText);
+    if (shownPane !== paneId || !Number.isInteger(pid) || pid <= 0) return paneNotFound(paneId);
+    return { ok: true, pid };
+  }
+
+  #paneFailure(pane: { paneId: string }, failure: MuxFailure): MuxFailure {
+    return failure.code === "pane_not_found" ? paneNotFound(pane.paneId) : failure;
+  }
+
+  async #tmux(socketPath: string, args: string[], options: { timeoutMs?: number } = {}): Promise<TmuxCallResult> {
+    const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
+    const result = await execa(this.#tmuxBin, ["-S", socketPath, ...args], {
+      timeout: timeoutMs,
+      reject: false,
+      stdin: "ignore",
+    });
+    if (!result.failed) return { ok: true, stdout: result.stdout };
+    const stderr = oneLine(result.stderr);
+    if (result.timedOut) {
+      return { ok: false, code: "timeout", message: `tmux ${args[0]} did not answer within ${timeoutMs} ms.` };
+    }
+    if (result.code === "ENOENT") {
+      return { ok: false, code: "tmux_failed", message: `The tmux executable ${this.#tmuxBin} was not found.` };
+    }
+    // A server that is shutting down answers "server exited unexpectedly" (or "lost server" mid-call).
+    if (/^no server running on |^error connecting to |^server exited unexpectedly|^lost server/.test(stderr)) {
+      return { ok: false, code: "server_not_running", message: `No tmux server is running on ${socketPath}.` };
+    }
+    if (/^can't find (pane|window|session)/.test(stderr)) {
+      return { ok: false, code: "pane_not_found", message: `tmux ${stripPeriod(stderr)}.` };
+    }
+    const detail = stderr || oneLine(result.shortMessage ?? "") || `exit code ${String(result.exitCode)}`;
+    return { ok: false, code: "tmux_failed", message: `tmux ${args[0]} failed: ${stripPeriod(detail)}.` };
+  }
+}
+
+async function describeProcess(pid: number): Promise<PaneProcess | undefined> {
+  const [name, cwd, handoffId] = await Promise.all([
+    readComm(pid),
+    readCwd(pid),
+    readEnvironValue(pid, HANDOFF_ID_ENV),
+  ]);
+  // No name means the process exited while we looked.
+  if (name === undefined) return undefined;
+  return {
+    pid,
+    name,
+    ...(cwd === undefined ? {} : { cwd }),
+    ...(handoffId === undefined ? {} : { handoffId }),
+  };
+}
+
+function asTmuxLocation(location: MuxLocation): { ok: true; location: TmuxLocation } | MuxFailure {
+  if (location.kind !== "tmux") return invalidLocation(`A ${location.kind} location was given to the tmux backend.`);
+  return { ok: true, location };
+}
+
+/** The pane a location names, on the location's own server (the backend's when it records none). */
+function paneOf(
+  location: MuxLocation,
+  defaultSocketPath: string,
+): { ok: true; socketPath: string; paneId: string } | MuxFailure {
+  const tmuxLocation = asTmuxLocation(location);
+  if (!tmuxLocation.ok) return tmuxLocation;
+  const { socketPath = defaultSocketPath, paneId } = tmuxLocation.location;
+  if (paneId === undefined) return invalidLocation("The tmux location has no pane id.");
+  return { ok: true, socketPath, paneId };
+}
+
+function invalidLocation(message: string): MuxFailure {
+  return { ok: false, code: "invalid_location", message };
+}
+
+function paneNotFound(paneId: string): MuxFailure {
+  return { ok: false, code: "pane_not_found", message: `tmux pane ${paneId} no longer exists.` };
+}
+
+function isId(value: string | undefined, sigil: "$" | "@" | "%"): value is string {
+  return value !== undefined && value.startsWith(sigil) && /^\d+$/.test(value.slice(1));
+}
+
+function errorText(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  return String(error);
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, " ").trim();
+}
+
+function stripPeriod(text: string): string {
+  return text.replace(/[.\s]+$/, "");
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

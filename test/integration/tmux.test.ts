@@ -1,0 +1,275 @@
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { execa } from "execa";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { GitPort } from "../../src/git/types.ts";
+import type { TmuxLocation } from "../../src/manifest/schema.ts";
+import { TmuxMultiplexer } from "../../src/mux/tmux.ts";
+import type { CreatedWorkspace, CreateWorkspaceRequest, MuxResult } from "../../src/mux/types.ts";
+import { startPrivateTmux, waitFor, type PrivateTmux } from "../support/tmux.ts";
+
+type WorktreeAdder = Pick<GitPort, "addWorktree">;
+
+let server: PrivateTmux;
+let dir: string;
+let repo: string;
+let baseSha: string;
+let gitEnv: Record<string, string>;
+
+beforeEach(async () => {
+  server = await startPrivateTmux();
+  dir = await realpath(await mkdtemp(join(tmpdir(), "phw-tmux-it-")));
+  repo = join(dir, "repo");
+  await mkdir(join(dir, "home"));
+  gitEnv = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: join(dir, "home"),
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    GIT_AUTHOR_NAME: "Test",
+    GIT_AUTHOR_EMAIL: "test@example.com",
+    GIT_COMMITTER_NAME: "Test",
+    GIT_COMMITTER_EMAIL: "test@example.com",
+  };
+  await git(["init", "-q", "-b", "main", repo]);
+  await writeFile(join(repo, "README.md"), "hello\n");
+  await git(["-C", repo, "add", "README.md"]);
+  await git(["-C", repo, "commit", "-q", "-m", "initial"]);
+  baseSha = (await git(["-C", repo, "rev-parse", "HEAD"])).trim();
+});
+
+afterEach(async () => {
+  await server.kill();
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function git(args: string[]): Promise<string> {
+  return (await execa("git", args, { env: gitEnv, extendEnv: false, timeout: 10_000 })).stdout;
+}
+
+const realGit: WorktreeAdder = {
+  async addWorktree(mainCheckout, { path, branch, sha }) {
+    await git(["-C", mainCheckout, "worktree", "add", "-q", "-b", branch, "--", path, sha]);
+  },
+};
+
+function request(branch = "feature-x"): CreateWorkspaceRequest {
+  return { mainCheckout: repo, branch, baseSha, worktreePath: join(dir, `wt-${branch}`), label: `handoff-${branch}` };
+}
+
+function backend(git: WorktreeAdder = realGit): TmuxMultiplexer {
+  return new TmuxMultiplexer({ socketPath: server.socketPath, targetSession: server.sessionId, git });
+}
+
+function expectCreated(result: MuxResult<CreatedWorkspace>): TmuxLocation {
+  if (!result.ok) throw new Error(`createWorkspace failed: ${result.code}: ${result.message}`);
+  if (result.location.kind !== "tmux") throw new Error("expected a tmux location");
+  return result.location;
+}
+
+async function windowsOf(target: string): Promise<Map<string, { active: string; name: string }>> {
+  const out = await server.tmux(["list-windows", "-t", target, "-F", "#{window_id} #{window_active} #{window_name}"]);
+  return new Map(
+    out.split("\n").map((line) => {
+      const [id = "", active = "", name = ""] = line.split(" ");
+      return [id, { active, name }];
+    }),
+  );
+}
+
+async function paneFormat(paneId: string, format: string): Promise<string> {
+  return (await server.tmux(["display-message", "-p", "-t", paneId, format])).trim();
+}
+
+/** Shell single-quoting, so the test states the exact bytes it expects. */
+function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", `'\\''`)}'`;
+}
+
+describe("TmuxMultiplexer on a private tmux server", () => {
+  it("creates the worktree and an unfocused window in it, then runs, probes, focuses and detects the pane", async () => {
+    const originalWindow = (await server.tmux(["display-message", "-p", "-t", server.firstPaneId, "#{window_id}"])).trim();
+    const mux = backend();
+    const req = request();
+
+    const location = expectCreated(await mux.createWorkspace(req));
+    expect(location).toEqual({
+      kind: "tmux",
+      socketPath: server.socketPath,
+      sessionId: server.sessionId,
+      windowId: expect.stringMatching(/^@\d+$/),
+      paneId: expect.stringMatching(/^%\d+$/),
+    });
+    const paneId = location.paneId ?? "";
+    const windowId = location.windowId ?? "";
+
+    // The worktree exists on the new branch at the base commit.
+    expect((await git(["-C", req.worktreePath, "rev-parse", "--abbrev-ref", "HEAD"])).trim()).toBe("feature-x");
+    expect((await git(["-C", req.worktreePath, "rev-parse", "HEAD"])).trim()).toBe(baseSha);
+
+    // Focus did not move: the original window is still the active one.
+    const windows = await windowsOf(server.sessionId);
+    expect(windows.size).toBe(2);
+    expect(windows.get(originalWindow)?.active).toBe("1");
+    expect(windows.get(windowId)).toEqual({ active: "0", name: "handoff-feature-x" });
+    expect(await paneFormat(paneId, "#{pane_current_path}")).toBe(req.worktreePath);
+
+    expect(await mux.waitForShell(location, { timeoutMs: 5_000 })).toEqual({ ok: true });
+    expect(await mux.exists(location)).toBe(true);
+
+    // `run` types the line literally: every shell metacharacter reaches printf inside quotes.
+    const canaryDir = join(dir, "canaries");
+    await mkdir(canaryDir);
+    const payload =
+      `two  spaces "double" 'single' $(touch ${canaryDir}/subst) \`touch ${canaryDir}/backtick\`; ` +
+      `touch ${canaryDir}/semicolon $HOME \\n end`;
+    const outFile = join(dir, "out.txt");
+    const doneFile = join(dir, "done");
+    const runResult = await mux.run(
+      location,
+      `printf '%s' ${shellQuote(payload)} > ${shellQuote(outFile)}; touch ${shellQuote(doneFile)}`,
+    );
+    expect(runResult).toEqual({ ok: true });
+    await waitFor(() => existsSync(doneFile), { description: "the typed command to finish" });
+    expect(await readFile(outFile, "utf8")).toBe(payload);
+    expect(await readdir(canaryDir)).toEqual([]);
+
+    // probe sees a process started in the pane, with its cwd and handoff marker.
+    await mux.waitForShell(location, { timeoutMs: 5_000 });
+    expect(await mux.run(location, "env PI_HANDOFF_ID=abc sleep 300")).toEqual({ ok: true });
+    const sleeper = await waitFor(
+      async () => {
+        const probed = await mux.probe(location);
+        if (!probed.ok) throw new Error(probed.message);
+        return probed.processes.find((process) => process.name === "sleep");
+      },
+      { description: "sleep to appear under the pane" },
+    );
+    expect(sleeper).toEqual({ pid: expect.any(Number), name: "sleep", cwd: req.worktreePath, handoffId: "abc" });
+    const panePid = Number(await paneFormat(paneId, "#{pane_pid}"));
+    const probed = await mux.probe(location);
+    expect(probed.ok && probed.processes.map((process) => process.pid)).not.toContain(panePid);
+    process.kill(sleeper.pid, "SIGTERM");
+
+    // focus makes the new window the active one.
+    expect(await mux.focus(location)).toEqual({ ok: true });
+    const afterFocus = await windowsOf(server.sessionId);
+    expect(afterFocus.get(windowId)?.active).toBe("1");
+    expect(afterFocus.get(originalWindow)?.active).toBe("0");
+
+    // Once the window is gone, the pane is reported missing everywhere.
+    await server.tmux(["kill-window", "-t", windowId]);
+    expect(await mux.exists(location)).toBe(false);
+    expect(await mux.waitForShell(location, { timeoutMs: 1_000 })).toMatchObject({ ok: false, code: "pane_not_found" });
+    expect(await mux.run(location, "true")).toMatchObject({ ok: false, code: "pane_not_found" });
+    expect(await mux.probe(location)).toMatchObject({ ok: false, code: "pane_not_found" });
+    expect(await mux.focus(location)).toMatchObject({ ok: false, code: "pane_not_found" });
+  });
+
+  it("refuses a command line with a control character and types nothing", async () => {
+    const location = expectCreated(await backend().createWorkspace(request()));
+    expect(await backend().waitForShell(location, { timeoutMs: 5_000 })).toEqual({ ok: true });
+    const marker = join(dir, "marker");
+    const result = await backend().run(location, `true\ntouch ${marker}`);
+    expect(result).toMatchObject({ ok: false, code: "invalid_command_line" });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it("reports worktree_create_failed and opens no window when git fails", async () => {
+    const failingGit: WorktreeAdder = {
+      async addWorktree() {
+        throw new Error("fatal: a branch named 'feature-x' already exists");
+      },
+    };
+    const result = await backend(failingGit).createWorkspace(request());
+    expect(result).toEqual({
+      ok: false,
+      code: "worktree_create_failed",
+      message: `Could not create the worktree at ${request().worktreePath}: fatal: a branch named 'feature-x' already exists.`,
+    });
+    expect((await windowsOf(server.sessionId)).size).toBe(1);
+  });
+
+  it("reports window_create_failed with the worktree as partial when the window cannot be opened", async () => {
+    // A second session keeps the server alive when the target session disappears mid-way.
+    await server.tmux(["new-session", "-d", "-s", "other"]);
+    const gitThenSessionGone: WorktreeAdder = {
+      async addWorktree(mainCheckout, options) {
+        await realGit.addWorktree(mainCheckout, options);
+        await server.tmux(["kill-session", "-t", server.sessionId]);
+      },
+    };
+    const req = request();
+    const result = await backend(gitThenSessionGone).createWorkspace(req);
+    expect(result).toMatchObject({ ok: false, code: "window_create_failed", partial: { worktreePath: req.worktreePath } });
+    expect(existsSync(join(req.worktreePath, "README.md"))).toBe(true);
+  });
+
+  it("opens the window in the session of the parent's pane when built from $TMUX/$TMUX_PANE", async () => {
+    const otherPane = (
+      await server.tmux(["new-session", "-d", "-s", "other", "-P", "-F", "#{pane_id}"])
+    ).trim();
+    const otherSession = (await paneFormat(otherPane, "#{session_id}")).trim();
+    expect(TmuxMultiplexer.fromEnvironment({}, realGit)).toBeUndefined();
+    const mux = TmuxMultiplexer.fromEnvironment(
+      { TMUX: `${server.socketPath},12345,0`, TMUX_PANE: otherPane },
+      realGit,
+    );
+    expect(mux?.socketPath).toBe(server.socketPath);
+    const location = expectCreated(await (mux as TmuxMultiplexer).createWorkspace(request()));
+    expect(location.sessionId).toBe(otherSession);
+    expect((await windowsOf(otherSession)).size).toBe(2);
+    expect((await windowsOf(server.sessionId)).size).toBe(1);
+  });
+
+  it("reports server_not_running without creating anything when no server listens on the socket", async () => {
+    let gitCalled = false;
+    const mux = new TmuxMultiplexer({
+      socketPath: join(dir, "no-such.sock"),
+      targetSession: "$0",
+      git: {
+        async addWorktree() {
+          gitCalled = true;
+        },
+      },
+    });
+    expect(await mux.createWorkspace(request())).toEqual({
+      ok: false,
+      code: "server_not_running",
+      message: `No tmux server is running on ${join(dir, "no-such.sock")}.`,
+    });
+    expect(gitCalled).toBe(false);
+    const location: TmuxLocation = { kind: "tmux", socketPath: join(dir, "no-such.sock"), paneId: "%0", windowId: "@0" };
+    expect(await mux.exists(location)).toBe(false);
+    expect(await mux.run(location, "true")).toMatchObject({ ok: false, code: "server_not_running" });
+    expect(await mux.focus(location)).toMatchObject({ ok: false, code: "server_not_running" });
+    expect(await mux.probe(location)).toMatchObject({ ok: false, code: "server_not_running" });
+
+    // A socket file left behind by a server that has exited counts as no server too.
+    const stale = new TmuxMultiplexer({ socketPath: server.socketPath, targetSession: server.sessionId, git: realGit });
+    await server.tmux(["kill-server"]);
+    // kill-server returns before the server has exited; wait until nothing answers on the socket.
+    await waitFor(() => server.tmux(["list-sessions"]).then(() => false, () => true), {
+      description: "the killed server to stop answering",
+    });
+    expect(await stale.createWorkspace(request())).toMatchObject({ ok: false, code: "server_not_running" });
+  });
+
+  it("reports timeout when tmux does not answer in time", async () => {
+    const slowTmux = join(dir, "slow-tmux");
+    await writeFile(slowTmux, "#!/bin/sh\nexec sleep 5\n", { mode: 0o755 });
+    const mux = new TmuxMultiplexer({
+      socketPath: server.socketPath,
+      targetSession: server.sessionId,
+      git: realGit,
+      timeoutMs: 200,
+      tmuxBin: slowTmux,
+    });
+    const started = Date.now();
+    expect(await mux.createWorkspace(request())).toMatchObject({ ok: false, code: "timeout" });
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+});

@@ -1,0 +1,123 @@
+/**
+ * A private tmux server for tests: its own socket in a temp dir, no config file, an isolated
+ * environment and a shell without rc files, so tests never touch the user's tmux or dotfiles.
+ * Always `kill()` it (afterEach/afterAll); kill is idempotent.
+ */
+import { mkdtemp, mkdir, realpath, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { execa } from "execa";
+
+const TMUX_CALL_TIMEOUT_MS = 10_000;
+
+export interface PrivateTmuxOptions {
+  /** `bash` (default: `bash --norc --noprofile`) or `sh`. */
+  shell?: "bash" | "sh";
+  /** Extra variables for the server's (and so every pane's) environment. */
+  env?: Record<string, string>;
+}
+
+export interface PrivateTmux {
+  socketPath: string;
+  /** The id (`$N`) of the session named `test`. */
+  sessionId: string;
+  firstPaneId: string;
+  /** The temp dir holding the socket and HOME; removed by `kill()`. */
+  rootDir: string;
+  /** The environment the server was started with. */
+  env: Record<string, string>;
+  /** Runs `tmux -S <socket> ...args` and returns stdout; throws on failure. */
+  tmux(args: string[]): Promise<string>;
+  /** The visible text of a pane. */
+  capturePane(paneId: string): Promise<string>;
+  kill(): Promise<void>;
+}
+
+export async function startPrivateTmux(options: PrivateTmuxOptions = {}): Promise<PrivateTmux> {
+  // Short path: unix socket paths are limited to ~107 bytes.
+  const rootDir = await realpath(await mkdtemp(join(tmpdir(), "phw-tmux-")));
+  const home = join(rootDir, "home");
+  await mkdir(home);
+  const socketPath = join(rootDir, "sock");
+  const shellCommand = options.shell === "sh" ? ["/bin/sh"] : ["/bin/bash", "--norc", "--noprofile"];
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
+    HOME: home,
+    SHELL: shellCommand[0] ?? "/bin/sh",
+    PS1: "$ ",
+    HISTFILE: join(home, ".history"),
+    TERM: "xterm-256color",
+    LANG: "C.UTF-8",
+    TMPDIR: rootDir,
+    ...options.env,
+  };
+
+  const tmux = async (args: string[]): Promise<string> => {
+    const result = await execa("tmux", ["-S", socketPath, ...args], {
+      env,
+      extendEnv: false,
+      stdin: "ignore",
+      timeout: TMUX_CALL_TIMEOUT_MS,
+    });
+    return result.stdout;
+  };
+
+  let killed = false;
+  const kill = async (): Promise<void> => {
+    if (killed) return;
+    killed = true;
+    await execa("tmux", ["-S", socketPath, "kill-server"], {
+      env,
+      extendEnv: false,
+      reject: false,
+      timeout: TMUX_CALL_TIMEOUT_MS,
+    });
+    await rm(rootDir, { recursive: true, force: true });
+  };
+
+  try {
+    // `;` separates tmux commands; the first pane gets the rc-less shell explicitly, later
+    // windows through default-command.
+    await execa(
+      "tmux",
+      [
+        "-S", socketPath, "-f", "/dev/null",
+        "new-session", "-d", "-s", "test", "-x", "200", "-y", "50", "--", ...shellCommand,
+        ";", "set", "-g", "default-shell", shellCommand[0] ?? "/bin/sh",
+        // `exec`: dash does not exec a lone `-c` command, and the pane's pid must be the shell itself.
+        ";", "set", "-g", "default-command", `exec ${shellCommand.join(" ")}`,
+        ";", "set", "-s", "escape-time", "0",
+      ],
+      { env, extendEnv: false, stdin: "ignore", timeout: TMUX_CALL_TIMEOUT_MS },
+    );
+    const [sessionId = "", firstPaneId = ""] = (
+      await tmux(["display-message", "-p", "-t", "test:", "#{session_id} #{pane_id}"])
+    ).split(" ");
+    return { socketPath, sessionId, firstPaneId, rootDir, env, tmux, capturePane: (paneId) => capture(tmux, paneId), kill };
+  } catch (error) {
+    await kill();
+    throw error;
+  }
+}
+
+function capture(tmux: PrivateTmux["tmux"], paneId: string): Promise<string> {
+  return tmux(["capture-pane", "-p", "-J", "-t", paneId]);
+}
+
+/** Polls until `probe` returns a truthy value and returns it; throws after `timeoutMs`. */
+export async function waitFor<T>(
+  probe: () => T | Promise<T>,
+  options: { timeoutMs?: number; intervalMs?: number; description?: string } = {},
+): Promise<NonNullable<T>> {
+  const timeoutMs = options.timeoutMs ?? 5_000;
+  const intervalMs = options.intervalMs ?? 50;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() >= deadline) {
+      throw new Error(`Timed out after ${timeoutMs} ms waiting for ${options.description ?? "a condition"}.`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
