@@ -72,7 +72,8 @@ export async function startPrivateTmux(options: PrivateTmuxOptions = {}): Promis
       reject: false,
       timeout: TMUX_CALL_TIMEOUT_MS,
     });
-    await rm(rootDir, { recursive: true, force: true });
+    // Pane processes get SIGHUP from kill-server and may still be writing (Node's compile cache) for a moment.
+    await rm(rootDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
   };
 
   try {

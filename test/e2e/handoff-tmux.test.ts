@@ -1,0 +1,201 @@
+/**
+ * End to end: the real Pi (faux provider, offline) in a real tmux server hands a real
+ * conversation off to a real child Pi in a new window.
+ */
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildSessionContext, SessionManager, type FileEntry, type SessionEntry } from "@earendil-works/pi-coding-agent";
+import { ManifestSchema, type Manifest } from "../../src/manifest/schema.ts";
+import { ManifestStore } from "../../src/manifest/store.ts";
+import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
+import { createPiSandbox, onlySessionFile, piTuiCommand, readEntries, runPiPrint, FAUX_MODEL, type PiSandbox } from "../support/pi.ts";
+import { startPrivateTmux, waitFor, type PrivateTmux } from "../support/tmux.ts";
+
+const sha256 = (file: string) => createHash("sha256").update(readFileSync(file)).digest("hex");
+const entriesOnly = (entries: FileEntry[]) => entries.filter((e): e is SessionEntry => e.type !== "session");
+
+function textOf(message: unknown): string {
+  const content = (message as { content?: unknown }).content;
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) return content.map((part: { text?: string }) => part.text ?? "").join("");
+  return "";
+}
+
+/**
+ * A parent conversation with an abandoned branch: two real print-mode turns, then the active
+ * branch moved back to the first answer and continued (as /tree does), so the second turn is
+ * abandoned but still in the file.
+ */
+function buildParentWithAbandonedBranch(sandbox: PiSandbox, repo: TempRepo): { file: string; abandonedIds: string[] } {
+  runPiPrint(sandbox, repo.root, ["--model", FAUX_MODEL, "first question"]);
+  const file = onlySessionFile(sandbox, repo.root);
+  runPiPrint(sandbox, repo.root, ["--session", file, "--model", FAUX_MODEL, "abandoned question"]);
+  const manager = SessionManager.open(file);
+  const entries = manager.getEntries();
+  const firstAnswer = entries.find((e) => e.type === "message" && textOf(e.message) === "faux reply to: first question");
+  const abandoned = entries.filter((e) => e.type === "message" && /abandoned question/.test(textOf(e.message)));
+  if (abandoned.length !== 2) throw new Error("The parent conversation did not come out as planned.");
+  if (firstAnswer === undefined || firstAnswer.type !== "message" || firstAnswer.message.role !== "assistant") {
+    throw new Error("The parent conversation did not come out as planned.");
+  }
+  manager.branch(firstAnswer.id);
+  manager.appendMessage({ role: "user", content: [{ type: "text", text: "active question" }], timestamp: Date.now() });
+  manager.appendMessage({ ...firstAnswer.message, content: [{ type: "text", text: "faux reply to: active question" }], timestamp: Date.now() });
+  return { file, abandonedIds: abandoned.map((e) => e.id) };
+}
+
+/** Wait until a pane's screen matches; on timeout the error shows the screen. */
+async function waitForScreen(tmux: PrivateTmux, pane: string, pattern: RegExp, description: string, timeoutMs = 30_000): Promise<string> {
+  let last = "";
+  try {
+    return await waitFor(async () => {
+      last = await tmux.capturePane(pane);
+      return pattern.test(last) ? last : undefined;
+    }, { timeoutMs, intervalMs: 100, description });
+  } catch (error) {
+    throw new Error(`${(error as Error).message}\nScreen of ${pane}:\n${last}`);
+  }
+}
+
+/**
+ * Type a line into Pi's TUI and press Enter until `effect` shows on the screen. Pi draws its
+ * editor before it accepts a submission, and ignores Enter on an empty editor, so pressing Enter
+ * again until the line is taken is safe and avoids guessing a start-up delay.
+ */
+async function submitLine(tmux: PrivateTmux, pane: string, text: string, effect: RegExp, timeoutMs = 30_000): Promise<string> {
+  await tmux.tmux(["send-keys", "-t", pane, "-l", text]);
+  const deadline = Date.now() + timeoutMs;
+  let screen = "";
+  while (Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await tmux.tmux(["send-keys", "-t", pane, "Enter"]);
+    const until = Date.now() + 2_000;
+    while (Date.now() < until) {
+      screen = await tmux.capturePane(pane);
+      if (effect.test(screen)) return screen;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  throw new Error(`Typing ${JSON.stringify(text)} into ${pane} did not show ${effect} within ${timeoutMs} ms. Screen:\n${screen}`);
+}
+
+describe("/handoff-worktree on tmux with the real Pi", () => {
+  let sandbox: PiSandbox;
+  let repo: TempRepo;
+  let tmux: PrivateTmux;
+  let baseSha: string;
+
+  beforeAll(async () => {
+    sandbox = createPiSandbox();
+    repo = createTempRepo({ extraCommits: 2 });
+    repo.run(["tag", "v1", "HEAD~1"]);
+    baseSha = repo.run(["rev-parse", "v1"]).trim();
+    tmux = await startPrivateTmux({ env: sandbox.env });
+  });
+
+  afterAll(async () => {
+    await tmux?.kill();
+    repo?.cleanup();
+    sandbox?.cleanup();
+  });
+
+  it("forks the active branch into a worktree, starts the child, confirms, then focuses", async () => {
+    const parent = buildParentWithAbandonedBranch(sandbox, repo);
+    const parentPane = tmux.firstPaneId;
+    await tmux.tmux(["send-keys", "-t", parentPane, "-l", piTuiCommand(repo.root, ["--session", parent.file])]);
+    await tmux.tmux(["send-keys", "-t", parentPane, "Enter"]);
+    await waitForScreen(tmux, parentPane, /faux-1/, "the parent TUI");
+
+    // A live turn in the TUI, so the handoff starts from a leaf that exists only in this process's memory too.
+    await submitLine(tmux, parentPane, "live question", /faux reply to: live question/);
+    const parentLeaf = await waitFor(() => {
+      const entries = entriesOnly(readEntries(parent.file));
+      const last = entries.at(-1);
+      return last?.type === "message" && textOf(last.message) === "faux reply to: live question" ? last.id : undefined;
+    }, { timeoutMs: 10_000, description: "the live turn on disk" });
+    const parentHashBefore = sha256(parent.file);
+
+    await submitLine(tmux, parentPane, "/handoff-worktree feat/e2e v1", /handoff |Handed off/);
+    const screen = await waitForScreen(tmux, parentPane, /Handed off to branch feat\/e2e|failed|did not confirm/, "the handoff's final notice", 90_000);
+    expect(screen).toContain("Handed off to branch feat/e2e (from v1 at " + baseSha.slice(0, 12) + ")");
+
+    // The manifest: every step, in transaction order.
+    const store = ManifestStore.forAgentDir(sandbox.agentDir);
+    const listed = await store.list();
+    expect(listed).toHaveLength(1);
+    const entry = listed[0];
+    if (entry === undefined || !entry.ok) throw new Error("manifest did not decode");
+    const manifest: Manifest = ManifestSchema.parse(JSON.parse(readFileSync(entry.path, "utf8")));
+    expect(manifest.history.map((h) => h.state)).toEqual(["provisioning", "provisioned", "forked", "launching", "running"]);
+    expect(manifest.state).toBe("running");
+    expect(manifest.branch).toBe("feat/e2e");
+    expect(manifest.base).toEqual({ ref: "v1", sha: baseSha });
+    expect(manifest.parent).toMatchObject({ sessionFile: parent.file, leafId: parentLeaf, cwd: repo.root });
+    expect(manifest.child.confirmedBy).toBe("ack");
+
+    // The worktree: on the new branch, at the base commit, outside the main checkout.
+    const worktree = manifest.worktree.path;
+    expect(worktree.startsWith(repo.root + "/")).toBe(false);
+    expect(repo.run(["rev-parse", "HEAD"], { cwd: worktree }).trim()).toBe(baseSha);
+    expect(repo.run(["symbolic-ref", "--short", "HEAD"], { cwd: worktree }).trim()).toBe("feat/e2e");
+
+    // The child session: header, active branch only, plus exactly one handoff message.
+    const childFile = manifest.child.sessionFile ?? "";
+    const childEntries = readEntries(childFile);
+    const header = childEntries[0] as { type: string; cwd: string; parentSession?: string };
+    expect(header).toMatchObject({ type: "session", cwd: worktree, parentSession: parent.file });
+    const childIds = new Set(entriesOnly(childEntries).map((e) => e.id));
+    for (const id of parent.abandonedIds) expect(childIds.has(id)).toBe(false);
+    const handoffEntries = entriesOnly(childEntries).filter((e) => e.type === "custom_message" && e.customType === "handoff-worktree");
+    expect(handoffEntries).toHaveLength(1);
+    const handoffEntry = handoffEntries[0];
+    if (handoffEntry === undefined || handoffEntry.type !== "custom_message") throw new Error("no handoff entry");
+    expect(handoffEntry.parentId).toBe(parentLeaf);
+    expect(handoffEntry.content).toContain("feat/e2e");
+    expect(handoffEntry.content).toContain(baseSha);
+
+    // The model sees the parent's context at its leaf plus the one handoff message.
+    const parentContext = buildSessionContext(entriesOnly(readEntries(parent.file)), parentLeaf);
+    const childContext = buildSessionContext(entriesOnly(childEntries), handoffEntry.id);
+    expect(childContext.messages.slice(0, -1)).toEqual(parentContext.messages);
+    expect(childContext.messages).toHaveLength(parentContext.messages.length + 1);
+    expect(childContext.messages.at(-1)).toMatchObject({ role: "custom", customType: "handoff-worktree" });
+
+    // The parent file was never written.
+    expect(sha256(parent.file)).toBe(parentHashBefore);
+
+    // The child Pi is alive, in the worktree, marked with the handoff id.
+    const pid = manifest.child.pid ?? 0;
+    expect(existsSync(`/proc/${pid}`)).toBe(true);
+    expect(realpathSync(readlinkSync(`/proc/${pid}/cwd`))).toBe(worktree);
+    expect(readFileSync(`/proc/${pid}/comm`, "utf8").trim()).toBe("pi");
+    expect(readFileSync(`/proc/${pid}/environ`, "utf8").split("\0")).toContain(`PI_HANDOFF_ID=${manifest.id}`);
+
+    // Focus came after the acknowledgement, and the child's window is the active one.
+    expect(manifest.mux.kind).toBe("tmux");
+    if (manifest.mux.kind !== "tmux") return;
+    const ackAt = Date.parse(manifest.child.ackAt ?? "");
+    const focus = manifest.focus;
+    if (focus === undefined || "error" in focus) throw new Error(`focus not recorded: ${JSON.stringify(focus)}`);
+    expect(Date.parse(focus.at)).toBeGreaterThanOrEqual(ackAt);
+    const childWindow = manifest.mux.windowId ?? "";
+    expect((await tmux.tmux(["display-message", "-p", "-t", childWindow, "#{window_active}"])).trim()).toBe("1");
+
+    // The child answers a prompt typed into its pane, and loaded this extension exactly once.
+    const childPane = manifest.mux.paneId ?? "";
+    await waitForScreen(tmux, childPane, /faux-1/, "the child TUI");
+    const childScreen = await tmux.capturePane(childPane);
+    expect(childScreen.match(/pi-extension/g)).toHaveLength(1);
+    await submitLine(tmux, childPane, "ping from the test", /faux reply to: ping from the test/);
+    await waitFor(() => readFileSync(childFile, "utf8").includes("faux reply to: ping from the test"), {
+      timeoutMs: 30_000,
+      description: "the child's answer",
+    });
+    // Without a task, the child did not start a turn by itself: the only answer is to our prompt.
+    const answers = entriesOnly(readEntries(childFile)).filter(
+      (e) => e.type === "message" && e.message.role === "assistant" && Date.parse(e.timestamp) > Date.parse(manifest.createdAt),
+    );
+    expect(answers.map((e) => (e.type === "message" ? textOf(e.message) : ""))).toEqual(["faux reply to: ping from the test"]);
+  });
+});

@@ -1,0 +1,84 @@
+/**
+ * The real Pi, offline, for end-to-end tests.
+ *
+ * Invariants:
+ * - Every sandbox has its own HOME, XDG_CONFIG_HOME and PI_CODING_AGENT_DIR: nothing touches the
+ *   real ~/.pi or ~/.config.
+ * - The faux provider sits in the sandbox agent dir's extensions/, so every Pi started with that
+ *   agent dir (the parent and any child it launches) answers offline and deterministically.
+ * - Pi runs on the project's Node 22 (node_modules/node), whatever node is on the system PATH.
+ */
+import { execFileSync } from "node:child_process";
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, realpathSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseSessionEntries, type FileEntry } from "@earendil-works/pi-coding-agent";
+import { defaultSessionDir } from "../../src/session/paths.ts";
+import { isolatedGitEnv, makeTempDir, removeTempDir } from "./git-repo.ts";
+
+export const PROJECT_ROOT = realpathSync(join(dirname(fileURLToPath(import.meta.url)), "..", ".."));
+export const NODE_BIN = realpathSync(join(PROJECT_ROOT, "node_modules", ".bin", "node"));
+export const PI_CLI = realpathSync(join(PROJECT_ROOT, "node_modules", ".bin", "pi"));
+export const EXTENSION_ENTRY = join(PROJECT_ROOT, "pi-extension", "index.ts");
+export const FAUX_MODEL = "faux/faux-1";
+const FAUX_EXTENSION = join(PROJECT_ROOT, "test", "support", "fixtures", "faux-provider.ts");
+const BIN_DIR = join(PROJECT_ROOT, "node_modules", ".bin");
+
+export interface PiSandbox {
+  dir: string;
+  home: string;
+  agentDir: string;
+  /** Environment for Pi, git and tmux: isolated HOME/XDG/agent dir, offline, Node 22 first on PATH. */
+  env: Record<string, string>;
+  cleanup(): void;
+}
+
+export function createPiSandbox(prefix = "phw-pi-"): PiSandbox {
+  const dir = makeTempDir(prefix);
+  const home = join(dir, "home");
+  const agentDir = join(dir, "agent");
+  mkdirSync(join(agentDir, "extensions"), { recursive: true });
+  mkdirSync(home, { recursive: true });
+  copyFileSync(FAUX_EXTENSION, join(agentDir, "extensions", "faux-provider.ts"));
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(isolatedGitEnv(home))) {
+    if (value !== undefined && !key.startsWith("TMUX") && !key.startsWith("HERDR") && !key.startsWith("PI_")) env[key] = value;
+  }
+  Object.assign(env, {
+    PATH: `${BIN_DIR}:${process.env.PATH ?? "/usr/bin:/bin"}`,
+    PI_CODING_AGENT_DIR: agentDir,
+    PI_OFFLINE: "1",
+    PI_SKIP_VERSION_CHECK: "1",
+    PI_TELEMETRY: "0",
+  });
+  return { dir, home, agentDir, env, cleanup: () => removeTempDir(dir) };
+}
+
+/** `pi -p ...` in print mode; returns stdout. */
+export function runPiPrint(sandbox: PiSandbox, cwd: string, args: readonly string[], extraEnv: Record<string, string> = {}): string {
+  return execFileSync(NODE_BIN, [PI_CLI, "-p", ...args], {
+    cwd,
+    env: { ...sandbox.env, ...extraEnv },
+    encoding: "utf8",
+    timeout: 60_000,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+}
+
+/** The one session file Pi keeps for `cwd` in the sandbox's default session dir. */
+export function onlySessionFile(sandbox: PiSandbox, cwd: string): string {
+  const dir = defaultSessionDir(cwd, sandbox.agentDir);
+  const files = readdirSync(dir).filter((name) => name.endsWith(".jsonl"));
+  if (files.length !== 1) throw new Error(`Expected one session in ${dir}, found ${files.length}.`);
+  return join(dir, files[0] ?? "");
+}
+
+export function readEntries(sessionFile: string): FileEntry[] {
+  return parseSessionEntries(readFileSync(sessionFile, "utf8"));
+}
+
+/** A shell line that starts the interactive Pi TUI in `cwd` with this package loaded once. */
+export function piTuiCommand(cwd: string, args: readonly string[]): string {
+  const quote = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`;
+  return `cd ${quote(cwd)} && exec ${[NODE_BIN, PI_CLI, "--model", FAUX_MODEL, "--extension", EXTENSION_ENTRY, ...args].map(quote).join(" ")}`;
+}
