@@ -40,13 +40,18 @@ function faultFromEnv(env: NodeJS.ProcessEnv): HandoffStep | undefined {
   return HANDOFF_STEPS.find((step) => step === value);
 }
 
-/** Print mode has no UI: results go to stdout/stderr so `pi -p "/handoff-worktree b"` reports them. */
+/**
+ * Print mode has no UI: results go to stderr, and anything but success sets a failing exit
+ * code, so `pi -p "/handoff-worktree b"` can be scripted.
+ */
 function report(ctx: ExtensionContext, message: string, level: "info" | "warning" | "error"): void {
   if (ctx.hasUI) {
     ctx.ui.notify(message, level);
-  } else {
-    (level === "error" ? process.stderr : process.stdout).write(`${message}\n`);
+    return;
   }
+  // Print mode keeps stdout for the assistant's text, so reports go to stderr.
+  process.stderr.write(`${message}\n`);
+  if (level !== "info") process.exitCode = 1;
 }
 
 async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionCommandContext): Promise<void> {
@@ -94,7 +99,14 @@ async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionCommandC
         cwd: ctx.cwd,
         sessionDir: sessionManager.getSessionDir(),
       },
-      model: ctx.model !== undefined ? { provider: ctx.model.provider, id: ctx.model.id } : undefined,
+      model:
+        ctx.model !== undefined
+          ? {
+              provider: ctx.model.provider,
+              id: ctx.model.id,
+              available: ctx.modelRegistry.find(ctx.model.provider, ctx.model.id) !== undefined,
+            }
+          : undefined,
       thinkingLevel: ctx.thinkingLevel ?? pi.getThinkingLevel(),
       projectTrusted: ctx.isProjectTrusted(),
       agentDir,

@@ -58,6 +58,16 @@ function samePath(a: string, b: string): boolean {
 
 const ACKNOWLEDGEABLE: ReadonlySet<Manifest["state"]> = new Set(["launching", "launch_unconfirmed", "running"]);
 
+/**
+ * Whether a child that starts now may mark the handoff running: any launch in progress or done,
+ * and a launch that failed once the child session existed (the user may start it by hand, as
+ * the failure notice says). Never a removed handoff or one that failed before its session existed.
+ */
+function acknowledgeable(manifest: Manifest): boolean {
+  if (ACKNOWLEDGEABLE.has(manifest.state)) return true;
+  return manifest.state === "failed" && (manifest.error?.step === "launch" || manifest.error?.step === "confirm");
+}
+
 export async function acknowledgeHandoff(input: {
   store: ManifestStore;
   details: HandoffDetails;
@@ -73,12 +83,12 @@ export async function acknowledgeHandoff(input: {
   if (manifest.child.sessionFile === undefined || !samePath(manifest.child.sessionFile, sessionFile)) {
     return { code: "not_this_session", message: `Handoff ${manifest.id} belongs to another session file.` };
   }
-  if (!ACKNOWLEDGEABLE.has(manifest.state)) {
+  if (!acknowledgeable(manifest)) {
     return { code: "not_pending", message: `Handoff ${manifest.id} is ${manifest.state}; nothing to acknowledge.` };
   }
   const at = input.now().toISOString();
   const updated = await store.update(manifest.id, (m) => {
-    if (!ACKNOWLEDGEABLE.has(m.state)) return;
+    if (!acknowledgeable(m)) return;
     if (m.state !== "running" || m.child.pid !== input.pid) {
       m.history.push({ state: "running", at, note: `acknowledged by pid ${input.pid}` });
     }

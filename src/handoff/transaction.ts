@@ -9,6 +9,7 @@
  * - Focus happens only after the child is confirmed; a focus failure is not a launch failure.
  * - The parent session file is only ever read.
  */
+import { existsSync } from "node:fs";
 import type { GitPort, RepositoryInfo } from "../git/types.ts";
 import type { HandoffStep, Manifest, MuxKind, MuxLocation } from "../manifest/schema.ts";
 import { newManifest } from "../manifest/factory.ts";
@@ -18,7 +19,7 @@ import type { ForkRequest, ForkResult } from "../session/fork.ts";
 import { buildHandoffMessage, prepareTask } from "../session/handoff-message.ts";
 import { childSessionDir } from "../session/paths.ts";
 import type { HandoffArgs } from "./args.ts";
-import { buildLaunchCommand } from "./launch-command.ts";
+import { buildLaunchCommand, shellQuote } from "./launch-command.ts";
 import { chooseWorktreePath } from "./worktree-path.ts";
 
 export interface ParentSnapshot {
@@ -34,7 +35,8 @@ export interface ParentSnapshot {
 export interface HandoffRequest {
   args: HandoffArgs;
   parent: ParentSnapshot;
-  model: { provider: string; id: string } | undefined;
+  /** The selected model; `available` is false when this Pi's registry does not know it. */
+  model: { provider: string; id: string; available: boolean } | undefined;
   thinkingLevel: string | undefined;
   projectTrusted: boolean;
   agentDir: string;
@@ -152,6 +154,12 @@ export class HandoffTransaction {
     if (request.model === undefined) {
       return { ok: false, message: "No model is selected; choose one with /model, then hand off." };
     }
+    if (!request.model.available) {
+      return {
+        ok: false,
+        message: `No usable model is selected (${request.model.provider}/${request.model.id} is not available in this Pi); choose one with /model, then hand off.`,
+      };
+    }
     const mux = this.deps.selectMux(args.mux);
     if (!mux.ok) return { ok: false, message: mux.message };
 
@@ -193,7 +201,7 @@ export class HandoffTransaction {
         worktreePath,
         parentSessionFile: parent.sessionFile,
         leafId: parent.leafId,
-        model: request.model,
+        model: { provider: request.model.provider, id: request.model.id },
         mux: mux.mux,
       },
     };
@@ -236,7 +244,6 @@ export class HandoffTransaction {
   /** Step 2: worktree and pane, unfocused. */
   private async provision(plan: Plan, manifest: Manifest): Promise<Manifest> {
     this.deps.progress("worktree", `Creating worktree ${plan.worktreePath}`);
-    this.injectFault("worktree");
     const created = await plan.mux.createWorkspace({
       mainCheckout: plan.repo.mainCheckout,
       branch: plan.branch,
@@ -254,6 +261,13 @@ export class HandoffTransaction {
       }
       throw new StepFailure("worktree", created.message);
     }
+    if (this.deps.faultAt === "worktree") {
+      await this.deps.store.update(manifest.id, (m) => {
+        m.mux = created.location;
+        m.worktree = { path: created.worktreePath };
+      });
+      this.injectFault("worktree");
+    }
     return this.deps.store.transition(manifest.id, "provisioned", (m) => {
       m.mux = created.location;
       m.worktree = { path: created.worktreePath };
@@ -263,7 +277,6 @@ export class HandoffTransaction {
   /** Step 3: the child session (active branch plus one handoff message). */
   private async forkSession(plan: Plan, manifest: Manifest, request: HandoffRequest): Promise<Manifest> {
     this.deps.progress("fork", "Copying the conversation into the worktree's session");
-    this.injectFault("fork");
     const sessionDir = childSessionDir({
       parentSessionDir: request.parent.sessionDir,
       parentCwd: request.parent.cwd,
@@ -293,9 +306,14 @@ export class HandoffTransaction {
     } catch (error) {
       throw new StepFailure("fork", error instanceof Error ? error.message : String(error));
     }
-    return this.deps.store.transition(manifest.id, "forked", (m) => {
+    const recordChild = (m: Manifest): void => {
       m.child = { ...m.child, sessionFile: forked.childSessionFile, sessionId: forked.childSessionId };
-    });
+    };
+    if (this.deps.faultAt === "fork") {
+      await this.deps.store.update(manifest.id, recordChild);
+      this.injectFault("fork");
+    }
+    return this.deps.store.transition(manifest.id, "forked", recordChild);
   }
 
   /** Step 4: type the child's command into the pane once its shell is ready. */
@@ -396,6 +414,11 @@ export class HandoffTransaction {
     return { code: "failed", step, manifest: failed, message: `The handoff failed at the ${step} step: ${message} ${describeRetained(failed)}` };
   }
 
+  /**
+   * Fault points for tests (`PI_HANDOFF_FAULT=<step>`), each where a real failure hurts most:
+   * worktree and fork fail after their resource exists; launch fails with the shell ready and
+   * nothing typed; confirm types a harmless line instead of Pi, so no child ever acknowledges.
+   */
   private injectFault(step: HandoffStep): void {
     if (this.deps.faultAt === step) throw new StepFailure(step, `Injected fault at the ${step} step (PI_HANDOFF_FAULT).`);
   }
@@ -413,7 +436,9 @@ function holdsBranch(manifest: Manifest): boolean {
 }
 
 function findChildProcess(processes: readonly PaneProcess[], manifest: Manifest): PaneProcess | undefined {
-  return processes.find((process) => process.handoffId === manifest.id && process.cwd === manifest.worktree.path);
+  return processes.find(
+    (process) => process.name === "pi" && process.handoffId === manifest.id && process.cwd === manifest.worktree.path,
+  );
 }
 
 export function describeLocation(location: MuxLocation): string {
@@ -435,21 +460,35 @@ function describeSuccess(manifest: Manifest): string {
   return lines.join("\n");
 }
 
+/** A path or name as a user would type it in a shell; one with control characters is shown JSON-escaped. */
+function quoteForDisplay(word: string): string {
+  try {
+    return shellQuote(word);
+  } catch {
+    return JSON.stringify(word);
+  }
+}
+
 /** What exists after a failure, and what the user can do about it. */
 export function describeRetained(manifest: Manifest): string {
   const kept: string[] = [];
-  if (manifest.history.some((h) => h.state === "provisioned")) {
-    kept.push(`worktree ${manifest.worktree.path} on branch ${manifest.branch}`);
-    kept.push(describeLocation(manifest.mux));
+  const worktreeExists = existsSync(manifest.worktree.path);
+  if (worktreeExists) kept.push(`worktree ${manifest.worktree.path} on branch ${manifest.branch}`);
+  const location = describeLocation(manifest.mux);
+  if (!location.startsWith("no ")) kept.push(location);
+  if (manifest.child.sessionFile !== undefined && existsSync(manifest.child.sessionFile)) {
+    kept.push(`child session ${manifest.child.sessionFile}`);
   }
-  if (manifest.child.sessionFile !== undefined) kept.push(`child session ${manifest.child.sessionFile}`);
   const lines = [
     kept.length > 0 ? `Kept (nothing was deleted): ${kept.join("; ")}.` : "No worktree or session was created.",
     `Manifest: handoff ${manifest.id}.`,
   ];
   if (manifest.child.command !== undefined) lines.push(`To start the child by hand, run in its pane: ${manifest.child.command}`);
-  if (kept.length > 0) {
-    lines.push(`To clean up by hand: git -C ${manifest.repo.root} worktree remove ${manifest.worktree.path} (add --force to drop its changes), then git branch -d ${manifest.branch}.`);
+  if (worktreeExists) {
+    const root = quoteForDisplay(manifest.repo.root);
+    lines.push(
+      `To clean up by hand: git -C ${root} worktree remove ${quoteForDisplay(manifest.worktree.path)} (add --force to drop its changes), then git -C ${root} branch -d ${quoteForDisplay(manifest.branch)}.`,
+    );
   }
   return lines.join("\n");
 }

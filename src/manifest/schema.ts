@@ -116,7 +116,8 @@ export const ALLOWED_TRANSITIONS: Readonly<Record<HandoffState, readonly Handoff
   // A late acknowledgement turns an unconfirmed launch into a running one; relaunch goes back to launching.
   launch_unconfirmed: ["running", "launching", "failed", "removed"],
   running: ["launching", "running", "failed", "removed"],
-  failed: ["launching", "removed"],
+  // A child started by hand after a failed launch acknowledges straight from failed.
+  failed: ["launching", "running", "removed"],
   removed: [],
 };
 
