@@ -1,0 +1,305 @@
+/**
+ * The transaction's decisions with fakes for git, the multiplexer and the fork (a real manifest
+ * store in a temp dir): call order, refusals that touch nothing, the probe fallback, and failures.
+ */
+import { mkdtempSync, realpathSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { GitPort, RepositoryInfo, WorktreeEntry } from "../../src/git/types.ts";
+import { acknowledgeHandoff } from "../../src/handoff/acknowledge.ts";
+import type { HandoffArgs } from "../../src/handoff/args.ts";
+import { HandoffTransaction, type HandoffDeps, type HandoffRequest } from "../../src/handoff/transaction.ts";
+import type { HandoffStep, MuxLocation } from "../../src/manifest/schema.ts";
+import { ManifestStore } from "../../src/manifest/store.ts";
+import type { CreateWorkspaceRequest, Multiplexer, MuxResult, PaneProcess } from "../../src/mux/types.ts";
+import type { ForkRequest, ForkResult } from "../../src/session/fork.ts";
+
+const SHA = "b".repeat(40);
+
+class FakeGit implements GitPort {
+  repo: RepositoryInfo | undefined;
+  branches = new Set<string>(["main"]);
+  worktrees: WorktreeEntry[];
+  commits = new Map<string, string>([["HEAD", SHA], ["main", SHA]]);
+  constructor(root: string) {
+    this.repo = { mainCheckout: root, commonDir: join(root, ".git"), currentCheckout: root, isLinkedWorktree: false };
+    this.worktrees = [{ path: root, branch: "main", detached: false, prunable: false }];
+  }
+  async findRepository() {
+    return this.repo;
+  }
+  async isValidBranchName(name: string) {
+    return !name.startsWith("-") && !name.includes("..") && name.length > 0;
+  }
+  async branchExists(_repo: string, name: string) {
+    return this.branches.has(name);
+  }
+  async listWorktrees() {
+    return this.worktrees;
+  }
+  async resolveCommit(_repo: string, ref: string) {
+    return this.commits.get(ref);
+  }
+  async currentBranch() {
+    return "main";
+  }
+  async addWorktree() {
+    throw new Error("the fake multiplexer never asks git for a worktree");
+  }
+  async captureState() {
+    return { capturedAt: new Date().toISOString(), head: SHA, dirtyFiles: [], untrackedFiles: [], aheadOfBase: 0 };
+  }
+}
+
+class FakeMux implements Multiplexer {
+  readonly kind = "tmux" as const;
+  calls: string[] = [];
+  createResult: MuxResult<{ location: MuxLocation; worktreePath: string }> | undefined;
+  shellReady = true;
+  focusOk = true;
+  processes: PaneProcess[] = [];
+  onRun: (line: string) => Promise<void> = async () => {};
+  async createWorkspace(request: CreateWorkspaceRequest) {
+    this.calls.push("createWorkspace");
+    mkdirSync(request.worktreePath, { recursive: true });
+    return (
+      this.createResult ?? {
+        ok: true as const,
+        location: { kind: "tmux" as const, socketPath: "/tmp/sock", sessionId: "$1", windowId: "@7", paneId: "%7" },
+        worktreePath: request.worktreePath,
+      }
+    );
+  }
+  async waitForShell() {
+    this.calls.push("waitForShell");
+    return this.shellReady ? { ok: true as const } : { ok: false as const, code: "shell_not_ready", message: "The shell in pane %7 did not become ready." };
+  }
+  async run(_location: MuxLocation, line: string) {
+    this.calls.push("run");
+    await this.onRun(line);
+    return { ok: true as const };
+  }
+  async probe() {
+    this.calls.push("probe");
+    return { ok: true as const, processes: this.processes };
+  }
+  async focus() {
+    this.calls.push("focus");
+    return this.focusOk ? { ok: true as const } : { ok: false as const, code: "pane_not_found", message: "Window @7 is gone." };
+  }
+  async exists() {
+    return true;
+  }
+}
+
+describe("HandoffTransaction", () => {
+  let dir: string;
+  let repoRoot: string;
+  let store: ManifestStore;
+  let git: FakeGit;
+  let mux: FakeMux;
+  let forks: ForkRequest[];
+  let calls: string[];
+
+  beforeEach(() => {
+    dir = realpathSync(mkdtempSync(join(tmpdir(), "tx-unit-")));
+    repoRoot = join(dir, "repo");
+    mkdirSync(repoRoot);
+    store = ManifestStore.forAgentDir(join(dir, "agent"));
+    git = new FakeGit(repoRoot);
+    mux = new FakeMux();
+    forks = [];
+    calls = mux.calls;
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  function deps(overrides: Partial<HandoffDeps> = {}): HandoffDeps {
+    return {
+      git,
+      store,
+      selectMux: () => ({ ok: true, mux }),
+      fork: async (request: ForkRequest): Promise<ForkResult> => {
+        calls.push("fork");
+        forks.push(request);
+        const childSessionFile = join(dir, "child.jsonl");
+        writeFileSync(childSessionFile, "{}\n");
+        return { childSessionFile, childSessionId: "child-id", forkedFromCopy: false };
+      },
+      now: () => new Date(),
+      sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+      progress: () => {},
+      timeouts: { shellMs: 1000, confirmMs: 300, pollMs: 10 },
+      ...overrides,
+    };
+  }
+
+  function request(args: Partial<HandoffArgs> = {}, overrides: Partial<HandoffRequest> = {}): HandoffRequest {
+    const parentFile = join(dir, "parent.jsonl");
+    writeFileSync(parentFile, "{}\n");
+    return {
+      args: { branch: "feat/x", base: "HEAD", baseGiven: false, focus: true, ...args },
+      parent: { sessionFile: parentFile, sessionFileExists: true, sessionId: "parent-id", leafId: "abcd1234", cwd: repoRoot, sessionDir: join(dir, "sessions") },
+      model: { provider: "faux", id: "faux-1", available: true },
+      thinkingLevel: "high",
+      projectTrusted: false,
+      agentDir: join(dir, "agent"),
+      piCommand: ["/usr/bin/node", "/opt/pi/cli.js"],
+      extraPiArgs: [],
+      env: {},
+      ...overrides,
+    };
+  }
+
+  /** The child's side, as the real extension does it, once the command is typed. */
+  function childAcknowledgesOnRun(): void {
+    mux.onRun = async (line) => {
+      // Only a line that starts Pi (with the handoff marker) brings up a child.
+      if (!line.includes("PI_HANDOFF_ID=")) return;
+      const details = forks[0]?.message.details;
+      if (details === undefined) throw new Error("no fork happened");
+      await acknowledgeHandoff({ store, details, sessionFile: join(dir, "child.jsonl"), pid: 4242, now: () => new Date() });
+      calls.push("ack");
+    };
+  }
+
+  it("runs every step in order, and focuses only after the acknowledgement", async () => {
+    childAcknowledgesOnRun();
+    const outcome = await new HandoffTransaction(deps()).run(request());
+    expect(outcome.code).toBe("running");
+    expect(calls).toEqual(["createWorkspace", "fork", "waitForShell", "run", "ack", "focus"]);
+    if (outcome.code !== "running") return;
+    expect(outcome.manifest.history.map((h) => h.state)).toEqual(["provisioning", "provisioned", "forked", "launching", "running"]);
+    expect(outcome.manifest.child).toMatchObject({ pid: 4242, confirmedBy: "ack", sessionFile: join(dir, "child.jsonl") });
+    expect(outcome.manifest.focus).toEqual({ at: expect.any(String) });
+    expect(outcome.message).toContain("Handed off to branch feat/x (from HEAD at bbbbbbbbbbbb).");
+    expect(outcome.message).toContain("Window: tmux window @7 (pane %7), Pi pid 4242");
+  });
+
+  it("does not focus with --no-focus", async () => {
+    childAcknowledgesOnRun();
+    const outcome = await new HandoffTransaction(deps()).run(request({ focus: false }));
+    expect(outcome.code).toBe("running");
+    expect(calls).not.toContain("focus");
+  });
+
+  it.each([
+    ["no model", { model: undefined }, "No model is selected; choose one with /model, then hand off."],
+    [
+      "an unavailable model",
+      { model: { provider: "gone", id: "m", available: false } },
+      "No usable model is selected (gone/m is not available in this Pi); choose one with /model, then hand off.",
+    ],
+    [
+      "an unsaved session",
+      { parent: { sessionFile: undefined, sessionFileExists: false, sessionId: "p", leafId: null, cwd: "/", sessionDir: "/" } },
+      "This session is not saved (--no-session), so there is nothing to hand off; start Pi with a saved session.",
+    ],
+  ] as Array<[string, Partial<HandoffRequest>, string]>)("refuses %s before touching anything", async (_label, overrides, message) => {
+    const outcome = await new HandoffTransaction(deps()).run(request({}, overrides));
+    expect(outcome).toEqual({ code: "refused", message });
+    expect(calls).toEqual([]);
+    expect(await store.list()).toEqual([]);
+  });
+
+  it("refuses a multiplexer it cannot use, before asking git anything", async () => {
+    let gitAsked = false;
+    git.findRepository = async () => {
+      gitAsked = true;
+      return git.repo;
+    };
+    const outcome = await new HandoffTransaction(deps({ selectMux: () => ({ ok: false, message: "Not in tmux." }) })).run(request());
+    expect(outcome).toEqual({ code: "refused", message: "Not in tmux." });
+    expect(gitAsked).toBe(false);
+  });
+
+  it("refuses a branch another live handoff has claimed", async () => {
+    childAcknowledgesOnRun();
+    const first = await new HandoffTransaction(deps()).run(request());
+    expect(first.code).toBe("running");
+    // git has not seen the branch yet in this fake, so only the claim can stop the second one.
+    const second = await new HandoffTransaction(deps()).run(request());
+    expect(second.code).toBe("refused");
+    if (second.code !== "refused" || first.code !== "running") return;
+    expect(second.message).toBe(`Branch feat/x is already claimed by handoff ${first.manifest.id} (running); pick a new branch name.`);
+    expect(await store.list()).toHaveLength(1);
+  });
+
+  it("confirms through the process probe when no acknowledgement comes", async () => {
+    const outcome = await new HandoffTransaction(deps()).run(request());
+    expect(outcome.code).toBe("launch_unconfirmed");
+    // Now with a Pi process in the pane that carries the marker and runs in the worktree.
+    calls.length = 0;
+    const second = new HandoffTransaction(deps());
+    mux.onRun = async () => {
+      const manifest = (await store.list()).map((e) => (e.ok ? e.manifest : undefined)).find((m) => m?.branch === "feat/y");
+      if (manifest === undefined) throw new Error("no manifest");
+      mux.processes = [
+        { pid: 10, name: "bash", cwd: manifest.worktree.path },
+        { pid: 11, name: "pi", cwd: manifest.worktree.path, handoffId: "someone-else" },
+        { pid: 12, name: "pi", cwd: manifest.worktree.path, handoffId: manifest.id },
+      ];
+    };
+    const probed = await second.run(request({ branch: "feat/y" }));
+    expect(probed.code).toBe("running");
+    if (probed.code !== "running") return;
+    expect(probed.manifest.child).toMatchObject({ pid: 12, confirmedBy: "probe" });
+    expect(probed.manifest.history.at(-1)).toMatchObject({ state: "running", note: "confirmed by process probe" });
+    expect(calls).toEqual(["createWorkspace", "fork", "waitForShell", "run", "probe", "focus"]);
+  });
+
+  it("records launch_unconfirmed, and does not focus, when nothing confirms", async () => {
+    const outcome = await new HandoffTransaction(deps()).run(request());
+    expect(outcome.code).toBe("launch_unconfirmed");
+    expect(calls).toEqual(["createWorkspace", "fork", "waitForShell", "run", "probe"]);
+    if (outcome.code !== "launch_unconfirmed") return;
+    expect(outcome.manifest.error).toMatchObject({ step: "confirm" });
+    expect(outcome.message).toContain("The new Pi did not confirm its start within 0 s and no Pi process was found in the new pane.");
+    expect(outcome.message).toContain("Kept (nothing was deleted): worktree");
+  });
+
+  it("keeps a running handoff when only the focus fails, and says so", async () => {
+    childAcknowledgesOnRun();
+    mux.focusOk = false;
+    const outcome = await new HandoffTransaction(deps()).run(request());
+    expect(outcome.code).toBe("running");
+    if (outcome.code !== "running") return;
+    expect(outcome.manifest.state).toBe("running");
+    expect(outcome.manifest.focus).toEqual({ error: "Window @7 is gone.", at: expect.any(String) });
+    expect(outcome.message).toContain("Could not switch to it: Window @7 is gone.");
+  });
+
+  it("fails at launch without typing anything when the shell never gets ready", async () => {
+    mux.shellReady = false;
+    const outcome = await new HandoffTransaction(deps()).run(request());
+    expect(outcome.code).toBe("failed");
+    expect(calls).toEqual(["createWorkspace", "fork", "waitForShell"]);
+    if (outcome.code !== "failed") return;
+    expect(outcome.step).toBe("launch");
+    expect(outcome.manifest.error).toMatchObject({ step: "launch", message: "The shell in pane %7 did not become ready." });
+    expect(outcome.manifest.gitState).toMatchObject({ head: SHA });
+  });
+
+  it("records what a partly failed worktree step left behind", async () => {
+    mux.createResult = {
+      ok: false,
+      code: "window_create_failed",
+      message: "tmux could not open a window.",
+      partial: { worktreePath: join(dir, "left-behind") },
+    };
+    const outcome = await new HandoffTransaction(deps()).run(request());
+    expect(outcome.code).toBe("failed");
+    if (outcome.code !== "failed") return;
+    expect(outcome.manifest.worktree.path).toBe(join(dir, "left-behind"));
+    expect(outcome.manifest.error).toMatchObject({ step: "worktree", message: "tmux could not open a window." });
+    expect(calls).toEqual(["createWorkspace"]);
+  });
+
+  it.each(["worktree", "fork", "launch", "confirm"] as const)("stops at an injected fault at %s with the step recorded", async (step: HandoffStep) => {
+    childAcknowledgesOnRun();
+    const outcome = await new HandoffTransaction(deps({ faultAt: step })).run(request());
+    const manifest = "manifest" in outcome ? outcome.manifest : undefined;
+    expect(manifest?.error?.step).toBe(step);
+    expect(calls).not.toContain("focus");
+  });
+});
