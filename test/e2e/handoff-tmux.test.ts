@@ -3,7 +3,7 @@
  * conversation off to a real child Pi in a new window.
  */
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildSessionContext, SessionManager, type FileEntry, type SessionEntry } from "@earendil-works/pi-coding-agent";
 import { ManifestSchema, type Manifest } from "../../src/manifest/schema.ts";
@@ -80,6 +80,9 @@ async function submitLine(tmux: PrivateTmux, pane: string, text: string, effect:
   throw new Error(`Typing ${JSON.stringify(text)} into ${pane} did not show ${effect} within ${timeoutMs} ms. Screen:\n${screen}`);
 }
 
+/** The handoff's status line (or its final notice) on the screen: the command was taken. */
+const HANDOFF_STARTED = /^handoff(?::| \w+ \()|Handed off/m;
+
 describe("/handoff-worktree on tmux with the real Pi", () => {
   let sandbox: PiSandbox;
   let repo: TempRepo;
@@ -116,9 +119,12 @@ describe("/handoff-worktree on tmux with the real Pi", () => {
     }, { timeoutMs: 10_000, description: "the live turn on disk" });
     const parentHashBefore = sha256(parent.file);
 
-    await submitLine(tmux, parentPane, "/handoff-worktree feat/e2e v1", /handoff |Handed off/);
+    await submitLine(tmux, parentPane, "/handoff-worktree feat/e2e v1", HANDOFF_STARTED);
     const screen = await waitForScreen(tmux, parentPane, /Handed off to branch feat\/e2e|failed|did not confirm/, "the handoff's final notice", 90_000);
     expect(screen).toContain("Handed off to branch feat/e2e (from v1 at " + baseSha.slice(0, 12) + ")");
+    expect(screen).toMatch(/Worktree: \S+feat-e2e/);
+    expect(screen).toMatch(/Child session: \S+\.jsonl/);
+    expect(screen).toMatch(/Window: tmux window @\d+ \(pane %\d+\), Pi pid \d+/);
 
     // The manifest: every step, in transaction order.
     const store = ManifestStore.forAgentDir(sandbox.agentDir);
@@ -197,5 +203,34 @@ describe("/handoff-worktree on tmux with the real Pi", () => {
       (e) => e.type === "message" && e.message.role === "assistant" && Date.parse(e.timestamp) > Date.parse(manifest.createdAt),
     );
     expect(answers.map((e) => (e.type === "message" ? textOf(e.message) : ""))).toEqual(["faux reply to: ping from the test"]);
+  });
+
+  it("waits for a busy agent, then hands off from the turn it finished", async () => {
+    runPiPrint(sandbox, repo.root, ["--model", FAUX_MODEL, "--session-dir", `${sandbox.dir}/busy-sessions`, "opening question"]);
+    const [file] = readdirSync(`${sandbox.dir}/busy-sessions`).map((name) => `${sandbox.dir}/busy-sessions/${name}`);
+    if (file === undefined) throw new Error("no busy parent session");
+    const pane = (await tmux.tmux(["new-window", "-d", "-P", "-F", "#{pane_id}", "-t", `${tmux.sessionId}:`])).trim();
+    await tmux.tmux(["send-keys", "-t", pane, "-l", piTuiCommand(repo.root, ["--session", file, "--session-dir", `${sandbox.dir}/busy-sessions`])]);
+    await tmux.tmux(["send-keys", "-t", pane, "Enter"]);
+    await waitForScreen(tmux, pane, /faux-1/, "the busy parent TUI");
+    // The faux model takes 3 s to answer anything that mentions "slow"; hand off while it works.
+    await submitLine(tmux, pane, "a slow question", /Working/);
+    await submitLine(tmux, pane, "/handoff-worktree feat/busy --no-focus", HANDOFF_STARTED);
+    const screen = await waitForScreen(tmux, pane, /Handed off to branch feat\/busy|failed|did not confirm/, "the busy handoff's notice", 90_000);
+    expect(screen).toContain("Handed off to branch feat/busy");
+    const manifests = (await ManifestStore.forAgentDir(sandbox.agentDir).list()).filter((e) => e.ok && e.manifest.branch === "feat/busy");
+    const entry = manifests[0];
+    if (entry === undefined || !entry.ok) throw new Error("no manifest for feat/busy");
+    // The handoff started from the answer to the slow question: the turn finished first.
+    const answer = entriesOnly(readEntries(file)).find((e) => e.type === "message" && textOf(e.message) === "faux reply to: a slow question");
+    expect(answer).toBeDefined();
+    expect(entry.manifest.parent.leafId).toBe(answer?.id);
+    expect(Date.parse(entry.manifest.createdAt)).toBeGreaterThanOrEqual(Date.parse(answer?.timestamp ?? ""));
+    // The custom session dir is kept for the child.
+    expect(entry.manifest.child.sessionFile?.startsWith(`${sandbox.dir}/busy-sessions/`)).toBe(true);
+    // --no-focus: the parent's window stays the active one.
+    if (entry.manifest.mux.kind !== "tmux") throw new Error("expected tmux");
+    expect(entry.manifest.focus).toBeUndefined();
+    expect((await tmux.tmux(["display-message", "-p", "-t", entry.manifest.mux.windowId ?? "", "#{window_active}"])).trim()).toBe("0");
   });
 });
