@@ -23,7 +23,7 @@ import type { Manifest } from "../src/manifest/schema.ts";
 import { ManifestStore } from "../src/manifest/store.ts";
 import { piTuiCommandLine, screenShows, submitLine, typeCommandLine, waitForScreen } from "./lib/pi-tui.ts";
 import { startPrivateTmux, type PrivateTmux } from "./lib/private-tmux.ts";
-import { findDemoProcesses, stopDemoProcesses } from "./lib/processes.ts";
+import { findDemoProcesses, stopDemoProcesses, waitForReaping } from "./lib/processes.ts";
 import { createScratch, type Scratch } from "./lib/scratch.ts";
 import { createScratchRepo, git } from "./lib/scratch-repo.ts";
 import { assistantAnswersSince, readSessionFile } from "./lib/session-file.ts";
@@ -112,7 +112,8 @@ const pretty = (value: unknown) => JSON.stringify(value, null, 2);
 async function startParentPi(demo: Demo): Promise<void> {
   const pane = demo.tmux.firstPaneId;
   await typeCommandLine(demo.tmux, pane, piTuiCommandLine({ cwd: demo.scratch.repo, projectRoot: PROJECT_ROOT, piCli: PI_CLI }));
-  await waitForScreen(demo.tmux, pane, (screen) => screen.includes("faux-1"), {
+  // The footer names the model as `faux-1`; the echoed command line has it as `faux/faux-1`.
+  await waitForScreen(demo.tmux, pane, (screen) => /(?<![\w/-])faux-1\b/.test(screen), {
     timeoutMs: PI_START_TIMEOUT_MS,
     failure: `The parent Pi did not show its TUI (footer with faux-1) within ${seconds(PI_START_TIMEOUT_MS)}.`,
     signal: demo.signal,
@@ -265,14 +266,19 @@ async function recordPanePids(demo: Demo): Promise<void> {
 async function shutDown(demo: Demo): Promise<string | undefined> {
   await recordPanePids(demo);
   await demo.tmux.kill();
-  if (demo.scratch.socketDirOutsideScratch !== undefined) {
-    await rm(demo.scratch.socketDirOutsideScratch, { recursive: true, force: true });
-  }
   const { signalled, survivors } = await stopDemoProcesses(demo.scratch.agentDir, [...demo.pids]);
   if (signalled.length > 0) step(`Had to signal demo processes that outlived the tmux server: ${signalled.join(", ")}.`);
   if (survivors.length > 0) return `Demo processes ${survivors.join(", ")} are still running after SIGKILL.`;
+  const zombies = await waitForReaping([...demo.pids, ...signalled]);
   step("Tmux server killed; no demo process is left running.");
+  if (zombies.length > 0) step(`(Exited, not yet reaped by init: ${zombies.join(", ")}.)`);
   return undefined;
+}
+
+async function removeSocketDirOutsideScratch(scratch: Scratch): Promise<void> {
+  if (scratch.socketDirOutsideScratch !== undefined) {
+    await rm(scratch.socketDirOutsideScratch, { recursive: true, force: true });
+  }
 }
 
 function describeKeptTmux(demo: Demo): void {
@@ -332,12 +338,11 @@ async function main(): Promise<number> {
 
   const scratch = createScratch(PROJECT_ROOT, FAUX_PROVIDER_FILE);
   step(`Scratch dir: ${scratch.root}`);
-  await createScratchRepo(scratch.repo, scratch.env);
-  step("Scratch repository made (3 commits on main).");
-
   let demo: Demo | undefined;
   let failure: string | undefined;
   try {
+    await createScratchRepo(scratch.repo, scratch.env);
+    step("Scratch repository made (3 commits on main).");
     const tmux = await startPrivateTmux({ socketPath: scratch.socketPath, env: scratch.env, width: 160, height: 45 });
     demo = { scratch, tmux, store: ManifestStore.forAgentDir(scratch.agentDir), signal: interruption.signal, pids: new Set() };
     step(`Private tmux server on ${scratch.socketPath}.`);
@@ -346,11 +351,13 @@ async function main(): Promise<number> {
     failure = reasonOf(error, interruption.signal.aborted);
     if (demo !== undefined) await printScreensForDebugging(demo.tmux);
   } finally {
-    console.log("");
-    if (demo !== undefined && options.keepTmux) describeKeptTmux(demo);
-    else if (demo !== undefined) {
-      const leftovers = await shutDown(demo);
+    if (options.keepTmux && demo !== undefined) {
+      describeKeptTmux(demo);
+    } else {
+      console.log("");
+      const leftovers = demo !== undefined ? await shutDown(demo) : undefined;
       failure ??= leftovers;
+      await removeSocketDirOutsideScratch(scratch);
     }
     console.log(`Scratch dir kept for inspection: ${scratch.root}`);
   }

@@ -55,6 +55,34 @@ function signalAll(pids: readonly number[], signal: NodeJS.Signals): void {
   }
 }
 
+/** Recorded pids that have exited but are not reaped yet (zombies, state Z in /proc/<pid>/stat). */
+function unreaped(pids: readonly number[]): number[] {
+  return pids.filter((pid) => {
+    try {
+      // `pid (comm) S ...`: the state follows the last ")" (comm may contain spaces or parentheses).
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) === "Z";
+    } catch {
+      return false;
+    }
+  });
+}
+
+/**
+ * Exited demo processes stay in the process table (as `<defunct>`) until their new parent, init,
+ * reaps them; some inits take a few seconds. Waits for that, so `pgrep pi` right after the demo
+ * shows nothing of it; returns the pids still unreaped at the deadline.
+ */
+export async function waitForReaping(recordedPids: readonly number[], timeoutMs = 5_000): Promise<number[]> {
+  const deadline = Date.now() + timeoutMs;
+  const never = new AbortController().signal;
+  for (;;) {
+    const left = unreaped(recordedPids);
+    if (left.length === 0 || Date.now() >= deadline) return left;
+    await sleep(100, never);
+  }
+}
+
 /**
  * After the tmux server is gone (its panes got SIGHUP): waits for demo processes to exit, then
  * sends SIGTERM and finally SIGKILL to any left. Returns what had to be signalled and what survived.

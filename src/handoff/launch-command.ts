@@ -12,8 +12,8 @@
  */
 import { realpathSync, statSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
+import { HANDOFF_ID_ENV } from "../mux/types.ts";
 
-export const HANDOFF_ID_ENV = "PI_HANDOFF_ID";
 
 /** Pi configuration variables a child must share with its parent to behave the same. */
 const FORWARDED_ENV = ["PI_CODING_AGENT_SESSION_DIR", "PI_OFFLINE", "PI_SKIP_VERSION_CHECK", "PI_TELEMETRY", "PI_PACKAGE_DIR"];

@@ -13,12 +13,11 @@
  *   `lockWaitMs`, so a process killed while holding one never blocks anyone for good.
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, linkSync, openSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { link, mkdir, open, readdir, readFile, rename, rm } from "node:fs/promises";
-import { homedir } from "node:os";
-import { basename, dirname, join, resolve } from "node:path";
+import { mkdir, readdir, readFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
 import { lock } from "proper-lockfile";
 import { z } from "zod";
+import { errorCode, writeFileAtomic } from "../fs/atomic-write.ts";
 import { type HandoffState, type Manifest, ManifestSchema, MANIFEST_VERSION, canTransition } from "./schema.ts";
 
 const MANIFEST_SUFFIX = ".json";
@@ -284,93 +283,9 @@ export class ManifestStore {
   }
 }
 
-/**
- * Replaces `path` with `text` so that readers see either the old or the new content, never a mix:
- * write `.<name>.<pid>.<random>.tmp` beside it, fsync, rename over `path`, fsync the directory.
- * With `overwrite: false` the temp file is hard-linked instead, which fails with EEXIST if `path` exists.
- */
-export async function writeFileAtomic(path: string, text: string, options: { overwrite?: boolean } = {}): Promise<void> {
-  const dir = dirname(path);
-  const tempPath = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
-  try {
-    const handle = await open(tempPath, "wx");
-    try {
-      await handle.writeFile(text, "utf8");
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    if (options.overwrite === false) {
-      await link(tempPath, path);
-      await rm(tempPath, { force: true });
-    } else {
-      await rename(tempPath, path);
-    }
-  } catch (error) {
-    await rm(tempPath, { force: true });
-    throw error;
-  }
-  await fsyncDirectory(dir);
-}
-
-/** Synchronous twin of `writeFileAtomic`, for callers that cannot await. */
-export function writeFileAtomicSync(path: string, text: string, options: { overwrite?: boolean } = {}): void {
-  const dir = dirname(path);
-  const tempPath = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
-  try {
-    const fd = openSync(tempPath, "wx");
-    try {
-      writeFileSync(fd, text, "utf8");
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    if (options.overwrite === false) {
-      linkSync(tempPath, path);
-      rmSync(tempPath, { force: true });
-    } else {
-      renameSync(tempPath, path);
-    }
-  } catch (error) {
-    rmSync(tempPath, { force: true });
-    throw error;
-  }
-  fsyncDirectorySync(dir);
-}
-
 /** The on-disk form: 2-space JSON plus a trailing newline. */
 export function serializeManifest(manifest: Manifest): string {
   return `${JSON.stringify(manifest, null, 2)}\n`;
-}
-
-async function fsyncDirectory(dir: string): Promise<void> {
-  let handle;
-  try {
-    handle = await open(dir, "r");
-    await handle.sync();
-  } catch (error) {
-    if (!cannotFsyncDirectory(error)) throw error;
-  } finally {
-    await handle?.close();
-  }
-}
-
-function fsyncDirectorySync(dir: string): void {
-  let fd: number | undefined;
-  try {
-    fd = openSync(dir, "r");
-    fsyncSync(fd);
-  } catch (error) {
-    if (!cannotFsyncDirectory(error)) throw error;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-}
-
-/** Some platforms (Windows) and file systems cannot fsync a directory; the rename is still atomic. */
-function cannotFsyncDirectory(error: unknown): boolean {
-  const code = errorCode(error);
-  return code === "EISDIR" || code === "EPERM" || code === "EINVAL" || code === "ENOTSUP";
 }
 
 async function readManifestFile(path: string, id: string): Promise<ReadResult> {
@@ -438,9 +353,4 @@ function describeIssues(error: z.ZodError): string {
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function errorCode(error: unknown): string | undefined {
-  if (isRecord(error) && typeof error.code === "string") return error.code;
-  return undefined;
 }

@@ -21,9 +21,7 @@ import type {
   MuxResult,
   PaneProcess,
 } from "./types.ts";
-
-/** The environment variable a launched child carries so a process probe can recognise it. */
-export const HANDOFF_ID_ENV = "PI_HANDOFF_ID";
+import { HANDOFF_ID_ENV } from "./types.ts";
 
 const DEFAULT_TIMEOUT_MS = 5_000;
 const SHELL_SAMPLE_INTERVAL_MS = 50;

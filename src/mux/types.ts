@@ -9,6 +9,9 @@
  */
 import type { MuxKind, MuxLocation } from "../manifest/schema.ts";
 
+/** The environment variable that marks a launched child Pi with its handoff id (see the launch contract). */
+export const HANDOFF_ID_ENV = "PI_HANDOFF_ID";
+
 export type MuxResult<T> = ({ ok: true } & T) | MuxFailure;
 export interface MuxFailure {
   ok: false;

@@ -13,7 +13,7 @@ import { copyFileSync, existsSync, mkdtempSync, openSync, closeSync, readSync, f
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { CURRENT_SESSION_VERSION, SessionManager } from "@earendil-works/pi-coding-agent";
-import { writeFileAtomicSync } from "../manifest/store.ts";
+import { writeFileAtomicSync } from "../fs/atomic-write.ts";
 import type { HandoffMessage } from "./handoff-message.ts";
 import { readSessionHeader } from "./header.ts";
 

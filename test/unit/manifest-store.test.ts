@@ -8,7 +8,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { newManifest } from "../../src/manifest/factory.ts";
 import { type Manifest, ManifestSchema } from "../../src/manifest/schema.ts";
 import { agentDirFromEnv } from "../../src/session/paths.ts";
-import { ManifestStore, ManifestStoreError, writeFileAtomic, writeFileAtomicSync } from "../../src/manifest/store.ts";
+import { writeFileAtomic, writeFileAtomicSync } from "../../src/fs/atomic-write.ts";
+import { ManifestStore, ManifestStoreError } from "../../src/manifest/store.ts";
 
 const execFileAsync = promisify(execFile);
 const STORE_MODULE_URL = pathToFileURL(fileURLToPath(new URL("../../src/manifest/store.ts", import.meta.url))).href;
