@@ -20,7 +20,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import type { Manifest } from "../src/manifest/schema.ts";
-import { ManifestStore } from "../src/manifest/store.ts";
+import { manifestsDir, readOnlyManifest } from "./lib/manifests.ts";
 import { piTuiCommandLine, screenShows, submitLine, typeCommandLine, waitForScreen } from "./lib/pi-tui.ts";
 import { startPrivateTmux, type PrivateTmux } from "./lib/private-tmux.ts";
 import { findDemoProcesses, stopDemoProcesses, waitForReaping } from "./lib/processes.ts";
@@ -37,6 +37,9 @@ const QUESTIONS = ["what does this repo do?", "where is the entry point?"];
 const BRANCH = "demo/greeting";
 const TASK = "add a greeting to src/app.js";
 const HANDOFF_LINE = `/handoff-worktree ${BRANCH} -- ${TASK}`;
+
+/** How Pi reports an exception thrown by the command's handler. */
+const HANDOFF_CRASH = /Extension "command:handoff-worktree" error: (.*)/;
 
 const PI_START_TIMEOUT_MS = 60_000;
 const TURN_TIMEOUT_MS = 30_000;
@@ -73,7 +76,8 @@ interface DemoOptions {
 interface Demo {
   scratch: Scratch;
   tmux: PrivateTmux;
-  store: ManifestStore;
+  /** Where the handoff's manifest appears: `<agent>/handoff-worktree/manifests/`. */
+  manifests: string;
   signal: AbortSignal;
   /** Pids seen in the demo's panes or manifest, checked again at shutdown. */
   pids: Set<number>;
@@ -131,24 +135,15 @@ async function askQuestions(demo: Demo): Promise<void> {
   }
 }
 
-/** The one handoff manifest, once there is one (undefined before); a broken file is a failure. */
-async function onlyManifest(store: ManifestStore): Promise<{ manifest: Manifest; path: string } | undefined> {
-  const entries = await store.list();
-  const [entry] = entries;
-  if (entry === undefined) return undefined;
-  if (!entry.ok) throw new DemoFailure(`The handoff manifest ${entry.path} is invalid: ${entry.error}`);
-  if (entries.length > 1) throw new DemoFailure(`Expected one handoff manifest, found ${entries.length} in ${store.dir}.`);
-  return { manifest: entry.manifest, path: entry.path };
-}
-
-/** Types the handoff and waits until Pi has visibly started it (status line, notice or manifest). */
+/** Types the handoff and waits until Pi has visibly taken it (status line, notice, crash report or manifest). */
 async function requestHandoff(demo: Demo): Promise<void> {
   try {
     await submitLine(
       demo.tmux,
       demo.tmux.firstPaneId,
       HANDOFF_LINE,
-      async (screen) => /handoff |Handed off/.test(screen) || (await onlyManifest(demo.store)) !== undefined,
+      async (screen) =>
+        /handoff |Handed off/.test(screen) || HANDOFF_CRASH.test(screen) || (await readOnlyManifest(demo.manifests)) !== undefined,
       { timeoutMs: TURN_TIMEOUT_MS, signal: demo.signal },
     );
   } catch (error) {
@@ -157,12 +152,20 @@ async function requestHandoff(demo: Demo): Promise<void> {
   }
 }
 
+/** Before there is a manifest: if Pi reported the command itself as crashed, there never will be one. */
+async function failIfTheCommandCrashed(demo: Demo): Promise<undefined> {
+  const screen = await demo.tmux.capturePane(demo.tmux.firstPaneId);
+  const crash = HANDOFF_CRASH.exec(screen);
+  if (crash !== null) throw new DemoFailure(`The /handoff-worktree command crashed: ${(crash[1] ?? "").trim()}`);
+  return undefined;
+}
+
 /** Waits for `running`; `failed` or `launch_unconfirmed` end the demo with the manifest printed. */
 async function waitForHandoffOutcome(demo: Demo): Promise<HandoffResult> {
   let lastState = "no manifest";
   const found = await waitFor(async () => {
-    const current = await onlyManifest(demo.store);
-    if (current === undefined) return undefined;
+    const current = await readOnlyManifest(demo.manifests);
+    if (current === undefined) return failIfTheCommandCrashed(demo);
     lastState = current.manifest.state;
     if (current.manifest.child.pid !== undefined) demo.pids.add(current.manifest.child.pid);
     return ["running", "failed", "launch_unconfirmed"].includes(current.manifest.state) ? current : undefined;
@@ -223,7 +226,7 @@ async function waitForParentNotice(demo: Demo): Promise<boolean> {
 }
 
 async function printReport(demo: Demo, handoff: HandoffResult): Promise<void> {
-  const final = (await onlyManifest(demo.store)) ?? { manifest: handoff.manifest, path: handoff.manifestPath };
+  const final = (await readOnlyManifest(demo.manifests)) ?? { manifest: handoff.manifest, path: handoff.manifestPath };
   heading(`Manifest: ${final.path}`);
   console.log(pretty(final.manifest));
 
@@ -344,7 +347,7 @@ async function main(): Promise<number> {
     await createScratchRepo(scratch.repo, scratch.env);
     step("Scratch repository made (3 commits on main).");
     const tmux = await startPrivateTmux({ socketPath: scratch.socketPath, env: scratch.env, width: 160, height: 45 });
-    demo = { scratch, tmux, store: ManifestStore.forAgentDir(scratch.agentDir), signal: interruption.signal, pids: new Set() };
+    demo = { scratch, tmux, manifests: manifestsDir(scratch.agentDir), signal: interruption.signal, pids: new Set() };
     step(`Private tmux server on ${scratch.socketPath}.`);
     await runDemo(demo);
   } catch (error) {

@@ -64,3 +64,29 @@ export interface Multiplexer {
   /** Whether the pane/window still exists. */
   exists(location: MuxLocation): Promise<boolean>;
 }
+
+export interface ReopenWorkspaceRequest {
+  mainCheckout: string;
+  worktreePath: string;
+  branch: string;
+  label: string;
+  /** Where the workspace was before it was closed (socket, session), to reopen it in the same place. */
+  previous: MuxLocation;
+}
+
+/**
+ * What recovery needs on top of the handoff's operations. Both backends implement it with the same
+ * meaning, so `pi-handoff` and `/handoffs` do not care which one made a handoff.
+ */
+export interface RecoverableMultiplexer extends Multiplexer {
+  /** A new workspace/window (unfocused) for a worktree whose old one was closed. */
+  reopenWorkspace(request: ReopenWorkspaceRequest): Promise<MuxResult<{ location: MuxLocation }>>;
+  /**
+   * Close the workspace/window (if still open) and remove the worktree checkout. Never deletes
+   * the branch. Without `force`, a checkout with uncommitted changes is refused, not removed.
+   */
+  removeWorktree(
+    location: MuxLocation,
+    options: { mainCheckout: string; worktreePath: string; force: boolean },
+  ): Promise<MuxResult<object>>;
+}
