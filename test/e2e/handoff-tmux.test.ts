@@ -80,6 +80,9 @@ async function submitLine(tmux: PrivateTmux, pane: string, text: string, effect:
   throw new Error(`Typing ${JSON.stringify(text)} into ${pane} did not show ${effect} within ${timeoutMs} ms. Screen:\n${screen}`);
 }
 
+/** Pi's footer names the model; the typed command line shows it only after a slash. */
+const PI_READY = /(?<!\/)faux-1/;
+
 /** The handoff's status line (or its final notice) on the screen: the command was taken. */
 const HANDOFF_STARTED = /^handoff(?::| \w+ \()|Handed off/m;
 
@@ -108,7 +111,7 @@ describe("/handoff-worktree on tmux with the real Pi", () => {
     const parentPane = tmux.firstPaneId;
     await tmux.tmux(["send-keys", "-t", parentPane, "-l", piTuiCommand(repo.root, ["--session", parent.file])]);
     await tmux.tmux(["send-keys", "-t", parentPane, "Enter"]);
-    await waitForScreen(tmux, parentPane, /faux-1/, "the parent TUI");
+    await waitForScreen(tmux, parentPane, PI_READY, "the parent TUI");
 
     // A live turn in the TUI, so the handoff starts from a leaf that exists only in this process's memory too.
     await submitLine(tmux, parentPane, "live question", /faux reply to: live question/);
@@ -190,7 +193,7 @@ describe("/handoff-worktree on tmux with the real Pi", () => {
 
     // The child answers a prompt typed into its pane, and loaded this extension exactly once.
     const childPane = manifest.mux.paneId ?? "";
-    await waitForScreen(tmux, childPane, /faux-1/, "the child TUI");
+    await waitForScreen(tmux, childPane, PI_READY, "the child TUI");
     const childScreen = await tmux.capturePane(childPane);
     expect(childScreen.match(/pi-extension/g)).toHaveLength(1);
     await submitLine(tmux, childPane, "ping from the test", /faux reply to: ping from the test/);
@@ -212,7 +215,7 @@ describe("/handoff-worktree on tmux with the real Pi", () => {
     const pane = (await tmux.tmux(["new-window", "-d", "-P", "-F", "#{pane_id}", "-t", `${tmux.sessionId}:`])).trim();
     await tmux.tmux(["send-keys", "-t", pane, "-l", piTuiCommand(repo.root, ["--session", file, "--session-dir", `${sandbox.dir}/busy-sessions`])]);
     await tmux.tmux(["send-keys", "-t", pane, "Enter"]);
-    await waitForScreen(tmux, pane, /faux-1/, "the busy parent TUI");
+    await waitForScreen(tmux, pane, PI_READY, "the busy parent TUI");
     // The faux model takes 3 s to answer anything that mentions "slow"; hand off while it works.
     await submitLine(tmux, pane, "a slow question", /Working/);
     await submitLine(tmux, pane, "/handoff-worktree feat/busy --no-focus", HANDOFF_STARTED);
