@@ -1,7 +1,7 @@
 /**
  * `/handoff-worktree`: reads the host's state into a plain request and runs the transaction.
  */
-import type { ExtensionAPI, ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
+import { CURRENT_SESSION_VERSION, getPackageDir, SessionManager, type ExtensionAPI, type ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 import { access } from "node:fs/promises";
 import { SimpleGitPort } from "../src/git/git.ts";
 import { HANDOFF_USAGE, parseHandoffArgs } from "../src/handoff/args.ts";
@@ -10,7 +10,7 @@ import { DEFAULT_TIMEOUTS, HandoffTransaction, type HandoffOutcome } from "../sr
 import { HANDOFF_STEPS, type HandoffStep } from "../src/manifest/schema.ts";
 import { ManifestStore } from "../src/manifest/store.ts";
 import { selectMultiplexer } from "../src/mux/detect.ts";
-import { forkActiveBranch } from "../src/session/fork.ts";
+import { locatePiSessionModule, runFork } from "../src/session/fork-runner.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import { report } from "./report.ts";
 
@@ -56,7 +56,13 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
     git,
     store: ManifestStore.forAgentDir(agentDir),
     selectMux: (explicit) => selectMultiplexer(explicit, env, git),
-    fork: async (request) => forkActiveBranch(request),
+    // Off the event loop when Pi's session module is on disk, so the TUI stays responsive.
+    fork: (request) =>
+      runFork(request, {
+        sessionModulePath: locatePiSessionModule(getPackageDir()),
+        host: { SessionManager, CURRENT_SESSION_VERSION },
+        onPhase: (phase) => ctx.ui.setStatus(STATUS_KEY, `handoff fork (${Math.round((Date.now() - started) / 1000)}s): ${phase}`),
+      }),
     now: () => new Date(),
     sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     progress: (step, text) => {

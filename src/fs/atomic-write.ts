@@ -9,6 +9,11 @@ import { closeSync, fsyncSync, linkSync, openSync, renameSync, rmSync, writeFile
 import { link, open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 
+/** A fresh temp file name in the same directory as `path` (same file system, so a rename is atomic). */
+export function tempPathBeside(path: string): string {
+  return join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
+}
+
 /**
  * Replaces `path` with `text` so that readers see either the old or the new content, never a mix:
  * write `.<name>.<pid>.<random>.tmp` beside it, fsync, rename over `path`, fsync the directory.
@@ -16,7 +21,7 @@ import { basename, dirname, join } from "node:path";
  */
 export async function writeFileAtomic(path: string, text: string, options: { overwrite?: boolean } = {}): Promise<void> {
   const dir = dirname(path);
-  const tempPath = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
+  const tempPath = tempPathBeside(path);
   try {
     const handle = await open(tempPath, "wx");
     try {
@@ -41,7 +46,7 @@ export async function writeFileAtomic(path: string, text: string, options: { ove
 /** Synchronous twin of `writeFileAtomic`, for callers that cannot await. */
 export function writeFileAtomicSync(path: string, text: string, options: { overwrite?: boolean } = {}): void {
   const dir = dirname(path);
-  const tempPath = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
+  const tempPath = tempPathBeside(path);
   try {
     const fd = openSync(tempPath, "wx");
     try {

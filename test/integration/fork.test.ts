@@ -8,8 +8,9 @@ import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { buildSessionContext, parseSessionEntries, SessionManager, type SessionEntry } from "@earendil-works/pi-coding-agent";
-import { forkActiveBranch, ForkError, openWouldWrite } from "../../src/session/fork.ts";
+import { buildSessionContext, CURRENT_SESSION_VERSION, getPackageDir, parseSessionEntries, SessionManager, type SessionEntry } from "@earendil-works/pi-coding-agent";
+import { ForkError, type ForkRequest } from "../../src/session/fork.ts";
+import { locatePiSessionModule, runFork } from "../../src/session/fork-runner.ts";
 import { buildHandoffMessage } from "../../src/session/handoff-message.ts";
 
 const sha256 = (file: string) => createHash("sha256").update(readFileSync(file)).digest("hex");
@@ -31,7 +32,17 @@ function user(text: string) {
   return { role: "user" as const, content: [{ type: "text" as const, text }], timestamp: Date.now() };
 }
 
-describe("forkActiveBranch", () => {
+const host = { SessionManager, CURRENT_SESSION_VERSION };
+const sessionModulePath = locatePiSessionModule(getPackageDir());
+
+describe.each([
+  ["on this thread", undefined],
+  ["in a worker", sessionModulePath],
+])("the fork %s", (_where, modulePath) => {
+  it("has Pi's session module on disk for the worker", () => {
+    expect(sessionModulePath).toMatch(/dist\/core\/session-manager\.js$/);
+  });
+
   let dir: string;
   let parentFile: string;
   let activeLeaf: string;
@@ -64,13 +75,14 @@ describe("forkActiveBranch", () => {
   }
 
   function fork(leafId = activeLeaf) {
-    return forkActiveBranch({ parentSessionFile: parentFile, leafId, childCwd: join(dir, "wt"), childSessionDir: join(dir, "child-sessions"), message: message() });
+    const request: ForkRequest = { parentSessionFile: parentFile, leafId, childCwd: join(dir, "wt"), childSessionDir: join(dir, "child-sessions"), message: message() };
+    return runFork(request, { sessionModulePath: modulePath, host });
   }
 
-  it("copies only the active branch and appends exactly one handoff message", () => {
+  it("copies only the active branch and appends exactly one handoff message", async () => {
     const before = sha256(parentFile);
-    const result = fork();
-    expect(result.forkedFromCopy).toBe(false);
+    const result = await fork();
+    expect(result).toMatchObject({ pathEntries: 4, parentEntries: 6 });
     expect(result.childSessionFile.startsWith(join(dir, "child-sessions") + "/")).toBe(true);
     const entries = parseSessionEntries(readFileSync(result.childSessionFile, "utf8"));
     expect(entries[0]).toMatchObject({ type: "session", cwd: join(dir, "wt"), parentSession: parentFile, id: result.childSessionId });
@@ -86,35 +98,45 @@ describe("forkActiveBranch", () => {
     expect(sha256(parentFile)).toBe(before);
   });
 
-  it("forks from a private copy when the parent lacks a final newline, leaving it byte-identical", () => {
+  it("leaves a parent without a final newline byte-identical (SessionManager.open would append one)", async () => {
     writeFileSync(parentFile, readFileSync(parentFile, "utf8").replace(/\n$/, ""));
-    expect(openWouldWrite(parentFile)).toBe(true);
     const before = sha256(parentFile);
-    const result = fork();
-    expect(result.forkedFromCopy).toBe(true);
+    const result = await fork();
     expect(sha256(parentFile)).toBe(before);
     const header = parseSessionEntries(readFileSync(result.childSessionFile, "utf8"))[0];
     expect(header).toMatchObject({ parentSession: parentFile, cwd: join(dir, "wt") });
   });
 
-  it("forks from a private copy when the parent has an older version, leaving it byte-identical", () => {
+  it("leaves a parent of an older version byte-identical (SessionManager.open would migrate it)", async () => {
     const lines = readFileSync(parentFile, "utf8").split("\n");
     const header = JSON.parse(lines[0] ?? "{}");
     lines[0] = JSON.stringify({ ...header, version: 2 });
     writeFileSync(parentFile, lines.join("\n"));
-    expect(openWouldWrite(parentFile)).toBe(true);
     const before = sha256(parentFile);
-    const result = fork();
-    expect(result.forkedFromCopy).toBe(true);
+    const result = await fork();
     expect(sha256(parentFile)).toBe(before);
     const child = parseSessionEntries(readFileSync(result.childSessionFile, "utf8"));
     expect(child[0]).toMatchObject({ version: 3, parentSession: parentFile });
     expect(child.filter((e) => e.type === "custom_message")).toHaveLength(1);
   });
 
-  it("refuses a leaf that is not in the parent, in one sentence, writing nothing", () => {
+  it("refuses a leaf that is not in the parent, in one sentence, writing nothing", async () => {
     const before = sha256(parentFile);
-    expect(() => fork("deadbeef")).toThrow(new ForkError(`The active entry deadbeef is not in ${parentFile}.`));
+    await expect(fork("deadbeef")).rejects.toThrow(new ForkError(`The active entry deadbeef is not in ${parentFile}.`));
     expect(sha256(parentFile)).toBe(before);
+  });
+
+  it("keeps labels on the active path and drops the abandoned branch's", async () => {
+    const manager = SessionManager.open(parentFile);
+    const activeUser = manager.getBranch(activeLeaf).find((e) => e.type === "message" && e.message.role === "user" && JSON.stringify(e.message.content).includes("active"));
+    manager.appendLabelChange(activeUser?.id ?? "", "checkpoint");
+    manager.appendLabelChange(abandoned[0] ?? "", "dead end");
+    // The label entries extend the file; the active leaf stays where the live session had it.
+    const result = await fork();
+    const child = new Map<string, string>();
+    for (const e of parseSessionEntries(readFileSync(result.childSessionFile, "utf8"))) {
+      if (e.type === "label" && e.label !== undefined) child.set(e.targetId, e.label);
+    }
+    expect([...child.entries()]).toEqual([[activeUser?.id, "checkpoint"]]);
   });
 });

@@ -124,7 +124,7 @@ describe("HandoffTransaction", () => {
         forks.push(request);
         const childSessionFile = join(dir, "child.jsonl");
         writeFileSync(childSessionFile, "{}\n");
-        return { childSessionFile, childSessionId: "child-id", forkedFromCopy: false };
+        return { childSessionFile, childSessionId: "child-id", pathEntries: 3, parentEntries: 5 };
       },
       now: () => new Date(),
       sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
