@@ -10,7 +10,7 @@ import { DEFAULT_TIMEOUTS, HandoffTransaction, type HandoffOutcome } from "../sr
 import { HANDOFF_STEPS, type HandoffStep } from "../src/manifest/schema.ts";
 import { ManifestStore } from "../src/manifest/store.ts";
 import { selectMultiplexer } from "../src/mux/detect.ts";
-import { locatePiSessionModule, runFork } from "../src/session/fork-runner.ts";
+import { ForkWorker, locatePiSessionModule, runFork } from "../src/session/fork-runner.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import { report } from "./report.ts";
 
@@ -52,14 +52,17 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
   const sessionManager = ctx.sessionManager;
   const sessionFile = sessionManager.getSessionFile();
   const started = Date.now();
+  const sessionModulePath = locatePiSessionModule(getPackageDir());
+  const forkWorker = sessionModulePath !== undefined ? ForkWorker.start(sessionModulePath) : undefined;
   const transaction = new HandoffTransaction({
     git,
     store: ManifestStore.forAgentDir(agentDir),
     selectMux: (explicit) => selectMultiplexer(explicit, env, git),
-    // Off the event loop when Pi's session module is on disk, so the TUI stays responsive.
+    // Off the event loop when Pi's session module is on disk, so the TUI stays responsive; the
+    // worker starts now and loads its modules while the worktree is being created.
     fork: (request) =>
       runFork(request, {
-        sessionModulePath: locatePiSessionModule(getPackageDir()),
+        worker: forkWorker,
         host: { SessionManager, CURRENT_SESSION_VERSION },
         onPhase: (phase) => ctx.ui.setStatus(STATUS_KEY, `handoff fork (${Math.round((Date.now() - started) / 1000)}s): ${phase}`),
       }),
@@ -104,6 +107,8 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
       env,
     });
   } finally {
+    // Unused when the handoff was refused before the fork.
+    forkWorker?.dispose();
     ctx.ui.setStatus(STATUS_KEY, undefined);
   }
   const level = outcome.code === "running" ? "info" : outcome.code === "launch_unconfirmed" ? "warning" : "error";

@@ -2,8 +2,11 @@
  * Where the fork runs: in a worker thread when Pi's session module can be loaded by path (the
  * parent's event loop, and so its TUI, stays responsive), otherwise on the calling thread.
  *
- * Invariants: the result and the errors are the same either way (a worker's error comes back as a
- * `ForkError` with the same message); the worker is always terminated.
+ * Invariants:
+ * - The result and the errors are the same either way (a worker's error comes back as a
+ *   `ForkError` with the same message); a worker that cannot load or dies falls back to this thread.
+ * - A worker forks at most once and is always terminated (after its fork, on timeout, on dispose).
+ * - Nothing the worker prints reaches the terminal (it would draw over Pi's TUI).
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -12,7 +15,10 @@ import { Worker } from "node:worker_threads";
 import { forkActiveBranch, ForkError, type ForkPhase, type ForkRequest, type ForkResult, type SessionHost } from "./fork.ts";
 
 const WORKER_FILE = fileURLToPath(new URL("./fork-worker.mjs", import.meta.url));
-const FORK_MODULE = fileURLToPath(new URL("./fork.ts", import.meta.url));
+const FORK_MODULE = new URL("./fork.ts", import.meta.url).href;
+/** The package's own files, which the worker may load as TypeScript. */
+const PACKAGE_ROOT = new URL("../../", import.meta.url).href;
+const DEFAULT_TIMEOUT_MS = 120_000;
 
 /** Pi's session module inside its package (`getPackageDir()`), when this Pi ships one on disk. */
 export function locatePiSessionModule(piPackageDir: string | undefined): string | undefined {
@@ -21,38 +27,97 @@ export function locatePiSessionModule(piPackageDir: string | undefined): string 
   return existsSync(candidate) ? candidate : undefined;
 }
 
+interface WorkerMessage {
+  type: string;
+  phase?: ForkPhase;
+  result?: ForkResult;
+  message?: string;
+}
+
+/** The worker could not run the fork (it failed to load or died): the fork can still run in-thread. */
+export class ForkWorkerUnavailable extends Error {
+  override readonly name = "ForkWorkerUnavailable";
+}
+
+/** A worker started ahead of time (it loads its modules while the caller does other work). */
+export class ForkWorker {
+  private readonly worker: Worker;
+  private used = false;
+
+  private constructor(sessionModulePath: string) {
+    this.worker = new Worker(WORKER_FILE, {
+      workerData: { sessionModulePath, forkModulePath: FORK_MODULE, packageRootUrl: PACKAGE_ROOT },
+      stdout: true,
+      stderr: true,
+    });
+    // Drain and drop: Node's experimental-feature warnings must not draw over the TUI.
+    this.worker.stdout.resume();
+    this.worker.stderr.resume();
+    // An idle worker must not keep Pi (or a test) alive.
+    this.worker.unref();
+  }
+
+  static start(sessionModulePath: string): ForkWorker {
+    return new ForkWorker(sessionModulePath);
+  }
+
+  fork(request: ForkRequest, options: { onPhase?: (phase: ForkPhase) => void; timeoutMs?: number } = {}): Promise<ForkResult> {
+    if (this.used) return Promise.reject(new ForkError("This fork worker was already used."));
+    this.used = true;
+    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    return new Promise<ForkResult>((resolve, reject) => {
+      let settled = false;
+      const settle = (action: () => void): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        this.dispose();
+        action();
+      };
+      const timer = setTimeout(() => {
+        settle(() => reject(new ForkError(`Copying the conversation took longer than ${Math.round(timeoutMs / 1000)} s and was stopped.`)));
+      }, timeoutMs);
+      this.worker.ref();
+      this.worker.on("message", (message: WorkerMessage) => {
+        if (message.type === "phase" && message.phase !== undefined) options.onPhase?.(message.phase);
+        else if (message.type === "done" && message.result !== undefined) settle(() => resolve(message.result as ForkResult));
+        else if (message.type === "error") settle(() => reject(new ForkError(message.message ?? "The fork failed.")));
+        else if (message.type === "unavailable") settle(() => reject(new ForkWorkerUnavailable(message.message ?? "")));
+      });
+      this.worker.on("error", (error) => settle(() => reject(new ForkWorkerUnavailable(error.message))));
+      this.worker.on("exit", (code) => settle(() => reject(new ForkWorkerUnavailable(`exit code ${code}`))));
+      this.worker.postMessage({ type: "fork", request });
+    });
+  }
+
+  dispose(): void {
+    void this.worker.terminate();
+  }
+}
+
 export interface ForkRunnerOptions {
-  /** Pi's session module by path; without it the fork runs on this thread with `host`. */
+  /** A worker started earlier; it is used once and then terminated. */
+  worker?: ForkWorker | undefined;
+  /** Pi's session module by path, to start a worker now when none was given. */
   sessionModulePath?: string | undefined;
+  /** Pi's session module as loaded on this thread, for the fallback. */
   host: SessionHost;
   onPhase?: (phase: ForkPhase) => void;
-  /** How long the worker may take before it is stopped. */
   timeoutMs?: number;
 }
 
 export async function runFork(request: ForkRequest, options: ForkRunnerOptions): Promise<ForkResult> {
-  if (options.sessionModulePath === undefined) return forkActiveBranch(request, options.host, options.onPhase);
-  return new Promise<ForkResult>((resolve, reject) => {
-    const worker = new Worker(WORKER_FILE, {
-      workerData: { request, sessionModulePath: options.sessionModulePath, forkModulePath: FORK_MODULE },
-    });
-    const timer = setTimeout(() => {
-      settle(() => reject(new ForkError(`Copying the conversation took longer than ${Math.round((options.timeoutMs ?? 0) / 1000)} s and was stopped.`)));
-    }, options.timeoutMs ?? 120_000);
-    let settled = false;
-    const settle = (action: () => void): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      void worker.terminate();
-      action();
-    };
-    worker.on("message", (message: { type: string; phase?: ForkPhase; result?: ForkResult; message?: string }) => {
-      if (message.type === "phase" && message.phase !== undefined) options.onPhase?.(message.phase);
-      else if (message.type === "done" && message.result !== undefined) settle(() => resolve(message.result as ForkResult));
-      else if (message.type === "error") settle(() => reject(new ForkError(message.message ?? "The fork failed.")));
-    });
-    worker.on("error", (error) => settle(() => reject(new ForkError(`The fork worker failed: ${error.message}`))));
-    worker.on("exit", (code) => settle(() => reject(new ForkError(`The fork worker stopped (exit code ${code}) before it finished.`))));
-  });
+  const worker = options.worker ?? (options.sessionModulePath !== undefined ? ForkWorker.start(options.sessionModulePath) : undefined);
+  if (worker !== undefined) {
+    try {
+      return await worker.fork(request, {
+        ...(options.onPhase !== undefined ? { onPhase: options.onPhase } : {}),
+        ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+      });
+    } catch (error) {
+      // A handoff that can fork on this thread should not fail because a worker could not start.
+      if (!(error instanceof ForkWorkerUnavailable)) throw error;
+    }
+  }
+  return forkActiveBranch(request, options.host, options.onPhase);
 }

@@ -140,3 +140,36 @@ describe.each([
     expect([...child.entries()]).toEqual([[activeUser?.id, "checkpoint"]]);
   });
 });
+
+describe("the fork runner", () => {
+  let dir: string;
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("falls back to this thread when the worker cannot load Pi's session module", async () => {
+    dir = realpathSync(mkdtempSync(join(tmpdir(), "fork-fallback-")));
+    const manager = SessionManager.create(join(dir, "repo"), join(dir, "sessions"));
+    manager.appendMessage(user("only question"));
+    const leaf = manager.appendMessage(assistant("only answer"));
+    const parentFile = manager.getSessionFile() ?? "";
+    const request: ForkRequest = {
+      parentSessionFile: parentFile,
+      leafId: leaf,
+      childCwd: join(dir, "wt"),
+      childSessionDir: join(dir, "child"),
+      message: buildHandoffMessage({
+        handoffId: "20261130-000000-fallback-abcd",
+        manifestPath: join(dir, "m.json"),
+        branch: "fallback",
+        baseRef: "HEAD",
+        baseSha: "d".repeat(40),
+        worktreePath: join(dir, "wt"),
+        mainCheckout: join(dir, "repo"),
+        parentSessionFile: parentFile,
+      }),
+    };
+    const result = await runFork(request, { sessionModulePath: join(dir, "no-such-module.js"), host });
+    expect(result.pathEntries).toBe(2);
+    const child = parseSessionEntries(readFileSync(result.childSessionFile, "utf8"));
+    expect(child.filter((e) => e.type === "custom_message")).toHaveLength(1);
+  });
+});
