@@ -4,7 +4,7 @@
 import { CURRENT_SESSION_VERSION, getPackageDir, SessionManager, type ExtensionAPI, type ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 import { access } from "node:fs/promises";
 import { SimpleGitPort } from "../src/git/git.ts";
-import { HANDOFF_USAGE, parseHandoffArgs } from "../src/handoff/args.ts";
+import { HANDOFF_HELP, parseHandoffArgs } from "../src/handoff/args.ts";
 import { currentPiCommand, mirroredPiFlags } from "../src/handoff/launch-command.ts";
 import { DEFAULT_TIMEOUTS, HandoffTransaction, type HandoffOutcome } from "../src/handoff/transaction.ts";
 import { HANDOFF_STEPS, type HandoffStep } from "../src/manifest/schema.ts";
@@ -16,16 +16,7 @@ import { report } from "./report.ts";
 
 const STATUS_KEY = "handoff-worktree";
 
-const HELP = [
-  `Usage: ${HANDOFF_USAGE}`,
-  "Creates a git worktree on a new branch, copies this conversation's active branch into a new session there,",
-  "and starts a new Pi on it in its own tmux window. This session is left as it is.",
-  "  <branch>        the new branch (must not exist yet)",
-  "  [base]          what the branch starts from: a branch, tag or commit (default: HEAD)",
-  "  --mux <kind>    tmux or herdr (default: detected from the environment)",
-  "  --no-focus      do not switch to the new window afterwards",
-  "  -- <task>       what the new Pi should start on; without it, it waits for you",
-].join("\n");
+
 
 function envMs(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const value = Number(env[name]);
@@ -40,7 +31,7 @@ function faultFromEnv(env: NodeJS.ProcessEnv): HandoffStep | undefined {
 export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionCommandContext): Promise<void> {
   const parsed = parseHandoffArgs(args);
   if (!parsed.ok) return report(ctx, parsed.message, "error");
-  if ("help" in parsed) return report(ctx, HELP, "info");
+  if ("help" in parsed) return report(ctx, HANDOFF_HELP, "info");
 
   if (!ctx.isIdle()) {
     ctx.ui.setStatus(STATUS_KEY, "handoff: waiting for the agent to finish");

@@ -8,6 +8,19 @@ import type { MuxKind } from "../manifest/schema.ts";
 
 export const HANDOFF_USAGE = "/handoff-worktree <branch> [base] [--mux tmux|herdr] [--no-focus] [-- task]";
 
+/** What `/handoff-worktree --help` prints; the README's flags are checked against it. */
+export const HANDOFF_HELP = [
+  `Usage: ${HANDOFF_USAGE}`,
+  "Creates a git worktree on a new branch, copies this conversation's active branch into a new session there,",
+  "and starts a new Pi on it in its own terminal window. This session is left as it is.",
+  "  <branch>        the new branch (must not exist yet)",
+  "  [base]          what the branch starts from: a branch, tag or commit (default: HEAD)",
+  "  --mux <kind>    tmux or herdr (default: detected from the environment)",
+  "  --no-focus      do not switch to the new window afterwards",
+  "  --help          show this help",
+  "  -- <task>       what the new Pi should start on; without it, it waits for you",
+].join("\n");
+
 export interface HandoffArgs {
   branch: string;
   /** The base as typed; `HEAD` when none was given. */
