@@ -1,0 +1,638 @@
+/**
+ * The Herdr backend: Herdr itself creates the worktree and its workspace (`herdr worktree create`),
+ * and the workspace's root pane runs the child Pi.
+ *
+ * Invariants:
+ * - Only this module runs `herdr`: argument arrays (never a shell string), a timeout on every call
+ *   (the CLI has none of its own), and the server's socket passed explicitly (`HERDR_SOCKET_PATH`)
+ *   whenever it is known. The binary is `$HERDR_BIN_PATH` when set, else `herdr` from PATH.
+ * - Every output is decoded by the zod schemas of `herdr-protocol.ts`, from whichever stream
+ *   carries JSON. A failure is a value `{ ok: false, code, message }`: Herdr's own error code, or
+ *   `timeout`, `usage_error` (exit 2), `malformed_output`, `herdr_not_found`, `herdr_failed`.
+ *   `message` is one sentence a user can act on.
+ * - `--json` is never passed: it is an unknown option on pane and workspace commands.
+ * - Nothing steals focus except `focus()`: creating and reopening pass `--no-focus`.
+ * - A create whose answer was lost (partial success, timeout, unreadable output) is reconciled
+ *   through `herdr worktree list` before it is called a failure, and whatever exists is reported
+ *   in `partial` so the transaction records it.
+ * - Paths are compared by realpath: Herdr does not canonicalize the paths it reports.
+ */
+import { existsSync } from "node:fs";
+import { realpath } from "node:fs/promises";
+import { isAbsolute, resolve } from "node:path";
+import { execa } from "execa";
+import { z } from "zod";
+import type { HerdrLocation, MuxLocation } from "../manifest/schema.ts";
+import {
+  decodeHerdrOutput,
+  PANE_ID_PATTERN,
+  PaneInfoResultSchema,
+  PaneListSchema,
+  PaneProcessInfoSchema,
+  WORKSPACE_ID_PATTERN,
+  WorkspaceInfoResultSchema,
+  WorkspaceListSchema,
+  WorktreeCreatedSchema,
+  WorktreeListSchema,
+  WorktreeOpenedSchema,
+  WorktreeRemovedSchema,
+  type HerdrWorktreeInfo,
+} from "./herdr-protocol.ts";
+import { listDescendants, readComm, readCwd, readEnvironValue } from "./procfs.ts";
+import type {
+  CreatedWorkspace,
+  CreateWorkspaceRequest,
+  MuxFailure,
+  MuxResult,
+  PaneProcess,
+  RecoverableMultiplexer,
+  ReopenWorkspaceRequest,
+} from "./types.ts";
+import { HANDOFF_ID_ENV } from "./types.ts";
+
+const DEFAULT_TIMEOUT_MS = 5_000;
+/** `worktree create/open/remove` block while the server runs git on a whole checkout. */
+const DEFAULT_WORKTREE_TIMEOUT_MS = 120_000;
+const SHELL_SAMPLE_INTERVAL_MS = 50;
+const SHELL_STABLE_SAMPLES = 3;
+/** Failures after which polling a pane again cannot help. */
+const FINAL_POLL_FAILURES = new Set(["pane_not_found", "workspace_not_found", "server_not_running", "herdr_not_found", "usage_error"]);
+/** Failures of `worktree create` after which the checkout (and maybe its workspace) may exist anyway. */
+const UNCERTAIN_CREATE_FAILURES = new Set(["worktree_open_failed", "timeout", "malformed_output"]);
+
+export interface HerdrMultiplexerOptions {
+  /** The `herdr` executable: `$HERDR_BIN_PATH` inside Herdr, else a PATH lookup of `herdr`. */
+  herdrBin: string;
+  /** The server's socket (`$HERDR_SOCKET_PATH` inside Herdr); without it Herdr resolves its default. */
+  socketPath?: string;
+  /** The environment every `herdr` call runs with (default: `process.env` at construction). */
+  env?: NodeJS.ProcessEnv;
+  /** Upper bound for each quick call (pane, workspace, list). */
+  timeoutMs?: number;
+  /** Upper bound for `worktree create/open/remove`. */
+  worktreeTimeoutMs?: number;
+}
+
+type CallResult<T> = { ok: true; result: T } | CallFailure;
+
+interface CallOptions {
+  timeoutMs?: number;
+  socketPath?: string | undefined;
+}
+
+export class HerdrMultiplexer implements RecoverableMultiplexer {
+  readonly kind = "herdr" as const;
+  readonly herdrBin: string;
+  readonly socketPath: string | undefined;
+  readonly #env: NodeJS.ProcessEnv;
+  readonly #timeoutMs: number;
+  readonly #worktreeTimeoutMs: number;
+  #trustFlagProbe: Promise<boolean> | undefined;
+
+  constructor(options: HerdrMultiplexerOptions) {
+    this.herdrBin = options.herdrBin;
+    this.socketPath = options.socketPath;
+    this.#env = { ...(options.env ?? process.env) };
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#worktreeTimeoutMs = options.worktreeTimeoutMs ?? DEFAULT_WORKTREE_TIMEOUT_MS;
+  }
+
+  /**
+   * The backend for the Herdr this process runs in (or the default server when called from
+   * outside): `$HERDR_BIN_PATH` names the running binary and beats a PATH lookup; the socket comes
+   * from `$HERDR_SOCKET_PATH`.
+   */
+  static fromEnvironment(
+    env: Readonly<Record<string, string | undefined>>,
+    options: { timeoutMs?: number; worktreeTimeoutMs?: number } = {},
+  ): HerdrMultiplexer {
+    const binPath = env.HERDR_BIN_PATH;
+    const herdrBin = binPath !== undefined && isAbsolute(binPath) && existsSync(binPath) ? binPath : "herdr";
+    const socketPath = env.HERDR_SOCKET_PATH !== undefined && env.HERDR_SOCKET_PATH !== "" ? resolve(env.HERDR_SOCKET_PATH) : undefined;
+    return new HerdrMultiplexer({
+      herdrBin,
+      ...(socketPath !== undefined ? { socketPath } : {}),
+      env: { ...env },
+      ...options,
+    });
+  }
+
+  /** A cheap call that proves the server answers (`herdr workspace list`). */
+  async ping(options: { timeoutMs?: number } = {}): Promise<MuxResult<object>> {
+    const listed = await this.#call(["workspace", "list"], WorkspaceListSchema, "workspace list", options);
+    return listed.ok ? { ok: true } : publicFailure(listed);
+  }
+
+  async createWorkspace(request: CreateWorkspaceRequest): Promise<MuxResult<CreatedWorkspace>> {
+    const trust = await this.#supportsTrustRepository();
+    const created = await this.#call(
+      [
+        "worktree",
+        "create",
+        "--cwd",
+        request.mainCheckout,
+        "--branch",
+        request.branch,
+        "--base",
+        request.baseSha,
+        "--path",
+        request.worktreePath,
+        "--label",
+        request.label,
+        "--no-focus",
+        ...(trust ? ["--trust-repository"] : []),
+      ],
+      WorktreeCreatedSchema,
+      "worktree create",
+      { timeoutMs: this.#worktreeTimeoutMs },
+    );
+    if (created.ok) {
+      const { result } = created;
+      return {
+        ok: true,
+        location: this.#location(this.socketPath, result.workspace.workspace_id, result.tab.tab_id, result.root_pane.pane_id),
+        worktreePath: await canonicalPath(result.worktree.path),
+      };
+    }
+    if (UNCERTAIN_CREATE_FAILURES.has(created.code)) return this.#reconcileCreate(request, created);
+    return { ok: false, code: created.code, message: describeCreateFailure(request, created) };
+  }
+
+  async waitForShell(location: MuxLocation, options: { timeoutMs: number }): Promise<MuxResult<object>> {
+    const pane = paneOf(location, this.socketPath);
+    if (!pane.ok) return pane;
+    const deadline = Date.now() + options.timeoutMs;
+    let stableSamples = 0;
+    let sampled = false;
+    let lastFailure: MuxFailure | undefined;
+    for (;;) {
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) break;
+      const info = await this.#call(["pane", "process-info", "--pane", pane.paneId], PaneProcessInfoSchema, "pane process-info", {
+        timeoutMs: Math.min(remaining, this.#timeoutMs),
+        socketPath: pane.socketPath,
+      });
+      if (!info.ok) {
+        if (FINAL_POLL_FAILURES.has(info.code)) return publicFailure(info);
+        stableSamples = 0;
+        lastFailure = info;
+      } else {
+        sampled = true;
+        const { shell_pid: shellPid, foreground_process_group_id: foreground } = info.result.process_info;
+        // The shell owns the terminal once its own process group is the foreground group; several
+        // consecutive samples skip the moment a start-up job hands the terminal back and forth.
+        stableSamples = shellPid !== undefined && shellPid === foreground ? stableSamples + 1 : 0;
+        if (stableSamples >= SHELL_STABLE_SAMPLES) return { ok: true };
+      }
+      if (Date.now() + SHELL_SAMPLE_INTERVAL_MS >= deadline) break;
+      await sleep(SHELL_SAMPLE_INTERVAL_MS);
+    }
+    const waited = `The shell in Herdr pane ${pane.paneId} did not become ready within ${options.timeoutMs} ms`;
+    if (!sampled && lastFailure !== undefined) {
+      return { ok: false, code: lastFailure.code, message: `${waited}: ${stripPeriod(lastFailure.message)}.` };
+    }
+    return { ok: false, code: "shell_not_ready", message: `${waited}.` };
+  }
+
+  async run(location: MuxLocation, commandLine: string): Promise<MuxResult<object>> {
+    const pane = paneOf(location, this.socketPath);
+    if (!pane.ok) return pane;
+    // Herdr types the text literally; a control character would be a keystroke (a newline runs half a line).
+    if (/[\x00-\x1f\x7f]/.test(commandLine) || commandLine === "") {
+      return {
+        ok: false,
+        code: "invalid_command_line",
+        message: "The command line is empty or contains a control character (such as a newline) and was not typed.",
+      };
+    }
+    const typed = await this.#send(["pane", "run", pane.paneId, commandLine], "pane run", { socketPath: pane.socketPath });
+    return typed.ok ? { ok: true } : publicFailure(typed);
+  }
+
+  async probe(location: MuxLocation): Promise<MuxResult<{ processes: PaneProcess[] }>> {
+    const pane = paneOf(location, this.socketPath);
+    if (!pane.ok) return pane;
+    const info = await this.#call(["pane", "process-info", "--pane", pane.paneId], PaneProcessInfoSchema, "pane process-info", {
+      socketPath: pane.socketPath,
+    });
+    if (!info.ok) return publicFailure(info);
+    const facts = info.result.process_info;
+    const processes = new Map<number, PaneProcess>();
+    // Herdr's own view of the foreground first: its per-process cwd belongs to that exact pid.
+    for (const foreground of facts.foreground_processes) {
+      const handoffId = await readEnvironValue(foreground.pid, HANDOFF_ID_ENV);
+      const cwd = foreground.cwd !== undefined ? await canonicalPath(foreground.cwd) : await readCwd(foreground.pid);
+      processes.set(foreground.pid, {
+        pid: foreground.pid,
+        name: foreground.name,
+        ...(cwd !== undefined ? { cwd } : {}),
+        ...(handoffId !== undefined ? { handoffId } : {}),
+      });
+    }
+    // Then everything else under the shell (a child that is not in the foreground group).
+    if (facts.shell_pid !== undefined) {
+      for (const pid of await listDescendants(facts.shell_pid)) {
+        if (processes.has(pid)) continue;
+        const described = await describeProcess(pid);
+        if (described !== undefined) processes.set(pid, described);
+      }
+    }
+    return { ok: true, processes: [...processes.values()] };
+  }
+
+  async focus(location: MuxLocation): Promise<MuxResult<object>> {
+    const herdr = asHerdrLocation(location);
+    if (!herdr.ok) return herdr;
+    const workspaceId = herdr.location.workspaceId;
+    if (workspaceId === undefined || !WORKSPACE_ID_PATTERN.test(workspaceId)) {
+      return invalidLocation("The Herdr location has no valid workspace id to focus.");
+    }
+    const focused = await this.#call(["workspace", "focus", workspaceId], WorkspaceInfoResultSchema, "workspace focus", {
+      socketPath: herdr.location.socketPath ?? this.socketPath,
+    });
+    if (!focused.ok) return focused.code === "workspace_not_found" ? workspaceNotFound(workspaceId) : publicFailure(focused);
+    return { ok: true };
+  }
+
+  async exists(location: MuxLocation): Promise<boolean> {
+    const herdr = asHerdrLocation(location);
+    if (!herdr.ok) return false;
+    const socketPath = herdr.location.socketPath ?? this.socketPath;
+    const { paneId, workspaceId } = herdr.location;
+    if (paneId !== undefined && PANE_ID_PATTERN.test(paneId)) {
+      const shown = await this.#call(["pane", "get", paneId], PaneInfoResultSchema, "pane get", { socketPath });
+      return shown.ok && shown.result.pane.pane_id === paneId;
+    }
+    if (workspaceId !== undefined && WORKSPACE_ID_PATTERN.test(workspaceId)) {
+      const shown = await this.#call(["workspace", "get", workspaceId], WorkspaceInfoResultSchema, "workspace get", { socketPath });
+      return shown.ok && shown.result.workspace.workspace_id === workspaceId;
+    }
+    return false;
+  }
+
+  async reopenWorkspace(request: ReopenWorkspaceRequest): Promise<MuxResult<{ location: MuxLocation }>> {
+    const socketPath = (request.previous.kind === "herdr" ? request.previous.socketPath : undefined) ?? this.socketPath;
+    const opened = await this.#openWorktree(request.mainCheckout, request.worktreePath, request.label, socketPath);
+    if (!opened.ok) return publicFailure(opened);
+    return { ok: true, location: opened.location };
+  }
+
+  async removeWorktree(
+    location: MuxLocation,
+    options: { mainCheckout: string; worktreePath: string; force: boolean },
+  ): Promise<MuxResult<object>> {
+    const herdr = asHerdrLocation(location);
+    if (!herdr.ok) return herdr;
+    const socketPath = herdr.location.socketPath ?? this.socketPath;
+    const wanted = await canonicalPath(options.worktreePath);
+
+    // Herdr removes a worktree only through its live workspace; a recorded id may be stale (closed,
+    // or reused by another workspace after a server restart), so it must still show this checkout.
+    let workspaceId: string | undefined;
+    const recorded = herdr.location.workspaceId;
+    if (recorded !== undefined && WORKSPACE_ID_PATTERN.test(recorded)) {
+      const shown = await this.#call(["workspace", "get", recorded], WorkspaceInfoResultSchema, "workspace get", { socketPath });
+      if (shown.ok) {
+        const checkout = shown.result.workspace.worktree?.checkout_path;
+        if (checkout !== undefined && (await canonicalPath(checkout)) === wanted) workspaceId = recorded;
+      } else if (shown.code !== "workspace_not_found") {
+        return publicFailure(shown);
+      }
+    }
+    let reopened = false;
+    if (workspaceId === undefined) {
+      const listed = await this.#call(["worktree", "list", "--cwd", options.mainCheckout], WorktreeListSchema, "worktree list", { socketPath });
+      if (!listed.ok) return publicFailure(listed);
+      const entry = await findByPath(listed.result.worktrees, wanted);
+      if (entry === undefined) {
+        if (!existsSync(wanted)) return { ok: true };
+        return {
+          ok: false,
+          code: "not_linked_worktree",
+          message: `${options.worktreePath} exists but is not a worktree of ${options.mainCheckout}, so it was not removed.`,
+        };
+      }
+      if (entry.open_workspace_id !== undefined) {
+        workspaceId = entry.open_workspace_id;
+      } else {
+        // Herdr cannot remove a worktree whose workspace is closed (upstream #4317): reopen it first.
+        const opened = await this.#openWorktree(options.mainCheckout, wanted, undefined, socketPath);
+        if (!opened.ok) return publicFailure(opened);
+        workspaceId = opened.location.workspaceId;
+        reopened = !opened.alreadyOpen;
+      }
+    }
+    if (workspaceId === undefined) return invalidLocation(`Herdr reported no workspace for ${options.worktreePath}.`);
+
+    const removed = await this.#call(
+      ["worktree", "remove", "--workspace", workspaceId, ...(options.force ? ["--force"] : [])],
+      WorktreeRemovedSchema,
+      "worktree remove",
+      { timeoutMs: this.#worktreeTimeoutMs, socketPath },
+    );
+    if (removed.ok) return { ok: true };
+    if (reopened) {
+      // Leave Herdr as it was: the workspace opened only to ask for the removal goes again.
+      await this.#send(["workspace", "close", workspaceId], "workspace close", { socketPath });
+    }
+    if (removed.code === "dirty_worktree_requires_force") {
+      return {
+        ok: false,
+        code: "dirty_worktree",
+        message: `The worktree at ${options.worktreePath} has uncommitted or untracked changes, so it was not removed; commit or discard them, or remove it with force.`,
+      };
+    }
+    return publicFailure(removed);
+  }
+
+  /** `worktree open --path`, unfocused: the workspace for an existing checkout (a new id if it was closed). */
+  async #openWorktree(
+    mainCheckout: string,
+    worktreePath: string,
+    label: string | undefined,
+    socketPath: string | undefined,
+  ): Promise<{ ok: true; location: HerdrLocation; alreadyOpen: boolean } | CallFailure> {
+    const opened = await this.#call(
+      ["worktree", "open", "--cwd", mainCheckout, "--path", worktreePath, ...(label !== undefined ? ["--label", label] : []), "--no-focus"],
+      WorktreeOpenedSchema,
+      "worktree open",
+      { timeoutMs: this.#worktreeTimeoutMs, socketPath },
+    );
+    if (!opened.ok) return opened;
+    const { result } = opened;
+    return {
+      ok: true,
+      location: this.#location(socketPath, result.workspace.workspace_id, result.tab.tab_id, result.root_pane.pane_id),
+      alreadyOpen: result.already_open,
+    };
+  }
+
+  /**
+   * After a lost answer: what does `worktree list` say exists? A unique entry at the planned path (or
+   * on the branch) with an open workspace and a pane is the created workspace; a checkout without a
+   * workspace is a partial success, reported as such.
+   */
+  async #reconcileCreate(request: CreateWorkspaceRequest, failure: CallFailure): Promise<MuxResult<CreatedWorkspace>> {
+    const base = describeCreateFailure(request, failure);
+    const listed = await this.#call(["worktree", "list", "--cwd", request.mainCheckout], WorktreeListSchema, "worktree list");
+    if (!listed.ok) {
+      return {
+        ok: false,
+        code: failure.code,
+        message: `${stripPeriod(base)}, and herdr worktree list could not show what exists (${stripPeriod(listed.message)}).`,
+        // Herdr said the checkout exists; record where, so it is not lost.
+        ...(failure.code === "worktree_open_failed" ? { partial: { worktreePath: request.worktreePath } } : {}),
+      };
+    }
+    const wanted = await canonicalPath(request.worktreePath);
+    const matches: HerdrWorktreeInfo[] = [];
+    for (const entry of listed.result.worktrees) {
+      if ((await canonicalPath(entry.path)) === wanted || entry.branch === request.branch) matches.push(entry);
+    }
+    if (matches.length === 0) {
+      return { ok: false, code: failure.code, message: `${stripPeriod(base)}, and no worktree was created.` };
+    }
+    const entry = matches[0];
+    if (matches.length > 1 || entry === undefined) {
+      return {
+        ok: false,
+        code: failure.code,
+        message: `${stripPeriod(base)}, and herdr worktree list shows ${matches.length} worktrees at ${request.worktreePath} or on branch ${request.branch}, so none is taken as this handoff's.`,
+      };
+    }
+    const worktreePath = await canonicalPath(entry.path);
+    const workspaceId = entry.open_workspace_id;
+    if (workspaceId !== undefined) {
+      const panes = await this.#call(["pane", "list", "--workspace", workspaceId], PaneListSchema, "pane list");
+      const root = panes.ok ? panes.result.panes.find((pane) => pane.workspace_id === workspaceId) : undefined;
+      if (root !== undefined) {
+        return { ok: true, location: this.#location(this.socketPath, workspaceId, root.tab_id, root.pane_id), worktreePath };
+      }
+      return {
+        ok: false,
+        code: failure.code,
+        message: `${stripPeriod(base)}; the worktree at ${worktreePath} and Herdr workspace ${workspaceId} exist, but no pane of it was found.`,
+        partial: { worktreePath, location: { kind: "herdr", ...socketOf(this.socketPath), workspaceId } },
+      };
+    }
+    return {
+      ok: false,
+      code: failure.code,
+      // worktree_open_failed already says the checkout exists; a lost answer does not.
+      message: failure.code === "worktree_open_failed" ? base : `${stripPeriod(base)}; the worktree at ${worktreePath} exists, but Herdr opened no workspace for it.`,
+      partial: { worktreePath, location: { kind: "herdr", ...socketOf(this.socketPath) } },
+    };
+  }
+
+  /**
+   * Whether this Herdr's `worktree create` accepts `--trust-repository` (0.9 added it, a later
+   * version replaces it): its help decides, else its version. Probed once per backend.
+   */
+  #supportsTrustRepository(): Promise<boolean> {
+    this.#trustFlagProbe ??= (async () => {
+      const help = await this.#exec(["worktree", "create", "--help"], { timeoutMs: this.#timeoutMs });
+      if (help.ok && help.exitCode === 0 && /usage/i.test(help.stdout + help.stderr)) {
+        return (help.stdout + help.stderr).includes("--trust-repository");
+      }
+      const version = await this.#exec(["--version"], { timeoutMs: this.#timeoutMs });
+      const match = version.ok ? /(\d+)\.(\d+)\.(\d+)/.exec(version.stdout) : null;
+      if (match === null) return false;
+      const [major, minor] = [Number(match[1]), Number(match[2])];
+      return major > 0 || minor >= 9;
+    })();
+    return this.#trustFlagProbe;
+  }
+
+  #location(socketPath: string | undefined, workspaceId: string, tabId: string, paneId: string): HerdrLocation {
+    return { kind: "herdr", ...socketOf(socketPath), workspaceId, tabId, paneId };
+  }
+
+  async #exec(
+    args: readonly string[],
+    options: CallOptions,
+  ): Promise<{ ok: true; exitCode: number; stdout: string; stderr: string } | CallFailure> {
+    const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
+    const socketPath = options.socketPath ?? this.socketPath;
+    const env = socketPath !== undefined ? { ...this.#env, HERDR_SOCKET_PATH: socketPath } : this.#env;
+    const result = await execa(this.herdrBin, args, {
+      env,
+      extendEnv: false,
+      timeout: timeoutMs,
+      forceKillAfterDelay: 1_000,
+      reject: false,
+      stdin: "ignore",
+      stripFinalNewline: false,
+    });
+    const operation = `herdr ${args.slice(0, 2).join(" ")}`;
+    if (result.timedOut) {
+      return callFailure("timeout", `${operation} did not answer within ${formatDuration(timeoutMs)}.`);
+    }
+    if (result.code === "ENOENT") {
+      return callFailure("herdr_not_found", `The herdr executable (${this.herdrBin}) was not found; install Herdr or set HERDR_BIN_PATH.`);
+    }
+    if (result.exitCode === undefined) {
+      const detail = oneLine(result.shortMessage ?? "") || "no exit code";
+      return callFailure("herdr_failed", `${operation} could not run: ${stripPeriod(detail)}.`);
+    }
+    return { ok: true, exitCode: result.exitCode, stdout: String(result.stdout), stderr: String(result.stderr) };
+  }
+
+  /** One `herdr` call that must print a success envelope whose result matches `schema`. */
+  async #call<T>(args: readonly string[], schema: z.ZodType<T>, operation: string, options: CallOptions = {}): Promise<CallResult<T>> {
+    const ran = await this.#exec(args, options);
+    if (!ran.ok) return ran;
+    if (ran.exitCode === 2) return usageFailure(operation, ran.stderr);
+    const decoded = decodeHerdrOutput({ stdout: ran.stdout, stderr: ran.stderr }, schema);
+    if (decoded.kind === "error") return herdrError(operation, decoded.code, decoded.message);
+    if (decoded.kind === "malformed") {
+      return callFailure("malformed_output", `herdr ${operation} printed output this package cannot read: ${stripPeriod(decoded.detail)}.`);
+    }
+    if (ran.exitCode !== 0) return exitFailure(operation, ran.exitCode, ran.stderr);
+    if (decoded.kind === "silent") {
+      return callFailure("malformed_output", `herdr ${operation} printed nothing where a JSON answer was expected.`);
+    }
+    return { ok: true, result: decoded.result };
+  }
+
+  /** A fire-and-forget call (`pane run`, `workspace close` when its answer does not matter): only an error counts. */
+  async #send(args: readonly string[], operation: string, options: CallOptions = {}): Promise<{ ok: true } | CallFailure> {
+    const ran = await this.#exec(args, options);
+    if (!ran.ok) return ran;
+    if (ran.exitCode === 2) return usageFailure(operation, ran.stderr);
+    const decoded = decodeHerdrOutput({ stdout: ran.stdout, stderr: ran.stderr }, z.unknown());
+    if (decoded.kind === "error") return herdrError(operation, decoded.code, decoded.message);
+    if (ran.exitCode !== 0) return exitFailure(operation, ran.exitCode, ran.stderr);
+    return { ok: true };
+  }
+}
+
+/** A failure from one call: `detail` is Herdr's own message, for callers that phrase their own sentence. */
+type CallFailure = MuxFailure & { detail: string };
+
+function callFailure(code: string, message: string, detail = message): CallFailure {
+  return { ok: false, code, message, detail };
+}
+
+/** The public shape of a failure (without the call's `detail`). */
+function publicFailure(failure: MuxFailure): MuxFailure {
+  return {
+    ok: false,
+    code: failure.code,
+    message: failure.message,
+    ...(failure.partial !== undefined ? { partial: failure.partial } : {}),
+  };
+}
+
+function usageFailure(operation: string, stderr: string): CallFailure {
+  const detail = oneLine(stderr).slice(0, 200) || "no message";
+  return callFailure(
+    "usage_error",
+    `herdr ${operation} rejected its arguments (${stripPeriod(detail)}); this Herdr version may not support what this package passes.`,
+    detail,
+  );
+}
+
+function exitFailure(operation: string, exitCode: number, stderr: string): CallFailure {
+  const detail = oneLine(stderr).slice(0, 200) || "no message";
+  return callFailure("herdr_failed", `herdr ${operation} failed with exit code ${exitCode}: ${stripPeriod(detail)}.`, detail);
+}
+
+/** A Herdr error code as a failure; a few get a sentence that says what to do. */
+function herdrError(operation: string, code: string, herdrMessage: string): CallFailure {
+  const detail = stripPeriod(oneLine(herdrMessage)) || code;
+  switch (code) {
+    case "server_not_running":
+      return callFailure(code, `The Herdr server is not running: ${detail}.`, detail);
+    case "pane_not_found":
+      return callFailure(code, `Herdr could not find the pane (${detail}); it was closed.`, detail);
+    case "workspace_not_found":
+      return callFailure(code, `Herdr could not find the workspace (${detail}); it was closed.`, detail);
+    default:
+      return callFailure(code, `herdr ${operation} failed (${code}): ${detail}.`, detail);
+  }
+}
+
+function describeCreateFailure(request: CreateWorkspaceRequest, failure: CallFailure): string {
+  const detail = stripPeriod(failure.detail);
+  switch (failure.code) {
+    case "linked_worktree_source":
+      return `Herdr refused to create the worktree because ${request.mainCheckout} is a linked worktree, not the repository's main checkout.`;
+    case "not_git_worktree":
+      return `Herdr refused to create the worktree because ${request.mainCheckout} is not inside a git work tree.`;
+    case "worktree_create_failed":
+      return `Herdr could not create the worktree at ${request.worktreePath}: ${detail}.`;
+    case "worktree_operation_in_progress":
+      return `Another Herdr worktree operation is using ${request.worktreePath}; wait for it to finish, then hand off again.`;
+    case "stale_worktree_operation":
+      return `Herdr reports a stale worktree operation for ${request.worktreePath}; restart Herdr's server, then hand off again.`;
+    case "worktree_open_failed":
+      return `Herdr created the worktree at ${request.worktreePath} but could not open a workspace for it (${detail}).`;
+    default:
+      return `${stripPeriod(failure.message)}.`;
+  }
+}
+
+async function findByPath(entries: readonly HerdrWorktreeInfo[], wanted: string): Promise<HerdrWorktreeInfo | undefined> {
+  for (const entry of entries) {
+    if ((await canonicalPath(entry.path)) === wanted) return entry;
+  }
+  return undefined;
+}
+
+async function describeProcess(pid: number): Promise<PaneProcess | undefined> {
+  const [name, cwd, handoffId] = await Promise.all([readComm(pid), readCwd(pid), readEnvironValue(pid, HANDOFF_ID_ENV)]);
+  // No name means the process exited while we looked.
+  if (name === undefined) return undefined;
+  return { pid, name, ...(cwd !== undefined ? { cwd } : {}), ...(handoffId !== undefined ? { handoffId } : {}) };
+}
+
+/** The realpath of `path` when it exists, else the path made absolute. */
+async function canonicalPath(path: string): Promise<string> {
+  try {
+    return await realpath(path);
+  } catch {
+    return resolve(path);
+  }
+}
+
+function socketOf(socketPath: string | undefined): { socketPath?: string } {
+  return socketPath !== undefined ? { socketPath } : {};
+}
+
+function asHerdrLocation(location: MuxLocation): { ok: true; location: HerdrLocation } | MuxFailure {
+  if (location.kind !== "herdr") return invalidLocation(`A ${location.kind} location was given to the Herdr backend.`);
+  return { ok: true, location };
+}
+
+/** The pane a location names, with the socket of its server. */
+function paneOf(location: MuxLocation, defaultSocketPath: string | undefined): { ok: true; paneId: string; socketPath: string | undefined } | MuxFailure {
+  const herdr = asHerdrLocation(location);
+  if (!herdr.ok) return herdr;
+  const { paneId, socketPath = defaultSocketPath } = herdr.location;
+  if (paneId === undefined || !PANE_ID_PATTERN.test(paneId)) return invalidLocation("The Herdr location has no valid pane id.");
+  return { ok: true, paneId, socketPath };
+}
+
+function invalidLocation(message: string): MuxFailure {
+  return { ok: false, code: "invalid_location", message };
+}
+
+function workspaceNotFound(workspaceId: string): MuxFailure {
+  return { ok: false, code: "workspace_not_found", message: `Herdr workspace ${workspaceId} no longer exists.` };
+}
+
+function formatDuration(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, " ").trim();
+}
+
+function stripPeriod(text: string): string {
+  return text.replace(/[.\s]+$/, "");
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

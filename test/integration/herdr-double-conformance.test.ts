@@ -1,0 +1,405 @@
+/**
+ * The Herdr test double against the contract (shared/reference/herdr-cli.md): every success is one
+ * compact JSON line on stdout with keys sorted and no null, decoded by the very zod schemas
+ * production uses; errors are envelopes on stderr with exit 1; usage errors are plain text with
+ * exit 2 (`--json` on pane/workspace commands included); fire-and-forget commands print nothing.
+ * If the double drifts from the contract, this file fails.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { execa } from "execa";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { z } from "zod";
+import {
+  ErrorEnvelopeSchema,
+  OkResultSchema,
+  PANE_ID_PATTERN,
+  PaneInfoResultSchema,
+  PaneListSchema,
+  PaneProcessInfoSchema,
+  TAB_ID_PATTERN,
+  WORKSPACE_ID_PATTERN,
+  WorkspaceCreatedSchema,
+  WorkspaceInfoResultSchema,
+  WorkspaceListSchema,
+  WorktreeCreatedSchema,
+  WorktreeListSchema,
+  WorktreeOpenedSchema,
+  WorktreeRemovedSchema,
+  AGENT_STATUSES,
+} from "../../src/mux/herdr-protocol.ts";
+import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
+import { startHerdrDouble, type HerdrDouble, type HerdrRun } from "../support/herdr.ts";
+import { waitFor } from "../support/tmux.ts";
+
+function isSortedDeep(value: unknown): boolean {
+  if (Array.isArray(value)) return value.every(isSortedDeep);
+  if (value !== null && typeof value === "object") {
+    const keys = Object.keys(value);
+    const sorted = [...keys].sort();
+    return keys.every((key, i) => key === sorted[i]) && Object.values(value).every(isSortedDeep);
+  }
+  return true;
+}
+
+function hasNull(value: unknown): boolean {
+  if (value === null) return true;
+  if (typeof value === "object") return Object.values(value as object).some(hasNull);
+  return false;
+}
+
+/** A success: exit 0, nothing on stderr, exactly one compact JSON line, keys sorted, no null, decoded by `schema`. */
+function expectSuccess<T>(run: HerdrRun, id: string, schema: z.ZodType<T>): T {
+  expect(run.stderr).toBe("");
+  expect(run.exitCode).toBe(0);
+  expect(run.stdout.endsWith("\n")).toBe(true);
+  const lines = run.stdout.slice(0, -1).split("\n");
+  expect(lines).toHaveLength(1);
+  const line = lines[0] ?? "";
+  const value = JSON.parse(line) as { id: string; result: unknown };
+  expect(JSON.stringify(value)).toBe(line); // compact
+  expect(isSortedDeep(value)).toBe(true);
+  expect(hasNull(value)).toBe(false);
+  expect(Object.keys(value)).toEqual(["id", "result"]);
+  expect(value.id).toBe(id);
+  return schema.parse(value.result);
+}
+
+/** An API error: exit 1, empty stdout, one sorted envelope line on stderr. */
+function expectApiError(run: HerdrRun, id: string, code: string): string {
+  expect(run.stdout).toBe("");
+  expect(run.exitCode).toBe(1);
+  const line = run.stderr.replace(/\n$/, "");
+  expect(line.includes("\n")).toBe(false);
+  const value = JSON.parse(line) as unknown;
+  expect(JSON.stringify(value)).toBe(line);
+  expect(isSortedDeep(value)).toBe(true);
+  const envelope = ErrorEnvelopeSchema.parse(value);
+  expect(Object.keys(value as object)).toEqual(["error", "id"]);
+  expect(envelope.id).toBe(id);
+  expect(envelope.error.code).toBe(code);
+  return envelope.error.message;
+}
+
+/** A usage error: exit 2, empty stdout, plain (non-JSON) text on stderr. */
+function expectUsageError(run: HerdrRun, text: string): void {
+  expect(run.stdout).toBe("");
+  expect(run.exitCode).toBe(2);
+  expect(run.stderr).toBe(`${text}\n`);
+}
+
+describe("the Herdr double follows the CLI contract", () => {
+  let repo: TempRepo;
+  let herdr: HerdrDouble;
+  let parent: { workspaceId: string; tabId: string; paneId: string };
+  let baseSha: string;
+
+  beforeAll(async () => {
+    repo = createTempRepo({ extraCommits: 2, prefix: "phw-herdr-conf-" });
+    baseSha = repo.run(["rev-parse", "HEAD~1"]);
+    herdr = await startHerdrDouble({ env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LANG: "C.UTF-8", GIT_CONFIG_NOSYSTEM: "1" } });
+    parent = await herdr.openWorkspace(repo.root, "parent");
+  });
+
+  afterAll(async () => {
+    await herdr?.kill();
+    repo?.cleanup();
+  });
+
+  it("reports its version and lists --trust-repository in the worktree create help (0.9+)", async () => {
+    const version = await herdr.herdr(["--version"]);
+    expect(version).toEqual({ exitCode: 0, stdout: "herdr 0.9.2\n", stderr: "" });
+    const help = await herdr.herdr(["worktree", "create", "--help"]);
+    expect(help.exitCode).toBe(0);
+    expect(help.stdout).toContain("Usage: herdr worktree create");
+    expect(help.stdout).toContain("--trust-repository");
+  });
+
+  it("creates workspaces whose ids use Herdr's alphabet and whose panes get the Herdr environment, not tmux's", async () => {
+    expect(parent.workspaceId).toMatch(WORKSPACE_ID_PATTERN);
+    expect(parent.tabId).toMatch(TAB_ID_PATTERN);
+    expect(parent.paneId).toMatch(PANE_ID_PATTERN);
+    const envFile = join(repo.dir, "pane-env.txt");
+    const typed = await herdr.herdr(["pane", "run", parent.paneId, `env > ${envFile}`]);
+    expect(typed).toEqual({ exitCode: 0, stdout: "", stderr: "" });
+    const lines = await waitFor(() => (existsSync(envFile) && readFileSync(envFile, "utf8").includes("HERDR_ENV") ? readFileSync(envFile, "utf8").split("\n") : undefined), {
+      timeoutMs: 10_000,
+      description: "the pane's environment",
+    });
+    expect(lines).toContain("HERDR_ENV=1");
+    expect(lines).toContain(`HERDR_PANE_ID=${parent.paneId}`);
+    expect(lines).toContain(`HERDR_TAB_ID=${parent.tabId}`);
+    expect(lines).toContain(`HERDR_WORKSPACE_ID=${parent.workspaceId}`);
+    expect(lines).toContain(`HERDR_SOCKET_PATH=${herdr.socketPath}`);
+    expect(lines).toContain(`HERDR_BIN_PATH=${herdr.binPath}`);
+    expect(lines.filter((line) => /^TMUX(_PANE)?=/.test(line))).toEqual([]);
+    expect(lines.filter((line) => line.startsWith("HERDR_SOCKET=") || line.startsWith("HERDR_DOUBLE"))).toEqual([]);
+  });
+
+  it("numbers ids in bijective base 32 over 123456789ABCDEFGHJKMNPQRSTVWXYZ0", async () => {
+    const high = await startHerdrDouble({ env: herdr.serverEnv, firstWorkspaceNumber: 31 });
+    try {
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) ids.push((await high.openWorkspace(repo.dir, `n${i}`)).workspaceId);
+      expect(ids).toEqual(["wZ", "w0", "w11"]);
+    } finally {
+      await high.kill();
+    }
+  });
+
+  it("worktree create: a real worktree at the base, unfocused, at the slug path by default, decoded by the production schema", async () => {
+    const run = await herdr.herdr(["worktree", "create", "--cwd", repo.root, "--branch", "feat/X_y", "--base", baseSha, "--no-focus", "--json"]);
+    const created = expectSuccess(run, "cli:worktree:create", WorktreeCreatedSchema);
+    const expectedPath = join(herdr.home, ".herdr", "worktrees", "repo", "feat-x-y");
+    expect(created.worktree).toMatchObject({ path: expectedPath, branch: "feat/X_y", is_linked_worktree: true, open_workspace_id: created.workspace.workspace_id });
+    expect(created.workspace.worktree).toMatchObject({ checkout_path: expectedPath, repo_root: repo.root, is_linked_worktree: true });
+    expect(created.root_pane).toMatchObject({ focused: false, cwd: expectedPath, workspace_id: created.workspace.workspace_id });
+    expect(created.workspace.focused).toBe(false);
+    expect(AGENT_STATUSES).toContain(created.root_pane.agent_status);
+    expect(repo.run(["rev-parse", "HEAD"], { cwd: expectedPath })).toBe(baseSha);
+    expect(repo.run(["symbolic-ref", "--short", "HEAD"], { cwd: expectedPath })).toBe("feat/X_y");
+    // The parent kept the focus.
+    const parentInfo = expectSuccess(await herdr.herdr(["workspace", "get", parent.workspaceId]), "cli:workspace:get", WorkspaceInfoResultSchema);
+    expect(parentInfo.workspace.focused).toBe(true);
+  });
+
+  it("worktree create checks out an existing local branch as it is and ignores --base", async () => {
+    const head = repo.run(["rev-parse", "HEAD"]);
+    repo.run(["branch", "already-there", baseSha]);
+    const path = join(repo.dir, "already-there");
+    const created = expectSuccess(
+      await herdr.herdr(["worktree", "create", "--cwd", repo.root, "--branch", "already-there", "--base", head, "--path", path, "--no-focus"]),
+      "cli:worktree:create",
+      WorktreeCreatedSchema,
+    );
+    expect(created.worktree.path).toBe(path);
+    expect(repo.run(["rev-parse", "HEAD"], { cwd: path })).toBe(baseSha);
+  });
+
+  it("the first create for a repository it has not seen also opens that repository's parent workspace, unreported", async () => {
+    const other = createTempRepo({ prefix: "phw-herdr-conf-other-" });
+    try {
+      const before = expectSuccess(await herdr.herdr(["workspace", "list"]), "cli:workspace:list", WorkspaceListSchema).workspaces.length;
+      const created = expectSuccess(
+        await herdr.herdr(["worktree", "create", "--cwd", other.root, "--branch", "side", "--path", join(other.dir, "side")]),
+        "cli:worktree:create",
+        WorktreeCreatedSchema,
+      );
+      const after = expectSuccess(await herdr.herdr(["workspace", "list"]), "cli:workspace:list", WorkspaceListSchema).workspaces;
+      expect(after).toHaveLength(before + 2);
+      expect(after.filter((ws) => ws.worktree?.checkout_path === other.root).map((ws) => ws.worktree?.is_linked_worktree)).toEqual([false]);
+      expect(after.map((ws) => ws.workspace_id)).toContain(created.workspace.workspace_id);
+    } finally {
+      other.cleanup();
+    }
+  });
+
+  it("refuses a linked worktree as the source, and a path outside git, with error envelopes on stderr", async () => {
+    const linked = join(repo.dir, "linked-source");
+    repo.run(["worktree", "add", "-q", "-b", "linked-source", linked]);
+    const message = expectApiError(
+      await herdr.herdr(["worktree", "create", "--cwd", linked, "--branch", "from-linked"]),
+      "cli:worktree:create",
+      "linked_worktree_source",
+    );
+    expect(message).toBe("New and open worktree actions start from the repo parent workspace.");
+    expect(repo.run(["branch", "--list", "from-linked"])).toBe("");
+    const plain = join(repo.dir, "plain");
+    mkdirSync(plain, { recursive: true });
+    expectApiError(await herdr.herdr(["worktree", "create", "--cwd", plain, "--branch", "x"]), "cli:worktree:create", "not_git_worktree");
+    expectApiError(await herdr.herdr(["worktree", "create", "--cwd", repo.root, "--branch", ""]), "cli:worktree:create", "invalid_request");
+    const failed = expectApiError(
+      await herdr.herdr(["worktree", "create", "--cwd", repo.root, "--branch", "bad-base", "--base", "no-such-ref", "--path", join(repo.dir, "bad-base")]),
+      "cli:worktree:create",
+      "worktree_create_failed",
+    );
+    expect(failed).toMatch(/no-such-ref/);
+    // worktree list accepts a linked worktree as its source.
+    const listed = expectSuccess(await herdr.herdr(["worktree", "list", "--cwd", linked]), "cli:worktree:list", WorktreeListSchema);
+    expect(listed.source.repo_root).toBe(repo.root);
+    expect(listed.worktrees.map((entry) => entry.path)).toContain(linked);
+  });
+
+  it("usage errors are plain text with exit 2, and --json is an unknown option on pane and workspace commands only", async () => {
+    expectUsageError(
+      await herdr.herdr(["worktree", "create", "--workspace", parent.workspaceId, "--cwd", repo.root]),
+      "usage: herdr worktree create [--workspace ID | --cwd PATH] [--branch NAME] [--base REF] [--path PATH] [--label TEXT] [--focus] [--no-focus]",
+    );
+    expectUsageError(await herdr.herdr(["worktree", "create", "--branch"]), "missing value for --branch");
+    expectUsageError(await herdr.herdr(["worktree", "create", "--bogus"]), "unknown option: --bogus");
+    expectUsageError(await herdr.herdr(["worktree", "remove"]), "usage: herdr worktree remove --workspace ID [--force]");
+    expectUsageError(await herdr.herdr(["pane", "list", "--json"]), "unknown option: --json");
+    expectUsageError(await herdr.herdr(["pane", "process-info", "--pane", parent.paneId, "--json"]), "unknown option: --json");
+    expectUsageError(await herdr.herdr(["pane", "run", "--json", "echo"]), "unknown option: --json");
+    expectUsageError(await herdr.herdr(["pane", "get", parent.paneId, "--json"]), "usage: herdr pane get <pane_id>");
+    expectUsageError(await herdr.herdr(["workspace", "list", "--json"]), "unknown option: --json");
+    expectUsageError(await herdr.herdr(["workspace", "focus", parent.workspaceId, "--json"]), "usage: herdr workspace focus <workspace_id>");
+    // ...but a hidden no-op on worktree commands.
+    expectSuccess(await herdr.herdr(["worktree", "list", "--cwd", repo.root, "--json"]), "cli:worktree:list", WorktreeListSchema);
+    // Usage is checked before the server is asked: no server, still exit 2.
+    const env = { ...herdr.clientEnv, HERDR_SOCKET_PATH: join(repo.dir, "no-server", "herdr.sock") };
+    const offline = await herdr.herdr(["pane", "list", "--json"], { env });
+    expectUsageError(offline, "unknown option: --json");
+  });
+
+  it("no server: a server_not_running envelope naming the socket", async () => {
+    const socket = join(repo.dir, "no-server", "herdr.sock");
+    const run = await herdr.herdr(["workspace", "list"], { env: { ...herdr.clientEnv, HERDR_SOCKET_PATH: socket } });
+    const message = expectApiError(run, "cli:workspace:list", "server_not_running");
+    expect(message).toBe(`no herdr server is running at ${socket}; run \`herdr\` to start one`);
+  });
+
+  it("panes: process-info (optional fields omitted), get, list, read; fire-and-forget commands print nothing", async () => {
+    const info = await waitFor(async () => {
+      const run = await herdr.herdr(["pane", "process-info", "--pane", parent.paneId]);
+      const decoded = expectSuccess(run, "cli:pane:process_info", PaneProcessInfoSchema).process_info;
+      return decoded.shell_pid !== undefined && decoded.shell_pid === decoded.foreground_process_group_id ? decoded : undefined;
+    }, { timeoutMs: 10_000, description: "the parent pane's shell" });
+    expect(info.pane_id).toBe(parent.paneId);
+    expect(info.tty).toMatch(/^\/dev\/pts\/\d+$/);
+    expect(info.foreground_processes.map((process) => process.pid)).toEqual([info.shell_pid]);
+    expect(info.foreground_processes[0]?.name).toBe("bash");
+
+    const got = expectSuccess(await herdr.herdr(["pane", "get", parent.paneId]), "cli:pane:get", PaneInfoResultSchema);
+    expect(got.pane).toMatchObject({ pane_id: parent.paneId, workspace_id: parent.workspaceId, tab_id: parent.tabId, cwd: repo.root });
+    const listed = expectSuccess(await herdr.herdr(["pane", "list", "--workspace", parent.workspaceId]), "cli:pane:list", PaneListSchema);
+    expect(listed.panes.map((pane) => pane.pane_id)).toEqual([parent.paneId]);
+
+    expect(await herdr.herdr(["pane", "send-text", parent.paneId, "echo", "conformance-text"])).toEqual({ exitCode: 0, stdout: "", stderr: "" });
+    expect(await herdr.herdr(["pane", "send-keys", parent.paneId, "Enter"])).toEqual({ exitCode: 0, stdout: "", stderr: "" });
+    const screen = await waitFor(async () => {
+      const text = await herdr.read(parent.paneId);
+      return /^conformance-text$/m.test(text) ? text : undefined;
+    }, { timeoutMs: 10_000, description: "the echoed text" });
+    // pane read prints the text itself (as the real client does), not a JSON envelope.
+    expect(screen.startsWith("{")).toBe(false);
+
+    expectApiError(await herdr.herdr(["pane", "run", "w9:p9", "true"]), "cli:request", "pane_not_found");
+    expectApiError(await herdr.herdr(["pane", "get", "w9:p9"]), "cli:pane:get", "pane_not_found");
+    expectApiError(await herdr.herdr(["pane", "process-info", "--pane", "w9:p9"]), "cli:pane:process_info", "pane_not_found");
+  });
+
+  it("workspaces: focus answers workspace_info, unknown ids are workspace_not_found, close answers ok", async () => {
+    const created = expectSuccess(
+      await herdr.herdr(["workspace", "create", "--cwd", repo.dir, "--label", "scratch", "--no-focus"]),
+      "cli:workspace:create",
+      WorkspaceCreatedSchema,
+    );
+    expect(created.workspace.focused).toBe(false);
+    const focused = expectSuccess(await herdr.herdr(["workspace", "focus", created.workspace.workspace_id]), "cli:workspace:focus", WorkspaceInfoResultSchema);
+    expect(focused.workspace.focused).toBe(true);
+    expectApiError(await herdr.herdr(["workspace", "focus", "w99"]), "cli:workspace:focus", "workspace_not_found");
+    expectApiError(await herdr.herdr(["workspace", "get", "w99"]), "cli:workspace:get", "workspace_not_found");
+    expectSuccess(await herdr.herdr(["workspace", "close", created.workspace.workspace_id]), "cli:workspace:close", OkResultSchema);
+    expectApiError(await herdr.herdr(["workspace", "get", created.workspace.workspace_id]), "cli:workspace:get", "workspace_not_found");
+    expectSuccess(await herdr.herdr(["workspace", "focus", parent.workspaceId]), "cli:workspace:focus", WorkspaceInfoResultSchema);
+  });
+
+  it("worktree open gives a closed worktree a new workspace id; remove needs a live workspace, refuses dirt, keeps the branch", async () => {
+    const path = join(repo.dir, "lifecycle");
+    const created = expectSuccess(
+      await herdr.herdr(["worktree", "create", "--cwd", repo.root, "--branch", "lifecycle", "--path", path]),
+      "cli:worktree:create",
+      WorktreeCreatedSchema,
+    );
+    const firstId = created.workspace.workspace_id;
+    expectSuccess(await herdr.herdr(["workspace", "close", firstId]), "cli:workspace:close", OkResultSchema);
+    expect(existsSync(path)).toBe(true);
+    // Upstream #4317: a closed workspace cannot be used to remove its worktree.
+    expectApiError(await herdr.herdr(["worktree", "remove", "--workspace", firstId]), "cli:worktree:remove", "workspace_not_found");
+
+    const opened = expectSuccess(await herdr.herdr(["worktree", "open", "--cwd", repo.root, "--path", path, "--no-focus"]), "cli:worktree:open", WorktreeOpenedSchema);
+    expect(opened.already_open).toBe(false);
+    expect(opened.workspace.workspace_id).not.toBe(firstId);
+    const again = expectSuccess(await herdr.herdr(["worktree", "open", "--cwd", repo.root, "--branch", "lifecycle"]), "cli:worktree:open", WorktreeOpenedSchema);
+    expect(again).toMatchObject({ already_open: true, workspace: { workspace_id: opened.workspace.workspace_id } });
+    expectUsageError(
+      await herdr.herdr(["worktree", "open", "--cwd", repo.root]),
+      "usage: herdr worktree open [--workspace ID | --cwd PATH] (--path PATH | --branch NAME) [--label TEXT] [--focus] [--no-focus]",
+    );
+
+    writeFileSync(join(path, "untracked.txt"), "work in progress\n");
+    const dirty = expectApiError(await herdr.herdr(["worktree", "remove", "--workspace", opened.workspace.workspace_id]), "cli:worktree:remove", "dirty_worktree_requires_force");
+    expect(dirty).toMatch(/contains modified or untracked files, use --force to delete it/);
+    expect(existsSync(join(path, "untracked.txt"))).toBe(true);
+    expectApiError(await herdr.herdr(["worktree", "remove", "--workspace", parent.workspaceId]), "cli:worktree:remove", "not_linked_worktree");
+
+    const removed = expectSuccess(
+      await herdr.herdr(["worktree", "remove", "--workspace", opened.workspace.workspace_id, "--force"]),
+      "cli:worktree:remove",
+      WorktreeRemovedSchema,
+    );
+    expect(removed).toEqual({ type: "worktree_removed", workspace_id: opened.workspace.workspace_id, path, forced: true });
+    expect(existsSync(path)).toBe(false);
+    expect(repo.run(["branch", "--list", "lifecycle", "--format=%(refname:short)"])).toBe("lifecycle");
+    expectApiError(await herdr.herdr(["workspace", "get", opened.workspace.workspace_id]), "cli:workspace:get", "workspace_not_found");
+  });
+
+  describe("faults", () => {
+    it("an injected error answers with its code, on stderr or in-band on stdout, for `times` calls only", async () => {
+      herdr.setFaults({ "workspace list": { error: "stale_worktree_operation", message: "injected", times: 1 } });
+      try {
+        expectApiError(await herdr.herdr(["workspace", "list"]), "cli:workspace:list", "stale_worktree_operation");
+        expectSuccess(await herdr.herdr(["workspace", "list"]), "cli:workspace:list", WorkspaceListSchema);
+        herdr.setFaults({ "workspace get": { error: "workspace_not_found", inband: true } });
+        const inband = await herdr.herdr(["workspace", "get", parent.workspaceId]);
+        expect(inband.exitCode).toBe(1);
+        expect(inband.stderr).toBe("");
+        expect(ErrorEnvelopeSchema.parse(JSON.parse(inband.stdout))).toMatchObject({ error: { code: "workspace_not_found" } });
+        herdr.setFaults({ "*": { error: "server_not_running" } });
+        expectApiError(await herdr.herdr(["pane", "list"]), "cli:pane:list", "server_not_running");
+        // A faults file named by $HERDR_DOUBLE_FAULTS wins over the server dir's.
+        const named = join(repo.dir, "named-faults.json");
+        writeFileSync(named, JSON.stringify({ "pane list": { error: "invalid_request" } }));
+        expectApiError(await herdr.herdr(["pane", "list"], { env: { ...herdr.clientEnv, HERDR_DOUBLE_FAULTS: named } }), "cli:pane:list", "invalid_request");
+      } finally {
+        herdr.clearFaults();
+      }
+    });
+
+    it("malformed output is not JSON; a hang never answers; partial success leaves the worktree and its workspace", async () => {
+      try {
+        herdr.setFaults({ "workspace focus": { malformed: true } });
+        const malformed = await herdr.herdr(["workspace", "focus", parent.workspaceId]);
+        expect(malformed.exitCode).toBe(0);
+        expect(() => JSON.parse(malformed.stdout)).toThrow();
+
+        herdr.setFaults({ "pane get": { hang: true } });
+        const started = Date.now();
+        const hung = await execa(herdr.binPath, ["pane", "get", parent.paneId], { env: herdr.clientEnv, extendEnv: false, reject: false, timeout: 1_500 });
+        expect(hung.timedOut).toBe(true);
+        expect(Date.now() - started).toBeGreaterThanOrEqual(1_400);
+
+        herdr.setFaults({ "worktree create": { partial: true } });
+        const path = join(repo.dir, "partial");
+        const partial = await herdr.herdr(["worktree", "create", "--cwd", repo.root, "--branch", "partial", "--path", path]);
+        expectApiError(partial, "cli:worktree:create", "worktree_open_failed");
+        herdr.clearFaults();
+        const listed = expectSuccess(await herdr.herdr(["worktree", "list", "--cwd", repo.root]), "cli:worktree:list", WorktreeListSchema);
+        const entry = listed.worktrees.find((candidate) => candidate.path === path);
+        expect(entry?.branch).toBe("partial");
+        expect(entry?.open_workspace_id).toMatch(WORKSPACE_ID_PATTERN);
+      } finally {
+        herdr.clearFaults();
+      }
+    });
+  });
+
+  it("logs every call's argv in order", async () => {
+    herdr.clearCalls();
+    await herdr.herdr(["workspace", "list"]);
+    await herdr.herdr(["pane", "get", parent.paneId]);
+    expect(herdr.calls().map((call) => call.argv)).toEqual([["workspace", "list"], ["pane", "get", parent.paneId]]);
+  });
+
+  it("a 0.8 double has no --trust-repository", async () => {
+    const old = await startHerdrDouble({ env: herdr.serverEnv, version: "0.8.2" });
+    try {
+      const help = await old.herdr(["worktree", "create", "--help"]);
+      expect(help.stdout).not.toContain("--trust-repository");
+      expectUsageError(await old.herdr(["worktree", "create", "--cwd", repo.root, "--trust-repository"]), "unknown option: --trust-repository");
+    } finally {
+      await old.kill();
+    }
+  });
+});

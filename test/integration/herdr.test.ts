@@ -1,0 +1,384 @@
+/**
+ * HerdrMultiplexer against the Herdr test double: real worktrees, real shells in real PTYs, real
+ * processes, and every fault the double can inject turned into one sentence and a typed failure.
+ */
+import { existsSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { HerdrLocation } from "../../src/manifest/schema.ts";
+import { shellQuote } from "../../src/handoff/launch-command.ts";
+import { selectMultiplexer } from "../../src/mux/detect.ts";
+import { muxForLocation } from "../../src/mux/for-location.ts";
+import { HerdrMultiplexer } from "../../src/mux/herdr.ts";
+import type { CreatedWorkspace, CreateWorkspaceRequest, MuxFailure, MuxResult } from "../../src/mux/types.ts";
+import { SimpleGitPort } from "../../src/git/git.ts";
+import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
+import { startHerdrDouble, type HerdrDouble } from "../support/herdr.ts";
+import { waitFor } from "../support/tmux.ts";
+
+const SHELL_DELAY_MS = 1_200;
+
+let repo: TempRepo;
+let herdr: HerdrDouble;
+let parent: { workspaceId: string; tabId: string; paneId: string };
+let baseSha: string;
+let branchCounter = 0;
+
+beforeAll(async () => {
+  repo = createTempRepo({ extraCommits: 2, prefix: "phw-herdr-it-" });
+  baseSha = repo.run(["rev-parse", "HEAD~1"]);
+  herdr = await startHerdrDouble({
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LANG: "C.UTF-8", GIT_CONFIG_NOSYSTEM: "1" },
+    shellDelayMs: SHELL_DELAY_MS,
+  });
+  parent = await herdr.openWorkspace(repo.root, "parent");
+});
+
+afterEach(() => {
+  herdr.clearFaults();
+});
+
+afterAll(async () => {
+  // Whatever happened above, production never passed --json to a pane or workspace command.
+  const withJson = herdr.calls().filter((call) => ["pane", "workspace"].includes(call.argv[0] ?? "") && call.argv.includes("--json"));
+  await herdr?.kill();
+  repo?.cleanup();
+  expect(withJson).toEqual([]);
+});
+
+/** The backend as a Pi inside the parent pane would build it. */
+function backend(options: { worktreeTimeoutMs?: number; timeoutMs?: number } = {}): HerdrMultiplexer {
+  return HerdrMultiplexer.fromEnvironment({ ...herdr.serverEnv, HERDR_ENV: "1", HERDR_SOCKET_PATH: herdr.socketPath, HERDR_BIN_PATH: herdr.binPath }, options);
+}
+
+function request(name?: string): CreateWorkspaceRequest {
+  const branch = name ?? `feat/it-${++branchCounter}`;
+  return { mainCheckout: repo.root, branch, baseSha, worktreePath: join(repo.dir, "worktrees", branch.replace(/\//g, "-")), label: branch };
+}
+
+function expectCreated(result: MuxResult<CreatedWorkspace>): { location: HerdrLocation; worktreePath: string } {
+  if (!result.ok) throw new Error(`createWorkspace failed: ${result.code}: ${result.message}`);
+  if (result.location.kind !== "herdr") throw new Error("expected a Herdr location");
+  return { location: result.location, worktreePath: result.worktreePath };
+}
+
+function expectFailure(result: MuxResult<unknown>): MuxFailure {
+  if (result.ok) throw new Error("expected a failure");
+  return result;
+}
+
+/** One sentence: one line, starts with a capital or "herdr", ends with one period. */
+function expectOneSentence(message: string): void {
+  expect(message.includes("\n")).toBe(false);
+  expect(message).toMatch(/^(?:[A-Z]|herdr |The )[^\n]*[^.]\.$/);
+}
+
+async function workspaceFocused(workspaceId: string): Promise<boolean> {
+  return ((await herdr.result(["workspace", "get", workspaceId])).workspace as { focused: boolean }).focused;
+}
+
+async function readyShell(mux: HerdrMultiplexer, location: HerdrLocation): Promise<void> {
+  const ready = await mux.waitForShell(location, { timeoutMs: 15_000 });
+  expect(ready).toEqual({ ok: true });
+}
+
+describe("HerdrMultiplexer against the Herdr double", () => {
+  it("creates the worktree at the base SHA with an unfocused workspace, through `worktree create --no-focus`", async () => {
+    const mux = backend();
+    herdr.clearCalls();
+    const wanted = request();
+    const { location, worktreePath } = expectCreated(await mux.createWorkspace(wanted));
+    expect(worktreePath).toBe(realpathSync(wanted.worktreePath));
+    expect(location).toMatchObject({ kind: "herdr", socketPath: herdr.socketPath });
+    expect(location.workspaceId).toMatch(/^w[0-9A-Z]+$/);
+    expect(location.paneId).toBe(`${location.workspaceId}:p1`);
+    expect(location.tabId).toBe(`${location.workspaceId}:t1`);
+    expect(repo.run(["rev-parse", "HEAD"], { cwd: worktreePath })).toBe(baseSha);
+    expect(repo.run(["symbolic-ref", "--short", "HEAD"], { cwd: worktreePath })).toBe(wanted.branch);
+    expect(await workspaceFocused(location.workspaceId ?? "")).toBe(false);
+    expect(await workspaceFocused(parent.workspaceId)).toBe(true);
+    const create = herdr.calls().find((call) => call.argv[0] === "worktree" && call.argv[1] === "create" && !call.argv.includes("--help"));
+    expect(create?.argv).toEqual([
+      "worktree", "create", "--cwd", repo.root, "--branch", wanted.branch, "--base", baseSha, "--path", wanted.worktreePath,
+      "--label", wanted.label, "--no-focus", "--trust-repository",
+    ]);
+  });
+
+  it("waits for the shell's start-up job, then types a hostile line literally: only the intended command runs", async () => {
+    const mux = backend();
+    const { location, worktreePath } = expectCreated(await mux.createWorkspace(request()));
+    const canary = join(worktreePath, "canary");
+    const out = join(worktreePath, "out.txt");
+    const hostile = `$(touch ${canary}); \`touch ${canary}\` ' " \\ ; touch ${canary} && echo *`;
+    const started = Date.now();
+    await readyShell(mux, location);
+    // The double's start-up job holds the foreground for SHELL_DELAY_MS; readiness came after it.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(SHELL_DELAY_MS - 200);
+    expect(await mux.run(location, `printf '%s' ${shellQuote(hostile)} > ${shellQuote(out)}`)).toEqual({ ok: true });
+    const written = await waitFor(() => (existsSync(out) ? readFileSync(out, "utf8") : undefined), { timeoutMs: 10_000, description: "the command's output" });
+    expect(written).toBe(hostile);
+    expect(existsSync(canary)).toBe(false);
+    // A newline would submit half a line: refused, nothing typed.
+    const refused = expectFailure(await mux.run(location, `touch ${canary}\ntouch ${canary}`));
+    expect(refused.code).toBe("invalid_command_line");
+    expectOneSentence(refused.message);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(existsSync(canary)).toBe(false);
+  });
+
+  it("without the wait, the start-up job swallows the line: the race waitForShell exists for is real in the double", async () => {
+    const mux = backend();
+    const { location, worktreePath } = expectCreated(await mux.createWorkspace(request()));
+    const lost = join(worktreePath, "lost");
+    expect(await mux.run(location, `touch ${shellQuote(lost)}`)).toEqual({ ok: true });
+    await readyShell(mux, location);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(existsSync(lost)).toBe(false);
+  });
+
+  it("probes the pane: the foreground process with its realpath cwd and the handoff marker, by exact pid", async () => {
+    const mux = backend();
+    const { location, worktreePath } = expectCreated(await mux.createWorkspace(request()));
+    await readyShell(mux, location);
+    expect(await mux.run(location, `env PI_HANDOFF_ID=probe-marker sleep 30`)).toEqual({ ok: true });
+    const found = await waitFor(async () => {
+      const probed = await mux.probe(location);
+      if (!probed.ok) throw new Error(probed.message);
+      return probed.processes.find((process) => process.name === "sleep");
+    }, { timeoutMs: 10_000, description: "the sleep in the pane" });
+    expect(found).toMatchObject({ name: "sleep", cwd: worktreePath, handoffId: "probe-marker" });
+    expect(readFileSync(`/proc/${found.pid}/comm`, "utf8").trim()).toBe("sleep");
+    const shellOnly = await mux.probe(location);
+    if (!shellOnly.ok) throw new Error(shellOnly.message);
+    expect(shellOnly.processes.filter((process) => process.handoffId === "probe-marker").map((process) => process.pid)).toEqual([found.pid]);
+    await herdr.herdr(["pane", "send-keys", location.paneId ?? "", "C-c"]);
+  });
+
+  it("focuses the workspace, and tells whether its pane exists", async () => {
+    const mux = backend();
+    const { location } = expectCreated(await mux.createWorkspace(request()));
+    expect(await mux.exists(location)).toBe(true);
+    expect(await mux.focus(location)).toEqual({ ok: true });
+    expect(await workspaceFocused(location.workspaceId ?? "")).toBe(true);
+    expect(await workspaceFocused(parent.workspaceId)).toBe(false);
+    await herdr.result(["workspace", "focus", parent.workspaceId]);
+    await herdr.result(["workspace", "close", location.workspaceId ?? ""]);
+    expect(await mux.exists(location)).toBe(false);
+    expect(await mux.exists({ kind: "herdr", socketPath: herdr.socketPath, workspaceId: location.workspaceId ?? "" })).toBe(false);
+    const gone = expectFailure(await mux.focus(location));
+    expect(gone).toEqual({ ok: false, code: "workspace_not_found", message: `Herdr workspace ${location.workspaceId} no longer exists.` });
+  });
+
+  it("reopens a closed worktree in a new, unfocused workspace whose shell starts in the checkout", async () => {
+    const mux = backend();
+    const wanted = request();
+    const { location, worktreePath } = expectCreated(await mux.createWorkspace(wanted));
+    await herdr.result(["workspace", "close", location.workspaceId ?? ""]);
+    const reopened = await mux.reopenWorkspace({ mainCheckout: repo.root, worktreePath, branch: wanted.branch, label: wanted.label, previous: location });
+    if (!reopened.ok) throw new Error(reopened.message);
+    const again = reopened.location;
+    if (again.kind !== "herdr") throw new Error("expected a Herdr location");
+    expect(again.workspaceId).not.toBe(location.workspaceId);
+    expect(await workspaceFocused(again.workspaceId ?? "")).toBe(false);
+    await readyShell(mux, again);
+    const probed = await mux.probe(again);
+    if (!probed.ok) throw new Error(probed.message);
+    expect(probed.processes.map((process) => process.cwd)).toContain(worktreePath);
+  });
+
+  it("removes a worktree: refuses a dirty one without force, keeps the branch, reopens a closed workspace first (#4317)", async () => {
+    const mux = backend();
+    const wanted = request();
+    const { location, worktreePath } = expectCreated(await mux.createWorkspace(wanted));
+    writeFileSync(join(worktreePath, "notes.txt"), "uncommitted\n");
+    const dirty = expectFailure(await mux.removeWorktree(location, { mainCheckout: repo.root, worktreePath, force: false }));
+    expect(dirty).toEqual({
+      ok: false,
+      code: "dirty_worktree",
+      message: `The worktree at ${worktreePath} has uncommitted or untracked changes, so it was not removed; commit or discard them, or remove it with force.`,
+    });
+    expect(readFileSync(join(worktreePath, "notes.txt"), "utf8")).toBe("uncommitted\n");
+    expect(await mux.exists(location)).toBe(true);
+
+    // Close the workspace: Herdr alone could not remove the worktree now.
+    await herdr.result(["workspace", "close", location.workspaceId ?? ""]);
+    herdr.clearCalls();
+    const refusedAgain = expectFailure(await mux.removeWorktree(location, { mainCheckout: repo.root, worktreePath, force: false }));
+    expect(refusedAgain.code).toBe("dirty_worktree");
+    // The workspace opened only to ask is closed again: Herdr is left as it was.
+    const workspaces = (await herdr.result(["workspace", "list"])).workspaces as { worktree?: { checkout_path: string } }[];
+    expect(workspaces.filter((ws) => ws.worktree?.checkout_path === worktreePath)).toEqual([]);
+
+    expect(await mux.removeWorktree(location, { mainCheckout: repo.root, worktreePath, force: true })).toEqual({ ok: true });
+    expect(existsSync(worktreePath)).toBe(false);
+    expect(repo.run(["branch", "--list", wanted.branch, "--format=%(refname:short)"])).toBe(wanted.branch);
+    const calls = herdr.calls().map((call) => call.argv.slice(0, 2).join(" "));
+    expect(calls.filter((call) => call.startsWith("worktree "))).toEqual([
+      "worktree list", "worktree open", "worktree remove", "worktree list", "worktree open", "worktree remove",
+    ]);
+    // Removing what is already gone is done.
+    expect(await mux.removeWorktree(location, { mainCheckout: repo.root, worktreePath, force: false })).toEqual({ ok: true });
+  });
+
+  it("passes --trust-repository only where `worktree create --help` lists it (probed once)", async () => {
+    const old = await startHerdrDouble({ env: herdr.serverEnv, version: "0.8.2" });
+    try {
+      await old.openWorkspace(repo.root, "parent");
+      const mux = HerdrMultiplexer.fromEnvironment({ ...old.clientEnv });
+      expectCreated(await mux.createWorkspace(request()));
+      expectCreated(await mux.createWorkspace(request()));
+      const creates = old.calls().filter((call) => call.argv[0] === "worktree" && call.argv[1] === "create" && !call.argv.includes("--help"));
+      expect(creates.map((call) => call.argv.includes("--trust-repository"))).toEqual([false, false]);
+      expect(old.calls().filter((call) => call.argv.includes("--help"))).toHaveLength(1);
+    } finally {
+      await old.kill();
+    }
+    const strict = await startHerdrDouble({ env: herdr.serverEnv, requireTrust: true });
+    try {
+      await strict.openWorkspace(repo.root, "parent");
+      expectCreated(await HerdrMultiplexer.fromEnvironment({ ...strict.clientEnv }).createWorkspace(request()));
+    } finally {
+      await strict.kill();
+    }
+  });
+
+  describe("faults: one sentence and a typed failure each", () => {
+    it.each([
+      ["invalid_request", "herdr worktree create failed (invalid_request): injected invalid_request."],
+      ["workspace_not_found", "Herdr could not find the workspace (injected workspace_not_found); it was closed."],
+      ["not_git_worktree", "Herdr refused to create the worktree because {root} is not inside a git work tree."],
+      ["linked_worktree_source", "Herdr refused to create the worktree because {root} is a linked worktree, not the repository's main checkout."],
+      ["worktree_operation_in_progress", "Another Herdr worktree operation is using {path}; wait for it to finish, then hand off again."],
+      ["worktree_create_failed", "Herdr could not create the worktree at {path}: injected worktree_create_failed."],
+      ["stale_worktree_operation", "Herdr reports a stale worktree operation for {path}; restart Herdr's server, then hand off again."],
+      ["server_not_running", "The Herdr server is not running: no herdr server is running at {socket}; run `herdr` to start one."],
+    ])("worktree create answering %s", async (code, expected) => {
+      herdr.setFaults({ "worktree create": { error: code } });
+      const wanted = request();
+      const failed = expectFailure(await backend().createWorkspace(wanted));
+      expect(failed).toEqual({
+        ok: false,
+        code,
+        message: expected.replace("{root}", repo.root).replace("{path}", wanted.worktreePath).replace("{socket}", herdr.socketPath),
+      });
+      expectOneSentence(failed.message);
+      expect(existsSync(wanted.worktreePath)).toBe(false);
+    });
+
+    it("a hang before anything happened is a timeout, and nothing exists", async () => {
+      herdr.setFaults({ "worktree create": { hang: true } });
+      const wanted = request();
+      const failed = expectFailure(await backend({ worktreeTimeoutMs: 1_500 }).createWorkspace(wanted));
+      expect(failed).toEqual({
+        ok: false,
+        code: "timeout",
+        message: "herdr worktree create did not answer within 1500 ms, and no worktree was created.",
+      });
+      expect(existsSync(wanted.worktreePath)).toBe(false);
+    });
+
+    it.each([
+      ["a hang after the work was done", { hang: "after" }, { worktreeTimeoutMs: 2_000 }],
+      ["a partial success (worktree_open_failed with the workspace open)", { partial: true }, {}],
+      ["unreadable output", { malformed: true }, {}],
+    ])("%s is reconciled through worktree list into the created workspace", async (_label, fault, options) => {
+      herdr.setFaults({ "worktree create": fault });
+      herdr.clearCalls();
+      const wanted = request();
+      const { location, worktreePath } = expectCreated(await backend(options).createWorkspace(wanted));
+      herdr.clearFaults();
+      const calls = herdr.calls().filter((call) => !call.argv.includes("--help"));
+      expect(calls.map((call) => call.argv.slice(0, 2).join(" "))).toEqual(["worktree create", "worktree list", "pane list"]);
+      expect(worktreePath).toBe(realpathSync(wanted.worktreePath));
+      const listed = (await herdr.result(["worktree", "list", "--cwd", repo.root])).worktrees as { path: string; open_workspace_id?: string }[];
+      expect(listed.find((entry) => entry.path === wanted.worktreePath)?.open_workspace_id).toBe(location.workspaceId);
+      expect(location.paneId).toBe(`${location.workspaceId}:p1`);
+      expect(await backend().exists(location)).toBe(true);
+    });
+
+    it("a checkout without a workspace (worktree_open_failed) fails with the worktree in `partial`", async () => {
+      herdr.setFaults({ "worktree create": { error: "worktree_open_failed", message: "pty spawn failed" } });
+      const wanted = request();
+      const failed = expectFailure(await backend().createWorkspace(wanted));
+      const worktreePath = realpathSync(wanted.worktreePath);
+      expect(failed).toEqual({
+        ok: false,
+        code: "worktree_open_failed",
+        message: `Herdr created the worktree at ${wanted.worktreePath} but could not open a workspace for it (pty spawn failed).`,
+        partial: { worktreePath, location: { kind: "herdr", socketPath: herdr.socketPath } },
+      });
+      expectOneSentence(failed.message);
+      expect(repo.run(["rev-parse", "HEAD"], { cwd: worktreePath })).toBe(baseSha);
+    });
+
+    it("exit 2 is a usage_error, an in-band error on stdout still decodes, garbage is malformed_output", async () => {
+      const mux = backend();
+      const location: HerdrLocation = { kind: "herdr", socketPath: herdr.socketPath, workspaceId: parent.workspaceId, tabId: parent.tabId, paneId: parent.paneId };
+      herdr.setFaults({ "workspace focus": { usage: "unknown option: --no-such-flag" } });
+      const usage = expectFailure(await mux.focus(location));
+      expect(usage).toEqual({
+        ok: false,
+        code: "usage_error",
+        message: "herdr workspace focus rejected its arguments (unknown option: --no-such-flag); this Herdr version may not support what this package passes.",
+      });
+      herdr.setFaults({ "workspace focus": { error: "workspace_not_found", inband: true } });
+      expect(expectFailure(await mux.focus(location)).code).toBe("workspace_not_found");
+      herdr.setFaults({ "workspace focus": { malformed: true } });
+      const malformed = expectFailure(await mux.focus(location));
+      expect(malformed.code).toBe("malformed_output");
+      expectOneSentence(malformed.message);
+      herdr.setFaults({ "workspace focus": { hang: true } });
+      const hung = expectFailure(await backend({ timeoutMs: 1_000 }).focus(location));
+      expect(hung).toEqual({ ok: false, code: "timeout", message: "herdr workspace focus did not answer within 1 s." });
+      herdr.setFaults({ "pane run": { error: "pane_not_found" } });
+      const run = expectFailure(await mux.run(location, "true"));
+      expect(run.code).toBe("pane_not_found");
+      expectOneSentence(run.message);
+    });
+
+    it("waitForShell gives up on a pane that is gone, and reports a shell that never settles", async () => {
+      const mux = backend();
+      const missing: HerdrLocation = { kind: "herdr", socketPath: herdr.socketPath, workspaceId: "w99", paneId: "w99:p1" };
+      const gone = expectFailure(await mux.waitForShell(missing, { timeoutMs: 5_000 }));
+      expect(gone.code).toBe("pane_not_found");
+      herdr.setFaults({ "pane process-info": { hang: true } });
+      const parentLocation: HerdrLocation = { kind: "herdr", socketPath: herdr.socketPath, paneId: parent.paneId };
+      const never = expectFailure(await backend({ timeoutMs: 500 }).waitForShell(parentLocation, { timeoutMs: 1_500 }));
+      expect(never.code).toBe("timeout");
+      expect(never.message).toMatch(
+        new RegExp(`^The shell in Herdr pane ${parent.paneId} did not become ready within 1500 ms: herdr pane process-info did not answer within \\d+ ms\\.$`),
+      );
+    });
+
+    it("no server: createWorkspace fails with server_not_running, and the detector refuses in one sentence before anything", async () => {
+      const socket = join(repo.dir, "stopped", "herdr.sock");
+      const env = { ...herdr.serverEnv, HERDR_ENV: "1", HERDR_SOCKET_PATH: socket, HERDR_BIN_PATH: herdr.binPath };
+      const failed = expectFailure(await HerdrMultiplexer.fromEnvironment(env).createWorkspace(request()));
+      expect(failed.code).toBe("server_not_running");
+      const git = new SimpleGitPort({ env: repo.env });
+      const refused = await selectMultiplexer(undefined, env, git);
+      expect(refused).toEqual({
+        ok: false,
+        message: `Herdr's server is not running at ${socket}; start Herdr (or hand off with --mux tmux from a tmux pane), then try again.`,
+      });
+      const missingBinary = await selectMultiplexer("herdr", { ...env, HERDR_BIN_PATH: "", PATH: join(repo.dir, "empty-bin") }, git);
+      expect(missingBinary).toEqual({
+        ok: false,
+        message: "The herdr executable was not found ($HERDR_BIN_PATH is unset and herdr is not on PATH); install Herdr or hand off with --mux tmux.",
+      });
+    });
+  });
+
+  it("detection: --mux first, then HERDR_ENV=1 (even with a leaked $TMUX), then $TMUX; recovery finds the Herdr backend from a location", async () => {
+    const git = new SimpleGitPort({ env: repo.env });
+    const inHerdr = { ...herdr.serverEnv, HERDR_ENV: "1", HERDR_SOCKET_PATH: herdr.socketPath, HERDR_BIN_PATH: herdr.binPath, TMUX: "/tmp/leaked,1,0", TMUX_PANE: "%1" };
+    const chosen = await selectMultiplexer(undefined, inHerdr, git);
+    expect(chosen.ok && chosen.mux.kind).toBe("herdr");
+    const explicit = await selectMultiplexer("tmux", inHerdr, git);
+    expect(explicit.ok && explicit.mux.kind).toBe("tmux");
+    const owner = muxForLocation({ kind: "herdr", socketPath: herdr.socketPath, paneId: parent.paneId }, { env: { PATH: herdr.clientEnv.PATH, HERDR_BIN_PATH: herdr.binPath }, git });
+    if (!owner.ok) throw new Error(owner.message);
+    expect(owner.mux.kind).toBe("herdr");
+    expect(await owner.mux.exists({ kind: "herdr", socketPath: herdr.socketPath, paneId: parent.paneId })).toBe(true);
+  });
+});

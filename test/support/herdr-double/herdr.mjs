@@ -1,0 +1,1293 @@
+#!/usr/bin/env node
+/**
+ * A test double of the `herdr` CLI (shared/reference/herdr-cli.md), plain JavaScript for any Node >= 20.
+ *
+ * What it is: every call is one short-lived process, as with the real client. The "server" is a
+ * directory next to the socket path (a marker file at the socket path means "running"), holding a
+ * JSON state file that every call reads and writes under a lock (proper-lockfile), and a private
+ * tmux server whose panes are the Herdr panes: real PTYs, real bash, real processes.
+ *
+ * Invariants (the contract, followed to the letter):
+ * - Success: exactly one compact JSON line on stdout, keys sorted recursively, optional fields
+ *   omitted (never null), exit 0. API errors: `{"error":{code,message},"id"}` on stderr, exit 1.
+ *   Usage errors: plain text on stderr, exit 2. Fire-and-forget commands print nothing.
+ * - `--json` is a hidden no-op on `worktree` commands and an unknown option on `pane`/`workspace`.
+ * - Ids use the alphabet 123456789ABCDEFGHJKMNPQRSTVWXYZ0 (bijective base 32), never reused.
+ * - Pane processes get HERDR_ENV=1, HERDR_PANE_ID, HERDR_TAB_ID, HERDR_WORKSPACE_ID,
+ *   HERDR_SOCKET_PATH, HERDR_BIN_PATH, and never TMUX/TMUX_PANE (the private tmux is invisible).
+ * - `worktree create` runs the real `git worktree add`; an existing local branch is checked out
+ *   and `--base` is ignored; the default path is `<~/.herdr/worktrees>/<repo>/<slug(branch)>`.
+ * - Every tmux and git call carries a timeout; nothing is ever run through a shell string.
+ *
+ * Test hooks (not part of Herdr): `herdr __double start|stop`, a call log (`calls.jsonl`, one JSON
+ * line per call: argv, time, pid), and faults from `$HERDR_DOUBLE_FAULTS` or `<server dir>/faults.json`:
+ * `{"<group> <command>"|"*": {"error": code, "message"?, "inband"?} | {"hang": true|"after"} |
+ *  {"malformed": true} | {"partial": true} | {"usage": text} | {"delayMs": n}, "skip"?: n, "times"?: n}`.
+ * `error: "worktree_open_failed"` on `worktree create` creates the checkout but no workspace;
+ * `partial` does everything and then answers worktree_open_failed; `hang: "after"` does everything
+ * and then never answers; `inband: true` prints the error envelope on stdout.
+ */
+import { execFileSync } from "node:child_process";
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { homedir } from "node:os";
+import { basename, dirname, isAbsolute, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import lockfile from "proper-lockfile";
+
+const DOUBLE_DIR = dirname(fileURLToPath(import.meta.url));
+const BIN_PATH = join(DOUBLE_DIR, "herdr");
+const ID_ALPHABET = "123456789ABCDEFGHJKMNPQRSTVWXYZ0";
+const STATE_FILE = "herdr-double-state.json";
+const CALL_LOG = "calls.jsonl";
+const FAULTS_FILE = "faults.json";
+const PANE_RC = "double-pane-rc.sh";
+const TMUX_SOCKET = "double-tmux.sock";
+const TMUX_TIMEOUT_MS = 10_000;
+const GIT_TIMEOUT_MS = 120_000;
+const DEFAULT_VERSION = "0.9.2";
+const PANE_WIDTH = "200";
+const PANE_HEIGHT = "50";
+const ADJECTIVES = ["brisk", "calm", "eager", "gentle", "lucky", "quiet", "steady", "swift"];
+const NOUNS = ["badger", "heron", "lynx", "otter", "puffin", "raven", "walrus", "yak"];
+
+// ---------------------------------------------------------------------------------------------
+// Outcomes
+
+class UsageError extends Error {}
+
+class ApiError extends Error {
+  constructor(code, message) {
+    super(message);
+    this.code = code;
+  }
+}
+
+/** Sorted keys at every level, `undefined` dropped; the double never emits null. */
+function sortKeysDeep(value) {
+  if (Array.isArray(value)) return value.map(sortKeysDeep);
+  if (value !== null && typeof value === "object") {
+    const sorted = {};
+    for (const key of Object.keys(value).sort()) {
+      if (value[key] !== undefined) sorted[key] = sortKeysDeep(value[key]);
+    }
+    return sorted;
+  }
+  return value;
+}
+
+function json(value) {
+  return JSON.stringify(sortKeysDeep(value));
+}
+
+function writeOut(text) {
+  process.stdout.write(text);
+}
+
+function writeErr(text) {
+  process.stderr.write(text);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ids
+
+/** Bijective base 32 over ID_ALPHABET: 1 -> "1", 32 -> "0", 33 -> "11". */
+function encodeId(n) {
+  let digits = "";
+  let rest = n;
+  while (rest > 0) {
+    rest -= 1;
+    digits = ID_ALPHABET[rest % 32] + digits;
+    rest = Math.floor(rest / 32);
+  }
+  return digits;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Where the server lives
+
+function configHome(env) {
+  const home = env.HOME && env.HOME.length > 0 ? env.HOME : homedir();
+  return env.XDG_CONFIG_HOME && env.XDG_CONFIG_HOME.length > 0 ? env.XDG_CONFIG_HOME : join(home, ".config");
+}
+
+/** `--session` flag, then HERDR_SOCKET_PATH, then HERDR_SESSION, then the default socket. */
+function resolveSocketPath(env, sessionFlag) {
+  if (sessionFlag !== undefined) return join(configHome(env), "herdr", "sessions", sessionFlag, "herdr.sock");
+  if (env.HERDR_SOCKET_PATH) return resolve(env.HERDR_SOCKET_PATH);
+  if (env.HERDR_SESSION) return join(configHome(env), "herdr", "sessions", env.HERDR_SESSION, "herdr.sock");
+  return join(configHome(env), "herdr", "herdr.sock");
+}
+
+function serverPaths(socketPath) {
+  const dir = dirname(socketPath);
+  return {
+    socketPath,
+    dir,
+    statePath: join(dir, STATE_FILE),
+    callLog: join(dir, CALL_LOG),
+    faultsPath: join(dir, FAULTS_FILE),
+    paneRc: join(dir, PANE_RC),
+    tmuxSocket: join(dir, TMUX_SOCKET),
+  };
+}
+
+function serverNotRunning(paths) {
+  return new ApiError("server_not_running", `no herdr server is running at ${paths.socketPath}; run \`herdr\` to start one`);
+}
+
+function requireServer(paths) {
+  if (!existsSync(paths.socketPath) || !existsSync(paths.statePath)) throw serverNotRunning(paths);
+}
+
+function logCall(paths, argv) {
+  if (!existsSync(paths.dir)) return;
+  try {
+    appendFileSync(paths.callLog, JSON.stringify({ argv, at: new Date().toISOString(), pid: process.pid }) + "\n");
+  } catch {
+    // The log is a test aid; a call never fails because of it.
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// State (read-modify-write under a lock, written atomically)
+
+function readState(paths) {
+  return JSON.parse(readFileSync(paths.statePath, "utf8"));
+}
+
+function writeState(paths, state) {
+  const temp = `${paths.statePath}.${process.pid}.tmp`;
+  writeFileSync(temp, JSON.stringify(state, null, 2) + "\n");
+  renameSync(temp, paths.statePath);
+}
+
+async function withState(paths, fn) {
+  const release = await lockfile.lock(paths.statePath, {
+    realpath: false,
+    stale: 10_000,
+    retries: { retries: 400, minTimeout: 5, maxTimeout: 50 },
+  });
+  try {
+    const state = readState(paths);
+    pruneClosedPanes(paths, state);
+    try {
+      return await fn(state);
+    } finally {
+      // Also after an error: fault counters, and anything made before the error, stay recorded.
+      writeState(paths, state);
+    }
+  } finally {
+    await release();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Faults
+
+function loadFaults(paths) {
+  const file = process.env.HERDR_DOUBLE_FAULTS || paths.faultsPath;
+  if (!existsSync(file)) return {};
+  return JSON.parse(readFileSync(file, "utf8"));
+}
+
+/** The fault for this call, counting uses in the state so `skip`/`times` hold across processes. */
+function takeFault(paths, state, key) {
+  const faults = loadFaults(paths);
+  const name = faults[key] !== undefined ? key : faults["*"] !== undefined ? "*" : undefined;
+  if (name === undefined) return undefined;
+  const fault = faults[name];
+  state.faultUses ??= {};
+  const used = (state.faultUses[name] ?? 0) + 1;
+  state.faultUses[name] = used;
+  const skip = fault.skip ?? 0;
+  if (used <= skip) return undefined;
+  if (fault.times !== undefined && used > skip + fault.times) return undefined;
+  return fault;
+}
+
+function hangForever() {
+  // Until the caller's timeout kills this process (SIGTERM ends Node by default).
+  return new Promise(() => setInterval(() => {}, 60_000));
+}
+
+function sleep(ms) {
+  return new Promise((done) => setTimeout(done, ms));
+}
+
+// ---------------------------------------------------------------------------------------------
+// tmux, git and procfs
+
+function tmux(paths, state, args) {
+  return execFileSync("tmux", ["-S", paths.tmuxSocket, ...args], {
+    env: state.serverEnv,
+    encoding: "utf8",
+    timeout: TMUX_TIMEOUT_MS,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+}
+
+/** Live tmux panes: tmux pane id -> {pid, path, tty}. Empty when the tmux server is gone. */
+function livePanes(paths, state) {
+  let out;
+  try {
+    out = tmux(paths, state, ["list-panes", "-a", "-F", "#{pane_id}\t#{pane_pid}\t#{pane_tty}\t#{pane_current_path}"]);
+  } catch {
+    return new Map();
+  }
+  const panes = new Map();
+  for (const line of out.split("\n")) {
+    if (line === "") continue;
+    const [id, pid, tty, ...path] = line.split("\t");
+    panes.set(id, { pid: Number(pid), tty, path: path.join("\t") });
+  }
+  return panes;
+}
+
+/** A pane whose process exited is gone, as in Herdr; a tab/workspace without panes closes. */
+function pruneClosedPanes(paths, state) {
+  const live = livePanes(paths, state);
+  // Not part of the persisted state: a snapshot of tmux for this call only.
+  Object.defineProperty(state, "live", { value: live, enumerable: false, writable: true, configurable: true });
+  for (const [paneId, pane] of Object.entries(state.panes)) {
+    if (!live.has(pane.tmuxPaneId)) delete state.panes[paneId];
+  }
+  for (const ws of state.workspaces) {
+    for (const tab of ws.tabs) tab.paneIds = tab.paneIds.filter((id) => state.panes[id] !== undefined);
+    ws.tabs = ws.tabs.filter((tab) => tab.paneIds.length > 0);
+    if (!ws.tabs.some((tab) => tab.id === ws.activeTabId)) ws.activeTabId = ws.tabs[0]?.id;
+  }
+  state.workspaces = state.workspaces.filter((ws) => ws.tabs.length > 0);
+  if (!state.workspaces.some((ws) => ws.id === state.focusedWorkspaceId)) {
+    state.focusedWorkspaceId = state.workspaces[0]?.id;
+  }
+}
+
+function git(state, cwd, args) {
+  try {
+    const stdout = execFileSync("git", args, {
+      cwd,
+      env: { ...state.serverEnv, LC_ALL: "C" },
+      encoding: "utf8",
+      timeout: GIT_TIMEOUT_MS,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    return { ok: true, stdout };
+  } catch (error) {
+    const stderr = typeof error.stderr === "string" ? error.stderr : String(error.message);
+    return { ok: false, stderr: stderr.trim() };
+  }
+}
+
+function readProc(pid, file) {
+  try {
+    return readFileSync(`/proc/${pid}/${file}`, "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+function readProcStat(pid) {
+  const text = readProc(pid, "stat");
+  if (text === undefined) return undefined;
+  const close = text.lastIndexOf(")");
+  const fields = text.slice(close + 2).split(" ");
+  return {
+    pid,
+    comm: text.slice(text.indexOf("(") + 1, close),
+    pgrp: Number(fields[2]),
+    ttyNr: Number(fields[4]),
+    tpgid: Number(fields[5]),
+  };
+}
+
+function readProcCwd(pid) {
+  try {
+    return readlinkSync(`/proc/${pid}/cwd`);
+  } catch {
+    return undefined;
+  }
+}
+
+function canonical(path) {
+  try {
+    return realpathSync(path);
+  } catch {
+    return resolve(path);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Workspaces and panes
+
+function findWorkspace(state, id) {
+  return state.workspaces.find((ws) => ws.id === id);
+}
+
+function requireWorkspace(state, id) {
+  const ws = findWorkspace(state, id);
+  if (ws === undefined) throw new ApiError("workspace_not_found", `workspace ${id} not found`);
+  return ws;
+}
+
+function requirePane(state, id) {
+  const pane = state.panes[id];
+  if (pane === undefined) throw new ApiError("pane_not_found", `pane ${id} not found`);
+  return pane;
+}
+
+function paneEnvironment(paths, state, ws, tabId, paneId) {
+  const vars = {
+    ...ws.env,
+    HERDR_ENV: "1",
+    HERDR_PANE_ID: paneId,
+    HERDR_TAB_ID: tabId,
+    HERDR_WORKSPACE_ID: ws.id,
+    HERDR_SOCKET_PATH: paths.socketPath,
+    HERDR_BIN_PATH: BIN_PATH,
+  };
+  if (state.sessionName !== undefined) vars.HERDR_SESSION = state.sessionName;
+  if (state.shellDelayMs > 0) vars.HERDR_DOUBLE_SHELL_DELAY_S = (state.shellDelayMs / 1000).toFixed(3);
+  return vars;
+}
+
+/** The pane's argv: no TMUX/TMUX_PANE, the Herdr variables, then an rc-less interactive bash. */
+function paneCommand(paths, vars) {
+  return [
+    "env",
+    "-u",
+    "TMUX",
+    "-u",
+    "TMUX_PANE",
+    ...Object.entries(vars).map(([key, value]) => `${key}=${value}`),
+    "/bin/bash",
+    "--noprofile",
+    "--rcfile",
+    paths.paneRc,
+    "-i",
+  ];
+}
+
+/** A new workspace with one tab and one pane whose shell starts in `cwd`. */
+function openWorkspace(paths, state, { cwd, label, env = {}, focus, worktree }) {
+  const ws = {
+    id: `w${encodeId(state.nextWorkspace++)}`,
+    label,
+    cwd,
+    env,
+    tabs: [],
+    activeTabId: undefined,
+    nextTab: 1,
+    nextPane: 1,
+    worktree,
+  };
+  const tabId = `${ws.id}:t${encodeId(ws.nextTab++)}`;
+  const paneId = `${ws.id}:p${encodeId(ws.nextPane++)}`;
+  const created = tmux(paths, state, [
+    "new-session",
+    "-d",
+    "-s",
+    ws.id,
+    "-x",
+    PANE_WIDTH,
+    "-y",
+    PANE_HEIGHT,
+    "-c",
+    cwd,
+    "-P",
+    "-F",
+    "#{session_id} #{pane_id}",
+    "--",
+    ...paneCommand(paths, paneEnvironment(paths, state, ws, tabId, paneId)),
+  ]).trim();
+  const [sessionId, tmuxPaneId] = created.split(" ");
+  ws.tmuxSessionId = sessionId;
+  ws.tabs.push({ id: tabId, label: "1", paneIds: [paneId] });
+  ws.activeTabId = tabId;
+  state.panes[paneId] = { id: paneId, workspaceId: ws.id, tabId, tmuxPaneId, revision: 0, terminal: state.nextTerminal++ };
+  state.workspaces.push(ws);
+  state.live.set(tmuxPaneId, { pid: 0, tty: "", path: cwd });
+  if (focus || state.focusedWorkspaceId === undefined) state.focusedWorkspaceId = ws.id;
+  return ws;
+}
+
+function closeWorkspace(paths, state, ws) {
+  try {
+    tmux(paths, state, ["kill-session", "-t", ws.tmuxSessionId]);
+  } catch {
+    // Already gone with its last pane.
+  }
+  for (const tab of ws.tabs) for (const id of tab.paneIds) delete state.panes[id];
+  state.workspaces = state.workspaces.filter((other) => other.id !== ws.id);
+  if (state.focusedWorkspaceId === ws.id) state.focusedWorkspaceId = state.workspaces[0]?.id;
+}
+
+function workspaceInfo(state, ws) {
+  const paneCount = ws.tabs.reduce((sum, tab) => sum + tab.paneIds.length, 0);
+  return {
+    workspace_id: ws.id,
+    number: state.workspaces.indexOf(ws) + 1,
+    label: ws.label,
+    focused: state.focusedWorkspaceId === ws.id,
+    pane_count: paneCount,
+    tab_count: ws.tabs.length,
+    active_tab_id: ws.activeTabId,
+    agent_status: "unknown",
+    worktree: ws.worktree,
+  };
+}
+
+function tabInfo(state, ws, tab) {
+  return {
+    tab_id: tab.id,
+    workspace_id: ws.id,
+    number: ws.tabs.indexOf(tab) + 1,
+    label: tab.label,
+    focused: state.focusedWorkspaceId === ws.id && ws.activeTabId === tab.id,
+    pane_count: tab.paneIds.length,
+    agent_status: "unknown",
+  };
+}
+
+function paneInfo(state, pane) {
+  const ws = findWorkspace(state, pane.workspaceId);
+  const tab = ws?.tabs.find((t) => t.id === pane.tabId);
+  const live = state.live.get(pane.tmuxPaneId);
+  const shell = live !== undefined && live.pid > 0 ? readProcStat(live.pid) : undefined;
+  const foregroundCwd = shell !== undefined && shell.tpgid > 0 ? readProcCwd(shell.tpgid) : undefined;
+  return {
+    pane_id: pane.id,
+    terminal_id: `term_${pane.terminal}`,
+    workspace_id: pane.workspaceId,
+    tab_id: pane.tabId,
+    focused: state.focusedWorkspaceId === pane.workspaceId && ws?.activeTabId === pane.tabId && tab?.paneIds[0] === pane.id,
+    cwd: live?.path || undefined,
+    foreground_cwd: foregroundCwd,
+    agent_status: "unknown",
+    revision: pane.revision,
+  };
+}
+
+function rootPane(state, ws) {
+  const tab = ws.tabs.find((t) => t.id === ws.activeTabId) ?? ws.tabs[0];
+  return { tab, pane: state.panes[tab.paneIds[0]] };
+}
+
+/** Process facts read from /proc, as Herdr reads them for `pane process-info`. */
+function processInfo(state, pane) {
+  const live = state.live.get(pane.tmuxPaneId);
+  const info = { pane_id: pane.id };
+  if (live === undefined || !(live.pid > 0)) return info;
+  const shell = readProcStat(live.pid);
+  if (shell === undefined) return info;
+  info.tty = live.tty || undefined;
+  // Until `env` has exec'd the shell, the server has no shell pid to report.
+  if (shell.comm === "env") return info;
+  info.shell_pid = shell.pid;
+  if (shell.tpgid > 0) info.foreground_process_group_id = shell.tpgid;
+  const processes = [];
+  if (shell.tpgid > 0) {
+    for (const name of readdirSync("/proc")) {
+      if (!/^\d+$/.test(name)) continue;
+      const stat = readProcStat(Number(name));
+      if (stat === undefined || stat.pgrp !== shell.tpgid || stat.ttyNr !== shell.ttyNr) continue;
+      const argv = (readProc(stat.pid, "cmdline") ?? "").split("\0").filter((part, i, all) => part !== "" || i < all.length - 1);
+      processes.push({
+        pid: stat.pid,
+        name: (readProc(stat.pid, "comm") ?? stat.comm).trim(),
+        argv0: argv[0] || undefined,
+        argv: argv.length > 0 ? argv : undefined,
+        cmdline: argv.length > 0 ? argv.join(" ") : undefined,
+        cwd: readProcCwd(stat.pid),
+      });
+    }
+  }
+  if (processes.length > 0) info.foreground_processes = processes.sort((a, b) => a.pid - b.pid);
+  return info;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Git facts for worktree commands
+
+/** The git space of `path`: top level, main checkout, common dir, whether it is a linked worktree. */
+function gitSpace(state, path) {
+  if (!existsSync(path)) return undefined;
+  const shown = git(state, path, ["rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir", "--git-dir"]);
+  if (!shown.ok) return undefined;
+  const [topLevel, commonDir, gitDir] = shown.stdout.trim().split("\n");
+  if (!topLevel || !commonDir || !gitDir) return undefined;
+  const isLinked = canonical(gitDir) !== canonical(commonDir);
+  const repoRoot = isLinked ? dirname(canonical(commonDir)) : canonical(topLevel);
+  return {
+    topLevel: canonical(topLevel),
+    repoRoot,
+    repoKey: canonical(commonDir),
+    repoName: basename(repoRoot),
+    isLinked,
+  };
+}
+
+function listWorktrees(state, repoRoot) {
+  const listed = git(state, repoRoot, ["worktree", "list", "--porcelain"]);
+  if (!listed.ok) throw new ApiError("worktree_list_failed", listed.stderr);
+  const entries = [];
+  let current;
+  for (const line of listed.stdout.split("\n")) {
+    if (line.startsWith("worktree ")) {
+      current = { path: line.slice("worktree ".length), isBare: false, isDetached: false, isPrunable: false };
+      entries.push(current);
+    } else if (current !== undefined) {
+      if (line.startsWith("branch refs/heads/")) current.branch = line.slice("branch refs/heads/".length);
+      else if (line === "bare") current.isBare = true;
+      else if (line === "detached") current.isDetached = true;
+      else if (line.startsWith("prunable")) current.isPrunable = true;
+    }
+  }
+  return entries;
+}
+
+function workspaceForCheckout(state, path) {
+  const wanted = canonical(path);
+  return state.workspaces.find((ws) => canonical(ws.worktree?.checkout_path ?? ws.cwd) === wanted);
+}
+
+function worktreeInfo(state, space, entry) {
+  return {
+    path: entry.path,
+    branch: entry.branch,
+    is_bare: entry.isBare,
+    is_detached: entry.isDetached,
+    is_prunable: entry.isPrunable,
+    is_linked_worktree: canonical(entry.path) !== space.repoRoot,
+    open_workspace_id: workspaceForCheckout(state, entry.path)?.id,
+    label: space.repoName,
+  };
+}
+
+function membership(space, checkoutPath, isLinked) {
+  return {
+    repo_key: space.repoKey,
+    repo_name: space.repoName,
+    repo_root: space.repoRoot,
+    checkout_path: checkoutPath,
+    is_linked_worktree: isLinked,
+  };
+}
+
+/** Source for create/open: a workspace or a cwd; never a linked worktree. */
+function resolveSource(state, { workspaceId, cwd }, { allowLinked }) {
+  let path = cwd;
+  if (workspaceId !== undefined) {
+    const ws = requireWorkspace(state, workspaceId);
+    path = ws.worktree?.checkout_path ?? ws.cwd;
+  } else if (path === undefined) {
+    const focused = findWorkspace(state, state.focusedWorkspaceId);
+    if (focused === undefined) throw new ApiError("invalid_request", "workspace_id or cwd is required when no workspace is active");
+    path = focused.worktree?.checkout_path ?? focused.cwd;
+  }
+  const space = gitSpace(state, path);
+  if (space === undefined) {
+    throw new ApiError("not_git_worktree", "Herdr worktree actions require a path inside a Git work tree");
+  }
+  if (space.isLinked && !allowLinked) {
+    throw new ApiError("linked_worktree_source", "New and open worktree actions start from the repo parent workspace.");
+  }
+  return space;
+}
+
+/** Herdr's slug: lowercase ASCII alphanumerics, each run of anything else one `-`. */
+function slug(value) {
+  return value.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "");
+}
+
+function generatedBranch() {
+  const pick = (list) => list[Math.floor(Math.random() * list.length)];
+  const hex = Math.floor(Math.random() * 0x10000).toString(16).padStart(4, "0");
+  return `worktree/${pick(ADJECTIVES)}-${pick(NOUNS)}-${hex}`;
+}
+
+/** The first create for a repository Herdr has not seen opens its parent workspace, unreported. */
+function ensureParentWorkspace(paths, state, space) {
+  const parent = state.workspaces.find(
+    (ws) => (ws.worktree !== undefined && ws.worktree.repo_key === space.repoKey && !ws.worktree.is_linked_worktree) || canonical(ws.cwd) === space.repoRoot,
+  );
+  if (parent !== undefined) {
+    parent.worktree ??= membership(space, space.repoRoot, false);
+    return;
+  }
+  openWorkspace(paths, state, { cwd: space.repoRoot, label: space.repoName, focus: false, worktree: membership(space, space.repoRoot, false) });
+}
+
+function createdResponse(state, ws, worktree) {
+  const { tab, pane } = rootPane(state, ws);
+  return { workspace: workspaceInfo(state, ws), tab: tabInfo(state, ws, tab), root_pane: paneInfo(state, pane), worktree };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Argument parsing helpers (mirroring the real client's hand-written parsers)
+
+function valueOf(args, index) {
+  const value = args[index + 1];
+  if (value === undefined) throw new UsageError(`missing value for ${args[index]}`);
+  return value;
+}
+
+/** `--cwd`/`--path` are made absolute by the client, `~` expanded. */
+function absolutePath(value) {
+  const home = process.env.HOME || homedir();
+  const expanded = value === "~" ? home : value.startsWith("~/") ? join(home, value.slice(2)) : value;
+  return isAbsolute(expanded) ? expanded : resolve(process.cwd(), expanded);
+}
+
+function supportsTrustFlag(version) {
+  const [major = 0, minor = 0] = version.split(".").map(Number);
+  return major > 0 || minor >= 9;
+}
+
+const WORKTREE_CREATE_USAGE =
+  "usage: herdr worktree create [--workspace ID | --cwd PATH] [--branch NAME] [--base REF] [--path PATH] [--label TEXT] [--focus] [--no-focus]";
+const WORKTREE_OPEN_USAGE =
+  "usage: herdr worktree open [--workspace ID | --cwd PATH] (--path PATH | --branch NAME) [--label TEXT] [--focus] [--no-focus]";
+
+function worktreeCreateHelp(version) {
+  const lines = [
+    "Create a Git worktree and open it as a new workspace.",
+    "",
+    `Usage: herdr worktree create [--workspace ID | --cwd PATH] [--branch NAME] [--base REF] [--path PATH] [--label TEXT] [--focus | --no-focus]${supportsTrustFlag(version) ? " [--trust-repository]" : ""}`,
+    "",
+    "Options:",
+    "  --workspace ID        source workspace (the repository's main checkout)",
+    "  --cwd PATH            source checkout path",
+    "  --branch NAME         new or existing local branch",
+    "  --base REF            start point for a new branch (default HEAD)",
+    "  --path PATH           checkout path",
+    "  --label TEXT          workspace label",
+    "  --focus | --no-focus  focus the new workspace (default: no)",
+  ];
+  if (supportsTrustFlag(version)) lines.push("  --trust-repository    trust the repository before running git");
+  return lines.join("\n") + "\n";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Commands. Each returns {id, key, parse(args), run(ctx)} pieces through `dispatch`.
+
+function parseWorktreeCreate(args, state) {
+  const params = { focus: false, trust: false };
+  for (let i = 0; i < args.length; ) {
+    const arg = args[i];
+    if (arg === "--workspace") { params.workspaceId = valueOf(args, i); i += 2; }
+    else if (arg === "--cwd") { params.cwd = absolutePath(valueOf(args, i)); i += 2; }
+    else if (arg === "--branch") { params.branch = valueOf(args, i); i += 2; }
+    else if (arg === "--base") { params.base = valueOf(args, i); i += 2; }
+    else if (arg === "--path") { params.path = absolutePath(valueOf(args, i)); i += 2; }
+    else if (arg === "--label") { params.label = valueOf(args, i); i += 2; }
+    else if (arg === "--focus") { params.focus = true; i += 1; }
+    else if (arg === "--no-focus") { params.focus = false; i += 1; }
+    else if (arg === "--trust-repository" && supportsTrustFlag(state.version)) { params.trust = true; i += 1; }
+    else if (arg === "--json") { i += 1; }
+    else throw new UsageError(`unknown option: ${arg}`);
+  }
+  if (params.workspaceId !== undefined && params.cwd !== undefined) throw new UsageError(WORKTREE_CREATE_USAGE);
+  return params;
+}
+
+function parseWorktreeList(args) {
+  const params = {};
+  for (let i = 0; i < args.length; ) {
+    const arg = args[i];
+    if (arg === "--workspace") { params.workspaceId = valueOf(args, i); i += 2; }
+    else if (arg === "--cwd") { params.cwd = absolutePath(valueOf(args, i)); i += 2; }
+    else if (arg === "--json") { i += 1; }
+    else throw new UsageError(`unknown option: ${arg}`);
+  }
+  if (params.workspaceId !== undefined && params.cwd !== undefined) {
+    throw new UsageError("usage: herdr worktree list [--workspace ID | --cwd PATH]");
+  }
+  return params;
+}
+
+function parseWorktreeOpen(args) {
+  const params = { focus: false };
+  for (let i = 0; i < args.length; ) {
+    const arg = args[i];
+    if (arg === "--workspace") { params.workspaceId = valueOf(args, i); i += 2; }
+    else if (arg === "--cwd") { params.cwd = absolutePath(valueOf(args, i)); i += 2; }
+    else if (arg === "--path") { params.path = absolutePath(valueOf(args, i)); i += 2; }
+    else if (arg === "--branch") { params.branch = valueOf(args, i); i += 2; }
+    else if (arg === "--label") { params.label = valueOf(args, i); i += 2; }
+    else if (arg === "--focus") { params.focus = true; i += 1; }
+    else if (arg === "--no-focus") { params.focus = false; i += 1; }
+    else if (arg === "--json") { i += 1; }
+    else throw new UsageError(`unknown option: ${arg}`);
+  }
+  if (params.workspaceId !== undefined && params.cwd !== undefined) throw new UsageError(WORKTREE_OPEN_USAGE);
+  if ((params.path !== undefined) === (params.branch !== undefined)) throw new UsageError(WORKTREE_OPEN_USAGE);
+  return params;
+}
+
+function parseWorktreeRemove(args) {
+  const params = { force: false };
+  for (let i = 0; i < args.length; ) {
+    const arg = args[i];
+    if (arg === "--workspace") { params.workspaceId = valueOf(args, i); i += 2; }
+    else if (arg === "--force") { params.force = true; i += 1; }
+    else if (arg === "--json") { i += 1; }
+    else throw new UsageError(`unknown option: ${arg}`);
+  }
+  if (params.workspaceId === undefined) throw new UsageError("usage: herdr worktree remove --workspace ID [--force]");
+  return params;
+}
+
+function worktreeCreate(ctx, params) {
+  const { paths, state, fault } = ctx;
+  if (state.requireTrust && !params.trust) {
+    throw new ApiError("worktree_create_failed", "repository is not trusted; pass --trust-repository to trust it");
+  }
+  const space = resolveSource(state, params, { allowLinked: false });
+  if (params.branch === "") throw new ApiError("invalid_request", "branch must not be empty");
+  const branch = params.branch ?? generatedBranch();
+  const checkoutPath = params.path ?? join(state.worktreesDirectory, space.repoName, slug(branch));
+  const existingBranch = git(state, space.repoRoot, ["show-ref", "--verify", "--quiet", `refs/heads/${branch}`]).ok;
+  mkdirSync(dirname(checkoutPath), { recursive: true });
+  // An existing local branch is checked out as it is: --base is silently ignored.
+  const added = existingBranch
+    ? git(state, space.repoRoot, ["worktree", "add", checkoutPath, branch])
+    : git(state, space.repoRoot, ["worktree", "add", "-b", branch, checkoutPath, params.base ?? "HEAD"]);
+  if (!added.ok) throw new ApiError("worktree_create_failed", added.stderr);
+  if (fault?.error === "worktree_open_failed") {
+    throw new ApiError("worktree_open_failed", fault.message ?? `failed to open a workspace for ${checkoutPath}: pty spawn failed`);
+  }
+  ensureParentWorkspace(paths, state, space);
+  const ws = openWorkspace(paths, state, {
+    cwd: checkoutPath,
+    label: params.label ?? branch,
+    focus: params.focus,
+    worktree: membership(space, checkoutPath, true),
+  });
+  const entry = { path: checkoutPath, branch, isBare: false, isDetached: false, isPrunable: false };
+  return { type: "worktree_created", ...createdResponse(state, ws, worktreeInfo(state, space, entry)) };
+}
+
+function worktreeList(ctx, params) {
+  const { state } = ctx;
+  const space = resolveSource(state, params, { allowLinked: true });
+  const parent = workspaceForCheckout(state, space.repoRoot);
+  return {
+    type: "worktree_list",
+    source: {
+      repo_key: space.repoKey,
+      repo_name: space.repoName,
+      repo_root: space.repoRoot,
+      source_checkout_path: space.repoRoot,
+      source_workspace_id: parent?.id,
+    },
+    worktrees: listWorktrees(state, space.repoRoot).map((entry) => worktreeInfo(state, space, entry)),
+  };
+}
+
+function worktreeOpen(ctx, params) {
+  const { paths, state } = ctx;
+  const space = resolveSource(state, params, { allowLinked: false });
+  const entries = listWorktrees(state, space.repoRoot);
+  let entry;
+  if (params.path !== undefined) {
+    entry = entries.find((candidate) => canonical(candidate.path) === canonical(params.path));
+    if (entry === undefined) throw new ApiError("worktree_not_found", "worktree path not found");
+  } else {
+    const matches = entries.filter((c) => !c.isBare && !c.isPrunable && !c.isDetached && c.branch === params.branch);
+    if (matches.length === 0) throw new ApiError("worktree_not_found", "worktree branch not found");
+    if (matches.length > 1) throw new ApiError("ambiguous_worktree_branch", "multiple worktrees matched branch");
+    entry = matches[0];
+  }
+  if (entry.isBare || entry.isPrunable) throw new ApiError("worktree_not_found", "worktree cannot be opened");
+  let ws = workspaceForCheckout(state, entry.path);
+  const alreadyOpen = ws !== undefined;
+  if (ws === undefined) {
+    ensureParentWorkspace(paths, state, space);
+    ws = openWorkspace(paths, state, {
+      cwd: entry.path,
+      label: params.label ?? entry.branch ?? basename(entry.path),
+      focus: params.focus,
+      worktree: membership(space, entry.path, canonical(entry.path) !== space.repoRoot),
+    });
+  } else {
+    if (params.label !== undefined) ws.label = params.label;
+    if (params.focus) state.focusedWorkspaceId = ws.id;
+  }
+  return { type: "worktree_opened", already_open: alreadyOpen, ...createdResponse(state, ws, worktreeInfo(state, space, entry)) };
+}
+
+function worktreeRemove(ctx, params) {
+  const { paths, state } = ctx;
+  const ws = requireWorkspace(state, params.workspaceId);
+  if (ws.worktree === undefined || !ws.worktree.is_linked_worktree) {
+    throw new ApiError("not_linked_worktree", "workspace is not a linked worktree checkout");
+  }
+  const checkoutPath = ws.worktree.checkout_path;
+  const removed = git(state, ws.worktree.repo_root, ["worktree", "remove", ...(params.force ? ["--force"] : []), checkoutPath]);
+  if (!removed.ok) {
+    if (/contains modified or untracked files/.test(removed.stderr)) {
+      throw new ApiError("dirty_worktree_requires_force", removed.stderr);
+    }
+    throw new ApiError("worktree_remove_failed", removed.stderr);
+  }
+  // git never deletes the branch here; Herdr then closes the workspace.
+  closeWorkspace(paths, state, ws);
+  return { type: "worktree_removed", workspace_id: ws.id, path: checkoutPath, forced: params.force };
+}
+
+function parseNoOptions(args, usage) {
+  for (const arg of args) {
+    if (arg.startsWith("-")) throw new UsageError(`unknown option: ${arg}`);
+  }
+  if (args.length > 0) throw new UsageError(usage);
+  return {};
+}
+
+function parseOneId(args, usage) {
+  if (args.length !== 1) throw new UsageError(usage);
+  return { id: args[0] };
+}
+
+function parseWorkspaceCreate(args) {
+  const params = { focus: false, env: {} };
+  for (let i = 0; i < args.length; ) {
+    const arg = args[i];
+    if (arg === "--cwd") { params.cwd = absolutePath(valueOf(args, i)); i += 2; }
+    else if (arg === "--label") { params.label = valueOf(args, i); i += 2; }
+    else if (arg === "--env") {
+      const assignment = valueOf(args, i);
+      const equals = assignment.indexOf("=");
+      if (equals < 0) throw new UsageError("env must use KEY=VALUE");
+      if (equals === 0) throw new UsageError("env key must not be empty");
+      params.env[assignment.slice(0, equals)] = assignment.slice(equals + 1);
+      i += 2;
+    }
+    else if (arg === "--focus") { params.focus = true; i += 1; }
+    else if (arg === "--no-focus") { params.focus = false; i += 1; }
+    else throw new UsageError(`unknown option: ${arg}`);
+  }
+  return params;
+}
+
+function parseWorkspaceRename(args) {
+  if (args.length < 2) throw new UsageError("usage: herdr workspace rename <workspace_id> <label>");
+  return { id: args[0], label: args.slice(1).join(" ") };
+}
+
+function parsePaneList(args) {
+  const params = {};
+  for (let i = 0; i < args.length; ) {
+    if (args[i] === "--workspace") { params.workspaceId = valueOf(args, i); i += 2; }
+    else throw new UsageError(`unknown option: ${args[i]}`);
+  }
+  return params;
+}
+
+function parsePaneProcessInfo(args) {
+  const params = {};
+  for (let i = 0; i < args.length; ) {
+    if (args[i] === "--pane") { params.paneId = valueOf(args, i); i += 2; }
+    else if (args[i] === "--current") { params.paneId = undefined; i += 1; }
+    else throw new UsageError(`unknown option: ${args[i]}`);
+  }
+  return params;
+}
+
+const PANE_READ_USAGE =
+  "usage: herdr pane read <pane_id> [--source visible|recent|recent-unwrapped|detection] [--lines N] [--format text|ansi] [--ansi] [--raw]";
+
+function parsePaneRead(args) {
+  const params = { source: "recent", ansi: false };
+  const expanded = args.flatMap((arg) => {
+    const match = /^(--source|--lines|--format)=(.*)$/.exec(arg);
+    return match ? [match[1], match[2]] : [arg];
+  });
+  for (let i = 0; i < expanded.length; ) {
+    const arg = expanded[i];
+    if (arg === "--source") {
+      const value = valueOf(expanded, i);
+      if (!["visible", "recent", "recent-unwrapped", "recent_unwrapped", "detection"].includes(value)) {
+        throw new UsageError(`invalid read source: ${value}`);
+      }
+      params.source = value;
+      i += 2;
+    } else if (arg === "--lines") {
+      const value = valueOf(expanded, i);
+      if (!/^\d+$/.test(value)) throw new UsageError(`invalid value for --lines: ${value}`);
+      params.lines = Number(value);
+      i += 2;
+    } else if (arg === "--format") {
+      const value = valueOf(expanded, i);
+      if (value !== "text" && value !== "ansi") throw new UsageError(`invalid read format: ${value}`);
+      params.ansi = value === "ansi";
+      i += 2;
+    } else if (arg === "--ansi" || arg === "--raw") {
+      params.ansi = true;
+      i += 1;
+    } else if (arg.startsWith("-")) {
+      throw new UsageError(`unknown option: ${arg}`);
+    } else {
+      if (params.paneId !== undefined) throw new UsageError(`unexpected argument: ${arg}`);
+      params.paneId = arg;
+      i += 1;
+    }
+  }
+  if (params.paneId === undefined) throw new UsageError(PANE_READ_USAGE);
+  return params;
+}
+
+/** `pane run|send-text <pane_id> <text...>`: the words after the id are joined with spaces. */
+function parsePaneText(args, usage) {
+  if (args.length < 2) throw new UsageError(usage);
+  // A pane id never starts with "-": an option here (such as --json) is not one this command has.
+  if (args[0].startsWith("-")) throw new UsageError(`unknown option: ${args[0]}`);
+  return { paneId: args[0], text: args.slice(1).join(" "), keys: args.slice(1) };
+}
+
+function typeInto(ctx, pane, text, keys) {
+  const { paths, state } = ctx;
+  if (text !== "") tmux(paths, state, ["send-keys", "-t", pane.tmuxPaneId, "-l", "--", text]);
+  for (const key of keys) tmux(paths, state, ["send-keys", "-t", pane.tmuxPaneId, key]);
+  pane.revision += 1;
+}
+
+function currentPaneId(state, explicit) {
+  if (explicit !== undefined) return explicit;
+  if (process.env.HERDR_PANE_ID) return process.env.HERDR_PANE_ID;
+  const focused = findWorkspace(state, state.focusedWorkspaceId);
+  if (focused === undefined) throw new ApiError("invalid_request", "no pane is focused");
+  return rootPane(state, focused).pane.id;
+}
+
+/** Every command: its request id, how it parses, what it does, and whether it prints JSON. */
+const COMMANDS = {
+  "worktree create": { id: "cli:worktree:create", parse: parseWorktreeCreate, run: worktreeCreate, mutates: true },
+  "worktree list": { id: "cli:worktree:list", parse: parseWorktreeList, run: worktreeList },
+  "worktree open": { id: "cli:worktree:open", parse: parseWorktreeOpen, run: worktreeOpen, mutates: true },
+  "worktree remove": { id: "cli:worktree:remove", parse: parseWorktreeRemove, run: worktreeRemove, mutates: true },
+  "workspace list": {
+    id: "cli:workspace:list",
+    parse: (args) => parseNoOptions(args, "usage: herdr workspace list"),
+    run: ({ state }) => ({ type: "workspace_list", workspaces: state.workspaces.map((ws) => workspaceInfo(state, ws)) }),
+  },
+  "workspace get": {
+    id: "cli:workspace:get",
+    parse: (args) => parseOneId(args, "usage: herdr workspace get <workspace_id>"),
+    run: ({ state }, { id }) => ({ type: "workspace_info", workspace: workspaceInfo(state, requireWorkspace(state, id)) }),
+  },
+  "workspace focus": {
+    id: "cli:workspace:focus",
+    parse: (args) => parseOneId(args, "usage: herdr workspace focus <workspace_id>"),
+    run: ({ state }, { id }) => {
+      const ws = requireWorkspace(state, id);
+      state.focusedWorkspaceId = ws.id;
+      return { type: "workspace_info", workspace: workspaceInfo(state, ws) };
+    },
+  },
+  "workspace rename": {
+    id: "cli:workspace:rename",
+    parse: parseWorkspaceRename,
+    run: ({ state }, { id, label }) => {
+      const ws = requireWorkspace(state, id);
+      ws.label = label;
+      return { type: "workspace_info", workspace: workspaceInfo(state, ws) };
+    },
+  },
+  "workspace close": {
+    id: "cli:workspace:close",
+    parse: (args) => parseOneId(args, "usage: herdr workspace close <workspace_id>"),
+    run: ({ paths, state }, { id }) => {
+      closeWorkspace(paths, state, requireWorkspace(state, id));
+      return { type: "ok" };
+    },
+  },
+  "workspace create": {
+    id: "cli:workspace:create",
+    parse: parseWorkspaceCreate,
+    run: ({ paths, state }, params) => {
+      const cwd = params.cwd ?? process.cwd();
+      if (!existsSync(cwd)) throw new ApiError("invalid_request", `cwd does not exist: ${cwd}`);
+      const ws = openWorkspace(paths, state, { cwd, label: params.label ?? basename(cwd), env: params.env, focus: params.focus });
+      const { tab, pane } = rootPane(state, ws);
+      return { type: "workspace_created", workspace: workspaceInfo(state, ws), tab: tabInfo(state, ws, tab), root_pane: paneInfo(state, pane) };
+    },
+  },
+  "pane list": {
+    id: "cli:pane:list",
+    parse: parsePaneList,
+    run: ({ state }, { workspaceId }) => {
+      if (workspaceId !== undefined) requireWorkspace(state, workspaceId);
+      const panes = Object.values(state.panes).filter((pane) => workspaceId === undefined || pane.workspaceId === workspaceId);
+      return { type: "pane_list", panes: panes.map((pane) => paneInfo(state, pane)) };
+    },
+  },
+  "pane get": {
+    id: "cli:pane:get",
+    parse: (args) => parseOneId(args, "usage: herdr pane get <pane_id>"),
+    run: ({ state }, { id }) => ({ type: "pane_info", pane: paneInfo(state, requirePane(state, id)) }),
+  },
+  "pane process-info": {
+    id: "cli:pane:process_info",
+    parse: parsePaneProcessInfo,
+    run: ({ state }, { paneId }) => ({ type: "pane_process_info", process_info: processInfo(state, requirePane(state, currentPaneId(state, paneId))) }),
+  },
+  "pane run": {
+    id: "cli:request",
+    fireAndForget: true,
+    parse: (args) => parsePaneText(args, "usage: herdr pane run <pane_id> <command>"),
+    run: (ctx, { paneId, text }) => typeInto(ctx, requirePane(ctx.state, paneId), text, ["Enter"]),
+  },
+  "pane send-text": {
+    id: "cli:request",
+    fireAndForget: true,
+    parse: (args) => parsePaneText(args, "usage: herdr pane send-text <pane_id> <text>"),
+    run: (ctx, { paneId, text }) => typeInto(ctx, requirePane(ctx.state, paneId), text, []),
+  },
+  "pane send-keys": {
+    id: "cli:request",
+    fireAndForget: true,
+    parse: (args) => parsePaneText(args, "usage: herdr pane send-keys <pane_id> <key> [key ...]"),
+    run: (ctx, { paneId, keys }) => typeInto(ctx, requirePane(ctx.state, paneId), "", keys),
+  },
+  "pane read": {
+    id: "cli:pane:read",
+    rawText: true,
+    parse: parsePaneRead,
+    run: ({ paths, state }, params) => {
+      const pane = requirePane(state, params.paneId);
+      const args = ["capture-pane", "-p", "-t", pane.tmuxPaneId];
+      if (params.ansi) args.push("-e");
+      if (params.source !== "visible") args.push("-J");
+      if (params.source !== "visible" && params.lines !== undefined) args.push("-S", `-${params.lines}`);
+      // Like Herdr, the blank rows below the cursor are not part of the text.
+      const lines = tmux(paths, state, args).replace(/\n+$/, "").split("\n");
+      const kept = params.lines !== undefined ? lines.slice(-params.lines) : lines;
+      return { text: kept.join("\n") + "\n" };
+    },
+  },
+  "pane close": {
+    id: "cli:pane:close",
+    parse: (args) => parseOneId(args, "usage: herdr pane close <pane_id>"),
+    run: ({ paths, state }, { id }) => {
+      const pane = requirePane(state, id);
+      tmux(paths, state, ["kill-pane", "-t", pane.tmuxPaneId]);
+      delete state.panes[id];
+      pruneClosedPanes(paths, state);
+      return { type: "ok" };
+    },
+  },
+};
+
+const GROUP_HELP = {
+  worktree: [
+    "herdr worktree commands:",
+    "  herdr worktree list [--workspace ID | --cwd PATH]",
+    "  herdr worktree create [--workspace ID | --cwd PATH] [--branch NAME] [--base REF] [--path PATH] [--label TEXT] [--focus] [--no-focus]",
+    "  herdr worktree open [--workspace ID | --cwd PATH] (--path PATH | --branch NAME) [--label TEXT] [--focus] [--no-focus]",
+    "  herdr worktree remove --workspace ID [--force]",
+  ],
+  workspace: [
+    "herdr workspace commands:",
+    "  herdr workspace list | get <id> | focus <id> | rename <id> <label> | close <id>",
+    "  herdr workspace create [--cwd PATH] [--label TEXT] [--env KEY=VALUE] [--focus|--no-focus]",
+  ],
+  pane: [
+    "herdr pane commands:",
+    "  herdr pane list [--workspace ID] | get <pane_id> | process-info [--pane ID | --current]",
+    "  herdr pane run <pane_id> <command> | send-text <pane_id> <text> | send-keys <pane_id> <key>...",
+    "  herdr pane read <pane_id> [--source visible|recent|...] [--lines N] | close <pane_id>",
+  ],
+};
+
+// ---------------------------------------------------------------------------------------------
+// Test-only administration: start and stop the "server".
+
+function parseAdminOptions(args) {
+  const options = {};
+  for (let i = 0; i < args.length; i += 2) {
+    const value = args[i + 1];
+    if (value === undefined) throw new UsageError(`missing value for ${args[i]}`);
+    options[args[i].replace(/^--/, "")] = value;
+  }
+  return options;
+}
+
+function adminStart(paths, options, sessionName) {
+  if (existsSync(paths.socketPath)) throw new ApiError("server_already_running", `a herdr server is already running at ${paths.socketPath}`);
+  mkdirSync(paths.dir, { recursive: true });
+  const serverEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    // The server's panes must not think they run in tmux; the double's own knobs stay out too.
+    if (key === "TMUX" || key === "TMUX_PANE" || key.startsWith("HERDR_")) continue;
+    serverEnv[key] = value;
+  }
+  const home = serverEnv.HOME || homedir();
+  writeFileSync(
+    paths.paneRc,
+    [
+      "# Written by the Herdr test double: the pane shell's only start-up file.",
+      "PS1='$ '",
+      'if [ -n "${HERDR_DOUBLE_SHELL_DELAY_S:-}" ]; then',
+      "  # A start-up job that holds the terminal's foreground and swallows typed input, like a slow",
+      "  # shell plugin: text typed before the shell owns the foreground is lost.",
+      "  set -m",
+      '  ( while read -r -t "$HERDR_DOUBLE_SHELL_DELAY_S" _swallowed; do :; done )',
+      "fi",
+      "unset HERDR_DOUBLE_SHELL_DELAY_S",
+      "",
+    ].join("\n"),
+  );
+  const state = {
+    doubleVersion: 1,
+    version: options.version ?? DEFAULT_VERSION,
+    requireTrust: options["require-trust"] === "1",
+    shellDelayMs: Number(options["shell-delay-ms"] ?? "0"),
+    sessionName,
+    worktreesDirectory: join(home, ".herdr", "worktrees"),
+    serverEnv,
+    // A later first id lets a test reach multi-digit ids without opening dozens of workspaces.
+    nextWorkspace: Number(options["first-workspace-number"] ?? "1"),
+    nextTerminal: 1,
+    focusedWorkspaceId: undefined,
+    workspaces: [],
+    panes: {},
+    faultUses: {},
+  };
+  // A placeholder session keeps the private tmux server alive while no workspace is open.
+  execFileSync(
+    "tmux",
+    ["-S", paths.tmuxSocket, "-f", "/dev/null", "new-session", "-d", "-s", "herdr-double-server", "--", "sleep", "2147483647",
+      ";", "set", "-s", "exit-empty", "off", ";", "set", "-s", "escape-time", "0", ";", "set", "-g", "history-limit", "10000"],
+    { env: serverEnv, timeout: TMUX_TIMEOUT_MS, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  writeState(paths, state);
+  writeFileSync(paths.socketPath, `herdr test double, tmux socket ${paths.tmuxSocket}\n`);
+  writeOut(json({ socket_path: paths.socketPath, tmux_socket: paths.tmuxSocket, type: "double_started" }) + "\n");
+}
+
+function adminStop(paths) {
+  rmSync(paths.socketPath, { force: true });
+  try {
+    execFileSync("tmux", ["-S", paths.tmuxSocket, "kill-server"], { timeout: TMUX_TIMEOUT_MS, stdio: ["ignore", "pipe", "pipe"] });
+  } catch {
+    // Already stopped.
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main
+
+async function execute(paths, key, spec, args) {
+  const params = spec.parse(args, existsSync(paths.statePath) ? readState(paths) : { version: DEFAULT_VERSION });
+  requireServer(paths);
+  let after;
+  const outcome = await withState(paths, async (state) => {
+    const fault = takeFault(paths, state, key);
+    if (fault?.delayMs !== undefined) await sleep(fault.delayMs);
+    if (fault?.hang === true) return { hang: true };
+    if (fault?.usage !== undefined) throw new UsageError(fault.usage);
+    if (fault?.error !== undefined && fault.error !== "worktree_open_failed") {
+      if (fault.error === "server_not_running") throw serverNotRunning(paths);
+      throw Object.assign(new ApiError(fault.error, fault.message ?? `injected ${fault.error}`), { inband: fault.inband === true });
+    }
+    if (fault?.error === "worktree_open_failed" && !key.startsWith("worktree")) {
+      throw new ApiError("worktree_open_failed", fault.message ?? "injected worktree_open_failed");
+    }
+    const result = await spec.run({ paths, state, fault }, params);
+    after = fault;
+    return { result };
+  });
+  if (outcome.hang) return hangForever();
+  if (after?.hang === "after") return hangForever();
+  if (after?.partial === true) {
+    throw new ApiError("worktree_open_failed", after.message ?? "the workspace was opened but its description could not be produced");
+  }
+  if (after?.malformed === true) {
+    writeOut(`{"id":"${spec.id}","result":{"type":"${outcome.result?.type ?? "ok"}","worksp\n`);
+    return 0;
+  }
+  if (spec.fireAndForget) return 0;
+  if (spec.rawText) {
+    writeOut(outcome.result.text);
+    return 0;
+  }
+  writeOut(json({ id: spec.id, result: outcome.result }) + "\n");
+  return 0;
+}
+
+async function main(argv) {
+  let args = argv;
+  let sessionName;
+  if (args[0] === "--session") {
+    if (args[1] === undefined) {
+      writeErr("missing value for --session\n");
+      return 2;
+    }
+    sessionName = args[1];
+    args = args.slice(2);
+  }
+  const paths = serverPaths(resolveSocketPath(process.env, sessionName));
+  logCall(paths, argv);
+
+  const [group, command, ...rest] = args;
+  if (group === "--version" || group === "-V") {
+    const version = existsSync(paths.statePath) ? readState(paths).version : DEFAULT_VERSION;
+    writeOut(`herdr ${version}\n`);
+    return 0;
+  }
+  if (group === "__double") {
+    try {
+      if (command === "start") adminStart(paths, parseAdminOptions(rest), sessionName ?? process.env.HERDR_SESSION);
+      else if (command === "stop") adminStop(paths);
+      else throw new UsageError("usage: herdr __double start|stop");
+      return 0;
+    } catch (error) {
+      writeErr(`${error.message}\n`);
+      return error instanceof UsageError ? 2 : 1;
+    }
+  }
+  if (group === undefined || GROUP_HELP[group] === undefined) {
+    writeErr(`unknown command: ${group ?? "(none)"}\n`);
+    return 2;
+  }
+  const key = `${group} ${command}`;
+  const spec = COMMANDS[key];
+  if (command === undefined || command === "help" || command === "--help" || command === "-h" || spec === undefined) {
+    writeErr(GROUP_HELP[group].join("\n") + "\n");
+    return command === "help" || command === "--help" || command === "-h" ? 0 : 2;
+  }
+  if (rest.includes("--help") || rest.includes("-h")) {
+    const version = existsSync(paths.statePath) ? readState(paths).version : DEFAULT_VERSION;
+    writeOut(key === "worktree create" ? worktreeCreateHelp(version) : `Usage: herdr ${key}\n`);
+    return 0;
+  }
+  try {
+    return await execute(paths, key, spec, rest);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      writeErr(`${error.message}\n`);
+      return 2;
+    }
+    if (error instanceof ApiError) {
+      const line = json({ error: { code: error.code, message: error.message }, id: spec.id }) + "\n";
+      if (error.inband) writeOut(line);
+      else writeErr(line);
+      return 1;
+    }
+    writeErr(json({ error: { code: "internal_error", message: String(error?.stack ?? error) }, id: spec.id }) + "\n");
+    return 1;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,242 @@
+/**
+ * The Herdr test double (test/support/herdr-double/) for tests: start an instance, talk to it,
+ * read its call log, inject faults, kill it.
+ *
+ * Invariants:
+ * - Every instance lives in its own temp dir with its own HOME and XDG_CONFIG_HOME, so its socket
+ *   (`<home>/.config/herdr/herdr.sock`), its worktree default (`<home>/.herdr/worktrees`) and its
+ *   private tmux server never touch the real ~/.config/herdr, ~/.herdr or the user's tmux.
+ * - The server environment (and so every pane's) is the one given, without TMUX/TMUX_PANE.
+ * - `kill()` stops the double's tmux server, then ends any process still carrying this instance's
+ *   socket in its environment (a pane's children), waits until none is left, and removes the dir.
+ *   It is idempotent.
+ * - Every call has a timeout.
+ */
+import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { execa } from "execa";
+import { makeTempDir } from "./git-repo.ts";
+import { PROJECT_ROOT } from "./pi.ts";
+
+export const HERDR_DOUBLE_DIR = join(PROJECT_ROOT, "test", "support", "herdr-double");
+/** The double's executable, what `HERDR_BIN_PATH` names inside its panes. */
+export const HERDR_DOUBLE_BIN = join(HERDR_DOUBLE_DIR, "herdr");
+const CALL_TIMEOUT_MS = 30_000;
+const BIN_DIR = join(PROJECT_ROOT, "node_modules", ".bin");
+
+export interface HerdrCall {
+  argv: string[];
+  at: string;
+  pid: number;
+}
+
+export interface HerdrRun {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface HerdrDoubleOptions {
+  /** The server's environment, inherited by every pane (default: PATH, LANG and the isolated HOME). */
+  env?: Record<string, string>;
+  /** What `herdr --version` says; `--trust-repository` exists from 0.9.0 on. Default 0.9.2. */
+  version?: string;
+  /** How long each new pane's shell start-up job holds the foreground and swallows typed input. */
+  shellDelayMs?: number;
+  /** Refuse `worktree create` without `--trust-repository`, as an untrusted repository does. */
+  requireTrust?: boolean;
+  /** The number of the first workspace id (default 1), to reach multi-digit ids quickly. */
+  firstWorkspaceNumber?: number;
+}
+
+export interface HerdrDouble {
+  rootDir: string;
+  home: string;
+  socketPath: string;
+  /** Where the double keeps its state, call log and faults file. */
+  serverDir: string;
+  binPath: string;
+  /** The environment the server (and so each pane) started with. */
+  serverEnv: Record<string, string>;
+  /** For a process outside any pane that talks to this instance: socket and binary named explicitly. */
+  clientEnv: Record<string, string>;
+  /** The environment Herdr gives a process in `paneId` (for a print-mode Pi that pretends to run there). */
+  paneEnv(paneId: string): Promise<Record<string, string>>;
+  /** Runs the double with `args`; never throws for a non-zero exit. */
+  herdr(args: readonly string[], options?: { env?: Record<string, string>; timeoutMs?: number }): Promise<HerdrRun>;
+  /** Runs a command that must succeed with JSON and returns its `result`. */
+  result(args: readonly string[]): Promise<Record<string, unknown>>;
+  /** Creates a workspace (focused) whose root pane's shell starts in `cwd`; returns its ids. */
+  openWorkspace(cwd: string, label: string): Promise<{ workspaceId: string; tabId: string; paneId: string }>;
+  /** The visible text of a pane (`herdr pane read --source visible`). */
+  read(paneId: string): Promise<string>;
+  calls(): HerdrCall[];
+  clearCalls(): void;
+  /** Faults by command (`"worktree create"`, `"pane process-info"`, `"*"`), read on every call. */
+  setFaults(faults: Record<string, unknown>): void;
+  clearFaults(): void;
+  kill(): Promise<void>;
+}
+
+export async function startHerdrDouble(options: HerdrDoubleOptions = {}): Promise<HerdrDouble> {
+  // The executable bit may be lost in a checkout; the double must run as `herdr` all the same.
+  chmodSync(HERDR_DOUBLE_BIN, 0o755);
+  const rootDir = makeTempDir("phw-herdr-");
+  const home = join(rootDir, "home");
+  const configHome = join(home, ".config");
+  await mkdir(configHome, { recursive: true });
+  const socketPath = join(configHome, "herdr", "herdr.sock");
+  const serverDir = join(configHome, "herdr");
+  const serverEnv: Record<string, string> = {};
+  for (const [key, value] of Object.entries(
+    options.env ?? { PATH: `${BIN_DIR}:${process.env.PATH ?? "/usr/bin:/bin"}`, LANG: "C.UTF-8" },
+  )) {
+    if (key === "TMUX" || key === "TMUX_PANE" || key.startsWith("HERDR_")) continue;
+    serverEnv[key] = value;
+  }
+  Object.assign(serverEnv, { HOME: home, XDG_CONFIG_HOME: configHome });
+  const clientEnv: Record<string, string> = {
+    ...serverEnv,
+    PATH: `${BIN_DIR}:${serverEnv.PATH ?? process.env.PATH ?? "/usr/bin:/bin"}`,
+    HERDR_SOCKET_PATH: socketPath,
+    HERDR_BIN_PATH: HERDR_DOUBLE_BIN,
+  };
+
+  const herdr = async (args: readonly string[], runOptions: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<HerdrRun> => {
+    const run = await execa(HERDR_DOUBLE_BIN, [...args], {
+      env: runOptions.env ?? clientEnv,
+      extendEnv: false,
+      reject: false,
+      stdin: "ignore",
+      timeout: runOptions.timeoutMs ?? CALL_TIMEOUT_MS,
+      stripFinalNewline: false,
+    });
+    if (run.timedOut) throw new Error(`herdr ${args.join(" ")} timed out.`);
+    return { exitCode: run.exitCode ?? -1, stdout: String(run.stdout), stderr: String(run.stderr) };
+  };
+
+  const result = async (args: readonly string[]): Promise<Record<string, unknown>> => {
+    const run = await herdr(args);
+    if (run.exitCode !== 0) throw new Error(`herdr ${args.join(" ")} exited ${run.exitCode}: ${run.stderr}`);
+    return (JSON.parse(run.stdout) as { result: Record<string, unknown> }).result;
+  };
+
+  const callLog = join(serverDir, "calls.jsonl");
+  const faultsFile = join(serverDir, "faults.json");
+  let killed = false;
+  const kill = async (): Promise<void> => {
+    if (killed) return;
+    killed = true;
+    await herdr(["__double", "stop"], { timeoutMs: 15_000 }).catch(() => undefined);
+    await endStragglers(socketPath);
+    rmSync(rootDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
+  };
+
+  try {
+    const started = await herdr([
+      "__double",
+      "start",
+      "--version",
+      options.version ?? "0.9.2",
+      "--shell-delay-ms",
+      String(options.shellDelayMs ?? 0),
+      "--require-trust",
+      options.requireTrust === true ? "1" : "0",
+      "--first-workspace-number",
+      String(options.firstWorkspaceNumber ?? 1),
+    ], { env: serverEnv });
+    if (started.exitCode !== 0) throw new Error(`The Herdr double did not start: ${started.stderr}`);
+  } catch (error) {
+    await kill();
+    throw error;
+  }
+
+  return {
+    rootDir,
+    home,
+    socketPath,
+    serverDir,
+    binPath: HERDR_DOUBLE_BIN,
+    serverEnv,
+    clientEnv,
+    async paneEnv(paneId) {
+      const pane = (await result(["pane", "get", paneId])).pane as { tab_id: string; workspace_id: string };
+      return {
+        ...serverEnv,
+        HERDR_ENV: "1",
+        HERDR_PANE_ID: paneId,
+        HERDR_TAB_ID: pane.tab_id,
+        HERDR_WORKSPACE_ID: pane.workspace_id,
+        HERDR_SOCKET_PATH: socketPath,
+        HERDR_BIN_PATH: HERDR_DOUBLE_BIN,
+      };
+    },
+    herdr,
+    result,
+    async openWorkspace(cwd, label) {
+      const created = await result(["workspace", "create", "--cwd", cwd, "--label", label, "--focus"]);
+      const rootPane = created.root_pane as { pane_id: string; tab_id: string; workspace_id: string };
+      return { workspaceId: rootPane.workspace_id, tabId: rootPane.tab_id, paneId: rootPane.pane_id };
+    },
+    async read(paneId) {
+      const run = await herdr(["pane", "read", paneId, "--source", "visible"]);
+      if (run.exitCode !== 0) throw new Error(`herdr pane read ${paneId} exited ${run.exitCode}: ${run.stderr}`);
+      return run.stdout;
+    },
+    calls() {
+      if (!existsSync(callLog)) return [];
+      return readFileSync(callLog, "utf8")
+        .split("\n")
+        .filter((line) => line !== "")
+        .map((line) => JSON.parse(line) as HerdrCall);
+    },
+    clearCalls() {
+      writeFileSync(callLog, "");
+    },
+    setFaults(faults) {
+      writeFileSync(faultsFile, JSON.stringify(faults));
+    },
+    clearFaults() {
+      rmSync(faultsFile, { force: true });
+    },
+    kill,
+  };
+}
+
+/**
+ * Processes that still carry this instance's socket in their environment: a pane's children that
+ * outlived the SIGHUP of the tmux server (or a double call hung by a fault). SIGTERM, then SIGKILL.
+ */
+async function endStragglers(socketPath: string): Promise<void> {
+  const marker = `HERDR_SOCKET_PATH=${socketPath}`;
+  const find = (): number[] => {
+    const pids: number[] = [];
+    for (const name of readdirSync("/proc")) {
+      if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+      try {
+        if (readFileSync(`/proc/${name}/environ`, "utf8").split("\0").includes(marker)) pids.push(Number(name));
+      } catch {
+        // Gone, or not ours to read.
+      }
+    }
+    return pids;
+  };
+  const signal = (pids: number[], name: NodeJS.Signals): void => {
+    for (const pid of pids) {
+      try {
+        process.kill(pid, name);
+      } catch {
+        // Already gone.
+      }
+    }
+  };
+  for (let attempt = 0; attempt < 40; attempt++) {
+    const left = find();
+    if (left.length === 0) return;
+    signal(left, attempt < 20 ? "SIGTERM" : "SIGKILL");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const left = find();
+  if (left.length > 0) throw new Error(`Processes of the Herdr double are still running: ${left.join(", ")}.`);
+}
