@@ -7,8 +7,10 @@
  * - User input never reaches git where it could be read as an option: names and refs are validated
  *   first and passed after `--` or `--end-of-options` where the command accepts it.
  * - Read operations never write: `GIT_OPTIONAL_LOCKS=0` stops `git status` refreshing the index.
- * - `addWorktree` is the only write; it refuses an existing branch or path before git runs, because
- *   git 2.39 creates the branch before it checks the path.
+ * - Writes: `addWorktree` refuses an existing branch or path before git runs, because git 2.39
+ *   creates the branch before it checks the path. Recovery's removals (`removeWorktree`,
+ *   `pruneWorktrees`, `deleteBranch`) each remove exactly one named thing, and `deleteBranch`
+ *   checks the tip and its merge itself right before git deletes it.
  * - git runs with `LC_ALL=C` (its messages are classified and shown verbatim) and without inherited
  *   `GIT_*` variables other than a small allowlist (simple-git v4 refuses the others anyway).
  * - A non-zero exit is data, not an exception: each method decides what the exit code means.
@@ -18,7 +20,7 @@ import os from "node:os";
 import path from "node:path";
 import { GitPluginError, simpleGit } from "simple-git";
 import type { GitState } from "../manifest/schema.ts";
-import type { GitPort, RepositoryInfo, WorktreeEntry } from "./types.ts";
+import type { CommitSummary, GitPort, RecoveryGitPort, RepositoryInfo, WorktreeEntry, WorktreeStatus } from "./types.ts";
 
 export interface SimpleGitPortOptions {
   /** Deadline for each read call, in milliseconds. Default 30 s. */
@@ -50,6 +52,7 @@ interface GitOutcome {
 
 const DEFAULT_TIMEOUT_MS = 30_000;
 const DEFAULT_ADD_WORKTREE_TIMEOUT_MS = 600_000;
+const DEFAULT_COMMIT_LIST_LIMIT = 500;
 const FULL_SHA = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 const BRANCH_REF_PREFIX = "refs/heads/";
 
@@ -76,7 +79,7 @@ export function gitEnvironment(base: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return env;
 }
 
-export class SimpleGitPort implements GitPort {
+export class SimpleGitPort implements RecoveryGitPort {
   private readonly timeoutMs: number;
   private readonly addWorktreeTimeoutMs: number;
   private readonly env: NodeJS.ProcessEnv | undefined;
@@ -217,6 +220,96 @@ export class SimpleGitPort implements GitPort {
     return state;
   }
 
+  async worktreeStatus(checkout: string): Promise<WorktreeStatus> {
+    const status = await this.run(checkout, ["status", "--porcelain=v1", "-z", "--untracked-files=normal"]);
+    if (status.exitCode !== 0) throw gitFailure(["status"], status);
+    return parseStatus(status.stdout);
+  }
+
+  async commitsNotIn(
+    repo: string,
+    tip: string,
+    exclude: readonly string[],
+    options: { excludeRemotes?: boolean; limit?: number } = {},
+  ): Promise<{ total: number; commits: CommitSummary[] }> {
+    for (const revision of [tip, ...exclude]) assertRevision(revision);
+    // `--not --remotes --not` excludes every remote-tracking branch and switches back, so the
+    // revisions after `--end-of-options` (which can never be read as options) keep their meaning.
+    const selection = [
+      ...(options.excludeRemotes === true ? ["--not", "--remotes", "--not"] : []),
+      "--end-of-options",
+      tip,
+      ...exclude.map((revision) => `^${revision}`),
+    ];
+    const counted = await this.run(repo, ["rev-list", "--count", ...selection]);
+    if (counted.exitCode !== 0) throw gitFailure(["rev-list"], counted);
+    const total = Number.parseInt(counted.stdout.trim(), 10);
+    if (!Number.isSafeInteger(total) || total < 0) throw new Error(`git rev-list --count printed ${JSON.stringify(counted.stdout)}.`);
+    const limit = options.limit ?? DEFAULT_COMMIT_LIST_LIMIT;
+    if (total === 0 || limit <= 0) return { total, commits: [] };
+    const listed = await this.run(repo, ["rev-list", "--no-commit-header", "--format=%H %s", `--max-count=${limit}`, ...selection]);
+    if (listed.exitCode !== 0) throw gitFailure(["rev-list"], listed);
+    const commits = listed.stdout
+      .split("\n")
+      .filter((line) => line.length > 0)
+      .map((line) => {
+        const space = line.indexOf(" ");
+        return space === -1 ? { sha: line, subject: "" } : { sha: line.slice(0, space), subject: line.slice(space + 1) };
+      });
+    return { total, commits };
+  }
+
+  async isAncestor(repo: string, ancestor: string, descendant: string): Promise<boolean> {
+    assertRevision(ancestor);
+    assertRevision(descendant);
+    const result = await this.run(repo, ["merge-base", "--is-ancestor", "--end-of-options", ancestor, descendant]);
+    if (result.exitCode === 0) return true;
+    if (result.exitCode === 1) return false;
+    throw gitFailure(["merge-base"], result);
+  }
+
+  async removeWorktree(repo: string, worktreePath: string, options: { force: boolean }): Promise<void> {
+    if (!path.isAbsolute(worktreePath) || !isPlainArgument(worktreePath)) {
+      throw new Error(`The worktree path ${JSON.stringify(worktreePath)} is not an absolute path.`);
+    }
+    // One `--force` only: git needs it twice to remove a locked worktree, which stays a person's call.
+    const args = ["worktree", "remove", ...(options.force ? ["--force"] : []), "--", worktreePath];
+    const result = await this.run(repo, args);
+    if (result.exitCode !== 0) throw gitFailure(args, result);
+  }
+
+  async pruneWorktrees(repo: string, options: { dryRun: boolean }): Promise<string[]> {
+    const args = ["worktree", "prune", "--verbose", ...(options.dryRun ? ["--dry-run"] : [])];
+    const result = await this.run(repo, args);
+    if (result.exitCode !== 0) throw gitFailure(args, result);
+    // git reports each entry (`Removing worktrees/<name>: <reason>`) on stderr.
+    return `${result.stderr}\n${result.stdout}`
+      .split(/\r?\n/)
+      .map((line) => line.trim())
+      .filter((line) => line.length > 0);
+  }
+
+  async deleteBranch(repo: string, branch: string, options: { expectedTip: string; mergedInto: string }): Promise<void> {
+    const { expectedTip, mergedInto } = options;
+    if (!isPlainArgument(branch) || branch.length === 0 || branch.startsWith("-")) {
+      throw new Error(`${JSON.stringify(branch)} is not a branch name.`);
+    }
+    if (!FULL_SHA.test(expectedTip) || !FULL_SHA.test(mergedInto)) throw new Error("deleteBranch needs full commit SHAs.");
+    const tip = await this.resolveCommit(repo, `${BRANCH_REF_PREFIX}${branch}`);
+    if (tip === undefined) throw new Error(`Branch ${branch} does not exist.`);
+    if (tip !== expectedTip) {
+      throw new Error(`Branch ${branch} moved to ${tip.slice(0, 12)} since it was checked (${expectedTip.slice(0, 12)}); it was not deleted.`);
+    }
+    if (!(await this.isAncestor(repo, tip, mergedInto))) {
+      throw new Error(`Branch ${branch} has commits that are not in ${mergedInto.slice(0, 12)}; it was not deleted.`);
+    }
+    // `-D` because the merge was checked above against the handoff's base, which need not be the
+    // HEAD that `git branch -d` compares with.
+    const args = ["branch", "-D", "--", branch];
+    const result = await this.run(repo, args);
+    if (result.exitCode !== 0) throw gitFailure(args, result);
+  }
+
   /** Runs one git command in `cwd`; resolves with any exit code, rejects on a timeout or a refusal. */
   private async run(cwd: string, args: readonly string[], timeoutMs = this.timeoutMs): Promise<GitOutcome> {
     let finished: { exitCode: number; stderr: string } | undefined;
@@ -342,6 +435,13 @@ function commandName(args: readonly string[]): string {
   const [command, subcommand] = args;
   const isSubcommand = subcommand !== undefined && /^[a-z][a-z-]*$/.test(subcommand);
   return ["git", command ?? "", ...(command === "worktree" && isSubcommand ? [subcommand] : [])].join(" ").trim();
+}
+
+/** A commit or ref given to a history query: never empty, never option-like, one line. */
+function assertRevision(revision: string): void {
+  if (!isPlainArgument(revision) || revision.length === 0 || revision.startsWith("-") || revision.startsWith("^")) {
+    throw new Error(`${JSON.stringify(revision)} is not a commit or ref.`);
+  }
 }
 
 /** Text git can receive as one argument: Node refuses NUL, and newlines make no sense in names or refs. */

@@ -7,6 +7,9 @@
  * - Any failure after the manifest is written keeps every resource, records the step, the error
  *   and the git state, and is reported with what exists and how to go on. Nothing is deleted.
  * - Focus happens only after the child is confirmed; a focus failure is not a launch failure.
+ *   Steps 4-6 run through `ChildLauncher` (launch.ts), the same path recovery's relaunch takes.
+ * - The launch settings (model, thinking level, mirrored flags, approval) are recorded with the
+ *   child session, so recovery can rebuild the launch command instead of guessing them.
  * - The parent session file is only ever read.
  */
 import { existsSync } from "node:fs";
@@ -14,11 +17,12 @@ import type { GitPort, RepositoryInfo } from "../git/types.ts";
 import type { HandoffStep, Manifest, MuxKind, MuxLocation } from "../manifest/schema.ts";
 import { newManifest } from "../manifest/factory.ts";
 import type { ManifestStore } from "../manifest/store.ts";
-import type { Multiplexer, PaneProcess } from "../mux/types.ts";
+import type { Multiplexer } from "../mux/types.ts";
 import type { ForkRequest, ForkResult } from "../session/fork.ts";
 import { buildHandoffMessage, prepareTask } from "../session/handoff-message.ts";
 import { childSessionDir } from "../session/paths.ts";
 import type { HandoffArgs } from "./args.ts";
+import { ChildLauncher, type LaunchOutcome } from "./launch.ts";
 import { buildLaunchCommand, shellQuote } from "./launch-command.ts";
 import { chooseWorktreePath } from "./worktree-path.ts";
 
@@ -50,7 +54,8 @@ export type MuxChoice = { ok: true; mux: Multiplexer } | { ok: false; message: s
 export interface HandoffDeps {
   git: GitPort;
   store: ManifestStore;
-  selectMux(explicit: MuxKind | undefined): MuxChoice;
+  /** May ask the backend whether its server answers (Herdr), so it may be asynchronous. */
+  selectMux(explicit: MuxKind | undefined): MuxChoice | Promise<MuxChoice>;
   fork(request: ForkRequest): Promise<ForkResult>;
   now(): Date;
   sleep(ms: number): Promise<void>;
@@ -90,12 +95,15 @@ export const DEFAULT_TIMEOUTS = { shellMs: 15_000, confirmMs: 45_000, pollMs: 10
 
 export class HandoffTransaction {
   private readonly deps: HandoffDeps;
+  /** Set once the launch reaches confirmation: from then on the child may be running. */
+  private lateStep: "confirm" | "focus" | undefined;
 
   constructor(deps: HandoffDeps) {
     this.deps = deps;
   }
 
   async run(request: HandoffRequest): Promise<HandoffOutcome> {
+    this.lateStep = undefined;
     this.deps.progress("preconditions", "Checking the session, the repository and the branch");
     const planned = await this.plan(request);
     if (!planned.ok) return { code: "refused", message: planned.message };
@@ -106,40 +114,31 @@ export class HandoffTransaction {
     if (!created.ok) return { code: "refused", message: created.message };
     let manifest = created.manifest;
 
+    let launched: LaunchOutcome;
     try {
       manifest = await this.provision(plan, manifest);
       manifest = await this.forkSession(plan, manifest, request);
-      manifest = await this.launch(plan, manifest, request);
+      launched = await this.launch(plan, manifest, request);
     } catch (error) {
+      if (!(error instanceof StepFailure) && this.lateStep !== undefined) {
+        // The child may already be running: an unexpected error while confirming or focusing is
+        // not a launch failure, so it is not recorded as one.
+        throw error;
+      }
       const step = error instanceof StepFailure ? error.step : "launch";
       const message = error instanceof Error ? error.message : String(error);
       return this.fail(plan, manifest.id, step, message);
     }
 
-    this.deps.progress("confirm", "Waiting for the new Pi to start");
-    const confirmed = await this.confirm(plan, manifest);
-    if (!confirmed.ok) {
-      const unconfirmed = await this.deps.store.transition(
-        manifest.id,
-        "launch_unconfirmed",
-        (m) => {
-          m.error = { step: "confirm", message: confirmed.message, at: this.isoNow() };
-        },
-        confirmed.message,
-      );
+    if (launched.code === "launch_unconfirmed") {
       return {
         code: "launch_unconfirmed",
-        manifest: unconfirmed,
-        message: `${confirmed.message} ${describeRetained(unconfirmed)}`,
+        manifest: launched.manifest,
+        message: `${launched.message} ${describeRetained(launched.manifest)}`,
       };
     }
-    manifest = confirmed.manifest;
-
-    if (request.args.focus) {
-      this.deps.progress("focus", "Switching to the new window");
-      manifest = await this.focus(plan, manifest);
-    }
-    return { code: "running", manifest, message: describeSuccess(manifest) };
+    if (launched.code !== "running") throw new Error(`Unexpected launch outcome ${launched.code}.`);
+    return { code: "running", manifest: launched.manifest, message: describeSuccess(launched.manifest) };
   }
 
   /** Step 0: every check, nothing written. */
@@ -160,7 +159,7 @@ export class HandoffTransaction {
         message: `No usable model is selected (${request.model.provider}/${request.model.id} is not available in this Pi); choose one with /model, then hand off.`,
       };
     }
-    const mux = this.deps.selectMux(args.mux);
+    const mux = await this.deps.selectMux(args.mux);
     if (!mux.ok) return { ok: false, message: mux.message };
 
     const repo = await this.deps.git.findRepository(parent.cwd);
@@ -306,8 +305,18 @@ export class HandoffTransaction {
     } catch (error) {
       throw new StepFailure("fork", error instanceof Error ? error.message : String(error));
     }
+    // With the session, how its Pi is to be started: recovery rebuilds the launch command from
+    // these if this launch never completes.
     const recordChild = (m: Manifest): void => {
-      m.child = { ...m.child, sessionFile: forked.childSessionFile, sessionId: forked.childSessionId };
+      m.child = {
+        ...m.child,
+        sessionFile: forked.childSessionFile,
+        sessionId: forked.childSessionId,
+        model: plan.model,
+        ...(request.thinkingLevel !== undefined ? { thinkingLevel: request.thinkingLevel } : {}),
+        extraArgs: [...request.extraPiArgs],
+        approve: request.projectTrusted,
+      };
     };
     if (this.deps.faultAt === "fork") {
       await this.deps.store.update(manifest.id, recordChild);
@@ -316,14 +325,13 @@ export class HandoffTransaction {
     return this.deps.store.transition(manifest.id, "forked", recordChild);
   }
 
-  /** Step 4: type the child's command into the pane once its shell is ready. */
-  private async launch(plan: Plan, manifest: Manifest, request: HandoffRequest): Promise<Manifest> {
-    const location = manifest.mux;
+  /**
+   * Steps 4 to 6 through the shared `ChildLauncher`: the command is built, recorded and typed
+   * once the pane's shell is ready, then the child is confirmed and, if asked, focused.
+   */
+  private async launch(plan: Plan, manifest: Manifest, request: HandoffRequest): Promise<LaunchOutcome> {
     const childSessionFile = manifest.child.sessionFile;
     if (childSessionFile === undefined) throw new StepFailure("launch", "The child session file was not recorded.");
-    this.deps.progress("launch", "Waiting for the new pane's shell");
-    const ready = await plan.mux.waitForShell(location, { timeoutMs: this.deps.timeouts.shellMs });
-    if (!ready.ok) throw new StepFailure("launch", ready.message);
     const sessionDir = childSessionDir({
       parentSessionDir: request.parent.sessionDir,
       parentCwd: request.parent.cwd,
@@ -348,51 +356,27 @@ export class HandoffTransaction {
     } catch (error) {
       throw new StepFailure("launch", error instanceof Error ? error.message : String(error));
     }
-    const launching = await this.deps.store.transition(manifest.id, "launching", (m) => {
-      m.child = { ...m.child, command };
+    const launcher = new ChildLauncher({
+      store: this.deps.store,
+      now: () => this.deps.now(),
+      sleep: (ms) => this.deps.sleep(ms),
+      timeouts: this.deps.timeouts,
+      progress: (step, text) => {
+        if (step === "confirm" || step === "focus") this.lateStep = step;
+        this.deps.progress(step, text);
+      },
     });
-    this.deps.progress("launch", "Starting Pi in the new pane");
-    this.injectFault("launch");
-    // The confirm fault types a harmless line instead of Pi, so no child ever acknowledges.
-    const typed = await plan.mux.run(location, this.deps.faultAt === "confirm" ? ": pi-handoff-worktree fault: no child" : command);
-    if (!typed.ok) throw new StepFailure("launch", typed.message);
-    return launching;
-  }
-
-  /** Step 5: the child's acknowledgement, or failing that a process probe. */
-  private async confirm(plan: Plan, manifest: Manifest): Promise<{ ok: true; manifest: Manifest } | { ok: false; message: string }> {
-    const deadline = this.deps.now().getTime() + this.deps.timeouts.confirmMs;
-    for (;;) {
-      const current = await this.deps.store.read(manifest.id);
-      if (current.ok && current.manifest.state === "running" && current.manifest.child.ackAt !== undefined) {
-        return { ok: true, manifest: current.manifest };
-      }
-      if (this.deps.now().getTime() >= deadline) break;
-      await this.deps.sleep(this.deps.timeouts.pollMs);
-    }
-    const probed = await plan.mux.probe(manifest.mux);
-    const child = probed.ok ? findChildProcess(probed.processes, manifest) : undefined;
-    if (child === undefined) {
-      return {
-        ok: false,
-        message: `The new Pi did not confirm its start within ${Math.round(this.deps.timeouts.confirmMs / 1000)} s and no Pi process was found in the new pane.`,
-      };
-    }
-    const running = await this.deps.store.update(manifest.id, (m) => {
-      // The acknowledgement may have landed between the last poll and the probe; it wins.
-      if (m.state === "running") return;
-      m.state = "running";
-      m.history.push({ state: "running", at: this.isoNow(), note: "confirmed by process probe" });
-      m.child = { ...m.child, pid: child.pid, confirmedBy: "probe" };
+    const outcome = await launcher.launch({
+      mux: plan.mux,
+      manifest,
+      command,
+      focus: request.args.focus,
+      beforeType: () => this.injectFault("launch"),
+      // The confirm fault types a harmless line instead of Pi, so no child ever acknowledges.
+      ...(this.deps.faultAt === "confirm" ? { typedLine: ": pi-handoff-worktree fault: no child" } : {}),
     });
-    return { ok: true, manifest: running };
-  }
-
-  private async focus(plan: Plan, manifest: Manifest): Promise<Manifest> {
-    const focused = await plan.mux.focus(manifest.mux);
-    return this.deps.store.update(manifest.id, (m) => {
-      m.focus = focused.ok ? { at: this.isoNow() } : { error: focused.message, at: this.isoNow() };
-    });
+    if (outcome.code === "shell_not_ready" || outcome.code === "type_failed") throw new StepFailure("launch", outcome.message);
+    return outcome;
   }
 
   private async fail(plan: Plan, id: string, step: HandoffStep, message: string): Promise<HandoffOutcome> {
@@ -433,12 +417,6 @@ function holdsBranch(manifest: Manifest): boolean {
   if (manifest.state === "removed") return false;
   if (manifest.state === "failed" && manifest.error?.step === "worktree") return false;
   return true;
-}
-
-function findChildProcess(processes: readonly PaneProcess[], manifest: Manifest): PaneProcess | undefined {
-  return processes.find(
-    (process) => process.name === "pi" && process.handoffId === manifest.id && process.cwd === manifest.worktree.path,
-  );
 }
 
 export function describeLocation(location: MuxLocation): string {

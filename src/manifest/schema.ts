@@ -98,6 +98,17 @@ export const ManifestSchema = z.strictObject({
       /** How the launch was confirmed: the child's own acknowledgement or the process probe. */
       confirmedBy: z.enum(["ack", "probe"]).optional(),
       command: z.string().optional(),
+      /**
+       * How the child was started, recorded at launch so that recovery can start it again in a
+       * different environment (the recorded `command` may name a Pi that no longer exists) without
+       * guessing the model. Optional: manifests written before these fields existed still parse.
+       */
+      model: z.strictObject({ provider: z.string().min(1), id: z.string().min(1) }).optional(),
+      thinkingLevel: z.string().optional(),
+      /** Pi flags mirrored from the parent's command line (`--extension <abs path>`, `--offline`). */
+      extraArgs: z.array(z.string()).optional(),
+      /** Whether the child was started with `--approve` (only when the parent's project was trusted). */
+      approve: z.boolean().optional(),
     })
     .default({}),
   task: z.string().optional(),
@@ -109,10 +120,14 @@ export type Manifest = z.infer<typeof ManifestSchema>;
 
 /** Transitions the transaction may make; anything else is a programming error. */
 export const ALLOWED_TRANSITIONS: Readonly<Record<HandoffState, readonly HandoffState[]>> = {
-  provisioning: ["provisioned", "failed"],
-  provisioned: ["forked", "failed"],
-  forked: ["launching", "failed"],
-  launching: ["running", "launch_unconfirmed", "failed"],
+  // `removed` from the unfinished states: recovery (`pi-handoff remove`) may retire a handoff whose
+  // transaction died mid-way (the Pi that ran it was killed); it checks that no one is working on it.
+  provisioning: ["provisioned", "failed", "removed"],
+  provisioned: ["forked", "failed", "removed"],
+  forked: ["launching", "failed", "removed"],
+  // `launching` again: recovery relaunches a child whose launch was never confirmed because the
+  // process that typed the command died before it could record the outcome.
+  launching: ["running", "launch_unconfirmed", "failed", "launching", "removed"],
   // A late acknowledgement turns an unconfirmed launch into a running one; relaunch goes back to launching.
   launch_unconfirmed: ["running", "launching", "failed", "removed"],
   running: ["launching", "running", "failed", "removed"],

@@ -8,18 +8,23 @@
  * - Only `focus()` changes the active window; windows are created with `-d`.
  * - Failures are returned as values with a stable code and one sentence, never thrown.
  * - `run()` types the command line literally (`send-keys -l`), so tmux never interprets key names in it.
+ * - Recovery (`reopenWorkspace`, `removeWorktree`) closes only a window that still shows the
+ *   handoff's pane in its worktree (ids restart with a tmux server, so an id alone could name
+ *   someone else's window), and refuses uncommitted changes before it closes anything.
  */
+import { stat } from "node:fs/promises";
 import { execa } from "execa";
-import type { GitPort } from "../git/types.ts";
+import type { GitPort, RecoveryGitPort } from "../git/types.ts";
 import type { MuxLocation, TmuxLocation } from "../manifest/schema.ts";
 import { listDescendants, readComm, readCwd, readEnvironValue, readStat } from "./procfs.ts";
 import type {
   CreatedWorkspace,
   CreateWorkspaceRequest,
-  Multiplexer,
   MuxFailure,
   MuxResult,
   PaneProcess,
+  RecoverableMultiplexer,
+  ReopenWorkspaceRequest,
 } from "./types.ts";
 import { HANDOFF_ID_ENV } from "./types.ts";
 
@@ -34,20 +39,27 @@ export interface TmuxMultiplexerOptions {
   targetSession?: string;
   /** The pane the parent runs in (`$TMUX_PANE`); new windows go into the session that contains it. */
   originPaneId?: string;
-  git: Pick<GitPort, "addWorktree">;
+  git: TmuxGitPort;
   /** Upper bound for each tmux call. */
   timeoutMs?: number;
   tmuxBin?: string;
 }
 
+/**
+ * The git operations this backend runs through: creating a worktree for a handoff, and for
+ * recovery's `removeWorktree` (optional, so a backend built only to hand off needs no more) the
+ * status check and the removal.
+ */
+export type TmuxGitPort = Pick<GitPort, "addWorktree"> & Partial<Pick<RecoveryGitPort, "removeWorktree" | "worktreeStatus">>;
+
 type TmuxCallResult = { ok: true; stdout: string } | MuxFailure;
 
-export class TmuxMultiplexer implements Multiplexer {
+export class TmuxMultiplexer implements RecoverableMultiplexer {
   readonly kind = "tmux" as const;
   readonly socketPath: string;
   readonly #targetSession: string | undefined;
   readonly #originPaneId: string | undefined;
-  readonly #git: Pick<GitPort, "addWorktree">;
+  readonly #git: TmuxGitPort;
   readonly #timeoutMs: number;
   readonly #tmuxBin: string;
 
@@ -66,7 +78,7 @@ export class TmuxMultiplexer implements Multiplexer {
    */
   static fromEnvironment(
     env: Readonly<Record<string, string | undefined>>,
-    git: Pick<GitPort, "addWorktree">,
+    git: TmuxGitPort,
     options: { timeoutMs?: number; tmuxBin?: string } = {},
   ): TmuxMultiplexer | undefined {
     const match = /^(.+),(\d+),(\d+)$/.exec(env.TMUX ?? "");
@@ -102,19 +114,7 @@ export class TmuxMultiplexer implements Multiplexer {
     }
 
     const partial = { worktreePath: request.worktreePath };
-    const created = await this.#tmux(this.socketPath, [
-      "new-window",
-      "-d",
-      "-t",
-      `${session.sessionId}:`,
-      "-c",
-      request.worktreePath,
-      "-n",
-      request.label,
-      "-P",
-      "-F",
-      "#{session_id} #{window_id} #{pane_id}",
-    ]);
+    const created = await this.#newWindow(this.socketPath, session.sessionId, request.worktreePath, request.label);
     if (!created.ok) {
       return {
         ok: false,
@@ -123,20 +123,136 @@ export class TmuxMultiplexer implements Multiplexer {
         partial,
       };
     }
-    const [sessionId, windowId, paneId] = created.stdout.trim().split(" ");
-    if (!isId(sessionId, "$") || !isId(windowId, "@") || !isId(paneId, "%")) {
+    return { ok: true, location: created.location, worktreePath: request.worktreePath };
+  }
+
+  /**
+   * A new window (unfocused) for an existing worktree: in the tmux session the old window was in
+   * when that session still exists, otherwise in the session this backend targets (the tmux the
+   * caller runs in).
+   */
+  async reopenWorkspace(request: ReopenWorkspaceRequest): Promise<MuxResult<{ location: TmuxLocation }>> {
+    const previous = asTmuxLocation(request.previous);
+    if (!previous.ok) return previous;
+    if (!(await isDirectory(request.worktreePath))) {
+      return { ok: false, code: "worktree_missing", message: `The worktree ${request.worktreePath} no longer exists, so there is nothing to open a window in.` };
+    }
+    const candidates: Array<{ socketPath: string; target: string }> = [];
+    if (previous.location.sessionId !== undefined) {
+      candidates.push({ socketPath: previous.location.socketPath ?? this.socketPath, target: previous.location.sessionId });
+    }
+    const own = this.#targetSession ?? this.#originPaneId;
+    if (own !== undefined) candidates.push({ socketPath: this.socketPath, target: own });
+    let lastFailure: MuxFailure | undefined;
+    for (const candidate of candidates) {
+      const session = await this.#sessionOf(candidate.socketPath, candidate.target);
+      if (!session.ok) {
+        lastFailure = session;
+        continue;
+      }
+      const created = await this.#newWindow(candidate.socketPath, session.sessionId, request.worktreePath, request.label);
+      if (!created.ok) return created;
+      return { ok: true, location: created.location };
+    }
+    return {
+      ok: false,
+      code: "no_session",
+      message:
+        lastFailure === undefined
+          ? "There is no tmux session to open the window in; run this inside tmux."
+          : `Could not find a tmux session to open the window in (${stripPeriod(lastFailure.message)}); run this inside tmux.`,
+    };
+  }
+
+  /**
+   * Closes the handoff's window (when it still shows the handoff's pane in the worktree), then has
+   * git remove the worktree. Never deletes the branch. Without `force`, uncommitted or untracked
+   * files refuse the removal before anything is closed.
+   */
+  async removeWorktree(
+    location: MuxLocation,
+    options: { mainCheckout: string; worktreePath: string; force: boolean },
+  ): Promise<MuxResult<object>> {
+    const tmuxLocation = asTmuxLocation(location);
+    if (!tmuxLocation.ok) return tmuxLocation;
+    const { removeWorktree, worktreeStatus } = this.#git;
+    if (removeWorktree === undefined || worktreeStatus === undefined) {
+      return { ok: false, code: "unsupported", message: "This tmux backend was built without the git operations needed to remove a worktree." };
+    }
+    const present = await isDirectory(options.worktreePath);
+    if (present && !options.force) {
+      let status: Awaited<ReturnType<typeof worktreeStatus>>;
+      try {
+        status = await worktreeStatus.call(this.#git, options.worktreePath);
+      } catch (error) {
+        return { ok: false, code: "worktree_remove_failed", message: `Could not read the state of ${options.worktreePath}: ${stripPeriod(oneLine(errorText(error)))}.` };
+      }
+      const changed = status.dirtyFiles.length + status.untrackedFiles.length;
+      if (changed > 0) {
+        return {
+          ok: false,
+          code: "dirty_worktree_requires_force",
+          message: `The worktree ${options.worktreePath} has ${changed} uncommitted or untracked file(s); nothing was removed.`,
+        };
+      }
+    }
+    const closed = await this.#closeHandoffWindow(tmuxLocation.location, options.worktreePath);
+    if (!closed.ok) return closed;
+    try {
+      await removeWorktree.call(this.#git, options.mainCheckout, options.worktreePath, { force: options.force });
+    } catch (error) {
+      return { ok: false, code: "worktree_remove_failed", message: `Could not remove the worktree ${options.worktreePath}: ${stripPeriod(oneLine(errorText(error)))}.` };
+    }
+    return { ok: true };
+  }
+
+  /** Kills the window only if its recorded pane is still there and still in the worktree. */
+  async #closeHandoffWindow(location: TmuxLocation, worktreePath: string): Promise<MuxResult<object>> {
+    const { windowId, paneId } = location;
+    if (windowId === undefined || paneId === undefined) return { ok: true };
+    const socketPath = location.socketPath ?? this.socketPath;
+    const shown = await this.#tmux(socketPath, ["display-message", "-p", "-t", paneId, "#{pane_id}\t#{window_id}\t#{pane_current_path}"]);
+    if (!shown.ok) {
+      // No server or no such pane: the window is already gone.
+      if (shown.code === "server_not_running" || shown.code === "pane_not_found") return { ok: true };
+      return shown;
+    }
+    const [shownPane, shownWindow, currentPath = ""] = shown.stdout.replace(/\n$/, "").split("\t");
+    if (shownPane !== paneId || shownWindow !== windowId || !isInside(currentPath, worktreePath)) return { ok: true };
+    const killed = await this.#tmux(socketPath, ["kill-window", "-t", windowId]);
+    if (!killed.ok && killed.code !== "pane_not_found" && killed.code !== "server_not_running") return killed;
+    return { ok: true };
+  }
+
+  async #newWindow(
+    socketPath: string,
+    sessionId: string,
+    cwd: string,
+    label: string,
+  ): Promise<{ ok: true; location: TmuxLocation } | MuxFailure> {
+    const created = await this.#tmux(socketPath, [
+      "new-window",
+      "-d",
+      "-t",
+      `${sessionId}:`,
+      "-c",
+      cwd,
+      "-n",
+      label,
+      "-P",
+      "-F",
+      "#{session_id} #{window_id} #{pane_id}",
+    ]);
+    if (!created.ok) return created;
+    const [shownSession, windowId, paneId] = created.stdout.trim().split(" ");
+    if (!isId(shownSession, "$") || !isId(windowId, "@") || !isId(paneId, "%")) {
       return {
         ok: false,
         code: "window_create_failed",
-        message: `Created the worktree at ${request.worktreePath} but tmux reported an unexpected window description: ${JSON.stringify(created.stdout)}.`,
-        partial,
+        message: `tmux reported an unexpected window description: ${JSON.stringify(created.stdout)}.`,
       };
     }
-    return {
-      ok: true,
-      location: { kind: "tmux", socketPath: this.socketPath, sessionId, windowId, paneId },
-      worktreePath: request.worktreePath,
-    };
+    return { ok: true, location: { kind: "tmux", socketPath, sessionId: shownSession, windowId, paneId } };
   }
 
   async waitForShell(location: MuxLocation, options: { timeoutMs: number }): Promise<MuxResult<object>> {
@@ -226,7 +342,12 @@ export class TmuxMultiplexer implements Multiplexer {
     if (target === undefined) {
       return invalidLocation("No tmux session to open the window in: give a target session or the parent's pane.");
     }
-    const shown = await this.#tmux(this.socketPath, ["display-message", "-p", "-t", target, "#{session_id}"]);
+    return this.#sessionOf(this.socketPath, target);
+  }
+
+  /** The id of the session `target` (a session or pane id) names on the server at `socketPath`. */
+  async #sessionOf(socketPath: string, target: string): Promise<{ ok: true; sessionId: string } | MuxFailure> {
+    const shown = await this.#tmux(socketPath, ["display-message", "-p", "-t", target, "#{session_id}"]);
     if (!shown.ok) return shown;
     const sessionId = shown.stdout.trim();
     if (!isId(sessionId, "$")) {
@@ -324,6 +445,20 @@ function paneNotFound(paneId: string): MuxFailure {
 
 function isId(value: string | undefined, sigil: "$" | "@" | "%"): value is string {
   return value !== undefined && value.startsWith(sigil) && /^\d+$/.test(value.slice(1));
+}
+
+/** Whether `path` (as tmux shows a pane's cwd; a deleted one gets " (deleted)") is `dir` or inside it. */
+function isInside(path: string, dir: string): boolean {
+  const shown = path.replace(/ \(deleted\)$/, "");
+  return shown === dir || shown.startsWith(`${dir}/`);
+}
+
+async function isDirectory(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 function errorText(error: unknown): string {

@@ -1,0 +1,27 @@
+#!/usr/bin/env node
+// The `pi-handoff` command (see src/recovery/cli.ts, or `pi-handoff --help`).
+//
+// Plain JavaScript with nothing newer than what old Node versions parse, so that on a Node too
+// old for Pi it can still say so in one sentence instead of failing with a syntax error.
+// The CLI itself is TypeScript, loaded through jiti: Node refuses to strip types from files
+// under node_modules, which is where an installed copy of this package lives.
+import process from "node:process";
+
+const MINIMUM = [22, 19];
+const [major, minor] = process.versions.node.split(".").map(Number);
+if (major < MINIMUM[0] || (major === MINIMUM[0] && minor < MINIMUM[1])) {
+  process.stderr.write(
+    `pi-handoff: needs Node.js ${MINIMUM.join(".")} or later (like Pi itself), but this is Node.js ${process.versions.node}; run it with a newer node.\n`,
+  );
+  process.exit(1);
+}
+
+const { createJiti } = await import("jiti");
+const jiti = createJiti(import.meta.url);
+const cli = await jiti.import(new URL("../src/recovery/cli.ts", import.meta.url).href);
+process.exitCode = await cli.main(process.argv.slice(2), {
+  env: process.env,
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+  execPath: process.execPath,
+});

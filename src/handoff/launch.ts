@@ -1,0 +1,159 @@
+/**
+ * Starting a handoff's child Pi in its pane, confirming that it started, then focusing it: steps
+ * 4-6 of the handoff, shared by the transaction and by recovery's relaunch so both follow one path.
+ *
+ * Invariants:
+ * - Nothing is typed before the pane's shell owns the terminal, and the manifest says `launching`
+ *   (with the exact command) before anything is typed.
+ * - A launch is confirmed only by the child's acknowledgement in the manifest or, failing that, by a
+ *   process in the pane named `pi` whose cwd is the worktree and whose environment carries this
+ *   handoff's marker. No evidence before the deadline: `launch_unconfirmed`, with the reason.
+ * - Focus happens only after confirmation; a focus failure is recorded, never a launch failure.
+ * - Expected failures are values; only the caller's own hooks (`beforeType`) throw through here.
+ */
+import type { HandoffStep, Manifest } from "../manifest/schema.ts";
+import type { ManifestStore } from "../manifest/store.ts";
+import type { Multiplexer, PaneProcess } from "../mux/types.ts";
+
+export interface LaunchTimeouts {
+  /** How long the pane's shell may take to own the terminal. */
+  shellMs: number;
+  /** How long to wait for the child's acknowledgement before probing the pane. */
+  confirmMs: number;
+  /** How often the manifest is read while waiting. */
+  pollMs: number;
+}
+
+export interface ChildLauncherDeps {
+  store: ManifestStore;
+  now(): Date;
+  sleep(ms: number): Promise<void>;
+  progress(step: HandoffStep, text: string): void;
+  timeouts: LaunchTimeouts;
+}
+
+export interface LaunchRequest {
+  mux: Multiplexer;
+  /** The manifest as it is now; its `mux` location is the pane the command goes to. */
+  manifest: Manifest;
+  /** The command line that starts the child (see `buildLaunchCommand`); recorded as `child.command`. */
+  command: string;
+  /** Bring the child's window to the front once it is confirmed. */
+  focus: boolean;
+  /** More changes recorded with the `launching` state (launch settings, clearing an old child's pid). */
+  patch?: (manifest: Manifest) => void;
+  /** A note for the `launching` history entry. */
+  note?: string;
+  /** Runs once `launching` is recorded, before anything is typed (the transaction's fault hook). */
+  beforeType?: () => void;
+  /** What to type instead of `command` (the transaction's confirm fault: a line that starts nothing). */
+  typedLine?: string;
+}
+
+export type LaunchOutcome =
+  /** Confirmed (and focused, or the focus failure recorded in `manifest.focus`). */
+  | { code: "running"; manifest: Manifest }
+  /** Typed, but no evidence of a child before the deadline; the manifest says `launch_unconfirmed`. */
+  | { code: "launch_unconfirmed"; manifest: Manifest; message: string }
+  /** The shell never got ready: nothing was typed and the manifest was not changed. */
+  | { code: "shell_not_ready"; message: string }
+  /** The manifest says `launching` but the command could not be typed; the caller records the failure. */
+  | { code: "type_failed"; manifest: Manifest; message: string };
+
+export class ChildLauncher {
+  private readonly deps: ChildLauncherDeps;
+
+  constructor(deps: ChildLauncherDeps) {
+    this.deps = deps;
+  }
+
+  /** Steps 4 to 6: start, confirm, focus. */
+  async launch(request: LaunchRequest): Promise<LaunchOutcome> {
+    const { mux, manifest } = request;
+    this.deps.progress("launch", "Waiting for the new pane's shell");
+    const ready = await mux.waitForShell(manifest.mux, { timeoutMs: this.deps.timeouts.shellMs });
+    if (!ready.ok) return { code: "shell_not_ready", message: ready.message };
+
+    const launching = await this.deps.store.transition(
+      manifest.id,
+      "launching",
+      (m) => {
+        request.patch?.(m);
+        m.child = { ...m.child, command: request.command };
+      },
+      request.note,
+    );
+    this.deps.progress("launch", "Starting Pi in the new pane");
+    request.beforeType?.();
+    const typed = await mux.run(launching.mux, request.typedLine ?? request.command);
+    if (!typed.ok) return { code: "type_failed", manifest: launching, message: typed.message };
+
+    this.deps.progress("confirm", "Waiting for the new Pi to start");
+    const confirmed = await this.confirm(mux, launching);
+    if (!confirmed.ok) {
+      const unconfirmed = await this.deps.store.transition(
+        launching.id,
+        "launch_unconfirmed",
+        (m) => {
+          m.error = { step: "confirm", message: confirmed.message, at: this.isoNow() };
+        },
+        confirmed.message,
+      );
+      return { code: "launch_unconfirmed", manifest: unconfirmed, message: confirmed.message };
+    }
+    if (!request.focus) return { code: "running", manifest: confirmed.manifest };
+    this.deps.progress("focus", "Switching to the new window");
+    return { code: "running", manifest: await this.focus(mux, confirmed.manifest) };
+  }
+
+  /** Step 5: the child's acknowledgement, or failing that a process probe. */
+  private async confirm(
+    mux: Multiplexer,
+    manifest: Manifest,
+  ): Promise<{ ok: true; manifest: Manifest } | { ok: false; message: string }> {
+    const deadline = this.deps.now().getTime() + this.deps.timeouts.confirmMs;
+    for (;;) {
+      const current = await this.deps.store.read(manifest.id);
+      if (current.ok && current.manifest.state === "running" && current.manifest.child.ackAt !== undefined) {
+        return { ok: true, manifest: current.manifest };
+      }
+      if (this.deps.now().getTime() >= deadline) break;
+      await this.deps.sleep(this.deps.timeouts.pollMs);
+    }
+    const probed = await mux.probe(manifest.mux);
+    const child = probed.ok ? findChildProcess(probed.processes, manifest) : undefined;
+    if (child === undefined) {
+      return {
+        ok: false,
+        message: `The new Pi did not confirm its start within ${Math.round(this.deps.timeouts.confirmMs / 1000)} s and no Pi process was found in the new pane.`,
+      };
+    }
+    const running = await this.deps.store.update(manifest.id, (m) => {
+      // The acknowledgement may have landed between the last poll and the probe; it wins.
+      if (m.state === "running") return;
+      m.state = "running";
+      m.history.push({ state: "running", at: this.isoNow(), note: "confirmed by process probe" });
+      m.child = { ...m.child, pid: child.pid, confirmedBy: "probe" };
+    });
+    return { ok: true, manifest: running };
+  }
+
+  /** Step 6: only after confirmation; the outcome is recorded either way. */
+  private async focus(mux: Multiplexer, manifest: Manifest): Promise<Manifest> {
+    const focused = await mux.focus(manifest.mux);
+    return this.deps.store.update(manifest.id, (m) => {
+      m.focus = focused.ok ? { at: this.isoNow() } : { error: focused.message, at: this.isoNow() };
+    });
+  }
+
+  private isoNow(): string {
+    return this.deps.now().toISOString();
+  }
+}
+
+/** The child among a pane's processes: named `pi`, in the worktree, carrying this handoff's marker. */
+export function findChildProcess(processes: readonly PaneProcess[], manifest: Manifest): PaneProcess | undefined {
+  return processes.find(
+    (process) => process.name === "pi" && process.handoffId === manifest.id && process.cwd === manifest.worktree.path,
+  );
+}

@@ -1,0 +1,246 @@
+/**
+ * The verdict on one handoff: what its manifest says, compared with what is really there.
+ *
+ * Invariants:
+ * - Pure: decides from the facts it is given (gathered by gather.ts), reads and changes nothing,
+ *   so every verdict can be tested without git, a multiplexer or processes.
+ * - A live writer on the child session wins over everything else except `removed`: two Pi
+ *   processes must never write one session file, so recovery must see a running child first.
+ * - "Running" is decided from processes, never from the manifest's state alone: a recorded pid
+ *   counts only while it is alive and is a `pi` that matches the handoff (marker or cwd), because
+ *   pids are reused; any other live `pi` with the marker or working in the worktree counts too
+ *   (Herdr restarts `pi --session` in restored panes by itself, without the marker).
+ * - Flags describe the work at stake (dirty, untracked, unpushed, unmerged, merged) independently
+ *   of the verdict, so no verdict hides work that a removal would touch.
+ */
+import type { HandoffStep, Manifest } from "../manifest/schema.ts";
+import type {
+  BranchFact,
+  Changes,
+  HandoffFlag,
+  HandoffReport,
+  HandoffStatus,
+  LiveWriter,
+  RecoveryAction,
+  WorkspaceFact,
+  WorktreeFact,
+} from "./json-schema.ts";
+
+/** A transaction that changed its manifest this recently may still be running: recovery leaves it alone. */
+export const IN_PROGRESS_GRACE_MS = 120_000;
+
+/** A process as procfs shows it (see processes.ts). */
+export interface ProcessInfo {
+  pid: number;
+  /** `/proc/<pid>/comm`: Pi sets its process title to `pi`. */
+  name: string;
+  /** Realpath of its working directory, when readable. */
+  cwd?: string;
+  /** Its `PI_HANDOFF_ID` at exec time, when readable. */
+  handoffId?: string;
+}
+
+/** What `git worktree list` says about the handoff's worktree path. */
+export type WorktreeRegistration =
+  | { code: "listed"; branch?: string; detached: boolean; prunable: boolean }
+  | { code: "not_listed" }
+  | { code: "unknown"; message: string };
+
+export interface HandoffFacts {
+  manifest: Manifest;
+  now: Date;
+  worktreeDirectoryExists: boolean;
+  registration: WorktreeRegistration;
+  workspace: WorkspaceFact;
+  /** The live process `manifest.child.pid` names now (undefined when none or a zombie). */
+  recordedProcess: ProcessInfo | undefined;
+  /** Every live process named `pi` on this machine that could be read. */
+  piProcesses: readonly ProcessInfo[];
+  branch: BranchFact;
+  /** Uncommitted work, when the worktree directory exists and could be read. */
+  changes: Changes | undefined;
+  childSessionExists: boolean;
+  /** Facts that could not be read, one sentence each. */
+  problems: readonly string[];
+}
+
+/** Steps before which no worktree exists: a failure there leaves only the manifest (and maybe a branch). */
+const STEPS_BEFORE_WORKTREE: ReadonlySet<HandoffStep> = new Set(["preconditions", "manifest", "worktree"]);
+
+/** The step an unfinished transaction was on, from the last state it recorded. */
+const NEXT_STEP: Partial<Record<Manifest["state"], HandoffStep>> = {
+  provisioning: "worktree",
+  provisioned: "fork",
+  forked: "launch",
+  launching: "confirm",
+};
+
+export function classify(facts: HandoffFacts): HandoffReport {
+  const { manifest } = facts;
+  const worktree = worktreeFact(facts);
+  const writers = findWriters(manifest, facts.recordedProcess, facts.piProcesses);
+  const status = statusOf(facts, worktree, writers);
+  const flags = flagsOf(facts.changes, facts.branch);
+  const report: HandoffReport = {
+    id: manifest.id,
+    state: manifest.state,
+    status,
+    flags,
+    actions: [],
+    branch: manifest.branch,
+    base: manifest.base,
+    repo: manifest.repo.root,
+    worktreePath: manifest.worktree.path,
+    ...(manifest.child.sessionFile === undefined ? {} : { childSessionFile: manifest.child.sessionFile }),
+    childSessionExists: facts.childSessionExists,
+    mux: manifest.mux,
+    worktree,
+    workspace: facts.workspace,
+    branchState: facts.branch,
+    ...(facts.changes === undefined ? {} : { changes: facts.changes }),
+    problems: [...facts.problems],
+    createdAt: manifest.createdAt,
+    updatedAt: manifest.updatedAt,
+  };
+  report.actions = actionsFor(report, manifest);
+  return report;
+}
+
+/** Live processes that may write the child session, with the evidence for each (sorted by pid). */
+export function findWriters(
+  manifest: Manifest,
+  recordedProcess: ProcessInfo | undefined,
+  piProcesses: readonly ProcessInfo[],
+): LiveWriter[] {
+  const evidence = new Map<number, Set<LiveWriter["evidence"][number]>>();
+  const add = (pid: number, kind: LiveWriter["evidence"][number]): void => {
+    const kinds = evidence.get(pid) ?? new Set();
+    kinds.add(kind);
+    evidence.set(pid, kinds);
+  };
+  const worktree = manifest.worktree.path;
+  if (
+    recordedProcess !== undefined &&
+    recordedProcess.pid === manifest.child.pid &&
+    recordedProcess.name === "pi" &&
+    (recordedProcess.handoffId === manifest.id || isInside(recordedProcess.cwd, worktree))
+  ) {
+    add(recordedProcess.pid, "recorded_pid");
+  }
+  for (const process of piProcesses) {
+    if (process.name !== "pi") continue;
+    if (process.handoffId === manifest.id) add(process.pid, "marker");
+    if (isInside(process.cwd, worktree)) add(process.pid, "cwd");
+  }
+  const order: readonly LiveWriter["evidence"][number][] = ["recorded_pid", "marker", "cwd"];
+  return [...evidence.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([pid, kinds]) => ({ pid, evidence: order.filter((kind) => kinds.has(kind)) }));
+}
+
+function worktreeFact(facts: HandoffFacts): WorktreeFact {
+  const { registration, manifest } = facts;
+  if (!facts.worktreeDirectoryExists) {
+    return registration.code === "listed" ? { code: "prunable" } : { code: "missing" };
+  }
+  switch (registration.code) {
+    case "unknown":
+      // git could not be asked; the directory is there, so treat it as the worktree and say why in `problems`.
+      return { code: "present" };
+    case "not_listed":
+      return { code: "orphaned", reason: "git does not list it as a worktree of the repository" };
+    case "listed":
+      if (registration.detached) return { code: "orphaned", reason: "its HEAD is detached, not on the handoff's branch" };
+      if (registration.branch !== manifest.branch) {
+        return { code: "orphaned", reason: `it has branch ${registration.branch ?? "?"} checked out, not ${manifest.branch}` };
+      }
+      return { code: "present" };
+  }
+}
+
+function statusOf(facts: HandoffFacts, worktree: WorktreeFact, writers: LiveWriter[]): HandoffStatus {
+  const { manifest } = facts;
+  if (manifest.state === "removed") {
+    const at = [...manifest.history].reverse().find((entry) => entry.state === "removed")?.at;
+    return at === undefined ? { code: "removed" } : { code: "removed", at };
+  }
+  if (writers.length > 0) return { code: "child_running", writers };
+  const nextStep = NEXT_STEP[manifest.state];
+  if (nextStep !== undefined && isRecent(manifest, facts.now)) {
+    // The transaction may still be creating things: do not judge the worktree yet.
+    return { code: "unfinished", step: nextStep, inProgress: true };
+  }
+  const error = manifest.error;
+  if (manifest.state === "failed" && error !== undefined && STEPS_BEFORE_WORKTREE.has(error.step) && worktree.code === "missing") {
+    return { code: "failed", step: error.step, message: error.message, worktreeCreated: false };
+  }
+  if (worktree.code === "missing") return { code: "worktree_missing" };
+  if (worktree.code === "prunable") return { code: "prunable" };
+  if (worktree.code === "orphaned") return { code: "orphaned_checkout", reason: worktree.reason };
+  if (manifest.state === "failed") {
+    return { code: "failed", step: error?.step ?? "launch", message: error?.message ?? "no error was recorded", worktreeCreated: true };
+  }
+  if (manifest.state === "launch_unconfirmed") {
+    return { code: "unconfirmed", step: "confirm", message: error?.message ?? "the child never confirmed its start" };
+  }
+  if (nextStep !== undefined) return { code: "unfinished", step: nextStep, inProgress: false };
+  return facts.workspace.code === "open" ? { code: "no_child" } : { code: "workspace_closed" };
+}
+
+function flagsOf(changes: Changes | undefined, branch: BranchFact): HandoffFlag[] {
+  const flags: HandoffFlag[] = [];
+  if (changes !== undefined && changes.dirtyFiles.length > 0) flags.push("dirty");
+  if (changes !== undefined && changes.untrackedFiles.length > 0) flags.push("untracked");
+  if (branch.code === "present") {
+    if (branch.unpushed.total > 0) flags.push("unpushed");
+    if (branch.unmerged.total > 0) flags.push("unmerged");
+    // Merged means work was done and all of it reached the base; a branch with no commits is not "merged".
+    if (branch.aheadOfBase > 0 && branch.unmerged.total === 0) flags.push("merged");
+  }
+  return flags;
+}
+
+function actionsFor(report: HandoffReport, manifest: Manifest): RecoveryAction[] {
+  const actions: RecoveryAction[] = [];
+  const busy = report.status.code === "removed" || report.status.code === "child_running" || isInProgress(report);
+  if (!busy && canRelaunch(report, manifest)) actions.push("relaunch");
+  if (report.workspace.code === "open") actions.push("focus");
+  if (!busy) actions.push("remove");
+  if (!busy && isPrunable(report)) actions.push("prune");
+  return actions;
+}
+
+function canRelaunch(report: HandoffReport, manifest: Manifest): boolean {
+  return report.worktree.code === "present" && report.childSessionExists && manifest.child.model !== undefined;
+}
+
+export function isInProgress(report: HandoffReport): boolean {
+  return report.status.code === "unfinished" && report.status.inProgress;
+}
+
+/**
+ * Whether `prune` may retire the handoff without losing anything: its worktree is gone and its
+ * branch is gone or has nothing unmerged, or it failed before any worktree existed (and has no
+ * window open). Retiring records the handoff as removed; it deletes no branch and no file.
+ */
+export function isPrunable(report: HandoffReport): boolean {
+  const { status, branchState } = report;
+  if (status.code === "worktree_missing" || status.code === "prunable") {
+    return branchState.code === "gone" || (branchState.code === "present" && branchState.unmerged.total === 0);
+  }
+  if (status.code === "failed" && !status.worktreeCreated) {
+    return report.workspace.code === "none" || report.workspace.code === "closed";
+  }
+  return false;
+}
+
+function isRecent(manifest: Manifest, now: Date): boolean {
+  const updated = Date.parse(manifest.updatedAt);
+  return Number.isFinite(updated) && now.getTime() - updated < IN_PROGRESS_GRACE_MS;
+}
+
+/** Whether a process cwd is the worktree or inside it. */
+export function isInside(cwd: string | undefined, dir: string): boolean {
+  if (cwd === undefined) return false;
+  return cwd === dir || cwd.startsWith(dir.endsWith("/") ? dir : `${dir}/`);
+}

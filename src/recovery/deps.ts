@@ -1,0 +1,47 @@
+/**
+ * The real dependencies of recovery (git, the manifest store, multiplexers by location, procfs),
+ * assembled the same way for `pi-handoff` and for `/handoffs` inside Pi.
+ *
+ * Invariants: constructs only; every port it builds carries its own per-call timeout.
+ */
+import { SimpleGitPort } from "../git/git.ts";
+import { DEFAULT_TIMEOUTS } from "../handoff/transaction.ts";
+import type { LaunchTimeouts } from "../handoff/launch.ts";
+import { ManifestStore } from "../manifest/store.ts";
+import { muxForLocation } from "../mux/for-location.ts";
+import { agentDirFromEnv } from "../session/paths.ts";
+import type { InventoryDeps } from "./inventory.ts";
+
+/** Per git call; recovery only reads and removes, never checks out a whole tree. */
+export const RECOVERY_GIT_TIMEOUT_MS = 15_000;
+/** Per multiplexer call. */
+export const RECOVERY_MUX_TIMEOUT_MS = 5_000;
+
+export type RecoveryDeps = InventoryDeps & { git: SimpleGitPort; env: NodeJS.ProcessEnv };
+
+export function createRecoveryDeps(env: NodeJS.ProcessEnv, now: () => Date = () => new Date()): RecoveryDeps {
+  const agentDir = agentDirFromEnv(env);
+  const git = new SimpleGitPort({ env, timeoutMs: RECOVERY_GIT_TIMEOUT_MS });
+  return {
+    store: ManifestStore.forAgentDir(agentDir),
+    agentDir,
+    git,
+    env,
+    muxFor: (location) => muxForLocation(location, { env, git, timeoutMs: RECOVERY_MUX_TIMEOUT_MS }),
+    now,
+  };
+}
+
+/** The launch waits, from the same variables the handoff reads. */
+export function launchTimeoutsFromEnv(env: NodeJS.ProcessEnv): LaunchTimeouts {
+  return {
+    shellMs: envMs(env, "PI_HANDOFF_SHELL_TIMEOUT_MS", DEFAULT_TIMEOUTS.shellMs),
+    confirmMs: envMs(env, "PI_HANDOFF_CONFIRM_TIMEOUT_MS", DEFAULT_TIMEOUTS.confirmMs),
+    pollMs: DEFAULT_TIMEOUTS.pollMs,
+  };
+}
+
+function envMs(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const value = Number(env[name]);
+  return Number.isFinite(value) && value > 0 ? value : fallback;
+}

@@ -1,0 +1,145 @@
+/**
+ * Human-readable text for recovery's reports, shared by `pi-handoff` and `/handoffs`.
+ *
+ * Invariants: pure (reports in, text out); plain ASCII layout, no colours or terminal codes, so
+ * the same text works in a pipe, in Pi's notifications and in print mode.
+ */
+import { describeLocation } from "../handoff/transaction.ts";
+import type { HandoffReport, HandoffStatus, InventoryReport } from "./json-schema.ts";
+
+/** One short phrase for a status. */
+export function describeStatus(status: HandoffStatus): string {
+  switch (status.code) {
+    case "removed":
+      return "removed";
+    case "child_running":
+      return `child running (pid ${status.writers.map((writer) => writer.pid).join(", ")})`;
+    case "unfinished":
+      return status.inProgress ? `being set up (at ${status.step})` : `stopped at ${status.step}`;
+    case "failed":
+      return `failed at ${status.step}`;
+    case "worktree_missing":
+      return "worktree missing";
+    case "prunable":
+      return "worktree gone (prunable)";
+    case "orphaned_checkout":
+      return "orphaned checkout";
+    case "unconfirmed":
+      return "launch unconfirmed";
+    case "workspace_closed":
+      return "window closed, no Pi";
+    case "no_child":
+      return "no Pi running";
+  }
+}
+
+/** The table `pi-handoff list` prints (and `/handoffs` in print mode). */
+export function formatInventory(inventory: InventoryReport): string {
+  const lines: string[] = [];
+  if (inventory.handoffs.length === 0) {
+    lines.push(`No handoffs in ${inventory.agentDir}.`);
+  } else {
+    const rows = inventory.handoffs.map((handoff) => [
+      handoff.id,
+      describeStatus(handoff.status),
+      handoff.branch,
+      handoff.flags.join(",") || "-",
+      handoff.actions.join(",") || "-",
+    ]);
+    const header = ["ID", "STATUS", "BRANCH", "FLAGS", "ACTIONS"];
+    const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? "").length)));
+    const render = (row: readonly string[]): string =>
+      row
+        .map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column] ?? 0)))
+        .join("  ")
+        .trimEnd();
+    lines.push(render(header), ...rows.map(render));
+  }
+  if (inventory.hiddenRemoved > 0) lines.push(`(${inventory.hiddenRemoved} removed handoff(s) not shown; pi-handoff list --all shows them.)`);
+  for (const broken of inventory.unreadable) lines.push(`Unreadable manifest ${broken.path}: ${broken.error}`);
+  return lines.join("\n");
+}
+
+/** One line for a picker (`/handoffs`). */
+export function formatPickerLabel(handoff: HandoffReport): string {
+  const flags = handoff.flags.length > 0 ? ` [${handoff.flags.join(", ")}]` : "";
+  return `${handoff.branch}: ${describeStatus(handoff.status)}${flags} (${handoff.id})`;
+}
+
+/** Everything `pi-handoff inspect` shows about one handoff. */
+export function formatReport(handoff: HandoffReport): string {
+  const lines = [`Handoff ${handoff.id}`];
+  lines.push(`  status:        ${describeStatus(handoff.status)} (manifest state ${handoff.state})`);
+  if (handoff.status.code === "failed" || handoff.status.code === "unconfirmed") lines.push(`  error:         ${handoff.status.message}`);
+  if (handoff.status.code === "orphaned_checkout") lines.push(`  why orphaned:  ${handoff.status.reason}`);
+  if (handoff.status.code === "child_running") {
+    for (const writer of handoff.status.writers) lines.push(`  live Pi:       pid ${writer.pid} (${writer.evidence.join(", ")})`);
+  }
+  lines.push(`  repository:    ${handoff.repo}`);
+  lines.push(`  branch:        ${handoff.branch} ${describeBranch(handoff)}`);
+  lines.push(`  base:          ${handoff.base.ref} at ${handoff.base.sha.slice(0, 12)}`);
+  lines.push(`  worktree:      ${handoff.worktreePath} (${describeWorktree(handoff)})`);
+  lines.push(`  window:        ${describeLocation(handoff.mux)} (${describeWorkspace(handoff)})`);
+  lines.push(`  child session: ${handoff.childSessionFile ?? "none"}${handoff.childSessionFile === undefined ? "" : handoff.childSessionExists ? "" : " (missing)"}`);
+  if (handoff.changes !== undefined) {
+    const { dirtyFiles, untrackedFiles } = handoff.changes;
+    if (dirtyFiles.length + untrackedFiles.length === 0) lines.push("  changes:       none uncommitted");
+    for (const file of dirtyFiles) lines.push(`  modified:      ${file}`);
+    for (const file of untrackedFiles) lines.push(`  untracked:     ${file}`);
+  }
+  if (handoff.branchState.code === "present") {
+    const { unmerged } = handoff.branchState;
+    for (const commit of unmerged.commits) lines.push(`  unmerged:      ${commit.sha.slice(0, 12)} ${commit.subject}`);
+    if (unmerged.commits.length < unmerged.total) lines.push(`  unmerged:      ... and ${unmerged.total - unmerged.commits.length} more`);
+  }
+  if (handoff.flags.length > 0) lines.push(`  flags:         ${handoff.flags.join(", ")}`);
+  for (const problem of handoff.problems) lines.push(`  could not check: ${problem}`);
+  lines.push(
+    handoff.actions.length > 0
+      ? `  next:          ${handoff.actions.map((action) => `pi-handoff ${action === "prune" ? "prune" : `${action} ${handoff.id}`}`).join(" | ")}`
+      : "  next:          nothing to do",
+  );
+  return lines.join("\n");
+}
+
+function describeBranch(handoff: HandoffReport): string {
+  const state = handoff.branchState;
+  switch (state.code) {
+    case "gone":
+      return "(deleted)";
+    case "unknown":
+      return "(could not be read)";
+    case "present": {
+      const parts = [`${state.aheadOfBase} commit(s) since the base`];
+      parts.push(state.unmerged.total > 0 ? `${state.unmerged.total} not merged into ${state.mergeTarget.ref}` : `all in ${state.mergeTarget.ref}`);
+      if (state.unpushed.total > 0) parts.push(`${state.unpushed.total} not pushed`);
+      return `(${parts.join("; ")})`;
+    }
+  }
+}
+
+function describeWorktree(handoff: HandoffReport): string {
+  switch (handoff.worktree.code) {
+    case "present":
+      return "present";
+    case "missing":
+      return "missing";
+    case "prunable":
+      return "missing; git still lists it";
+    case "orphaned":
+      return `orphaned: ${handoff.worktree.reason}`;
+  }
+}
+
+function describeWorkspace(handoff: HandoffReport): string {
+  switch (handoff.workspace.code) {
+    case "open":
+      return "open";
+    case "closed":
+      return "closed";
+    case "none":
+      return "never opened";
+    case "unknown":
+      return "unknown";
+  }
+}

@@ -1,0 +1,186 @@
+/**
+ * Gathers the facts about a handoff that classify.ts judges: the worktree on disk and in git, the
+ * branch and its commits, uncommitted work, the window/workspace, and live Pi processes.
+ *
+ * Invariants:
+ * - Read-only: only queries (git through `RecoveryGitPort`, the multiplexer's `exists`, procfs).
+ * - Bounded: every git and multiplexer call carries its own timeout (in the ports); the process
+ *   table and each repository's worktree list are read once per gatherer, not once per handoff.
+ * - A fact that cannot be read becomes a sentence in `problems` and a cautious value (`unknown`),
+ *   never an exception, so one broken repository does not hide the other handoffs.
+ * - Backend-specific questions go through `muxFor` (see mux/for-location.ts), so a new backend
+ *   needs no change here.
+ */
+import { stat } from "node:fs/promises";
+import type { CommitSummary, RecoveryGitPort, WorktreeEntry } from "../git/types.ts";
+import type { Manifest, MuxLocation } from "../manifest/schema.ts";
+import type { MuxForLocation } from "../mux/for-location.ts";
+import type { HandoffFacts, ProcessInfo, WorktreeRegistration } from "./classify.ts";
+import type { BranchFact, Changes, CommitList, WorkspaceFact } from "./json-schema.ts";
+import { describeProcess, scanPiProcesses, type ProcessScan } from "./processes.ts";
+
+/** How many commits of each kind a report lists (the total is always exact). */
+const LISTED_COMMITS = 50;
+
+export interface GatherDeps {
+  git: RecoveryGitPort;
+  muxFor(location: MuxLocation): MuxForLocation;
+  now(): Date;
+  /** Defaults to the procfs scan. */
+  scanProcesses?: () => Promise<ProcessScan>;
+  /** Defaults to procfs. */
+  describeProcess?: (pid: number) => Promise<ProcessInfo | undefined>;
+}
+
+export class FactGatherer {
+  private readonly deps: GatherDeps;
+  private readonly worktreeLists = new Map<string, Promise<WorktreeEntry[] | Error>>();
+  private processScan: Promise<ProcessScan> | undefined;
+
+  constructor(deps: GatherDeps) {
+    this.deps = deps;
+  }
+
+  async gather(manifest: Manifest): Promise<HandoffFacts> {
+    const now = this.deps.now();
+    const childSessionExists = manifest.child.sessionFile !== undefined && (await isFile(manifest.child.sessionFile));
+    if (manifest.state === "removed") {
+      // A removed handoff is a record; nothing of it is looked at again.
+      return {
+        manifest,
+        now,
+        worktreeDirectoryExists: await isDirectory(manifest.worktree.path),
+        registration: { code: "unknown", message: "not checked: the handoff was removed" },
+        workspace: { code: "unknown", message: "not checked: the handoff was removed" },
+        recordedProcess: undefined,
+        piProcesses: [],
+        branch: { code: "unknown", message: "not checked: the handoff was removed" },
+        changes: undefined,
+        childSessionExists,
+        problems: [],
+      };
+    }
+    const problems: string[] = [];
+    const [worktreeDirectoryExists, registration, workspace, processes, recordedProcess, branch] = await Promise.all([
+      isDirectory(manifest.worktree.path),
+      this.registration(manifest),
+      this.workspace(manifest.mux),
+      this.processes(),
+      manifest.child.pid === undefined ? Promise.resolve(undefined) : (this.deps.describeProcess ?? describeProcess)(manifest.child.pid),
+      this.branch(manifest),
+    ]);
+    if (registration.code === "unknown") problems.push(registration.message);
+    if (workspace.code === "unknown") problems.push(workspace.message);
+    if (processes.problem !== undefined) problems.push(processes.problem);
+    if (branch.code === "unknown") problems.push(branch.message);
+    let changes: Changes | undefined;
+    if (worktreeDirectoryExists) {
+      try {
+        changes = await this.deps.git.worktreeStatus(manifest.worktree.path);
+      } catch (error) {
+        problems.push(`Could not read the uncommitted changes in ${manifest.worktree.path}: ${messageOf(error)}`);
+      }
+    }
+    return {
+      manifest,
+      now,
+      worktreeDirectoryExists,
+      registration,
+      workspace,
+      recordedProcess,
+      piProcesses: processes.piProcesses,
+      branch,
+      changes,
+      childSessionExists,
+      problems,
+    };
+  }
+
+  private async registration(manifest: Manifest): Promise<WorktreeRegistration> {
+    const root = manifest.repo.root;
+    let listing = this.worktreeLists.get(root);
+    if (listing === undefined) {
+      listing = this.deps.git.listWorktrees(root).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));
+      this.worktreeLists.set(root, listing);
+    }
+    const worktrees = await listing;
+    if (worktrees instanceof Error) {
+      return { code: "unknown", message: `Could not list the worktrees of ${root}: ${messageOf(worktrees)}` };
+    }
+    const entry = worktrees.find((worktree) => worktree.path === manifest.worktree.path);
+    if (entry === undefined) return { code: "not_listed" };
+    return {
+      code: "listed",
+      ...(entry.branch === undefined ? {} : { branch: entry.branch }),
+      detached: entry.detached,
+      prunable: entry.prunable,
+    };
+  }
+
+  private async workspace(location: MuxLocation): Promise<WorkspaceFact> {
+    if (!hasWorkspace(location)) return { code: "none" };
+    const mux = this.deps.muxFor(location);
+    if (!mux.ok) return { code: "unknown", message: mux.message };
+    return (await mux.mux.exists(location)) ? { code: "open" } : { code: "closed" };
+  }
+
+  private processes(): Promise<ProcessScan> {
+    this.processScan ??= (this.deps.scanProcesses ?? scanPiProcesses)();
+    return this.processScan;
+  }
+
+  private async branch(manifest: Manifest): Promise<BranchFact> {
+    const { git } = this.deps;
+    const root = manifest.repo.root;
+    try {
+      const tip = await git.resolveCommit(root, `refs/heads/${manifest.branch}`);
+      if (tip === undefined) return { code: "gone" };
+      const targetSha = (await git.resolveCommit(root, manifest.base.ref)) ?? manifest.base.sha;
+      const [ahead, unmerged, unpushed] = await Promise.all([
+        git.commitsNotIn(root, tip, [manifest.base.sha], { limit: 0 }),
+        git.commitsNotIn(root, tip, [targetSha], { limit: LISTED_COMMITS }),
+        git.commitsNotIn(root, tip, [manifest.base.sha], { excludeRemotes: true, limit: LISTED_COMMITS }),
+      ]);
+      return {
+        code: "present",
+        tip,
+        mergeTarget: { ref: manifest.base.ref, sha: targetSha },
+        aheadOfBase: ahead.total,
+        unmerged: commitList(unmerged),
+        unpushed: commitList(unpushed),
+      };
+    } catch (error) {
+      return { code: "unknown", message: `Could not read branch ${manifest.branch} in ${root}: ${messageOf(error)}` };
+    }
+  }
+}
+
+/** Whether the handoff ever got a window/workspace (recorded ids). */
+export function hasWorkspace(location: MuxLocation): boolean {
+  return location.kind === "tmux" ? location.paneId !== undefined : location.paneId !== undefined || location.workspaceId !== undefined;
+}
+
+function commitList(list: { total: number; commits: CommitSummary[] }): CommitList {
+  return { total: list.total, commits: list.commits.map((commit) => ({ sha: commit.sha, subject: commit.subject })) };
+}
+
+async function isDirectory(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+async function isFile(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function messageOf(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.replace(/\s+/g, " ").trim().replace(/[.\s]*$/, ".");
+}

@@ -1,0 +1,88 @@
+/**
+ * The one inventory of handoffs shared by `pi-handoff` and `/handoffs`: every manifest in the agent
+ * dir, each judged against reality (gather.ts collects the facts, classify.ts decides).
+ *
+ * Invariants:
+ * - Read-only.
+ * - Every manifest file is accounted for: a readable one becomes a report (or is counted among the
+ *   hidden removed ones), an unreadable one is listed with its error, never skipped silently.
+ * - Bounded: at most `CONCURRENCY` handoffs are examined at once, each call with its own timeout.
+ */
+import type { Manifest } from "../manifest/schema.ts";
+import type { ManifestStore } from "../manifest/store.ts";
+import { classify } from "./classify.ts";
+import { FactGatherer, type GatherDeps } from "./gather.ts";
+import { RECOVERY_JSON_VERSION, type HandoffReport, type InventoryReport } from "./json-schema.ts";
+
+const CONCURRENCY = 4;
+
+export interface InventoryDeps extends GatherDeps {
+  store: ManifestStore;
+  agentDir: string;
+}
+
+export interface InventoryOptions {
+  /** Only handoffs of the repository with this (canonical) common dir. */
+  repoCommonDir?: string;
+  /** Include removed handoffs (they are records only). */
+  includeRemoved?: boolean;
+}
+
+export async function buildInventory(deps: InventoryDeps, options: InventoryOptions = {}): Promise<InventoryReport> {
+  const entries = await deps.store.list();
+  const unreadable: InventoryReport["unreadable"] = [];
+  const manifests: Manifest[] = [];
+  let hiddenRemoved = 0;
+  for (const entry of entries) {
+    if (!entry.ok) {
+      unreadable.push({ id: entry.id, path: entry.path, error: entry.error });
+      continue;
+    }
+    const manifest = entry.manifest;
+    if (options.repoCommonDir !== undefined && manifest.repo.commonDir !== options.repoCommonDir) continue;
+    if (manifest.state === "removed" && options.includeRemoved !== true) {
+      hiddenRemoved += 1;
+      continue;
+    }
+    manifests.push(manifest);
+  }
+  const gatherer = new FactGatherer(deps);
+  const handoffs = await mapLimited(manifests, CONCURRENCY, async (manifest) => classify(await gatherer.gather(manifest)));
+  return {
+    version: RECOVERY_JSON_VERSION,
+    agentDir: deps.agentDir,
+    generatedAt: deps.now().toISOString(),
+    handoffs,
+    hiddenRemoved,
+    unreadable,
+  };
+}
+
+export type InspectOutcome =
+  | { code: "found"; report: HandoffReport; manifest: Manifest }
+  | { code: "not_found"; message: string }
+  | { code: "invalid"; message: string };
+
+/** One handoff by id, judged the same way as in the inventory. */
+export async function inspectHandoff(deps: GatherDeps & { store: ManifestStore }, id: string): Promise<InspectOutcome> {
+  const read = await deps.store.read(id);
+  if (!read.ok) {
+    return read.code === "not_found"
+      ? { code: "not_found", message: `There is no handoff with id ${id} in ${deps.store.dir}.` }
+      : { code: "invalid", message: read.message };
+  }
+  const report = classify(await new FactGatherer(deps).gather(read.manifest));
+  return { code: "found", report, manifest: read.manifest };
+}
+
+async function mapLimited<T, R>(items: readonly T[], limit: number, map: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    for (let index = next++; index < items.length; index = next++) {
+      results[index] = await map(items[index] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}

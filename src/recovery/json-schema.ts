@@ -1,0 +1,168 @@
+/**
+ * The published shape of recovery's reports: what `pi-handoff list --json` and
+ * `pi-handoff inspect --json` print, and what the shared inventory returns to `/handoffs`.
+ *
+ * Invariants:
+ * - These zod schemas are the only definition of the reports; the TypeScript types are inferred
+ *   from them, so the code cannot drift from what is published.
+ * - `version` changes on any incompatible change; fields may be added compatibly.
+ * - Every outcome is a discriminated union on `code`; each variant carries what a person or a
+ *   script needs to act on it, and nothing that depends on the terminal it is shown in.
+ */
+import { z } from "zod";
+import { HandoffStateSchema, HandoffStepSchema, ManifestSchema, MuxLocationSchema } from "../manifest/schema.ts";
+
+export const RECOVERY_JSON_VERSION = 1;
+
+const sha = z.string().regex(/^[0-9a-f]{40,64}$/);
+const isoTime = z.string().datetime({ offset: true });
+
+export const CommitSummarySchema = z.strictObject({ sha, subject: z.string() });
+export type CommitSummaryJson = z.infer<typeof CommitSummarySchema>;
+
+/** Commits of some kind: how many there are, and the newest of them (possibly not all). */
+export const CommitListSchema = z.strictObject({
+  total: z.number().int().nonnegative(),
+  commits: z.array(CommitSummarySchema),
+});
+export type CommitList = z.infer<typeof CommitListSchema>;
+
+/** Why a live process counts as a writer of the child session. */
+export const WRITER_EVIDENCE = ["recorded_pid", "marker", "cwd"] as const;
+export const LiveWriterSchema = z.strictObject({
+  pid: z.number().int().positive(),
+  /**
+   * `recorded_pid`: the pid the manifest recorded is alive and is a `pi` that matches the handoff;
+   * `marker`: a `pi` carrying `PI_HANDOFF_ID=<id>`; `cwd`: a `pi` working in the worktree (Herdr
+   * restarts Pi there by itself, without the marker).
+   */
+  evidence: z.array(z.enum(WRITER_EVIDENCE)).min(1),
+});
+export type LiveWriter = z.infer<typeof LiveWriterSchema>;
+
+/** The checkout on disk, compared with what git says about it. */
+export const WorktreeFactSchema = z.discriminatedUnion("code", [
+  /** The directory exists and git lists it as a worktree on the handoff's branch. */
+  z.strictObject({ code: z.literal("present") }),
+  /** The directory is gone and git no longer lists it (or it was never created). */
+  z.strictObject({ code: z.literal("missing") }),
+  /** The directory is gone but git still lists it: `git worktree prune` would drop the entry. */
+  z.strictObject({ code: z.literal("prunable") }),
+  /** The directory exists but is not git's worktree of the handoff's branch any more. */
+  z.strictObject({ code: z.literal("orphaned"), reason: z.string() }),
+]);
+export type WorktreeFact = z.infer<typeof WorktreeFactSchema>;
+
+/** The terminal workspace (tmux window, Herdr workspace) the child runs in. */
+export const WorkspaceFactSchema = z.discriminatedUnion("code", [
+  z.strictObject({ code: z.literal("open") }),
+  z.strictObject({ code: z.literal("closed") }),
+  /** The handoff never got one (it failed before). */
+  z.strictObject({ code: z.literal("none") }),
+  /** The backend could not be asked (not running here, not supported). */
+  z.strictObject({ code: z.literal("unknown"), message: z.string() }),
+]);
+export type WorkspaceFact = z.infer<typeof WorkspaceFactSchema>;
+
+export const BranchFactSchema = z.discriminatedUnion("code", [
+  z.strictObject({
+    code: z.literal("present"),
+    tip: sha,
+    /** What "merged" is measured against: the base ref as it resolves now (the base SHA when it no longer resolves). */
+    mergeTarget: z.strictObject({ ref: z.string(), sha }),
+    /** Commits since the base commit the handoff started from. */
+    aheadOfBase: z.number().int().nonnegative(),
+    /** Commits not contained in the merge target: deleting the branch would lose them. */
+    unmerged: CommitListSchema,
+    /** Commits since the base that no remote-tracking branch contains. */
+    unpushed: CommitListSchema,
+  }),
+  z.strictObject({ code: z.literal("gone") }),
+  z.strictObject({ code: z.literal("unknown"), message: z.string() }),
+]);
+export type BranchFact = z.infer<typeof BranchFactSchema>;
+
+export const ChangesSchema = z.strictObject({
+  dirtyFiles: z.array(z.string()),
+  untrackedFiles: z.array(z.string()),
+});
+export type Changes = z.infer<typeof ChangesSchema>;
+
+/** The one-word verdict on a handoff, most urgent first (see classify.ts for the order). */
+export const HandoffStatusSchema = z.discriminatedUnion("code", [
+  z.strictObject({ code: z.literal("removed"), at: isoTime.optional() }),
+  /** A live Pi works on the child session (or in the worktree): nothing may start another one. */
+  z.strictObject({ code: z.literal("child_running"), writers: z.array(LiveWriterSchema).min(1) }),
+  /** The transaction has not finished; `inProgress` when it changed the manifest recently (it may still be running). */
+  z.strictObject({ code: z.literal("unfinished"), step: HandoffStepSchema, inProgress: z.boolean() }),
+  /** The handoff failed at `step`; `worktreeCreated` is false when it failed before any worktree existed. */
+  z.strictObject({ code: z.literal("failed"), step: HandoffStepSchema, message: z.string(), worktreeCreated: z.boolean() }),
+  z.strictObject({ code: z.literal("worktree_missing") }),
+  z.strictObject({ code: z.literal("prunable") }),
+  z.strictObject({ code: z.literal("orphaned_checkout"), reason: z.string() }),
+  /** Typed, but the child never confirmed its start. */
+  z.strictObject({ code: z.literal("unconfirmed"), step: z.literal("confirm"), message: z.string() }),
+  /** The worktree is there, no Pi runs on it, and its window/workspace is closed. */
+  z.strictObject({ code: z.literal("workspace_closed") }),
+  /** The worktree and its window are there, but no Pi runs on it. */
+  z.strictObject({ code: z.literal("no_child") }),
+]);
+export type HandoffStatus = z.infer<typeof HandoffStatusSchema>;
+export type HandoffStatusCode = HandoffStatus["code"];
+
+export const HANDOFF_FLAGS = ["dirty", "untracked", "unpushed", "unmerged", "merged"] as const;
+export const HandoffFlagSchema = z.enum(HANDOFF_FLAGS);
+export type HandoffFlag = z.infer<typeof HandoffFlagSchema>;
+
+export const RECOVERY_ACTIONS = ["relaunch", "focus", "remove", "prune"] as const;
+export const RecoveryActionSchema = z.enum(RECOVERY_ACTIONS);
+export type RecoveryAction = z.infer<typeof RecoveryActionSchema>;
+
+export const HandoffReportSchema = z.strictObject({
+  id: z.string(),
+  state: HandoffStateSchema,
+  status: HandoffStatusSchema,
+  flags: z.array(HandoffFlagSchema),
+  /** What can be done now (`pi-handoff <action> <id>`). */
+  actions: z.array(RecoveryActionSchema),
+  branch: z.string(),
+  base: z.strictObject({ ref: z.string(), sha }),
+  repo: z.string(),
+  worktreePath: z.string(),
+  childSessionFile: z.string().optional(),
+  childSessionExists: z.boolean(),
+  mux: MuxLocationSchema,
+  worktree: WorktreeFactSchema,
+  workspace: WorkspaceFactSchema,
+  branchState: BranchFactSchema,
+  /** Uncommitted work in the worktree; absent when there is no worktree to look at. */
+  changes: ChangesSchema.optional(),
+  /** Facts that could not be read (each one sentence); the verdict is made without them. */
+  problems: z.array(z.string()),
+  createdAt: isoTime,
+  updatedAt: isoTime,
+});
+export type HandoffReport = z.infer<typeof HandoffReportSchema>;
+
+export const UnreadableManifestSchema = z.strictObject({ id: z.string(), path: z.string(), error: z.string() });
+
+/** `pi-handoff list --json`. */
+export const InventoryReportSchema = z.strictObject({
+  version: z.literal(RECOVERY_JSON_VERSION),
+  agentDir: z.string(),
+  generatedAt: isoTime,
+  handoffs: z.array(HandoffReportSchema),
+  /** Removed handoffs left out of `handoffs` (shown with `--all`). */
+  hiddenRemoved: z.number().int().nonnegative(),
+  /** Manifest files that could not be read; they are reported, never repaired. */
+  unreadable: z.array(UnreadableManifestSchema),
+});
+export type InventoryReport = z.infer<typeof InventoryReportSchema>;
+
+/** `pi-handoff inspect <id> --json`: the verdict plus the manifest it was made from. */
+export const InspectReportSchema = z.strictObject({
+  version: z.literal(RECOVERY_JSON_VERSION),
+  handoff: HandoffReportSchema,
+  manifest: ManifestSchema,
+});
+export type InspectReport = z.infer<typeof InspectReportSchema>;

@@ -1,0 +1,204 @@
+/**
+ * Relaunch: start a handoff's child Pi again on its session, in its worktree, after it stopped.
+ *
+ * Invariants:
+ * - Never starts a second Pi on a session that has a live writer: the inventory's process check
+ *   runs first and any live `pi` on the session or in the worktree refuses the relaunch by pid.
+ * - The command is rebuilt for the current environment from the manifest's recorded launch
+ *   settings and the Pi found here (`piCommand`), never replayed from `child.command`, which may
+ *   name a Pi or a Node that no longer exists. Without recorded settings it refuses, not guesses.
+ * - A closed window/workspace is reopened first (`reopenWorkspace`); then the handoff's own launch
+ *   path (`ChildLauncher`: wait for the shell, record `launching`, type, confirm, focus) runs, so
+ *   the manifest goes `launching` -> `running` or `launch_unconfirmed` exactly as in a handoff.
+ * - Every refusal changes nothing and is one sentence.
+ */
+import { dirname } from "node:path";
+import { ChildLauncher, type LaunchTimeouts } from "../handoff/launch.ts";
+import { buildLaunchCommand } from "../handoff/launch-command.ts";
+import { describeLocation } from "../handoff/transaction.ts";
+import type { HandoffStep, Manifest } from "../manifest/schema.ts";
+import type { ManifestStore } from "../manifest/store.ts";
+import { defaultSessionDir } from "../session/paths.ts";
+import { isInProgress } from "./classify.ts";
+import type { GatherDeps } from "./gather.ts";
+import { inspectHandoff } from "./inventory.ts";
+
+export interface RelaunchDeps extends GatherDeps {
+  store: ManifestStore;
+  /** The agent dir the child uses (the one holding the manifests). */
+  agentDir: string;
+  /** This process's environment: Pi's forwarded settings come from here. */
+  env: NodeJS.ProcessEnv;
+  /** How to start Pi here; undefined when no Pi was found. */
+  piCommand: readonly string[] | undefined;
+  sleep(ms: number): Promise<void>;
+  progress(step: HandoffStep, text: string): void;
+  timeouts: LaunchTimeouts;
+}
+
+export type RelaunchRefusal =
+  | "not_found"
+  | "invalid"
+  | "removed"
+  | "child_running"
+  | "in_progress"
+  | "worktree_not_present"
+  | "no_child_session"
+  | "no_launch_settings"
+  | "no_pi"
+  | "no_multiplexer"
+  | "bad_command";
+
+export type RelaunchOutcome =
+  | { code: "refused"; reason: RelaunchRefusal; message: string }
+  | { code: "running"; manifest: Manifest; message: string }
+  | { code: "launch_unconfirmed"; manifest: Manifest; message: string }
+  | { code: "failed"; reason: "reopen_failed" | "shell_not_ready" | "type_failed"; manifest: Manifest; message: string };
+
+export async function relaunchHandoff(deps: RelaunchDeps, id: string, options: { focus: boolean }): Promise<RelaunchOutcome> {
+  const inspected = await inspectHandoff(deps, id);
+  if (inspected.code !== "found") return { code: "refused", reason: inspected.code, message: inspected.message };
+  const { report, manifest } = inspected;
+  const refuse = (reason: RelaunchRefusal, message: string): RelaunchOutcome => ({ code: "refused", reason, message });
+
+  if (report.status.code === "removed") return refuse("removed", `Handoff ${id} was removed, so it cannot be relaunched.`);
+  if (report.status.code === "child_running") {
+    const pids = report.status.writers.map((writer) => writer.pid).join(", ");
+    return refuse("child_running", `Handoff ${id} already has a live Pi on its session (pid ${pids}), so no second one was started.`);
+  }
+  if (isInProgress(report)) {
+    return refuse("in_progress", `Handoff ${id} is still being set up (${report.state}, updated ${report.updatedAt}); try again once it has finished.`);
+  }
+  const childSessionFile = manifest.child.sessionFile;
+  if (childSessionFile === undefined || !report.childSessionExists) {
+    return refuse(
+      "no_child_session",
+      childSessionFile === undefined
+        ? `Handoff ${id} has no child session (it stopped at ${report.state}), so there is nothing to relaunch.`
+        : `The child session ${childSessionFile} of handoff ${id} no longer exists, so there is nothing to relaunch.`,
+    );
+  }
+  if (report.worktree.code !== "present") {
+    return refuse("worktree_not_present", `The worktree ${manifest.worktree.path} of handoff ${id} is ${describeWorktree(report.worktree)}, so Pi cannot be started in it.`);
+  }
+  const model = manifest.child.model;
+  if (model === undefined) {
+    return refuse(
+      "no_launch_settings",
+      `Handoff ${id} was recorded without its model and launch settings, so it cannot be relaunched safely; start it by hand in its worktree with: pi --session ${childSessionFile}.`,
+    );
+  }
+  if (deps.piCommand === undefined || deps.piCommand.length === 0) {
+    return refuse("no_pi", "No pi executable was found on PATH (nor a Pi package next to this one); put pi on PATH and try again.");
+  }
+
+  let command: string;
+  try {
+    const sessionDir = dirname(childSessionFile);
+    command = buildLaunchCommand({
+      piCommand: deps.piCommand,
+      worktreePath: manifest.worktree.path,
+      childSessionFile,
+      // The handoff passed --session-dir only when the child's sessions live outside Pi's default dir.
+      ...(sessionDir !== defaultSessionDir(manifest.worktree.path, deps.agentDir) ? { sessionDir } : {}),
+      agentDir: deps.agentDir,
+      handoffId: manifest.id,
+      model,
+      ...(manifest.child.thinkingLevel === undefined ? {} : { thinkingLevel: manifest.child.thinkingLevel }),
+      approve: manifest.child.approve ?? false,
+      extraArgs: manifest.child.extraArgs ?? [],
+      parentEnv: deps.env,
+    });
+  } catch (error) {
+    return refuse("bad_command", `The launch command for handoff ${id} could not be built: ${error instanceof Error ? error.message : String(error)}`);
+  }
+
+  const muxFound = deps.muxFor(manifest.mux);
+  if (!muxFound.ok) return refuse("no_multiplexer", muxFound.message);
+  const mux = muxFound.mux;
+
+  let current = manifest;
+  let reopened = false;
+  if (report.workspace.code !== "open") {
+    deps.progress("worktree", "Opening a new window for the worktree");
+    const opened = await mux.reopenWorkspace({
+      mainCheckout: manifest.repo.root,
+      worktreePath: manifest.worktree.path,
+      branch: manifest.branch,
+      label: manifest.branch,
+      previous: manifest.mux,
+    });
+    if (!opened.ok) {
+      return { code: "failed", reason: "reopen_failed", manifest, message: `Could not reopen a window for handoff ${id}: ${opened.message}` };
+    }
+    current = await deps.store.update(id, (m) => {
+      m.mux = opened.location;
+    });
+    reopened = true;
+  }
+
+  const launcher = new ChildLauncher({
+    store: deps.store,
+    now: () => deps.now(),
+    sleep: (ms) => deps.sleep(ms),
+    progress: (step, text) => deps.progress(step, text),
+    timeouts: deps.timeouts,
+  });
+  const launched = await launcher.launch({
+    mux,
+    manifest: current,
+    command,
+    focus: options.focus,
+    note: reopened ? `relaunched in a reopened window (${describeLocation(current.mux)})` : "relaunched",
+    patch: (m) => {
+      // The previous child's evidence and outcome describe a launch that is over.
+      delete m.child.pid;
+      delete m.child.ackAt;
+      delete m.child.confirmedBy;
+      delete m.error;
+      delete m.focus;
+    },
+  });
+  switch (launched.code) {
+    case "running": {
+      const focusError = launched.manifest.focus !== undefined && "error" in launched.manifest.focus ? ` Could not switch to it: ${launched.manifest.focus.error}` : "";
+      return {
+        code: "running",
+        manifest: launched.manifest,
+        message: `Relaunched handoff ${id}: Pi${launched.manifest.child.pid === undefined ? "" : ` pid ${launched.manifest.child.pid}`} runs on ${childSessionFile} in ${describeLocation(launched.manifest.mux)}.${focusError}`,
+      };
+    }
+    case "launch_unconfirmed":
+      return {
+        code: "launch_unconfirmed",
+        manifest: launched.manifest,
+        message: `${launched.message} Look at ${describeLocation(launched.manifest.mux)}; the command typed there was: ${command}`,
+      };
+    case "shell_not_ready":
+      return { code: "failed", reason: "shell_not_ready", manifest: current, message: `${launched.message} Nothing was typed; handoff ${id} is unchanged.` };
+    case "type_failed": {
+      const failed = await deps.store.transition(
+        id,
+        "failed",
+        (m) => {
+          m.error = { step: "launch", message: launched.message, at: deps.now().toISOString() };
+        },
+        "relaunch failed at launch",
+      );
+      return { code: "failed", reason: "type_failed", manifest: failed, message: `Could not type the command into ${describeLocation(current.mux)}: ${launched.message}` };
+    }
+  }
+}
+
+function describeWorktree(worktree: { code: string; reason?: string }): string {
+  switch (worktree.code) {
+    case "missing":
+      return "gone";
+    case "prunable":
+      return "gone (git still lists it)";
+    case "orphaned":
+      return `no longer the handoff's checkout (${worktree.reason ?? "?"})`;
+    default:
+      return worktree.code;
+  }
+}

@@ -1,0 +1,365 @@
+/**
+ * `remove` and `prune`: retiring handoffs, and what goes with them.
+ *
+ * Invariants:
+ * - Nothing is removed while a Pi runs on the child session or in the worktree, or while the
+ *   handoff is still being set up.
+ * - Without `force`, uncommitted or untracked files and unmerged commits refuse the removal; the
+ *   plan (what would be lost, file by file and commit by commit) is handed to the caller BEFORE
+ *   anything is done, with or without `force`.
+ * - The branch is kept unless `deleteBranch` is asked AND nothing on it is unmerged; an unmerged
+ *   branch is never deleted, even with `force`, so no commit is ever lost through a removal.
+ * - The worktree goes through the backend (`RecoverableMultiplexer.removeWorktree`: the window is
+ *   closed, then git removes the checkout); a directory git does not know as the handoff's worktree
+ *   is left in place, since nothing says what it holds.
+ * - The manifest becomes `removed` with the git state captured just before; it is kept as a record.
+ * - `prune` only does what loses nothing: `git worktree prune` where a handoff's worktree directory
+ *   is gone, and retiring handoffs whose worktree is gone and whose branch is merged or gone, or
+ *   that failed before any worktree existed. It deletes no branch and no file of the user's.
+ */
+import type { Manifest } from "../manifest/schema.ts";
+import type { ManifestStore } from "../manifest/store.ts";
+import { hasWorkspace, type GatherDeps } from "./gather.ts";
+import { isInProgress, isPrunable } from "./classify.ts";
+import { buildInventory, inspectHandoff, type InventoryDeps } from "./inventory.ts";
+import type { CommitList, HandoffReport } from "./json-schema.ts";
+
+export interface RemovalDeps extends GatherDeps {
+  store: ManifestStore;
+}
+
+export interface RemoveOptions {
+  /** Delete uncommitted and untracked files with the worktree, and remove despite unmerged commits. */
+  force: boolean;
+  /** Delete the branch too, if it is merged (an unmerged branch is never deleted). */
+  deleteBranch: boolean;
+}
+
+export type BranchPlan =
+  | { code: "keep" }
+  | { code: "delete"; tip: string; mergeTarget: { ref: string; sha: string } }
+  | { code: "keep_unmerged"; unmerged: number }
+  | { code: "gone" }
+  | { code: "unknown"; message: string };
+
+export interface RemovalPlan {
+  manifest: Manifest;
+  report: HandoffReport;
+  /** What the worktree step does: remove the checkout, drop git's entry for a vanished one, nothing, or leave an unknown directory alone. */
+  worktree: "remove" | "unregister" | "already_gone" | "leave_orphaned";
+  /** Files whose changes are deleted for good with the worktree. */
+  lostFiles: { dirty: string[]; untracked: string[] };
+  /** Commits not merged into the base: they stay on the (kept) branch. */
+  unmerged: CommitList | undefined;
+  branch: BranchPlan;
+  /** Whether the window/workspace is open and will be closed with the worktree. */
+  closesWorkspace: boolean;
+}
+
+export type RemovalRefusal = "not_found" | "invalid" | "removed" | "child_running" | "in_progress" | "needs_force" | "not_confirmed";
+
+export type PlanOutcome =
+  | { code: "planned"; plan: RemovalPlan }
+  /** `plan` is set when the refusal is about work at stake (`needs_force`), so it can be listed. */
+  | { code: "refused"; reason: RemovalRefusal; message: string; plan?: RemovalPlan };
+
+export type RemoveOutcome =
+  | { code: "removed"; manifest: Manifest; plan: RemovalPlan; message: string }
+  | { code: "refused"; reason: RemovalRefusal; message: string; plan?: RemovalPlan }
+  | { code: "failed"; plan: RemovalPlan; message: string };
+
+/** What removing handoff `id` would do and lose, or why it may not be removed. Changes nothing. */
+export async function planRemoval(deps: RemovalDeps, id: string, options: RemoveOptions): Promise<PlanOutcome> {
+  const inspected = await inspectHandoff(deps, id);
+  if (inspected.code !== "found") return { code: "refused", reason: inspected.code, message: inspected.message };
+  const { report, manifest } = inspected;
+  const status = report.status;
+  if (status.code === "removed") return { code: "refused", reason: "removed", message: `Handoff ${id} was already removed.` };
+  if (status.code === "child_running") {
+    const pids = status.writers.map((writer) => writer.pid).join(", ");
+    return {
+      code: "refused",
+      reason: "child_running",
+      message: `Handoff ${id} still has a live Pi (pid ${pids}); quit it first, then remove the handoff.`,
+    };
+  }
+  if (isInProgress(report)) {
+    return { code: "refused", reason: "in_progress", message: `Handoff ${id} is still being set up (${report.state}); try again once it has finished.` };
+  }
+
+  const worktree: RemovalPlan["worktree"] =
+    report.worktree.code === "present"
+      ? "remove"
+      : report.worktree.code === "prunable"
+        ? "unregister"
+        : report.worktree.code === "missing"
+          ? "already_gone"
+          : "leave_orphaned";
+  const lostFiles =
+    worktree === "remove" && report.changes !== undefined
+      ? { dirty: report.changes.dirtyFiles, untracked: report.changes.untrackedFiles }
+      : { dirty: [], untracked: [] };
+  const branchState = report.branchState;
+  const unmerged = branchState.code === "present" ? branchState.unmerged : undefined;
+  let branch: BranchPlan;
+  if (branchState.code === "gone") branch = { code: "gone" };
+  else if (branchState.code === "unknown") branch = { code: "unknown", message: branchState.message };
+  else if (!options.deleteBranch) branch = { code: "keep" };
+  else if (branchState.unmerged.total > 0) branch = { code: "keep_unmerged", unmerged: branchState.unmerged.total };
+  else branch = { code: "delete", tip: branchState.tip, mergeTarget: branchState.mergeTarget };
+  const plan: RemovalPlan = {
+    manifest,
+    report,
+    worktree,
+    lostFiles,
+    unmerged,
+    branch,
+    closesWorkspace: worktree !== "already_gone" && worktree !== "leave_orphaned" && report.workspace.code === "open",
+  };
+
+  if (!options.force) {
+    const stakes: string[] = [];
+    const changed = lostFiles.dirty.length + lostFiles.untracked.length;
+    if (changed > 0) stakes.push(`${changed} uncommitted or untracked file(s)`);
+    if (unmerged !== undefined && unmerged.total > 0) stakes.push(`${unmerged.total} commit(s) not merged into ${branchStateTarget(report)}`);
+    if (report.changes === undefined && worktree === "remove") stakes.push("changes that could not be read");
+    if (stakes.length > 0) {
+      return {
+        code: "refused",
+        reason: "needs_force",
+        message: `Handoff ${id} has ${stakes.join(" and ")}; nothing was removed (add --force to remove it anyway: the files listed are deleted, the commits stay on branch ${manifest.branch}).`,
+        plan,
+      };
+    }
+  }
+  return { code: "planned", plan };
+}
+
+/** Plain lines that say exactly what a removal does and loses. */
+export function describeRemovalPlan(plan: RemovalPlan): string[] {
+  const { manifest, report, lostFiles, unmerged } = plan;
+  const lines: string[] = [];
+  switch (plan.worktree) {
+    case "remove":
+      lines.push(`The worktree ${manifest.worktree.path} is deleted${plan.closesWorkspace ? " and its window closed" : ""}.`);
+      break;
+    case "unregister":
+      lines.push(`The worktree ${manifest.worktree.path} is already gone; git's entry for it is dropped.`);
+      break;
+    case "already_gone":
+      lines.push(`The worktree ${manifest.worktree.path} is already gone.`);
+      break;
+    case "leave_orphaned":
+      lines.push(
+        `The directory ${manifest.worktree.path} is left in place: ${report.worktree.code === "orphaned" ? report.worktree.reason : "git does not know it"}; delete it yourself if you do not need it.`,
+      );
+      break;
+  }
+  const changed = lostFiles.dirty.length + lostFiles.untracked.length;
+  if (changed > 0) {
+    lines.push(`Lost for good (${changed} file(s) with uncommitted work):`);
+    for (const file of lostFiles.dirty) lines.push(`  modified   ${file}`);
+    for (const file of lostFiles.untracked) lines.push(`  untracked  ${file}`);
+  }
+  if (unmerged !== undefined && unmerged.total > 0) {
+    lines.push(`${unmerged.total} commit(s) not merged into ${branchStateTarget(report)} stay on branch ${manifest.branch}, which is kept:`);
+    for (const commit of unmerged.commits) lines.push(`  ${commit.sha.slice(0, 12)} ${commit.subject}`);
+    if (unmerged.commits.length < unmerged.total) lines.push(`  ... and ${unmerged.total - unmerged.commits.length} more`);
+  }
+  switch (plan.branch.code) {
+    case "keep":
+      lines.push(`Branch ${manifest.branch} is kept.`);
+      break;
+    case "delete":
+      lines.push(`Branch ${manifest.branch} is deleted: everything on it is in ${plan.branch.mergeTarget.ref}.`);
+      break;
+    case "keep_unmerged":
+      lines.push(`Branch ${manifest.branch} is kept: it has ${plan.branch.unmerged} unmerged commit(s), and an unmerged branch is never deleted, even with --force.`);
+      break;
+    case "gone":
+      lines.push(`Branch ${manifest.branch} no longer exists.`);
+      break;
+    case "unknown":
+      lines.push(`Branch ${manifest.branch} is kept: ${plan.branch.message}`);
+      break;
+  }
+  if (report.workspace.code === "open" && !plan.closesWorkspace) {
+    lines.push("Its window stays open (it is no longer the worktree's); close it yourself.");
+  }
+  return lines;
+}
+
+/**
+ * Removes handoff `id`: plans (re-checking for a live Pi), hands the plan to `onPlan` before
+ * anything is done (returning false there cancels, e.g. when the plan is not the one a person
+ * confirmed), then acts and records the removal.
+ */
+export async function removeHandoff(
+  deps: RemovalDeps,
+  id: string,
+  options: RemoveOptions,
+  onPlan: (plan: RemovalPlan) => boolean | void = () => {},
+): Promise<RemoveOutcome> {
+  const planned = await planRemoval(deps, id, options);
+  if (planned.code === "refused") {
+    if (planned.plan !== undefined) onPlan(planned.plan);
+    return planned;
+  }
+  const plan = planned.plan;
+  if (onPlan(plan) === false) {
+    return { code: "refused", reason: "not_confirmed", message: `Handoff ${id} changed since it was shown; nothing was removed.`, plan };
+  }
+  const { manifest } = plan;
+
+  let gitState: Manifest["gitState"];
+  if (plan.worktree === "remove") {
+    try {
+      gitState = await deps.git.captureState(manifest.worktree.path, manifest.base.sha);
+    } catch {
+      gitState = undefined; // Recorded when readable; the plan above already listed what is at stake.
+    }
+  }
+
+  let windowLeftOpen = false;
+  if (plan.worktree === "remove" || plan.worktree === "unregister") {
+    const request = { mainCheckout: manifest.repo.root, worktreePath: manifest.worktree.path, force: options.force };
+    const mux = hasWorkspace(manifest.mux) ? deps.muxFor(manifest.mux) : undefined;
+    if (mux !== undefined && !mux.ok) {
+      // Its workspace belongs to a backend this process cannot drive: removing the checkout under
+      // it would leave that workspace in a deleted directory.
+      return { code: "failed", plan, message: `${mux.message} Handoff ${id} was not removed.` };
+    }
+    if (mux !== undefined) {
+      const removed = await mux.mux.removeWorktree(manifest.mux, request);
+      if (!removed.ok) return { code: "failed", plan, message: `${removed.message} Handoff ${id} was not removed.` };
+      // The backend leaves open a window that no longer shows the worktree (someone uses it).
+      windowLeftOpen = plan.closesWorkspace && (await mux.mux.exists(manifest.mux));
+    } else {
+      // No window was ever made: git alone removes the checkout.
+      try {
+        await deps.git.removeWorktree(request.mainCheckout, request.worktreePath, { force: request.force });
+      } catch (error) {
+        return { code: "failed", plan, message: `Could not remove the worktree: ${messageOf(error)} Handoff ${id} was not removed.` };
+      }
+    }
+  }
+
+  const done: string[] = [];
+  if (plan.worktree === "remove") done.push(`deleted worktree ${manifest.worktree.path}`);
+  if (plan.worktree === "unregister") done.push(`dropped git's entry for ${manifest.worktree.path}`);
+  if (windowLeftOpen) done.push("left its window open (it no longer shows the worktree)");
+  if (plan.branch.code === "delete") {
+    try {
+      await deps.git.deleteBranch(manifest.repo.root, manifest.branch, { expectedTip: plan.branch.tip, mergedInto: plan.branch.mergeTarget.sha });
+      done.push(`deleted branch ${manifest.branch}`);
+    } catch (error) {
+      done.push(`kept branch ${manifest.branch} (${messageOf(error).replace(/\.$/, "")})`);
+    }
+  } else if (plan.branch.code !== "gone") {
+    done.push(`kept branch ${manifest.branch}`);
+  }
+
+  const removed = await deps.store.transition(
+    id,
+    "removed",
+    (m) => {
+      if (gitState !== undefined) m.gitState = gitState;
+    },
+    `removed with pi-handoff: ${done.join(", ")}`,
+  );
+  return { code: "removed", manifest: removed, plan, message: `Removed handoff ${id}: ${done.join(", ")}.` };
+}
+
+/**
+ * Whether `next` loses nothing that `confirmed` did not list: the same worktree step, no file
+ * beyond those listed, no more unmerged commits, and no branch deletion that was not shown.
+ */
+export function losesNoMoreThan(next: RemovalPlan, confirmed: RemovalPlan): boolean {
+  const listed = new Set([...confirmed.lostFiles.dirty, ...confirmed.lostFiles.untracked]);
+  const filesListed = [...next.lostFiles.dirty, ...next.lostFiles.untracked].every((file) => listed.has(file));
+  const unmergedNow = next.unmerged?.total ?? 0;
+  const unmergedShown = confirmed.unmerged?.total ?? 0;
+  const branchShown = next.branch.code !== "delete" || confirmed.branch.code === "delete";
+  return next.worktree === confirmed.worktree && filesListed && unmergedNow <= unmergedShown && branchShown;
+}
+
+export type PruneAction =
+  | { code: "prune_worktrees"; repo: string; entries: string[] }
+  | { code: "retire"; id: string; branch: string; reason: "worktree_gone_branch_merged" | "worktree_gone_branch_gone" | "failed_before_worktree" };
+
+export type PruneResult =
+  | { action: PruneAction; ok: true }
+  | { action: PruneAction; ok: false; message: string };
+
+/** What `prune` would do, from a fresh inventory. Changes nothing. */
+export async function planPrune(deps: InventoryDeps): Promise<{ actions: PruneAction[]; problems: string[] }> {
+  const inventory = await buildInventory(deps);
+  const actions: PruneAction[] = [];
+  const problems: string[] = [];
+  const reposWithPrunable = [...new Set(inventory.handoffs.filter((handoff) => handoff.worktree.code === "prunable").map((handoff) => handoff.repo))];
+  for (const repo of reposWithPrunable) {
+    try {
+      const entries = await deps.git.pruneWorktrees(repo, { dryRun: true });
+      if (entries.length > 0) actions.push({ code: "prune_worktrees", repo, entries });
+    } catch (error) {
+      problems.push(`Could not ask git what to prune in ${repo}: ${messageOf(error)}`);
+    }
+  }
+  for (const handoff of inventory.handoffs) {
+    if (!handoff.actions.includes("prune") || !isPrunable(handoff)) continue;
+    const reason =
+      handoff.status.code === "failed"
+        ? "failed_before_worktree"
+        : handoff.branchState.code === "gone"
+          ? "worktree_gone_branch_gone"
+          : "worktree_gone_branch_merged";
+    actions.push({ code: "retire", id: handoff.id, branch: handoff.branch, reason });
+  }
+  return { actions, problems };
+}
+
+export function describePruneAction(action: PruneAction): string[] {
+  if (action.code === "prune_worktrees") {
+    return [`git worktree prune in ${action.repo}:`, ...action.entries.map((entry) => `  ${entry}`)];
+  }
+  const why =
+    action.reason === "failed_before_worktree"
+      ? "it failed before its worktree existed"
+      : action.reason === "worktree_gone_branch_gone"
+        ? `its worktree and branch ${action.branch} are gone`
+        : `its worktree is gone and branch ${action.branch} is merged (the branch is kept)`;
+  return [`mark handoff ${action.id} removed: ${why}`];
+}
+
+/** Carries out planned prune actions in order (git first, then the records). */
+export async function executePrune(deps: InventoryDeps, actions: readonly PruneAction[]): Promise<PruneResult[]> {
+  const results: PruneResult[] = [];
+  for (const action of actions) {
+    try {
+      if (action.code === "prune_worktrees") {
+        await deps.git.pruneWorktrees(action.repo, { dryRun: false });
+      } else {
+        // Re-judged right before: a Pi may have started, or the branch moved, since the plan.
+        const current = await inspectHandoff(deps, action.id);
+        if (current.code !== "found" || !isPrunable(current.report) || !current.report.actions.includes("prune")) {
+          results.push({ action, ok: false, message: `Handoff ${action.id} changed since it was checked; it was left alone.` });
+          continue;
+        }
+        await deps.store.transition(action.id, "removed", undefined, `pruned with pi-handoff: ${describePruneAction(action).join(" ")}`);
+      }
+      results.push({ action, ok: true });
+    } catch (error) {
+      results.push({ action, ok: false, message: messageOf(error) });
+    }
+  }
+  return results;
+}
+
+function branchStateTarget(report: HandoffReport): string {
+  return report.branchState.code === "present" ? report.branchState.mergeTarget.ref : report.base.ref;
+}
+
+function messageOf(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.replace(/\s+/g, " ").trim().replace(/[.\s]*$/, ".");
+}

@@ -1,0 +1,121 @@
+/**
+ * Recovery's git operations against real repositories: status, commit queries (merged, unpushed
+ * against a real remote), worktree removal and prune, and a branch deletion that can never lose a
+ * commit.
+ */
+import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { SimpleGitPort } from "../../src/git/git.ts";
+import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
+
+let repo: TempRepo;
+let git: SimpleGitPort;
+let base: string;
+
+beforeEach(() => {
+  repo = createTempRepo({ prefix: "phw-git-recovery-" });
+  git = new SimpleGitPort({ env: repo.env, timeoutMs: 10_000 });
+  base = repo.run(["rev-parse", "HEAD"]);
+});
+afterEach(() => repo.cleanup());
+
+function addWorktree(branch: string): string {
+  const path = join(repo.dir, branch.replace(/\//g, "-"));
+  repo.run(["worktree", "add", "-q", "-b", branch, path, base]);
+  return path;
+}
+
+describe("RecoveryGitPort on real repositories", () => {
+  it("reports uncommitted and untracked files of a worktree", async () => {
+    const wt = addWorktree("feat/status");
+    writeFileSync(join(wt, "README.md"), "changed\n");
+    writeFileSync(join(wt, "new.txt"), "new\n");
+    expect(await git.worktreeStatus(wt)).toEqual({ dirtyFiles: ["README.md"], untrackedFiles: ["new.txt"] });
+  });
+
+  it("lists commits not merged, and not pushed to any remote", async () => {
+    const wt = addWorktree("feat/commits");
+    const first = repo.commitFile("a.txt", "a\n", "first on branch", { cwd: wt });
+    const second = repo.commitFile("b.txt", "b\n", "second on branch", { cwd: wt });
+    expect(await git.commitsNotIn(repo.root, second, [base])).toEqual({
+      total: 2,
+      commits: [
+        { sha: second, subject: "second on branch" },
+        { sha: first, subject: "first on branch" },
+      ],
+    });
+    expect(await git.commitsNotIn(repo.root, second, [base], { limit: 1 })).toEqual({ total: 2, commits: [{ sha: second, subject: "second on branch" }] });
+
+    // Push the first commit to a real remote: only the second is unpushed.
+    const remote = join(repo.dir, "remote.git");
+    repo.run(["init", "-q", "--bare", remote]);
+    repo.run(["remote", "add", "origin", remote]);
+    repo.run(["push", "-q", "origin", `${first}:refs/heads/feat/commits`]);
+    expect(await git.commitsNotIn(repo.root, second, [base], { excludeRemotes: true })).toEqual({
+      total: 1,
+      commits: [{ sha: second, subject: "second on branch" }],
+    });
+
+    repo.run(["merge", "-q", "--ff-only", "feat/commits"]);
+    expect(await git.commitsNotIn(repo.root, second, [repo.run(["rev-parse", "main"])])).toEqual({ total: 0, commits: [] });
+    expect(await git.isAncestor(repo.root, second, "main")).toBe(true);
+    expect(await git.isAncestor(repo.root, second, base)).toBe(false);
+  });
+
+  it("refuses option-like revisions instead of passing them to git", async () => {
+    await expect(git.commitsNotIn(repo.root, "--all", [])).rejects.toThrow('"--all" is not a commit or ref.');
+    await expect(git.commitsNotIn(repo.root, base, ["^main"])).rejects.toThrow('"^main" is not a commit or ref.');
+  });
+
+  it("removes a clean worktree, refuses a dirty one without force, removes it with force", async () => {
+    const clean = addWorktree("feat/clean");
+    await git.removeWorktree(repo.root, clean, { force: false });
+    expect(existsSync(clean)).toBe(false);
+    expect(repo.run(["worktree", "list", "--porcelain"])).not.toContain(clean);
+    // The branch is never touched by a worktree removal.
+    expect(repo.run(["rev-parse", "--verify", "refs/heads/feat/clean"])).toBe(base);
+
+    const dirty = addWorktree("feat/dirty");
+    writeFileSync(join(dirty, "keep.txt"), "work\n");
+    await expect(git.removeWorktree(repo.root, dirty, { force: false })).rejects.toThrow(/git worktree remove failed: .*untracked/);
+    expect(existsSync(join(dirty, "keep.txt"))).toBe(true);
+    await git.removeWorktree(repo.root, dirty, { force: true });
+    expect(existsSync(dirty)).toBe(false);
+  });
+
+  it("prunes only vanished worktrees, and a dry run changes nothing", async () => {
+    const vanished = addWorktree("feat/vanished");
+    const kept = addWorktree("feat/kept");
+    rmSync(vanished, { recursive: true });
+    const before = repo.run(["worktree", "list", "--porcelain"]);
+    expect(await git.pruneWorktrees(repo.root, { dryRun: true })).toEqual(["Removing worktrees/feat-vanished: gitdir file points to non-existent location"]);
+    expect(repo.run(["worktree", "list", "--porcelain"])).toBe(before);
+    expect(await git.pruneWorktrees(repo.root, { dryRun: false })).toEqual(["Removing worktrees/feat-vanished: gitdir file points to non-existent location"]);
+    const after = repo.run(["worktree", "list", "--porcelain"]);
+    expect(after).not.toContain(vanished);
+    expect(after).toContain(kept);
+  });
+
+  it("deletes a branch only when its checked tip is merged", async () => {
+    const wt = addWorktree("feat/merge-me");
+    const tip = repo.commitFile("m.txt", "m\n", "to merge", { cwd: wt });
+    await git.removeWorktree(repo.root, wt, { force: false });
+
+    // Not merged yet: refused, and the branch still points at its commit.
+    await expect(git.deleteBranch(repo.root, "feat/merge-me", { expectedTip: tip, mergedInto: base })).rejects.toThrow(
+      `Branch feat/merge-me has commits that are not in ${base.slice(0, 12)}; it was not deleted.`,
+    );
+    expect(repo.run(["rev-parse", "refs/heads/feat/merge-me"])).toBe(tip);
+
+    // A tip other than the one checked: refused.
+    await expect(git.deleteBranch(repo.root, "feat/merge-me", { expectedTip: base, mergedInto: tip })).rejects.toThrow(
+      `Branch feat/merge-me moved to ${tip.slice(0, 12)} since it was checked (${base.slice(0, 12)}); it was not deleted.`,
+    );
+
+    repo.run(["merge", "-q", "--ff-only", "feat/merge-me"]);
+    await git.deleteBranch(repo.root, "feat/merge-me", { expectedTip: tip, mergedInto: repo.run(["rev-parse", "main"]) });
+    expect(repo.run(["branch", "--list", "feat/merge-me"])).toBe("");
+    await expect(git.deleteBranch(repo.root, "-D", { expectedTip: tip, mergedInto: tip })).rejects.toThrow('"-D" is not a branch name.');
+  });
+});

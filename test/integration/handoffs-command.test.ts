@@ -1,0 +1,138 @@
+/**
+ * `/handoffs` on real handoffs (the recovery rig: real transaction, git, tmux, stand-in child),
+ * driven through Pi's command context: the picker, a relaunch, and a removal confirmed only after
+ * the confirmation listed exactly what is lost (and cancelled if more would be lost by then).
+ * In print mode the list goes to stderr.
+ */
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runHandoffs } from "../../pi-extension/handoffs-command.ts";
+import { NODE_BIN } from "../support/pi.ts";
+import { createRecoveryRig, isProcessAlive, killAndWait, runningManifest, STAND_IN_PI, type RecoveryRig } from "../support/recovery-rig.ts";
+
+let rig: RecoveryRig;
+
+beforeAll(async () => {
+  rig = await createRecoveryRig();
+});
+afterAll(async () => {
+  await rig?.cleanup();
+});
+
+interface Dialog {
+  kind: "select" | "confirm" | "notify";
+  title: string;
+  body: string | string[];
+}
+
+/** A command context whose UI answers from a script and records every dialog. */
+function scriptedContext(answers: {
+  select: (title: string, options: string[]) => string | undefined;
+  confirm?: (title: string, message: string) => boolean;
+}): { ctx: ExtensionCommandContext; dialogs: Dialog[] } {
+  const dialogs: Dialog[] = [];
+  const ui = {
+    select: async (title: string, options: string[]) => {
+      dialogs.push({ kind: "select", title, body: options });
+      return answers.select(title, options);
+    },
+    confirm: async (title: string, message: string) => {
+      dialogs.push({ kind: "confirm", title, body: message });
+      return answers.confirm?.(title, message) ?? false;
+    },
+    notify: (message: string, level?: string) => {
+      dialogs.push({ kind: "notify", title: level ?? "info", body: message });
+    },
+    setStatus: () => {},
+  };
+  // Only the parts of the context `/handoffs` uses.
+  return { ctx: { hasUI: true, ui } as unknown as ExtensionCommandContext, dialogs };
+}
+
+function pick(id: string, action: string) {
+  return (title: string, options: string[]): string | undefined =>
+    title === "Handoffs" ? options.find((option) => option.endsWith(`(${id})`)) : options.find((option) => option === action);
+}
+
+describe("/handoffs", () => {
+  it("prints the list to stderr in print mode", async () => {
+    const manifest = runningManifest(await rig.handoff("ui/printed", { focus: false }));
+    let written = "";
+    await runHandoffs("", { hasUI: false } as unknown as ExtensionCommandContext, {
+      deps: rig.recoveryDeps(),
+      writeStderr: (text) => {
+        written += text;
+      },
+    });
+    expect(written).toMatch(new RegExp(`^ID +STATUS +BRANCH +FLAGS +ACTIONS\\n`));
+    expect(written).toMatch(new RegExp(`\\n${manifest.id} +child running \\(pid ${manifest.child.pid}\\) +ui/printed +- +focus\\n`));
+    await killAndWait(manifest.child.pid ?? 0);
+  });
+
+  it("relaunches the picked handoff's Pi", async () => {
+    const manifest = runningManifest(await rig.handoff("ui/relaunch", { focus: false }));
+    await killAndWait(manifest.child.pid ?? 0);
+    const { ctx, dialogs } = scriptedContext({ select: pick(manifest.id, "Relaunch its Pi") });
+    await runHandoffs("", ctx, { deps: rig.recoveryDeps(), piCommand: [NODE_BIN, STAND_IN_PI] });
+    // Offered in that order, for a handoff whose Pi is gone and whose window is open.
+    expect(dialogs[1]).toEqual({ kind: "select", title: `ui/relaunch (${manifest.id})`, body: ["Relaunch its Pi", "Switch to its window", "Inspect", "Remove it"] });
+    const after = await rig.read(manifest.id);
+    expect(after.state).toBe("running");
+    expect(isProcessAlive(after.child.pid ?? 0)).toBe(true);
+    expect(dialogs.at(-1)).toMatchObject({ kind: "notify", title: "info", body: expect.stringMatching(new RegExp(`^Relaunched handoff ${manifest.id}: Pi pid ${after.child.pid} `)) });
+    await killAndWait(after.child.pid ?? 0);
+  });
+
+  it("removes only after a confirmation that lists the files lost, and not if more would be lost by then", async () => {
+    const manifest = runningManifest(await rig.handoff("ui/remove", { focus: false }));
+    await killAndWait(manifest.child.pid ?? 0);
+    const worktree = manifest.worktree.path;
+    writeFileSync(join(worktree, "scratch.txt"), "draft\n");
+
+    // Declined: nothing happens.
+    const declined = scriptedContext({ select: pick(manifest.id, "Remove it"), confirm: () => false });
+    await runHandoffs("", declined.ctx, { deps: rig.recoveryDeps() });
+    expect(declined.dialogs.find((dialog) => dialog.kind === "confirm")).toEqual({
+      kind: "confirm",
+      title: "Remove handoff ui/remove?",
+      body: [
+        `The worktree ${worktree} is deleted and its window closed.`,
+        "Lost for good (1 file(s) with uncommitted work):",
+        "  untracked  scratch.txt",
+        "Branch ui/remove is kept.",
+      ].join("\n"),
+    });
+    expect(readFileSync(join(worktree, "scratch.txt"), "utf8")).toBe("draft\n");
+    expect((await rig.read(manifest.id)).state).toBe("running");
+
+    // Confirmed, but another file appeared after the confirmation was shown: cancelled.
+    const raced = scriptedContext({
+      select: pick(manifest.id, "Remove it"),
+      confirm: () => {
+        writeFileSync(join(worktree, "late.txt"), "written after the dialog\n");
+        return true;
+      },
+    });
+    await runHandoffs("", raced.ctx, { deps: rig.recoveryDeps() });
+    expect(raced.dialogs.at(-1)).toEqual({ kind: "notify", title: "error", body: `Handoff ${manifest.id} changed since it was shown; nothing was removed.` });
+    expect(readFileSync(join(worktree, "late.txt"), "utf8")).toBe("written after the dialog\n");
+
+    // Confirmed with everything listed: removed. The branch (nothing unmerged) is offered for
+    // deletion separately; declining keeps it.
+    const confirmed = scriptedContext({ select: pick(manifest.id, "Remove it"), confirm: (title) => title === "Remove handoff ui/remove?" });
+    await runHandoffs("", confirmed.ctx, { deps: rig.recoveryDeps() });
+    const confirms = confirmed.dialogs.filter((dialog) => dialog.kind === "confirm");
+    expect(confirms[0]?.body).toContain("  untracked  late.txt");
+    expect(confirms[1]).toEqual({ kind: "confirm", title: "Also delete branch ui/remove?", body: "Everything on it is in HEAD, so no commit is lost." });
+    expect(confirmed.dialogs.at(-1)).toEqual({
+      kind: "notify",
+      title: "info",
+      body: `Removed handoff ${manifest.id}: deleted worktree ${worktree}, kept branch ui/remove.`,
+    });
+    expect(existsSync(worktree)).toBe(false);
+    expect((await rig.read(manifest.id)).state).toBe("removed");
+    expect(rig.repo.run(["rev-parse", "refs/heads/ui/remove"])).toBe(manifest.base.sha);
+  });
+});

@@ -1,0 +1,398 @@
+/**
+ * `bin/pi-handoff.mjs` as a real process on real handoffs (real transaction, git, tmux; the
+ * stand-in child): bad input, `--json` against the published schema, relaunch, remove that never
+ * loses a file or a commit without --force (and lists them first with it), prune, and the
+ * launcher itself (Node version check, an installed copy under node_modules).
+ */
+import { spawnSync } from "node:child_process";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { InspectReportSchema, InventoryReportSchema, type HandoffReport } from "../../src/recovery/json-schema.ts";
+import { NODE_BIN, PROJECT_ROOT } from "../support/pi.ts";
+import { createRecoveryRig, isProcessAlive, killAndWait, runningManifest, STAND_IN_PI, type RecoveryRig } from "../support/recovery-rig.ts";
+import { waitFor } from "../support/tmux.ts";
+
+const BIN = join(PROJECT_ROOT, "bin", "pi-handoff.mjs");
+
+let rig: RecoveryRig;
+let cliEnv: Record<string, string>;
+
+interface CliRun {
+  status: number;
+  stdout: string;
+  stderr: string;
+}
+
+function cli(args: readonly string[], options: { node?: string; script?: string; env?: Record<string, string> } = {}): CliRun {
+  const run = spawnSync(options.node ?? NODE_BIN, [options.script ?? BIN, ...args], {
+    cwd: rig.repo.root,
+    env: options.env ?? cliEnv,
+    encoding: "utf8",
+    timeout: 120_000,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  return { status: run.status ?? -1, stdout: run.stdout, stderr: run.stderr };
+}
+
+function listJson(): HandoffReport[] {
+  const run = cli(["list", "--json"]);
+  expect(run.stderr).toBe("");
+  expect(run.status).toBe(0);
+  return InventoryReportSchema.parse(JSON.parse(run.stdout)).handoffs;
+}
+
+function reportOf(id: string): HandoffReport {
+  const run = cli(["inspect", id, "--json"]);
+  expect(run.status).toBe(0);
+  return InspectReportSchema.parse(JSON.parse(run.stdout)).handoff;
+}
+
+async function windowIds(): Promise<string[]> {
+  return (await rig.tmux.tmux(["list-windows", "-a", "-F", "#{window_id}"])).split("\n").filter(Boolean);
+}
+
+beforeAll(async () => {
+  rig = await createRecoveryRig();
+  // `pi` on PATH is the stand-in, as the real `pi` would be: relaunch finds Pi there.
+  const binDir = join(rig.repo.dir, "path-bin");
+  mkdirSync(binDir);
+  symlinkSync(STAND_IN_PI, join(binDir, "pi"));
+  cliEnv = {
+    ...rig.env,
+    PATH: `${binDir}:${join(PROJECT_ROOT, "node_modules", ".bin")}:${process.env.PATH ?? "/usr/bin:/bin"}`,
+    PI_HANDOFF_CONFIRM_TIMEOUT_MS: "20000",
+  };
+});
+afterAll(async () => {
+  await rig?.cleanup();
+});
+
+describe("bad input: one sentence on stderr, exit 2", () => {
+  it.each([
+    [["lst"], 'pi-handoff: "lst" is not a command; the commands are list, inspect, relaunch, remove, prune (see pi-handoff --help).'],
+    [["list", "--bogus"], 'pi-handoff: Unknown option "--bogus" for pi-handoff list (see pi-handoff --help).'],
+    [["list", "--repo"], "pi-handoff: Option --repo of pi-handoff list needs a value (see pi-handoff --help)."],
+    [["list", "--json=yes"], "pi-handoff: Option --json of pi-handoff list takes no value (see pi-handoff --help)."],
+    [["list", "extra"], 'pi-handoff: pi-handoff list does not take "extra" (see pi-handoff --help).'],
+    [["inspect"], "pi-handoff: pi-handoff inspect needs a handoff id (pi-handoff list shows them)."],
+    [["relaunch", "../../etc"], 'pi-handoff: "../../etc" is not a handoff id (pi-handoff list shows them).'],
+    [["remove", "--force"], "pi-handoff: pi-handoff remove needs a handoff id (pi-handoff list shows them)."],
+    [["remove", "no-such-handoff"], "pi-handoff: There is no handoff with id no-such-handoff in {agent}/handoff-worktree/manifests."],
+    [["relaunch", "no-such-handoff"], "pi-handoff: There is no handoff with id no-such-handoff in {agent}/handoff-worktree/manifests."],
+    [["list", "--repo", "/"], "pi-handoff: / is not inside a git repository."],
+  ])("%j", (args, expected) => {
+    const run = cli(args);
+    expect(run).toEqual({ status: 2, stdout: "", stderr: `${expected.replace("{agent}", rig.agentDir)}\n` });
+  });
+
+  it("prints the usage with --help (exit 0) and without a command (exit 2)", () => {
+    const help = cli(["--help"]);
+    expect(help.status).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: pi-handoff <command> \[options\]\n/);
+    expect(help.stdout).toContain("remove <id> [--force] [--delete-branch]");
+    const none = cli([]);
+    expect(none.status).toBe(2);
+    expect(none.stderr).toBe(help.stdout);
+  });
+});
+
+describe("the launcher", () => {
+  const oldNode = ["/usr/bin/node", "/usr/local/bin/node"].find((path) => {
+    if (!existsSync(path)) return false;
+    const version = spawnSync(path, ["-p", "process.versions.node"], { encoding: "utf8", timeout: 10_000 }).stdout.trim();
+    const [major = 0, minor = 0] = version.split(".").map(Number);
+    return major < 22 || (major === 22 && minor < 19);
+  });
+
+  it.runIf(oldNode !== undefined)("says in one sentence that Node is too old", () => {
+    const version = spawnSync(oldNode ?? "", ["-p", "process.versions.node"], { encoding: "utf8", timeout: 10_000 }).stdout.trim();
+    const run = cli(["list"], { node: oldNode ?? "" });
+    expect(run).toEqual({
+      status: 1,
+      stdout: "",
+      stderr: `pi-handoff: needs Node.js 22.19 or later (like Pi itself), but this is Node.js ${version}; run it with a newer node.\n`,
+    });
+  });
+
+  it("runs as an executable through its shebang", () => {
+    const run = spawnSync(BIN, ["list"], { cwd: rig.repo.root, env: cliEnv, encoding: "utf8", timeout: 60_000 });
+    expect(run.stderr).toBe("");
+    expect(run.status).toBe(0);
+  });
+
+  it("works from an installed copy under node_modules, where Node cannot strip types", () => {
+    // The package as npm would install it (package.json "files"), its dependencies beside it.
+    const prefix = join(rig.repo.dir, "installed");
+    const modules = join(prefix, "node_modules");
+    const installed = join(modules, "pi-handoff-worktree");
+    mkdirSync(installed, { recursive: true });
+    const pkg = JSON.parse(readFileSync(join(PROJECT_ROOT, "package.json"), "utf8")) as { files: string[] };
+    for (const entry of [...pkg.files, "package.json"]) cpSync(join(PROJECT_ROOT, entry), join(installed, entry), { recursive: true });
+    for (const name of readdirSync(join(PROJECT_ROOT, "node_modules"))) {
+      if (name.startsWith(".")) continue;
+      symlinkSync(join(PROJECT_ROOT, "node_modules", name), join(modules, name));
+    }
+    // Node alone refuses the TypeScript under node_modules; the launcher does not.
+    const native = spawnSync(NODE_BIN, [join(installed, "src", "recovery", "cli.ts")], { encoding: "utf8", timeout: 60_000 });
+    expect(native.status).not.toBe(0);
+    expect(native.stderr).toContain("ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING");
+    const run = cli(["list", "--json"], { script: join(installed, "bin", "pi-handoff.mjs") });
+    expect(run.stderr).toBe("");
+    expect(run.status).toBe(0);
+    expect(InventoryReportSchema.parse(JSON.parse(run.stdout)).agentDir).toBe(rig.agentDir);
+  });
+});
+
+describe("list and inspect", () => {
+  it("list --json and inspect --json match the published schema and reality", async () => {
+    const running = runningManifest(await rig.handoff("cli/listed"));
+    const closed = runningManifest(await rig.handoff("cli/closed", { focus: false }));
+    if (closed.mux.kind !== "tmux") throw new Error("expected tmux");
+    await rig.tmux.tmux(["kill-window", "-t", closed.mux.windowId ?? ""]);
+    await waitFor(() => !isProcessAlive(closed.child.pid ?? 0), { timeoutMs: 10_000, description: "the closed window's child to exit" });
+
+    const handoffs = listJson();
+    const listed = handoffs.find((handoff) => handoff.id === running.id);
+    const gone = handoffs.find((handoff) => handoff.id === closed.id);
+    expect(listed?.status).toEqual({ code: "child_running", writers: [{ pid: running.child.pid, evidence: ["recorded_pid", "marker", "cwd"] }] });
+    expect(gone?.status).toEqual({ code: "workspace_closed" });
+    expect(gone?.actions).toEqual(["relaunch", "remove"]);
+
+    const inspected = cli(["inspect", running.id, "--json"]);
+    const parsed = InspectReportSchema.parse(JSON.parse(inspected.stdout));
+    expect(parsed.manifest).toEqual(JSON.parse(readFileSync(rig.store.pathFor(running.id), "utf8")));
+    expect(parsed.handoff).toEqual(listed);
+
+    const table = cli(["list"]);
+    expect(table.status).toBe(0);
+    const [header, ...rows] = table.stdout.trimEnd().split("\n");
+    expect(header).toMatch(/^ID +STATUS +BRANCH +FLAGS +ACTIONS$/);
+    expect(rows.find((row) => row.startsWith(running.id))).toMatch(new RegExp(`^${running.id} +child running \\(pid ${running.child.pid}\\) +cli/listed +- +focus$`));
+    expect(rows.find((row) => row.startsWith(closed.id))).toMatch(new RegExp(`^${closed.id} +window closed, no Pi +cli/closed +- +relaunch,remove$`));
+
+    const text = cli(["inspect", closed.id]);
+    expect(text.stdout).toContain(`Handoff ${closed.id}\n  status:        window closed, no Pi (manifest state running)\n`);
+    expect(text.stdout).toContain(`  next:          pi-handoff relaunch ${closed.id} | pi-handoff remove ${closed.id}\n`);
+
+    // --repo: another repository has none of these handoffs.
+    const other = join(rig.repo.dir, "other-repo");
+    mkdirSync(other);
+    rig.repo.run(["init", "-q", other]);
+    const elsewhere = cli(["list", "--repo", other, "--json"]);
+    expect(InventoryReportSchema.parse(JSON.parse(elsewhere.stdout)).handoffs).toEqual([]);
+    const here = cli(["list", "--repo", rig.repo.root, "--json"]);
+    expect(InventoryReportSchema.parse(JSON.parse(here.stdout)).handoffs.map((h) => h.id)).toContain(running.id);
+    await killAndWait(running.child.pid ?? 0);
+  });
+});
+
+describe("relaunch", () => {
+  it("refuses while the child runs, and starts the Pi found on PATH once it died", async () => {
+    const manifest = runningManifest(await rig.handoff("cli/relaunch", { focus: false }));
+    const firstPid = manifest.child.pid ?? 0;
+    const refused = cli(["relaunch", manifest.id, "--no-focus"]);
+    expect(refused).toEqual({
+      status: 1,
+      stdout: "",
+      stderr: `pi-handoff: Handoff ${manifest.id} already has a live Pi on its session (pid ${firstPid}), so no second one was started.\n`,
+    });
+
+    await killAndWait(firstPid);
+    const relaunched = cli(["relaunch", manifest.id, "--no-focus"]);
+    const after = await rig.read(manifest.id);
+    const secondPid = after.child.pid ?? 0;
+    expect(relaunched.status).toBe(0);
+    expect(relaunched.stdout).toBe(
+      `Relaunched handoff ${manifest.id}: Pi pid ${secondPid} runs on ${after.child.sessionFile} in tmux window ${manifest.mux.kind === "tmux" ? manifest.mux.windowId : "?"} (pane ${manifest.mux.kind === "tmux" ? manifest.mux.paneId : "?"}).\n`,
+    );
+    expect(relaunched.stderr).toBe("launch: Waiting for the new pane's shell\nlaunch: Starting Pi in the new pane\nconfirm: Waiting for the new Pi to start\n");
+    expect(isProcessAlive(secondPid)).toBe(true);
+    // The Pi on PATH (a node script) runs with the CLI's own Node.
+    expect(after.child.command).toContain(` ${NODE_BIN} ${STAND_IN_PI} --session `);
+    await killAndWait(secondPid);
+  });
+});
+
+describe("remove never loses a file or a commit without --force", () => {
+  it("refuses uncommitted files, lists them, then deletes exactly those with --force", async () => {
+    const manifest = runningManifest(await rig.handoff("cli/dirty", { focus: false }));
+    const worktree = manifest.worktree.path;
+
+    const whileRunning = cli(["remove", manifest.id]);
+    expect(whileRunning.status).toBe(1);
+    expect(whileRunning.stderr).toBe(`pi-handoff: Handoff ${manifest.id} still has a live Pi (pid ${manifest.child.pid}); quit it first, then remove the handoff.\n`);
+    await killAndWait(manifest.child.pid ?? 0);
+
+    writeFileSync(join(worktree, "README.md"), "# edited\n");
+    writeFileSync(join(worktree, "draft.txt"), "not committed\n");
+    const before = readFileSync(rig.store.pathFor(manifest.id), "utf8");
+    const refused = cli(["remove", manifest.id]);
+    expect(refused.status).toBe(1);
+    expect(refused.stdout).toBe(
+      [
+        `The worktree ${worktree} is deleted and its window closed.`,
+        "Lost for good (2 file(s) with uncommitted work):",
+        "  modified   README.md",
+        "  untracked  draft.txt",
+        "Branch cli/dirty is kept.",
+        "",
+      ].join("\n"),
+    );
+    expect(refused.stderr).toBe(
+      `pi-handoff: Handoff ${manifest.id} has 2 uncommitted or untracked file(s); nothing was removed (add --force to remove it anyway: the files listed are deleted, the commits stay on branch cli/dirty).\n`,
+    );
+    expect(readFileSync(join(worktree, "draft.txt"), "utf8")).toBe("not committed\n");
+    expect(readFileSync(join(worktree, "README.md"), "utf8")).toBe("# edited\n");
+    expect(readFileSync(rig.store.pathFor(manifest.id), "utf8")).toBe(before);
+    if (manifest.mux.kind !== "tmux") throw new Error("expected tmux");
+    expect(await windowIds()).toContain(manifest.mux.windowId);
+
+    const forced = cli(["remove", manifest.id, "--force"]);
+    expect(forced.status).toBe(0);
+    // What is lost comes first, then what was done.
+    expect(forced.stdout).toBe(`${refused.stdout}Removed handoff ${manifest.id}: deleted worktree ${worktree}, kept branch cli/dirty.\n`);
+    expect(existsSync(worktree)).toBe(false);
+    expect(await windowIds()).not.toContain(manifest.mux.windowId);
+    expect(rig.repo.run(["rev-parse", "refs/heads/cli/dirty"])).toBe(manifest.base.sha);
+    const removed = await rig.read(manifest.id);
+    expect(removed.state).toBe("removed");
+    expect(removed.gitState).toMatchObject({ head: manifest.base.sha, dirtyFiles: ["README.md"], untrackedFiles: ["draft.txt"], aheadOfBase: 0 });
+    expect(removed.history.at(-1)?.note).toBe(`removed with pi-handoff: deleted worktree ${worktree}, kept branch cli/dirty`);
+  });
+
+  it("refuses unmerged commits, keeps an unmerged branch even with --force --delete-branch", async () => {
+    const manifest = runningManifest(await rig.handoff("cli/unmerged", { focus: false }));
+    await killAndWait(manifest.child.pid ?? 0);
+    const tip = rig.repo.commitFile("feature.txt", "feature\n", "add the feature", { cwd: manifest.worktree.path });
+
+    const refused = cli(["remove", manifest.id, "--delete-branch"]);
+    expect(refused.status).toBe(1);
+    expect(refused.stdout).toContain(`1 commit(s) not merged into HEAD stay on branch cli/unmerged, which is kept:\n  ${tip.slice(0, 12)} add the feature\n`);
+    expect(refused.stderr).toContain(`has 1 commit(s) not merged into HEAD; nothing was removed`);
+    expect(existsSync(manifest.worktree.path)).toBe(true);
+
+    const forced = cli(["remove", manifest.id, "--force", "--delete-branch"]);
+    expect(forced.status).toBe(0);
+    expect(forced.stdout).toContain(
+      "Branch cli/unmerged is kept: it has 1 unmerged commit(s), and an unmerged branch is never deleted, even with --force.\n",
+    );
+    expect(forced.stdout.indexOf("add the feature")).toBeLessThan(forced.stdout.indexOf("Removed handoff"));
+    // The commit is still on its branch.
+    expect(rig.repo.run(["rev-parse", "refs/heads/cli/unmerged"])).toBe(tip);
+    expect(rig.repo.run(["cat-file", "-p", `${tip}:feature.txt`])).toBe("feature");
+    expect(existsSync(manifest.worktree.path)).toBe(false);
+  });
+
+  it("deletes a merged branch with --delete-branch", async () => {
+    const manifest = runningManifest(await rig.handoff("cli/merged", { focus: false }));
+    await killAndWait(manifest.child.pid ?? 0);
+    const tip = rig.repo.commitFile("merged.txt", "merged\n", "merge me", { cwd: manifest.worktree.path });
+    rig.repo.run(["merge", "-q", "--ff-only", "cli/merged"]);
+    const run = cli(["remove", manifest.id, "--delete-branch"]);
+    expect(run.stdout).toBe(
+      [
+        `The worktree ${manifest.worktree.path} is deleted and its window closed.`,
+        "Branch cli/merged is deleted: everything on it is in HEAD.",
+        `Removed handoff ${manifest.id}: deleted worktree ${manifest.worktree.path}, deleted branch cli/merged.`,
+        "",
+      ].join("\n"),
+    );
+    expect(run.status).toBe(0);
+    expect(rig.repo.run(["branch", "--list", "cli/merged"])).toBe("");
+    expect(rig.repo.run(["merge-base", "--is-ancestor", tip, "HEAD"])).toBe("");
+  });
+
+  it("drops git's entry for a worktree whose directory vanished, and closes its window", async () => {
+    const manifest = runningManifest(await rig.handoff("cli/vanished", { focus: false }));
+    if (manifest.mux.kind !== "tmux") throw new Error("expected tmux");
+    await killAndWait(manifest.child.pid ?? 0);
+    rmSync(manifest.worktree.path, { recursive: true, force: true });
+    const run = cli(["remove", manifest.id]);
+    expect(run.stdout).toBe(
+      [
+        `The worktree ${manifest.worktree.path} is already gone; git's entry for it is dropped.`,
+        "Branch cli/vanished is kept.",
+        `Removed handoff ${manifest.id}: dropped git's entry for ${manifest.worktree.path}, kept branch cli/vanished.`,
+        "",
+      ].join("\n"),
+    );
+    expect(run.status).toBe(0);
+    expect(rig.repo.run(["worktree", "list", "--porcelain"])).not.toContain(manifest.worktree.path);
+    // Its shell sat in the deleted directory: that is still the handoff's window, so it is closed.
+    expect(await windowIds()).not.toContain(manifest.mux.windowId);
+  });
+
+  it("never closes a recorded window that no longer shows the worktree", async () => {
+    const manifest = runningManifest(await rig.handoff("cli/moved-window", { focus: false }));
+    if (manifest.mux.kind !== "tmux") throw new Error("expected tmux");
+    const pane = manifest.mux.paneId ?? "";
+    await killAndWait(manifest.child.pid ?? 0);
+    // The person went on using the window elsewhere.
+    await rig.tmux.tmux(["send-keys", "-t", pane, "-l", `cd ${rig.repo.dir}`]);
+    await rig.tmux.tmux(["send-keys", "-t", pane, "Enter"]);
+    await waitFor(async () => (await rig.tmux.tmux(["display-message", "-p", "-t", pane, "#{pane_current_path}"])).trim() === rig.repo.dir, {
+      description: "the pane to leave the worktree",
+    });
+    const run = cli(["remove", manifest.id]);
+    expect(run.status).toBe(0);
+    expect(run.stdout).toContain(
+      `Removed handoff ${manifest.id}: deleted worktree ${manifest.worktree.path}, left its window open (it no longer shows the worktree), kept branch cli/moved-window.\n`,
+    );
+    expect(existsSync(manifest.worktree.path)).toBe(false);
+    expect(await windowIds()).toContain(manifest.mux.windowId);
+  });
+});
+
+describe("prune", () => {
+  it("lists what it would do, changes nothing on --dry-run, then does only what loses nothing", async () => {
+    // 1. failed before any worktree existed
+    const early = await rig.handoff("prune/early", { targetSession: "$999" });
+    if (early.code !== "failed") throw new Error(`expected a failure, got ${early.code}`);
+    // 2. worktree deleted by hand, branch merged
+    const merged = runningManifest(await rig.handoff("prune/merged", { focus: false }));
+    await killAndWait(merged.child.pid ?? 0);
+    rig.repo.commitFile("p.txt", "p\n", "pruned work", { cwd: merged.worktree.path });
+    rig.repo.run(["merge", "-q", "--ff-only", "prune/merged"]);
+    // 3. worktree deleted by hand, branch NOT merged: its commit must survive
+    const unmerged = runningManifest(await rig.handoff("prune/unmerged", { focus: false }));
+    await killAndWait(unmerged.child.pid ?? 0);
+    const keptTip = rig.repo.commitFile("u.txt", "u\n", "unmerged work", { cwd: unmerged.worktree.path });
+    for (const manifest of [merged, unmerged]) {
+      if (manifest.mux.kind === "tmux") await rig.tmux.tmux(["kill-window", "-t", manifest.mux.windowId ?? ""]);
+      rmSync(manifest.worktree.path, { recursive: true, force: true });
+    }
+
+    const manifestsBefore = readdirSync(rig.store.dir).map((name) => [name, readFileSync(join(rig.store.dir, name), "utf8")]);
+    const worktreesBefore = rig.repo.run(["worktree", "list", "--porcelain"]);
+    const dry = cli(["prune", "--dry-run"]);
+    expect(dry.status).toBe(0);
+    expect(dry.stdout).toContain("Would do (dry run, nothing changed):\n  git worktree prune in ");
+    expect(dry.stdout).toContain(`Removing worktrees/prune-merged: gitdir file points to non-existent location`);
+    expect(dry.stdout).toContain(`Removing worktrees/prune-unmerged: gitdir file points to non-existent location`);
+    expect(dry.stdout).toContain(`  mark handoff ${early.manifest.id} removed: it failed before its worktree existed\n`);
+    expect(dry.stdout).toContain(`  mark handoff ${merged.id} removed: its worktree is gone and branch prune/merged is merged (the branch is kept)\n`);
+    expect(dry.stdout).not.toContain(unmerged.id);
+    expect(readdirSync(rig.store.dir).map((name) => [name, readFileSync(join(rig.store.dir, name), "utf8")])).toEqual(manifestsBefore);
+    expect(rig.repo.run(["worktree", "list", "--porcelain"])).toBe(worktreesBefore);
+
+    const real = cli(["prune"]);
+    expect(real.status).toBe(0);
+    expect(real.stdout).toMatch(/Done: (\d+) of \1 action\(s\)\.\n$/);
+    expect((await rig.read(early.manifest.id)).state).toBe("removed");
+    expect((await rig.read(merged.id)).state).toBe("removed");
+    expect((await rig.read(unmerged.id)).state).toBe("running");
+    expect(reportOf(unmerged.id).status).toEqual({ code: "worktree_missing" });
+    const worktreesAfter = rig.repo.run(["worktree", "list", "--porcelain"]);
+    expect(worktreesAfter).not.toContain(merged.worktree.path);
+    expect(worktreesAfter).not.toContain(unmerged.worktree.path);
+    // No branch was deleted; the unmerged commit is where it was.
+    expect(rig.repo.run(["rev-parse", "refs/heads/prune/unmerged"])).toBe(keptTip);
+    expect(rig.repo.run(["branch", "--list", "prune/merged"])).toBe("  prune/merged");
+    // Removed handoffs are hidden from the list, and counted.
+    const table = cli(["list"]);
+    expect(table.stdout).not.toContain(merged.id);
+    expect(table.stdout).toMatch(/\(\d+ removed handoff\(s\) not shown; pi-handoff list --all shows them\.\)/);
+    expect(cli(["list", "--all"]).stdout).toContain(merged.id);
+  });
+});

@@ -1,0 +1,219 @@
+/**
+ * The recovery verdict as a pure function: every status, the writer evidence (including a reused
+ * pid and a Herdr-restarted Pi without the marker), the flags, and which actions are offered.
+ */
+import { describe, expect, it } from "vitest";
+import { newManifest } from "../../src/manifest/factory.ts";
+import { ManifestSchema, type Manifest } from "../../src/manifest/schema.ts";
+import { classify, findWriters, isPrunable, IN_PROGRESS_GRACE_MS, type HandoffFacts } from "../../src/recovery/classify.ts";
+import { HandoffReportSchema, type BranchFact } from "../../src/recovery/json-schema.ts";
+
+const BASE = "a".repeat(40);
+const TIP = "b".repeat(40);
+const WORKTREE = "/work/repo.worktrees/feat-x";
+const CREATED = new Date("2026-01-01T10:00:00.000Z");
+const LATER = new Date(CREATED.getTime() + 10 * IN_PROGRESS_GRACE_MS);
+const ID = "20260101-100000-feat-x-abcd";
+
+function manifest(state: Manifest["state"], patch: (m: Manifest) => void = () => {}): Manifest {
+  const m = newManifest({
+    id: ID,
+    now: CREATED,
+    branch: "feat/x",
+    base: { ref: "main", sha: BASE },
+    repo: { root: "/work/repo", commonDir: "/work/repo/.git" },
+    parent: { sessionFile: "/s/parent.jsonl", sessionId: "p", leafId: "abcd1234", cwd: "/work/repo" },
+    worktree: { path: WORKTREE },
+    mux: { kind: "tmux", socketPath: "/tmp/sock", sessionId: "$1", windowId: "@2", paneId: "%3" },
+  });
+  m.state = state;
+  m.history.push({ state, at: CREATED.toISOString() });
+  m.child = { sessionFile: "/s/child.jsonl", sessionId: "c", pid: 4242, model: { provider: "faux", id: "faux-1" } };
+  patch(m);
+  return ManifestSchema.parse(m);
+}
+
+const merged: BranchFact = {
+  code: "present",
+  tip: TIP,
+  mergeTarget: { ref: "main", sha: TIP },
+  aheadOfBase: 2,
+  unmerged: { total: 0, commits: [] },
+  unpushed: { total: 2, commits: [{ sha: TIP, subject: "second" }, { sha: "c".repeat(40), subject: "first" }] },
+};
+const unmerged: BranchFact = { ...merged, mergeTarget: { ref: "main", sha: BASE }, unmerged: merged.unpushed };
+const untouched: BranchFact = { ...merged, tip: BASE, aheadOfBase: 0, unpushed: { total: 0, commits: [] } };
+
+function facts(m: Manifest, patch: Partial<HandoffFacts> = {}): HandoffFacts {
+  return {
+    manifest: m,
+    now: LATER,
+    worktreeDirectoryExists: true,
+    registration: { code: "listed", branch: "feat/x", detached: false, prunable: false },
+    workspace: { code: "open" },
+    recordedProcess: undefined,
+    piProcesses: [],
+    branch: untouched,
+    changes: { dirtyFiles: [], untrackedFiles: [] },
+    childSessionExists: true,
+    problems: [],
+    ...patch,
+  };
+}
+
+/** Classify, check the report against the published schema, and return the parts tests look at. */
+function verdict(f: HandoffFacts) {
+  const report = HandoffReportSchema.parse(classify(f));
+  return { status: report.status, flags: report.flags, actions: report.actions, worktree: report.worktree };
+}
+
+describe("classify", () => {
+  it("a removed handoff is a record only: no action", () => {
+    const m = manifest("running", (m) => {
+      m.state = "removed";
+      m.history.push({ state: "removed", at: "2026-01-02T00:00:00.000Z" });
+    });
+    expect(verdict(facts(m, { workspace: { code: "unknown", message: "not checked" } }))).toMatchObject({
+      status: { code: "removed", at: "2026-01-02T00:00:00.000Z" },
+      actions: [],
+    });
+  });
+
+  it("the recorded child, alive and matching, is a running child whatever the manifest says", () => {
+    const m = manifest("launch_unconfirmed", (m) => {
+      m.error = { step: "confirm", message: "late", at: CREATED.toISOString() };
+    });
+    const child = { pid: 4242, name: "pi", cwd: WORKTREE, handoffId: ID };
+    const v = verdict(facts(m, { recordedProcess: child, piProcesses: [child] }));
+    expect(v.status).toEqual({ code: "child_running", writers: [{ pid: 4242, evidence: ["recorded_pid", "marker", "cwd"] }] });
+    // Never relaunch or remove under a live writer; the window can still be shown.
+    expect(v.actions).toEqual(["focus"]);
+  });
+
+  it("a reused pid (another process now) is not the child", () => {
+    const m = manifest("running");
+    const impostors = [
+      { pid: 4242, name: "bash", cwd: WORKTREE, handoffId: ID },
+      { pid: 4242, name: "pi", cwd: "/elsewhere", handoffId: "20260101-100000-other-ffff" },
+    ];
+    for (const recordedProcess of impostors) {
+      expect(verdict(facts(m, { recordedProcess })).status).toEqual({ code: "no_child" });
+    }
+  });
+
+  it("finds a Pi that Herdr restarted in the worktree without the marker, and one with the marker anywhere", () => {
+    const m = manifest("running");
+    const restarted = { pid: 77, name: "pi", cwd: `${WORKTREE}/src` };
+    const marked = { pid: 12, name: "pi", cwd: "/tmp", handoffId: ID };
+    const unrelated = [
+      { pid: 5, name: "pi", cwd: `${WORKTREE}-2` },
+      { pid: 6, name: "node", cwd: WORKTREE, handoffId: ID },
+    ];
+    expect(findWriters(m, undefined, [restarted, ...unrelated, marked])).toEqual([
+      { pid: 12, evidence: ["marker"] },
+      { pid: 77, evidence: ["cwd"] },
+    ]);
+  });
+
+  it("leaves a recently changed unfinished handoff alone, and judges a stale one", () => {
+    const m = manifest("launching", (m) => {
+      m.updatedAt = new Date(LATER.getTime() - 1_000).toISOString();
+    });
+    expect(verdict(facts(m))).toMatchObject({ status: { code: "unfinished", step: "confirm", inProgress: true }, actions: ["focus"] });
+    const stale = manifest("forked");
+    expect(verdict(facts(stale))).toMatchObject({
+      status: { code: "unfinished", step: "launch", inProgress: false },
+      actions: ["relaunch", "focus", "remove"],
+    });
+  });
+
+  it("a handoff that failed before its worktree existed can be pruned", () => {
+    const m = manifest("failed", (m) => {
+      m.mux = { kind: "tmux" };
+      m.child = {};
+      m.error = { step: "worktree", message: "tmux has no session $9.", at: CREATED.toISOString() };
+    });
+    const v = verdict(
+      facts(m, { worktreeDirectoryExists: false, registration: { code: "not_listed" }, workspace: { code: "none" }, branch: { code: "gone" }, changes: undefined, childSessionExists: false }),
+    );
+    expect(v).toEqual({
+      status: { code: "failed", step: "worktree", message: "tmux has no session $9.", worktreeCreated: false },
+      flags: [],
+      actions: ["remove", "prune"],
+      worktree: { code: "missing" },
+    });
+  });
+
+  it("a missing worktree with a merged branch can be pruned; with unmerged commits it cannot", () => {
+    const gone = { worktreeDirectoryExists: false, registration: { code: "not_listed" as const }, changes: undefined, workspace: { code: "closed" as const } };
+    const m = manifest("running");
+    expect(verdict(facts(m, { ...gone, branch: merged }))).toMatchObject({
+      status: { code: "worktree_missing" },
+      flags: ["unpushed", "merged"],
+      actions: ["remove", "prune"],
+    });
+    expect(verdict(facts(m, { ...gone, branch: unmerged }))).toMatchObject({
+      status: { code: "worktree_missing" },
+      flags: ["unpushed", "unmerged"],
+      actions: ["remove"],
+    });
+    expect(verdict(facts(m, { ...gone, branch: { code: "gone" } }))).toMatchObject({ actions: ["remove", "prune"] });
+  });
+
+  it("a vanished directory git still lists is prunable", () => {
+    const v = verdict(facts(manifest("running"), { worktreeDirectoryExists: false, changes: undefined, workspace: { code: "closed" } }));
+    expect(v).toMatchObject({ status: { code: "prunable" }, worktree: { code: "prunable" }, actions: ["remove", "prune"] });
+  });
+
+  it.each([
+    [{ code: "not_listed" as const }, "git does not list it as a worktree of the repository"],
+    [{ code: "listed" as const, branch: "other", detached: false, prunable: false }, "it has branch other checked out, not feat/x"],
+    [{ code: "listed" as const, detached: true, prunable: false }, "its HEAD is detached, not on the handoff's branch"],
+  ])("a directory that is not the branch's worktree any more is an orphaned checkout (%o)", (registration, reason) => {
+    const v = verdict(facts(manifest("running"), { registration }));
+    expect(v.status).toEqual({ code: "orphaned_checkout", reason });
+    // Pi is never started in a checkout that is not the handoff's.
+    expect(v.actions).toEqual(["focus", "remove"]);
+  });
+
+  it("names the step of a failure and of an unconfirmed launch", () => {
+    const failed = manifest("failed", (m) => {
+      m.error = { step: "launch", message: "The shell did not become ready.", at: CREATED.toISOString() };
+    });
+    expect(verdict(facts(failed)).status).toEqual({ code: "failed", step: "launch", message: "The shell did not become ready.", worktreeCreated: true });
+    const unconfirmed = manifest("launch_unconfirmed", (m) => {
+      m.error = { step: "confirm", message: "No ack.", at: CREATED.toISOString() };
+    });
+    expect(verdict(facts(unconfirmed)).status).toEqual({ code: "unconfirmed", step: "confirm", message: "No ack." });
+  });
+
+  it("tells a closed window from an open one when no Pi runs", () => {
+    const m = manifest("running");
+    expect(verdict(facts(m, { workspace: { code: "closed" } }))).toMatchObject({ status: { code: "workspace_closed" }, actions: ["relaunch", "remove"] });
+    expect(verdict(facts(m))).toMatchObject({ status: { code: "no_child" }, actions: ["relaunch", "focus", "remove"] });
+  });
+
+  it("does not offer relaunch without recorded launch settings or a child session", () => {
+    const noModel = manifest("running", (m) => {
+      delete m.child.model;
+    });
+    expect(verdict(facts(noModel)).actions).toEqual(["focus", "remove"]);
+    expect(verdict(facts(manifest("running"), { childSessionExists: false })).actions).toEqual(["focus", "remove"]);
+  });
+
+  it("flags uncommitted work and commits independently of the status", () => {
+    const v = verdict(facts(manifest("running"), { changes: { dirtyFiles: ["a.txt"], untrackedFiles: ["new/"] }, branch: unmerged }));
+    expect(v.flags).toEqual(["dirty", "untracked", "unpushed", "unmerged"]);
+    // A branch without commits is not "merged": there is no work that reached the base.
+    expect(verdict(facts(manifest("running"))).flags).toEqual([]);
+  });
+
+  it("isPrunable never retires a failed-early handoff whose window is still open", () => {
+    const m = manifest("failed", (m) => {
+      m.error = { step: "worktree", message: "x", at: CREATED.toISOString() };
+    });
+    const report = classify(facts(m, { worktreeDirectoryExists: false, registration: { code: "not_listed" }, workspace: { code: "open" } }));
+    expect(report.status.code).toBe("failed");
+    expect(isPrunable(report)).toBe(false);
+  });
+});
