@@ -5,6 +5,8 @@
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { onSessionStart } from "./child-startup.ts";
 import { runHandoff } from "./handoff-command.ts";
+import { runHandoffs } from "./handoffs-command.ts";
+import { registerLineage } from "./lineage.ts";
 import { registerRenderers } from "./renderers.ts";
 import { report } from "./report.ts";
 
@@ -16,6 +18,11 @@ export default function handoffWorktreeExtension(pi: ExtensionAPI): void {
     handler: (args, ctx) => runHandoff(pi, args, ctx),
   });
 
+  pi.registerCommand("handoffs", {
+    description: "List your handoffs; relaunch, switch to, inspect or remove one (same as the pi-handoff command)",
+    handler: (args, ctx) => runHandoffs(args, ctx),
+  });
+
   pi.on("session_start", async (_event, ctx) => {
     try {
       await onSessionStart(pi, ctx);
@@ -24,4 +31,7 @@ export default function handoffWorktreeExtension(pi: ExtensionAPI): void {
       report(ctx, `handoff-worktree: could not acknowledge the handoff: ${error instanceof Error ? error.message : String(error)}`, "warning");
     }
   });
+
+  // After the session_start handler above: lineage delivery must see the kickoff turn it starts.
+  registerLineage(pi);
 }

@@ -71,6 +71,7 @@ export async function measureHandoffOverhead(options: { runs: number; files: num
     PI_SKIP_VERSION_CHECK: "1",
     PI_TELEMETRY: "0",
     BENCH_READY_DIR: readyDir,
+    PI_SUBAGENTS_TEMP_ROOT: join(root, "pi-subagents"),
     GIT_CONFIG_NOSYSTEM: "1",
     GIT_AUTHOR_NAME: "Bench",
     GIT_AUTHOR_EMAIL: "bench@example.invalid",

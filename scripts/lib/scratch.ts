@@ -75,6 +75,8 @@ function isolatedEnv(projectRoot: string, home: string, agentDir: string): Recor
     PI_OFFLINE: "1",
     PI_SKIP_VERSION_CHECK: "1",
     PI_TELEMETRY: "0",
+    // Lineage adoption reads pi-subagents' store in every Pi: the demo's stays in its scratch dir.
+    PI_SUBAGENTS_TEMP_ROOT: join(home, "pi-subagents"),
   };
 }
 

@@ -50,6 +50,8 @@ export function createPiSandbox(prefix = "phw-pi-"): PiSandbox {
     PI_OFFLINE: "1",
     PI_SKIP_VERSION_CHECK: "1",
     PI_TELEMETRY: "0",
+    // Lineage adoption scans pi-subagents' store in every Pi: keep it inside the sandbox.
+    PI_SUBAGENTS_TEMP_ROOT: join(dir, "pi-subagents"),
   });
   return { dir, home, agentDir, env, cleanup: () => removeTempDir(dir) };
 }

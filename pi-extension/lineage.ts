@@ -1,0 +1,410 @@
+/**
+ * Lineage adoption in every Pi session: a session whose header names a parent picks up the
+ * background work its ancestors started (pi-subagents runs, pi-workflows runs, the handoff chain),
+ * says so in one resume message, then in one message per adopted run that finishes later.
+ *
+ * Invariants:
+ * - Start-up is never held up: `session_start` only reads the in-memory session and schedules the
+ *   scan; the lineage walk and the file reads run after start-up, asynchronously.
+ * - Messages are delivered only at idle points, so they never race a turn (in particular a handoff
+ *   child's kickoff turn, which starts during `session_start`): at the scan's end if Pi is idle and
+ *   no kickoff is expected, otherwise after the next `agent_settled`.
+ * - Every delivery is followed at once by a ledger entry of its `(source, run, outcome)` triples;
+ *   a triple already in the ledger (this session's, or one inherited through a fork) is never
+ *   delivered again.
+ * - Messages never trigger a turn (`triggerTurn: false`, default delivery): the work was started
+ *   by another conversation, possibly for a purpose this worktree no longer has, so acting on it
+ *   is the user's call. Sent while idle, Pi appends the message at once; the model reads it with
+ *   the next prompt, and the user sees it in the transcript right away.
+ * - The completion watch is a poll of the adopted active runs only (cost bounded by their number),
+ *   unref'd so it never keeps Pi alive, started in `session_start` and stopped in `session_shutdown`.
+ */
+import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { Box, Text } from "@earendil-works/pi-tui";
+import { Type } from "typebox";
+import { findHandoffDetails, kickoffSent } from "../src/handoff/acknowledge.ts";
+import { LINEAGE_LEDGER_TYPE, ledgerEntryFor, readLedger } from "../src/lineage/ledger.ts";
+import { walkLineage } from "../src/lineage/lineage.ts";
+import {
+  ADOPTED_RUNS_TOOL,
+  buildActiveReminder,
+  buildCompletionMessage,
+  buildResumeMessage,
+  LINEAGE_MESSAGE_TYPE,
+  LineageMessageDetailsSchema,
+  summarizeDetails,
+  type LineageMessage,
+  type LineageMessageKind,
+} from "../src/lineage/messages.ts";
+import { defaultSources, newlyEnded, ownCompletionOwnerId, refreshRuns, scanSources, selectForResume, selectWatched } from "../src/lineage/scan.ts";
+import { cleanText, formatTime } from "../src/lineage/text.ts";
+import { deliveryKey, type AdoptedRun, type LineageEntryView, type LineageSource, type ScanContext } from "../src/lineage/types.ts";
+import { agentDirFromEnv } from "../src/session/paths.ts";
+import { open } from "node:fs/promises";
+
+/** Long enough for Pi to finish drawing its first screen before any file is read. */
+const SCAN_DELAY_MS = 50;
+const DEFAULT_POLL_MS = 2_000;
+/** A handoff child's kickoff normally starts its turn at once; after this, it is not coming. */
+const KICKOFF_GRACE_MS = 5_000;
+const TOOL_OUTPUT_TAIL_CHARS = 4_000;
+
+export interface LineageOptions {
+  sources?: LineageSource[];
+  pollMs?: number;
+}
+
+interface PendingDelivery {
+  kind: LineageMessageKind;
+  message: LineageMessage;
+  /** The triples this delivery records (none for a compaction reminder, which repeats known facts). */
+  records: AdoptedRun[];
+}
+
+function pollMsFromEnv(env: NodeJS.ProcessEnv): number {
+  const value = Number(env.PI_HANDOFF_LINEAGE_POLL_MS);
+  return Number.isFinite(value) && value >= 100 ? value : DEFAULT_POLL_MS;
+}
+
+/** The state of one session's adoption; a new one per `session_start`. */
+class LineageSession {
+  private stopped = false;
+  private scanned = false;
+  private runs = new Map<string, AdoptedRun>();
+  private notes: string[] = [];
+  private readonly ledger: Set<string>;
+  private readonly queued = new Set<string>();
+  private queue: PendingDelivery[] = [];
+  private watched: AdoptedRun[] = [];
+  private waitForSettle: boolean;
+  private sawAgentStart = false;
+  private scanTimer: NodeJS.Timeout | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private graceTimer: NodeJS.Timeout | undefined;
+  private polling = false;
+  private context: ScanContext | undefined;
+
+  private readonly pi: ExtensionAPI;
+  private ctx: ExtensionContext;
+  private readonly sources: LineageSource[];
+  private readonly pollMs: number;
+
+  constructor(pi: ExtensionAPI, ctx: ExtensionContext, sources: LineageSource[], pollMs: number) {
+    this.pi = pi;
+    this.ctx = ctx;
+    this.sources = sources;
+    this.pollMs = pollMs;
+    const entries = ctx.sessionManager.getEntries() as LineageEntryView[];
+    this.ledger = readLedger(entries);
+    const branch = ctx.sessionManager.getBranch();
+    const handoff = findHandoffDetails(branch);
+    // The kickoff turn of a handoff child with a task starts during session_start: wait for it.
+    const expectKickoff = handoff !== undefined && handoff.hasTask && !kickoffSent(branch);
+    this.waitForSettle = expectKickoff || !ctx.isIdle();
+  }
+
+  /** Whether this session has any lineage at all (no parent and no handoff: nothing to do). */
+  static relevant(ctx: ExtensionContext): boolean {
+    const header = ctx.sessionManager.getHeader();
+    if (header?.parentSession !== undefined && header.parentSession.length > 0) return true;
+    return findHandoffDetails(ctx.sessionManager.getBranch()) !== undefined;
+  }
+
+  start(): void {
+    this.scanTimer = setTimeout(() => void this.scan(), SCAN_DELAY_MS);
+    this.scanTimer.unref();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const timer of [this.scanTimer, this.graceTimer]) if (timer !== undefined) clearTimeout(timer);
+    if (this.pollTimer !== undefined) clearInterval(this.pollTimer);
+    this.queue = [];
+  }
+
+  get hasScanned(): boolean {
+    return this.scanned;
+  }
+
+  adoptedRuns(): AdoptedRun[] {
+    return [...this.runs.values()];
+  }
+
+  scanNotes(): string[] {
+    return [...this.notes];
+  }
+
+  onAgentStart(): void {
+    this.sawAgentStart = true;
+  }
+
+  onSettled(ctx: ExtensionContext): void {
+    this.ctx = ctx;
+    this.waitForSettle = false;
+    this.flush();
+  }
+
+  onCompact(ctx: ExtensionContext): void {
+    this.ctx = ctx;
+    const active = this.adoptedRuns().filter((run) => run.outcome === "active");
+    this.queue = this.queue.filter((item) => item.kind !== "active-reminder");
+    if (active.length > 0) this.queue.push({ kind: "active-reminder", message: buildActiveReminder(active), records: [] });
+    this.flush();
+  }
+
+  private scanContext(): ScanContext {
+    if (this.context !== undefined) return this.context;
+    const manager = this.ctx.sessionManager;
+    const header = manager.getHeader();
+    const lineage = walkLineage({
+      sessionFile: manager.getSessionFile(),
+      sessionId: manager.getSessionId(),
+      parentSession: header?.parentSession,
+      timestamp: header?.timestamp,
+      cwd: header?.cwd,
+    });
+    const ownerId = ownCompletionOwnerId();
+    this.context = {
+      lineage,
+      branch: manager.getBranch() as LineageEntryView[],
+      env: process.env,
+      agentDir: agentDirFromEnv(process.env),
+      now: Date.now(),
+      ...(ownerId === undefined ? {} : { ownCompletionOwnerId: ownerId }),
+    };
+    return this.context;
+  }
+
+  /** Refresh the adopted runs' state now (for the tool), without delivering anything. */
+  async refreshAll(): Promise<AdoptedRun[]> {
+    if (!this.scanned || this.context === undefined) return this.adoptedRuns();
+    const refreshed = await refreshRuns(this.sources, this.adoptedRuns(), { ...this.context, now: Date.now() });
+    for (const run of refreshed.runs) this.runs.set(`${run.source}\u0000${run.runId}`, run);
+    return this.adoptedRuns();
+  }
+
+  private async scan(): Promise<void> {
+    if (this.stopped) return;
+    try {
+      const context = this.scanContext();
+      const result = await scanSources(this.sources, context);
+      if (this.stopped) return;
+      this.notes = [...context.lineage.notes, ...result.notes];
+      for (const run of result.runs) this.runs.set(`${run.source}\u0000${run.runId}`, run);
+      const resume = selectForResume(result.runs, this.ledger);
+      if (resume.length > 0) this.enqueue({ kind: "resume", message: buildResumeMessage(resume), records: resume });
+      this.watched = selectWatched(result.runs);
+      if (this.watched.length > 0) {
+        this.pollTimer = setInterval(() => void this.poll(), this.pollMs);
+        this.pollTimer.unref();
+      }
+    } catch (error) {
+      this.notes.push(`lineage scan failed: ${error instanceof Error ? error.message : String(error)}`);
+    } finally {
+      this.scanned = true;
+    }
+    if (this.waitForSettle && !this.sawAgentStart && this.isIdle()) {
+      // A kickoff was expected but no turn has started: the acknowledgement may have failed, so do
+      // not wait for a settle that may never come.
+      this.graceTimer = setTimeout(() => {
+        if (this.sawAgentStart || this.stopped) return;
+        this.waitForSettle = false;
+        this.flush();
+      }, KICKOFF_GRACE_MS);
+      this.graceTimer.unref();
+    }
+    this.flush();
+  }
+
+  private async poll(): Promise<void> {
+    if (this.stopped || this.polling || this.context === undefined) return;
+    this.polling = true;
+    try {
+      const refreshed = await refreshRuns(this.sources, this.watched, { ...this.context, now: Date.now() });
+      if (this.stopped) return;
+      for (const run of refreshed.runs) this.runs.set(`${run.source}\u0000${run.runId}`, run);
+      const known = new Set([...this.ledger, ...this.queued]);
+      for (const run of newlyEnded(refreshed.runs, known)) {
+        this.enqueue({ kind: "completion", message: buildCompletionMessage(run), records: [run] });
+      }
+      this.watched = refreshed.runs.filter((run) => run.outcome === "active");
+      if (this.watched.length === 0 && this.pollTimer !== undefined) {
+        clearInterval(this.pollTimer);
+        this.pollTimer = undefined;
+      }
+    } finally {
+      this.polling = false;
+    }
+    this.flush();
+  }
+
+  private enqueue(delivery: PendingDelivery): void {
+    for (const run of delivery.records) this.queued.add(deliveryKey(run));
+    this.queue.push(delivery);
+  }
+
+  private isIdle(): boolean {
+    try {
+      return this.ctx.isIdle();
+    } catch {
+      // A context from a replaced runtime: this session is over.
+      return false;
+    }
+  }
+
+  /** Deliver everything queued, now, if and only if Pi is at an idle point. */
+  private flush(): void {
+    if (this.stopped || this.waitForSettle || this.queue.length === 0 || !this.isIdle()) return;
+    const items = this.queue;
+    this.queue = [];
+    for (const item of items) {
+      try {
+        // Idle, without a turn: Pi appends the message to the session at once.
+        this.pi.sendMessage(item.message, { triggerTurn: false });
+        if (item.records.length > 0) {
+          this.pi.appendEntry(LINEAGE_LEDGER_TYPE, ledgerEntryFor(item.records, item.kind, new Date()));
+          for (const run of item.records) this.ledger.add(deliveryKey(run));
+        }
+      } catch (error) {
+        // The runtime went away between the check and the send: nothing more can be delivered here.
+        this.notes.push(`delivery failed: ${error instanceof Error ? error.message : String(error)}`);
+        this.stop();
+        return;
+      }
+    }
+  }
+}
+
+function runLines(run: AdoptedRun): string[] {
+  const lines = [`[${run.source}] ${run.runId} — ${run.outcome} (${run.state}): ${run.title}`];
+  if (run.progress !== undefined) lines.push(`  progress: ${run.progress}`);
+  if (run.parentRunId !== undefined) lines.push(`  part of workflow run ${run.parentRunId}`);
+  lines.push(`  owner: ${run.owner.key} (${run.owner.depth} level${run.owner.depth === 1 ? "" : "s"} up)`);
+  const started = formatTime(run.startedAt);
+  const ended = formatTime(run.endedAt);
+  if (started !== undefined) lines.push(`  started: ${started}${run.pid === undefined ? "" : ` (pid ${run.pid})`}`);
+  if (ended !== undefined) lines.push(`  ended: ${ended}`);
+  if (run.success !== undefined) lines.push(`  success: ${run.success}`);
+  if (run.paths.runDir !== undefined) lines.push(`  directory: ${run.paths.runDir}`);
+  if (run.paths.status !== undefined) lines.push(`  status: ${run.paths.status}`);
+  if (run.paths.result !== undefined) lines.push(`  result: ${run.paths.result}`);
+  for (const output of run.paths.outputs) lines.push(`  output: ${output}`);
+  for (const file of run.paths.sessionFiles.slice(0, 5)) lines.push(`  session: ${file}`);
+  return lines;
+}
+
+/** The last `maxChars` characters of a text file, cleaned; undefined if it cannot be read. */
+async function tailOf(path: string, maxChars: number): Promise<string | undefined> {
+  let handle;
+  try {
+    handle = await open(path, "r");
+    const size = (await handle.stat()).size;
+    const length = Math.min(size, maxChars * 4);
+    const buffer = Buffer.alloc(length);
+    await handle.read(buffer, 0, length, size - length);
+    const text = buffer.toString("utf8");
+    return cleanText(text.slice(-maxChars), maxChars);
+  } catch {
+    return undefined;
+  } finally {
+    await handle?.close();
+  }
+}
+
+export function registerLineage(pi: ExtensionAPI, options: LineageOptions = {}): void {
+  let session: LineageSession | undefined;
+  /** The current session continues no other: there is nothing to adopt (distinct from "not scanned yet"). */
+  let withoutLineage = false;
+
+  pi.registerMessageRenderer(LINEAGE_MESSAGE_TYPE, (message, { expanded, outputPad }, theme) => {
+    const parsed = LineageMessageDetailsSchema.safeParse(message.details);
+    const content = typeof message.content === "string" ? message.content : "";
+    const title = theme.fg("accent", `⟲ ${parsed.success ? summarizeDetails(parsed.data) : "Adopted background work"}`);
+    const hint = theme.fg("dim", `\n${ADOPTED_RUNS_TOOL} lists and inspects adopted runs`);
+    const box = new Box(outputPad, 1, (text) => theme.bg("customMessageBg", text));
+    box.addChild(new Text(expanded ? `${title}\n\n${content}` : `${title}${hint}`, 0, 0));
+    return box;
+  });
+
+  const registerTool = (): void => pi.registerTool({
+    name: ADOPTED_RUNS_TOOL,
+    label: "Adopted runs",
+    description:
+      "List or inspect the background work this session adopted from the sessions it continues (pi-subagents runs, pi-workflows runs, earlier handoffs): state, progress, and where the status, result and output files are. action=list shows all; action=inspect with runId shows one run in full, with the end of its output log.",
+    promptSnippet: "List or inspect background runs adopted from earlier sessions",
+    parameters: Type.Object({
+      action: Type.String({ enum: ["list", "inspect"], description: "list: every adopted run; inspect: one run in full" }),
+      runId: Type.Optional(Type.String({ description: "For inspect: the run id (or a unique prefix)" })),
+    }),
+    async execute(_toolCallId, params) {
+      const current = session;
+      if (withoutLineage) {
+        return { content: [{ type: "text", text: "This session continues no earlier session (its header names no parent), so it has adopted nothing." }], details: { runs: [] } };
+      }
+      if (current === undefined || !current.hasScanned) {
+        return { content: [{ type: "text", text: "The lineage scan has not finished yet; try again in a moment." }], details: { runs: [] } };
+      }
+      const runs = await current.refreshAll();
+      if (params.action === "inspect") {
+        const wanted = params.runId ?? "";
+        const matches = runs.filter((run) => run.runId === wanted || (wanted.length >= 4 && run.runId.startsWith(wanted)));
+        const run = matches.length === 1 ? matches[0] : undefined;
+        if (run === undefined) {
+          const why = matches.length > 1 ? `"${wanted}" matches ${matches.length} runs; give more of the id.` : `No adopted run has the id "${wanted}".`;
+          return { content: [{ type: "text", text: `${why} ${ADOPTED_RUNS_TOOL} with action=list shows them all.` }], details: { runs: [] }, isError: true };
+        }
+        const lines = runLines(run);
+        if (run.summary !== undefined) lines.push("", "summary:", run.summary);
+        if (run.error !== undefined) lines.push("", `error: ${run.error}`);
+        lines.push("", "inspect:", ...run.inspect.map((hint) => `  ${hint}`));
+        const log = run.paths.outputs[0];
+        const tail = log === undefined ? undefined : await tailOf(log, TOOL_OUTPUT_TAIL_CHARS);
+        if (tail !== undefined && tail.length > 0) lines.push("", `end of ${log}:`, tail);
+        return { content: [{ type: "text", text: lines.join("\n") }], details: { runs: [deliveryKey(run)] } };
+      }
+      if (runs.length === 0) {
+        const notes = current.scanNotes();
+        return {
+          content: [{ type: "text", text: `No background work was adopted from earlier sessions.${notes.length > 0 ? `\nNotes:\n${notes.map((n) => `- ${n}`).join("\n")}` : ""}` }],
+          details: { runs: [] },
+        };
+      }
+      const order = ["active", "interrupted", "finished", "notice"];
+      const sorted = [...runs].sort((a, b) => order.indexOf(a.outcome) - order.indexOf(b.outcome));
+      const lines = sorted.flatMap((run) => [...runLines(run), ""]);
+      const notes = current.scanNotes();
+      if (notes.length > 0) lines.push("Notes from the scan:", ...notes.slice(0, 20).map((note) => `- ${note}`));
+      return { content: [{ type: "text", text: lines.join("\n").trimEnd() }], details: { runs: sorted.map(deliveryKey) } };
+    },
+  });
+
+  // Registered with the first session that has a lineage: a session without one has nothing to
+  // adopt, and its model need not carry the tool's description in every request.
+  let toolRegistered = false;
+
+  pi.on("session_start", async (_event, ctx) => {
+    session?.stop();
+    session = undefined;
+    withoutLineage = !LineageSession.relevant(ctx);
+    if (withoutLineage) return;
+    if (!toolRegistered) {
+      registerTool();
+      toolRegistered = true;
+    }
+    session = new LineageSession(pi, ctx, options.sources ?? defaultSources(), options.pollMs ?? pollMsFromEnv(process.env));
+    session.start();
+  });
+  pi.on("agent_start", async () => {
+    session?.onAgentStart();
+  });
+  pi.on("agent_settled", async (_event, ctx) => {
+    session?.onSettled(ctx);
+  });
+  pi.on("session_compact", async (_event, ctx) => {
+    session?.onCompact(ctx);
+  });
+  pi.on("session_shutdown", async () => {
+    session?.stop();
+    session = undefined;
+  });
+}
