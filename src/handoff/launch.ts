@@ -13,7 +13,7 @@
  */
 import type { HandoffStep, Manifest } from "../manifest/schema.ts";
 import type { ManifestStore } from "../manifest/store.ts";
-import type { Multiplexer, PaneProcess } from "../mux/types.ts";
+import type { Multiplexer, MuxResult, PaneProcess } from "../mux/types.ts";
 
 export interface LaunchTimeouts {
   /** How long the pane's shell may take to own the terminal. */
@@ -40,6 +40,8 @@ export interface LaunchRequest {
   command: string;
   /** Bring the child's window to the front once it is confirmed. */
   focus: boolean;
+  /** A readiness wait the caller started earlier (so it overlaps other work); else one starts now. */
+  shellReady?: Promise<MuxResult<object>>;
   /** More changes recorded with the `launching` state (launch settings, clearing an old child's pid). */
   patch?: (manifest: Manifest) => void;
   /** A note for the `launching` history entry. */
@@ -71,7 +73,7 @@ export class ChildLauncher {
   async launch(request: LaunchRequest): Promise<LaunchOutcome> {
     const { mux, manifest } = request;
     this.deps.progress("launch", "Waiting for the new pane's shell");
-    const ready = await mux.waitForShell(manifest.mux, { timeoutMs: this.deps.timeouts.shellMs });
+    const ready = await (request.shellReady ?? mux.waitForShell(manifest.mux, { timeoutMs: this.deps.timeouts.shellMs }));
     if (!ready.ok) return { code: "shell_not_ready", message: ready.message };
 
     const launching = await this.deps.store.transition(

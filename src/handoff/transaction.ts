@@ -17,7 +17,7 @@ import type { GitPort, RepositoryInfo } from "../git/types.ts";
 import type { HandoffStep, Manifest, MuxKind, MuxLocation } from "../manifest/schema.ts";
 import { newManifest } from "../manifest/factory.ts";
 import type { ManifestStore } from "../manifest/store.ts";
-import type { Multiplexer } from "../mux/types.ts";
+import type { Multiplexer, MuxResult } from "../mux/types.ts";
 import type { ForkRequest, ForkResult } from "../session/fork.ts";
 import { buildHandoffMessage, prepareTask } from "../session/handoff-message.ts";
 import { childSessionDir } from "../session/paths.ts";
@@ -91,7 +91,7 @@ class StepFailure extends Error {
   }
 }
 
-export const DEFAULT_TIMEOUTS = { shellMs: 15_000, confirmMs: 45_000, pollMs: 100 } as const;
+export const DEFAULT_TIMEOUTS = { shellMs: 15_000, confirmMs: 45_000, pollMs: 50 } as const;
 
 export class HandoffTransaction {
   private readonly deps: HandoffDeps;
@@ -117,8 +117,10 @@ export class HandoffTransaction {
     let launched: LaunchOutcome;
     try {
       manifest = await this.provision(plan, manifest);
+      // The new pane's shell starts up while the conversation is copied: neither needs the other.
+      const shellReady = plan.mux.waitForShell(manifest.mux, { timeoutMs: this.deps.timeouts.shellMs });
       manifest = await this.forkSession(plan, manifest, request);
-      launched = await this.launch(plan, manifest, request);
+      launched = await this.launch(plan, manifest, request, shellReady);
     } catch (error) {
       if (!(error instanceof StepFailure) && this.lateStep !== undefined) {
         // The child may already be running: an unexpected error while confirming or focusing is
@@ -166,21 +168,28 @@ export class HandoffTransaction {
     if (repo === undefined) {
       return { ok: false, message: `${parent.cwd} is not inside a git repository; start Pi in a repository to hand off into a worktree.` };
     }
-    if (!(await this.deps.git.isValidBranchName(args.branch))) {
+    // The git checks only read and do not depend on each other: ask them all at once, then
+    // report the first that fails in this order.
+    const baseLooksLikeOption = args.base.startsWith("-");
+    const [validName, worktrees, exists, sha] = await Promise.all([
+      this.deps.git.isValidBranchName(args.branch),
+      this.deps.git.listWorktrees(repo.mainCheckout),
+      this.deps.git.branchExists(repo.mainCheckout, args.branch),
+      baseLooksLikeOption ? Promise.resolve(undefined) : this.deps.git.resolveCommit(repo.currentCheckout, args.base),
+    ]);
+    if (!validName) {
       return { ok: false, message: `${JSON.stringify(args.branch)} is not a valid branch name; pick a name git accepts (see git check-ref-format).` };
     }
-    const worktrees = await this.deps.git.listWorktrees(repo.mainCheckout);
     const checkedOut = worktrees.find((worktree) => worktree.branch === args.branch);
     if (checkedOut !== undefined) {
       return { ok: false, message: `Branch ${args.branch} is already checked out at ${checkedOut.path}; pick a new branch name.` };
     }
-    if (await this.deps.git.branchExists(repo.mainCheckout, args.branch)) {
+    if (exists) {
       return { ok: false, message: `Branch ${args.branch} already exists; pick a new branch name.` };
     }
-    if (args.base.startsWith("-")) {
+    if (baseLooksLikeOption) {
       return { ok: false, message: `Base ${JSON.stringify(args.base)} does not name a commit; give a branch, tag or commit.` };
     }
-    const sha = await this.deps.git.resolveCommit(repo.currentCheckout, args.base);
     if (sha === undefined) {
       return { ok: false, message: `Base ${JSON.stringify(args.base)} does not resolve to a commit; give a branch, tag or commit.` };
     }
@@ -260,17 +269,22 @@ export class HandoffTransaction {
       }
       throw new StepFailure("worktree", created.message);
     }
-    if (this.deps.faultAt === "worktree") {
-      await this.deps.store.update(manifest.id, (m) => {
-        m.mux = created.location;
-        m.worktree = { path: created.worktreePath };
-      });
-      this.injectFault("worktree");
-    }
-    return this.deps.store.transition(manifest.id, "provisioned", (m) => {
+    const recordWorkspace = (m: Manifest): void => {
       m.mux = created.location;
       m.worktree = { path: created.worktreePath };
-    });
+    };
+    // A branch that appeared between the checks and the create would be checked out as it is
+    // (Herdr ignores --base for an existing branch): the worktree must sit at the base commit.
+    const head = await this.deps.git.resolveCommit(created.worktreePath, "HEAD");
+    if (head !== plan.base.sha) {
+      await this.deps.store.update(manifest.id, recordWorkspace);
+      throw new StepFailure("worktree", `The new worktree is at ${head ?? "no commit"}, not at the base ${plan.base.sha}; the branch ${plan.branch} must have been created by something else meanwhile.`);
+    }
+    if (this.deps.faultAt === "worktree") {
+      await this.deps.store.update(manifest.id, recordWorkspace);
+      this.injectFault("worktree");
+    }
+    return this.deps.store.transition(manifest.id, "provisioned", recordWorkspace);
   }
 
   /** Step 3: the child session (active branch plus one handoff message). */
@@ -329,7 +343,12 @@ export class HandoffTransaction {
    * Steps 4 to 6 through the shared `ChildLauncher`: the command is built, recorded and typed
    * once the pane's shell is ready, then the child is confirmed and, if asked, focused.
    */
-  private async launch(plan: Plan, manifest: Manifest, request: HandoffRequest): Promise<LaunchOutcome> {
+  private async launch(
+    plan: Plan,
+    manifest: Manifest,
+    request: HandoffRequest,
+    shellReady: Promise<MuxResult<object>>,
+  ): Promise<LaunchOutcome> {
     const childSessionFile = manifest.child.sessionFile;
     if (childSessionFile === undefined) throw new StepFailure("launch", "The child session file was not recorded.");
     const sessionDir = childSessionDir({
@@ -370,6 +389,7 @@ export class HandoffTransaction {
       mux: plan.mux,
       manifest,
       command,
+      shellReady,
       focus: request.args.focus,
       beforeType: () => this.injectFault("launch"),
       // The confirm fault types a harmless line instead of Pi, so no child ever acknowledges.

@@ -167,7 +167,7 @@ describe("HandoffTransaction", () => {
     childAcknowledgesOnRun();
     const outcome = await new HandoffTransaction(deps()).run(request());
     expect(outcome.code).toBe("running");
-    expect(calls).toEqual(["createWorkspace", "fork", "waitForShell", "run", "ack", "focus"]);
+    expect(calls).toEqual(["createWorkspace", "waitForShell", "fork", "run", "ack", "focus"]);
     if (outcome.code !== "running") return;
     expect(outcome.manifest.history.map((h) => h.state)).toEqual(["provisioning", "provisioned", "forked", "launching", "running"]);
     expect(outcome.manifest.child).toMatchObject({ pid: 4242, confirmedBy: "ack", sessionFile: join(dir, "child.jsonl") });
@@ -245,13 +245,13 @@ describe("HandoffTransaction", () => {
     if (probed.code !== "running") return;
     expect(probed.manifest.child).toMatchObject({ pid: 12, confirmedBy: "probe" });
     expect(probed.manifest.history.at(-1)).toMatchObject({ state: "running", note: "confirmed by process probe" });
-    expect(calls).toEqual(["createWorkspace", "fork", "waitForShell", "run", "probe", "focus"]);
+    expect(calls).toEqual(["createWorkspace", "waitForShell", "fork", "run", "probe", "focus"]);
   });
 
   it("records launch_unconfirmed, and does not focus, when nothing confirms", async () => {
     const outcome = await new HandoffTransaction(deps()).run(request());
     expect(outcome.code).toBe("launch_unconfirmed");
-    expect(calls).toEqual(["createWorkspace", "fork", "waitForShell", "run", "probe"]);
+    expect(calls).toEqual(["createWorkspace", "waitForShell", "fork", "run", "probe"]);
     if (outcome.code !== "launch_unconfirmed") return;
     expect(outcome.manifest.error).toMatchObject({ step: "confirm" });
     expect(outcome.message).toContain("The new Pi did not confirm its start within 0 s and no Pi process was found in the new pane.");
@@ -273,7 +273,7 @@ describe("HandoffTransaction", () => {
     mux.shellReady = false;
     const outcome = await new HandoffTransaction(deps()).run(request());
     expect(outcome.code).toBe("failed");
-    expect(calls).toEqual(["createWorkspace", "fork", "waitForShell"]);
+    expect(calls).toEqual(["createWorkspace", "waitForShell", "fork"]);
     if (outcome.code !== "failed") return;
     expect(outcome.step).toBe("launch");
     expect(outcome.manifest.error).toMatchObject({ step: "launch", message: "The shell in pane %7 did not become ready." });
@@ -292,6 +292,21 @@ describe("HandoffTransaction", () => {
     if (outcome.code !== "failed") return;
     expect(outcome.manifest.worktree.path).toBe(join(dir, "left-behind"));
     expect(outcome.manifest.error).toMatchObject({ step: "worktree", message: "tmux could not open a window." });
+    expect(calls).toEqual(["createWorkspace"]);
+  });
+
+  it("fails at the worktree step when the new worktree is not at the base commit", async () => {
+    const other = "c".repeat(40);
+    const resolve = git.resolveCommit.bind(git);
+    git.resolveCommit = async (repo: string, ref: string) => (repo !== repoRoot && ref === "HEAD" ? other : resolve(repo, ref));
+    const outcome = await new HandoffTransaction(deps()).run(request());
+    expect(outcome.code).toBe("failed");
+    if (outcome.code !== "failed") return;
+    expect(outcome.step).toBe("worktree");
+    expect(outcome.manifest.error?.message).toBe(
+      `The new worktree is at ${other}, not at the base ${SHA}; the branch feat/x must have been created by something else meanwhile.`,
+    );
+    expect(outcome.manifest.mux).toMatchObject({ windowId: "@7" });
     expect(calls).toEqual(["createWorkspace"]);
   });
 
