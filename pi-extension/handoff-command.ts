@@ -1,11 +1,16 @@
 /**
- * `/handoff-worktree`: reads the host's state into a plain request and runs the transaction.
+ * `/handoff-worktree`: reads the host's state (and the settings files) into a plain request and
+ * runs the transaction; completes its arguments; asks for a branch in the TUI when none was typed.
  */
 import { CURRENT_SESSION_VERSION, getPackageDir, SessionManager, type ExtensionAPI, type ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 import { access } from "node:fs/promises";
+import { loadHandoffConfig } from "../src/config/load.ts";
 import { SimpleGitPort } from "../src/git/git.ts";
+import { WorktreeSetupGit } from "../src/git/setup-git.ts";
+import { completeHandoffArgs, type CompletionItem } from "../src/handoff/completions.ts";
 import { HANDOFF_HELP, parseHandoffArgs } from "../src/handoff/args.ts";
 import { currentPiCommand, mirroredPiFlags } from "../src/handoff/launch-command.ts";
+import { nextSteps } from "../src/handoff/next-steps.ts";
 import { DEFAULT_TIMEOUTS, HandoffTransaction, type HandoffOutcome } from "../src/handoff/transaction.ts";
 import { HANDOFF_STEPS, type HandoffStep } from "../src/manifest/schema.ts";
 import { ManifestStore } from "../src/manifest/store.ts";
@@ -28,17 +33,60 @@ function faultFromEnv(env: NodeJS.ProcessEnv): HandoffStep | undefined {
   return HANDOFF_STEPS.find((step) => step === value);
 }
 
+/** Timeout of each git call made while completing (the user is typing). */
+const COMPLETION_GIT_TIMEOUT_MS = 3_000;
+
+/** Suggestions for the arguments typed so far, from the repository at `cwd`. */
+export function handoffCompletions(prefix: string, cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<CompletionItem[] | null> {
+  const setupGit = new WorktreeSetupGit({ env, timeoutMs: COMPLETION_GIT_TIMEOUT_MS });
+  const git = new SimpleGitPort({ env, timeoutMs: COMPLETION_GIT_TIMEOUT_MS });
+  return completeHandoffArgs(prefix, {
+    refs: () => setupGit.listRefs(cwd),
+    checkedOut: async () => {
+      const repo = await git.findRepository(cwd);
+      if (repo === undefined) return new Set<string>();
+      const worktrees = await git.listWorktrees(repo.mainCheckout);
+      return new Set(worktrees.flatMap((worktree) => (worktree.branch !== undefined ? [worktree.branch] : [])));
+    },
+  });
+}
+
+/**
+ * In the TUI, `/handoff-worktree` alone asks for the branch (the first answer may hold a base and
+ * flags too, as typed after the command) and then for an optional task. Undefined: cancelled.
+ */
+async function askForArgs(ctx: ExtensionCommandContext): Promise<string | undefined> {
+  const head = (await ctx.ui.input("Hand off to which new branch? (a base and flags may follow, as after the command)", "feat/my-change"))?.trim();
+  if (head === undefined || head === "") return undefined;
+  if (/(^|\s)--(\s|$)/.test(head)) return head;
+  const task = await ctx.ui.input("What should the new Pi start on? (optional: leave empty and it waits for you)", "");
+  if (task === undefined) return undefined;
+  return task.trim() === "" ? head : `${head} -- ${task.trim()}`;
+}
+
 export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionCommandContext): Promise<void> {
-  const parsed = parseHandoffArgs(args);
+  let line = args;
+  // Print mode keeps its one-sentence refusal: there is nobody to ask.
+  if (line.trim() === "" && ctx.hasUI) {
+    const asked = await askForArgs(ctx);
+    if (asked === undefined) return report(ctx, "Handoff cancelled: no branch was given.", "info");
+    line = asked;
+  }
+  const parsed = parseHandoffArgs(line);
   if (!parsed.ok) return report(ctx, parsed.message, "error");
   if ("help" in parsed) return report(ctx, HANDOFF_HELP, "info");
+
+  const env = process.env;
+  const agentDir = agentDirFromEnv(env);
+  // Settings first: an invalid file stops the handoff before anything is waited for or written.
+  const settings = await loadHandoffConfig({ cwd: ctx.cwd, agentDir, projectTrusted: ctx.isProjectTrusted() });
+  if (!settings.ok) return report(ctx, settings.message, "error");
+  for (const notice of settings.notices) report(ctx, notice, "info");
 
   if (!ctx.isIdle()) {
     ctx.ui.setStatus(STATUS_KEY, "handoff: waiting for the agent to finish");
     await ctx.waitForIdle();
   }
-  const env = process.env;
-  const agentDir = agentDirFromEnv(env);
   const git = new SimpleGitPort({ env });
   const sessionManager = ctx.sessionManager;
   const sessionFile = sessionManager.getSessionFile();
@@ -49,6 +97,7 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
     git,
     store: ManifestStore.forAgentDir(agentDir),
     selectMux: (explicit) => selectMultiplexer(explicit, env, git),
+    setupGit: new WorktreeSetupGit({ env }),
     // Off the event loop when Pi's session module is on disk, so the TUI stays responsive; the
     // worker starts now and loads its modules while the worktree is being created.
     fork: (request) =>
@@ -67,6 +116,7 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
       shellMs: envMs(env, "PI_HANDOFF_SHELL_TIMEOUT_MS", DEFAULT_TIMEOUTS.shellMs),
       confirmMs: envMs(env, "PI_HANDOFF_CONFIRM_TIMEOUT_MS", DEFAULT_TIMEOUTS.confirmMs),
       pollMs: DEFAULT_TIMEOUTS.pollMs,
+      postCreateMs: envMs(env, "PI_HANDOFF_POST_CREATE_TIMEOUT_MS", DEFAULT_TIMEOUTS.postCreateMs),
     },
     faultAt: faultFromEnv(env),
   });
@@ -96,6 +146,7 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
       piCommand: currentPiCommand(),
       extraPiArgs: mirroredPiFlags(process.argv, process.cwd()),
       env,
+      config: settings.config,
     });
   } finally {
     // Unused when the handoff was refused before the fork.
@@ -103,7 +154,7 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
     ctx.ui.setStatus(STATUS_KEY, undefined);
   }
   const level = outcome.code === "running" ? "info" : outcome.code === "launch_unconfirmed" ? "warning" : "error";
-  report(ctx, outcome.message, level);
+  report(ctx, [outcome.message, ...nextSteps(outcome, { env })].join("\n"), level);
 }
 
 async function fileExists(path: string): Promise<boolean> {

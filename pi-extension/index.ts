@@ -4,7 +4,7 @@
  */
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { onSessionStart } from "./child-startup.ts";
-import { runHandoff } from "./handoff-command.ts";
+import { handoffCompletions, runHandoff } from "./handoff-command.ts";
 import { runHandoffs } from "./handoffs-command.ts";
 import { registerLineage } from "./lineage.ts";
 import { registerRenderers } from "./renderers.ts";
@@ -12,9 +12,12 @@ import { report } from "./report.ts";
 
 export default function handoffWorktreeExtension(pi: ExtensionAPI): void {
   registerRenderers(pi);
+  // Completion gets no context: the repository is the one of the session's cwd, known once it starts.
+  let sessionCwd = process.cwd();
 
   pi.registerCommand("handoff-worktree", {
     description: "Hand this conversation off to a new git worktree with its own Pi (see --help)",
+    getArgumentCompletions: (prefix) => handoffCompletions(prefix, sessionCwd),
     handler: (args, ctx) => runHandoff(pi, args, ctx),
   });
 
@@ -24,6 +27,7 @@ export default function handoffWorktreeExtension(pi: ExtensionAPI): void {
   });
 
   pi.on("session_start", async (_event, ctx) => {
+    sessionCwd = ctx.cwd;
     try {
       await onSessionStart(pi, ctx);
     } catch (error) {

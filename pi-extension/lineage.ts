@@ -41,6 +41,7 @@ import { cleanText, formatTime } from "../src/lineage/text.ts";
 import { deliveryKey, type AdoptedRun, type LineageEntryView, type LineageSource, type ScanContext } from "../src/lineage/types.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import { open } from "node:fs/promises";
+import { compactLineageText, type Styler } from "./renderers.ts";
 
 /** Long enough for Pi to finish drawing its first screen before any file is read. */
 const SCAN_DELAY_MS = 50;
@@ -316,13 +317,17 @@ export function registerLineage(pi: ExtensionAPI, options: LineageOptions = {}):
   /** The current session continues no other: there is nothing to adopt (distinct from "not scanned yet"). */
   let withoutLineage = false;
 
-  pi.registerMessageRenderer(LINEAGE_MESSAGE_TYPE, (message, { expanded, outputPad }, theme) => {
+  pi.registerMessageRenderer(LINEAGE_MESSAGE_TYPE, (message, options, theme) => {
     const parsed = LineageMessageDetailsSchema.safeParse(message.details);
+    const details = parsed.success ? parsed.data : undefined;
     const content = typeof message.content === "string" ? message.content : "";
-    const title = theme.fg("accent", `⟲ ${parsed.success ? summarizeDetails(parsed.data) : "Adopted background work"}`);
-    const hint = theme.fg("dim", `\n${ADOPTED_RUNS_TOOL} lists and inspects adopted runs`);
-    const box = new Box(outputPad, 1, (text) => theme.bg("customMessageBg", text));
-    box.addChild(new Text(expanded ? `${title}\n\n${content}` : `${title}${hint}`, 0, 0));
+    const style: Styler = { title: (t) => theme.fg("accent", t), strong: (t) => theme.bold(t), dim: (t) => theme.fg("dim", t) };
+    // Collapsed: the summary and the first runs by name; expanded: the summary, then the full text the model reads.
+    const text = options.expanded
+      ? `${theme.fg("accent", `⟲ ${details === undefined ? "Adopted background work" : summarizeDetails(details)}`)}\n\n${content}`
+      : compactLineageText(details, options.keyHint("app.tools.expand", "to expand"), style);
+    const box = new Box(options.outputPad, 1, (t) => theme.bg("customMessageBg", t));
+    box.addChild(new Text(text, 0, 0));
     return box;
   });
 

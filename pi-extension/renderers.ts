@@ -1,25 +1,75 @@
 /**
- * How this package's messages look in the TUI: compact by default, the full text when expanded.
+ * How this package's messages look in the TUI: compact by default (a title, the few facts that
+ * matter, and how to see more), the full text when expanded.
+ *
+ * The text builders are pure and exported, so their output is tested without a terminal; the
+ * styling (`style`) is applied by the renderers with Pi's theme.
  */
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Box, Text } from "@earendil-works/pi-tui";
-import { HANDOFF_MESSAGE_TYPE, HandoffDetailsSchema } from "../src/session/handoff-message.ts";
+import { ADOPTED_RUNS_TOOL, summarizeDetails, type LineageMessageDetails } from "../src/lineage/messages.ts";
+import { HANDOFF_MESSAGE_TYPE, HandoffDetailsSchema, type HandoffDetails } from "../src/session/handoff-message.ts";
+
+/** How many adopted runs the collapsed lineage message lists by name. */
+const COMPACT_RUNS = 3;
+const TASK_PREVIEW_CHARS = 100;
+
+/** The roles of the pieces of a compact message; the renderer maps them to theme colours. */
+export interface Styler {
+  title(text: string): string;
+  strong(text: string): string;
+  dim(text: string): string;
+}
+
+export const PLAIN: Styler = { title: (t) => t, strong: (t) => t, dim: (t) => t };
+
+/** The collapsed handoff message: branch, base, worktree, and the task's first line (or that there is none). */
+export function compactHandoffText(details: HandoffDetails, content: string, expandHint: string, style: Styler = PLAIN): string {
+  const lines = [
+    `${style.title("⇢ Handed off to a worktree")} ${style.strong(details.branch)} from ${details.baseRef} (${details.baseSha.slice(0, 12)})`,
+    style.dim(details.worktreePath),
+  ];
+  const task = details.hasTask ? taskPreview(content) : undefined;
+  lines.push(details.hasTask ? `task: ${task ?? "(see the full message)"}` : style.dim("no task: waiting for you"));
+  // Pi styles the hint itself (and knows the user's key for it).
+  if (expandHint !== "") lines.push(expandHint);
+  return lines.join("\n");
+}
+
+/** The first line of the task section of the handoff message, shortened. */
+export function taskPreview(content: string): string | undefined {
+  const match = /^## Task\n\n([^\n]+)/m.exec(content);
+  const line = match?.[1]?.trim();
+  if (line === undefined || line === "") return undefined;
+  return line.length > TASK_PREVIEW_CHARS ? `${line.slice(0, TASK_PREVIEW_CHARS - 1)}…` : line;
+}
+
+/** The collapsed lineage message: the summary, the first few runs by name, the tool and the expand key. */
+export function compactLineageText(details: LineageMessageDetails | undefined, expandHint: string, style: Styler = PLAIN): string {
+  if (details === undefined) return style.title("⟲ Adopted background work");
+  const lines = [style.title(`⟲ ${summarizeDetails(details)}`)];
+  const runs = details.runs.filter((run) => run.source !== "handoff");
+  for (const run of runs.slice(0, COMPACT_RUNS)) lines.push(`  ${run.outcome === "active" ? "●" : run.outcome === "interrupted" ? "✗" : "✓"} ${run.title} ${style.dim(`(${run.source}, ${run.state})`)}`);
+  const more = runs.length - Math.min(runs.length, COMPACT_RUNS) + details.omitted;
+  if (more > 0) lines.push(style.dim(`  … and ${more} more`));
+  lines.push(`${style.dim(`${ADOPTED_RUNS_TOOL} lists and inspects them`)}${expandHint === "" ? "" : style.dim(" · ") + expandHint}`);
+  return lines.join("\n");
+}
 
 export function registerRenderers(pi: ExtensionAPI): void {
-  pi.registerMessageRenderer(HANDOFF_MESSAGE_TYPE, (message, { expanded, outputPad }, theme) => {
+  pi.registerMessageRenderer(HANDOFF_MESSAGE_TYPE, (message, options, theme) => {
     const parsed = HandoffDetailsSchema.safeParse(message.details);
     const content = typeof message.content === "string" ? message.content : "";
+    const style: Styler = { title: (t) => theme.fg("accent", t), strong: (t) => theme.bold(t), dim: (t) => theme.fg("dim", t) };
     let text: string;
     if (!parsed.success) {
       text = content;
+    } else if (options.expanded) {
+      text = `${compactHandoffText(parsed.data, content, "", style).split("\n").slice(0, 2).join("\n")}\n\n${content}`;
     } else {
-      const d = parsed.data;
-      const title = theme.fg("accent", "⇢ Handed off to a worktree");
-      const summary = `${title} ${theme.bold(d.branch)} from ${d.baseRef} (${d.baseSha.slice(0, 12)})\n${theme.fg("dim", d.worktreePath)}`;
-      const task = d.hasTask ? "\nwith a task" : "\nno task: waiting for you";
-      text = expanded ? `${summary}\n\n${content}` : `${summary}${theme.fg("dim", task)}`;
+      text = compactHandoffText(parsed.data, content, options.keyHint("app.tools.expand", "to expand"), style);
     }
-    const box = new Box(outputPad, 1, (t) => theme.bg("customMessageBg", t));
+    const box = new Box(options.outputPad, 1, (t) => theme.bg("customMessageBg", t));
     box.addChild(new Text(text, 0, 0));
     return box;
   });

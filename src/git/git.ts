@@ -14,8 +14,12 @@
  * - git runs with `LC_ALL=C` (its messages are classified and shown verbatim) and without inherited
  *   `GIT_*` variables other than a small allowlist (simple-git v4 refuses the others anyway).
  * - A non-zero exit is data, not an exception: each method decides what the exit code means.
+ * - A failure that only means "another git process is busy" (a lock file it holds, a worktree it is
+ *   still creating) is retried a few times, briefly (`TRANSIENT_RETRY_DELAYS_MS`), by the calls
+ *   concurrent handoffs make (`listWorktrees`, `addWorktree`) and only while the failed attempt left
+ *   nothing but what the retry completes. Recovery's removals are not retried: a person re-runs them.
  */
-import { lstat, realpath, stat } from "node:fs/promises";
+import { lstat, mkdir, readdir, realpath, rmdir, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { GitPluginError, simpleGit } from "simple-git";
@@ -55,6 +59,25 @@ const DEFAULT_ADD_WORKTREE_TIMEOUT_MS = 600_000;
 const DEFAULT_COMMIT_LIST_LIMIT = 500;
 const FULL_SHA = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 const BRANCH_REF_PREFIX = "refs/heads/";
+
+/**
+ * git failures that mean another git process is in the middle of something, not that the request
+ * is wrong: a lock file it holds (`index.lock`, `config.lock`, a ref's `.lock`, `packed-refs.lock`),
+ * or a linked worktree that a concurrent `git worktree add` has not finished writing (git 2.39 dies
+ * reading its empty `commondir`; seen with a few handoffs started at once on one repository).
+ */
+const TRANSIENT_GIT_FAILURES: readonly RegExp[] = [
+  /Unable to create '[^'\n]*\.lock': File exists/,
+  /could not lock config file/,
+  /failed to read [^\n]*\/worktrees\/[^/\n]+\/(?:commondir|gitdir)\b/,
+];
+/** Waits before each retry of a transient failure: at most ~1.6 s (plus jitter) in all, then git's message. */
+const TRANSIENT_RETRY_DELAYS_MS = [25, 50, 100, 200, 400, 800] as const;
+
+/** Whether git's stderr says another git process was busy (see `TRANSIENT_GIT_FAILURES`). */
+export function isTransientGitFailure(stderr: string): boolean {
+  return TRANSIENT_GIT_FAILURES.some((pattern) => pattern.test(stderr));
+}
 
 /**
  * The only `GIT_*` variables git inherits. simple-git v4 rejects a task that is handed any other
@@ -150,7 +173,7 @@ export class SimpleGitPort implements RecoveryGitPort {
 
   async listWorktrees(repo: string): Promise<ParsedWorktree[]> {
     // `-z` so that paths and lock reasons containing newlines cannot break the records.
-    const result = await this.run(repo, ["worktree", "list", "--porcelain", "-z"]);
+    const result = await this.runRetrying(repo, ["worktree", "list", "--porcelain", "-z"]);
     if (result.exitCode !== 0) throw gitFailure(["worktree", "list"], result);
     return parseWorktreeList(result.stdout);
   }
@@ -173,27 +196,61 @@ export class SimpleGitPort implements RecoveryGitPort {
     return ref.startsWith(BRANCH_REF_PREFIX) ? ref.slice(BRANCH_REF_PREFIX.length) : undefined;
   }
 
-  async addWorktree(repo: string, options: { path: string; branch: string; sha: string }): Promise<void> {
+  async addWorktree(repo: string, options: { path: string; branch: string; sha: string; existing?: boolean }): Promise<void> {
     const { path: worktreePath, branch, sha } = options;
+    const existing = options.existing === true;
     if (!(await this.isValidBranchName(branch))) throw new Error(`'${branch}' is not a valid branch name.`);
     if (!FULL_SHA.test(sha)) throw new Error(`'${sha}' is not a full commit SHA.`);
     if (!path.isAbsolute(worktreePath)) throw new Error(`The worktree path '${worktreePath}' is not absolute.`);
-    if (await this.branchExists(repo, branch)) throw new Error(`A branch named '${branch}' already exists.`);
+    if (existing) {
+      // `--existing`: the branch is checked out as it is, and only while it is still at the commit the caller checked.
+      const tip = await this.resolveCommit(repo, `${BRANCH_REF_PREFIX}${branch}`);
+      if (tip === undefined) throw new Error(`There is no branch named '${branch}'.`);
+      if (tip !== sha) throw new Error(`Branch '${branch}' moved to ${tip.slice(0, 12)} since it was checked at ${sha.slice(0, 12)}.`);
+    } else if (await this.branchExists(repo, branch)) {
+      throw new Error(`A branch named '${branch}' already exists.`);
+    }
     if (await pathExists(worktreePath)) throw new Error(`'${worktreePath}' already exists.`);
-
-    const args = ["worktree", "add", "-b", branch, "--", worktreePath, sha];
-    let failure: Error;
+    // The path is claimed with an exclusive mkdir: git accepts an existing empty directory, so two
+    // handoffs whose branches share a slug (`a/b`, `a-b`) started at once would otherwise both
+    // check out into one directory. The claim is given back (rmdir, only while empty) if git fails.
+    await mkdir(path.dirname(worktreePath), { recursive: true });
     try {
-      const result = await this.run(repo, args, this.addWorktreeTimeoutMs);
-      if (result.exitCode === 0) return;
-      failure = gitFailure(args, result);
+      await mkdir(worktreePath);
     } catch (error) {
-      failure = error instanceof Error ? error : new Error(String(error));
+      if (error instanceof Error && "code" in error && error.code === "EEXIST") throw new Error(`'${worktreePath}' already exists.`);
+      throw error;
+    }
+
+    let failure: Error;
+    for (let attempt = 0; ; attempt += 1) {
+      // git 2.39 creates the branch before its other checks, so an attempt that failed transiently
+      // may have made it, at `sha`; the retry then only checks it out.
+      const branchMade = existing || (attempt > 0 && (await this.resolveCommit(repo, `${BRANCH_REF_PREFIX}${branch}`)) === sha);
+      const args = branchMade ? ["worktree", "add", "--", worktreePath, branch] : ["worktree", "add", "-b", branch, "--", worktreePath, sha];
+      let stderr = "";
+      try {
+        const result = await this.run(repo, args, this.addWorktreeTimeoutMs);
+        if (result.exitCode === 0) return;
+        failure = gitFailure(args, result);
+        stderr = result.stderr;
+      } catch (error) {
+        failure = error instanceof Error ? error : new Error(String(error));
+        break;
+      }
+      const delay = TRANSIENT_RETRY_DELAYS_MS[attempt];
+      // Retried only while nothing but (maybe) the branch at `sha` exists: a checkout that began stays as it is.
+      if (delay === undefined || !isTransientGitFailure(stderr) || !(await isEmptyDirectory(worktreePath))) break;
+      const tip = await this.resolveCommit(repo, `${BRANCH_REF_PREFIX}${branch}`);
+      if (tip !== undefined && tip !== sha) break;
+      await sleep(jitter(delay));
     }
     // git creates the branch before the checkout, so a late failure (a path that appeared since the
-    // checks above, a timeout) can leave things behind. Nothing is deleted automatically: say what exists.
+    // checks above, a timeout) can leave things behind. Nothing is deleted automatically: say what
+    // exists. Only the empty directory claimed above goes (rmdir cannot remove anything else).
+    await rmdir(worktreePath).catch(() => undefined);
     const leftInPlace: string[] = [];
-    if (await this.branchExists(repo, branch).catch(() => false)) leftInPlace.push(`branch '${branch}'`);
+    if (!existing && (await this.branchExists(repo, branch).catch(() => false))) leftInPlace.push(`branch '${branch}'`);
     if (await pathExists(worktreePath).catch(() => false)) leftInPlace.push(`'${worktreePath}'`);
     if (leftInPlace.length === 0) throw failure;
     const message = `${failure.message.replace(/\.$/, "")}; now exists and left in place: ${leftInPlace.join(", ")}.`;
@@ -308,6 +365,19 @@ export class SimpleGitPort implements RecoveryGitPort {
     const args = ["branch", "-D", "--", branch];
     const result = await this.run(repo, args);
     if (result.exitCode !== 0) throw gitFailure(args, result);
+  }
+
+  /**
+   * `run`, again after a short wait while git fails only because another git process is busy (see
+   * `TRANSIENT_GIT_FAILURES`); for commands whose transient failure changed nothing.
+   */
+  private async runRetrying(cwd: string, args: readonly string[], timeoutMs = this.timeoutMs): Promise<GitOutcome> {
+    for (let attempt = 0; ; attempt += 1) {
+      const result = await this.run(cwd, args, timeoutMs);
+      const delay = TRANSIENT_RETRY_DELAYS_MS[attempt];
+      if (result.exitCode === 0 || delay === undefined || !isTransientGitFailure(result.stderr)) return result;
+      await sleep(jitter(delay));
+    }
   }
 
   /** Runs one git command in `cwd`; resolves with any exit code, rejects on a timeout or a refusal. */
@@ -453,6 +523,15 @@ function firstLine(text: string): string {
   return text.split(/\r?\n/).find((line) => line.trim().length > 0)?.trim() ?? text;
 }
 
+/** Between half and one and a half times `ms`, so processes that collided do not retry in step. */
+function jitter(ms: number): number {
+  return Math.round(ms * (0.5 + Math.random()));
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
 function positiveMilliseconds(value: number, name: string): number {
   if (!Number.isFinite(value) || value <= 0) throw new RangeError(`${name} must be a positive number of milliseconds.`);
   return value;
@@ -464,6 +543,14 @@ async function realDirectoryIfExists(target: string): Promise<string | undefined
     return (await stat(resolved)).isDirectory() ? resolved : undefined;
   } catch {
     return undefined;
+  }
+}
+
+async function isEmptyDirectory(target: string): Promise<boolean> {
+  try {
+    return (await readdir(target)).length === 0;
+  } catch {
+    return false;
   }
 }
 

@@ -3,7 +3,8 @@
  *
  * Invariants:
  * - Read operations never change the repository.
- * - `addWorktree` is the only write of `GitPort`, and it never reuses an existing branch or path;
+ * - `addWorktree` is the only write of `GitPort`, and it never reuses an existing path, nor an
+ *   existing branch unless asked (`existing`, and only while the branch is at the given commit);
  *   recovery's removals live in `RecoveryGitPort` below.
  * - Every git call carries a timeout.
  */
@@ -41,8 +42,11 @@ export interface GitPort {
   resolveCommit(repo: string, ref: string): Promise<string | undefined>;
   /** The current branch of a checkout (short name), or undefined when detached. */
   currentBranch(checkout: string): Promise<string | undefined>;
-  /** `git worktree add -b <branch> <path> <sha>`; throws with git's message on failure. */
-  addWorktree(repo: string, options: { path: string; branch: string; sha: string }): Promise<void>;
+  /**
+   * `git worktree add -b <branch> <path> <sha>`, or with `existing` `git worktree add <path> <branch>`
+   * (the branch must be at `sha`); throws with git's message on failure.
+   */
+  addWorktree(repo: string, options: { path: string; branch: string; sha: string; existing?: boolean }): Promise<void>;
   /** Dirty/untracked files and commits ahead of `baseSha`, for the record. */
   captureState(checkout: string, baseSha: string): Promise<GitState>;
 }
@@ -95,4 +99,66 @@ export interface RecoveryGitPort extends GitPort {
    * contained in `mergedInto`; throws (deleting nothing) otherwise.
    */
   deleteBranch(repo: string, branch: string, options: { expectedTip: string; mergedInto: string }): Promise<void>;
+}
+
+/** One uncommitted change of a checkout as the user would see it (`git diff HEAD --name-status`). */
+export interface CarriedChange {
+  /** git's status letter: M, A, D, R (rename), T (type change), C (copy). */
+  status: string;
+  path: string;
+  /** The source path of a rename or copy. */
+  from?: string;
+}
+
+/**
+ * A checkout's uncommitted changes, read without changing anything in it: the staged changes
+ * (index against HEAD) and the unstaged ones (work tree against index) as binary-safe patches, and
+ * with `all` the untracked files git does not ignore.
+ */
+export interface ChangesSnapshot {
+  checkout: string;
+  mode: "tracked" | "all";
+  /** `git diff --cached --binary`: applied to the new worktree's index and files. */
+  staged: Uint8Array;
+  /** `git diff --binary`: applied to the new worktree's files only, so they stay unstaged. */
+  unstaged: Uint8Array;
+  /** What the two patches change, for the user and the handoff message. */
+  changes: CarriedChange[];
+  /** Untracked, not ignored files (paths relative to the checkout); empty unless `mode` is `all`. */
+  untracked: string[];
+}
+
+/** The remote branch a base follows, when it follows one. */
+export interface BaseUpstream {
+  /** The base's own full ref (`refs/heads/main`, or `refs/remotes/origin/main` for a remote base). */
+  ref: string;
+  /** The remote-tracking ref it is compared with (`refs/remotes/origin/main`). */
+  upstream: string;
+  /** The remote to fetch from (`origin`); `.` when the upstream is a local branch. */
+  remote: string;
+  /** The branch on the remote (`refs/heads/main`). */
+  remoteRef: string;
+}
+
+/**
+ * What worktree setup needs from git beyond `GitPort`: carrying changes, the tracked-file list that
+ * guards copies, base freshness, and refs for completion. Separate from `GitPort` so the handoff's
+ * fakes need not implement it. Invariants: every call has a timeout; only `applyChanges` (in the
+ * new worktree) and `fetchUpstream` (one remote-tracking ref, on request) write anything.
+ */
+export interface WorktreeSetupGitPort {
+  /** Reads the changes to carry; throws with one sentence (unresolved conflicts, too large). */
+  snapshotChanges(checkout: string, mode: "tracked" | "all"): Promise<ChangesSnapshot>;
+  /** Applies a snapshot's patches in `worktree` (staged to index and files, unstaged to files). */
+  applyChanges(worktree: string, snapshot: ChangesSnapshot): Promise<void>;
+  /** Every path git tracks in `checkout` (relative, `/`-separated). */
+  trackedFiles(checkout: string): Promise<string[]>;
+  /** The remote branch `ref` follows (a local branch's upstream, or a remote-tracking ref's own). */
+  upstreamOf(checkout: string, ref: string): Promise<BaseUpstream | undefined>;
+  /** Fetches that one branch into its remote-tracking ref; throws with one sentence. */
+  fetchUpstream(checkout: string, upstream: BaseUpstream): Promise<void>;
+  /** How many commits `to` has that `from` lacks (`git rev-list --count from..to`). */
+  countCommits(checkout: string, from: string, to: string): Promise<number>;
+  /** Short names of local branches, remote-tracking branches and tags, for completion. */
+  listRefs(checkout: string): Promise<{ branches: string[]; remotes: string[]; tags: string[] }>;
 }

@@ -1,24 +1,31 @@
 /**
- * Parsing `/handoff-worktree <branch> [base] [--mux tmux|herdr] [--no-focus] [-- task]`.
+ * Parsing `/handoff-worktree <branch> [base] [--carry[=all]] [--existing] [--fetch] [--mux tmux|herdr]
+ * [--no-focus] [-- task]`.
  *
  * Invariants: pure; the task after ` -- ` is kept verbatim (apart from trimming); every refusal
- * is one sentence that says what to type instead.
+ * is one sentence that says what to type instead. A flag that is not given leaves its field out,
+ * so "not asked" and "asked for the default" read the same everywhere.
  */
 import type { MuxKind } from "../manifest/schema.ts";
 
-export const HANDOFF_USAGE = "/handoff-worktree <branch> [base] [--mux tmux|herdr] [--no-focus] [-- task]";
+export const HANDOFF_USAGE = "/handoff-worktree <branch> [base] [--carry[=all]] [--existing] [--fetch] [--mux tmux|herdr] [--no-focus] [-- task]";
 
 /** What `/handoff-worktree --help` prints; the README's flags are checked against it. */
 export const HANDOFF_HELP = [
   `Usage: ${HANDOFF_USAGE}`,
   "Creates a git worktree on a new branch, copies this conversation's active branch into a new session there,",
   "and starts a new Pi on it in its own terminal window. This session is left as it is.",
-  "  <branch>        the new branch (must not exist yet)",
+  "  <branch>        the new branch (must not exist yet; a configured branchPrefix is put in front)",
   "  [base]          what the branch starts from: a branch, tag or commit (default: HEAD)",
-  "  --mux <kind>    tmux or herdr (default: detected from the environment)",
+  "  --carry         bring this checkout's uncommitted changes to tracked files (staged and unstaged) along",
+  "  --carry=all     the same, plus untracked files that git does not ignore",
+  "  --existing      hand off into an existing local branch, checked out as it is (the base is ignored)",
+  "  --fetch         fetch the base's remote branch first (with a timeout), so the base is current",
+  "  --mux <kind>    tmux or herdr (default: the settings' mux, else detected from the environment)",
   "  --no-focus      do not switch to the new window afterwards",
   "  --help          show this help",
   "  -- <task>       what the new Pi should start on; without it, it waits for you",
+  "Settings: <agent dir>/handoff-worktree.json and, in a trusted project, .pi/handoff-worktree.json (see the README).",
 ].join("\n");
 
 export interface HandoffArgs {
@@ -29,7 +36,15 @@ export interface HandoffArgs {
   task?: string;
   mux?: MuxKind;
   focus: boolean;
+  /** `--carry` (tracked changes) or `--carry=all` (plus untracked files); absent: nothing is carried. */
+  carry?: CarryMode;
+  /** `--existing`: the branch must exist; it is checked out as it is. */
+  existing?: boolean;
+  /** `--fetch`: fetch the base's remote branch before resolving the base. */
+  fetch?: boolean;
 }
+
+export type CarryMode = "tracked" | "all";
 
 export type ParsedHandoffArgs =
   | { ok: true; args: HandoffArgs }
@@ -51,11 +66,24 @@ export function parseHandoffArgs(raw: string): ParsedHandoffArgs {
   const positional: string[] = [];
   let mux: MuxKind | undefined;
   let focus = true;
+  let carry: CarryMode | undefined;
+  let existing = false;
+  let fetch = false;
   for (let i = 0; i < words.length; i++) {
     const word = words[i] ?? "";
     if (word === "--help" || word === "-h") return { ok: true, help: true };
     if (word === "--no-focus") {
       focus = false;
+    } else if (word === "--carry" || word.startsWith("--carry=")) {
+      const value = word === "--carry" ? "tracked" : word.slice("--carry=".length);
+      if (value !== "tracked" && value !== "all") {
+        return { ok: false, message: `--carry takes no value or =all, not ${JSON.stringify(value)}.` };
+      }
+      carry = value;
+    } else if (word === "--existing") {
+      existing = true;
+    } else if (word === "--fetch") {
+      fetch = true;
     } else if (word === "--mux" || word.startsWith("--mux=")) {
       const value = word === "--mux" ? words[++i] : word.slice("--mux=".length);
       if (value !== "tmux" && value !== "herdr") {
@@ -85,6 +113,9 @@ export function parseHandoffArgs(raw: string): ParsedHandoffArgs {
       ...(task !== undefined ? { task } : {}),
       ...(mux !== undefined ? { mux } : {}),
       focus,
+      ...(carry !== undefined ? { carry } : {}),
+      ...(existing ? { existing } : {}),
+      ...(fetch ? { fetch } : {}),
     },
   };
 }

@@ -49,6 +49,11 @@ export interface LaunchCommandInput {
   /** Flags mirrored from the parent's command line (extensions, offline). */
   extraArgs: readonly string[];
   parentEnv: NodeJS.ProcessEnv;
+  /**
+   * A command (as words) that runs in the worktree first; Pi starts only if it succeeds (the
+   * postCreate runner, see post-create.ts). Quoted like every other word.
+   */
+  prelude?: readonly string[];
 }
 
 export function buildLaunchCommand(input: LaunchCommandInput): string {
@@ -69,7 +74,8 @@ export function buildLaunchCommand(input: LaunchCommandInput): string {
     ...(input.approve ? ["--approve"] : []),
     ...input.extraArgs,
   ];
-  return `cd ${shellQuote(input.worktreePath)} && env ${[...env, ...args].map(shellQuote).join(" ")}`;
+  const prelude = input.prelude !== undefined && input.prelude.length > 0 ? ` && ${input.prelude.map(shellQuote).join(" ")}` : "";
+  return `cd ${shellQuote(input.worktreePath)}${prelude} && env ${[...env, ...args].map(shellQuote).join(" ")}`;
 }
 
 /**

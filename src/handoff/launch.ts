@@ -9,11 +9,15 @@
  *   process in the pane named `pi` whose cwd is the worktree and whose environment carries this
  *   handoff's marker. No evidence before the deadline: `launch_unconfirmed`, with the reason.
  * - Focus happens only after confirmation; a focus failure is recorded, never a launch failure.
+ * - With postCreate commands on the line, their recorded exit status decides first: a failure is
+ *   returned (Pi was not started, `&&`), success starts the confirm deadline; a status file that
+ *   never comes ends as `launch_unconfirmed`, like a child that never acknowledges.
  * - Expected failures are values; only the caller's own hooks (`beforeType`) throw through here.
  */
 import type { HandoffStep, Manifest } from "../manifest/schema.ts";
 import type { ManifestStore } from "../manifest/store.ts";
 import type { Multiplexer, MuxResult, PaneProcess } from "../mux/types.ts";
+import { readPostCreateStatus } from "./post-create.ts";
 
 export interface LaunchTimeouts {
   /** How long the pane's shell may take to own the terminal. */
@@ -50,6 +54,13 @@ export interface LaunchRequest {
   beforeType?: () => void;
   /** What to type instead of `command` (the transaction's confirm fault: a line that starts nothing). */
   typedLine?: string;
+  /** Runs once each step is done and recorded (the transaction's crash points, see fault.ts). */
+  afterStep?: (step: "launch" | "confirm" | "focus") => void;
+  /**
+   * The typed line runs postCreate commands before Pi (post-create.ts): wait for their status file
+   * first, then confirm as usual (the confirm deadline starts once they succeeded).
+   */
+  postCreate?: { statusFile: string; commands: readonly string[]; timeoutMs: number };
 }
 
 export type LaunchOutcome =
@@ -60,7 +71,9 @@ export type LaunchOutcome =
   /** The shell never got ready: nothing was typed and the manifest was not changed. */
   | { code: "shell_not_ready"; message: string }
   /** The manifest says `launching` but the command could not be typed; the caller records the failure. */
-  | { code: "type_failed"; manifest: Manifest; message: string };
+  | { code: "type_failed"; manifest: Manifest; message: string }
+  /** A postCreate command failed, so Pi was not started; the caller records the failure. */
+  | { code: "post_create_failed"; manifest: Manifest; message: string; exitStatus: number; command: number };
 
 export class ChildLauncher {
   private readonly deps: ChildLauncherDeps;
@@ -89,6 +102,24 @@ export class ChildLauncher {
     request.beforeType?.();
     const typed = await mux.run(launching.mux, request.typedLine ?? request.command);
     if (!typed.ok) return { code: "type_failed", manifest: launching, message: typed.message };
+    request.afterStep?.("launch");
+
+    if (request.postCreate !== undefined) {
+      this.deps.progress("launch", `Running ${request.postCreate.commands.length} postCreate command(s) in the new pane`);
+      const hooks = await this.waitForPostCreate(request.postCreate, launching);
+      if (hooks.code === "failed") return { ...hooks, code: "post_create_failed", manifest: launching };
+      if (hooks.code === "timeout") {
+        const unconfirmed = await this.deps.store.transition(
+          launching.id,
+          "launch_unconfirmed",
+          (m) => {
+            m.error = { step: "confirm", message: hooks.message, at: this.isoNow() };
+          },
+          hooks.message,
+        );
+        return { code: "launch_unconfirmed", manifest: unconfirmed, message: hooks.message };
+      }
+    }
 
     this.deps.progress("confirm", "Waiting for the new Pi to start");
     const confirmed = await this.confirm(mux, launching);
@@ -103,9 +134,46 @@ export class ChildLauncher {
       );
       return { code: "launch_unconfirmed", manifest: unconfirmed, message: confirmed.message };
     }
+    request.afterStep?.("confirm");
     if (!request.focus) return { code: "running", manifest: confirmed.manifest };
     this.deps.progress("focus", "Switching to the new window");
-    return { code: "running", manifest: await this.focus(mux, confirmed.manifest) };
+    const focused = await this.focus(mux, confirmed.manifest);
+    request.afterStep?.("focus");
+    return { code: "running", manifest: focused };
+  }
+
+  /**
+   * The postCreate commands' outcome from their status file. An acknowledgement also ends the wait
+   * (the child can only start after the commands succeeded, so a lost status file does not matter).
+   */
+  private async waitForPostCreate(
+    hooks: NonNullable<LaunchRequest["postCreate"]>,
+    manifest: Manifest,
+  ): Promise<{ code: "passed" } | { code: "failed"; message: string; exitStatus: number; command: number } | { code: "timeout"; message: string }> {
+    const deadline = this.deps.now().getTime() + hooks.timeoutMs;
+    for (;;) {
+      const status = await readPostCreateStatus(hooks.statusFile);
+      if (status !== undefined) {
+        if (status.exitStatus === 0) return { code: "passed" };
+        const total = hooks.commands.length;
+        const command = hooks.commands[status.command - 1];
+        const which = command !== undefined ? `command ${status.command} of ${total} (${JSON.stringify(command)})` : "command";
+        return {
+          code: "failed",
+          exitStatus: status.exitStatus,
+          command: status.command,
+          message: `The postCreate ${which} failed with exit status ${status.exitStatus} in the new pane, so Pi was not started.`,
+        };
+      }
+      const current = await this.deps.store.read(manifest.id);
+      if (current.ok && current.manifest.state === "running" && current.manifest.child.ackAt !== undefined) return { code: "passed" };
+      if (this.deps.now().getTime() >= deadline) break;
+      await this.deps.sleep(this.deps.timeouts.pollMs);
+    }
+    return {
+      code: "timeout",
+      message: `The postCreate commands had not finished after ${Math.round(hooks.timeoutMs / 1000)} s; they may still be running in the new pane, and Pi starts there when they succeed.`,
+    };
   }
 
   /** Step 5: the child's acknowledgement, or failing that a process probe. */

@@ -14,6 +14,8 @@ export interface NewManifestInput {
   worktree: Manifest["worktree"];
   mux: Manifest["mux"];
   task?: string;
+  owner?: Manifest["owner"];
+  setup?: Manifest["setup"];
 }
 
 /** Throws if the input does not make a valid manifest (a programming error in the caller). */
@@ -34,6 +36,8 @@ export function newManifest(input: NewManifestInput): Manifest {
     mux: input.mux,
     child: {},
     ...(input.task === undefined ? {} : { task: input.task }),
+    ...(input.owner === undefined ? {} : { owner: input.owner }),
+    ...(input.setup === undefined ? {} : { setup: input.setup }),
   };
   return ManifestSchema.parse(manifest);
 }

@@ -25,7 +25,8 @@ export const HandoffStateSchema = z.enum(HANDOFF_STATES);
 export type HandoffState = z.infer<typeof HandoffStateSchema>;
 
 /** The transaction step that was under way when something went wrong. */
-export const HANDOFF_STEPS = ["preconditions", "manifest", "worktree", "fork", "launch", "confirm", "focus"] as const;
+/** `setup` (carried changes, copied files) runs between the worktree and the fork; see handoff/setup.ts. */
+export const HANDOFF_STEPS = ["preconditions", "manifest", "worktree", "setup", "fork", "launch", "confirm", "focus"] as const;
 export const HandoffStepSchema = z.enum(HANDOFF_STEPS);
 export type HandoffStep = z.infer<typeof HandoffStepSchema>;
 
@@ -61,6 +62,18 @@ export const MuxLocationSchema = z.discriminatedUnion("kind", [TmuxLocationSchem
 export type MuxLocation = z.infer<typeof MuxLocationSchema>;
 export type MuxKind = MuxLocation["kind"];
 
+/**
+ * The process that runs the handoff's transaction (or its latest relaunch). Recovery waits for an
+ * unfinished handoff only while this process lives; once it is gone (killed mid-way), the handoff
+ * can be relaunched or removed at once. `start` identifies the process beyond its pid (procfs boot
+ * id and start time), since pids are reused; absent where procfs is not available.
+ */
+export const ManifestOwnerSchema = z.strictObject({
+  pid: z.number().int().positive(),
+  start: z.string().min(1).optional(),
+});
+export type ManifestOwner = z.infer<typeof ManifestOwnerSchema>;
+
 export const GitStateSchema = z.strictObject({
   capturedAt: isoTime,
   head: z.string().optional(),
@@ -70,6 +83,40 @@ export const GitStateSchema = z.strictObject({
   aheadOfBase: z.number().int().nonnegative().optional(),
 });
 export type GitState = z.infer<typeof GitStateSchema>;
+
+/**
+ * What the handoff set up in the worktree beyond checking out the branch. Optional (and every field
+ * in it): manifests written before it existed, and handoffs that set up nothing, have none.
+ */
+export const SetupSchema = z.strictObject({
+  /** `--existing`: the branch existed before the handoff, which checked it out as it was (never created it). */
+  existingBranch: z.boolean().optional(),
+  /** `--carry`: uncommitted changes brought from the parent's checkout `from` (counts; the list is in the handoff message). */
+  carried: z
+    .strictObject({
+      mode: z.enum(["tracked", "all"]),
+      from: z.string(),
+      changes: z.number().int().nonnegative(),
+      untracked: z.number().int().nonnegative(),
+    })
+    .optional(),
+  /** Untracked or ignored entries of the main checkout copied / symlinked into the worktree (settings). */
+  copied: z.array(z.string()).optional(),
+  symlinked: z.array(z.string()).optional(),
+  /**
+   * The settings' postCreate commands, run in the pane before Pi (the runner writes `statusFile`).
+   * `exitStatus` and `failedCommand` (1-based) are recorded when one failed: then Pi was not started.
+   */
+  postCreate: z
+    .strictObject({
+      commands: z.array(z.string()).min(1),
+      statusFile: z.string(),
+      exitStatus: z.number().int().nonnegative().optional(),
+      failedCommand: z.number().int().positive().optional(),
+    })
+    .optional(),
+});
+export type ManifestSetup = z.infer<typeof SetupSchema>;
 
 export const ManifestSchema = z.strictObject({
   version: z.literal(MANIFEST_VERSION),
@@ -112,6 +159,9 @@ export const ManifestSchema = z.strictObject({
     })
     .default({}),
   task: z.string().optional(),
+  setup: SetupSchema.optional(),
+  /** Optional: manifests written before it existed still parse (they get the 2-minute grace alone). */
+  owner: ManifestOwnerSchema.optional(),
   focus: z.union([z.strictObject({ at: isoTime }), z.strictObject({ error: z.string(), at: isoTime })]).optional(),
   error: z.strictObject({ step: HandoffStepSchema, message: z.string(), at: isoTime }).optional(),
   gitState: GitStateSchema.optional(),

@@ -53,12 +53,13 @@ export function muxForLocation(location: MuxLocation, deps: MuxForLocationDeps):
     }
     case "herdr":
       // The recorded socket addresses the server that made the handoff; the binary is the
-      // caller's ($HERDR_BIN_PATH inside Herdr, else herdr from PATH).
+      // caller's ($HERDR_BIN_PATH inside Herdr, else herdr from PATH). git drops the entry of a
+      // vanished checkout Herdr can no longer open.
       return {
         ok: true,
         mux: HerdrMultiplexer.fromEnvironment(
           location.socketPath === undefined ? deps.env : { ...deps.env, HERDR_SOCKET_PATH: location.socketPath },
-          options,
+          { ...options, git: deps.git },
         ),
       };
   }

@@ -16,12 +16,16 @@
  *   through `herdr worktree list` before it is called a failure, and whatever exists is reported
  *   in `partial` so the transaction records it.
  * - Paths are compared by realpath: Herdr does not canonicalize the paths it reports.
+ * - Git itself runs only where Herdr cannot act (a registered worktree whose directory is gone and
+ *   whose workspace is closed: Herdr opens no workspace for it, so it cannot remove it), and only
+ *   through the git port it was given (`git/` owns git).
  */
 import { existsSync } from "node:fs";
 import { realpath } from "node:fs/promises";
 import { isAbsolute, resolve } from "node:path";
 import { execa } from "execa";
 import { z } from "zod";
+import type { RecoveryGitPort } from "../git/types.ts";
 import type { HerdrLocation, MuxLocation } from "../manifest/schema.ts";
 import {
   decodeHerdrOutput,
@@ -38,6 +42,7 @@ import {
   WorktreeRemovedSchema,
   type HerdrWorktreeInfo,
 } from "./herdr-protocol.ts";
+import { muxLabel } from "./label.ts";
 import { listDescendants, readComm, readCwd, readEnvironValue } from "./procfs.ts";
 import type {
   CreatedWorkspace,
@@ -47,6 +52,7 @@ import type {
   PaneProcess,
   RecoverableMultiplexer,
   ReopenWorkspaceRequest,
+  WorkspaceState,
 } from "./types.ts";
 import { HANDOFF_ID_ENV } from "./types.ts";
 
@@ -71,6 +77,11 @@ export interface HerdrMultiplexerOptions {
   timeoutMs?: number;
   /** Upper bound for `worktree create/open/remove`. */
   worktreeTimeoutMs?: number;
+  /**
+   * For recovery's `removeWorktree` only: drops git's entry for a vanished checkout Herdr can no
+   * longer open. Without it, such a removal fails with `unsupported`.
+   */
+  git?: Pick<RecoveryGitPort, "removeWorktree">;
 }
 
 type CallResult<T> = { ok: true; result: T } | CallFailure;
@@ -87,6 +98,7 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
   readonly #env: NodeJS.ProcessEnv;
   readonly #timeoutMs: number;
   readonly #worktreeTimeoutMs: number;
+  readonly #git: Pick<RecoveryGitPort, "removeWorktree"> | undefined;
   #trustFlagProbe: Promise<boolean> | undefined;
 
   constructor(options: HerdrMultiplexerOptions) {
@@ -95,6 +107,7 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     this.#env = { ...(options.env ?? process.env) };
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.#worktreeTimeoutMs = options.worktreeTimeoutMs ?? DEFAULT_WORKTREE_TIMEOUT_MS;
+    this.#git = options.git;
   }
 
   /**
@@ -104,7 +117,7 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
    */
   static fromEnvironment(
     env: Readonly<Record<string, string | undefined>>,
-    options: { timeoutMs?: number; worktreeTimeoutMs?: number } = {},
+    options: { timeoutMs?: number; worktreeTimeoutMs?: number; git?: Pick<RecoveryGitPort, "removeWorktree"> } = {},
   ): HerdrMultiplexer {
     const binPath = env.HERDR_BIN_PATH;
     const herdrBin = binPath !== undefined && isAbsolute(binPath) && existsSync(binPath) ? binPath : "herdr";
@@ -133,12 +146,14 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
         request.mainCheckout,
         "--branch",
         request.branch,
+        // For an existing branch (`--existing`) Herdr checks it out as it is and ignores --base:
+        // exactly what is asked; the transaction then checks that HEAD is the branch's commit.
         "--base",
         request.baseSha,
         "--path",
         request.worktreePath,
         "--label",
-        request.label,
+        muxLabel(request.label),
         "--no-focus",
         ...(trust ? ["--trust-repository"] : []),
       ],
@@ -255,19 +270,26 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
   }
 
   async exists(location: MuxLocation): Promise<boolean> {
+    return (await this.workspaceState(location)).code === "open";
+  }
+
+  async workspaceState(location: MuxLocation): Promise<WorkspaceState> {
     const herdr = asHerdrLocation(location);
-    if (!herdr.ok) return false;
+    if (!herdr.ok) return { code: "unknown", message: herdr.message };
     const socketPath = herdr.location.socketPath ?? this.socketPath;
     const { paneId, workspaceId } = herdr.location;
     if (paneId !== undefined && PANE_ID_PATTERN.test(paneId)) {
       const shown = await this.#call(["pane", "get", paneId], PaneInfoResultSchema, "pane get", { socketPath });
-      return shown.ok && shown.result.pane.pane_id === paneId;
+      if (shown.ok) return shown.result.pane.pane_id === paneId ? { code: "open" } : { code: "closed" };
+      // A server that is down may restore the pane when it restarts: that is not "closed".
+      return shown.code === "pane_not_found" ? { code: "closed" } : { code: "unknown", message: shown.message };
     }
     if (workspaceId !== undefined && WORKSPACE_ID_PATTERN.test(workspaceId)) {
       const shown = await this.#call(["workspace", "get", workspaceId], WorkspaceInfoResultSchema, "workspace get", { socketPath });
-      return shown.ok && shown.result.workspace.workspace_id === workspaceId;
+      if (shown.ok) return shown.result.workspace.workspace_id === workspaceId ? { code: "open" } : { code: "closed" };
+      return shown.code === "workspace_not_found" ? { code: "closed" } : { code: "unknown", message: shown.message };
     }
-    return false;
+    return { code: "closed" };
   }
 
   async reopenWorkspace(request: ReopenWorkspaceRequest): Promise<MuxResult<{ location: MuxLocation }>> {
@@ -314,6 +336,10 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
       }
       if (entry.open_workspace_id !== undefined) {
         workspaceId = entry.open_workspace_id;
+      } else if (entry.is_prunable || !existsSync(wanted)) {
+        // The checkout is gone and no workspace shows it: Herdr cannot open (so cannot remove) it,
+        // and there is nothing left to lose in it; git alone drops its entry.
+        return this.#unregisterWithGit(options);
       } else {
         // Herdr cannot remove a worktree whose workspace is closed (upstream #4317): reopen it first.
         const opened = await this.#openWorktree(options.mainCheckout, wanted, undefined, socketPath);
@@ -345,6 +371,24 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     return publicFailure(removed);
   }
 
+  /** `git worktree remove` for a registered checkout whose directory is gone (see `removeWorktree`). */
+  async #unregisterWithGit(options: { mainCheckout: string; worktreePath: string; force: boolean }): Promise<MuxResult<object>> {
+    if (this.#git === undefined) {
+      return {
+        ok: false,
+        code: "unsupported",
+        message: `The worktree ${options.worktreePath} is gone and Herdr cannot open it; drop git's entry with: git worktree prune.`,
+      };
+    }
+    try {
+      await this.#git.removeWorktree(options.mainCheckout, options.worktreePath, { force: options.force });
+    } catch (error) {
+      const detail = stripPeriod(oneLine(error instanceof Error ? error.message : String(error)));
+      return { ok: false, code: "worktree_remove_failed", message: `Could not drop git's entry for ${options.worktreePath}: ${detail}.` };
+    }
+    return { ok: true };
+  }
+
   /** `worktree open --path`, unfocused: the workspace for an existing checkout (a new id if it was closed). */
   async #openWorktree(
     mainCheckout: string,
@@ -353,7 +397,7 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     socketPath: string | undefined,
   ): Promise<{ ok: true; location: HerdrLocation; alreadyOpen: boolean } | CallFailure> {
     const opened = await this.#call(
-      ["worktree", "open", "--cwd", mainCheckout, "--path", worktreePath, ...(label !== undefined ? ["--label", label] : []), "--no-focus"],
+      ["worktree", "open", "--cwd", mainCheckout, "--path", worktreePath, ...(label !== undefined ? ["--label", muxLabel(label)] : []), "--no-focus"],
       WorktreeOpenedSchema,
       "worktree open",
       { timeoutMs: this.#worktreeTimeoutMs, socketPath },

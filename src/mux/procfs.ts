@@ -11,6 +11,7 @@
 import { readdir, readFile, realpath } from "node:fs/promises";
 
 const PROC_ROOT = "/proc";
+const BOOT_ID = "/proc/sys/kernel/random/boot_id";
 
 /** The fields of `/proc/<pid>/stat` this package uses (see proc(5)). */
 export interface ProcStat {
@@ -76,6 +77,19 @@ export async function readEnvironValue(pid: number, key: string): Promise<string
     if (entry.startsWith(prefix)) return entry.slice(prefix.length);
   }
   return undefined;
+}
+
+/**
+ * What tells this process apart from a later one with the same pid: the boot id and the start time
+ * (`/proc/<pid>/stat` field 22, clock ticks since boot), as `<boot id>/<ticks>`; undefined when
+ * unreadable (the process is gone, or there is no procfs).
+ */
+export async function readProcessStart(pid: number): Promise<string | undefined> {
+  const [text, bootId] = await Promise.all([readProcText(pid, "stat"), readFile(BOOT_ID, "utf8").catch(() => undefined)]);
+  if (text === undefined || bootId === undefined) return undefined;
+  // After the comm: field 3 (state) is the first, so field 22 (starttime) is the 20th.
+  const ticks = text.slice(text.lastIndexOf(")") + 1).trim().split(/\s+/)[19];
+  return ticks !== undefined && /^\d+$/.test(ticks) ? `${bootId.trim()}/${ticks}` : undefined;
 }
 
 /** Whether the process exists and is not a zombie. */

@@ -8,6 +8,8 @@
  * - Only `focus()` changes the active window; windows are created with `-d`.
  * - Failures are returned as values with a stable code and one sentence, never thrown.
  * - `run()` types the command line literally (`send-keys -l`), so tmux never interprets key names in it.
+ * - Arguments tmux expands as formats (the window name, the start directory) go through
+ *   `muxLabel`/`tmuxLiteral` (label.ts), so no `#(...)` in a branch or a path ever runs.
  * - Recovery (`reopenWorkspace`, `removeWorktree`) closes only a window that still shows the
  *   handoff's pane in its worktree (ids restart with a tmux server, so an id alone could name
  *   someone else's window), and refuses uncommitted changes before it closes anything.
@@ -16,6 +18,7 @@ import { stat } from "node:fs/promises";
 import { execa } from "execa";
 import type { GitPort, RecoveryGitPort } from "../git/types.ts";
 import type { MuxLocation, TmuxLocation } from "../manifest/schema.ts";
+import { muxLabel, tmuxLiteral } from "./label.ts";
 import { listDescendants, readComm, readCwd, readEnvironValue, readStat } from "./procfs.ts";
 import type {
   CreatedWorkspace,
@@ -25,6 +28,7 @@ import type {
   PaneProcess,
   RecoverableMultiplexer,
   ReopenWorkspaceRequest,
+  WorkspaceState,
 } from "./types.ts";
 import { HANDOFF_ID_ENV } from "./types.ts";
 
@@ -104,6 +108,8 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
         path: request.worktreePath,
         branch: request.branch,
         sha: request.baseSha,
+        // `--existing`: git checks the branch out as it is (`git worktree add <path> <branch>`).
+        ...(request.existingBranch === true ? { existing: true } : {}),
       });
     } catch (error) {
       return {
@@ -235,10 +241,11 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
       "-d",
       "-t",
       `${sessionId}:`,
+      // tmux expands formats in both: `#(...)` in a path or a branch name would run a command.
       "-c",
-      cwd,
+      tmuxLiteral(cwd),
       "-n",
-      label,
+      muxLabel(label),
       "-P",
       "-F",
       "#{session_id} #{window_id} #{pane_id}",
@@ -330,11 +337,18 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
   }
 
   async exists(location: MuxLocation): Promise<boolean> {
+    return (await this.workspaceState(location)).code === "open";
+  }
+
+  async workspaceState(location: MuxLocation): Promise<WorkspaceState> {
     const pane = paneOf(location, this.socketPath);
-    if (!pane.ok) return false;
+    if (!pane.ok) return { code: "unknown", message: pane.message };
     // tmux 3.3 prints an empty line (exit 0) for an unknown pane, so compare the echoed id.
     const shown = await this.#tmux(pane.socketPath, ["display-message", "-p", "-t", pane.paneId, "#{pane_id}"]);
-    return shown.ok && shown.stdout.trim() === pane.paneId;
+    if (shown.ok) return shown.stdout.trim() === pane.paneId ? { code: "open" } : { code: "closed" };
+    // tmux restores nothing: with its server gone, the window is gone for good.
+    if (shown.code === "pane_not_found" || shown.code === "server_not_running") return { code: "closed" };
+    return { code: "unknown", message: shown.message };
   }
 
   async #resolveTargetSession(): Promise<{ ok: true; sessionId: string } | MuxFailure> {

@@ -31,6 +31,11 @@ export interface CreateWorkspaceRequest {
   worktreePath: string;
   /** Short label for the window/workspace. */
   label: string;
+  /**
+   * `--existing`: `branch` exists already and is checked out as it is (it must point at `baseSha`,
+   * the commit the caller found it at); otherwise it is created at `baseSha`.
+   */
+  existingBranch?: boolean;
 }
 
 export interface CreatedWorkspace {
@@ -74,11 +79,19 @@ export interface ReopenWorkspaceRequest {
   previous: MuxLocation;
 }
 
+/** What recovery knows about a recorded pane/window: there, gone, or the backend could not be asked. */
+export type WorkspaceState = { code: "open" } | { code: "closed" } | { code: "unknown"; message: string };
+
 /**
  * What recovery needs on top of the handoff's operations. Both backends implement it with the same
  * meaning, so `pi-handoff` and `/handoffs` do not care which one made a handoff.
  */
 export interface RecoverableMultiplexer extends Multiplexer {
+  /**
+   * Like `exists`, but telling "gone" from "could not ask" (a server that does not answer, a
+   * missing binary), so an inventory never reports a window closed that it could not see.
+   */
+  workspaceState(location: MuxLocation): Promise<WorkspaceState>;
   /** A new workspace/window (unfocused) for a worktree whose old one was closed. */
   reopenWorkspace(request: ReopenWorkspaceRequest): Promise<MuxResult<{ location: MuxLocation }>>;
   /**

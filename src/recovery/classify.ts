@@ -62,6 +62,8 @@ export interface HandoffFacts {
   childSessionExists: boolean;
   /** Facts that could not be read, one sentence each. */
   problems: readonly string[];
+  /** Whether the process that ran the transaction (`manifest.owner`) lives; absent when none is recorded. */
+  ownerAlive?: boolean;
 }
 
 /** Steps before which no worktree exists: a failure there leaves only the manifest (and maybe a branch). */
@@ -166,13 +168,20 @@ function statusOf(facts: HandoffFacts, worktree: WorktreeFact, writers: LiveWrit
   }
   if (writers.length > 0) return { code: "child_running", writers };
   const nextStep = NEXT_STEP[manifest.state];
-  if (nextStep !== undefined && isRecent(manifest, facts.now)) {
+  // Who ran the transaction, and whether it lives: a dead owner (killed mid-way) cannot be creating
+  // anything, so the grace below does not apply and recovery may act at once.
+  const owner = manifest.owner === undefined || facts.ownerAlive === undefined ? {} : { owner: { pid: manifest.owner.pid, alive: facts.ownerAlive } };
+  if (nextStep !== undefined && isRecent(manifest, facts.now) && facts.ownerAlive !== false) {
     // The transaction may still be creating things: do not judge the worktree yet.
-    return { code: "unfinished", step: nextStep, inProgress: true };
+    return { code: "unfinished", step: nextStep, inProgress: true, ...owner };
   }
   const error = manifest.error;
   if (manifest.state === "failed" && error !== undefined && STEPS_BEFORE_WORKTREE.has(error.step) && worktree.code === "missing") {
     return { code: "failed", step: error.step, message: error.message, worktreeCreated: false };
+  }
+  if (manifest.state === "provisioning" && nextStep !== undefined && worktree.code === "missing") {
+    // Stopped before its worktree was made: nothing went missing, the handoff never got that far.
+    return { code: "unfinished", step: nextStep, inProgress: false, ...owner };
   }
   if (worktree.code === "missing") return { code: "worktree_missing" };
   if (worktree.code === "prunable") return { code: "prunable" };
@@ -183,7 +192,7 @@ function statusOf(facts: HandoffFacts, worktree: WorktreeFact, writers: LiveWrit
   if (manifest.state === "launch_unconfirmed") {
     return { code: "unconfirmed", step: "confirm", message: error?.message ?? "the child never confirmed its start" };
   }
-  if (nextStep !== undefined) return { code: "unfinished", step: nextStep, inProgress: false };
+  if (nextStep !== undefined) return { code: "unfinished", step: nextStep, inProgress: false, ...owner };
   return facts.workspace.code === "open" ? { code: "no_child" } : { code: "workspace_closed" };
 }
 
@@ -230,6 +239,10 @@ export function isPrunable(report: HandoffReport): boolean {
   }
   if (status.code === "failed" && !status.worktreeCreated) {
     return report.workspace.code === "none" || report.workspace.code === "closed";
+  }
+  if (status.code === "unfinished" && !status.inProgress && report.state === "provisioning") {
+    // Interrupted before its worktree existed: retiring it loses nothing when git made nothing either.
+    return report.worktree.code === "missing" && branchState.code === "gone" && (report.workspace.code === "none" || report.workspace.code === "closed");
   }
   return false;
 }

@@ -15,7 +15,8 @@ export function describeStatus(status: HandoffStatus): string {
     case "child_running":
       return `child running (pid ${status.writers.map((writer) => writer.pid).join(", ")})`;
     case "unfinished":
-      return status.inProgress ? `being set up (at ${status.step})` : `stopped at ${status.step}`;
+      if (status.inProgress) return `being set up (at ${status.step})`;
+      return status.owner !== undefined && !status.owner.alive ? `stopped at ${status.step} (pid ${status.owner.pid} gone)` : `stopped at ${status.step}`;
     case "failed":
       return `failed at ${status.step}`;
     case "worktree_missing":

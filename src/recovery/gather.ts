@@ -13,7 +13,8 @@
  */
 import { stat } from "node:fs/promises";
 import type { CommitSummary, RecoveryGitPort, WorktreeEntry } from "../git/types.ts";
-import type { Manifest, MuxLocation } from "../manifest/schema.ts";
+import { isOwnerAlive } from "../handoff/owner.ts";
+import type { Manifest, ManifestOwner, MuxLocation } from "../manifest/schema.ts";
 import type { MuxForLocation } from "../mux/for-location.ts";
 import type { HandoffFacts, ProcessInfo, WorktreeRegistration } from "./classify.ts";
 import type { BranchFact, Changes, CommitList, WorkspaceFact } from "./json-schema.ts";
@@ -30,6 +31,8 @@ export interface GatherDeps {
   scanProcesses?: () => Promise<ProcessScan>;
   /** Defaults to procfs. */
   describeProcess?: (pid: number) => Promise<ProcessInfo | undefined>;
+  /** Whether a manifest's owner process still lives; defaults to procfs (handoff/owner.ts). */
+  ownerAlive?: (owner: ManifestOwner) => Promise<boolean>;
 }
 
 export class FactGatherer {
@@ -73,6 +76,8 @@ export class FactGatherer {
     if (workspace.code === "unknown") problems.push(workspace.message);
     if (processes.problem !== undefined) problems.push(processes.problem);
     if (branch.code === "unknown") problems.push(branch.message);
+    // A dead owner ends the in-progress grace of an unfinished handoff (classify.ts).
+    const ownerAlive = manifest.owner === undefined ? undefined : await (this.deps.ownerAlive ?? isOwnerAlive)(manifest.owner);
     let changes: Changes | undefined;
     if (worktreeDirectoryExists) {
       try {
@@ -93,6 +98,7 @@ export class FactGatherer {
       changes,
       childSessionExists,
       problems,
+      ...(ownerAlive === undefined ? {} : { ownerAlive }),
     };
   }
 
@@ -121,7 +127,8 @@ export class FactGatherer {
     if (!hasWorkspace(location)) return { code: "none" };
     const mux = this.deps.muxFor(location);
     if (!mux.ok) return { code: "unknown", message: mux.message };
-    return (await mux.mux.exists(location)) ? { code: "open" } : { code: "closed" };
+    const state = await mux.mux.workspaceState(location);
+    return state.code === "unknown" ? { code: "unknown", message: `Could not see the handoff's window: ${state.message}` } : state;
   }
 
   private processes(): Promise<ProcessScan> {

@@ -93,8 +93,16 @@ export const HandoffStatusSchema = z.discriminatedUnion("code", [
   z.strictObject({ code: z.literal("removed"), at: isoTime.optional() }),
   /** A live Pi works on the child session (or in the worktree): nothing may start another one. */
   z.strictObject({ code: z.literal("child_running"), writers: z.array(LiveWriterSchema).min(1) }),
-  /** The transaction has not finished; `inProgress` when it changed the manifest recently (it may still be running). */
-  z.strictObject({ code: z.literal("unfinished"), step: HandoffStepSchema, inProgress: z.boolean() }),
+  /**
+   * The transaction has not finished; `inProgress` when it changed the manifest recently and its
+   * process (`owner`, when the manifest records it) is alive: it may still be running.
+   */
+  z.strictObject({
+    code: z.literal("unfinished"),
+    step: HandoffStepSchema,
+    inProgress: z.boolean(),
+    owner: z.strictObject({ pid: z.number().int().positive(), alive: z.boolean() }).optional(),
+  }),
   /** The handoff failed at `step`; `worktreeCreated` is false when it failed before any worktree existed. */
   z.strictObject({ code: z.literal("failed"), step: HandoffStepSchema, message: z.string(), worktreeCreated: z.boolean() }),
   z.strictObject({ code: z.literal("worktree_missing") }),

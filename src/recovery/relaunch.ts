@@ -18,6 +18,7 @@ import { buildLaunchCommand } from "../handoff/launch-command.ts";
 import { describeLocation } from "../handoff/transaction.ts";
 import type { HandoffStep, Manifest } from "../manifest/schema.ts";
 import type { ManifestStore } from "../manifest/store.ts";
+import { ownerOf } from "../handoff/owner.ts";
 import { defaultSessionDir } from "../session/paths.ts";
 import { isInProgress } from "./classify.ts";
 import type { GatherDeps } from "./gather.ts";
@@ -137,6 +138,8 @@ export async function relaunchHandoff(deps: RelaunchDeps, id: string, options: {
     reopened = true;
   }
 
+  // This process now runs the handoff's launch: recovery elsewhere waits for it while it lives.
+  const owner = await ownerOf();
   const launcher = new ChildLauncher({
     store: deps.store,
     now: () => deps.now(),
@@ -151,6 +154,7 @@ export async function relaunchHandoff(deps: RelaunchDeps, id: string, options: {
     focus: options.focus,
     note: reopened ? `relaunched in a reopened window (${describeLocation(current.mux)})` : "relaunched",
     patch: (m) => {
+      m.owner = owner;
       // The previous child's evidence and outcome describe a launch that is over.
       delete m.child.pid;
       delete m.child.ackAt;
@@ -187,6 +191,9 @@ export async function relaunchHandoff(deps: RelaunchDeps, id: string, options: {
       );
       return { code: "failed", reason: "type_failed", manifest: failed, message: `Could not type the command into ${describeLocation(current.mux)}: ${launched.message}` };
     }
+    case "post_create_failed":
+      // A relaunch starts Pi alone: postCreate commands run once, after the worktree was created.
+      throw new Error("A relaunch runs no postCreate commands, so none can have failed.");
   }
 }
 

@@ -38,6 +38,10 @@ export interface HandoffMessageInput {
   mainCheckout: string;
   parentSessionFile: string;
   task?: string;
+  /** `--existing`: the branch was checked out as it was, not created from a base. */
+  existingBranch?: boolean;
+  /** What the worktree was set up with and anything the user was warned about (one line each). */
+  setupNotes?: readonly string[];
 }
 
 export interface HandoffMessage {
@@ -72,13 +76,17 @@ export function buildHandoffMessage(input: HandoffMessageInput): HandoffMessage 
     "This conversation was handed off from another session into its own git worktree.",
     "From here on, work only inside this worktree; the original checkout belongs to the other session.",
     "",
-    `- Branch: ${oneLine(input.branch)} (new, created from ${baseLabel})`,
+    input.existingBranch === true
+      ? `- Branch: ${oneLine(input.branch)} (an existing branch, checked out as it was, at ${input.baseSha})`
+      : `- Branch: ${oneLine(input.branch)} (new, created from ${baseLabel})`,
     `- Worktree: ${oneLine(input.worktreePath)}`,
     `- Main checkout: ${oneLine(input.mainCheckout)}`,
     `- Parent session: ${oneLine(input.parentSessionFile)}`,
     `- Handoff id: ${input.handoffId}`,
     "",
   ];
+  const notes = (input.setupNotes ?? []).map((note) => redactSecrets(oneLine(note)).text).filter((note) => note.length > 0);
+  if (notes.length > 0) lines.push("## Worktree setup", "", ...notes.map((note) => `- ${note}`), "");
   if (prepared.task !== undefined) {
     lines.push("## Task", "", prepared.task);
     if (prepared.omittedChars > 0) {

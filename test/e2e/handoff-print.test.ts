@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { HANDOFF_USAGE } from "../../src/handoff/args.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
@@ -85,10 +86,10 @@ describe("/handoff-worktree in print mode with the real Pi", () => {
     it.each([
       ["an invalid branch name", "..bad", '"..bad" is not a valid branch name; pick a name git accepts (see git check-ref-format).'],
       ["a branch name that looks like an option", "-x", '"-x" is not a valid branch name; pick a name git accepts (see git check-ref-format).'],
-      ["a branch that exists", "existing", "Branch existing already exists; pick a new branch name."],
+      ["a branch that exists", "existing", "Branch existing already exists; pick a new branch name (or add --existing to hand off into it)."],
       ["a branch checked out elsewhere", "main", "Branch main is already checked out at {root}; pick a new branch name."],
       ["a base that is not a commit", "feat/ok nope", 'Base "nope" does not resolve to a commit; give a branch, tag or commit.'],
-      ["a base that looks like an option", "feat/ok --upload-pack=touch", 'Unknown option "--upload-pack=touch"; usage: /handoff-worktree <branch> [base] [--mux tmux|herdr] [--no-focus] [-- task].'],
+      ["a base that looks like an option", "feat/ok --upload-pack=touch", `Unknown option "--upload-pack=touch"; usage: ${HANDOFF_USAGE}.`],
     ])("refuses %s", async (_label, args, expected) => {
       if (args === "existing") repo.run(["branch", "existing"]);
       const before = await snapshot();

@@ -64,6 +64,11 @@ export class PiRpc {
     return this.waitFor((record) => record.type === "response" && record.id === id, `the response to ${String(command.type)}`, timeoutMs);
   }
 
+  /** Writes one record and waits for nothing (an `extension_ui_response` has no response). */
+  send(record: Record<string, unknown>): void {
+    this.child.stdin?.write(`${JSON.stringify(record)}\n`);
+  }
+
   /** The first record from `from` on that matches. */
   async waitFor(match: (record: RpcRecord) => boolean, description: string, timeoutMs = 30_000, from = 0): Promise<RpcRecord> {
     const deadline = Date.now() + timeoutMs;

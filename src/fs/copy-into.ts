@@ -1,0 +1,91 @@
+/**
+ * Bringing files from one checkout into another without ever overwriting: copies (mode kept, a
+ * symlink copied as a symlink, a directory entry by entry) and symlinks to the source.
+ *
+ * Invariants:
+ * - Nothing that exists at the target is replaced or changed: a file or link that is there is
+ *   skipped and reported; an existing directory is entered, never replaced. Files are created
+ *   with O_EXCL (`COPYFILE_EXCL`, `symlink`), so a file that appears meanwhile is not clobbered.
+ * - The source is only read. Paths are relative to their roots and never leave them (no `..`,
+ *   no absolute paths: the caller's globs were checked, and this checks again).
+ * - Only regular files, symlinks and directories are copied; anything else (a socket, a FIFO) is
+ *   skipped and reported, since reading one could block.
+ */
+import { constants } from "node:fs";
+import { copyFile, lstat, mkdir, readdir, readlink, symlink } from "node:fs/promises";
+import { dirname, isAbsolute, join, normalize, sep } from "node:path";
+
+export interface CopyReport {
+  /** Files and links created (relative paths). */
+  created: string[];
+  /** Relative paths left alone, with why. */
+  skipped: Array<{ path: string; reason: string }>;
+}
+
+function assertInside(relative: string): void {
+  const normal = normalize(relative);
+  if (relative === "" || isAbsolute(relative) || normal === ".." || normal.startsWith(`..${sep}`)) {
+    throw new Error(`${JSON.stringify(relative)} is not a path inside the checkout.`);
+  }
+}
+
+function codeOf(error: unknown): string | undefined {
+  return error instanceof Error && "code" in error && typeof error.code === "string" ? error.code : undefined;
+}
+
+/** Copies `relative` (a file, a symlink or a directory) from `fromRoot` to the same place under `toRoot`. */
+export async function copyInto(fromRoot: string, toRoot: string, relative: string, report: CopyReport = { created: [], skipped: [] }): Promise<CopyReport> {
+  assertInside(relative);
+  const source = join(fromRoot, relative);
+  const target = join(toRoot, relative);
+  const info = await lstat(source);
+  if (info.isDirectory()) {
+    const existing = await lstat(target).catch(() => undefined);
+    if (existing !== undefined && !existing.isDirectory()) {
+      report.skipped.push({ path: relative, reason: "something else already exists there" });
+      return report;
+    }
+    // The directory's own mode, so a private directory stays private.
+    if (existing === undefined) await mkdir(target, { recursive: true, mode: info.mode & 0o7777 });
+    for (const name of (await readdir(source)).sort()) await copyInto(fromRoot, toRoot, join(relative, name), report);
+    return report;
+  }
+  await mkdir(dirname(target), { recursive: true });
+  try {
+    if (info.isSymbolicLink()) {
+      await symlink(await readlink(source), target);
+    } else if (info.isFile()) {
+      // COPYFILE_EXCL: fails rather than replaces; libuv gives the new file the source's mode.
+      await copyFile(source, target, constants.COPYFILE_EXCL);
+    } else {
+      report.skipped.push({ path: relative, reason: "not a regular file, link or directory" });
+      return report;
+    }
+  } catch (error) {
+    if (codeOf(error) === "EEXIST") {
+      report.skipped.push({ path: relative, reason: "already exists in the worktree" });
+      return report;
+    }
+    throw error;
+  }
+  report.created.push(relative);
+  return report;
+}
+
+/** Creates `toRoot/relative` as a symlink to `fromRoot/relative` (absolute), unless something is there. */
+export async function linkInto(fromRoot: string, toRoot: string, relative: string, report: CopyReport = { created: [], skipped: [] }): Promise<CopyReport> {
+  assertInside(relative);
+  const target = join(toRoot, relative);
+  await mkdir(dirname(target), { recursive: true });
+  try {
+    await symlink(join(fromRoot, relative), target);
+  } catch (error) {
+    if (codeOf(error) === "EEXIST") {
+      report.skipped.push({ path: relative, reason: "already exists in the worktree" });
+      return report;
+    }
+    throw error;
+  }
+  report.created.push(relative);
+  return report;
+}

@@ -1,0 +1,263 @@
+/**
+ * Crash consistency: a handoff killed with SIGKILL at every step boundary
+ * (`PI_HANDOFF_FAULT=kill-after:<point>`, src/handoff/fault.ts). The fork and launch points are
+ * killed inside the real Pi (print mode); the others inside a separate process running the real
+ * transaction with the stand-in child (fixtures/handoff-driver.ts). After each kill, with the
+ * recovery CLI as a real process:
+ * - the manifest parses and names where it stopped (state and history);
+ * - the parent session is byte-identical;
+ * - everything that exists (manifest, worktree, branch, window, child session) is accounted for by
+ *   the handoff `pi-handoff list` shows, and nothing else was left (no lock, no temp file);
+ * - the verdict is the right one at once: the dead owner ends the "being set up" grace;
+ * - relaunch or remove then succeeds.
+ */
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { KillPoint } from "../../src/handoff/fault.ts";
+import type { HandoffState, Manifest } from "../../src/manifest/schema.ts";
+import { ManifestStore } from "../../src/manifest/store.ts";
+import type { HandoffReport } from "../../src/recovery/json-schema.ts";
+import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
+import { createPiSandbox, EXTENSION_ENTRY, FAUX_MODEL, NODE_BIN, onlySessionFile, PI_CLI, runPiPrint, type PiSandbox } from "../support/pi.ts";
+import { isProcessAlive, killAndWait } from "../support/recovery-rig.ts";
+import {
+  collectArtifacts,
+  listInventory,
+  newArtifacts,
+  parentOf,
+  runCli,
+  runDriver,
+  runProcess,
+  STAND_IN,
+  standInPiOnPath,
+  unaccounted,
+  type Artifacts,
+} from "../support/reliability.ts";
+import { startPrivateTmux, waitFor, type PrivateTmux } from "../support/tmux.ts";
+
+const sha256 = (file: string) => createHash("sha256").update(readFileSync(file)).digest("hex");
+
+interface Point {
+  point: KillPoint;
+  /** Who runs the handoff that is killed. */
+  runner: "pi" | "driver";
+  /** The state the manifest shows once things settled (for launch: after the child's acknowledgement). */
+  state: HandoffState;
+  history: HandoffState[];
+  /** What the inventory says right after the kill. */
+  status: (report: HandoffReport, manifest: Manifest) => void;
+  /** What recovery does next; it must succeed. */
+  then: "remove" | "relaunch";
+}
+
+const BEFORE_LAUNCH = ["provisioning", "provisioned", "forked"] as const;
+
+function unfinished(step: string) {
+  return (report: HandoffReport, manifest: Manifest) => {
+    expect(report.status).toEqual({ code: "unfinished", step, inProgress: false, owner: { pid: manifest.owner?.pid, alive: false } });
+  };
+}
+
+function childRunning(report: HandoffReport, manifest: Manifest) {
+  expect(report.status).toEqual({ code: "child_running", writers: [{ pid: manifest.child.pid, evidence: ["recorded_pid", "marker", "cwd"] }] });
+}
+
+const POINTS: Point[] = [
+  { point: "manifest", runner: "driver", state: "provisioning", history: ["provisioning"], status: unfinished("worktree"), then: "remove" },
+  { point: "worktree", runner: "driver", state: "provisioned", history: ["provisioning", "provisioned"], status: unfinished("fork"), then: "remove" },
+  { point: "fork", runner: "pi", state: "forked", history: [...BEFORE_LAUNCH], status: unfinished("launch"), then: "relaunch" },
+  { point: "launching", runner: "driver", state: "launching", history: [...BEFORE_LAUNCH, "launching"], status: unfinished("confirm"), then: "relaunch" },
+  { point: "launch", runner: "pi", state: "running", history: [...BEFORE_LAUNCH, "launching", "running"], status: childRunning, then: "remove" },
+  { point: "confirm", runner: "driver", state: "running", history: [...BEFORE_LAUNCH, "launching", "running"], status: childRunning, then: "relaunch" },
+  { point: "focus", runner: "driver", state: "running", history: [...BEFORE_LAUNCH, "launching", "running"], status: childRunning, then: "remove" },
+];
+
+describe("a handoff killed (SIGKILL) at every step boundary", () => {
+  let sandbox: PiSandbox;
+  let repo: TempRepo;
+  let tmux: PrivateTmux;
+  let store: ManifestStore;
+  let parentFile: string;
+  let tmuxEnv: Record<string, string>;
+  /** A shell outside tmux, for the recovery CLI. */
+  let cliEnv: Record<string, string>;
+  /** The same, with the stand-in as `pi` (for relaunches of driver-made handoffs). */
+  let standInCliEnv: Record<string, string>;
+
+  beforeAll(async () => {
+    sandbox = createPiSandbox("phw-crash-");
+    repo = createTempRepo({ prefix: "phw-crash-git-", extraCommits: 1 });
+    tmux = await startPrivateTmux({ env: sandbox.env });
+    const serverPid = (await tmux.tmux(["display-message", "-p", "#{pid}"])).trim();
+    tmuxEnv = { ...sandbox.env, TMUX: `${tmux.socketPath},${serverPid},0`, TMUX_PANE: tmux.firstPaneId, PI_HANDOFF_CONFIRM_TIMEOUT_MS: "30000" };
+    cliEnv = { ...sandbox.env, PI_HANDOFF_CONFIRM_TIMEOUT_MS: "30000" };
+    standInCliEnv = { ...cliEnv, PATH: `${standInPiOnPath(sandbox.dir)}:${cliEnv.PATH ?? ""}` };
+    runPiPrint(sandbox, repo.root, ["--model", FAUX_MODEL, "first question"]);
+    parentFile = onlySessionFile(sandbox, repo.root);
+    store = ManifestStore.forAgentDir(sandbox.agentDir);
+  });
+
+  afterAll(async () => {
+    await tmux?.kill();
+    repo?.cleanup();
+    sandbox?.cleanup();
+  });
+
+  /** The handoff, killed at `point`: by the real Pi in print mode, or by the driver process. */
+  async function killedHandoff(point: Point, branch: string) {
+    const env = { ...tmuxEnv, PI_HANDOFF_FAULT: `kill-after:${point.point}` };
+    if (point.runner === "pi") {
+      return runProcess(NODE_BIN, [PI_CLI, "-p", "--session", parentFile, "--model", FAUX_MODEL, "--extension", EXTENSION_ENTRY, `/handoff-worktree ${branch}`], {
+        env,
+        cwd: repo.root,
+        timeoutMs: 90_000,
+      });
+    }
+    return runDriver(
+      {
+        agentDir: sandbox.agentDir,
+        parent: parentOf(parentFile, repo.root),
+        tmux: { socketPath: tmux.socketPath, sessionId: tmux.sessionId },
+        branch,
+        piCommand: [NODE_BIN, STAND_IN],
+        // As the real Pi mirrors its own flags: a real Pi relaunched on this session loads this package.
+        extraPiArgs: ["--extension", EXTENSION_ENTRY],
+      },
+      env,
+    );
+  }
+
+  async function manifestOf(id: string): Promise<Manifest> {
+    const result = await store.read(id);
+    if (!result.ok) throw new Error(result.message);
+    return result.manifest;
+  }
+
+  async function artifacts(): Promise<Artifacts> {
+    return collectArtifacts({ repo, agentDir: sandbox.agentDir, tmux, excludeSessions: [parentFile] });
+  }
+
+  it.each(POINTS.map((point) => [point.point, point.runner, point] as const))("kill-after:%s (%s)", async (_name, _runner, point) => {
+    const branch = `crash/${point.point}`;
+    const parentBefore = sha256(parentFile);
+    const before = await artifacts();
+
+    const run = await killedHandoff(point, branch);
+    expect({ status: run.status, signal: run.signal }, run.stderr).toEqual({ status: null, signal: "SIGKILL" });
+
+    // The manifest parses and says where it stopped.
+    const added = newArtifacts(before, await artifacts());
+    expect(added.manifests).toHaveLength(1);
+    const id = added.manifests[0] ?? "";
+    const read = () => manifestOf(id);
+    if (point.point === "launch") {
+      // The parent died right after typing: the child Pi starts on its own and acknowledges.
+      await waitFor(async () => (await read()).state === "running", { timeoutMs: 30_000, description: "the orphaned child's acknowledgement" });
+    }
+    const manifest = await read();
+    expect(manifest.state).toBe(point.state);
+    expect(manifest.history.map((entry) => entry.state)).toEqual(point.history);
+    expect(manifest.branch).toBe(branch);
+    expect(manifest.owner?.pid).toBeGreaterThan(0);
+    expect(isProcessAlive(manifest.owner?.pid ?? 0)).toBe(false);
+    if (point.point === "confirm") expect(manifest.focus).toBeUndefined();
+    if (point.point === "focus") expect(manifest.focus).toEqual({ at: expect.any(String) });
+    // Nothing half-written or still locked in the store (a lock left by the child goes stale by itself; wait for its release).
+    await waitFor(() => readdirSync(store.dir).filter((name) => name.startsWith(".") || name.endsWith(".lock")).length === 0, {
+      timeoutMs: 10_000,
+      description: "no lock or temp file in the store",
+    });
+
+    expect(sha256(parentFile)).toBe(parentBefore);
+
+    // The inventory, as a real process: one new handoff, judged at once, and it accounts for everything.
+    const inventory = await listInventory(cliEnv);
+    const report = inventory.handoffs.find((handoff) => handoff.id === id);
+    if (report === undefined) throw new Error(`pi-handoff list does not show ${id}`);
+    expect(inventory.unreadable).toEqual([]);
+    point.status(report, manifest);
+    const now = newArtifacts(before, await artifacts());
+    expect(unaccounted(now, [report])).toEqual([]);
+    // And what exists is what the state promises (docs/launch-contract.md).
+    const hasWorktree = point.point !== "manifest";
+    const hasSession = !["manifest", "worktree"].includes(point.point);
+    expect(now.gitWorktrees).toEqual(hasWorktree ? [manifest.worktree.path] : []);
+    expect(now.worktreeDirs).toEqual(hasWorktree ? [manifest.worktree.path] : []);
+    expect(now.branches).toEqual(hasWorktree ? [branch] : []);
+    expect(now.panes).toEqual(hasWorktree && manifest.mux.kind === "tmux" ? [manifest.mux.paneId] : []);
+    expect(now.sessions).toEqual(hasSession ? [manifest.child.sessionFile] : []);
+
+    // A running child is someone's work: a person quits it before recovery acts.
+    let actions = report.actions;
+    if (report.status.code === "child_running") {
+      expect(actions).toEqual(["focus"]);
+      await killAndWait(manifest.child.pid ?? 0);
+      actions = (await listInventory(cliEnv)).handoffs.find((handoff) => handoff.id === id)?.actions ?? [];
+    }
+    expect(actions).toContain(point.then);
+
+    if (point.then === "relaunch") {
+      // The real Pi for handoffs the real Pi made, the stand-in for the driver's.
+      const relaunched = await runCli(["relaunch", id, "--no-focus"], point.runner === "pi" ? cliEnv : standInCliEnv);
+      expect(relaunched.status, relaunched.stderr).toBe(0);
+      const running = await read();
+      expect(running.state).toBe("running");
+      expect(running.child.confirmedBy).toBe("ack");
+      expect(isProcessAlive(running.child.pid ?? 0)).toBe(true);
+      expect(running.owner?.pid).not.toBe(manifest.owner?.pid);
+      await waitFor(() => !existsSync(`${store.pathFor(id)}.lock`), { description: "the child's lock" });
+      await killAndWait(running.child.pid ?? 0);
+    } else {
+      const removed = await runCli(["remove", id], cliEnv);
+      expect(removed.status, removed.stderr).toBe(0);
+      expect((await read()).state).toBe("removed");
+      // Gone: the worktree and its window; kept: the branch (a removal never deletes one unasked).
+      const left = newArtifacts(before, await artifacts());
+      expect({ ...left, manifests: [] }).toEqual({
+        manifests: [],
+        storeLeftovers: [],
+        gitWorktrees: [],
+        worktreeDirs: [],
+        branches: hasWorktree ? [branch] : [],
+        panes: [],
+        sessions: hasSession ? [manifest.child.sessionFile] : [],
+      });
+      expect(existsSync(manifest.worktree.path)).toBe(false);
+    }
+    expect(sha256(parentFile)).toBe(parentBefore);
+  });
+
+  it("a handoff killed before its worktree claims the branch until prune retires it, then the name is free", async () => {
+    const config = {
+      agentDir: sandbox.agentDir,
+      parent: parentOf(parentFile, repo.root),
+      tmux: { socketPath: tmux.socketPath, sessionId: tmux.sessionId },
+      branch: "crash/claimed",
+      piCommand: [NODE_BIN, STAND_IN],
+    };
+    const killed = await runDriver(config, { ...tmuxEnv, PI_HANDOFF_FAULT: "kill-after:manifest" });
+    expect(killed.signal).toBe("SIGKILL");
+    const [claim] = (await listInventory(cliEnv)).handoffs.filter((handoff) => handoff.branch === "crash/claimed");
+    if (claim === undefined) throw new Error("the killed handoff is not listed");
+    expect(claim.actions).toEqual(["remove", "prune"]);
+
+    const refused = await runDriver(config, tmuxEnv);
+    expect(refused.result).toMatchObject({
+      code: "refused",
+      message: `Branch crash/claimed is already claimed by handoff ${claim.id} (provisioning); pick a new branch name.`,
+    });
+
+    const pruned = await runCli(["prune"], cliEnv);
+    expect(pruned.status, pruned.stderr).toBe(0);
+    expect(pruned.stdout).toContain(claim.id);
+    expect((await manifestOf(claim.id)).state).toBe("removed");
+
+    const retried = await runDriver(config, tmuxEnv);
+    expect(retried.result?.code, retried.stderr).toBe("running");
+    const running = await manifestOf(retried.result?.id ?? "");
+    expect(running.branch).toBe("crash/claimed");
+    await waitFor(() => !existsSync(`${store.pathFor(running.id)}.lock`), { description: "the child's lock" });
+    await killAndWait(running.child.pid ?? 0);
+  });
+});

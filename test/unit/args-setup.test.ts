@@ -1,0 +1,69 @@
+/**
+ * The worktree-setup flags of /handoff-worktree (--carry[=all], --existing, --fetch) and their
+ * help, plus completion of the arguments.
+ */
+import { describe, expect, it } from "vitest";
+import { HANDOFF_HELP, HANDOFF_USAGE, parseHandoffArgs } from "../../src/handoff/args.ts";
+import { completeHandoffArgs, FLAG_COMPLETIONS, type CompletionSource } from "../../src/handoff/completions.ts";
+
+describe("parseHandoffArgs: setup flags", () => {
+  it("reads --carry, --carry=all, --existing and --fetch anywhere before the task", () => {
+    expect(parseHandoffArgs("b --carry")).toEqual({ ok: true, args: { branch: "b", base: "HEAD", baseGiven: false, focus: true, carry: "tracked" } });
+    expect(parseHandoffArgs("--carry=all b main -- go")).toEqual({
+      ok: true,
+      args: { branch: "b", base: "main", baseGiven: true, focus: true, carry: "all", task: "go" },
+    });
+    expect(parseHandoffArgs("--existing b --fetch")).toEqual({
+      ok: true,
+      args: { branch: "b", base: "HEAD", baseGiven: false, focus: true, existing: true, fetch: true },
+    });
+    // After " -- " they are part of the task.
+    expect(parseHandoffArgs("b -- use --carry later")).toEqual({ ok: true, args: { branch: "b", base: "HEAD", baseGiven: false, focus: true, task: "use --carry later" } });
+  });
+
+  it("refuses an unknown --carry value in one sentence", () => {
+    expect(parseHandoffArgs("b --carry=some")).toEqual({ ok: false, message: '--carry takes no value or =all, not "some".' });
+  });
+
+  it("documents every flag in the help and the usage", () => {
+    for (const flag of ["--carry", "--carry=all", "--existing", "--fetch", "--mux", "--no-focus"]) {
+      expect(HANDOFF_HELP).toContain(`  ${flag}`);
+    }
+    expect(HANDOFF_USAGE).toBe("/handoff-worktree <branch> [base] [--carry[=all]] [--existing] [--fetch] [--mux tmux|herdr] [--no-focus] [-- task]");
+  });
+});
+
+describe("completeHandoffArgs", () => {
+  const source: CompletionSource = {
+    refs: async () => ({ branches: ["main", "feat/login", "feat/busy"], remotes: ["origin/main", "origin/feat/login"], tags: ["v1.0"] }),
+    checkedOut: async () => new Set(["main", "feat/busy"]),
+  };
+
+  it("completes flags with what they do, the whole argument text as the value", async () => {
+    expect(await completeHandoffArgs("feat/x --ca", source)).toEqual([
+      { value: "feat/x --carry ", label: "--carry", description: FLAG_COMPLETIONS[0]?.description },
+      { value: "feat/x --carry=all ", label: "--carry=all", description: FLAG_COMPLETIONS[1]?.description },
+    ]);
+    expect(await completeHandoffArgs("feat/x --mux h", source)).toEqual([{ value: "feat/x --mux herdr ", label: "herdr" }]);
+  });
+
+  it("offers branches that are not checked out anywhere for --existing", async () => {
+    expect(await completeHandoffArgs("--existing feat/", source)).toEqual([{ value: "--existing feat/login ", label: "feat/login", description: "existing branch" }]);
+  });
+
+  it("offers refs for the base, nothing for a new branch name, nothing inside the task", async () => {
+    expect(await completeHandoffArgs("feat/x --carry or", source)).toEqual([
+      { value: "feat/x --carry origin/main ", label: "origin/main", description: "remote branch" },
+      { value: "feat/x --carry origin/feat/login ", label: "origin/feat/login", description: "remote branch" },
+    ]);
+    expect(await completeHandoffArgs("feat/x v", source)).toEqual([{ value: "feat/x v1.0 ", label: "v1.0", description: "tag" }]);
+    expect(await completeHandoffArgs("fe", source)).toBeNull();
+    expect(await completeHandoffArgs("feat/x main -- fix ma", source)).toBeNull();
+    expect(await completeHandoffArgs("--existing feat/login ma", source)).toBeNull();
+  });
+
+  it("offers nothing when git cannot be asked", async () => {
+    const failing: CompletionSource = { refs: async () => Promise.reject(new Error("no repo")), checkedOut: async () => new Set() };
+    expect(await completeHandoffArgs("feat/x ma", failing)).toBeNull();
+  });
+});

