@@ -1,7 +1,7 @@
 /**
  * The demo: the whole handoff with the real Pi, on a fresh machine, fully offline.
  *
- *   node scripts/demo.ts [--keep-tmux]      (Node 22.18+: it strips the TypeScript types itself)
+ *   node scripts/demo.ts [--keep-tmux] [--screenshot]   (Node 22.18+: it strips the TypeScript types itself)
  *
  * 1. Makes `.scratch/demo-<yyyymmdd-hhmmss>/` with an isolated HOME, a Pi agent dir holding the
  *    faux (offline) model, and a small git repository with three commits.
@@ -9,13 +9,14 @@
  * 3. Starts Pi with this package in the first pane and has a short conversation with it.
  * 4. Types `/handoff-worktree demo/greeting -- add a greeting to src/app.js`, waits for the
  *    manifest to reach `running` and for the child Pi (in a new window) to answer the task.
- * 5. Prints the manifest, the child session's header, both screens and `git worktree list`.
+ * 5. Prints the manifest, the child session's header, both screens and `git worktree list`;
+ *    with --screenshot, also renders both screens, in colour, to docs/demo.png (scripts/lib/screen-png.ts).
  * 6. Kills the tmux server and any demo process left (unless --keep-tmux), keeping the scratch dir.
  *
  * Exit status: 0 on success, 1 with a one-sentence reason otherwise (130 when interrupted).
  */
 import { existsSync, realpathSync } from "node:fs";
-import { rm } from "node:fs/promises";
+import { rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -26,12 +27,14 @@ import { startPrivateTmux, type PrivateTmux } from "./lib/private-tmux.ts";
 import { findDemoProcesses, stopDemoProcesses, waitForReaping } from "./lib/processes.ts";
 import { createScratch, type Scratch } from "./lib/scratch.ts";
 import { createScratchRepo, git } from "./lib/scratch-repo.ts";
+import { renderScreenPng } from "./lib/screen-png.ts";
 import { assistantAnswersSince, readSessionFile } from "./lib/session-file.ts";
 import { DemoFailure, seconds, waitFor } from "./lib/wait.ts";
 
 const PROJECT_ROOT = realpathSync(join(dirname(fileURLToPath(import.meta.url)), ".."));
 const PI_CLI = realpathSync(join(PROJECT_ROOT, "node_modules", ".bin", "pi"));
 const FAUX_PROVIDER_FILE = join(PROJECT_ROOT, "test", "support", "fixtures", "faux-provider.ts");
+const SCREENSHOT_FILE = join(PROJECT_ROOT, "docs", "demo.png");
 
 const QUESTIONS = ["what does this repo do?", "where is the entry point?"];
 const BRANCH = "demo/greeting";
@@ -46,7 +49,7 @@ const TURN_TIMEOUT_MS = 30_000;
 const HANDOFF_TIMEOUT_MS = 90_000;
 const CHILD_ANSWER_TIMEOUT_MS = 30_000;
 
-const HELP = `Usage: node scripts/demo.ts [--keep-tmux] [--help]
+const HELP = `Usage: node scripts/demo.ts [--keep-tmux] [--screenshot] [--help]
 
 Runs /handoff-worktree end to end with the real Pi, offline (a faux model answers
 "faux reply to: <your text>"), in a private tmux server:
@@ -64,6 +67,7 @@ Runs /handoff-worktree end to end with the real Pi, offline (a faux model answer
 Options:
   --keep-tmux   leave the tmux server (and both Pis) running and print the
                 command to attach to it
+  --screenshot  also render both screens, with their colours, to docs/demo.png
   -h, --help    show this text
 
 Exit status: 0 on success, 1 on failure (with the reason and the screens).`;
@@ -71,6 +75,7 @@ Exit status: 0 on success, 1 on failure (with the reason and the screens).`;
 interface DemoOptions {
   help: boolean;
   keepTmux: boolean;
+  screenshot: boolean;
 }
 
 interface Demo {
@@ -93,11 +98,11 @@ function parseOptions(argv: string[]): DemoOptions {
   try {
     const { values } = parseArgs({
       args: argv,
-      options: { help: { type: "boolean", short: "h" }, "keep-tmux": { type: "boolean" } },
+      options: { help: { type: "boolean", short: "h" }, "keep-tmux": { type: "boolean" }, screenshot: { type: "boolean" } },
       strict: true,
       allowPositionals: false,
     });
-    return { help: values.help === true, keepTmux: values["keep-tmux"] === true };
+    return { help: values.help === true, keepTmux: values["keep-tmux"] === true, screenshot: values.screenshot === true };
   } catch (error) {
     throw new DemoFailure(`${error instanceof Error ? error.message : String(error)} (see --help).`);
   }
@@ -245,6 +250,22 @@ async function printReport(demo: Demo, handoff: HandoffResult): Promise<void> {
   console.log(await git(demo.scratch.repo, demo.scratch.env, ["worktree", "list"]));
 }
 
+/** Both screens as they are now, in colour, in one PNG (stacked: legible at a README's width). */
+async function writeScreenshot(demo: Demo, handoff: HandoffResult): Promise<void> {
+  const parent = await demo.tmux.captureAnsi(demo.tmux.firstPaneId);
+  const child = await demo.tmux.captureAnsi(handoff.childPaneId);
+  const worktree = handoff.manifest.worktree.path.slice(dirname(demo.scratch.repo).length + 1);
+  const png = await renderScreenPng(
+    [
+      { title: `Parent Pi in repo/ (tmux window 0): typed ${HANDOFF_LINE}`, text: parent.text },
+      { title: `Child Pi in ${worktree}/ (new tmux window, branch ${BRANCH})`, text: child.text },
+    ],
+    { columns: Math.max(parent.columns, child.columns) },
+  );
+  await writeFile(SCREENSHOT_FILE, png);
+  step(`Screenshot of both screens written to ${SCREENSHOT_FILE} (${Math.round(png.length / 1024)} KiB).`);
+}
+
 /** Every pane's screen, for a failure report; never throws. */
 async function printScreensForDebugging(tmux: PrivateTmux): Promise<void> {
   try {
@@ -315,7 +336,7 @@ function reasonOf(error: unknown, interrupted: boolean): string {
   return `Unexpected error: ${message.split("\n")[0]}`;
 }
 
-async function runDemo(demo: Demo): Promise<void> {
+async function runDemo(demo: Demo, options: DemoOptions): Promise<void> {
   await startParentPi(demo);
   step("Parent Pi is up.");
   await askQuestions(demo);
@@ -327,6 +348,7 @@ async function runDemo(demo: Demo): Promise<void> {
   step(`Child Pi answered the task: ${JSON.stringify(answer)}`);
   if (!(await waitForParentNotice(demo))) step("(The parent has not shown its \"Handed off\" notice yet.)");
   await printReport(demo, handoff);
+  if (options.screenshot) await writeScreenshot(demo, handoff);
 }
 
 async function main(): Promise<number> {
@@ -349,7 +371,7 @@ async function main(): Promise<number> {
     const tmux = await startPrivateTmux({ socketPath: scratch.socketPath, env: scratch.env, width: 160, height: 45 });
     demo = { scratch, tmux, manifests: manifestsDir(scratch.agentDir), signal: interruption.signal, pids: new Set() };
     step(`Private tmux server on ${scratch.socketPath}.`);
-    await runDemo(demo);
+    await runDemo(demo, options);
   } catch (error) {
     failure = reasonOf(error, interruption.signal.aborted);
     if (demo !== undefined) await printScreensForDebugging(demo.tmux);

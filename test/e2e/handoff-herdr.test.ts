@@ -162,6 +162,11 @@ describe("/handoff-worktree on Herdr (the test double) with the real Pi", () => 
     const { workspaceId, paneId } = manifest.mux;
     expect(manifest.mux).toEqual({ kind: "herdr", socketPath: herdr.socketPath, workspaceId, tabId: `${workspaceId}:t1`, paneId: `${workspaceId}:p1` });
     expect(workspaceId).not.toBe(parentWorkspace);
+    // The notice ends with what to do next: Herdr's commands, with this handoff's own ids.
+    expect(screen).toContain(
+      `Next: you are in its workspace now; come back with herdr workspace focus ${parentWorkspace}, return with herdr workspace focus ${workspaceId}.`,
+    );
+    expect(screen).toContain(`pi-handoff inspect ${manifest.id}`);
 
     // The worktree: Herdr made it at the planned path, on the new branch, at the base commit.
     const worktree = manifest.worktree.path;
@@ -304,6 +309,10 @@ describe("/handoff-worktree on Herdr (the test double) with the real Pi", () => 
         expect(run.stderr).toContain(`The handoff failed at the worktree step: ${sentence}`);
         expect(run.stderr).toContain(`Kept (nothing was deleted): worktree ${worktree} on branch fault/herdr-open`);
         expect(run.stderr).toContain(`Manifest: handoff ${manifest.id}.`);
+        // No session was forked, so nothing to relaunch: inspect, or remove.
+        expect(run.stderr).toContain(
+          `Next: see what exists with /handoffs here, or pi-handoff inspect ${manifest.id} in a shell; pi-handoff remove ${manifest.id} cleans up (keeps the branch, refuses uncommitted work).`,
+        );
         expect(sha256(parentFile)).toBe(parentHash);
       } finally {
         herdr.clearFaults();

@@ -142,6 +142,12 @@ describe("/handoff-worktree on tmux with the real Pi", () => {
     expect(manifest.base).toEqual({ ref: "v1", sha: baseSha });
     expect(manifest.parent).toMatchObject({ sessionFile: parent.file, leafId: parentLeaf, cwd: repo.root });
     expect(manifest.child.confirmedBy).toBe("ack");
+    // The notice ends with what to do next, with this handoff's own ids.
+    if (manifest.mux.kind !== "tmux") throw new Error(`expected a tmux location, got ${manifest.mux.kind}`);
+    expect(screen).toContain(
+      `Next: you are in its window now; come back with tmux select-window -t ${parentPane}, return with tmux select-window -t ${manifest.mux.windowId}.`,
+    );
+    expect(screen).toContain(`Later: /handoffs here, or pi-handoff inspect ${manifest.id} in a shell (relaunch its Pi, switch to it, remove it).`);
 
     // The worktree: on the new branch, at the base commit, outside the main checkout.
     const worktree = manifest.worktree.path;

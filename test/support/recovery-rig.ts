@@ -1,15 +1,16 @@
 /**
- * A rig for recovery tests: real handoffs made by the real `HandoffTransaction` (real git, a real
- * fork of a real session file, a private tmux server), whose child is the stand-in Pi
- * (fixtures/stand-in-pi.ts) started by the real launch command, plus the recovery dependencies
- * pointed at the same agent dir.
+ * Rigs for recovery tests: real handoffs made by the real `HandoffTransaction` (real git, a real
+ * fork of a real session file, a real multiplexer: a private tmux server, or the Herdr test
+ * double), whose child is the stand-in Pi (fixtures/stand-in-pi.ts) started by the real launch
+ * command, plus the recovery dependencies pointed at the same agent dir.
  *
  * Invariants:
- * - Everything lives in temp dirs and a private tmux server; `cleanup()` kills the server (which
- *   hangs up every pane process) and removes the dirs. Nothing touches ~/.pi, ~/.config or the
- *   user's tmux.
- * - The recovery side runs with an environment without `$TMUX`, as a shell outside tmux would:
- *   handoffs are found through the socket their manifest recorded.
+ * - Everything lives in temp dirs and a private tmux server (or the double's own); `cleanup()`
+ *   kills the server (which hangs up every pane process) and removes the dirs. Nothing touches
+ *   ~/.pi, ~/.config, ~/.herdr or the user's tmux.
+ * - The recovery side runs with an environment without `$TMUX` or `HERDR_*`, as a shell outside
+ *   the multiplexer would: handoffs are found through the socket their manifest recorded (for
+ *   Herdr, the `herdr` on PATH is the double, as the real binary would be).
  */
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -19,25 +20,28 @@ import { HandoffTransaction, type HandoffOutcome } from "../../src/handoff/trans
 import type { HandoffStep, Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { muxForLocation } from "../../src/mux/for-location.ts";
+import { HerdrMultiplexer } from "../../src/mux/herdr.ts";
 import { TmuxMultiplexer } from "../../src/mux/tmux.ts";
+import type { Multiplexer } from "../../src/mux/types.ts";
 import type { RecoveryDeps } from "../../src/recovery/deps.ts";
 import type { RelaunchDeps } from "../../src/recovery/relaunch.ts";
 import { forkActiveBranch } from "../../src/session/fork.ts";
 import { defaultSessionDir } from "../../src/session/paths.ts";
 import { createTempRepo, type TempRepo } from "./git-repo.ts";
+import { HERDR_DOUBLE_DIR, startHerdrDouble, type HerdrDouble } from "./herdr.ts";
 import { NODE_BIN, PROJECT_ROOT } from "./pi.ts";
 import { startPrivateTmux, waitFor, type PrivateTmux } from "./tmux.ts";
 
 export const STAND_IN_PI = join(PROJECT_ROOT, "test", "support", "fixtures", "stand-in-pi.ts");
 
-export interface RecoveryRig {
+/** What both rigs share: the repository, the agent dir, the parent conversation, recovery's deps. */
+export interface RecoveryRigBase {
   repo: TempRepo;
-  tmux: PrivateTmux;
   agentDir: string;
   store: ManifestStore;
   git: SimpleGitPort;
   parentSessionFile: string;
-  /** The environment of a shell outside tmux using this agent dir (for the CLI and recovery). */
+  /** The environment of a shell outside the multiplexer using this agent dir (for the CLI and recovery). */
   env: Record<string, string>;
   /** A handoff through the real transaction; its child is the stand-in Pi. */
   handoff(branch: string, options?: HandoffOptions): Promise<HandoffOutcome>;
@@ -47,16 +51,35 @@ export interface RecoveryRig {
   cleanup(): Promise<void>;
 }
 
+export interface RecoveryRig extends RecoveryRigBase {
+  tmux: PrivateTmux;
+}
+
+export interface HerdrRecoveryRig extends RecoveryRigBase {
+  herdr: HerdrDouble;
+}
+
 export interface HandoffOptions {
   faultAt?: HandoffStep;
   confirmMs?: number;
-  /** The tmux session to open the window in (default: the rig's session). */
+  /** The tmux session to open the window in (default: the rig's session; tmux only). */
   targetSession?: string;
   focus?: boolean;
 }
 
-export async function createRecoveryRig(): Promise<RecoveryRig> {
-  const repo = createTempRepo({ prefix: "phw-recovery-", extraCommits: 1 });
+interface RigCore {
+  repo: TempRepo;
+  agentDir: string;
+  store: ManifestStore;
+  git: SimpleGitPort;
+  env: Record<string, string>;
+  parentSessionFile: string;
+  runHandoff(branch: string, mux: Multiplexer, options: HandoffOptions): Promise<HandoffOutcome>;
+}
+
+/** A repository with one extra commit, an agent dir, and a real parent conversation on disk. */
+function createRigCore(prefix: string): RigCore {
+  const repo = createTempRepo({ prefix, extraCommits: 1 });
   const agentDir = join(repo.dir, "agent");
   mkdirSync(agentDir, { recursive: true });
   const env: Record<string, string> = {};
@@ -64,7 +87,6 @@ export async function createRecoveryRig(): Promise<RecoveryRig> {
     if (value !== undefined && !key.startsWith("TMUX") && !key.startsWith("HERDR") && !key.startsWith("PI_")) env[key] = value;
   }
   env.PI_CODING_AGENT_DIR = agentDir;
-  const tmux = await startPrivateTmux({ env: { HOME: repo.home } });
   const store = ManifestStore.forAgentDir(agentDir);
   const git = new SimpleGitPort({ env, timeoutMs: 15_000 });
 
@@ -85,14 +107,11 @@ export async function createRecoveryRig(): Promise<RecoveryRig> {
   const parentSessionFile = parent.getSessionFile() ?? "";
   readFileSync(parentSessionFile); // on disk, or this throws
 
-  const handoff = async (branch: string, options: HandoffOptions = {}): Promise<HandoffOutcome> => {
+  const runHandoff = async (branch: string, mux: Multiplexer, options: HandoffOptions): Promise<HandoffOutcome> => {
     const transaction = new HandoffTransaction({
       git,
       store,
-      selectMux: () => ({
-        ok: true,
-        mux: new TmuxMultiplexer({ socketPath: tmux.socketPath, targetSession: options.targetSession ?? tmux.sessionId, git }),
-      }),
+      selectMux: () => ({ ok: true, mux }),
       fork: (request) => forkActiveBranch(request, { SessionManager, CURRENT_SESSION_VERSION }),
       now: () => new Date(),
       sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
@@ -120,6 +139,12 @@ export async function createRecoveryRig(): Promise<RecoveryRig> {
     return outcome;
   };
 
+  return { repo, agentDir, store, git, env, parentSessionFile, runHandoff };
+}
+
+/** The recovery side of a rig, with `env` as the environment of the shell recovery runs in. */
+function rigFrom(core: RigCore, handoff: RecoveryRigBase["handoff"], cleanup: () => Promise<void>): RecoveryRigBase {
+  const { store, agentDir, git, env } = core;
   const recoveryDeps = (): RecoveryDeps => ({
     store,
     agentDir,
@@ -128,14 +153,12 @@ export async function createRecoveryRig(): Promise<RecoveryRig> {
     muxFor: (location) => muxForLocation(location, { env, git }),
     now: () => new Date(),
   });
-
   return {
-    repo,
-    tmux,
+    repo: core.repo,
     agentDir,
     store,
     git,
-    parentSessionFile,
+    parentSessionFile: core.parentSessionFile,
     env,
     handoff,
     recoveryDeps,
@@ -151,11 +174,54 @@ export async function createRecoveryRig(): Promise<RecoveryRig> {
       if (!read.ok) throw new Error(read.message);
       return read.manifest;
     },
-    cleanup: async () => {
-      await tmux.kill();
-      repo.cleanup();
-    },
+    cleanup,
   };
+}
+
+export async function createRecoveryRig(): Promise<RecoveryRig> {
+  const core = createRigCore("phw-recovery-");
+  let tmux: PrivateTmux;
+  try {
+    tmux = await startPrivateTmux({ env: { HOME: core.repo.home } });
+  } catch (error) {
+    core.repo.cleanup();
+    throw error;
+  }
+  const handoff: RecoveryRigBase["handoff"] = (branch, options = {}) =>
+    core.runHandoff(
+      branch,
+      new TmuxMultiplexer({ socketPath: tmux.socketPath, targetSession: options.targetSession ?? tmux.sessionId, git: core.git }),
+      options,
+    );
+  const base = rigFrom(core, handoff, async () => {
+    await tmux.kill();
+    core.repo.cleanup();
+  });
+  return { ...base, tmux };
+}
+
+/**
+ * The same rig on the Herdr double: the handoff's backend is the one a Pi inside a Herdr pane
+ * builds (the double's socket and binary named explicitly); the recovery side runs outside Herdr
+ * with the double as `herdr` on PATH, and finds the server through the recorded socket.
+ */
+export async function createHerdrRecoveryRig(options: { shellDelayMs?: number } = {}): Promise<HerdrRecoveryRig> {
+  const core = createRigCore("phw-recovery-herdr-");
+  let herdr: HerdrDouble;
+  try {
+    herdr = await startHerdrDouble({ env: { ...core.env }, shellDelayMs: options.shellDelayMs ?? 0 });
+  } catch (error) {
+    core.repo.cleanup();
+    throw error;
+  }
+  core.env.PATH = `${HERDR_DOUBLE_DIR}:${core.env.PATH ?? "/usr/bin:/bin"}`;
+  const handoff: RecoveryRigBase["handoff"] = (branch, handoffOptions = {}) =>
+    core.runHandoff(branch, new HerdrMultiplexer({ herdrBin: herdr.binPath, socketPath: herdr.socketPath, env: herdr.clientEnv }), handoffOptions);
+  const base = rigFrom(core, handoff, async () => {
+    await herdr.kill();
+    core.repo.cleanup();
+  });
+  return { ...base, herdr };
 }
 
 /** The manifest of a handoff that must have reached `running`. */

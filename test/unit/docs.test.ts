@@ -1,12 +1,15 @@
 /**
  * The documentation cannot drift from the code: every relative link resolves (file and heading),
- * and every flag of /handoff-worktree the README names is one the command knows.
+ * every flag of /handoff-worktree the README names is one the command knows, every `pi-handoff`
+ * command and flag it names is one `pi-handoff --help` (the real executable) lists, and every
+ * environment variable it names is read by the code.
  */
+import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { HANDOFF_HELP, parseHandoffArgs } from "../../src/handoff/args.ts";
-import { PROJECT_ROOT } from "../support/pi.ts";
+import { NODE_BIN, PROJECT_ROOT } from "../support/pi.ts";
 
 function markdownFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -39,7 +42,15 @@ function withoutCodeBlocks(markdown: string): string {
 
 describe("documentation", () => {
   it("has the documents the project promises", () => {
-    for (const doc of ["README.md", "docs/launch-contract.md", "docs/decisions"]) {
+    for (const doc of [
+      "README.md",
+      "docs/architecture.md",
+      "docs/launch-contract.md",
+      "docs/recovery.md",
+      "docs/demo.png",
+      "docs/decisions/0006-lineage-ledger-in-the-session.md",
+      "docs/decisions/0007-recovery-keeps-records-and-unmerged-work.md",
+    ]) {
       expect(existsSync(join(PROJECT_ROOT, doc)), doc).toBe(true);
     }
   });
@@ -77,4 +88,52 @@ describe("documentation", () => {
       }
     }
   });
+
+  it("names only pi-handoff commands and flags that pi-handoff --help lists", () => {
+    const run = spawnSync(NODE_BIN, [join(PROJECT_ROOT, "bin", "pi-handoff.mjs"), "--help"], {
+      encoding: "utf8",
+      timeout: 60_000,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: PROJECT_ROOT },
+    });
+    expect(run.status).toBe(0);
+    const help = run.stdout;
+    const commandsBlock = help.slice(help.indexOf("Commands:"), help.indexOf("Exit status:"));
+    const commands = new Set([...commandsBlock.matchAll(/^ {2}([a-z]+)\b/gm)].map((m) => m[1] ?? ""));
+    expect([...commands].sort()).toEqual(["inspect", "list", "prune", "relaunch", "remove"]);
+    const helpFlags = new Set(help.match(/--[a-z][a-z-]*/g) ?? []);
+
+    const readme = readFileSync(join(PROJECT_ROOT, "README.md"), "utf8");
+    // Commands are named in code: fenced blocks and inline spans, one line at a time.
+    const code = [...readme.matchAll(/```[\s\S]*?```/g), ...readme.matchAll(/`[^`\n]+`/g)].flatMap((m) => m[0].split("\n"));
+    const uses = code.flatMap((line) => [...line.matchAll(/(?<![\w-])pi-handoff ([a-z][\w-]*)([^`#\n]*)/g)]);
+    expect(uses.length).toBeGreaterThan(8);
+    const named = new Set<string>();
+    for (const use of uses) {
+      const [whole, command = "", rest = ""] = use;
+      expect(commands, whole).toContain(command);
+      named.add(command);
+      for (const flag of rest.match(/--[a-z][a-z-]*/g) ?? []) expect(helpFlags, `${flag} in "${whole}"`).toContain(flag);
+    }
+    // The README shows every command at least once.
+    expect([...named].sort()).toEqual([...commands].sort());
+  });
+
+  it("names only environment variables the code reads, and embeds the demo picture", () => {
+    const readme = readFileSync(join(PROJECT_ROOT, "README.md"), "utf8");
+    const sources = ["src", "pi-extension"].flatMap((dir) => sourceFiles(join(PROJECT_ROOT, dir))).map((file) => readFileSync(file, "utf8")).join("\n");
+    const variables = new Set(readme.match(/\bPI_HANDOFF_[A-Z_]+/g) ?? []);
+    expect(variables.size).toBeGreaterThan(3);
+    // Read as `env.NAME`, `env["NAME"]` or through a constant `"NAME"`: a name in a comment does not count.
+    const unread = [...variables].filter((variable) => !new RegExp(`(?:\\.|["'])${variable}\\b`).test(sources));
+    expect(unread).toEqual([]);
+    expect(readme).toMatch(/!\[[^\]]+\]\(docs\/demo\.png\)/);
+  });
 });
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const full = join(dir, name);
+    if (statSync(full).isDirectory()) return sourceFiles(full);
+    return name.endsWith(".ts") ? [full] : [];
+  });
+}

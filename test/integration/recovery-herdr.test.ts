@@ -1,0 +1,566 @@
+/**
+ * Recovery against real states on Herdr (the test double): handoffs made by the real transaction
+ * with the Herdr backend (real git, real fork, real panes, the stand-in child started by the real
+ * launch command), then changed for real (child killed, `herdr workspace close`, files dirtied,
+ * commits made and merged, worktree deleted, a Pi re-run by hand in a restored workspace as Herdr
+ * does after a server restart), judged by the shared inventory, relaunched and removed through
+ * Herdr's own commands (`worktree open`, `worktree remove --workspace`).
+ *
+ * The recovery side runs as a shell outside Herdr would: no HERDR_* variables, `herdr` on PATH,
+ * the server found through the socket each manifest recorded.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { shellQuote } from "../../src/handoff/launch-command.ts";
+import type { HerdrLocation, Manifest } from "../../src/manifest/schema.ts";
+import { inspectHandoff } from "../../src/recovery/inventory.ts";
+import { HandoffReportSchema, type HandoffReport } from "../../src/recovery/json-schema.ts";
+import { relaunchHandoff } from "../../src/recovery/relaunch.ts";
+import { describeRemovalPlan, removeHandoff, type RemovalPlan } from "../../src/recovery/remove.ts";
+import type { HerdrCall } from "../support/herdr.ts";
+import { NODE_BIN, PROJECT_ROOT } from "../support/pi.ts";
+import {
+  createHerdrRecoveryRig,
+  isProcessAlive,
+  killAndWait,
+  runningManifest,
+  STAND_IN_PI,
+  type HerdrRecoveryRig,
+} from "../support/recovery-rig.ts";
+import { waitFor } from "../support/tmux.ts";
+
+const BIN = join(PROJECT_ROOT, "bin", "pi-handoff.mjs");
+
+let rig: HerdrRecoveryRig;
+
+beforeAll(async () => {
+  rig = await createHerdrRecoveryRig();
+});
+beforeEach(() => {
+  rig.herdr.clearFaults();
+});
+afterAll(async () => {
+  // Whatever happened above, recovery never passed --json to a pane or workspace command.
+  const withJson = rig?.herdr.calls().filter((call) => ["pane", "workspace"].includes(call.argv[0] ?? "") && call.argv.includes("--json")) ?? [];
+  await rig?.cleanup();
+  expect(withJson).toEqual([]);
+});
+
+async function judge(id: string): Promise<HandoffReport> {
+  const inspected = await inspectHandoff(rig.recoveryDeps(), id);
+  if (inspected.code !== "found") throw new Error(inspected.message);
+  return HandoffReportSchema.parse(inspected.report);
+}
+
+function herdrLocation(manifest: Manifest): Required<Pick<HerdrLocation, "workspaceId" | "paneId" | "socketPath">> {
+  const mux = manifest.mux;
+  if (mux.kind !== "herdr" || mux.workspaceId === undefined || mux.paneId === undefined || mux.socketPath === undefined) {
+    throw new Error(`expected a Herdr workspace in ${JSON.stringify(mux)}`);
+  }
+  return { workspaceId: mux.workspaceId, paneId: mux.paneId, socketPath: mux.socketPath };
+}
+
+interface WorkspaceView {
+  workspace_id: string;
+  focused: boolean;
+  worktree?: { checkout_path: string };
+}
+
+async function workspaces(): Promise<WorkspaceView[]> {
+  return (await rig.herdr.result(["workspace", "list"])).workspaces as WorkspaceView[];
+}
+
+/** The ids of the open workspaces whose checkout is `path`. */
+async function workspacesOf(path: string): Promise<string[]> {
+  return (await workspaces()).filter((ws) => ws.worktree?.checkout_path === path).map((ws) => ws.workspace_id);
+}
+
+/** `herdr workspace close`, then wait until the child it hung up is gone. */
+async function closeWorkspace(workspaceId: string, childPid: number | undefined): Promise<void> {
+  await rig.herdr.result(["workspace", "close", workspaceId]);
+  if (childPid !== undefined) {
+    await waitFor(() => !isProcessAlive(childPid), { timeoutMs: 10_000, description: `pid ${childPid} to die with workspace ${workspaceId}` });
+  }
+}
+
+/** The worktree-level Herdr calls since the log was cleared, as `group command` plus arguments. */
+function worktreeCalls(): string[][] {
+  return rig.herdr
+    .calls()
+    .filter((call: HerdrCall) => call.argv[0] === "worktree")
+    .map((call) => call.argv);
+}
+
+/** Every live process named `pi` whose cwd is in the worktree (what a second writer would be). */
+function piProcessesIn(worktree: string): number[] {
+  const pids: number[] = [];
+  for (const name of readdirSync("/proc").filter((entry) => /^\d+$/.test(entry))) {
+    try {
+      if (readFileSync(`/proc/${name}/comm`, "utf8").trim() !== "pi") continue;
+      const cwd = realpathSync(readlinkSync(`/proc/${name}/cwd`));
+      if (cwd === worktree || cwd.startsWith(`${worktree}/`)) pids.push(Number(name));
+    } catch {
+      // exited while we looked
+    }
+  }
+  return pids.sort((a, b) => a - b);
+}
+
+function environOf(pid: number): string[] {
+  return readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+}
+
+function cli(args: readonly string[]): { status: number; stdout: string; stderr: string } {
+  const run = spawnSync(NODE_BIN, [BIN, ...args], {
+    cwd: rig.repo.root,
+    env: rig.env,
+    encoding: "utf8",
+    timeout: 120_000,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  return { status: run.status ?? -1, stdout: run.stdout, stderr: run.stderr };
+}
+
+async function remove(id: string, options: { force?: boolean; deleteBranch?: boolean } = {}) {
+  const plans: RemovalPlan[] = [];
+  const outcome = await removeHandoff(rig.recoveryDeps(), id, { force: options.force ?? false, deleteBranch: options.deleteBranch ?? false }, (plan) => {
+    plans.push(plan);
+  });
+  return { outcome, shown: plans.flatMap(describeRemovalPlan) };
+}
+
+describe("the inventory on real states (Herdr)", () => {
+  it("follows one handoff through every state a person can leave it in", async () => {
+    const manifest = runningManifest(await rig.handoff("feat/states"));
+    const worktree = manifest.worktree.path;
+    const pid = manifest.child.pid ?? 0;
+    const { workspaceId, paneId, socketPath } = herdrLocation(manifest);
+    expect(socketPath).toBe(rig.herdr.socketPath);
+    expect(paneId).toBe(`${workspaceId}:p1`);
+    // The child runs in the Herdr pane, marked with the handoff id.
+    expect(environOf(pid)).toEqual(expect.arrayContaining([`HERDR_PANE_ID=${paneId}`, `PI_HANDOFF_ID=${manifest.id}`]));
+
+    let report = await judge(manifest.id);
+    expect(report.status).toEqual({ code: "child_running", writers: [{ pid, evidence: ["recorded_pid", "marker", "cwd"] }] });
+    expect(report.actions).toEqual(["focus"]);
+    expect(report.workspace).toEqual({ code: "open" });
+    expect(report.worktree).toEqual({ code: "present" });
+    expect(report.problems).toEqual([]);
+
+    // The child exits: its shell is back in the pane.
+    await killAndWait(pid);
+    report = await judge(manifest.id);
+    expect(report.status).toEqual({ code: "no_child" });
+    expect(report.actions).toEqual(["relaunch", "focus", "remove"]);
+    expect(report.flags).toEqual([]);
+
+    // The workspace is closed in Herdr; the checkout stays.
+    await closeWorkspace(workspaceId, undefined);
+    report = await judge(manifest.id);
+    expect(report.status).toEqual({ code: "workspace_closed" });
+    expect(report.workspace).toEqual({ code: "closed" });
+    expect(report.actions).toEqual(["relaunch", "remove"]);
+    expect(existsSync(worktree)).toBe(true);
+
+    // Uncommitted work.
+    writeFileSync(join(worktree, "README.md"), "# changed in the worktree\n");
+    writeFileSync(join(worktree, "notes.txt"), "new file\n");
+    report = await judge(manifest.id);
+    expect(report.flags).toEqual(["dirty", "untracked"]);
+    expect(report.changes).toEqual({ dirtyFiles: ["README.md"], untrackedFiles: ["notes.txt"] });
+
+    // Committed, not merged (and there is no remote, so not pushed either).
+    rig.repo.run(["add", "-A"], { cwd: worktree });
+    rig.repo.run(["commit", "-q", "-m", "work in the worktree"], { cwd: worktree });
+    const tip = rig.repo.run(["rev-parse", "HEAD"], { cwd: worktree });
+    report = await judge(manifest.id);
+    expect(report.flags).toEqual(["unpushed", "unmerged"]);
+    expect(report.branchState).toEqual({
+      code: "present",
+      tip,
+      mergeTarget: { ref: "HEAD", sha: manifest.base.sha },
+      aheadOfBase: 1,
+      unmerged: { total: 1, commits: [{ sha: tip, subject: "work in the worktree" }] },
+      unpushed: { total: 1, commits: [{ sha: tip, subject: "work in the worktree" }] },
+    });
+
+    // Merged into the base (the main checkout's HEAD).
+    rig.repo.run(["merge", "-q", "--ff-only", "feat/states"]);
+    report = await judge(manifest.id);
+    expect(report.flags).toEqual(["unpushed", "merged"]);
+    expect(report.branchState).toMatchObject({ mergeTarget: { ref: "HEAD", sha: tip }, unmerged: { total: 0 } });
+
+    // The worktree directory is deleted: git still lists it, then no longer after a prune.
+    rmSync(worktree, { recursive: true, force: true });
+    report = await judge(manifest.id);
+    expect(report.status).toEqual({ code: "prunable" });
+    expect(report.actions).toEqual(["remove", "prune"]);
+    rig.repo.run(["worktree", "prune"]);
+    report = await judge(manifest.id);
+    expect(report.status).toEqual({ code: "worktree_missing" });
+    expect(report.actions).toEqual(["remove", "prune"]);
+    expect(report.changes).toBeUndefined();
+  });
+
+  it("names the step of a handoff that failed or was never confirmed", async () => {
+    // Herdr refuses the worktree: nothing but the manifest exists.
+    rig.herdr.setFaults({ "worktree create": { error: "worktree_create_failed", message: "fatal: untrusted repository" } });
+    const early = await rig.handoff("feat/early");
+    rig.herdr.clearFaults();
+    if (early.code !== "failed") throw new Error(`expected a failure, got ${early.code}`);
+    let report = await judge(early.manifest.id);
+    expect(report.status).toMatchObject({ code: "failed", step: "worktree", worktreeCreated: false });
+    expect(report.worktree).toEqual({ code: "missing" });
+    expect(report.workspace).toEqual({ code: "none" });
+    expect(report.actions).toEqual(["remove", "prune"]);
+
+    // Herdr made the checkout but no workspace (worktree_open_failed): the checkout is recorded.
+    rig.herdr.setFaults({ "worktree create": { error: "worktree_open_failed", message: "pty spawn failed" } });
+    const noWorkspace = await rig.handoff("feat/no-workspace");
+    rig.herdr.clearFaults();
+    if (noWorkspace.code !== "failed") throw new Error(`expected a failure, got ${noWorkspace.code}`);
+    report = await judge(noWorkspace.manifest.id);
+    expect(report.status).toMatchObject({ code: "failed", step: "worktree", worktreeCreated: true });
+    expect(report.worktree).toEqual({ code: "present" });
+    expect(report.workspace).toEqual({ code: "none" });
+    // No child session was forked, so there is nothing to relaunch.
+    expect(report.actions).toEqual(["remove"]);
+
+    const atFork = await rig.handoff("feat/at-fork", { faultAt: "fork" });
+    if (atFork.code !== "failed") throw new Error(`expected a failure, got ${atFork.code}`);
+    report = await judge(atFork.manifest.id);
+    expect(report.status).toEqual({
+      code: "failed",
+      step: "fork",
+      message: "Injected fault at the fork step (PI_HANDOFF_FAULT).",
+      worktreeCreated: true,
+    });
+    expect(report.workspace).toEqual({ code: "open" });
+    // The session was written before the fault: the child can be started on it.
+    expect(report.actions).toEqual(["relaunch", "focus", "remove"]);
+
+    const atLaunch = await rig.handoff("feat/at-launch", { faultAt: "launch" });
+    if (atLaunch.code !== "failed") throw new Error(`expected a failure, got ${atLaunch.code}`);
+    report = await judge(atLaunch.manifest.id);
+    expect(report.status).toEqual({
+      code: "failed",
+      step: "launch",
+      message: "Injected fault at the launch step (PI_HANDOFF_FAULT).",
+      worktreeCreated: true,
+    });
+    expect(report.actions).toEqual(["relaunch", "focus", "remove"]);
+
+    const unconfirmed = await rig.handoff("feat/unconfirmed", { faultAt: "confirm", confirmMs: 300 });
+    expect(unconfirmed.code).toBe("launch_unconfirmed");
+    if (unconfirmed.code !== "launch_unconfirmed") return;
+    report = await judge(unconfirmed.manifest.id);
+    expect(report.status).toEqual({
+      code: "unconfirmed",
+      step: "confirm",
+      message: "The new Pi did not confirm its start within 0 s and no Pi process was found in the new pane.",
+    });
+    expect(report.actions).toEqual(["relaunch", "focus", "remove"]);
+
+    // The checkout without a workspace is removed by git alone (there is no workspace to remove it through).
+    const removed = await remove(noWorkspace.manifest.id);
+    expect(removed.outcome.code).toBe("removed");
+    expect(existsSync(noWorkspace.manifest.worktree.path)).toBe(false);
+    expect(rig.repo.run(["branch", "--list", "feat/no-workspace", "--format=%(refname:short)"])).toBe("feat/no-workspace");
+  });
+});
+
+describe("a Herdr server that does not answer", () => {
+  it("is reported as unknown, not as a closed workspace; relaunch and remove change nothing and say why", async () => {
+    const manifest = runningManifest(await rig.handoff("feat/server-down", { focus: false }));
+    await killAndWait(manifest.child.pid ?? 0);
+    // As if the handoff had been made on a Herdr server that is not running now.
+    const socket = join(rig.repo.dir, "stopped-herdr", "herdr.sock");
+    await rig.store.update(manifest.id, (m) => {
+      if (m.mux.kind === "herdr") m.mux.socketPath = socket;
+    });
+    const before = readFileSync(rig.store.pathFor(manifest.id), "utf8");
+    const down = `The Herdr server is not running: no herdr server is running at ${socket}; run \`herdr\` to start one.`;
+
+    const report = await judge(manifest.id);
+    expect(report.workspace).toEqual({ code: "unknown", message: `Could not see the handoff's window: ${down}` });
+    expect(report.problems).toEqual([`Could not see the handoff's window: ${down}`]);
+
+    const relaunched = await relaunchHandoff(rig.relaunchDeps(), manifest.id, { focus: false });
+    expect(relaunched).toMatchObject({ code: "failed", reason: "reopen_failed", message: `Could not reopen a window for handoff ${manifest.id}: ${down}` });
+    const removal = await remove(manifest.id);
+    expect(removal.outcome).toMatchObject({ code: "failed", message: `${down} Handoff ${manifest.id} was not removed.` });
+    expect(readFileSync(rig.store.pathFor(manifest.id), "utf8")).toBe(before);
+    expect(existsSync(manifest.worktree.path)).toBe(true);
+  });
+});
+
+describe("relaunch on Herdr", () => {
+  it("refuses while the child lives (by pid), relaunches in its workspace after it died", async () => {
+    const manifest = runningManifest(await rig.handoff("feat/relaunch"));
+    const { workspaceId, paneId } = herdrLocation(manifest);
+    const firstPid = manifest.child.pid ?? 0;
+    const manifestPath = rig.store.pathFor(manifest.id);
+    const before = readFileSync(manifestPath, "utf8");
+
+    const refused = await relaunchHandoff(rig.relaunchDeps(), manifest.id, { focus: true });
+    expect(refused).toEqual({
+      code: "refused",
+      reason: "child_running",
+      message: `Handoff ${manifest.id} already has a live Pi on its session (pid ${firstPid}), so no second one was started.`,
+    });
+    expect(readFileSync(manifestPath, "utf8")).toBe(before);
+    expect(piProcessesIn(manifest.worktree.path)).toEqual([firstPid]);
+
+    await killAndWait(firstPid);
+    // Another workspace has the focus now, so the relaunch's focus is observable.
+    const other = await rig.herdr.openWorkspace(rig.repo.dir, "elsewhere");
+    rig.herdr.clearCalls();
+    const relaunched = await relaunchHandoff(rig.relaunchDeps(), manifest.id, { focus: true });
+    expect(relaunched.code).toBe("running");
+    if (relaunched.code !== "running") return;
+    const after = relaunched.manifest;
+    const secondPid = after.child.pid ?? 0;
+    expect(secondPid).not.toBe(firstPid);
+    expect(piProcessesIn(manifest.worktree.path)).toEqual([secondPid]);
+    expect(after.mux).toEqual(manifest.mux);
+    expect(environOf(secondPid)).toEqual(expect.arrayContaining([`HERDR_PANE_ID=${paneId}`, `PI_HANDOFF_ID=${manifest.id}`]));
+    expect(after.history.slice(-2).map((h) => [h.state, h.note])).toEqual([
+      ["launching", "relaunched"],
+      ["running", `acknowledged by pid ${secondPid}`],
+    ]);
+    // The workspace was open: no worktree command was needed, and the command went to its pane.
+    expect(worktreeCalls()).toEqual([]);
+    const typed = rig.herdr.calls().filter((call) => call.argv[0] === "pane" && call.argv[1] === "run");
+    expect(typed.map((call) => call.argv.slice(2))).toEqual([[paneId, after.child.command]]);
+    expect((await workspaces()).find((ws) => ws.workspace_id === workspaceId)?.focused).toBe(true);
+    expect(relaunched.message).toBe(
+      `Relaunched handoff ${manifest.id}: Pi pid ${secondPid} runs on ${after.child.sessionFile} in Herdr workspace ${workspaceId} (pane ${paneId}).`,
+    );
+    await killAndWait(secondPid);
+    await rig.herdr.result(["workspace", "close", other.workspaceId]);
+  });
+
+  it("reopens a closed workspace with `worktree open`, then launches and confirms there", async () => {
+    const manifest = runningManifest(await rig.handoff("feat/reopen", { focus: false }));
+    const old = herdrLocation(manifest);
+    // Closing the workspace hangs up the child with it.
+    await closeWorkspace(old.workspaceId, manifest.child.pid);
+    expect(await workspacesOf(manifest.worktree.path)).toEqual([]);
+
+    rig.herdr.clearCalls();
+    const relaunched = await relaunchHandoff(rig.relaunchDeps(), manifest.id, { focus: false });
+    expect(relaunched.code).toBe("running");
+    if (relaunched.code !== "running") return;
+    const reopened = herdrLocation(relaunched.manifest);
+    expect(reopened.workspaceId).not.toBe(old.workspaceId);
+    expect(reopened.socketPath).toBe(rig.herdr.socketPath);
+    expect(await workspacesOf(manifest.worktree.path)).toEqual([reopened.workspaceId]);
+    expect(worktreeCalls()).toEqual([
+      ["worktree", "open", "--cwd", rig.repo.root, "--path", manifest.worktree.path, "--label", "feat/reopen", "--no-focus"],
+    ]);
+    expect(relaunched.manifest.history.at(-2)).toMatchObject({
+      state: "launching",
+      note: `relaunched in a reopened window (Herdr workspace ${reopened.workspaceId} (pane ${reopened.paneId}))`,
+    });
+    // The new child runs in the reopened pane, in the worktree.
+    const pid = relaunched.manifest.child.pid ?? 0;
+    expect(environOf(pid)).toEqual(expect.arrayContaining([`HERDR_PANE_ID=${reopened.paneId}`, `HERDR_WORKSPACE_ID=${reopened.workspaceId}`]));
+    expect(realpathSync(readlinkSync(`/proc/${pid}/cwd`))).toBe(manifest.worktree.path);
+    expect(relaunched.manifest.focus).toBeUndefined();
+    expect((await workspaces()).find((ws) => ws.workspace_id === reopened.workspaceId)?.focused).toBe(false);
+    await killAndWait(pid);
+  });
+
+  it("treats a Pi that Herdr re-ran on the session after a restart as the writer, with or without the marker", async () => {
+    const manifest = runningManifest(await rig.handoff("feat/restarted", { focus: false }));
+    const old = herdrLocation(manifest);
+    const childFile = manifest.child.sessionFile ?? "";
+    const worktree = manifest.worktree.path;
+    // The server goes down (the child with it); on restart Herdr restores the workspace (a new id
+    // here) and re-runs `pi --session <file>` in it: without the handoff's marker, and without
+    // the flags that loaded this extension, so nothing acknowledges.
+    await closeWorkspace(old.workspaceId, manifest.child.pid);
+    const restored = (await rig.herdr.result(["worktree", "open", "--cwd", rig.repo.root, "--path", worktree, "--no-focus"])) as {
+      root_pane: { pane_id: string };
+      workspace: { workspace_id: string };
+    };
+    const restoredPane = restored.root_pane.pane_id;
+    const rerun = (extra: string): string =>
+      `${extra}${shellQuote(NODE_BIN)} ${shellQuote(STAND_IN_PI)} --session ${shellQuote(childFile)}`;
+    await rig.herdr.herdr(["pane", "run", restoredPane, rerun("STAND_IN_PI_NO_ACK=1 ")]);
+    const rerunPid = await waitFor(() => piProcessesIn(worktree)[0], { timeoutMs: 15_000, description: "the re-run Pi" });
+    expect(environOf(rerunPid).some((line) => line.startsWith("PI_HANDOFF_ID="))).toBe(false);
+
+    const manifestPath = rig.store.pathFor(manifest.id);
+    const before = readFileSync(manifestPath, "utf8");
+    let report = await judge(manifest.id);
+    expect(report.status).toEqual({ code: "child_running", writers: [{ pid: rerunPid, evidence: ["cwd"] }] });
+    // The recorded pane went with the old workspace; the restored one is not the handoff's record.
+    expect(report.workspace).toEqual({ code: "closed" });
+    expect(report.actions).toEqual([]);
+
+    const refused = await relaunchHandoff(rig.relaunchDeps(), manifest.id, { focus: false });
+    expect(refused).toMatchObject({ code: "refused", reason: "child_running" });
+    expect(refused.message).toContain(`(pid ${rerunPid})`);
+    const removal = await remove(manifest.id, { force: true });
+    expect(removal.outcome).toMatchObject({ code: "refused", reason: "child_running" });
+    expect(readFileSync(manifestPath, "utf8")).toBe(before);
+    expect(piProcessesIn(worktree)).toEqual([rerunPid]);
+    expect(existsSync(worktree)).toBe(true);
+
+    // With this extension installed for every Pi, the re-run Pi acknowledges: its pid is recorded.
+    await killAndWait(rerunPid);
+    await rig.herdr.herdr(["pane", "run", restoredPane, rerun("")]);
+    const ackedPid = await waitFor(async () => {
+      const current = await rig.read(manifest.id);
+      return current.child.pid !== manifest.child.pid && current.child.pid !== rerunPid ? current.child.pid : undefined;
+    }, { timeoutMs: 15_000, description: "the re-run Pi's acknowledgement" });
+    report = await judge(manifest.id);
+    expect(report.status).toEqual({ code: "child_running", writers: [{ pid: ackedPid, evidence: ["recorded_pid", "cwd"] }] });
+    expect((await relaunchHandoff(rig.relaunchDeps(), manifest.id, { focus: false })).code).toBe("refused");
+
+    // Once it is gone, relaunch reuses the restored workspace (`worktree open` says it is already
+    // open) rather than opening a second one.
+    await killAndWait(ackedPid);
+    const relaunched = await relaunchHandoff(rig.relaunchDeps(), manifest.id, { focus: false });
+    expect(relaunched.code).toBe("running");
+    if (relaunched.code !== "running") return;
+    expect(herdrLocation(relaunched.manifest)).toMatchObject({ workspaceId: restored.workspace.workspace_id, paneId: restoredPane });
+    expect(await workspacesOf(worktree)).toEqual([restored.workspace.workspace_id]);
+    await killAndWait(relaunched.manifest.child.pid ?? 0);
+  });
+});
+
+describe("remove on Herdr never loses a file or a commit without --force", () => {
+  it("refuses while the child lives and while files are uncommitted; with --force removes through `worktree remove --workspace`", async () => {
+    const manifest = runningManifest(await rig.handoff("rm/dirty", { focus: false }));
+    const { workspaceId } = herdrLocation(manifest);
+    const worktree = manifest.worktree.path;
+
+    const whileRunning = await remove(manifest.id, { force: true });
+    expect(whileRunning.outcome).toEqual({
+      code: "refused",
+      reason: "child_running",
+      message: `Handoff ${manifest.id} still has a live Pi (pid ${manifest.child.pid}); quit it first, then remove the handoff.`,
+    });
+    await killAndWait(manifest.child.pid ?? 0);
+
+    writeFileSync(join(worktree, "README.md"), "# changed\n");
+    writeFileSync(join(worktree, "draft.txt"), "draft\n");
+    rig.herdr.clearCalls();
+    const refused = await remove(manifest.id);
+    expect(refused.outcome).toMatchObject({ code: "refused", reason: "needs_force" });
+    expect(refused.shown).toEqual([
+      `The worktree ${worktree} is deleted and its window closed.`,
+      "Lost for good (2 file(s) with uncommitted work):",
+      "  modified   README.md",
+      "  untracked  draft.txt",
+      "Branch rm/dirty is kept.",
+    ]);
+    // Nothing was touched: no worktree command ran, the files and the workspace are there.
+    expect(worktreeCalls()).toEqual([]);
+    expect(readFileSync(join(worktree, "draft.txt"), "utf8")).toBe("draft\n");
+    expect(await workspacesOf(worktree)).toEqual([workspaceId]);
+    expect((await rig.read(manifest.id)).state).toBe("running");
+
+    const forced = await remove(manifest.id, { force: true });
+    expect(forced.outcome).toMatchObject({
+      code: "removed",
+      message: `Removed handoff ${manifest.id}: deleted worktree ${worktree}, kept branch rm/dirty.`,
+    });
+    expect(worktreeCalls()).toEqual([["worktree", "remove", "--workspace", workspaceId, "--force"]]);
+    expect(existsSync(worktree)).toBe(false);
+    expect(await workspacesOf(worktree)).toEqual([]);
+    expect(rig.repo.run(["branch", "--list", "rm/dirty", "--format=%(refname:short)"])).toBe("rm/dirty");
+    const removed = await rig.read(manifest.id);
+    expect(removed.state).toBe("removed");
+    expect(removed.gitState).toEqual({
+      capturedAt: expect.any(String),
+      head: manifest.base.sha,
+      dirtyFiles: ["README.md"],
+      untrackedFiles: ["draft.txt"],
+      aheadOfBase: 0,
+    });
+    expect(removed.history.at(-1)?.note).toBe(`removed with pi-handoff: deleted worktree ${worktree}, kept branch rm/dirty`);
+  });
+
+  it("refuses unmerged commits; with --force --delete-branch the commit stays on the kept branch", async () => {
+    const manifest = runningManifest(await rig.handoff("rm/unmerged", { focus: false }));
+    await killAndWait(manifest.child.pid ?? 0);
+    const tip = rig.repo.commitFile("feature.txt", "feature\n", "add the feature", { cwd: manifest.worktree.path });
+
+    const refused = await remove(manifest.id, { deleteBranch: true });
+    expect(refused.outcome).toMatchObject({ code: "refused", reason: "needs_force" });
+    expect(refused.outcome.message).toContain("has 1 commit(s) not merged into HEAD; nothing was removed");
+    expect(existsSync(manifest.worktree.path)).toBe(true);
+
+    const forced = await remove(manifest.id, { force: true, deleteBranch: true });
+    expect(forced.outcome.code).toBe("removed");
+    expect(forced.shown).toContain("Branch rm/unmerged is kept: it has 1 unmerged commit(s), and an unmerged branch is never deleted, even with --force.");
+    expect(existsSync(manifest.worktree.path)).toBe(false);
+    expect(rig.repo.run(["rev-parse", "refs/heads/rm/unmerged"])).toBe(tip);
+    expect((await rig.read(manifest.id)).gitState).toMatchObject({ head: tip, dirtyFiles: [], untrackedFiles: [], aheadOfBase: 1 });
+  });
+
+  it("pi-handoff remove reopens a closed workspace to remove the worktree through Herdr (#4317)", async () => {
+    const manifest = runningManifest(await rig.handoff("rm/closed", { focus: false }));
+    const { workspaceId } = herdrLocation(manifest);
+    await closeWorkspace(workspaceId, manifest.child.pid);
+    rig.herdr.clearCalls();
+
+    const run = cli(["remove", manifest.id, "--delete-branch"]);
+    expect(run.stderr).toBe("");
+    expect(run.stdout).toBe(
+      [
+        `The worktree ${manifest.worktree.path} is deleted.`,
+        `Branch rm/closed is deleted: everything on it is in HEAD.`,
+        `Removed handoff ${manifest.id}: deleted worktree ${manifest.worktree.path}, deleted branch rm/closed.`,
+        "",
+      ].join("\n"),
+    );
+    expect(run.status).toBe(0);
+    const calls = worktreeCalls();
+    expect(calls.map((argv) => argv.slice(0, 2).join(" "))).toEqual(["worktree list", "worktree open", "worktree remove"]);
+    const reopenedId = calls[2]?.[3] ?? "";
+    expect(reopenedId).not.toBe(workspaceId);
+    expect(calls[2]).toEqual(["worktree", "remove", "--workspace", reopenedId]);
+    expect(existsSync(manifest.worktree.path)).toBe(false);
+    expect(await workspacesOf(manifest.worktree.path)).toEqual([]);
+    expect(rig.repo.run(["branch", "--list", "rm/closed"])).toBe("");
+    expect((await rig.read(manifest.id)).state).toBe("removed");
+  });
+
+  it("drops git's entry for a worktree whose directory vanished, with its workspace open or closed", async () => {
+    // Open: Herdr removes it through the workspace whose shell still sits in the deleted directory.
+    const open = runningManifest(await rig.handoff("rm/vanished-open", { focus: false }));
+    const openLocation = herdrLocation(open);
+    await killAndWait(open.child.pid ?? 0);
+    rmSync(open.worktree.path, { recursive: true, force: true });
+    rig.herdr.clearCalls();
+    let removal = await remove(open.id);
+    expect(removal.outcome).toMatchObject({
+      code: "removed",
+      message: `Removed handoff ${open.id}: dropped git's entry for ${open.worktree.path}, kept branch rm/vanished-open.`,
+    });
+    expect(worktreeCalls()).toEqual([["worktree", "remove", "--workspace", openLocation.workspaceId]]);
+    expect(await workspacesOf(open.worktree.path)).toEqual([]);
+    expect(rig.repo.run(["worktree", "list", "--porcelain"])).not.toContain(open.worktree.path);
+
+    // Closed: Herdr cannot open a checkout that is gone, so git alone drops the entry.
+    const closed = runningManifest(await rig.handoff("rm/vanished-closed", { focus: false }));
+    await closeWorkspace(herdrLocation(closed).workspaceId, closed.child.pid);
+    rmSync(closed.worktree.path, { recursive: true, force: true });
+    rig.herdr.clearCalls();
+    removal = await remove(closed.id);
+    expect(removal.outcome).toMatchObject({
+      code: "removed",
+      message: `Removed handoff ${closed.id}: dropped git's entry for ${closed.worktree.path}, kept branch rm/vanished-closed.`,
+    });
+    expect(worktreeCalls().map((argv) => argv.slice(0, 2).join(" "))).toEqual(["worktree list"]);
+    expect(await workspacesOf(closed.worktree.path)).toEqual([]);
+    expect(rig.repo.run(["worktree", "list", "--porcelain"])).not.toContain(closed.worktree.path);
+    expect((await rig.read(closed.id)).state).toBe("removed");
+  });
+});
