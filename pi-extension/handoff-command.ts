@@ -5,6 +5,7 @@
 import { CURRENT_SESSION_VERSION, getPackageDir, SessionManager, type ExtensionAPI, type ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 import { access } from "node:fs/promises";
 import { loadHandoffConfig } from "../src/config/load.ts";
+import { approvePostCreate, isPostCreateApproved } from "../src/config/post-create-approval.ts";
 import { SimpleGitPort } from "../src/git/git.ts";
 import { WorktreeSetupGit } from "../src/git/setup-git.ts";
 import { completeHandoffArgs, type CompletionItem } from "../src/handoff/completions.ts";
@@ -82,6 +83,10 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
   const settings = await loadHandoffConfig({ cwd: ctx.cwd, agentDir, projectTrusted: ctx.isProjectTrusted() });
   if (!settings.ok) return report(ctx, settings.message, "error");
   for (const notice of settings.notices) report(ctx, notice, "info");
+  if (settings.repoPostCreate !== undefined) {
+    const approval = await approveRepoPostCreate(ctx, agentDir, settings.repoPostCreate, parsed.args.approvePostCreate === true);
+    if (approval !== undefined) return report(ctx, approval, "error");
+  }
 
   if (!ctx.isIdle()) {
     ctx.ui.setStatus(STATUS_KEY, "handoff: waiting for the agent to finish");
@@ -164,4 +169,27 @@ async function fileExists(path: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/**
+ * A repository's postCreate commands run on this machine: ask once per exact list (a dialog in a
+ * UI, `--approve-post-create` in print mode) and remember it. Returns the refusal, if any.
+ */
+async function approveRepoPostCreate(
+  ctx: ExtensionCommandContext,
+  agentDir: string,
+  hooks: { file: string; commands: string[] },
+  approvedByFlag: boolean,
+): Promise<string | undefined> {
+  if (await isPostCreateApproved(agentDir, hooks.file, hooks.commands)) return undefined;
+  if (!approvedByFlag) {
+    if (!ctx.hasUI) {
+      return `The postCreate commands in ${hooks.file} have not been approved yet; review them and add --approve-post-create, or run the handoff once in Pi's TUI.`;
+    }
+    const listed = hooks.commands.map((command, index) => `${index + 1}. ${command}`).join("\n");
+    const yes = await ctx.ui.confirm("Run this repository's postCreate commands?", `${hooks.file} asks to run, in the new worktree:\n${listed}`);
+    if (!yes) return `The handoff was not started: the postCreate commands in ${hooks.file} were not approved.`;
+  }
+  await approvePostCreate(agentDir, hooks.file, hooks.commands);
+  return undefined;
 }

@@ -35,6 +35,8 @@ export type LoadedConfig =
       files: string[];
       /** One line each, for the user (an ignored repository file). */
       notices: string[];
+      /** The repository's own postCreate commands, when they are the ones that apply (they need approval). */
+      repoPostCreate?: { file: string; commands: string[] };
     }
   | { ok: false; message: string };
 
@@ -75,6 +77,9 @@ export async function loadHandoffConfig(input: LoadConfigInput): Promise<LoadedC
       if (repo.config !== undefined) {
         config = mergeConfig(config, repo.config);
         files.push(repoFile);
+        if (repo.config.postCreate !== undefined && repo.config.postCreate.length > 0) {
+          return { ok: true, config, files, notices, repoPostCreate: { file: repoFile, commands: repo.config.postCreate } };
+        }
       }
     }
   }

@@ -1,6 +1,6 @@
 /**
  * Parsing `/handoff-worktree <branch> [base] [--carry[=all]] [--existing] [--fetch] [--mux tmux|herdr]
- * [--no-focus] [-- task]`.
+ * [--no-focus] [--approve-post-create] [-- task]`.
  *
  * Invariants: pure; the task after ` -- ` is kept verbatim (apart from trimming); every refusal
  * is one sentence that says what to type instead. A flag that is not given leaves its field out,
@@ -8,7 +8,8 @@
  */
 import type { MuxKind } from "../manifest/schema.ts";
 
-export const HANDOFF_USAGE = "/handoff-worktree <branch> [base] [--carry[=all]] [--existing] [--fetch] [--mux tmux|herdr] [--no-focus] [-- task]";
+export const HANDOFF_USAGE =
+  "/handoff-worktree <branch> [base] [--carry[=all]] [--existing] [--fetch] [--mux tmux|herdr] [--no-focus] [--approve-post-create] [-- task]";
 
 /** What `/handoff-worktree --help` prints; the README's flags are checked against it. */
 export const HANDOFF_HELP = [
@@ -23,6 +24,7 @@ export const HANDOFF_HELP = [
   "  --fetch         fetch the base's remote branch first (with a timeout), so the base is current",
   "  --mux <kind>    tmux or herdr (default: the settings' mux, else detected from the environment)",
   "  --no-focus      do not switch to the new window afterwards",
+  "  --approve-post-create  approve the repository's postCreate commands without a dialog (print mode)",
   "  --help          show this help",
   "  -- <task>       what the new Pi should start on; without it, it waits for you",
   "Settings: <agent dir>/handoff-worktree.json and, in a trusted project, .pi/handoff-worktree.json (see the README).",
@@ -42,6 +44,8 @@ export interface HandoffArgs {
   existing?: boolean;
   /** `--fetch`: fetch the base's remote branch before resolving the base. */
   fetch?: boolean;
+  /** `--approve-post-create`: the repository's postCreate commands are approved as they are now. */
+  approvePostCreate?: boolean;
 }
 
 export type CarryMode = "tracked" | "all";
@@ -69,6 +73,7 @@ export function parseHandoffArgs(raw: string): ParsedHandoffArgs {
   let carry: CarryMode | undefined;
   let existing = false;
   let fetch = false;
+  let approvePostCreate = false;
   for (let i = 0; i < words.length; i++) {
     const word = words[i] ?? "";
     if (word === "--help" || word === "-h") return { ok: true, help: true };
@@ -84,6 +89,8 @@ export function parseHandoffArgs(raw: string): ParsedHandoffArgs {
       existing = true;
     } else if (word === "--fetch") {
       fetch = true;
+    } else if (word === "--approve-post-create") {
+      approvePostCreate = true;
     } else if (word === "--mux" || word.startsWith("--mux=")) {
       const value = word === "--mux" ? words[++i] : word.slice("--mux=".length);
       if (value !== "tmux" && value !== "herdr") {
@@ -116,6 +123,7 @@ export function parseHandoffArgs(raw: string): ParsedHandoffArgs {
       ...(carry !== undefined ? { carry } : {}),
       ...(existing ? { existing } : {}),
       ...(fetch ? { fetch } : {}),
+      ...(approvePostCreate ? { approvePostCreate } : {}),
     },
   };
 }

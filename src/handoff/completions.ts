@@ -30,6 +30,7 @@ export const FLAG_COMPLETIONS: ReadonlyArray<{ flag: string; description: string
   { flag: "--fetch", description: "fetch the base's remote branch first" },
   { flag: "--mux", description: "tmux or herdr" },
   { flag: "--no-focus", description: "do not switch to the new window" },
+  { flag: "--approve-post-create", description: "approve the repository's postCreate commands (print mode)" },
   { flag: "--help", description: "show the options" },
 ];
 

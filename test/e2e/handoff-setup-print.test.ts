@@ -114,7 +114,16 @@ describe("/handoff-worktree worktree setup with the real Pi", () => {
     const parentHash = sha256(readFileSync(parentFile));
     const existing = await ids();
 
-    const run = handoff("e2e --carry -- list the files");
+    // The repository's postCreate commands are not approved yet: refused in print mode, nothing made.
+    const unapproved = handoff("e2e --carry -- list the files");
+    expect(unapproved.status).toBe(1);
+    expect(unapproved.stderr.trim().split("\n").at(-1)).toBe(
+      `The postCreate commands in ${repoConfig} have not been approved yet; review them and add --approve-post-create, or run the handoff once in Pi's TUI.`,
+    );
+    expect(await ids()).toEqual(existing);
+    expect(parentState()).toEqual(before);
+
+    const run = handoff("e2e --carry --approve-post-create -- list the files");
     expect(run.status, run.stderr).toBe(0);
     const manifest = await newManifest(existing);
     expect(manifest.state).toBe("running");
@@ -153,7 +162,7 @@ describe("/handoff-worktree worktree setup with the real Pi", () => {
     writeFileSync(userConfig, "{}");
     writeFileSync(repoConfig, JSON.stringify({ postCreate: ["exit 4"] }));
     const existing = await ids();
-    const run = handoff("e2e-hook-fails");
+    const run = handoff("e2e-hook-fails --approve-post-create");
     expect(run.status).toBe(1);
     const manifest = await newManifest(existing);
     expect(manifest.state).toBe("failed");
@@ -180,6 +189,27 @@ describe("/handoff-worktree worktree setup with the real Pi", () => {
     expect(manifest.branch).toBe("untrusted");
     expect(manifest.setup).toBeUndefined();
     expect(existsSync(join(manifest.worktree.path, "should-not-run"))).toBe(false);
+  });
+
+  it("remembers an approval for exactly those commands, and asks again when they change", async () => {
+    writeFileSync(userConfig, "{}");
+    writeFileSync(repoConfig, JSON.stringify({ postCreate: ["touch approved-once"] }));
+    const first = await ids();
+    expect(handoff("approve/first --approve-post-create").status).toBe(0);
+    const approved = await newManifest(first);
+    expect(existsSync(join(approved.worktree.path, "approved-once"))).toBe(true);
+    // Same commands: no flag needed any more.
+    const second = await ids();
+    expect(handoff("approve/second").status).toBe(0);
+    expect(existsSync(join((await newManifest(second)).worktree.path, "approved-once"))).toBe(true);
+    // Changed commands: refused until approved again, and nothing was made.
+    writeFileSync(repoConfig, JSON.stringify({ postCreate: ["touch approved-once", "touch sneaky"] }));
+    const third = await ids();
+    const changed = handoff("approve/third");
+    expect(changed.status).toBe(1);
+    expect(changed.stderr).toContain(`The postCreate commands in ${repoConfig} have not been approved yet`);
+    expect(await ids()).toEqual(third);
+    writeFileSync(repoConfig, "{}");
   });
 
   it("an unknown key: one sentence naming the file and the key, and nothing created", async () => {
@@ -228,6 +258,45 @@ describe("/handoff-worktree worktree setup with the real Pi", () => {
       expect(manifest.focus).toBeUndefined();
     } finally {
       await rpc.stop();
+    }
+  });
+
+  it("in a UI (RPC mode), asks before running a repository's postCreate commands; no creates nothing, yes runs them", async () => {
+    writeFileSync(userConfig, "{}");
+    writeFileSync(repoConfig, JSON.stringify({ postCreate: ["touch asked-first"] }));
+    const rpc = PiRpc.start(["--session", parentFile, "--model", FAUX_MODEL, "--extension", EXTENSION_ENTRY], { cwd: repo.root, env: tmuxEnv });
+    try {
+      const isConfirm = (record: RpcRecord) => record.type === "extension_ui_request" && record.method === "confirm";
+      let from = rpc.records.length;
+      const existing = await ids();
+      void rpc.command({ type: "prompt", message: "/handoff-worktree confirm/no --no-focus" }, 60_000).catch(() => undefined);
+      const refused = await rpc.waitFor(isConfirm, "the approval question", 30_000, from);
+      expect(refused.title).toBe("Run this repository's postCreate commands?");
+      expect(refused.message).toBe(`${repoConfig} asks to run, in the new worktree:\n1. touch asked-first`);
+      rpc.send({ type: "extension_ui_response", id: refused.id, confirmed: false });
+      await rpc.waitFor(
+        (r) => r.type === "extension_ui_request" && r.method === "notify" && r.message === `The handoff was not started: the postCreate commands in ${repoConfig} were not approved.`,
+        "the refusal",
+        30_000,
+        from,
+      );
+      expect(await ids()).toEqual(existing);
+
+      from = rpc.records.length;
+      void rpc.command({ type: "prompt", message: "/handoff-worktree confirm/yes --no-focus" }, 120_000).catch(() => undefined);
+      const approved = await rpc.waitFor(isConfirm, "the approval question", 30_000, from);
+      rpc.send({ type: "extension_ui_response", id: approved.id, confirmed: true });
+      await rpc.waitFor(
+        (r) => r.type === "extension_ui_request" && r.method === "notify" && typeof r.message === "string" && r.message.startsWith("Handed off to branch confirm/yes"),
+        "the handoff notice",
+        90_000,
+        from,
+      );
+      const manifest = await newManifest(existing);
+      expect(existsSync(join(manifest.worktree.path, "asked-first"))).toBe(true);
+    } finally {
+      await rpc.stop();
+      writeFileSync(repoConfig, "{}");
     }
   });
 });

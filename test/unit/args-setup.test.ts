@@ -26,10 +26,13 @@ describe("parseHandoffArgs: setup flags", () => {
   });
 
   it("documents every flag in the help and the usage", () => {
-    for (const flag of ["--carry", "--carry=all", "--existing", "--fetch", "--mux", "--no-focus"]) {
+    for (const flag of ["--carry", "--carry=all", "--existing", "--fetch", "--mux", "--no-focus", "--approve-post-create"]) {
       expect(HANDOFF_HELP).toContain(`  ${flag}`);
     }
-    expect(HANDOFF_USAGE).toBe("/handoff-worktree <branch> [base] [--carry[=all]] [--existing] [--fetch] [--mux tmux|herdr] [--no-focus] [-- task]");
+    expect(HANDOFF_USAGE).toBe(
+      "/handoff-worktree <branch> [base] [--carry[=all]] [--existing] [--fetch] [--mux tmux|herdr] [--no-focus] [--approve-post-create] [-- task]",
+    );
+    expect(parseHandoffArgs("b --approve-post-create")).toMatchObject({ ok: true, args: { approvePostCreate: true } });
   });
 });
 

@@ -10,6 +10,7 @@ import { findCheckoutTop, loadHandoffConfig } from "../../src/config/load.ts";
 import { applyBranchPrefix, mergeConfig, parseConfig } from "../../src/config/schema.ts";
 import { chooseWorktreePath, expandWorktreeTemplate } from "../../src/handoff/worktree-path.ts";
 import { makeTempDir, removeTempDir } from "../support/git-repo.ts";
+import { approvalsFile, approvePostCreate, isPostCreateApproved } from "../../src/config/post-create-approval.ts";
 
 const FILE = "/r/.pi/handoff-worktree.json";
 
@@ -111,7 +112,17 @@ describe("loadHandoffConfig", () => {
       config: { branchPrefix: "me/", mux: "tmux", copy: [".env.local"], postCreate: ["make setup"] },
       files: [userFile, repoFile],
       notices: [],
+      // The repository's own commands are named, so the adapter can ask before they run.
+      repoPostCreate: { file: repoFile, commands: ["make setup"] },
     });
+  });
+
+  it("names no repository commands when the postCreate in force is the user's own", async () => {
+    writeFileSync(userFile, JSON.stringify({ postCreate: ["make mine"] }));
+    writeFileSync(repoFile, JSON.stringify({ copy: [".env.local"] }));
+    const loaded = await loadHandoffConfig({ cwd: repo, agentDir, projectTrusted: true });
+    expect(loaded).toMatchObject({ ok: true, config: { postCreate: ["make mine"] } });
+    expect(loaded.ok && loaded.repoPostCreate).toBeUndefined();
   });
 
   it("ignores the repository's file in an untrusted project, with a one-line notice, and keeps the user's", async () => {
@@ -194,5 +205,23 @@ describe("worktree location", () => {
     expect(() => chooseWorktreePath({ mainCheckout: main, branch: "x", env: {}, template: "{repoParent}/{repo}/.git/{branch}" })).toThrow(
       `The worktree path ${join(main, ".git", "x")} is inside the repository's .git directory; choose another worktreeDir.`,
     );
+  });
+});
+
+describe("approving a repository's postCreate commands", () => {
+  let dir: string;
+  afterEach(() => removeTempDir(dir));
+
+  it("approves exactly the commands given, per settings file, and survives a corrupt record", async () => {
+    dir = makeTempDir("phw-approval-");
+    const agentDir = join(dir, "agent");
+    const file = join(dir, "repo", ".pi", "handoff-worktree.json");
+    expect(await isPostCreateApproved(agentDir, file, ["make"])).toBe(false);
+    await approvePostCreate(agentDir, file, ["make"]);
+    expect(await isPostCreateApproved(agentDir, file, ["make"])).toBe(true);
+    expect(await isPostCreateApproved(agentDir, file, ["make", "rm -rf ~"])).toBe(false);
+    expect(await isPostCreateApproved(agentDir, join(dir, "other.json"), ["make"])).toBe(false);
+    writeFileSync(approvalsFile(agentDir), "{ not json");
+    expect(await isPostCreateApproved(agentDir, file, ["make"])).toBe(false);
   });
 });

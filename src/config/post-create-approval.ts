@@ -1,0 +1,62 @@
+/**
+ * Approval of a repository's `postCreate` commands. A repository's settings file is code that
+ * runs on the user's machine; Pi's project trust does not cover it when the repository has no
+ * other project resources (Pi then trusts it by default), so this package asks once per exact
+ * list of commands and remembers the answer.
+ *
+ * Invariants:
+ * - An approval names the settings file (realpath) and the sha256 of its exact commands; any
+ *   change to the commands needs a new approval.
+ * - The record is `<agentDir>/handoff-worktree/approved-post-create.json`, validated by a zod
+ *   schema and replaced atomically; an unreadable record approves nothing.
+ */
+import { createHash } from "node:crypto";
+import { mkdir, readFile, realpath } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { z } from "zod";
+import { writeFileAtomic } from "../fs/atomic-write.ts";
+
+const ApprovalsSchema = z.strictObject({
+  version: z.literal(1),
+  approvals: z.record(z.string(), z.strictObject({ sha256: z.string().regex(/^[0-9a-f]{64}$/), at: z.string() })),
+});
+type Approvals = z.infer<typeof ApprovalsSchema>;
+
+export function approvalsFile(agentDir: string): string {
+  return join(agentDir, "handoff-worktree", "approved-post-create.json");
+}
+
+function digest(commands: readonly string[]): string {
+  return createHash("sha256").update(JSON.stringify(commands)).digest("hex");
+}
+
+async function canonical(file: string): Promise<string> {
+  try {
+    return await realpath(file);
+  } catch {
+    return file;
+  }
+}
+
+async function readApprovals(agentDir: string): Promise<Approvals> {
+  try {
+    const parsed = ApprovalsSchema.safeParse(JSON.parse(await readFile(approvalsFile(agentDir), "utf8")));
+    if (parsed.success) return parsed.data;
+  } catch {
+    // Missing or unreadable: nothing is approved.
+  }
+  return { version: 1, approvals: {} };
+}
+
+export async function isPostCreateApproved(agentDir: string, settingsFile: string, commands: readonly string[]): Promise<boolean> {
+  const approvals = await readApprovals(agentDir);
+  return approvals.approvals[await canonical(settingsFile)]?.sha256 === digest(commands);
+}
+
+export async function approvePostCreate(agentDir: string, settingsFile: string, commands: readonly string[], now = new Date()): Promise<void> {
+  const approvals = await readApprovals(agentDir);
+  approvals.approvals[await canonical(settingsFile)] = { sha256: digest(commands), at: now.toISOString() };
+  const file = approvalsFile(agentDir);
+  await mkdir(dirname(file), { recursive: true });
+  await writeFileAtomic(file, `${JSON.stringify(approvals, null, 2)}\n`);
+}
