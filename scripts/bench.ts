@@ -182,7 +182,10 @@ async function main(): Promise<void> {
       ratio: ratio(spread(overheadRaw.oursMs).median, spread(overheadRaw.baselineMs).median),
     };
     console.error("lineage and list (when those modules exist)...");
-    const lineage = await optionalBench("scripts/bench/lineage-scan.ts", "measureLineageScan", { runs, quick: args.quick });
+    const lineage = await optionalBench("scripts/bench/lineage-scan.ts", "measureLineageScan", {
+      repeats: args.quick ? 2 : 7,
+      unrelatedLarge: args.quick ? 300 : 10_000,
+    });
     const list = await optionalBench("scripts/bench/list-manifests.ts", "measureList", { runs, manifests: args.quick ? 50 : 500 });
     const methods = fork.methods as Record<string, { ms: Spread; extraRssMB: Spread; maxEventLoopDelayMs: Spread }>;
     const results = {

@@ -178,6 +178,20 @@ export class SimpleGitPort implements RecoveryGitPort {
     return parseWorktreeList(result.stdout);
   }
 
+  async branchTips(repo: string): Promise<Map<string, string>> {
+    // NUL-separated fields: a branch name cannot contain NUL, so no name can break a record.
+    const result = await this.run(repo, ["for-each-ref", "--format=%(objectname)%00%(refname)", BRANCH_REF_PREFIX]);
+    if (result.exitCode !== 0) throw gitFailure(["for-each-ref"], result);
+    const tips = new Map<string, string>();
+    for (const line of result.stdout.split("\n")) {
+      const [sha, ref] = line.split("\0");
+      if (sha !== undefined && ref !== undefined && FULL_SHA.test(sha) && ref.startsWith(BRANCH_REF_PREFIX)) {
+        tips.set(ref.slice(BRANCH_REF_PREFIX.length), sha);
+      }
+    }
+    return tips;
+  }
+
   async resolveCommit(repo: string, ref: string): Promise<string | undefined> {
     // No ref name can start with `-` (check-ref-format), so such input is refused, not resolved.
     if (!isPlainArgument(ref) || ref.length === 0 || ref.startsWith("-")) return undefined;

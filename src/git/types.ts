@@ -75,6 +75,8 @@ export interface WorktreeStatus {
  *   in `mergedInto`; it re-checks both itself, so no commit can be lost through it.
  */
 export interface RecoveryGitPort extends GitPort {
+  /** Every local branch and the commit it points at (one `git for-each-ref`), by short name. */
+  branchTips(repo: string): Promise<Map<string, string>>;
   /** Uncommitted changes of a checkout (`git status`); throws when it is not a checkout. */
   worktreeStatus(checkout: string): Promise<WorktreeStatus>;
   /**

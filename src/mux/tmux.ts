@@ -15,6 +15,7 @@
  *   someone else's window), and refuses uncommitted changes before it closes anything.
  */
 import { stat } from "node:fs/promises";
+import { existsSync } from "node:fs";
 import { execa } from "execa";
 import type { GitPort, RecoveryGitPort } from "../git/types.ts";
 import type { MuxLocation, TmuxLocation } from "../manifest/schema.ts";
@@ -343,6 +344,8 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
   async workspaceState(location: MuxLocation): Promise<WorkspaceState> {
     const pane = paneOf(location, this.socketPath);
     if (!pane.ok) return { code: "unknown", message: pane.message };
+    // No socket file, no server: closed, without starting a tmux client to find that out.
+    if (!existsSync(pane.socketPath)) return { code: "closed" };
     // tmux 3.3 prints an empty line (exit 0) for an unknown pane, so compare the echoed id.
     const shown = await this.#tmux(pane.socketPath, ["display-message", "-p", "-t", pane.paneId, "#{pane_id}"]);
     if (shown.ok) return shown.stdout.trim() === pane.paneId ? { code: "open" } : { code: "closed" };

@@ -38,6 +38,10 @@ export interface GatherDeps {
 export class FactGatherer {
   private readonly deps: GatherDeps;
   private readonly worktreeLists = new Map<string, Promise<WorktreeEntry[] | Error>>();
+  /** One resolution per repository and base ref: handoffs of one repository mostly share a base. */
+  private readonly baseCommits = new Map<string, Promise<string | undefined>>();
+  /** One listing of branch tips per repository, instead of one git call per handoff. */
+  private readonly branchTips = new Map<string, Promise<Map<string, string>>>();
   private processScan: Promise<ProcessScan> | undefined;
 
   constructor(deps: GatherDeps) {
@@ -140,9 +144,27 @@ export class FactGatherer {
     const { git } = this.deps;
     const root = manifest.repo.root;
     try {
-      const tip = await git.resolveCommit(root, `refs/heads/${manifest.branch}`);
+      const baseKey = `${root}\0${manifest.base.ref}`;
+      let base = this.baseCommits.get(baseKey);
+      if (base === undefined) {
+        base = git.resolveCommit(root, manifest.base.ref);
+        this.baseCommits.set(baseKey, base);
+      }
+      let tips = this.branchTips.get(root);
+      if (tips === undefined) {
+        tips = git.branchTips(root);
+        this.branchTips.set(root, tips);
+      }
+      const [allTips, resolvedBase] = await Promise.all([tips, base]);
+      const tip = allTips.get(manifest.branch);
       if (tip === undefined) return { code: "gone" };
-      const targetSha = (await git.resolveCommit(root, manifest.base.ref)) ?? manifest.base.sha;
+      const targetSha = resolvedBase ?? manifest.base.sha;
+      const mergeTarget = { ref: manifest.base.ref, sha: targetSha };
+      // A branch still at its base has no commits of its own: nothing to count or list.
+      if (tip === manifest.base.sha) {
+        const none = { total: 0, commits: [] };
+        return { code: "present", tip, mergeTarget, aheadOfBase: 0, unmerged: none, unpushed: none };
+      }
       const [ahead, unmerged, unpushed] = await Promise.all([
         git.commitsNotIn(root, tip, [manifest.base.sha], { limit: 0 }),
         git.commitsNotIn(root, tip, [targetSha], { limit: LISTED_COMMITS }),
@@ -151,7 +173,7 @@ export class FactGatherer {
       return {
         code: "present",
         tip,
-        mergeTarget: { ref: manifest.base.ref, sha: targetSha },
+        mergeTarget,
         aheadOfBase: ahead.total,
         unmerged: commitList(unmerged),
         unpushed: commitList(unpushed),

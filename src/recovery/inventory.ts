@@ -14,7 +14,7 @@ import { classify } from "./classify.ts";
 import { FactGatherer, type GatherDeps } from "./gather.ts";
 import { RECOVERY_JSON_VERSION, type HandoffReport, type InventoryReport } from "./json-schema.ts";
 
-const CONCURRENCY = 4;
+const CONCURRENCY = 16;
 
 export interface InventoryDeps extends GatherDeps {
   store: ManifestStore;

@@ -27,6 +27,14 @@ function addWorktree(branch: string): string {
 }
 
 describe("RecoveryGitPort on real repositories", () => {
+  it("lists every local branch tip in one call, with names git allows", async () => {
+    const head = repo.run(["rev-parse", "HEAD"]).trim();
+    repo.run(["branch", "feat/ünï$(x)"]);
+    repo.run(["branch", "quote'd", "HEAD"]);
+    const tips = await git.branchTips(repo.root);
+    expect(Object.fromEntries(tips)).toEqual({ main: head, "feat/ünï$(x)": head, "quote'd": head });
+  });
+
   it("reports uncommitted and untracked files of a worktree", async () => {
     const wt = addWorktree("feat/status");
     writeFileSync(join(wt, "README.md"), "changed\n");
