@@ -124,19 +124,17 @@ export class SimpleGitPort implements RecoveryGitPort {
     const start = await realDirectoryIfExists(cwd);
     if (start === undefined) return undefined;
 
-    const probe = await this.run(start, ["rev-parse", "--is-inside-work-tree"]);
-    if (probe.exitCode !== 0) {
-      if (/not a git repository/i.test(probe.stderr)) return undefined;
-      throw gitFailure(["rev-parse"], probe);
+    // One git call: it answers the options in order, and fails on --show-toplevel where there is
+    // no work tree (inside a `.git` directory or a bare repository: no checkout to hand off from).
+    const located = await this.run(start, ["rev-parse", "--is-inside-work-tree", "--git-dir", "--git-common-dir", "--show-toplevel"]);
+    if (located.exitCode !== 0) {
+      if (/not a git repository|must be run in a work tree/i.test(located.stderr)) return undefined;
+      throw gitFailure(["rev-parse"], located);
     }
-    // "false" inside a `.git` directory or a bare repository: there is no checkout to hand off from.
-    if (probe.stdout.trim() !== "true") return undefined;
-
-    const located = await this.run(start, ["rev-parse", "--git-dir", "--git-common-dir", "--show-toplevel"]);
-    if (located.exitCode !== 0) throw gitFailure(["rev-parse"], located);
     const lines = located.stdout.split("\n").filter((line) => line.length > 0);
-    const [gitDirOutput, commonDirOutput, topLevelOutput] = lines;
-    if (lines.length !== 3 || !gitDirOutput || !commonDirOutput || !topLevelOutput) {
+    const [insideWorkTree, gitDirOutput, commonDirOutput, topLevelOutput] = lines;
+    if (insideWorkTree !== "true") return undefined;
+    if (lines.length !== 4 || !gitDirOutput || !commonDirOutput || !topLevelOutput) {
       throw new Error(`git rev-parse printed unexpected output in ${start}: ${JSON.stringify(located.stdout)}`);
     }
     // git prints these relative to the cwd it ran in when it can (e.g. `../.git` from a subdirectory).

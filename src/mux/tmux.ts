@@ -34,7 +34,7 @@ import type {
 import { HANDOFF_ID_ENV } from "./types.ts";
 
 const DEFAULT_TIMEOUT_MS = 5_000;
-const SHELL_SAMPLE_INTERVAL_MS = 50;
+const SHELL_SAMPLE_INTERVAL_MS = 20;
 const SHELL_STABLE_SAMPLES = 3;
 
 export interface TmuxMultiplexerOptions {
