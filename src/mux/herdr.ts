@@ -43,7 +43,7 @@ import {
   type HerdrWorktreeInfo,
 } from "./herdr-protocol.ts";
 import { muxLabel } from "./label.ts";
-import { listDescendants, readComm, readCwd, readEnvironValue } from "./procfs.ts";
+import { listDescendants, readCwd, readEnvironValue } from "./procfs.ts";
 import type {
   CreatedWorkspace,
   CreateWorkspaceRequest,
@@ -54,6 +54,7 @@ import type {
   ReopenWorkspaceRequest,
   WorkspaceState,
 } from "./types.ts";
+import { describePaneProcess } from "./pane-process.ts";
 import { HANDOFF_ID_ENV } from "./types.ts";
 
 const DEFAULT_TIMEOUT_MS = 5_000;
@@ -248,7 +249,7 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     if (facts.shell_pid !== undefined) {
       for (const pid of await listDescendants(facts.shell_pid)) {
         if (processes.has(pid)) continue;
-        const described = await describeProcess(pid);
+        const described = await describePaneProcess(pid);
         if (described !== undefined) processes.set(pid, described);
       }
     }
@@ -621,13 +622,6 @@ async function findByPath(entries: readonly HerdrWorktreeInfo[], wanted: string)
     if ((await canonicalPath(entry.path)) === wanted) return entry;
   }
   return undefined;
-}
-
-async function describeProcess(pid: number): Promise<PaneProcess | undefined> {
-  const [name, cwd, handoffId] = await Promise.all([readComm(pid), readCwd(pid), readEnvironValue(pid, HANDOFF_ID_ENV)]);
-  // No name means the process exited while we looked.
-  if (name === undefined) return undefined;
-  return { pid, name, ...(cwd !== undefined ? { cwd } : {}), ...(handoffId !== undefined ? { handoffId } : {}) };
 }
 
 /** The realpath of `path` when it exists, else the path made absolute. */

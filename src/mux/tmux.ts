@@ -20,7 +20,7 @@ import { execa } from "execa";
 import type { GitPort, RecoveryGitPort } from "../git/types.ts";
 import type { MuxLocation, TmuxLocation } from "../manifest/schema.ts";
 import { muxLabel, tmuxLiteral } from "./label.ts";
-import { listDescendants, readComm, readCwd, readEnvironValue, readStat } from "./procfs.ts";
+import { listDescendants, readStat } from "./procfs.ts";
 import type {
   CreatedWorkspace,
   CreateWorkspaceRequest,
@@ -31,7 +31,7 @@ import type {
   ReopenWorkspaceRequest,
   WorkspaceState,
 } from "./types.ts";
-import { HANDOFF_ID_ENV } from "./types.ts";
+import { describePaneProcess } from "./pane-process.ts";
 
 const DEFAULT_TIMEOUT_MS = 5_000;
 const SHELL_SAMPLE_INTERVAL_MS = 20;
@@ -323,7 +323,7 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
     const panePid = await this.#panePid(pane.socketPath, pane.paneId, this.#timeoutMs);
     if (!panePid.ok) return panePid;
     const pids = await listDescendants(panePid.pid);
-    const described = await Promise.all(pids.map((pid) => describeProcess(pid)));
+    const described = await Promise.all(pids.map((pid) => describePaneProcess(pid)));
     return { ok: true, processes: described.filter((process) => process !== undefined) };
   }
 
@@ -417,22 +417,6 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
     const detail = stderr || oneLine(result.shortMessage ?? "") || `exit code ${String(result.exitCode)}`;
     return { ok: false, code: "tmux_failed", message: `tmux ${args[0]} failed: ${stripPeriod(detail)}.` };
   }
-}
-
-async function describeProcess(pid: number): Promise<PaneProcess | undefined> {
-  const [name, cwd, handoffId] = await Promise.all([
-    readComm(pid),
-    readCwd(pid),
-    readEnvironValue(pid, HANDOFF_ID_ENV),
-  ]);
-  // No name means the process exited while we looked.
-  if (name === undefined) return undefined;
-  return {
-    pid,
-    name,
-    ...(cwd === undefined ? {} : { cwd }),
-    ...(handoffId === undefined ? {} : { handoffId }),
-  };
 }
 
 function asTmuxLocation(location: MuxLocation): { ok: true; location: TmuxLocation } | MuxFailure {

@@ -10,8 +10,8 @@
  * - Without procfs (not Linux) the scan finds nothing and says so, rather than claiming no Pi runs.
  */
 import { access, readdir } from "node:fs/promises";
-import { HANDOFF_ID_ENV } from "../mux/types.ts";
-import { isAlive, readComm, readCwd, readEnvironValue } from "../mux/procfs.ts";
+import { describePaneProcess } from "../mux/pane-process.ts";
+import { isAlive, readComm } from "../mux/procfs.ts";
 import type { ProcessInfo } from "./classify.ts";
 
 const PROC_ROOT = "/proc";
@@ -43,12 +43,5 @@ export async function scanPiProcesses(): Promise<ProcessScan> {
 /** The process `pid` names now, if it is alive (not a zombie) and readable. */
 export async function describeProcess(pid: number): Promise<ProcessInfo | undefined> {
   if (!(await isAlive(pid))) return undefined;
-  const [name, cwd, handoffId] = await Promise.all([readComm(pid), readCwd(pid), readEnvironValue(pid, HANDOFF_ID_ENV)]);
-  if (name === undefined) return undefined;
-  return {
-    pid,
-    name,
-    ...(cwd === undefined ? {} : { cwd }),
-    ...(handoffId === undefined ? {} : { handoffId }),
-  };
+  return describePaneProcess(pid);
 }
