@@ -37,6 +37,8 @@ export interface RemoveOptions {
 
 export type BranchPlan =
   | { code: "keep" }
+  /** The handoff went into a branch that existed before it (`--existing`): not its to delete. */
+  | { code: "keep_preexisting" }
   | { code: "delete"; tip: string; mergeTarget: { ref: string; sha: string } }
   | { code: "keep_unmerged"; unmerged: number }
   | { code: "gone" }
@@ -105,6 +107,7 @@ export async function planRemoval(deps: RemovalDeps, id: string, options: Remove
   if (branchState.code === "gone") branch = { code: "gone" };
   else if (branchState.code === "unknown") branch = { code: "unknown", message: branchState.message };
   else if (!options.deleteBranch) branch = { code: "keep" };
+  else if (manifest.setup?.existingBranch === true) branch = { code: "keep_preexisting" };
   else if (branchState.unmerged.total > 0) branch = { code: "keep_unmerged", unmerged: branchState.unmerged.total };
   else branch = { code: "delete", tip: branchState.tip, mergeTarget: branchState.mergeTarget };
   const plan: RemovalPlan = {
@@ -169,6 +172,9 @@ export function describeRemovalPlan(plan: RemovalPlan): string[] {
   switch (plan.branch.code) {
     case "keep":
       lines.push(`Branch ${manifest.branch} is kept.`);
+      break;
+    case "keep_preexisting":
+      lines.push(`Branch ${manifest.branch} is kept: it existed before this handoff (--existing), so it is not this handoff's to delete.`);
       break;
     case "delete":
       lines.push(`Branch ${manifest.branch} is deleted: everything on it is in ${plan.branch.mergeTarget.ref}.`);

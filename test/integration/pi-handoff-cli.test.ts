@@ -284,6 +284,19 @@ describe("remove never loses a file or a commit without --force", () => {
     expect(existsSync(manifest.worktree.path)).toBe(false);
   });
 
+  it("keeps a branch that existed before the handoff (--existing), even with --delete-branch", async () => {
+    rig.repo.run(["branch", "cli/mine"]);
+    const before = rig.repo.run(["rev-parse", "refs/heads/cli/mine"]);
+    const manifest = runningManifest(await rig.handoff("cli/mine", { focus: false, existing: true }));
+    expect(manifest.setup?.existingBranch).toBe(true);
+    await killAndWait(manifest.child.pid ?? 0);
+    const run = cli(["remove", manifest.id, "--delete-branch"]);
+    expect(run.status).toBe(0);
+    expect(run.stdout).toContain("Branch cli/mine is kept: it existed before this handoff (--existing), so it is not this handoff's to delete.\n");
+    expect(rig.repo.run(["rev-parse", "refs/heads/cli/mine"])).toBe(before);
+    expect(existsSync(manifest.worktree.path)).toBe(false);
+  });
+
   it("deletes a merged branch with --delete-branch", async () => {
     const manifest = runningManifest(await rig.handoff("cli/merged", { focus: false }));
     await killAndWait(manifest.child.pid ?? 0);

@@ -65,6 +65,8 @@ export interface HandoffOptions {
   /** The tmux session to open the window in (default: the rig's session; tmux only). */
   targetSession?: string;
   focus?: boolean;
+  /** Hand off into a branch that already exists (`--existing`). */
+  existing?: boolean;
 }
 
 interface RigCore {
@@ -120,7 +122,7 @@ function createRigCore(prefix: string): RigCore {
       faultAt: options.faultAt,
     });
     const outcome = await transaction.run({
-      args: { branch, base: "HEAD", baseGiven: false, focus: options.focus ?? true },
+      args: { branch, base: "HEAD", baseGiven: false, focus: options.focus ?? true, ...(options.existing === true ? { existing: true } : {}) },
       parent: { sessionFile: parentSessionFile, sessionFileExists: true, sessionId: parent.getSessionId(), leafId, cwd: repo.root, sessionDir },
       model: { provider: "faux", id: "faux-1", available: true },
       thinkingLevel: "medium",
