@@ -5,12 +5,11 @@
  * Herdr calls the handoff made. Then print-mode runs "inside" a pane: a refusal when Herdr's
  * server is down, and an injected Herdr fault that leaves a retained, recorded handoff.
  */
-import { createHash } from "node:crypto";
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildSessionContext, SessionManager, type FileEntry, type SessionEntry } from "@earendil-works/pi-coding-agent";
+import { buildSessionContext } from "@earendil-works/pi-coding-agent";
 import { ManifestSchema, type Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
@@ -20,7 +19,6 @@ import {
   EXTENSION_ENTRY,
   FAUX_MODEL,
   NODE_BIN,
-  onlySessionFile,
   PI_CLI,
   piTuiCommand,
   readEntries,
@@ -28,74 +26,34 @@ import {
   type PiSandbox,
 } from "../support/pi.ts";
 import { waitFor } from "../support/tmux.ts";
+import {
+  buildParentWithAbandonedBranch,
+  entriesOnly,
+  HANDOFF_STARTED,
+  PI_READY,
+  sha256OfFile,
+  submitLine,
+  textOf,
+  waitForScreen,
+  type PaneDriver,
+} from "../support/tui.ts";
 
-const sha256 = (file: string) => createHash("sha256").update(readFileSync(file)).digest("hex");
-const entriesOnly = (entries: FileEntry[]) => entries.filter((e): e is SessionEntry => e.type !== "session");
-
-/** Pi's footer names the model; the typed command line shows it only after a slash. */
-const PI_READY = /(?<!\/)faux-1/;
-/** The handoff's status line (or its final notice) on the screen: the command was taken. */
-const HANDOFF_STARTED = /^handoff(?::| \w+ \()|Handed off/m;
 /** Each new pane's shell start-up job holds the terminal this long: the launch must wait it out. */
 const SHELL_DELAY_MS = 800;
 
-function textOf(message: unknown): string {
-  const content = (message as { content?: unknown }).content;
-  if (typeof content === "string") return content;
-  if (Array.isArray(content)) return content.map((part: { text?: string }) => part.text ?? "").join("");
-  return "";
-}
-
-/** Two print-mode turns, then the active branch moved back to the first answer and continued (as /tree does). */
-function buildParentWithAbandonedBranch(sandbox: PiSandbox, repo: TempRepo): { file: string; abandonedIds: string[] } {
-  runPiPrint(sandbox, repo.root, ["--model", FAUX_MODEL, "first question"]);
-  const file = onlySessionFile(sandbox, repo.root);
-  runPiPrint(sandbox, repo.root, ["--session", file, "--model", FAUX_MODEL, "abandoned question"]);
-  const manager = SessionManager.open(file);
-  const entries = manager.getEntries();
-  const firstAnswer = entries.find((e) => e.type === "message" && textOf(e.message) === "faux reply to: first question");
-  const abandoned = entries.filter((e) => e.type === "message" && /abandoned question/.test(textOf(e.message)));
-  if (abandoned.length !== 2 || firstAnswer === undefined || firstAnswer.type !== "message" || firstAnswer.message.role !== "assistant") {
-    throw new Error("The parent conversation did not come out as planned.");
-  }
-  manager.branch(firstAnswer.id);
-  manager.appendMessage({ role: "user", content: [{ type: "text", text: "active question" }], timestamp: Date.now() });
-  manager.appendMessage({ ...firstAnswer.message, content: [{ type: "text", text: "faux reply to: active question" }], timestamp: Date.now() });
-  return { file, abandonedIds: abandoned.map((e) => e.id) };
-}
-
-async function waitForScreen(herdr: HerdrDouble, pane: string, pattern: RegExp, description: string, timeoutMs = 30_000): Promise<string> {
-  let last = "";
-  try {
-    return await waitFor(async () => {
-      last = await herdr.read(pane);
-      return pattern.test(last) ? last : undefined;
-    }, { timeoutMs, intervalMs: 150, description });
-  } catch (error) {
-    throw new Error(`${(error as Error).message}\nScreen of ${pane}:\n${last}`);
-  }
-}
-
-/**
- * Types a line into Pi's TUI through Herdr (`pane send-text`), then presses Enter (`pane send-keys`)
- * until `effect` shows: Pi ignores Enter on an editor it has not drawn yet.
- */
-async function submitLine(herdr: HerdrDouble, pane: string, text: string, effect: RegExp, timeoutMs = 30_000): Promise<string> {
-  const typed = await herdr.herdr(["pane", "send-text", pane, text]);
-  if (typed.exitCode !== 0) throw new Error(typed.stderr);
-  const deadline = Date.now() + timeoutMs;
-  let screen = "";
-  while (Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    await herdr.herdr(["pane", "send-keys", pane, "Enter"]);
-    const until = Date.now() + 2_000;
-    while (Date.now() < until) {
-      screen = await herdr.read(pane);
-      if (effect.test(screen)) return screen;
-      await new Promise((resolve) => setTimeout(resolve, 150));
-    }
-  }
-  throw new Error(`Typing ${JSON.stringify(text)} into ${pane} did not show ${effect} within ${timeoutMs} ms. Screen:\n${screen}`);
+/** A pane of the Herdr double, as the TUI helpers drive it: `pane read`, `send-text`, `send-keys`. */
+function herdrPane(herdr: HerdrDouble, pane: string): PaneDriver {
+  return {
+    name: pane,
+    read: () => herdr.read(pane),
+    type: async (text) => {
+      const typed = await herdr.herdr(["pane", "send-text", pane, text]);
+      if (typed.exitCode !== 0) throw new Error(typed.stderr);
+    },
+    enter: async () => {
+      await herdr.herdr(["pane", "send-keys", pane, "Enter"]);
+    },
+  };
 }
 
 function command(call: HerdrCall): string {
@@ -131,18 +89,18 @@ describe("/handoff-worktree on Herdr (the test double) with the real Pi", () => 
     const parent = buildParentWithAbandonedBranch(sandbox, repo);
     const started = await herdr.herdr(["pane", "run", parentPane, piTuiCommand(repo.root, ["--session", parent.file])]);
     expect(started).toEqual({ exitCode: 0, stdout: "", stderr: "" });
-    await waitForScreen(herdr, parentPane, PI_READY, "the parent TUI");
+    await waitForScreen(herdrPane(herdr, parentPane), PI_READY, "the parent TUI");
 
-    await submitLine(herdr, parentPane, "live question", /faux reply to: live question/);
+    await submitLine(herdrPane(herdr, parentPane), "live question", /faux reply to: live question/);
     const parentLeaf = await waitFor(() => {
       const last = entriesOnly(readEntries(parent.file)).at(-1);
       return last?.type === "message" && textOf(last.message) === "faux reply to: live question" ? last.id : undefined;
     }, { timeoutMs: 10_000, description: "the live turn on disk" });
-    const parentHashBefore = sha256(parent.file);
+    const parentHashBefore = sha256OfFile(parent.file);
 
     herdr.clearCalls();
-    await submitLine(herdr, parentPane, "/handoff-worktree feat/e2e v1", HANDOFF_STARTED);
-    const screen = await waitForScreen(herdr, parentPane, /Handed off to branch feat\/e2e|failed|did not confirm|not running/, "the handoff's final notice", 90_000);
+    await submitLine(herdrPane(herdr, parentPane), "/handoff-worktree feat/e2e v1", HANDOFF_STARTED);
+    const screen = await waitForScreen(herdrPane(herdr, parentPane), /Handed off to branch feat\/e2e|failed|did not confirm|not running/, "the handoff's final notice", 90_000);
     expect(screen).toContain("Handed off to branch feat/e2e (from v1 at " + baseSha.slice(0, 12) + ")");
     expect(screen).toMatch(/Worktree: \S+feat-e2e/);
     expect(screen).toMatch(/Window: Herdr workspace w\w+ \(pane w\w+:p1\), Pi pid \d+/);
@@ -197,7 +155,7 @@ describe("/handoff-worktree on Herdr (the test double) with the real Pi", () => 
     expect(childContext.messages.at(-1)).toMatchObject({ role: "custom", customType: "handoff-worktree" });
 
     // The parent file was never written.
-    expect(sha256(parent.file)).toBe(parentHashBefore);
+    expect(sha256OfFile(parent.file)).toBe(parentHashBefore);
 
     // The child Pi is alive, in the worktree, marked with the handoff id, inside Herdr and not tmux.
     const pid = manifest.child.pid ?? 0;
@@ -238,9 +196,9 @@ describe("/handoff-worktree on Herdr (the test double) with the real Pi", () => 
 
     // The child answers a prompt typed into its pane through Herdr, and loaded this extension once.
     const childPane = paneId ?? "";
-    await waitForScreen(herdr, childPane, PI_READY, "the child TUI");
+    await waitForScreen(herdrPane(herdr, childPane), PI_READY, "the child TUI");
     expect((await herdr.read(childPane)).match(/pi-extension/g)).toHaveLength(1);
-    await submitLine(herdr, childPane, "ping from the test", /faux reply to: ping from the test/);
+    await submitLine(herdrPane(herdr, childPane), "ping from the test", /faux reply to: ping from the test/);
     await waitFor(() => readFileSync(childFile, "utf8").includes("faux reply to: ping from the test"), {
       timeoutMs: 30_000,
       description: "the child's answer",
@@ -289,7 +247,7 @@ describe("/handoff-worktree on Herdr (the test double) with the real Pi", () => 
       herdr.setFaults({ "worktree create": { error: "worktree_open_failed", message: "pty spawn failed" } });
       try {
         const before = (await store.list()).map((e) => e.id);
-        const parentHash = sha256(parentFile);
+        const parentHash = sha256OfFile(parentFile);
         const run = await handoff("fault/herdr-open", {});
         expect(run.status).toBe(1);
         const added = (await store.list()).filter((e) => !before.includes(e.id));
@@ -313,7 +271,7 @@ describe("/handoff-worktree on Herdr (the test double) with the real Pi", () => 
         expect(run.stderr).toContain(
           `Next: see what exists with /handoffs here, or pi-handoff inspect ${manifest.id} in a shell; pi-handoff remove ${manifest.id} cleans up (keeps the branch, refuses uncommitted work).`,
         );
-        expect(sha256(parentFile)).toBe(parentHash);
+        expect(sha256OfFile(parentFile)).toBe(parentHash);
       } finally {
         herdr.clearFaults();
       }

@@ -2,89 +2,39 @@
  * End to end: the real Pi (faux provider, offline) in a real tmux server hands a real
  * conversation off to a real child Pi in a new window.
  */
-import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildSessionContext, SessionManager, type FileEntry, type SessionEntry } from "@earendil-works/pi-coding-agent";
+import { buildSessionContext } from "@earendil-works/pi-coding-agent";
 import { ManifestSchema, type Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
-import { createPiSandbox, onlySessionFile, piTuiCommand, readEntries, runPiPrint, FAUX_MODEL, type PiSandbox } from "../support/pi.ts";
+import { createPiSandbox, piTuiCommand, readEntries, runPiPrint, FAUX_MODEL, type PiSandbox } from "../support/pi.ts";
 import { startPrivateTmux, waitFor, type PrivateTmux } from "../support/tmux.ts";
+import {
+  buildParentWithAbandonedBranch,
+  entriesOnly,
+  HANDOFF_STARTED,
+  PI_READY,
+  sha256OfFile,
+  submitLine,
+  textOf,
+  waitForScreen,
+  type PaneDriver,
+} from "../support/tui.ts";
 
-const sha256 = (file: string) => createHash("sha256").update(readFileSync(file)).digest("hex");
-const entriesOnly = (entries: FileEntry[]) => entries.filter((e): e is SessionEntry => e.type !== "session");
-
-function textOf(message: unknown): string {
-  const content = (message as { content?: unknown }).content;
-  if (typeof content === "string") return content;
-  if (Array.isArray(content)) return content.map((part: { text?: string }) => part.text ?? "").join("");
-  return "";
+/** A pane of the private tmux server, as the TUI helpers drive it. */
+function tmuxPane(tmux: PrivateTmux, pane: string): PaneDriver {
+  return {
+    name: pane,
+    read: () => tmux.capturePane(pane),
+    type: async (text) => {
+      await tmux.tmux(["send-keys", "-t", pane, "-l", text]);
+    },
+    enter: async () => {
+      await tmux.tmux(["send-keys", "-t", pane, "Enter"]);
+    },
+  };
 }
-
-/**
- * A parent conversation with an abandoned branch: two real print-mode turns, then the active
- * branch moved back to the first answer and continued (as /tree does), so the second turn is
- * abandoned but still in the file.
- */
-function buildParentWithAbandonedBranch(sandbox: PiSandbox, repo: TempRepo): { file: string; abandonedIds: string[] } {
-  runPiPrint(sandbox, repo.root, ["--model", FAUX_MODEL, "first question"]);
-  const file = onlySessionFile(sandbox, repo.root);
-  runPiPrint(sandbox, repo.root, ["--session", file, "--model", FAUX_MODEL, "abandoned question"]);
-  const manager = SessionManager.open(file);
-  const entries = manager.getEntries();
-  const firstAnswer = entries.find((e) => e.type === "message" && textOf(e.message) === "faux reply to: first question");
-  const abandoned = entries.filter((e) => e.type === "message" && /abandoned question/.test(textOf(e.message)));
-  if (abandoned.length !== 2) throw new Error("The parent conversation did not come out as planned.");
-  if (firstAnswer === undefined || firstAnswer.type !== "message" || firstAnswer.message.role !== "assistant") {
-    throw new Error("The parent conversation did not come out as planned.");
-  }
-  manager.branch(firstAnswer.id);
-  manager.appendMessage({ role: "user", content: [{ type: "text", text: "active question" }], timestamp: Date.now() });
-  manager.appendMessage({ ...firstAnswer.message, content: [{ type: "text", text: "faux reply to: active question" }], timestamp: Date.now() });
-  return { file, abandonedIds: abandoned.map((e) => e.id) };
-}
-
-/** Wait until a pane's screen matches; on timeout the error shows the screen. */
-async function waitForScreen(tmux: PrivateTmux, pane: string, pattern: RegExp, description: string, timeoutMs = 30_000): Promise<string> {
-  let last = "";
-  try {
-    return await waitFor(async () => {
-      last = await tmux.capturePane(pane);
-      return pattern.test(last) ? last : undefined;
-    }, { timeoutMs, intervalMs: 100, description });
-  } catch (error) {
-    throw new Error(`${(error as Error).message}\nScreen of ${pane}:\n${last}`);
-  }
-}
-
-/**
- * Type a line into Pi's TUI and press Enter until `effect` shows on the screen. Pi draws its
- * editor before it accepts a submission, and ignores Enter on an empty editor, so pressing Enter
- * again until the line is taken is safe and avoids guessing a start-up delay.
- */
-async function submitLine(tmux: PrivateTmux, pane: string, text: string, effect: RegExp, timeoutMs = 30_000): Promise<string> {
-  await tmux.tmux(["send-keys", "-t", pane, "-l", text]);
-  const deadline = Date.now() + timeoutMs;
-  let screen = "";
-  while (Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    await tmux.tmux(["send-keys", "-t", pane, "Enter"]);
-    const until = Date.now() + 2_000;
-    while (Date.now() < until) {
-      screen = await tmux.capturePane(pane);
-      if (effect.test(screen)) return screen;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
-  throw new Error(`Typing ${JSON.stringify(text)} into ${pane} did not show ${effect} within ${timeoutMs} ms. Screen:\n${screen}`);
-}
-
-/** Pi's footer names the model; the typed command line shows it only after a slash. */
-const PI_READY = /(?<!\/)faux-1/;
-
-/** The handoff's status line (or its final notice) on the screen: the command was taken. */
-const HANDOFF_STARTED = /^handoff(?::| \w+ \()|Handed off/m;
 
 describe("/handoff-worktree on tmux with the real Pi", () => {
   let sandbox: PiSandbox;
@@ -111,19 +61,19 @@ describe("/handoff-worktree on tmux with the real Pi", () => {
     const parentPane = tmux.firstPaneId;
     await tmux.tmux(["send-keys", "-t", parentPane, "-l", piTuiCommand(repo.root, ["--session", parent.file])]);
     await tmux.tmux(["send-keys", "-t", parentPane, "Enter"]);
-    await waitForScreen(tmux, parentPane, PI_READY, "the parent TUI");
+    await waitForScreen(tmuxPane(tmux, parentPane), PI_READY, "the parent TUI");
 
     // A live turn in the TUI, so the handoff starts from a leaf that exists only in this process's memory too.
-    await submitLine(tmux, parentPane, "live question", /faux reply to: live question/);
+    await submitLine(tmuxPane(tmux, parentPane), "live question", /faux reply to: live question/);
     const parentLeaf = await waitFor(() => {
       const entries = entriesOnly(readEntries(parent.file));
       const last = entries.at(-1);
       return last?.type === "message" && textOf(last.message) === "faux reply to: live question" ? last.id : undefined;
     }, { timeoutMs: 10_000, description: "the live turn on disk" });
-    const parentHashBefore = sha256(parent.file);
+    const parentHashBefore = sha256OfFile(parent.file);
 
-    await submitLine(tmux, parentPane, "/handoff-worktree feat/e2e v1", HANDOFF_STARTED);
-    const screen = await waitForScreen(tmux, parentPane, /Handed off to branch feat\/e2e|failed|did not confirm/, "the handoff's final notice", 90_000);
+    await submitLine(tmuxPane(tmux, parentPane), "/handoff-worktree feat/e2e v1", HANDOFF_STARTED);
+    const screen = await waitForScreen(tmuxPane(tmux, parentPane), /Handed off to branch feat\/e2e|failed|did not confirm/, "the handoff's final notice", 90_000);
     expect(screen).toContain("Handed off to branch feat/e2e (from v1 at " + baseSha.slice(0, 12) + ")");
     expect(screen).toMatch(/Worktree: \S+feat-e2e/);
     expect(screen).toMatch(/Child session: \S+\.jsonl/);
@@ -178,7 +128,7 @@ describe("/handoff-worktree on tmux with the real Pi", () => {
     expect(childContext.messages.at(-1)).toMatchObject({ role: "custom", customType: "handoff-worktree" });
 
     // The parent file was never written.
-    expect(sha256(parent.file)).toBe(parentHashBefore);
+    expect(sha256OfFile(parent.file)).toBe(parentHashBefore);
 
     // The child Pi is alive, in the worktree, marked with the handoff id.
     const pid = manifest.child.pid ?? 0;
@@ -199,10 +149,10 @@ describe("/handoff-worktree on tmux with the real Pi", () => {
 
     // The child answers a prompt typed into its pane, and loaded this extension exactly once.
     const childPane = manifest.mux.paneId ?? "";
-    await waitForScreen(tmux, childPane, PI_READY, "the child TUI");
+    await waitForScreen(tmuxPane(tmux, childPane), PI_READY, "the child TUI");
     const childScreen = await tmux.capturePane(childPane);
     expect(childScreen.match(/pi-extension/g)).toHaveLength(1);
-    await submitLine(tmux, childPane, "ping from the test", /faux reply to: ping from the test/);
+    await submitLine(tmuxPane(tmux, childPane), "ping from the test", /faux reply to: ping from the test/);
     await waitFor(() => readFileSync(childFile, "utf8").includes("faux reply to: ping from the test"), {
       timeoutMs: 30_000,
       description: "the child's answer",
@@ -221,11 +171,11 @@ describe("/handoff-worktree on tmux with the real Pi", () => {
     const pane = (await tmux.tmux(["new-window", "-d", "-P", "-F", "#{pane_id}", "-t", `${tmux.sessionId}:`])).trim();
     await tmux.tmux(["send-keys", "-t", pane, "-l", piTuiCommand(repo.root, ["--session", file, "--session-dir", `${sandbox.dir}/busy-sessions`])]);
     await tmux.tmux(["send-keys", "-t", pane, "Enter"]);
-    await waitForScreen(tmux, pane, PI_READY, "the busy parent TUI");
+    await waitForScreen(tmuxPane(tmux, pane), PI_READY, "the busy parent TUI");
     // The faux model takes 3 s to answer anything that mentions "slow"; hand off while it works.
-    await submitLine(tmux, pane, "a slow question", /Working/);
-    await submitLine(tmux, pane, "/handoff-worktree feat/busy --no-focus", HANDOFF_STARTED);
-    const screen = await waitForScreen(tmux, pane, /Handed off to branch feat\/busy|failed|did not confirm/, "the busy handoff's notice", 90_000);
+    await submitLine(tmuxPane(tmux, pane), "a slow question", /Working/);
+    await submitLine(tmuxPane(tmux, pane), "/handoff-worktree feat/busy --no-focus", HANDOFF_STARTED);
+    const screen = await waitForScreen(tmuxPane(tmux, pane), /Handed off to branch feat\/busy|failed|did not confirm/, "the busy handoff's notice", 90_000);
     expect(screen).toContain("Handed off to branch feat/busy");
     const manifests = (await ManifestStore.forAgentDir(sandbox.agentDir).list()).filter((e) => e.ok && e.manifest.branch === "feat/busy");
     const entry = manifests[0];
