@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import { closeSync, fsyncSync, linkSync, openSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { link, open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+import { errorCode } from "./probe.ts";
 
 /** A fresh temp file name in the same directory as `path` (same file system, so a rename is atomic). */
 export function tempPathBeside(path: string): string {
@@ -96,10 +97,4 @@ function fsyncDirectorySync(dir: string): void {
 function cannotFsyncDirectory(error: unknown): boolean {
   const code = errorCode(error);
   return code === "EISDIR" || code === "EPERM" || code === "EINVAL" || code === "ENOTSUP";
-}
-
-/** The `code` of a Node system error (`ENOENT`, `EEXIST`, ...), if it has one. */
-export function errorCode(error: unknown): string | undefined {
-  if (typeof error === "object" && error !== null && "code" in error && typeof error.code === "string") return error.code;
-  return undefined;
 }

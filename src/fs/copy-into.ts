@@ -14,6 +14,7 @@
 import { constants } from "node:fs";
 import { copyFile, lstat, mkdir, readdir, readlink, symlink } from "node:fs/promises";
 import { dirname, isAbsolute, join, normalize, sep } from "node:path";
+import { errorCode } from "./probe.ts";
 
 export interface CopyReport {
   /** Files and links created (relative paths). */
@@ -27,10 +28,6 @@ function assertInside(relative: string): void {
   if (relative === "" || isAbsolute(relative) || normal === ".." || normal.startsWith(`..${sep}`)) {
     throw new Error(`${JSON.stringify(relative)} is not a path inside the checkout.`);
   }
-}
-
-function codeOf(error: unknown): string | undefined {
-  return error instanceof Error && "code" in error && typeof error.code === "string" ? error.code : undefined;
 }
 
 /** Copies `relative` (a file, a symlink or a directory) from `fromRoot` to the same place under `toRoot`. */
@@ -62,7 +59,7 @@ export async function copyInto(fromRoot: string, toRoot: string, relative: strin
       return report;
     }
   } catch (error) {
-    if (codeOf(error) === "EEXIST") {
+    if (errorCode(error) === "EEXIST") {
       report.skipped.push({ path: relative, reason: "already exists in the worktree" });
       return report;
     }
@@ -80,7 +77,7 @@ export async function linkInto(fromRoot: string, toRoot: string, relative: strin
   try {
     await symlink(join(fromRoot, relative), target);
   } catch (error) {
-    if (codeOf(error) === "EEXIST") {
+    if (errorCode(error) === "EEXIST") {
       report.skipped.push({ path: relative, reason: "already exists in the worktree" });
       return report;
     }

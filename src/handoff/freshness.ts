@@ -11,6 +11,7 @@
  * - A freshness check that cannot be made (no upstream, git trouble) is silent: it only warns.
  */
 import type { WorktreeSetupGitPort } from "../git/types.ts";
+import { errorClause } from "../errors.ts";
 
 export type Freshness = { ok: true; notes: string[] } | { ok: false; message: string };
 
@@ -31,7 +32,7 @@ export async function checkBaseFreshness(
   try {
     upstream = await git.upstreamOf(checkout, input.ref);
   } catch (error) {
-    if (input.fetch) return { ok: false, message: `Could not find the remote branch of ${input.label} to fetch (${messageOf(error)}); hand off without --fetch.` };
+    if (input.fetch) return { ok: false, message: `Could not find the remote branch of ${input.label} to fetch (${errorClause(error)}); hand off without --fetch.` };
     return { ok: true, notes: [] };
   }
   const notes: string[] = [];
@@ -46,7 +47,7 @@ export async function checkBaseFreshness(
       try {
         await git.fetchUpstream(checkout, upstream);
       } catch (error) {
-        return { ok: false, message: `${messageOf(error)}; hand off without --fetch, or try again.` };
+        return { ok: false, message: `${errorClause(error)}; hand off without --fetch, or try again.` };
       }
       fetched = true;
       notes.push(`Fetched ${shortRef(upstream.remoteRef)} from ${upstream.remote} first.`);
@@ -67,6 +68,3 @@ export async function checkBaseFreshness(
   return { ok: true, notes };
 }
 
-function messageOf(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).replace(/\.$/, "");
-}

@@ -15,6 +15,7 @@ import { glob } from "node:fs/promises";
 import { relative, sep } from "node:path";
 import type { CarriedChange, ChangesSnapshot, WorktreeSetupGitPort } from "../git/types.ts";
 import { copyInto, linkInto, type CopyReport } from "../fs/copy-into.ts";
+import { errorClause } from "../errors.ts";
 
 export interface SetupRequest {
   git: WorktreeSetupGitPort;
@@ -55,7 +56,7 @@ export async function setUpWorktree(request: SetupRequest): Promise<SetupResult>
       try {
         await copyInto(snapshot.checkout, request.worktreePath, file, untracked);
       } catch (error) {
-        throw new Error(`Could not copy the untracked file ${file} into the worktree (${messageOf(error)}); the tracked changes were carried${done()}.`);
+        throw new Error(`Could not copy the untracked file ${file} into the worktree (${errorClause(error)}); the tracked changes were carried${done()}.`);
       }
     }
     result.carried = { mode: snapshot.mode, from: snapshot.checkout, changes: snapshot.changes, untracked: untracked.created };
@@ -108,7 +109,7 @@ export async function setUpWorktree(request: SetupRequest): Promise<SetupResult>
     try {
       await copyInto(request.mainCheckout, request.worktreePath, entry, report);
     } catch (error) {
-      throw new Error(`Could not copy ${entry} into the worktree (${messageOf(error)})${done()}.`);
+      throw new Error(`Could not copy ${entry} into the worktree (${errorClause(error)})${done()}.`);
     }
     if (report.created.length > 0) result.copied.push(entry);
     result.skipped.push(...report.skipped);
@@ -118,7 +119,7 @@ export async function setUpWorktree(request: SetupRequest): Promise<SetupResult>
     try {
       await linkInto(request.mainCheckout, request.worktreePath, entry, report);
     } catch (error) {
-      throw new Error(`Could not symlink ${entry} into the worktree (${messageOf(error)})${done()}.`);
+      throw new Error(`Could not symlink ${entry} into the worktree (${errorClause(error)})${done()}.`);
     }
     if (report.created.length > 0) result.symlinked.push(entry);
     result.skipped.push(...report.skipped);
@@ -132,10 +133,6 @@ function describeDone(result: SetupResult): string {
   if (result.copied.length > 0) parts.push(`copied ${result.copied.join(", ")}`);
   if (result.symlinked.length > 0) parts.push(`symlinked ${result.symlinked.join(", ")}`);
   return parts.length > 0 ? `; already ${parts.join("; ")}` : "";
-}
-
-function messageOf(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).replace(/\.$/, "");
 }
 
 /** Lines for the user and the handoff message: what the setup brought into the worktree. */

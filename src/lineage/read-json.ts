@@ -9,6 +9,7 @@
  */
 import { readdir, readFile, stat } from "node:fs/promises";
 import type { z } from "zod";
+import { errorCode } from "../fs/probe.ts";
 
 /** Result payloads embed child output; beyond this a file is reported, not parsed. */
 export const MAX_JSON_BYTES = 16 * 1024 * 1024;
@@ -16,10 +17,6 @@ export const MAX_JSON_BYTES = 16 * 1024 * 1024;
 export type JsonRead<T> =
   | { ok: true; value: T }
   | { ok: false; code: "missing" | "too-large" | "unreadable" | "malformed"; message: string };
-
-function errorCode(error: unknown): string | undefined {
-  return typeof error === "object" && error !== null && "code" in error ? String((error as { code: unknown }).code) : undefined;
-}
 
 export async function readJsonFile<S extends z.ZodType>(path: string, schema: S): Promise<JsonRead<z.infer<S>>> {
   let text: string;
@@ -57,14 +54,6 @@ export async function listDir(path: string, kind: "files" | "dirs" | "all" = "al
       .map((entry) => entry.name);
   } catch {
     return [];
-  }
-}
-
-export async function isFile(path: string): Promise<boolean> {
-  try {
-    return (await stat(path)).isFile();
-  } catch {
-    return false;
   }
 }
 

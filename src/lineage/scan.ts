@@ -13,6 +13,7 @@ import { piSubagentsSource, type PiSubagentsSourceOptions } from "./sources/pi-s
 import { piWorkflowsSource } from "./sources/pi-workflows.ts";
 import { isDelivered } from "./ledger.ts";
 import type { AdoptedRun, LineageSource, ScanContext, SourceScan } from "./types.ts";
+import { errorMessage } from "../errors.ts";
 
 export function defaultSources(options: { piSubagents?: PiSubagentsSourceOptions } = {}): LineageSource[] {
   return [handoffChainSource(), piSubagentsSource(options.piSubagents), piWorkflowsSource()];
@@ -24,17 +25,13 @@ export function ownCompletionOwnerId(): string | undefined {
   return typeof value === "string" && value.length > 0 ? value : undefined;
 }
 
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 export async function scanSources(sources: readonly LineageSource[], context: ScanContext): Promise<SourceScan> {
   const results = await Promise.all(
     sources.map(async (source): Promise<SourceScan> => {
       try {
         return await source.scan(context);
       } catch (error) {
-        return { runs: [], notes: [`${source.name}: the scan failed: ${messageOf(error)}`] };
+        return { runs: [], notes: [`${source.name}: the scan failed: ${errorMessage(error)}`] };
       }
     }),
   );
@@ -49,7 +46,7 @@ export async function refreshRuns(sources: readonly LineageSource[], runs: reado
       try {
         return await source.refresh(own, context);
       } catch (error) {
-        return { runs: own, notes: [`${source.name}: the refresh failed: ${messageOf(error)}`] };
+        return { runs: own, notes: [`${source.name}: the refresh failed: ${errorMessage(error)}`] };
       }
     }),
   );

@@ -17,7 +17,8 @@ import { mkdir, readdir, readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { lock } from "proper-lockfile";
 import { z } from "zod";
-import { errorCode, writeFileAtomic } from "../fs/atomic-write.ts";
+import { writeFileAtomic } from "../fs/atomic-write.ts";
+import { errorCode } from "../fs/probe.ts";
 import { type HandoffState, type Manifest, ManifestSchema, MANIFEST_VERSION, canTransition } from "./schema.ts";
 
 const MANIFEST_SUFFIX = ".json";

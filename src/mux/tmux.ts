@@ -14,7 +14,6 @@
  *   handoff's pane in its worktree (ids restart with a tmux server, so an id alone could name
  *   someone else's window), and refuses uncommitted changes before it closes anything.
  */
-import { stat } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { execa } from "execa";
 import type { GitPort, RecoveryGitPort } from "../git/types.ts";
@@ -32,6 +31,8 @@ import type {
   WorkspaceState,
 } from "./types.ts";
 import { describePaneProcess } from "./pane-process.ts";
+import { isDirectory } from "../fs/probe.ts";
+import { errorMessage } from "../errors.ts";
 
 const DEFAULT_TIMEOUT_MS = 5_000;
 const SHELL_SAMPLE_INTERVAL_MS = 20;
@@ -116,7 +117,7 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
       return {
         ok: false,
         code: "worktree_create_failed",
-        message: `Could not create the worktree at ${request.worktreePath}: ${stripPeriod(oneLine(errorText(error)))}.`,
+        message: `Could not create the worktree at ${request.worktreePath}: ${stripPeriod(oneLine(errorMessage(error)))}.`,
       };
     }
 
@@ -192,7 +193,7 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
       try {
         status = await worktreeStatus.call(this.#git, options.worktreePath);
       } catch (error) {
-        return { ok: false, code: "worktree_remove_failed", message: `Could not read the state of ${options.worktreePath}: ${stripPeriod(oneLine(errorText(error)))}.` };
+        return { ok: false, code: "worktree_remove_failed", message: `Could not read the state of ${options.worktreePath}: ${stripPeriod(oneLine(errorMessage(error)))}.` };
       }
       const changed = status.dirtyFiles.length + status.untrackedFiles.length;
       if (changed > 0) {
@@ -208,7 +209,7 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
     try {
       await removeWorktree.call(this.#git, options.mainCheckout, options.worktreePath, { force: options.force });
     } catch (error) {
-      return { ok: false, code: "worktree_remove_failed", message: `Could not remove the worktree ${options.worktreePath}: ${stripPeriod(oneLine(errorText(error)))}.` };
+      return { ok: false, code: "worktree_remove_failed", message: `Could not remove the worktree ${options.worktreePath}: ${stripPeriod(oneLine(errorMessage(error)))}.` };
     }
     return { ok: true };
   }
@@ -452,19 +453,6 @@ function isId(value: string | undefined, sigil: "$" | "@" | "%"): value is strin
 function isInside(path: string, dir: string): boolean {
   const shown = path.replace(/ \(deleted\)$/, "");
   return shown === dir || shown.startsWith(`${dir}/`);
-}
-
-async function isDirectory(path: string): Promise<boolean> {
-  try {
-    return (await stat(path)).isDirectory();
-  } catch {
-    return false;
-  }
-}
-
-function errorText(error: unknown): string {
-  if (error instanceof Error) return error.message;
-  return String(error);
 }
 
 function oneLine(text: string): string {

@@ -11,7 +11,6 @@
  * - Backend-specific questions go through `muxFor` (see mux/for-location.ts), so a new backend
  *   needs no change here.
  */
-import { stat } from "node:fs/promises";
 import type { CommitSummary, RecoveryGitPort, WorktreeEntry } from "../git/types.ts";
 import { isOwnerAlive } from "../handoff/owner.ts";
 import type { Manifest, ManifestOwner, MuxLocation } from "../manifest/schema.ts";
@@ -19,6 +18,8 @@ import type { MuxForLocation } from "../mux/for-location.ts";
 import type { HandoffFacts, ProcessInfo, WorktreeRegistration } from "./classify.ts";
 import type { BranchFact, Changes, CommitList, WorkspaceFact } from "./json-schema.ts";
 import { describeProcess, scanPiProcesses, type ProcessScan } from "./processes.ts";
+import { isDirectory, isFile } from "../fs/probe.ts";
+import { errorSentence } from "../errors.ts";
 
 /** How many commits of each kind a report lists (the total is always exact). */
 const LISTED_COMMITS = 50;
@@ -87,7 +88,7 @@ export class FactGatherer {
       try {
         changes = await this.deps.git.worktreeStatus(manifest.worktree.path);
       } catch (error) {
-        problems.push(`Could not read the uncommitted changes in ${manifest.worktree.path}: ${messageOf(error)}`);
+        problems.push(`Could not read the uncommitted changes in ${manifest.worktree.path}: ${errorSentence(error)}`);
       }
     }
     return {
@@ -115,7 +116,7 @@ export class FactGatherer {
     }
     const worktrees = await listing;
     if (worktrees instanceof Error) {
-      return { code: "unknown", message: `Could not list the worktrees of ${root}: ${messageOf(worktrees)}` };
+      return { code: "unknown", message: `Could not list the worktrees of ${root}: ${errorSentence(worktrees)}` };
     }
     const entry = worktrees.find((worktree) => worktree.path === manifest.worktree.path);
     if (entry === undefined) return { code: "not_listed" };
@@ -179,7 +180,7 @@ export class FactGatherer {
         unpushed: commitList(unpushed),
       };
     } catch (error) {
-      return { code: "unknown", message: `Could not read branch ${manifest.branch} in ${root}: ${messageOf(error)}` };
+      return { code: "unknown", message: `Could not read branch ${manifest.branch} in ${root}: ${errorSentence(error)}` };
     }
   }
 }
@@ -193,23 +194,3 @@ function commitList(list: { total: number; commits: CommitSummary[] }): CommitLi
   return { total: list.total, commits: list.commits.map((commit) => ({ sha: commit.sha, subject: commit.subject })) };
 }
 
-async function isDirectory(path: string): Promise<boolean> {
-  try {
-    return (await stat(path)).isDirectory();
-  } catch {
-    return false;
-  }
-}
-
-async function isFile(path: string): Promise<boolean> {
-  try {
-    return (await stat(path)).isFile();
-  } catch {
-    return false;
-  }
-}
-
-function messageOf(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
-  return text.replace(/\s+/g, " ").trim().replace(/[.\s]*$/, ".");
-}

@@ -23,6 +23,7 @@ import { hasWorkspace, type GatherDeps } from "./gather.ts";
 import { isInProgress, isPrunable } from "./classify.ts";
 import { buildInventory, inspectHandoff, type InventoryDeps } from "./inventory.ts";
 import type { CommitList, HandoffReport } from "./json-schema.ts";
+import { errorSentence } from "../errors.ts";
 
 export interface RemovalDeps extends GatherDeps {
   store: ManifestStore;
@@ -245,7 +246,7 @@ export async function removeHandoff(
       try {
         await deps.git.removeWorktree(request.mainCheckout, request.worktreePath, { force: request.force });
       } catch (error) {
-        return { code: "failed", plan, message: `Could not remove the worktree: ${messageOf(error)} Handoff ${id} was not removed.` };
+        return { code: "failed", plan, message: `Could not remove the worktree: ${errorSentence(error)} Handoff ${id} was not removed.` };
       }
     }
   }
@@ -259,7 +260,7 @@ export async function removeHandoff(
       await deps.git.deleteBranch(manifest.repo.root, manifest.branch, { expectedTip: plan.branch.tip, mergedInto: plan.branch.mergeTarget.sha });
       done.push(`deleted branch ${manifest.branch}`);
     } catch (error) {
-      done.push(`kept branch ${manifest.branch} (${messageOf(error).replace(/\.$/, "")})`);
+      done.push(`kept branch ${manifest.branch} (${errorSentence(error).replace(/\.$/, "")})`);
     }
   } else if (plan.branch.code !== "gone") {
     done.push(`kept branch ${manifest.branch}`);
@@ -308,7 +309,7 @@ export async function planPrune(deps: InventoryDeps): Promise<{ actions: PruneAc
       const entries = await deps.git.pruneWorktrees(repo, { dryRun: true });
       if (entries.length > 0) actions.push({ code: "prune_worktrees", repo, entries });
     } catch (error) {
-      problems.push(`Could not ask git what to prune in ${repo}: ${messageOf(error)}`);
+      problems.push(`Could not ask git what to prune in ${repo}: ${errorSentence(error)}`);
     }
   }
   for (const handoff of inventory.handoffs) {
@@ -355,7 +356,7 @@ export async function executePrune(deps: InventoryDeps, actions: readonly PruneA
       }
       results.push({ action, ok: true });
     } catch (error) {
-      results.push({ action, ok: false, message: messageOf(error) });
+      results.push({ action, ok: false, message: errorSentence(error) });
     }
   }
   return results;
@@ -365,7 +366,3 @@ function branchStateTarget(report: HandoffReport): string {
   return report.branchState.code === "present" ? report.branchState.mergeTarget.ref : report.base.ref;
 }
 
-function messageOf(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
-  return text.replace(/\s+/g, " ").trim().replace(/[.\s]*$/, ".");
-}

@@ -14,11 +14,10 @@
  * - A run that this process's own pi-subagents owns (same completion owner id) is left to it.
  * - Every file is decoded with a zod schema; a malformed file is skipped with a note.
  */
-import { stat } from "node:fs/promises";
 import { dirname, isAbsolute, join } from "node:path";
 import { ownerIndex, type Ancestor } from "../lineage.ts";
 import { pidLiveness, type PidLiveness } from "../liveness.ts";
-import { isFile, listDir, mapLimit, readJsonFile } from "../read-json.ts";
+import { listDir, mapLimit, readJsonFile } from "../read-json.ts";
 import { cleanLine, cleanText } from "../text.ts";
 import type { AdoptedRun, LineageSource, RunOutcome, ScanContext, SourceScan } from "../types.ts";
 import {
@@ -46,6 +45,7 @@ import {
   type ResultPayload,
   type RunStatus,
 } from "./pi-subagents-layout.ts";
+import { isDirectory, isFile } from "../../fs/probe.ts";
 
 export const PI_SUBAGENTS_SOURCE = "pi-subagents";
 const MAX_SUMMARY_CHARS = 600;
@@ -299,14 +299,6 @@ export function piSubagentsSource(options: PiSubagentsSourceOptions = {}): Linea
   }
 
   return { name: PI_SUBAGENTS_SOURCE, scan, refresh };
-}
-
-async function isDirectory(path: string): Promise<boolean> {
-  try {
-    return (await stat(path)).isDirectory();
-  } catch {
-    return false;
-  }
 }
 
 function agentsOf(status: RunStatus | undefined, result: ResultPayload | undefined): string[] {

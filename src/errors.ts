@@ -1,0 +1,19 @@
+/**
+ * Turning a caught error into text for a one-sentence message. One place, so every module words
+ * a failure the same way.
+ */
+
+/** The error's own message (or the thrown value as text). */
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The message as a clause to embed in a sentence: one line, no trailing period. */
+export function errorClause(error: unknown): string {
+  return errorMessage(error).replace(/\s+/g, " ").trim().replace(/[.\s]*$/, "");
+}
+
+/** The message as a sentence of its own: one line, ending in a period. */
+export function errorSentence(error: unknown): string {
+  return `${errorClause(error)}.`;
+}
