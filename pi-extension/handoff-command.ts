@@ -19,6 +19,7 @@ import { selectMultiplexer } from "../src/mux/detect.ts";
 import { ForkWorker, locatePiSessionModule, runFork } from "../src/session/fork-runner.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import { report } from "./report.ts";
+import { errorClause } from "../src/errors.ts";
 
 const STATUS_KEY = "handoff-worktree";
 
@@ -153,6 +154,14 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
       env,
       config: settings.config,
     });
+  } catch (error) {
+    // An unexpected failure (a lock that cannot be had, a store that cannot be written) must still
+    // reach the user as one sentence, with where to look: nothing is deleted, the manifest says what exists.
+    return report(
+      ctx,
+      `The handoff stopped on an unexpected error: ${errorClause(error)}; whatever it created is kept, and pi-handoff list (or /handoffs) shows it.`,
+      "error",
+    );
   } finally {
     // Unused when the handoff was refused before the fork.
     forkWorker?.dispose();

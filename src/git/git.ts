@@ -271,11 +271,7 @@ export class SimpleGitPort implements RecoveryGitPort {
 
   async captureState(checkout: string, baseSha: string): Promise<GitState> {
     const capturedAt = new Date().toISOString();
-    const status = await this.run(checkout, ["status", "--porcelain=v1", "-z", "--untracked-files=normal"]);
-    if (status.exitCode !== 0) throw gitFailure(["status"], status);
-    const { dirtyFiles, untrackedFiles } = parseStatus(status.stdout);
-
-    const head = await this.resolveCommit(checkout, "HEAD");
+    const [{ dirtyFiles, untrackedFiles }, head] = await Promise.all([this.worktreeStatus(checkout), this.resolveCommit(checkout, "HEAD")]);
     let aheadOfBase: number | undefined;
     if (head !== undefined && FULL_SHA.test(baseSha)) {
       // Counted against the `head` reported above, so the two fields describe the same commit.

@@ -124,6 +124,8 @@ export class ChildLauncher {
     this.deps.progress("confirm", "Waiting for the new Pi to start");
     const confirmed = await this.confirm(mux, launching);
     if (!confirmed.ok) {
+      // Changed by someone else meanwhile (removed, failed): reported, not overwritten.
+      if (confirmed.manifest !== undefined) return { code: "launch_unconfirmed", manifest: confirmed.manifest, message: confirmed.message };
       const unconfirmed = await this.deps.store.transition(
         launching.id,
         "launch_unconfirmed",
@@ -180,7 +182,7 @@ export class ChildLauncher {
   private async confirm(
     mux: Multiplexer,
     manifest: Manifest,
-  ): Promise<{ ok: true; manifest: Manifest } | { ok: false; message: string }> {
+  ): Promise<{ ok: true; manifest: Manifest } | { ok: false; message: string; manifest?: Manifest }> {
     const deadline = this.deps.now().getTime() + this.deps.timeouts.confirmMs;
     for (;;) {
       const current = await this.deps.store.read(manifest.id);
@@ -199,12 +201,16 @@ export class ChildLauncher {
       };
     }
     const running = await this.deps.store.update(manifest.id, (m) => {
-      // The acknowledgement may have landed between the last poll and the probe; it wins.
-      if (m.state === "running") return;
+      // The acknowledgement may have landed between the last poll and the probe; it wins. Only a
+      // launch still in progress is confirmed: a handoff removed or failed meanwhile stays so.
+      if (m.state !== "launching") return;
       m.state = "running";
       m.history.push({ state: "running", at: this.isoNow(), note: "confirmed by process probe" });
       m.child = { ...m.child, pid: child.pid, confirmedBy: "probe" };
     });
+    if (running.state !== "running") {
+      return { ok: false, message: `A Pi was found in the new pane, but handoff ${running.id} is ${running.state} now, so it was left as it is.`, manifest: running };
+    }
     return { ok: true, manifest: running };
   }
 

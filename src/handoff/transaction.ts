@@ -119,6 +119,8 @@ export class HandoffTransaction {
   private readonly deps: HandoffDeps;
   /** Set once the launch reaches confirmation: from then on the child may be running. */
   private lateStep: "confirm" | "focus" | undefined;
+  /** The step under way, so an unexpected error is recorded where it happened. */
+  private currentStep: HandoffStep = "preconditions";
   /** Test hook: the crash point `PI_HANDOFF_FAULT=kill-after:<point>` names (fault.ts); SIGKILL there. */
   private killAfter: KillPoint | undefined;
 
@@ -128,13 +130,14 @@ export class HandoffTransaction {
 
   async run(request: HandoffRequest): Promise<HandoffOutcome> {
     this.lateStep = undefined;
+    this.currentStep = "preconditions";
     this.killAfter = killPointFromEnv(request.env);
-    this.deps.progress("preconditions", "Checking the session, the repository and the branch");
+    this.enter("preconditions", "Checking the session, the repository and the branch");
     const planned = await this.plan(request);
     if (!planned.ok) return { code: "refused", message: planned.message };
     const plan = planned.plan;
 
-    this.deps.progress("manifest", "Recording the handoff");
+    this.enter("manifest", "Recording the handoff");
     const created = await this.createManifest(plan, request);
     if (!created.ok) return { code: "refused", message: created.message };
     let manifest = created.manifest;
@@ -156,7 +159,7 @@ export class HandoffTransaction {
         // not a launch failure, so it is not recorded as one.
         throw error;
       }
-      const step = error instanceof StepFailure ? error.step : "launch";
+      const step = error instanceof StepFailure ? error.step : this.currentStep;
       const message = error instanceof Error ? error.message : String(error);
       const failed = await this.fail(plan, manifest.id, step, message);
       return { ...failed, message: withNotes(failed.message, plan.notes) };
@@ -344,7 +347,7 @@ export class HandoffTransaction {
 
   /** Step 2: worktree and pane, unfocused. */
   private async provision(plan: Plan, manifest: Manifest): Promise<Manifest> {
-    this.deps.progress("worktree", `Creating worktree ${plan.worktreePath}`);
+    this.enter("worktree", `Creating worktree ${plan.worktreePath}`);
     const created = await plan.mux.createWorkspace({
       mainCheckout: plan.repo.mainCheckout,
       branch: plan.branch,
@@ -397,7 +400,7 @@ export class HandoffTransaction {
       this.injectFault("setup");
       return manifest;
     }
-    this.deps.progress("setup", plan.carry !== undefined ? "Carrying the uncommitted changes into the worktree" : "Copying files into the worktree");
+    this.enter("setup", plan.carry !== undefined ? "Carrying the uncommitted changes into the worktree" : "Copying files into the worktree");
     let result: SetupResult;
     try {
       result = await setUpWorktree({ git: this.deps.setupGit, mainCheckout: plan.repo.mainCheckout, worktreePath: manifest.worktree.path, ...work });
@@ -421,7 +424,7 @@ export class HandoffTransaction {
 
   /** Step 3: the child session (active branch plus one handoff message). */
   private async forkSession(plan: Plan, manifest: Manifest, request: HandoffRequest): Promise<Manifest> {
-    this.deps.progress("fork", "Copying the conversation into the worktree's session");
+    this.enter("fork", "Copying the conversation into the worktree's session");
     const sessionDir = childSessionDir({
       parentSessionDir: request.parent.sessionDir,
       parentCwd: request.parent.cwd,
@@ -533,7 +536,7 @@ export class HandoffTransaction {
       timeouts: this.deps.timeouts,
       progress: (step, text) => {
         if (step === "confirm" || step === "focus") this.lateStep = step;
-        this.deps.progress(step, text);
+        this.enter(step, text);
       },
     });
     const outcome = await launcher.launch({
@@ -570,10 +573,19 @@ export class HandoffTransaction {
     return outcome;
   }
 
+  private enter(step: HandoffStep, text: string): void {
+    this.currentStep = step;
+    this.deps.progress(step, text);
+  }
+
   private async fail(plan: Plan, id: string, step: HandoffStep, message: string): Promise<HandoffOutcome> {
+    // The backend may have put the worktree somewhere other than planned (Herdr reports its
+    // realpath, a reconciled create its own path): the recorded path is the one that exists.
+    const recorded = await this.deps.store.read(id);
+    const worktreePath = recorded.ok ? recorded.manifest.worktree.path : plan.worktreePath;
     let gitState: Manifest["gitState"];
     try {
-      gitState = await this.deps.git.captureState(plan.worktreePath, plan.base.sha);
+      gitState = await this.deps.git.captureState(worktreePath, plan.base.sha);
     } catch {
       gitState = undefined; // The worktree may not exist: nothing to capture.
     }

@@ -32,7 +32,7 @@ import type {
 } from "./types.ts";
 import { describePaneProcess } from "./pane-process.ts";
 import { isDirectory } from "../fs/probe.ts";
-import { errorMessage } from "../errors.ts";
+import { errorClause } from "../errors.ts";
 
 const DEFAULT_TIMEOUT_MS = 5_000;
 const SHELL_SAMPLE_INTERVAL_MS = 20;
@@ -117,7 +117,7 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
       return {
         ok: false,
         code: "worktree_create_failed",
-        message: `Could not create the worktree at ${request.worktreePath}: ${stripPeriod(oneLine(errorMessage(error)))}.`,
+        message: `Could not create the worktree at ${request.worktreePath}: ${errorClause(error)}.`,
       };
     }
 
@@ -193,7 +193,7 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
       try {
         status = await worktreeStatus.call(this.#git, options.worktreePath);
       } catch (error) {
-        return { ok: false, code: "worktree_remove_failed", message: `Could not read the state of ${options.worktreePath}: ${stripPeriod(oneLine(errorMessage(error)))}.` };
+        return { ok: false, code: "worktree_remove_failed", message: `Could not read the state of ${options.worktreePath}: ${errorClause(error)}.` };
       }
       const changed = status.dirtyFiles.length + status.untrackedFiles.length;
       if (changed > 0) {
@@ -209,7 +209,12 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
     try {
       await removeWorktree.call(this.#git, options.mainCheckout, options.worktreePath, { force: options.force });
     } catch (error) {
-      return { ok: false, code: "worktree_remove_failed", message: `Could not remove the worktree ${options.worktreePath}: ${stripPeriod(oneLine(errorMessage(error)))}.` };
+      // The window is already closed here; say so, since the handoff is otherwise left as it was.
+      return {
+        ok: false,
+        code: "worktree_remove_failed",
+        message: `Could not remove the worktree ${options.worktreePath} (its window was closed first): ${errorClause(error)}.`,
+      };
     }
     return { ok: true };
   }

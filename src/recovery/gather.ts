@@ -159,15 +159,18 @@ export class FactGatherer {
       const [allTips, resolvedBase] = await Promise.all([tips, base]);
       const tip = allTips.get(manifest.branch);
       if (tip === undefined) return { code: "gone" };
-      const targetSha = resolvedBase ?? manifest.base.sha;
+      // With --existing the base ref is the branch itself, so it cannot say what is merged: the
+      // commit the handoff started from is the measure instead.
+      const targetSha = manifest.setup?.existingBranch === true ? manifest.base.sha : (resolvedBase ?? manifest.base.sha);
       const mergeTarget = { ref: manifest.base.ref, sha: targetSha };
       // A branch still at its base has no commits of its own: nothing to count or list.
       if (tip === manifest.base.sha) {
         const none = { total: 0, commits: [] };
         return { code: "present", tip, mergeTarget, aheadOfBase: 0, unmerged: none, unpushed: none };
       }
+      // Measured against the base itself (the usual case), "ahead" is the unmerged count: one walk.
       const [ahead, unmerged, unpushed] = await Promise.all([
-        git.commitsNotIn(root, tip, [manifest.base.sha], { limit: 0 }),
+        targetSha === manifest.base.sha ? undefined : git.commitsNotIn(root, tip, [manifest.base.sha], { limit: 0 }),
         git.commitsNotIn(root, tip, [targetSha], { limit: LISTED_COMMITS }),
         git.commitsNotIn(root, tip, [manifest.base.sha], { excludeRemotes: true, limit: LISTED_COMMITS }),
       ]);
@@ -175,7 +178,7 @@ export class FactGatherer {
         code: "present",
         tip,
         mergeTarget,
-        aheadOfBase: ahead.total,
+        aheadOfBase: (ahead ?? unmerged).total,
         unmerged: commitList(unmerged),
         unpushed: commitList(unpushed),
       };

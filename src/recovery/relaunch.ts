@@ -48,6 +48,7 @@ export type RelaunchRefusal =
   | "no_launch_settings"
   | "no_pi"
   | "no_multiplexer"
+  | "workspace_unknown"
   | "bad_command";
 
 export type RelaunchOutcome =
@@ -118,6 +119,11 @@ export async function relaunchHandoff(deps: RelaunchDeps, id: string, options: {
   if (!muxFound.ok) return refuse("no_multiplexer", muxFound.message);
   const mux = muxFound.mux;
 
+  // A window that cannot be seen may still be there: opening another would start a second Pi
+  // beside a live one, so nothing is started until the backend answers.
+  if (report.workspace.code === "unknown") {
+    return refuse("workspace_unknown", `Handoff ${id} was not relaunched: ${report.workspace.message.replace(/\.$/, "")}; try again once the ${manifest.mux.kind} server answers.`);
+  }
   let current = manifest;
   let reopened = false;
   if (report.workspace.code !== "open") {

@@ -297,6 +297,20 @@ describe("remove never loses a file or a commit without --force", () => {
     expect(existsSync(manifest.worktree.path)).toBe(false);
   });
 
+  it("does not call an --existing handoff's new commits merged, and refuses to remove them without --force", async () => {
+    rig.repo.run(["branch", "cli/mine-work"]);
+    const manifest = runningManifest(await rig.handoff("cli/mine-work", { focus: false, existing: true }));
+    await killAndWait(manifest.child.pid ?? 0);
+    const tip = rig.repo.commitFile("work.txt", "work\n", "work in the handoff", { cwd: manifest.worktree.path });
+    const inspected = JSON.parse(cli(["inspect", manifest.id, "--json"]).stdout);
+    expect(JSON.stringify(inspected)).toContain(tip);
+    expect(JSON.stringify(inspected)).not.toMatch(/"merged":\s*true/);
+    const refused = cli(["remove", manifest.id]);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain("has 1 commit(s) not merged into");
+    expect(existsSync(manifest.worktree.path)).toBe(true);
+  });
+
   it("deletes a merged branch with --delete-branch", async () => {
     const manifest = runningManifest(await rig.handoff("cli/merged", { focus: false }));
     await killAndWait(manifest.child.pid ?? 0);

@@ -288,7 +288,11 @@ describe("a Herdr server that does not answer", () => {
     expect(report.problems).toEqual([`Could not see the handoff's window: ${down}`]);
 
     const relaunched = await relaunchHandoff(rig.relaunchDeps(), manifest.id, { focus: false });
-    expect(relaunched).toMatchObject({ code: "failed", reason: "reopen_failed", message: `Could not reopen a window for handoff ${manifest.id}: ${down}` });
+    expect(relaunched).toEqual({
+      code: "refused",
+      reason: "workspace_unknown",
+      message: `Handoff ${manifest.id} was not relaunched: Could not see the handoff's window: ${down.replace(/\.$/, "")}; try again once the herdr server answers.`,
+    });
     const removal = await remove(manifest.id);
     expect(removal.outcome).toMatchObject({ code: "failed", message: `${down} Handoff ${manifest.id} was not removed.` });
     expect(readFileSync(rig.store.pathFor(manifest.id), "utf8")).toBe(before);

@@ -310,6 +310,37 @@ describe("HandoffTransaction", () => {
     expect(calls).toEqual(["createWorkspace"]);
   });
 
+  it("does not turn a handoff that changed meanwhile back to running when the probe finds a Pi", async () => {
+    mux.onRun = async () => {
+      const manifest = (await store.list()).map((e) => (e.ok ? e.manifest : undefined)).find((m) => m?.branch === "feat/x");
+      if (manifest === undefined) throw new Error("no manifest");
+      mux.processes = [{ pid: 12, name: "pi", cwd: manifest.worktree.path, handoffId: manifest.id }];
+      // Someone else (recovery) settles the handoff while this one waits for the acknowledgement.
+      await store.transition(manifest.id, "failed", undefined, "failed elsewhere");
+    };
+    const outcome = await new HandoffTransaction(deps()).run(request());
+    expect(outcome.code).toBe("launch_unconfirmed");
+    if (outcome.code !== "launch_unconfirmed") return;
+    expect(outcome.manifest.state).toBe("failed");
+    expect(outcome.manifest.history.map((h) => h.state)).not.toContain("running");
+    expect(outcome.message).toContain(`but handoff ${outcome.manifest.id} is failed now, so it was left as it is.`);
+    expect(calls).not.toContain("focus");
+  });
+
+  it("records an unexpected error at the step where it happened, not at launch", async () => {
+    const resolve = git.resolveCommit.bind(git);
+    git.resolveCommit = async (repo: string, ref: string) => {
+      if (repo !== repoRoot && ref === "HEAD") throw new Error("git rev-parse timed out after 30000 ms");
+      return resolve(repo, ref);
+    };
+    const outcome = await new HandoffTransaction(deps()).run(request());
+    expect(outcome.code).toBe("failed");
+    if (outcome.code !== "failed") return;
+    expect(outcome.step).toBe("worktree");
+    expect(outcome.manifest.error).toMatchObject({ step: "worktree", message: "git rev-parse timed out after 30000 ms" });
+    expect(calls).toEqual(["createWorkspace"]);
+  });
+
   it.each(["worktree", "fork", "launch", "confirm"] as const)("stops at an injected fault at %s with the step recorded", async (step: HandoffStep) => {
     childAcknowledgesOnRun();
     const outcome = await new HandoffTransaction(deps({ faultAt: step })).run(request());
