@@ -2,7 +2,7 @@
  * In a handoff child, at session start: acknowledge the launch, then start on the task if any.
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
-import { acknowledgeHandoff, findHandoffDetails, KICKOFF_MESSAGE_TYPE, kickoffSent } from "../src/handoff/acknowledge.ts";
+import { acknowledgeHandoff, findHandoffDetails, KICKOFF_MESSAGE_TYPE, kickoffSent } from "../src/launch/acknowledge.ts";
 import { ManifestStore } from "../src/manifest/store.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 

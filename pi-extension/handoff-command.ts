@@ -10,7 +10,7 @@ import { SimpleGitPort } from "../src/git/git.ts";
 import { WorktreeSetupGit } from "../src/git/setup-git.ts";
 import { completeHandoffArgs, type CompletionItem } from "../src/handoff/completions.ts";
 import { HANDOFF_HELP, parseHandoffArgs } from "../src/handoff/args.ts";
-import { currentPiCommand, mirroredPiFlags } from "../src/handoff/launch-command.ts";
+import { currentPiCommand, mirroredPiFlags } from "../src/launch/launch-command.ts";
 import { nextSteps } from "../src/handoff/next-steps.ts";
 import { DEFAULT_TIMEOUTS, HandoffTransaction, type HandoffOutcome } from "../src/handoff/transaction.ts";
 import { HANDOFF_STEPS, type HandoffStep } from "../src/manifest/schema.ts";

@@ -6,7 +6,7 @@
  * Decisions live in src/recovery/ (shared with the `pi-handoff` CLI); this file only asks.
  */
 import type { ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
-import { currentPiCommand } from "../src/handoff/launch-command.ts";
+import { currentPiCommand } from "../src/launch/launch-command.ts";
 import { createRecoveryDeps, launchTimeoutsFromEnv, type RecoveryDeps } from "../src/recovery/deps.ts";
 import { formatInventory, formatPickerLabel, formatReport } from "../src/recovery/format.ts";
 import { buildInventory } from "../src/recovery/inventory.ts";

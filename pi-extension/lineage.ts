@@ -22,7 +22,7 @@
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { Box, Text } from "@earendil-works/pi-tui";
 import { Type } from "typebox";
-import { findHandoffDetails, kickoffSent } from "../src/handoff/acknowledge.ts";
+import { findHandoffDetails, kickoffSent } from "../src/launch/acknowledge.ts";
 import { LINEAGE_LEDGER_TYPE, ledgerEntryFor, readLedger } from "../src/lineage/ledger.ts";
 import { walkLineage } from "../src/lineage/lineage.ts";
 import {

@@ -29,11 +29,11 @@ import { buildHandoffMessage, prepareTask } from "../session/handoff-message.ts"
 import { childSessionDir } from "../session/paths.ts";
 import type { HandoffArgs } from "./args.ts";
 import { crashAt, killPointFromEnv, type KillPoint } from "./fault.ts";
-import { ChildLauncher, type LaunchOutcome } from "./launch.ts";
-import { buildLaunchCommand, shellQuote } from "./launch-command.ts";
-import { ownerOf } from "./owner.ts";
+import { ChildLauncher, type LaunchOutcome } from "../launch/launcher.ts";
+import { buildLaunchCommand, shellQuote } from "../launch/launch-command.ts";
+import { ownerOf } from "../launch/owner.ts";
 import { checkBaseFreshness } from "./freshness.ts";
-import { postCreateFiles, postCreatePrelude, writeRunner } from "./post-create.ts";
+import { postCreateFiles, postCreatePrelude, writeRunner } from "../launch/post-create.ts";
 import { describeSetup, hasSetupWork, setUpWorktree, type SetupResult } from "./setup.ts";
 import { chooseWorktreePath } from "./worktree-path.ts";
 

@@ -43,7 +43,7 @@ import {
   type HerdrWorktreeInfo,
 } from "./herdr-protocol.ts";
 import { muxLabel } from "./label.ts";
-import { listDescendants, readCwd, readEnvironValue } from "./procfs.ts";
+import { listDescendants, readCwd, readEnvironValue } from "../process/procfs.ts";
 import type {
   CreatedWorkspace,
   CreateWorkspaceRequest,
@@ -54,7 +54,7 @@ import type {
   ReopenWorkspaceRequest,
   WorkspaceState,
 } from "./types.ts";
-import { describePaneProcess } from "./pane-process.ts";
+import { describePaneProcess } from "../process/pane-process.ts";
 import { HANDOFF_ID_ENV } from "./types.ts";
 
 const DEFAULT_TIMEOUT_MS = 5_000;

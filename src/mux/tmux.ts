@@ -19,7 +19,7 @@ import { execa } from "execa";
 import type { GitPort, RecoveryGitPort } from "../git/types.ts";
 import type { MuxLocation, TmuxLocation } from "../manifest/schema.ts";
 import { muxLabel, tmuxLiteral } from "./label.ts";
-import { listDescendants, readStat } from "./procfs.ts";
+import { listDescendants, readStat } from "../process/procfs.ts";
 import type {
   CreatedWorkspace,
   CreateWorkspaceRequest,
@@ -30,7 +30,7 @@ import type {
   ReopenWorkspaceRequest,
   WorkspaceState,
 } from "./types.ts";
-import { describePaneProcess } from "./pane-process.ts";
+import { describePaneProcess } from "../process/pane-process.ts";
 import { isDirectory } from "../fs/probe.ts";
 import { errorClause } from "../errors.ts";
 

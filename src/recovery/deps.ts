@@ -6,7 +6,7 @@
  */
 import { SimpleGitPort } from "../git/git.ts";
 import { DEFAULT_TIMEOUTS } from "../handoff/transaction.ts";
-import type { LaunchTimeouts } from "../handoff/launch.ts";
+import type { LaunchTimeouts } from "../launch/launcher.ts";
 import { ManifestStore } from "../manifest/store.ts";
 import { muxForLocation } from "../mux/for-location.ts";
 import { agentDirFromEnv } from "../session/paths.ts";

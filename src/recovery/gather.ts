@@ -12,7 +12,7 @@
  *   needs no change here.
  */
 import type { CommitSummary, RecoveryGitPort, WorktreeEntry } from "../git/types.ts";
-import { isOwnerAlive } from "../handoff/owner.ts";
+import { isOwnerAlive } from "../launch/owner.ts";
 import type { Manifest, ManifestOwner, MuxLocation } from "../manifest/schema.ts";
 import type { MuxForLocation } from "../mux/for-location.ts";
 import type { HandoffFacts, ProcessInfo, WorktreeRegistration } from "./classify.ts";
@@ -32,7 +32,7 @@ export interface GatherDeps {
   scanProcesses?: () => Promise<ProcessScan>;
   /** Defaults to procfs. */
   describeProcess?: (pid: number) => Promise<ProcessInfo | undefined>;
-  /** Whether a manifest's owner process still lives; defaults to procfs (handoff/owner.ts). */
+  /** Whether a manifest's owner process still lives; defaults to procfs (launch/owner.ts). */
   ownerAlive?: (owner: ManifestOwner) => Promise<boolean>;
 }
 

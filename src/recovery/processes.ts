@@ -10,8 +10,8 @@
  * - Without procfs (not Linux) the scan finds nothing and says so, rather than claiming no Pi runs.
  */
 import { access, readdir } from "node:fs/promises";
-import { describePaneProcess } from "../mux/pane-process.ts";
-import { isAlive, readComm } from "../mux/procfs.ts";
+import { describePaneProcess } from "../process/pane-process.ts";
+import { isAlive, readComm } from "../process/procfs.ts";
 import type { ProcessInfo } from "./classify.ts";
 
 const PROC_ROOT = "/proc";

@@ -13,12 +13,12 @@
  * - Every refusal changes nothing and is one sentence.
  */
 import { dirname } from "node:path";
-import { ChildLauncher, type LaunchTimeouts } from "../handoff/launch.ts";
-import { buildLaunchCommand } from "../handoff/launch-command.ts";
+import { ChildLauncher, type LaunchTimeouts } from "../launch/launcher.ts";
+import { buildLaunchCommand } from "../launch/launch-command.ts";
 import { describeLocation } from "../handoff/transaction.ts";
 import type { HandoffStep, Manifest } from "../manifest/schema.ts";
 import type { ManifestStore } from "../manifest/store.ts";
-import { ownerOf } from "../handoff/owner.ts";
+import { ownerOf } from "../launch/owner.ts";
 import { defaultSessionDir } from "../session/paths.ts";
 import { isInProgress } from "./classify.ts";
 import type { GatherDeps } from "./gather.ts";

@@ -20,7 +20,7 @@ import type { HandoffConfig } from "../../src/config/schema.ts";
 import { SimpleGitPort } from "../../src/git/git.ts";
 import { WorktreeSetupGit } from "../../src/git/setup-git.ts";
 import type { HandoffArgs } from "../../src/handoff/args.ts";
-import { findChildProcess } from "../../src/handoff/launch.ts";
+import { findChildProcess } from "../../src/launch/launcher.ts";
 import { HandoffTransaction, type HandoffOutcome } from "../../src/handoff/transaction.ts";
 import type { HandoffStep, Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";

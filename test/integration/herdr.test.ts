@@ -6,7 +6,7 @@ import { existsSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { HerdrLocation } from "../../src/manifest/schema.ts";
-import { shellQuote } from "../../src/handoff/launch-command.ts";
+import { shellQuote } from "../../src/launch/launch-command.ts";
 import { selectMultiplexer } from "../../src/mux/detect.ts";
 import { muxForLocation } from "../../src/mux/for-location.ts";
 import { HerdrMultiplexer } from "../../src/mux/herdr.ts";

@@ -13,7 +13,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { shellQuote } from "../../src/handoff/launch-command.ts";
+import { shellQuote } from "../../src/launch/launch-command.ts";
 import type { HerdrLocation, Manifest } from "../../src/manifest/schema.ts";
 import { inspectHandoff } from "../../src/recovery/inventory.ts";
 import { HandoffReportSchema, type HandoffReport } from "../../src/recovery/json-schema.ts";

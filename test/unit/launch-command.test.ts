@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync,
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { buildLaunchCommand, currentPiCommand, mirroredPiFlags, shellQuote } from "../../src/handoff/launch-command.ts";
+import { buildLaunchCommand, currentPiCommand, mirroredPiFlags, shellQuote } from "../../src/launch/launch-command.ts";
 
 const root = realpathSync(mkdtempSync(join(tmpdir(), "launch-cmd-")));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -7,8 +7,8 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { buildLaunchCommand } from "../../src/handoff/launch-command.ts";
-import { postCreateFiles, postCreatePrelude, readPostCreateStatus, writeRunner } from "../../src/handoff/post-create.ts";
+import { buildLaunchCommand } from "../../src/launch/launch-command.ts";
+import { postCreateFiles, postCreatePrelude, readPostCreateStatus, writeRunner } from "../../src/launch/post-create.ts";
 import { makeTempDir, removeTempDir } from "../support/git-repo.ts";
 
 describe("postCreate runner", () => {

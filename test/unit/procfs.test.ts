@@ -11,7 +11,7 @@ import {
   readCwd,
   readEnvironValue,
   readStat,
-} from "../../src/mux/procfs.ts";
+} from "../../src/process/procfs.ts";
 
 describe("parseStat", () => {
   it("takes the fields after the last ')' when the command name holds spaces and parentheses", () => {

@@ -7,7 +7,7 @@ import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { branchNameLengthProblem, MAX_BRANCH_PART_BYTES } from "../../src/git/ref-name.ts";
 import { KILL_POINTS, killPointFromEnv } from "../../src/handoff/fault.ts";
-import { isOwnerAlive, ownerOf } from "../../src/handoff/owner.ts";
+import { isOwnerAlive, ownerOf } from "../../src/launch/owner.ts";
 import { newManifest } from "../../src/manifest/factory.ts";
 import { ManifestSchema, type Manifest } from "../../src/manifest/schema.ts";
 import { muxLabel, tmuxLiteral } from "../../src/mux/label.ts";

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { GitPort, RepositoryInfo, WorktreeEntry } from "../../src/git/types.ts";
-import { acknowledgeHandoff } from "../../src/handoff/acknowledge.ts";
+import { acknowledgeHandoff } from "../../src/launch/acknowledge.ts";
 import type { HandoffArgs } from "../../src/handoff/args.ts";
 import { HandoffTransaction, type HandoffDeps, type HandoffRequest } from "../../src/handoff/transaction.ts";
 import type { HandoffStep, MuxLocation } from "../../src/manifest/schema.ts";

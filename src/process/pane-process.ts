@@ -5,7 +5,7 @@
  * Invariant: read-only; a process that exits while it is read yields `undefined`.
  */
 import { readComm, readCwd, readEnvironValue } from "./procfs.ts";
-import { HANDOFF_ID_ENV, type PaneProcess } from "./types.ts";
+import { HANDOFF_ID_ENV, type PaneProcess } from "../mux/types.ts";
 
 export async function describePaneProcess(pid: number): Promise<PaneProcess | undefined> {
   const [name, cwd, handoffId] = await Promise.all([readComm(pid), readCwd(pid), readEnvironValue(pid, HANDOFF_ID_ENV)]);

@@ -8,7 +8,7 @@
  *   time was recorded, still has that start time: a reused pid is another process.
  */
 import type { ManifestOwner } from "../manifest/schema.ts";
-import { isAlive, readProcessStart } from "../mux/procfs.ts";
+import { isAlive, readProcessStart } from "../process/procfs.ts";
 
 /** This process (or `pid`) as a manifest owner. */
 export async function ownerOf(pid: number = process.pid): Promise<ManifestOwner> {
