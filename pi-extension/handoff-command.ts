@@ -12,28 +12,13 @@ import { completeHandoffArgs, type CompletionItem } from "../src/handoff/complet
 import { HANDOFF_HELP, parseHandoffArgs } from "../src/handoff/args.ts";
 import { currentPiCommand, mirroredPiFlags } from "../src/launch/launch-command.ts";
 import { nextSteps } from "../src/handoff/next-steps.ts";
-import { DEFAULT_TIMEOUTS, HandoffTransaction, type HandoffOutcome } from "../src/handoff/transaction.ts";
-import { HANDOFF_STEPS, type HandoffStep } from "../src/manifest/schema.ts";
-import { ManifestStore } from "../src/manifest/store.ts";
-import { selectMultiplexer } from "../src/mux/detect.ts";
-import { ForkWorker, locatePiSessionModule, runFork } from "../src/session/fork-runner.ts";
+import { createHandoffDeps } from "../src/handoff/deps.ts";
+import { HandoffTransaction, type HandoffOutcome } from "../src/handoff/transaction.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import { report } from "./report.ts";
 import { errorClause } from "../src/errors.ts";
 
 const STATUS_KEY = "handoff-worktree";
-
-
-
-function envMs(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const value = Number(env[name]);
-  return Number.isFinite(value) && value > 0 ? value : fallback;
-}
-
-function faultFromEnv(env: NodeJS.ProcessEnv): HandoffStep | undefined {
-  const value = env.PI_HANDOFF_FAULT;
-  return HANDOFF_STEPS.find((step) => step === value);
-}
 
 /** Timeout of each git call made while completing (the user is typing). */
 const COMPLETION_GIT_TIMEOUT_MS = 3_000;
@@ -93,39 +78,16 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
     ctx.ui.setStatus(STATUS_KEY, "handoff: waiting for the agent to finish");
     await ctx.waitForIdle();
   }
-  const git = new SimpleGitPort({ env });
   const sessionManager = ctx.sessionManager;
   const sessionFile = sessionManager.getSessionFile();
-  const started = Date.now();
-  const sessionModulePath = locatePiSessionModule(getPackageDir());
-  const forkWorker = sessionModulePath !== undefined ? ForkWorker.start(sessionModulePath) : undefined;
-  const transaction = new HandoffTransaction({
-    git,
-    store: ManifestStore.forAgentDir(agentDir),
-    selectMux: (explicit) => selectMultiplexer(explicit, env, git),
-    setupGit: new WorktreeSetupGit({ env }),
-    // Off the event loop when Pi's session module is on disk, so the TUI stays responsive; the
-    // worker starts now and loads its modules while the worktree is being created.
-    fork: (request) =>
-      runFork(request, {
-        worker: forkWorker,
-        host: { SessionManager, CURRENT_SESSION_VERSION },
-        onPhase: (phase) => ctx.ui.setStatus(STATUS_KEY, `handoff fork (${Math.round((Date.now() - started) / 1000)}s): ${phase}`),
-      }),
-    now: () => new Date(),
-    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
-    progress: (step, text) => {
-      const seconds = Math.round((Date.now() - started) / 1000);
-      ctx.ui.setStatus(STATUS_KEY, `handoff ${step} (${seconds}s): ${text}`);
-    },
-    timeouts: {
-      shellMs: envMs(env, "PI_HANDOFF_SHELL_TIMEOUT_MS", DEFAULT_TIMEOUTS.shellMs),
-      confirmMs: envMs(env, "PI_HANDOFF_CONFIRM_TIMEOUT_MS", DEFAULT_TIMEOUTS.confirmMs),
-      pollMs: DEFAULT_TIMEOUTS.pollMs,
-      postCreateMs: envMs(env, "PI_HANDOFF_POST_CREATE_TIMEOUT_MS", DEFAULT_TIMEOUTS.postCreateMs),
-    },
-    faultAt: faultFromEnv(env),
+  const { deps, dispose } = createHandoffDeps({
+    env,
+    agentDir,
+    session: { SessionManager, CURRENT_SESSION_VERSION },
+    piPackageDir: getPackageDir(),
+    status: (text) => ctx.ui.setStatus(STATUS_KEY, text),
   });
+  const transaction = new HandoffTransaction(deps);
   let outcome: HandoffOutcome;
   try {
     outcome = await transaction.run({
@@ -163,8 +125,8 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
       "error",
     );
   } finally {
-    // Unused when the handoff was refused before the fork.
-    forkWorker?.dispose();
+    // The fork worker is unused when the handoff was refused before the fork.
+    dispose();
     ctx.ui.setStatus(STATUS_KEY, undefined);
   }
   const level = outcome.code === "running" ? "info" : outcome.code === "launch_unconfirmed" ? "warning" : "error";

@@ -7,7 +7,8 @@
  */
 import type { ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 import { currentPiCommand } from "../src/launch/launch-command.ts";
-import { createRecoveryDeps, launchTimeoutsFromEnv, type RecoveryDeps } from "../src/recovery/deps.ts";
+import { launchTimeoutsFromEnv } from "../src/launch/timeouts.ts";
+import { createRecoveryDeps, type RecoveryDeps } from "../src/recovery/deps.ts";
 import { formatInventory, formatPickerLabel, formatReport } from "../src/recovery/format.ts";
 import { buildInventory } from "../src/recovery/inventory.ts";
 import type { HandoffReport } from "../src/recovery/json-schema.ts";

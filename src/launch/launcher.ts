@@ -18,15 +18,9 @@ import type { HandoffStep, Manifest } from "../manifest/schema.ts";
 import type { ManifestStore } from "../manifest/store.ts";
 import type { Multiplexer, MuxResult, PaneProcess } from "../mux/types.ts";
 import { readPostCreateStatus } from "./post-create.ts";
+import type { LaunchTimeouts } from "./timeouts.ts";
 
-export interface LaunchTimeouts {
-  /** How long the pane's shell may take to own the terminal. */
-  shellMs: number;
-  /** How long to wait for the child's acknowledgement before probing the pane. */
-  confirmMs: number;
-  /** How often the manifest is read while waiting. */
-  pollMs: number;
-}
+export type { LaunchTimeouts } from "./timeouts.ts";
 
 export interface ChildLauncherDeps {
   store: ManifestStore;

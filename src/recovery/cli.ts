@@ -18,7 +18,8 @@
  * - The manifests are the agent dir's (`$PI_CODING_AGENT_DIR`, else `~/.pi/agent`), as in Pi.
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { createRecoveryDeps, launchTimeoutsFromEnv, type RecoveryDeps } from "./deps.ts";
+import { launchTimeoutsFromEnv } from "../launch/timeouts.ts";
+import { createRecoveryDeps, type RecoveryDeps } from "./deps.ts";
 import { formatInventory, formatReport } from "./format.ts";
 import { buildInventory, inspectHandoff } from "./inventory.ts";
 import { InspectReportSchema, InventoryReportSchema, RECOVERY_JSON_VERSION } from "./json-schema.ts";

@@ -5,8 +5,6 @@
  * Invariants: constructs only; every port it builds carries its own per-call timeout.
  */
 import { SimpleGitPort } from "../git/git.ts";
-import { DEFAULT_TIMEOUTS } from "../handoff/transaction.ts";
-import type { LaunchTimeouts } from "../launch/launcher.ts";
 import { ManifestStore } from "../manifest/store.ts";
 import { muxForLocation } from "../mux/for-location.ts";
 import { agentDirFromEnv } from "../session/paths.ts";
@@ -30,18 +28,4 @@ export function createRecoveryDeps(env: NodeJS.ProcessEnv, now: () => Date = () 
     muxFor: (location) => muxForLocation(location, { env, git, timeoutMs: RECOVERY_MUX_TIMEOUT_MS }),
     now,
   };
-}
-
-/** The launch waits, from the same variables the handoff reads. */
-export function launchTimeoutsFromEnv(env: NodeJS.ProcessEnv): LaunchTimeouts {
-  return {
-    shellMs: envMs(env, "PI_HANDOFF_SHELL_TIMEOUT_MS", DEFAULT_TIMEOUTS.shellMs),
-    confirmMs: envMs(env, "PI_HANDOFF_CONFIRM_TIMEOUT_MS", DEFAULT_TIMEOUTS.confirmMs),
-    pollMs: DEFAULT_TIMEOUTS.pollMs,
-  };
-}
-
-function envMs(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const value = Number(env[name]);
-  return Number.isFinite(value) && value > 0 ? value : fallback;
 }

@@ -4,7 +4,7 @@
  * Invariants: pure (reports in, text out); plain ASCII layout, no colours or terminal codes, so
  * the same text works in a pipe, in Pi's notifications and in print mode.
  */
-import { describeLocation } from "../handoff/transaction.ts";
+import { describeLocation } from "../mux/describe.ts";
 import type { HandoffReport, HandoffStatus, InventoryReport } from "./json-schema.ts";
 
 /** One short phrase for a status. */

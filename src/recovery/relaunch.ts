@@ -15,7 +15,7 @@
 import { dirname } from "node:path";
 import { ChildLauncher, type LaunchTimeouts } from "../launch/launcher.ts";
 import { buildLaunchCommand } from "../launch/launch-command.ts";
-import { describeLocation } from "../handoff/transaction.ts";
+import { describeLocation } from "../mux/describe.ts";
 import type { HandoffStep, Manifest } from "../manifest/schema.ts";
 import type { ManifestStore } from "../manifest/store.ts";
 import { ownerOf } from "../launch/owner.ts";

@@ -107,7 +107,7 @@ function createRig(): Rig {
         sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
         progress: () => {},
         timeouts: { shellMs: 10_000, confirmMs: 20_000, pollMs: 50, postCreateMs: options.postCreateMs ?? 20_000 },
-        faultAt: options.faultAt,
+        faults: { failAt: options.faultAt },
       });
       const outcome = await transaction.run({
         args: { base: "HEAD", baseGiven: false, focus: false, ...args },
@@ -334,12 +334,14 @@ describe("worktree setup on tmux", () => {
     expect(message).toContain(`- Base main was ignored: --existing checks out feature as it is (at ${tip.slice(0, 12)}).`);
 
     const busy = await rig.handoff(mux, { branch: "feature", existing: true });
-    expect(busy).toEqual({ code: "refused", message: `Branch feature is already checked out at ${manifest.worktree.path}; work on it there, or hand off to another branch.` });
+    expect(busy).toEqual({ ok: false, code: "refused", reason: "branch_checked_out", message: `Branch feature is already checked out at ${manifest.worktree.path}; work on it there, or hand off to another branch.` });
     expect(await rig.handoff(mux, { branch: "main", existing: true })).toEqual({
+      ok: false,
       code: "refused",
+      reason: "branch_checked_out",
       message: `Branch main is already checked out at ${repo.root}; work on it there, or hand off to another branch.`,
     });
-    expect(await rig.handoff(mux, { branch: "nope", existing: true })).toEqual({ code: "refused", message: "Branch nope does not exist; leave out --existing to create it." });
+    expect(await rig.handoff(mux, { branch: "nope", existing: true })).toEqual({ ok: false, code: "refused", reason: "branch_missing", message: "Branch nope does not exist; leave out --existing to create it." });
     expect(await rig.handoff(mux, { branch: "feature" })).toMatchObject({ code: "refused" });
   });
 

@@ -213,7 +213,9 @@ describe("hostile repository directory names, end to end", () => {
       expect(canariesFound([world.dir, world.tmux.rootDir])).toEqual([]);
       if (c.expect === "refused") {
         expect(outcome).toEqual({
+          ok: false,
           code: "refused",
+          reason: "worktree_path_control",
           message: `The worktree path ${JSON.stringify(join(`${world.repo.root}.worktrees`, "feat-x"))} would contain a control character, which cannot be typed into a terminal; rename the repository's directory first.`,
         });
         expect(newArtifacts(before, await world.artifacts())).toEqual(NOTHING_NEW);

@@ -119,7 +119,7 @@ function createRigCore(prefix: string): RigCore {
       sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
       progress: () => {},
       timeouts: { shellMs: 10_000, confirmMs: options.confirmMs ?? 20_000, pollMs: 50 },
-      faultAt: options.faultAt,
+      faults: { failAt: options.faultAt },
     });
     const outcome = await transaction.run({
       args: { branch, base: "HEAD", baseGiven: false, focus: options.focus ?? true, ...(options.existing === true ? { existing: true } : {}) },

@@ -6,7 +6,7 @@
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { branchNameLengthProblem, MAX_BRANCH_PART_BYTES } from "../../src/git/ref-name.ts";
-import { KILL_POINTS, killPointFromEnv } from "../../src/handoff/fault.ts";
+import { faultPlanFromEnv, KILL_POINTS } from "../../src/handoff/faults.ts";
 import { isOwnerAlive, ownerOf } from "../../src/launch/owner.ts";
 import { newManifest } from "../../src/manifest/factory.ts";
 import { ManifestSchema, type Manifest } from "../../src/manifest/schema.ts";
@@ -14,12 +14,20 @@ import { muxLabel, tmuxLiteral } from "../../src/mux/label.ts";
 import { classify, IN_PROGRESS_GRACE_MS, isPrunable, type HandoffFacts } from "../../src/recovery/classify.ts";
 import { describeStatus } from "../../src/recovery/format.ts";
 
-describe("PI_HANDOFF_FAULT=kill-after:<point>", () => {
-  it("names one of the crash points, and nothing else does anything", () => {
-    for (const point of KILL_POINTS) expect(killPointFromEnv({ PI_HANDOFF_FAULT: `kill-after:${point}` })).toBe(point);
+describe("PI_HANDOFF_FAULT: one grammar for the fault plan", () => {
+  it("kill-after:<point> names one of the crash points, and nothing else kills", () => {
+    for (const point of KILL_POINTS) expect(faultPlanFromEnv({ PI_HANDOFF_FAULT: `kill-after:${point}` })).toEqual({ killAfter: point });
     expect(KILL_POINTS).toEqual(["manifest", "worktree", "fork", "launching", "launch", "confirm", "focus"]);
     for (const value of [undefined, "", "fork", "kill-after:", "kill-after:preconditions", "kill-after:fork ", "KILL-AFTER:fork"]) {
-      expect(killPointFromEnv(value === undefined ? {} : { PI_HANDOFF_FAULT: value })).toBeUndefined();
+      expect(faultPlanFromEnv(value === undefined ? {} : { PI_HANDOFF_FAULT: value }).killAfter).toBeUndefined();
+    }
+  });
+  it("<step> names a step that fails, and nothing else fails", () => {
+    for (const step of ["worktree", "setup", "fork", "launch", "confirm"] as const) {
+      expect(faultPlanFromEnv({ PI_HANDOFF_FAULT: step })).toEqual({ failAt: step });
+    }
+    for (const value of [undefined, "", "Fork", "fork ", "kill-after:fork", "nothing"]) {
+      expect(faultPlanFromEnv(value === undefined ? {} : { PI_HANDOFF_FAULT: value }).failAt).toBeUndefined();
     }
   });
 });

@@ -184,20 +184,22 @@ describe("HandoffTransaction", () => {
   });
 
   it.each([
-    ["no model", { model: undefined }, "No model is selected; choose one with /model, then hand off."],
+    ["no model", { model: undefined }, "no_model", "No model is selected; choose one with /model, then hand off."],
     [
       "an unavailable model",
       { model: { provider: "gone", id: "m", available: false } },
+      "model_unavailable",
       "No usable model is selected (gone/m is not available in this Pi); choose one with /model, then hand off.",
     ],
     [
       "an unsaved session",
       { parent: { sessionFile: undefined, sessionFileExists: false, sessionId: "p", leafId: null, cwd: "/", sessionDir: "/" } },
+      "session_not_saved",
       "This session is not saved (--no-session), so there is nothing to hand off; start Pi with a saved session.",
     ],
-  ] as Array<[string, Partial<HandoffRequest>, string]>)("refuses %s before touching anything", async (_label, overrides, message) => {
+  ] as Array<[string, Partial<HandoffRequest>, string, string]>)("refuses %s before touching anything", async (_label, overrides, reason, message) => {
     const outcome = await new HandoffTransaction(deps()).run(request({}, overrides));
-    expect(outcome).toEqual({ code: "refused", message });
+    expect(outcome).toEqual({ ok: false, code: "refused", reason, message });
     expect(calls).toEqual([]);
     expect(await store.list()).toEqual([]);
   });
@@ -209,7 +211,7 @@ describe("HandoffTransaction", () => {
       return git.repo;
     };
     const outcome = await new HandoffTransaction(deps({ selectMux: () => ({ ok: false, message: "Not in tmux." }) })).run(request());
-    expect(outcome).toEqual({ code: "refused", message: "Not in tmux." });
+    expect(outcome).toEqual({ ok: false, code: "refused", reason: "no_multiplexer", message: "Not in tmux." });
     expect(gitAsked).toBe(false);
   });
 
@@ -343,7 +345,7 @@ describe("HandoffTransaction", () => {
 
   it.each(["worktree", "fork", "launch", "confirm"] as const)("stops at an injected fault at %s with the step recorded", async (step: HandoffStep) => {
     childAcknowledgesOnRun();
-    const outcome = await new HandoffTransaction(deps({ faultAt: step })).run(request());
+    const outcome = await new HandoffTransaction(deps({ faults: { failAt: step } })).run(request());
     const manifest = "manifest" in outcome ? outcome.manifest : undefined;
     expect(manifest?.error?.step).toBe(step);
     expect(calls).not.toContain("focus");

@@ -1,0 +1,82 @@
+/**
+ * What the handoff transaction stands on, and the composition root that builds the real ports:
+ * git, the manifest store, the multiplexer choice, the fork (off the event loop where it can),
+ * the clock, the launch waits and the fault plan, all from the environment.
+ *
+ * Invariants:
+ * - Constructs only: decides nothing about a handoff. The Pi adapter hands in what only Pi has
+ *   (its session module, the status line) and the environment; everything else is built here.
+ * - Every port it builds carries its own per-call timeout.
+ * - The fork worker started here is disposed by `dispose()`, whatever the handoff's outcome.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { SimpleGitPort } from "../git/git.ts";
+import { WorktreeSetupGit } from "../git/setup-git.ts";
+import type { GitPort, WorktreeSetupGitPort } from "../git/types.ts";
+import { launchTimeoutsFromEnv, type LaunchTimeouts } from "../launch/timeouts.ts";
+import type { HandoffStep, MuxKind } from "../manifest/schema.ts";
+import { ManifestStore } from "../manifest/store.ts";
+import { selectMultiplexer } from "../mux/detect.ts";
+import type { Multiplexer } from "../mux/types.ts";
+import type { ForkRequest, ForkResult, SessionHost } from "../session/fork.ts";
+import { ForkWorker, locatePiSessionModule, runFork } from "../session/fork-runner.ts";
+import { faultPlanFromEnv, type FaultPlan } from "./faults.ts";
+
+export type MuxChoice = { ok: true; mux: Multiplexer } | { ok: false; message: string };
+
+export interface HandoffDeps {
+  git: GitPort;
+  store: ManifestStore;
+  /** May ask the backend whether its server answers (Herdr), so it may be asynchronous. */
+  selectMux(explicit: MuxKind | undefined): MuxChoice | Promise<MuxChoice>;
+  fork(request: ForkRequest): Promise<ForkResult>;
+  now(): Date;
+  sleep(ms: number): Promise<void>;
+  progress(step: HandoffStep, text: string): void;
+  timeouts: LaunchTimeouts;
+  /** Git for the setup (carry, copy guards, base freshness); a handoff that needs it is refused without it. */
+  setupGit?: WorktreeSetupGitPort;
+  /** Where tests make a step fail or the process die (`PI_HANDOFF_FAULT`, faults.ts); none by default. */
+  faults?: FaultPlan;
+}
+
+export interface HandoffHost {
+  env: NodeJS.ProcessEnv;
+  agentDir: string;
+  /** Pi's session classes, for a fork on this thread. */
+  session: SessionHost;
+  /** Pi's package directory, where its session module can be loaded by path for the worker. */
+  piPackageDir: string | undefined;
+  /** The status line: each step, and the fork's phases, as they run. */
+  status(text: string): void;
+}
+
+/** The real deps of one handoff; `dispose` stops the fork worker (unused when it was refused early). */
+export function createHandoffDeps(host: HandoffHost): { deps: HandoffDeps; dispose(): void } {
+  const { env } = host;
+  const git = new SimpleGitPort({ env });
+  const started = Date.now();
+  const seconds = (): number => Math.round((Date.now() - started) / 1000);
+  const sessionModulePath = locatePiSessionModule(host.piPackageDir);
+  // The worker starts now and loads its modules while the worktree is being created, so the fork
+  // runs off the event loop and the TUI stays responsive.
+  const forkWorker = sessionModulePath !== undefined ? ForkWorker.start(sessionModulePath) : undefined;
+  const deps: HandoffDeps = {
+    git,
+    store: ManifestStore.forAgentDir(host.agentDir),
+    selectMux: (explicit) => selectMultiplexer(explicit, env, git),
+    setupGit: new WorktreeSetupGit({ env }),
+    fork: (request) =>
+      runFork(request, {
+        worker: forkWorker,
+        host: host.session,
+        onPhase: (phase) => host.status(`handoff fork (${seconds()}s): ${phase}`),
+      }),
+    now: () => new Date(),
+    sleep: (ms) => sleep(ms),
+    progress: (step, text) => host.status(`handoff ${step} (${seconds()}s): ${text}`),
+    timeouts: launchTimeoutsFromEnv(env),
+    faults: faultPlanFromEnv(env),
+  };
+  return { deps, dispose: () => forkWorker?.dispose() };
+}
