@@ -5,6 +5,7 @@
  *
  * Decisions live in src/recovery/ (shared with the `pi-handoff` CLI); this file only asks.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import type { ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 import { currentPiCommand } from "../src/launch/launch-command.ts";
 import { launchTimeoutsFromEnv } from "../src/launch/timeouts.ts";
@@ -87,7 +88,7 @@ async function relaunch(deps: RecoveryDeps, handoff: HandoffReport, ctx: Extensi
         ...deps,
         // By default this Pi is the one to start again: the same Node and the same Pi entry point.
         piCommand,
-        sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+        sleep: (ms) => sleep(ms),
         progress: (step, text) => ctx.ui.setStatus(STATUS_KEY, `relaunch ${step}: ${text}`),
         timeouts: launchTimeoutsFromEnv(deps.env),
       },

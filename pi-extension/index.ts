@@ -9,6 +9,7 @@ import { runHandoffs } from "./handoffs-command.ts";
 import { registerLineage } from "./lineage.ts";
 import { registerRenderers } from "./renderers.ts";
 import { report } from "./report.ts";
+import { errorMessage } from "../src/errors.ts";
 
 export default function handoffWorktreeExtension(pi: ExtensionAPI): void {
   registerRenderers(pi);
@@ -32,7 +33,7 @@ export default function handoffWorktreeExtension(pi: ExtensionAPI): void {
       await onSessionStart(pi, ctx);
     } catch (error) {
       // A failed acknowledgement must not stop Pi from starting; the parent falls back to its probe.
-      report(ctx, `handoff-worktree: could not acknowledge the handoff: ${error instanceof Error ? error.message : String(error)}`, "warning");
+      report(ctx, `handoff-worktree: could not acknowledge the handoff: ${errorMessage(error)}`, "warning");
     }
   });
 

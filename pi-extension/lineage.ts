@@ -42,6 +42,7 @@ import { deliveryKey, type AdoptedRun, type LineageEntryView, type LineageSource
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import { open } from "node:fs/promises";
 import { compactLineageText, type Styler } from "./renderers.ts";
+import { errorMessage } from "../src/errors.ts";
 
 /** Long enough for Pi to finish drawing its first screen before any file is read. */
 const SCAN_DELAY_MS = 50;
@@ -200,7 +201,7 @@ class LineageSession {
         this.pollTimer.unref();
       }
     } catch (error) {
-      this.notes.push(`lineage scan failed: ${error instanceof Error ? error.message : String(error)}`);
+      this.notes.push(`lineage scan failed: ${errorMessage(error)}`);
     } finally {
       this.scanned = true;
     }
@@ -268,7 +269,7 @@ class LineageSession {
         }
       } catch (error) {
         // The runtime went away between the check and the send: nothing more can be delivered here.
-        this.notes.push(`delivery failed: ${error instanceof Error ? error.message : String(error)}`);
+        this.notes.push(`delivery failed: ${errorMessage(error)}`);
         this.stop();
         return;
       }

@@ -2,6 +2,7 @@
  * Turning a caught error into text for a one-sentence message. One place, so every module words
  * a failure the same way.
  */
+import { oneLine, stripPeriod } from "./text.ts";
 
 /** The error's own message (or the thrown value as text). */
 export function errorMessage(error: unknown): string {
@@ -10,10 +11,15 @@ export function errorMessage(error: unknown): string {
 
 /** The message as a clause to embed in a sentence: one line, no trailing period. */
 export function errorClause(error: unknown): string {
-  return errorMessage(error).replace(/\s+/g, " ").trim().replace(/[.\s]*$/, "");
+  return stripPeriod(oneLine(errorMessage(error)));
 }
 
 /** The message as a sentence of its own: one line, ending in a period. */
 export function errorSentence(error: unknown): string {
   return `${errorClause(error)}.`;
+}
+
+/** The thrown value as an Error (a non-Error becomes one with its text as the message). */
+export function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
 }

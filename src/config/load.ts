@@ -15,6 +15,7 @@ import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { type HandoffConfig, mergeConfig, parseConfig } from "./schema.ts";
+import { errorClause } from "../errors.ts";
 
 export const USER_CONFIG_NAME = "handoff-worktree.json";
 export const REPO_CONFIG_PATH = join(".pi", "handoff-worktree.json");
@@ -92,13 +93,13 @@ async function readConfigFile(file: string): Promise<{ ok: true; config: Handoff
     text = await readFile(file, "utf8");
   } catch (error) {
     if (error instanceof Error && "code" in error && error.code === "ENOENT") return { ok: true, config: undefined };
-    return { ok: false, message: `Could not read ${file}: ${error instanceof Error ? error.message : String(error)}.` };
+    return { ok: false, message: `Could not read ${file}: ${errorClause(error)}.` };
   }
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (error) {
-    const reason = error instanceof Error ? error.message.replace(/\.$/, "") : String(error);
+    const reason = errorClause(error);
     return { ok: false, message: `${file} is not valid JSON (${reason}); fix it or remove it.` };
   }
   const parsed = parseConfig(value, file);

@@ -14,6 +14,7 @@
  */
 import { z } from "zod";
 import type { MuxKind } from "../manifest/schema.ts";
+import { hasControlCharacter } from "../text.ts";
 
 /** The placeholders a `worktreeDir` template may use (see README, Configuration). */
 export const WORKTREE_DIR_PLACEHOLDERS = {
@@ -63,7 +64,6 @@ const FileSchema = z.strictObject({
   mux: z.enum(["tmux", "herdr"]).optional(),
 });
 
-const CONTROL = /[\u0000-\u001f\u007f]/;
 const MAX_POST_CREATE = 20;
 
 export type ParsedConfig = { ok: true; config: HandoffConfig } | { ok: false; message: string };
@@ -85,7 +85,7 @@ export function parseConfig(value: unknown, file: string): ParsedConfig {
     config.worktreeDir = data.worktreeDir;
   }
   if (data.branchPrefix !== undefined) {
-    if (CONTROL.test(data.branchPrefix) || /\s/.test(data.branchPrefix)) return fail("branchPrefix", "must not contain spaces or control characters");
+    if (hasControlCharacter(data.branchPrefix) || /\s/.test(data.branchPrefix)) return fail("branchPrefix", "must not contain spaces or control characters");
     if (data.branchPrefix.startsWith("-")) return fail("branchPrefix", 'must not start with "-"');
     if (data.branchPrefix !== "") config.branchPrefix = data.branchPrefix;
   }
@@ -104,7 +104,7 @@ export function parseConfig(value: unknown, file: string): ParsedConfig {
     for (const command of commands) {
       if (command.trim() === "") return fail("postCreate", "has an empty command");
       // The commands are typed into a terminal: a newline would submit half a line.
-      if (CONTROL.test(command)) return fail("postCreate", `has ${JSON.stringify(command)}, which contains a newline or another control character; join the lines with && or ;`);
+      if (hasControlCharacter(command)) return fail("postCreate", `has ${JSON.stringify(command)}, which contains a newline or another control character; join the lines with && or ;`);
     }
     if (commands.length > 0) config.postCreate = [...commands];
   }
@@ -128,7 +128,7 @@ function describeIssue(issue: z.core.$ZodIssue | undefined, file: string): strin
 /** Why a `worktreeDir` template cannot be used, or undefined when it can. */
 export function checkWorktreeTemplate(template: string): string | undefined {
   if (template.trim() === "") return "is empty";
-  if (CONTROL.test(template)) return "contains a control character";
+  if (hasControlCharacter(template)) return "contains a control character";
   const placeholders = [...template.matchAll(/\{([^{}]*)\}/g)].map((match) => match[1] ?? "");
   const unknown = placeholders.find((name) => !(name in WORKTREE_DIR_PLACEHOLDERS));
   if (unknown !== undefined) {
@@ -143,7 +143,7 @@ export function checkWorktreeTemplate(template: string): string | undefined {
 /** Why a copy/symlink glob cannot be used, or undefined when it can. */
 export function checkGlob(pattern: string): string | undefined {
   if (pattern.trim() === "") return "is empty";
-  if (CONTROL.test(pattern)) return "contains a control character";
+  if (hasControlCharacter(pattern)) return "contains a control character";
   if (pattern.startsWith("/") || pattern.startsWith("~") || /^[A-Za-z]:[\\/]/.test(pattern)) return "is not relative to the checkout";
   const segments = pattern.split(/[\\/]/);
   if (segments.includes("..")) return 'leaves the checkout (".." is not allowed)';

@@ -19,12 +19,14 @@
  *   concurrent handoffs make (`listWorktrees`, `addWorktree`) and only while the failed attempt left
  *   nothing but what the retry completes. Recovery's removals are not retried: a person re-runs them.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { lstat, mkdir, readdir, realpath, rmdir, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { GitPluginError, simpleGit } from "simple-git";
 import type { GitState } from "../manifest/schema.ts";
 import type { CommitSummary, GitPort, RecoveryGitPort, RepositoryInfo, WorktreeEntry, WorktreeStatus } from "./types.ts";
+import { asError, errorMessage } from "../errors.ts";
 
 export interface SimpleGitPortOptions {
   /** Deadline for each read call, in milliseconds. Default 30 s. */
@@ -247,7 +249,7 @@ export class SimpleGitPort implements RecoveryGitPort {
         failure = gitFailure(args, result);
         stderr = result.stderr;
       } catch (error) {
-        failure = error instanceof Error ? error : new Error(String(error));
+        failure = asError(error);
         break;
       }
       const delay = TRANSIENT_RETRY_DELAYS_MS[attempt];
@@ -411,7 +413,7 @@ export class SimpleGitPort implements RecoveryGitPort {
       if (error instanceof GitPluginError && error.plugin === "timeout") {
         throw new Error(`${command} timed out after ${timeoutMs} ms in ${cwd}.`, { cause: error });
       }
-      const reason = error instanceof Error ? error.message : String(error);
+      const reason = errorMessage(error);
       throw new Error(`${command} could not run in ${cwd}: ${firstLine(reason)}`, { cause: error });
     }
   }
@@ -534,10 +536,6 @@ function firstLine(text: string): string {
 /** Between half and one and a half times `ms`, so processes that collided do not retry in step. */
 function jitter(ms: number): number {
   return Math.round(ms * (0.5 + Math.random()));
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 function positiveMilliseconds(value: number, name: string): number {

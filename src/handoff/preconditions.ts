@@ -21,6 +21,7 @@ import type { HandoffDeps } from "./deps.ts";
 import { checkBaseFreshness, type Freshness } from "./freshness.ts";
 import type { Refusal } from "./notice.ts";
 import { chooseWorktreePath } from "./worktree-path.ts";
+import { hasControlCharacter } from "../text.ts";
 
 export interface ParentSnapshot {
   /** Undefined with `--no-session`. */
@@ -126,7 +127,7 @@ export function checkWorktreePath(input: Parameters<typeof chooseWorktreePath>[0
   }
   // The launch types this path into a terminal, where a control character (a tab, a newline in a
   // directory name) would be a keystroke: refuse now rather than fail at the launch step.
-  if (/[\u0000-\u001f\u007f]/.test(path)) return refuse({ code: "worktree_path_control", path });
+  if (hasControlCharacter(path)) return refuse({ code: "worktree_path_control", path });
   return pass(path);
 }
 

@@ -13,20 +13,20 @@
 import { realpathSync, statSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { HANDOFF_ID_ENV } from "../mux/types.ts";
+import { hasControlCharacter } from "../text.ts";
 
 
 /** Pi configuration variables a child must share with its parent to behave the same. */
 const FORWARDED_ENV = ["PI_CODING_AGENT_SESSION_DIR", "PI_OFFLINE", "PI_SKIP_VERSION_CHECK", "PI_TELEMETRY", "PI_PACKAGE_DIR"];
 
 const SAFE_WORD = /^[A-Za-z0-9_@%+=:,./-]+$/;
-const CONTROL = /[\u0000-\u001f\u007f]/;
 
 export class LaunchCommandError extends Error {
   override readonly name = "LaunchCommandError";
 }
 
 export function shellQuote(word: string): string {
-  if (CONTROL.test(word)) {
+  if (hasControlCharacter(word)) {
     throw new LaunchCommandError(`Cannot type a value with a control character into a terminal: ${JSON.stringify(word)}.`);
   }
   if (word.length > 0 && SAFE_WORD.test(word)) return word;

@@ -56,19 +56,3 @@ export async function listDir(path: string, kind: "files" | "dirs" | "all" = "al
     return [];
   }
 }
-
-/** Run `fn` over `items` with at most `limit` in flight (keeps file-descriptor use bounded). */
-export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array<R>(items.length);
-  let next = 0;
-  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    for (;;) {
-      const index = next;
-      next += 1;
-      if (index >= items.length) return;
-      results[index] = await fn(items[index] as T);
-    }
-  });
-  await Promise.all(workers);
-  return results;
-}

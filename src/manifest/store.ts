@@ -20,6 +20,7 @@ import { z } from "zod";
 import { writeFileAtomic } from "../fs/atomic-write.ts";
 import { errorCode } from "../fs/probe.ts";
 import { type HandoffState, type Manifest, ManifestSchema, MANIFEST_VERSION, canTransition } from "./schema.ts";
+import { errorMessage } from "../errors.ts";
 
 const MANIFEST_SUFFIX = ".json";
 const ID_PATTERN = /^[a-z0-9][a-z0-9-]{2,80}$/;
@@ -303,7 +304,7 @@ async function readManifestFile(path: string, id: string): Promise<ReadResult> {
   try {
     json = JSON.parse(text);
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = errorMessage(error);
     return { ok: false, code: "invalid", message: `Manifest file ${path} is not valid JSON (${reason}).` };
   }
   const version = isRecord(json) ? json.version : undefined;

@@ -20,6 +20,7 @@
  *   whose workspace is closed: Herdr opens no workspace for it, so it cannot remove it), and only
  *   through the git port it was given (`git/` owns git).
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { existsSync } from "node:fs";
 import { realpath } from "node:fs/promises";
 import { isAbsolute, resolve } from "node:path";
@@ -56,6 +57,8 @@ import type {
 } from "./types.ts";
 import { describePaneProcess } from "../process/pane-process.ts";
 import { HANDOFF_ID_ENV } from "./types.ts";
+import { errorClause } from "../errors.ts";
+import { hasControlCharacter, oneLine, stripPeriod } from "../text.ts";
 
 const DEFAULT_TIMEOUT_MS = 5_000;
 /** `worktree create/open/remove` block while the server runs git on a whole checkout. */
@@ -214,7 +217,7 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     const pane = paneOf(location, this.socketPath);
     if (!pane.ok) return pane;
     // Herdr types the text literally; a control character would be a keystroke (a newline runs half a line).
-    if (/[\x00-\x1f\x7f]/.test(commandLine) || commandLine === "") {
+    if (hasControlCharacter(commandLine) || commandLine === "") {
       return {
         ok: false,
         code: "invalid_command_line",
@@ -384,7 +387,7 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     try {
       await this.#git.removeWorktree(options.mainCheckout, options.worktreePath, { force: options.force });
     } catch (error) {
-      const detail = stripPeriod(oneLine(error instanceof Error ? error.message : String(error)));
+      const detail = errorClause(error);
       return { ok: false, code: "worktree_remove_failed", message: `Could not drop git's entry for ${options.worktreePath}: ${detail}.` };
     }
     return { ok: true };
@@ -663,14 +666,3 @@ function formatDuration(ms: number): string {
   return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
 }
 
-function oneLine(text: string): string {
-  return text.replace(/\s+/g, " ").trim();
-}
-
-function stripPeriod(text: string): string {
-  return text.replace(/[.\s]+$/, "");
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}

@@ -14,6 +14,7 @@
  *   handoff's pane in its worktree (ids restart with a tmux server, so an id alone could name
  *   someone else's window), and refuses uncommitted changes before it closes anything.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { existsSync } from "node:fs";
 import { execa } from "execa";
 import type { GitPort, RecoveryGitPort } from "../git/types.ts";
@@ -33,6 +34,7 @@ import type {
 import { describePaneProcess } from "../process/pane-process.ts";
 import { isDirectory } from "../fs/probe.ts";
 import { errorClause } from "../errors.ts";
+import { hasControlCharacter, oneLine, stripPeriod } from "../text.ts";
 
 const DEFAULT_TIMEOUT_MS = 5_000;
 const SHELL_SAMPLE_INTERVAL_MS = 20;
@@ -309,7 +311,7 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
     const pane = paneOf(location, this.socketPath);
     if (!pane.ok) return pane;
     // A control character would be a keystroke (a newline runs half a line, a tab completes).
-    if (/[\x00-\x1f\x7f]/.test(commandLine)) {
+    if (hasControlCharacter(commandLine)) {
       return {
         ok: false,
         code: "invalid_command_line",
@@ -460,14 +462,3 @@ function isInside(path: string, dir: string): boolean {
   return shown === dir || shown.startsWith(`${dir}/`);
 }
 
-function oneLine(text: string): string {
-  return text.replace(/\s+/g, " ").trim();
-}
-
-function stripPeriod(text: string): string {
-  return text.replace(/[.\s]+$/, "");
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}

@@ -17,6 +17,7 @@
  * - What a removal loses is printed before anything is removed.
  * - The manifests are the agent dir's (`$PI_CODING_AGENT_DIR`, else `~/.pi/agent`), as in Pi.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { launchTimeoutsFromEnv } from "../launch/timeouts.ts";
 import { createRecoveryDeps, type RecoveryDeps } from "./deps.ts";
@@ -26,6 +27,7 @@ import { InspectReportSchema, InventoryReportSchema, RECOVERY_JSON_VERSION } fro
 import { findPiCommand } from "./pi-command.ts";
 import { relaunchHandoff } from "./relaunch.ts";
 import { describePruneAction, describeRemovalPlan, executePrune, planPrune, removeHandoff } from "./remove.ts";
+import { errorMessage } from "../errors.ts";
 
 const ID_PATTERN = /^[a-z0-9][a-z0-9-]{2,80}$/;
 
@@ -141,7 +143,7 @@ function parseCommandArgs(command: CommandName, args: readonly string[]): Parsed
     parsed = parseArgs({ args: [...args], options: OPTIONS[command], allowPositionals: true, strict: true });
   } catch (error) {
     const code = (error as { code?: unknown }).code;
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
       const option = /'([^']+)'/.exec(message)?.[1] ?? "?";
       throw new UsageError(`Unknown option ${JSON.stringify(option)} for pi-handoff ${command} (see pi-handoff --help).`);
@@ -214,7 +216,7 @@ async function relaunch(deps: CliDeps, io: CliIo, id: string, focus: boolean): P
     {
       ...deps,
       piCommand: findPiCommand(deps.env, io.execPath),
-      sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+      sleep: (ms) => sleep(ms),
       progress: (step, text) => io.stderr(`${step}: ${text}\n`),
       timeouts: launchTimeoutsFromEnv(deps.env),
     },
@@ -266,6 +268,6 @@ async function prune(deps: CliDeps, io: CliIo, dryRun: boolean): Promise<number>
 }
 
 function oneSentence(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
+  const text = errorMessage(error);
   return text.replace(/\s+/g, " ").trim().replace(/[.\s]*$/, ".");
 }

@@ -19,7 +19,7 @@ import type { HandoffFacts, ProcessInfo, WorktreeRegistration } from "./classify
 import type { BranchFact, Changes, CommitList, WorkspaceFact } from "./json-schema.ts";
 import { describeProcess, scanPiProcesses, type ProcessScan } from "./processes.ts";
 import { isDirectory, isFile } from "../fs/probe.ts";
-import { errorSentence } from "../errors.ts";
+import { asError, errorSentence } from "../errors.ts";
 
 /** How many commits of each kind a report lists (the total is always exact). */
 const LISTED_COMMITS = 50;
@@ -111,7 +111,7 @@ export class FactGatherer {
     const root = manifest.repo.root;
     let listing = this.worktreeLists.get(root);
     if (listing === undefined) {
-      listing = this.deps.git.listWorktrees(root).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));
+      listing = this.deps.git.listWorktrees(root).catch(asError);
       this.worktreeLists.set(root, listing);
     }
     const worktrees = await listing;

@@ -13,6 +13,7 @@ import type { ManifestStore } from "../manifest/store.ts";
 import { classify } from "./classify.ts";
 import { FactGatherer, type GatherDeps } from "./gather.ts";
 import { RECOVERY_JSON_VERSION, type HandoffReport, type InventoryReport } from "./json-schema.ts";
+import { mapLimit } from "../concurrency.ts";
 
 const CONCURRENCY = 16;
 
@@ -47,7 +48,7 @@ export async function buildInventory(deps: InventoryDeps, options: InventoryOpti
     manifests.push(manifest);
   }
   const gatherer = new FactGatherer(deps);
-  const handoffs = await mapLimited(manifests, CONCURRENCY, async (manifest) => classify(await gatherer.gather(manifest)));
+  const handoffs = await mapLimit(manifests, CONCURRENCY, async (manifest) => classify(await gatherer.gather(manifest)));
   return {
     version: RECOVERY_JSON_VERSION,
     agentDir: deps.agentDir,
@@ -73,16 +74,4 @@ export async function inspectHandoff(deps: GatherDeps & { store: ManifestStore }
   }
   const report = classify(await new FactGatherer(deps).gather(read.manifest));
   return { code: "found", report, manifest: read.manifest };
-}
-
-async function mapLimited<T, R>(items: readonly T[], limit: number, map: (item: T) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    for (let index = next++; index < items.length; index = next++) {
-      results[index] = await map(items[index] as T);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
 }

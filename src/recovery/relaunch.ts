@@ -23,6 +23,7 @@ import { defaultSessionDir } from "../session/paths.ts";
 import { isInProgress } from "./classify.ts";
 import type { GatherDeps } from "./gather.ts";
 import { inspectHandoff } from "./inventory.ts";
+import { errorMessage } from "../errors.ts";
 
 export interface RelaunchDeps extends GatherDeps {
   store: ManifestStore;
@@ -112,7 +113,7 @@ export async function relaunchHandoff(deps: RelaunchDeps, id: string, options: {
       parentEnv: deps.env,
     });
   } catch (error) {
-    return refuse("bad_command", `The launch command for handoff ${id} could not be built: ${error instanceof Error ? error.message : String(error)}`);
+    return refuse("bad_command", `The launch command for handoff ${id} could not be built: ${errorMessage(error)}`);
   }
 
   const muxFound = deps.muxFor(manifest.mux);

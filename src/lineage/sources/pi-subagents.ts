@@ -17,7 +17,8 @@
 import { dirname, isAbsolute, join } from "node:path";
 import { ownerIndex, type Ancestor } from "../lineage.ts";
 import { pidLiveness, type PidLiveness } from "../liveness.ts";
-import { listDir, mapLimit, readJsonFile } from "../read-json.ts";
+import { mapLimit } from "../../concurrency.ts";
+import { listDir, readJsonFile } from "../read-json.ts";
 import { cleanLine, cleanText } from "../text.ts";
 import type { AdoptedRun, LineageSource, RunOutcome, ScanContext, SourceScan } from "../types.ts";
 import {

@@ -13,7 +13,8 @@
 import { join } from "node:path";
 import { z } from "zod";
 import type { Ancestor } from "../lineage.ts";
-import { listDir, mapLimit, readJsonFile } from "../read-json.ts";
+import { mapLimit } from "../../concurrency.ts";
+import { listDir, readJsonFile } from "../read-json.ts";
 import { cleanLine } from "../text.ts";
 import type { AdoptedRun, LineageSource, ScanContext, SourceScan } from "../types.ts";
 
