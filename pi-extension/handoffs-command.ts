@@ -12,7 +12,7 @@ import { launchTimeoutsFromEnv } from "../src/launch/timeouts.ts";
 import { createRecoveryDeps, type RecoveryDeps } from "../src/recovery/deps.ts";
 import { formatInventory, formatPickerLabel, formatReport } from "../src/recovery/format.ts";
 import { buildInventory } from "../src/recovery/inventory.ts";
-import type { HandoffReport } from "../src/recovery/json-schema.ts";
+import type { HandoffReport } from "../src/recovery/report-schema.ts";
 import { relaunchHandoff } from "../src/recovery/relaunch.ts";
 import { describeRemovalPlan, losesNoMoreThan, planRemoval, removeHandoff } from "../src/recovery/remove.ts";
 import { report } from "./report.ts";

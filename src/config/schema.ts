@@ -53,7 +53,7 @@ const EXPECTED: Record<(typeof CONFIG_KEYS)[number] | "$schema", string> = {
   mux: '"tmux" or "herdr"',
 };
 
-const FileSchema = z.strictObject({
+export const SettingsFileSchema = z.strictObject({
   // Editors offer completion from a `$schema`; accepting it costs nothing and means nothing here.
   $schema: z.string().optional(),
   worktreeDir: z.string().optional(),
@@ -73,7 +73,7 @@ export function parseConfig(value: unknown, file: string): ParsedConfig {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     return { ok: false, message: `${file} must hold one JSON object (like {"branchPrefix": "pi/"}).` };
   }
-  const parsed = FileSchema.safeParse(value);
+  const parsed = SettingsFileSchema.safeParse(value);
   if (!parsed.success) return { ok: false, message: describeIssue(parsed.error.issues[0], file) };
   const data = parsed.data;
   const config: HandoffConfig = {};

@@ -24,7 +24,7 @@ import type {
   RecoveryAction,
   WorkspaceFact,
   WorktreeFact,
-} from "./json-schema.ts";
+} from "./report-schema.ts";
 
 /** A transaction that changed its manifest this recently may still be running: recovery leaves it alone. */
 export const IN_PROGRESS_GRACE_MS = 120_000;

@@ -12,7 +12,7 @@
  * Invariants:
  * - Exit codes: 0 done; 1 refused or failed (one sentence on stderr saying why); 2 bad input (one
  *   sentence on stderr: an unknown command or option, a missing or unknown id, a bad directory).
- * - `--json` output is validated against the published schema (json-schema.ts) before it is printed.
+ * - `--json` output is validated against the published schema (report-schema.ts) before it is printed.
  * - Every outside call has a timeout (git per call, tmux per call, the launch's shell and confirm waits).
  * - What a removal loses is printed before anything is removed.
  * - The manifests are the agent dir's (`$PI_CODING_AGENT_DIR`, else `~/.pi/agent`), as in Pi.
@@ -23,7 +23,7 @@ import { launchTimeoutsFromEnv } from "../launch/timeouts.ts";
 import { createRecoveryDeps, type RecoveryDeps } from "./deps.ts";
 import { formatInventory, formatReport } from "./format.ts";
 import { buildInventory, inspectHandoff } from "./inventory.ts";
-import { InspectReportSchema, InventoryReportSchema, RECOVERY_JSON_VERSION } from "./json-schema.ts";
+import { InspectReportSchema, InventoryReportSchema, RECOVERY_JSON_VERSION } from "./report-schema.ts";
 import { findPiCommand } from "./pi-command.ts";
 import { relaunchHandoff } from "./relaunch.ts";
 import { describePruneAction, describeRemovalPlan, executePrune, planPrune, removeHandoff } from "./remove.ts";

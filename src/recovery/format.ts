@@ -5,7 +5,7 @@
  * the same text works in a pipe, in Pi's notifications and in print mode.
  */
 import { describeLocation } from "../mux/describe.ts";
-import type { HandoffReport, HandoffStatus, InventoryReport } from "./json-schema.ts";
+import type { HandoffReport, HandoffStatus, InventoryReport } from "./report-schema.ts";
 
 /** One short phrase for a status. */
 export function describeStatus(status: HandoffStatus): string {

@@ -16,7 +16,7 @@ import { isOwnerAlive } from "../launch/owner.ts";
 import type { Manifest, ManifestOwner, MuxLocation } from "../manifest/schema.ts";
 import type { MuxForLocation } from "../mux/for-location.ts";
 import type { HandoffFacts, ProcessInfo, WorktreeRegistration } from "./classify.ts";
-import type { BranchFact, Changes, CommitList, WorkspaceFact } from "./json-schema.ts";
+import type { BranchFact, Changes, CommitList, WorkspaceFact } from "./report-schema.ts";
 import { describeProcess, scanPiProcesses, type ProcessScan } from "./processes.ts";
 import { isDirectory, isFile } from "../fs/probe.ts";
 import { asError, errorSentence } from "../errors.ts";

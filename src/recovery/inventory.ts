@@ -12,7 +12,7 @@ import type { Manifest } from "../manifest/schema.ts";
 import type { ManifestStore } from "../manifest/store.ts";
 import { classify } from "./classify.ts";
 import { FactGatherer, type GatherDeps } from "./gather.ts";
-import { RECOVERY_JSON_VERSION, type HandoffReport, type InventoryReport } from "./json-schema.ts";
+import { RECOVERY_JSON_VERSION, type HandoffReport, type InventoryReport } from "./report-schema.ts";
 import { mapLimit } from "../concurrency.ts";
 
 const CONCURRENCY = 16;

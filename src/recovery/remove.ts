@@ -22,7 +22,7 @@ import type { ManifestStore } from "../manifest/store.ts";
 import { hasWorkspace, type GatherDeps } from "./gather.ts";
 import { isInProgress, isPrunable } from "./classify.ts";
 import { buildInventory, inspectHandoff, type InventoryDeps } from "./inventory.ts";
-import type { CommitList, HandoffReport } from "./json-schema.ts";
+import type { CommitList, HandoffReport } from "./report-schema.ts";
 import { errorSentence } from "../errors.ts";
 
 export interface RemovalDeps extends GatherDeps {

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KillPoint } from "../../src/handoff/faults.ts";
 import type { HandoffState, Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
-import type { HandoffReport } from "../../src/recovery/json-schema.ts";
+import type { HandoffReport } from "../../src/recovery/report-schema.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
 import { createPiSandbox, EXTENSION_ENTRY, FAUX_MODEL, NODE_BIN, onlySessionFile, PI_CLI, runPiPrint, type PiSandbox } from "../support/pi.ts";
 import { isProcessAlive, killAndWait } from "../support/recovery-rig.ts";

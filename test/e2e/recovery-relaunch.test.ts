@@ -9,7 +9,7 @@ import { existsSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManifestStore } from "../../src/manifest/store.ts";
-import { InventoryReportSchema } from "../../src/recovery/json-schema.ts";
+import { InventoryReportSchema } from "../../src/recovery/report-schema.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
 import { createPiSandbox, EXTENSION_ENTRY, FAUX_MODEL, NODE_BIN, onlySessionFile, PI_CLI, PROJECT_ROOT, readEntries, runPiPrint, type PiSandbox } from "../support/pi.ts";
 import { isProcessAlive, killAndWait } from "../support/recovery-rig.ts";

@@ -8,7 +8,7 @@ import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { InspectReportSchema, InventoryReportSchema, type HandoffReport } from "../../src/recovery/json-schema.ts";
+import { InspectReportSchema, InventoryReportSchema, type HandoffReport } from "../../src/recovery/report-schema.ts";
 import { NODE_BIN, PROJECT_ROOT } from "../support/pi.ts";
 import { createRecoveryRig, isProcessAlive, killAndWait, runningManifest, STAND_IN_PI, type RecoveryRig } from "../support/recovery-rig.ts";
 import { waitFor } from "../support/tmux.ts";

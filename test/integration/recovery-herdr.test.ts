@@ -16,7 +16,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { shellQuote } from "../../src/launch/launch-command.ts";
 import type { HerdrLocation, Manifest } from "../../src/manifest/schema.ts";
 import { inspectHandoff } from "../../src/recovery/inventory.ts";
-import { HandoffReportSchema, type HandoffReport } from "../../src/recovery/json-schema.ts";
+import { HandoffReportSchema, type HandoffReport } from "../../src/recovery/report-schema.ts";
 import { relaunchHandoff } from "../../src/recovery/relaunch.ts";
 import { describeRemovalPlan, removeHandoff, type RemovalPlan } from "../../src/recovery/remove.ts";
 import type { HerdrCall } from "../support/herdr.ts";

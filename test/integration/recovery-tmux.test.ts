@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { muxForLocation } from "../../src/mux/for-location.ts";
 import { inspectHandoff } from "../../src/recovery/inventory.ts";
-import { HandoffReportSchema, type HandoffReport } from "../../src/recovery/json-schema.ts";
+import { HandoffReportSchema, type HandoffReport } from "../../src/recovery/report-schema.ts";
 import { relaunchHandoff } from "../../src/recovery/relaunch.ts";
 import { NODE_BIN } from "../support/pi.ts";
 import { createRecoveryRig, isProcessAlive, killAndWait, runningManifest, STAND_IN_PI, type RecoveryRig } from "../support/recovery-rig.ts";

@@ -16,7 +16,7 @@ import { SimpleGitPort } from "../../src/git/git.ts";
 import { HandoffTransaction, type HandoffOutcome } from "../../src/handoff/transaction.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { TmuxMultiplexer } from "../../src/mux/tmux.ts";
-import { InventoryReportSchema, type HandoffReport, type InventoryReport } from "../../src/recovery/json-schema.ts";
+import { InventoryReportSchema, type HandoffReport, type InventoryReport } from "../../src/recovery/report-schema.ts";
 import { forkActiveBranch } from "../../src/session/fork.ts";
 import { defaultSessionDir } from "../../src/session/paths.ts";
 import type { DriverConfig, DriverResult } from "./fixtures/handoff-driver.ts";

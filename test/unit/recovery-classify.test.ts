@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { newManifest } from "../../src/manifest/factory.ts";
 import { ManifestSchema, type Manifest } from "../../src/manifest/schema.ts";
 import { classify, findWriters, isPrunable, IN_PROGRESS_GRACE_MS, type HandoffFacts } from "../../src/recovery/classify.ts";
-import { HandoffReportSchema, type BranchFact } from "../../src/recovery/json-schema.ts";
+import { HandoffReportSchema, type BranchFact } from "../../src/recovery/report-schema.ts";
 
 const BASE = "a".repeat(40);
 const TIP = "b".repeat(40);

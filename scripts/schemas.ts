@@ -1,0 +1,14 @@
+/**
+ * `npm run schemas`: writes the published JSON Schemas (src/published-schemas.ts) to schemas/.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { jsonSchemaFiles } from "../src/published-schemas.ts";
+
+const dir = fileURLToPath(new URL("../schemas/", import.meta.url));
+mkdirSync(dir, { recursive: true });
+for (const { file, text } of jsonSchemaFiles()) {
+  writeFileSync(join(dir, file), text);
+  process.stdout.write(`wrote schemas/${file}\n`);
+}
