@@ -24,7 +24,7 @@ import { Box, Text } from "@earendil-works/pi-tui";
 import { Type } from "typebox";
 import { findHandoffDetails, kickoffSent } from "../src/launch/acknowledge.ts";
 import { LINEAGE_LEDGER_TYPE, ledgerEntryFor, readLedger } from "../src/lineage/ledger.ts";
-import { walkLineage } from "../src/lineage/lineage.ts";
+import { walkLineage } from "../src/lineage/ancestry.ts";
 import {
   ADOPTED_RUNS_TOOL,
   buildActiveReminder,

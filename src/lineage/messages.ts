@@ -11,7 +11,7 @@
  * - `details` is plain data decoded by `LineageMessageDetailsSchema` (the renderer relies on it).
  */
 import { z } from "zod";
-import { describeAncestor } from "./lineage.ts";
+import { describeAncestor } from "./ancestry.ts";
 import { cleanLine, formatTime } from "./text.ts";
 import type { AdoptedRun } from "./types.ts";
 

@@ -8,7 +8,7 @@
  * - `(source, runId, outcome)` identifies one delivery; the ledger stores exactly that triple.
  * - Adapters never write, rename or delete anything that belongs to another extension.
  */
-import type { Lineage } from "./lineage.ts";
+import type { Lineage } from "./ancestry.ts";
 
 export const LINEAGE_SOURCES = ["pi-subagents", "pi-workflows", "handoff"] as const;
 export type LineageSourceName = (typeof LINEAGE_SOURCES)[number];

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readSessionHeader } from "../../src/session/header.ts";
-import { walkLineage, type Lineage } from "../../src/lineage/lineage.ts";
+import { walkLineage, type Lineage } from "../../src/lineage/ancestry.ts";
 import { newlyEnded, refreshRuns, scanSources, selectForResume, selectWatched } from "../../src/lineage/scan.ts";
 import { indexSegment, indexSegmentAliases } from "../../src/lineage/sources/pi-subagents-layout.ts";
 import { piSubagentsSource } from "../../src/lineage/sources/pi-subagents.ts";

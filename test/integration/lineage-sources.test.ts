@@ -11,7 +11,7 @@ import { SessionManager } from "@earendil-works/pi-coding-agent";
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { registerLineage } from "../../pi-extension/lineage.ts";
 import { LINEAGE_LEDGER_TYPE } from "../../src/lineage/ledger.ts";
-import { walkLineage } from "../../src/lineage/lineage.ts";
+import { walkLineage } from "../../src/lineage/ancestry.ts";
 import { LINEAGE_MESSAGE_TYPE, type LineageMessage } from "../../src/lineage/messages.ts";
 import { handoffChainSource } from "../../src/lineage/sources/handoff-chain.ts";
 import { piSubagentsSource } from "../../src/lineage/sources/pi-subagents.ts";

@@ -15,7 +15,7 @@
  * - Every file is decoded with a zod schema; a malformed file is skipped with a note.
  */
 import { dirname, isAbsolute, join } from "node:path";
-import { ownerIndex, type Ancestor } from "../lineage.ts";
+import { ownerIndex, type Ancestor } from "../ancestry.ts";
 import { pidLiveness, type PidLiveness } from "../liveness.ts";
 import { mapLimit } from "../../concurrency.ts";
 import { listDir, readJsonFile } from "../read-json.ts";

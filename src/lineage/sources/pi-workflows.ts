@@ -12,7 +12,7 @@
  */
 import { join } from "node:path";
 import { z } from "zod";
-import type { Ancestor } from "../lineage.ts";
+import type { Ancestor } from "../ancestry.ts";
 import { mapLimit } from "../../concurrency.ts";
 import { listDir, readJsonFile } from "../read-json.ts";
 import { cleanLine } from "../text.ts";
