@@ -1,0 +1,63 @@
+/**
+ * The house rules of docs/architecture.md, checked on the source: one module owns each outside
+ * system, dependencies point inward, and the handoff and recovery stand on src/launch/ without
+ * importing each other.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const ROOT = join(import.meta.dirname, "..", "..");
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile() && /\.(?:ts|mts|mjs|js)$/.test(entry.name))
+    .map((entry) => relative(ROOT, join(entry.parentPath, entry.name)));
+}
+
+const FILES = [...sourceFiles("src"), ...sourceFiles("pi-extension")].map((file) => ({ file, text: readFileSync(join(ROOT, file), "utf8") }));
+
+/** The files among `FILES` where `pattern` occurs, other than those `owners` allows. */
+function outside(pattern: RegExp, owners: (file: string) => boolean): string[] {
+  return FILES.filter(({ file, text }) => !owners(file) && pattern.test(text)).map(({ file }) => file);
+}
+
+const imports = (module: string): RegExp => new RegExp(`from\\s+["']${module.replace(/[/.]/g, "\\$&")}["']`);
+
+describe("one module owns each outside system", () => {
+  it("only src/git/ loads simple-git", () => {
+    expect(outside(imports("simple-git"), (file) => file.startsWith("src/git/"))).toEqual([]);
+  });
+
+  it("subprocesses start only in the modules that own them (git, herdr, tmux, process facts)", () => {
+    const owners = (file: string): boolean =>
+      file.startsWith("src/git/") || file === "src/mux/herdr.ts" || file === "src/mux/tmux.ts" || file.startsWith("src/process/");
+    expect(outside(imports("execa"), owners)).toEqual([]);
+    expect(outside(/from\s+["'](?:node:)?child_process["']/, owners)).toEqual([]);
+  });
+
+  it("git runs only in src/git/, tmux only in src/mux/tmux.ts", () => {
+    expect(outside(/execa\(\s*["']git["']/, (file) => file.startsWith("src/git/"))).toEqual([]);
+    expect(outside(/execa\(\s*["']tmux["']/, (file) => file === "src/mux/tmux.ts")).toEqual([]);
+  });
+});
+
+describe("dependencies point inward", () => {
+  it("nothing in src/ imports the Pi adapter", () => {
+    expect(FILES.filter(({ file, text }) => file.startsWith("src/") && /from\s+["'][./]*pi-extension\//.test(text)).map(({ file }) => file)).toEqual([]);
+  });
+
+  it("recovery and the handoff stand on src/launch/ and never import each other", () => {
+    const importsDir = (dir: string): RegExp => new RegExp(`from\\s+["']\\.\\./${dir}/`);
+    expect(FILES.filter(({ file, text }) => file.startsWith("src/recovery/") && importsDir("handoff").test(text)).map(({ file }) => file)).toEqual([]);
+    expect(FILES.filter(({ file, text }) => file.startsWith("src/handoff/") && importsDir("recovery").test(text)).map(({ file }) => file)).toEqual([]);
+  });
+
+  it("the shared rooms (launch, mux, process, session, manifest, git) import neither the handoff nor recovery", () => {
+    const shared = ["src/launch/", "src/mux/", "src/process/", "src/session/", "src/manifest/", "src/git/", "src/fs/", "src/config/"];
+    const offenders = FILES.filter(
+      ({ file, text }) => shared.some((dir) => file.startsWith(dir)) && /from\s+["']\.\.\/(?:handoff|recovery)\//.test(text),
+    ).map(({ file }) => file);
+    expect(offenders).toEqual([]);
+  });
+});
