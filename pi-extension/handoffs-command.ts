@@ -14,7 +14,7 @@ import { formatInventory, formatPickerLabel, formatReport } from "../src/recover
 import { buildInventory } from "../src/recovery/inventory.ts";
 import type { HandoffReport } from "../src/recovery/report-schema.ts";
 import { relaunchHandoff } from "../src/recovery/relaunch.ts";
-import { describeRemovalPlan, losesNoMoreThan, planRemoval, removeHandoff } from "../src/recovery/remove.ts";
+import { branchDeletionOffer, describeRemovalPlan, losesNoMoreThan, planRemoval, removeHandoff } from "../src/recovery/remove.ts";
 import { report } from "./report.ts";
 
 const STATUS_KEY = "handoffs";
@@ -109,13 +109,10 @@ async function remove(deps: RecoveryDeps, handoff: HandoffReport, ctx: Extension
   const shown = planned.plan;
   const needsForce = planned.code === "refused";
   if (!(await ctx.ui.confirm(`Remove handoff ${handoff.branch}?`, describeRemovalPlan(shown).join("\n")))) return;
-  const state = shown.report.branchState;
-  const deleteBranch =
-    state.code === "present" &&
-    state.unmerged.total === 0 &&
-    (await ctx.ui.confirm(`Also delete branch ${handoff.branch}?`, `Everything on it is in ${state.mergeTarget.ref}, so no commit is lost.`));
+  const offer = branchDeletionOffer(shown);
+  const deleteBranch = offer !== undefined && (await ctx.ui.confirm(offer.question, offer.detail));
   // The user saw what is lost; go on only if, checked again right now, nothing more would be.
-  const confirmed = deleteBranch ? { ...shown, branch: { code: "delete" as const, tip: state.tip, mergeTarget: state.mergeTarget } } : shown;
+  const confirmed = deleteBranch ? offer.plan : shown;
   const outcome = await removeHandoff(deps, handoff.id, { force: needsForce, deleteBranch }, (plan) => losesNoMoreThan(plan, confirmed));
   report(ctx, outcome.message, outcome.code === "removed" ? "info" : "error");
 }

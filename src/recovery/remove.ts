@@ -104,13 +104,7 @@ export async function planRemoval(deps: RemovalDeps, id: string, options: Remove
       : { dirty: [], untracked: [] };
   const branchState = report.branchState;
   const unmerged = branchState.code === "present" ? branchState.unmerged : undefined;
-  let branch: BranchPlan;
-  if (branchState.code === "gone") branch = { code: "gone" };
-  else if (branchState.code === "unknown") branch = { code: "unknown", message: branchState.message };
-  else if (!options.deleteBranch) branch = { code: "keep" };
-  else if (manifest.setup?.existingBranch === true) branch = { code: "keep_preexisting" };
-  else if (branchState.unmerged.total > 0) branch = { code: "keep_unmerged", unmerged: branchState.unmerged.total };
-  else branch = { code: "delete", tip: branchState.tip, mergeTarget: branchState.mergeTarget };
+  const branch = planBranch(manifest, report, options.deleteBranch);
   const plan: RemovalPlan = {
     manifest,
     report,
@@ -137,6 +131,34 @@ export async function planRemoval(deps: RemovalDeps, id: string, options: Remove
     }
   }
   return { code: "planned", plan };
+}
+
+/**
+ * What happens to the handoff's branch: deleted only when asked, only when the handoff created it
+ * (not with `--existing`), and only when every commit on it is merged; otherwise kept, saying why.
+ */
+function planBranch(manifest: Manifest, report: HandoffReport, deleteBranch: boolean): BranchPlan {
+  const state = report.branchState;
+  if (state.code === "gone") return { code: "gone" };
+  if (state.code === "unknown") return { code: "unknown", message: state.message };
+  if (!deleteBranch) return { code: "keep" };
+  if (manifest.setup?.existingBranch === true) return { code: "keep_preexisting" };
+  if (state.unmerged.total > 0) return { code: "keep_unmerged", unmerged: state.unmerged.total };
+  return { code: "delete", tip: state.tip, mergeTarget: state.mergeTarget };
+}
+
+/**
+ * The question to ask after a removal was confirmed, when deleting the branch too would lose
+ * nothing (the rule of `planBranch`), and the plan to confirm then; undefined: do not offer it.
+ */
+export function branchDeletionOffer(plan: RemovalPlan): { question: string; detail: string; plan: RemovalPlan } | undefined {
+  const branch = planBranch(plan.manifest, plan.report, true);
+  if (branch.code !== "delete") return undefined;
+  return {
+    question: `Also delete branch ${plan.manifest.branch}?`,
+    detail: `Everything on it is in ${branch.mergeTarget.ref}, so no commit is lost.`,
+    plan: { ...plan, branch },
+  };
 }
 
 /** Plain lines that say exactly what a removal does and loses. */

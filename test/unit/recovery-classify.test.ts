@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { newManifest } from "../../src/manifest/factory.ts";
 import { ManifestSchema, type Manifest } from "../../src/manifest/schema.ts";
 import { classify, findWriters, isPrunable, IN_PROGRESS_GRACE_MS, type HandoffFacts } from "../../src/recovery/classify.ts";
+import { branchDeletionOffer, type RemovalPlan } from "../../src/recovery/remove.ts";
 import { HandoffReportSchema, type BranchFact } from "../../src/recovery/report-schema.ts";
 
 const BASE = "a".repeat(40);
@@ -215,5 +216,27 @@ describe("classify", () => {
     const report = classify(facts(m, { worktreeDirectoryExists: false, registration: { code: "not_listed" }, workspace: { code: "open" } }));
     expect(report.status.code).toBe("failed");
     expect(isPrunable(report)).toBe(false);
+  });
+});
+
+describe("branchDeletionOffer (the /handoffs question after a confirmed removal)", () => {
+  function plan(m: Manifest, branch: BranchFact): RemovalPlan {
+    const report = HandoffReportSchema.parse(classify(facts(m, { branch })));
+    return { manifest: m, report, worktree: "remove", lostFiles: { dirty: [], untracked: [] }, unmerged: undefined, branch: { code: "keep" }, closesWorkspace: true };
+  }
+
+  it("offers to delete a merged branch the handoff created, with the deletion in the plan to confirm", () => {
+    const offer = branchDeletionOffer(plan(manifest("running"), merged));
+    expect(offer?.question).toBe("Also delete branch feat/x?");
+    expect(offer?.detail).toBe("Everything on it is in main, so no commit is lost.");
+    expect(offer?.plan.branch).toEqual({ code: "delete", tip: TIP, mergeTarget: { ref: "main", sha: TIP } });
+  });
+
+  it("never offers a branch the handoff did not create (--existing), nor one with unmerged commits", () => {
+    const existing = manifest("running", (m) => {
+      m.setup = { existingBranch: true };
+    });
+    expect(branchDeletionOffer(plan(existing, merged))).toBeUndefined();
+    expect(branchDeletionOffer(plan(manifest("running"), unmerged))).toBeUndefined();
   });
 });
