@@ -46,27 +46,53 @@ export function hasSetupWork(request: Pick<SetupRequest, "carry" | "copy" | "sym
 
 export async function setUpWorktree(request: SetupRequest): Promise<SetupResult> {
   const result: SetupResult = { copied: [], symlinked: [], skipped: [] };
-  const done = (): string => describeDone(result);
-
-  if (request.carry !== undefined) {
-    const snapshot = request.carry;
-    await request.git.applyChanges(request.worktreePath, snapshot);
-    const untracked: CopyReport = { created: [], skipped: [] };
-    for (const file of snapshot.untracked) {
-      try {
-        await copyInto(snapshot.checkout, request.worktreePath, file, untracked);
-      } catch (error) {
-        throw new Error(`Could not copy the untracked file ${file} into the worktree (${errorClause(error)}); the tracked changes were carried${done()}.`);
-      }
-    }
-    result.carried = { mode: snapshot.mode, from: snapshot.checkout, changes: snapshot.changes, untracked: untracked.created };
-    result.skipped.push(...untracked.skipped);
-  }
-
+  if (request.carry !== undefined) await carryChanges(request, request.carry, result);
   const copyPatterns = request.copy ?? [];
   const linkPatterns = request.symlink ?? [];
   if (copyPatterns.length + linkPatterns.length === 0) return result;
 
+  const select = await entrySelector(request, result);
+  const place = [
+    { patterns: copyPatterns, put: copyInto, verb: "copy", into: result.copied },
+    { patterns: linkPatterns, put: linkInto, verb: "symlink", into: result.symlinked },
+  ];
+  for (const { patterns, put, verb, into } of place) {
+    for (const entry of await select(patterns)) {
+      const report: CopyReport = { created: [], skipped: [] };
+      try {
+        await put(request.mainCheckout, request.worktreePath, entry, report);
+      } catch (error) {
+        throw new Error(`Could not ${verb} ${entry} into the worktree (${errorClause(error)})${describeDone(result)}.`);
+      }
+      if (report.created.length > 0) into.push(entry);
+      result.skipped.push(...report.skipped);
+    }
+  }
+  result.skipped.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  return result;
+}
+
+/** `--carry`: the tracked changes as patches, then (with `all`) the untracked files. */
+async function carryChanges(request: SetupRequest, snapshot: ChangesSnapshot, result: SetupResult): Promise<void> {
+  await request.git.applyChanges(request.worktreePath, snapshot);
+  const untracked: CopyReport = { created: [], skipped: [] };
+  for (const file of snapshot.untracked) {
+    try {
+      await copyInto(snapshot.checkout, request.worktreePath, file, untracked);
+    } catch (error) {
+      throw new Error(`Could not copy the untracked file ${file} into the worktree (${errorClause(error)}); the tracked changes were carried${describeDone(result)}.`);
+    }
+  }
+  result.carried = { mode: snapshot.mode, from: snapshot.checkout, changes: snapshot.changes, untracked: untracked.created };
+  result.skipped.push(...untracked.skipped);
+}
+
+/**
+ * The entries the settings' patterns select in the main checkout: never inside `.git` or the new
+ * worktree, never a tracked file or a directory holding tracked files (those are noted as skipped),
+ * and a matched directory covers what a pattern also matched inside it.
+ */
+async function entrySelector(request: SetupRequest, result: SetupResult): Promise<(patterns: readonly string[]) => Promise<string[]>> {
   const tracked = await request.git.trackedFiles(request.mainCheckout);
   const trackedFiles = new Set(tracked);
   const trackedDirs = new Set<string>();
@@ -75,57 +101,24 @@ export async function setUpWorktree(request: SetupRequest): Promise<SetupResult>
   }
   const worktreeInside = relative(request.mainCheckout, request.worktreePath);
   const insideRepo = worktreeInside !== "" && !worktreeInside.startsWith("..") && !worktreeInside.startsWith(sep);
+  const excluded = (path: string): boolean =>
+    path.split(sep).includes(".git") || (insideRepo && (path === worktreeInside || path.startsWith(`${worktreeInside}${sep}`)));
 
-  const select = async (patterns: readonly string[]): Promise<string[]> => {
+  return async (patterns) => {
     if (patterns.length === 0) return [];
     const matched: string[] = [];
-    for await (const entry of glob([...patterns], {
-      cwd: request.mainCheckout,
-      exclude: (path: string) => path.split(sep).includes(".git") || (insideRepo && (path === worktreeInside || path.startsWith(`${worktreeInside}${sep}`))),
-    })) {
-      matched.push(entry);
-    }
+    for await (const entry of glob([...patterns], { cwd: request.mainCheckout, exclude: excluded })) matched.push(entry);
     // Parents before children, so a matched directory covers what a pattern also matched inside it.
-    const unique = [...new Set(matched)].sort();
     const chosen: string[] = [];
-    for (const entry of unique) {
+    for (const entry of [...new Set(matched)].sort()) {
       const gitPath = entry.split(sep).join("/");
       if (chosen.some((parent) => gitPath.startsWith(`${parent}/`))) continue;
-      if (trackedFiles.has(gitPath)) {
-        result.skipped.push({ path: gitPath, reason: "tracked by git (it is in the worktree already)" });
-        continue;
-      }
-      if (trackedDirs.has(gitPath)) {
-        result.skipped.push({ path: gitPath, reason: "a directory with tracked files" });
-        continue;
-      }
-      chosen.push(gitPath);
+      if (trackedFiles.has(gitPath)) result.skipped.push({ path: gitPath, reason: "tracked by git (it is in the worktree already)" });
+      else if (trackedDirs.has(gitPath)) result.skipped.push({ path: gitPath, reason: "a directory with tracked files" });
+      else chosen.push(gitPath);
     }
     return chosen;
   };
-
-  for (const entry of await select(copyPatterns)) {
-    const report: CopyReport = { created: [], skipped: [] };
-    try {
-      await copyInto(request.mainCheckout, request.worktreePath, entry, report);
-    } catch (error) {
-      throw new Error(`Could not copy ${entry} into the worktree (${errorClause(error)})${done()}.`);
-    }
-    if (report.created.length > 0) result.copied.push(entry);
-    result.skipped.push(...report.skipped);
-  }
-  for (const entry of await select(linkPatterns)) {
-    const report: CopyReport = { created: [], skipped: [] };
-    try {
-      await linkInto(request.mainCheckout, request.worktreePath, entry, report);
-    } catch (error) {
-      throw new Error(`Could not symlink ${entry} into the worktree (${errorClause(error)})${done()}.`);
-    }
-    if (report.created.length > 0) result.symlinked.push(entry);
-    result.skipped.push(...report.skipped);
-  }
-  result.skipped.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-  return result;
 }
 
 function describeDone(result: SetupResult): string {
