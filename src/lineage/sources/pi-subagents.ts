@@ -78,6 +78,10 @@ interface Candidate {
   status?: RunStatus;
 }
 
+/**
+ * The source, as a factory whose small inner functions share its options (roots, liveness):
+ * long only because it holds them, each step is a function of its own.
+ */
 export function piSubagentsSource(options: PiSubagentsSourceOptions = {}): LineageSource {
   const liveness = options.liveness ?? pidLiveness;
 
@@ -346,25 +350,20 @@ function absoluteIn(dir: string, path: string): string {
   return isAbsolute(path) ? path : join(dir, path);
 }
 
-async function describeRun(
+/**
+ * The files a run left (outputs, child sessions) and, for a finished run whose result its owner
+ * already consumed, the text pi-subagents archived for it.
+ */
+async function runFiles(
   dirs: PiSubagentsDirs,
   runId: string,
-  input: {
-    status?: RunStatus;
-    result?: LocatedResult;
-    outcome: RunOutcome;
-    state: string;
-    pidState?: PidLiveness;
-    owner: AdoptedRun["owner"];
-  },
-): Promise<AdoptedRun> {
-  const { status, result, outcome } = input;
-  const payload = result?.payload;
-  const mode = status?.mode ?? payload?.mode ?? "run";
-  const dir = runDir(dirs, runId);
+  input: { status?: RunStatus; result?: LocatedResult; outcome: RunOutcome },
+): Promise<{ outputs: Set<string>; sessionFiles: Set<string>; archivedText: string | undefined }> {
+  const { status, outcome } = input;
+  const payload = input.result?.payload;
   const outputs = new Set<string>();
   const sessionFiles = new Set<string>();
-  if (status?.outputFile !== undefined) outputs.add(absoluteIn(dir, status.outputFile));
+  if (status?.outputFile !== undefined) outputs.add(absoluteIn(runDir(dirs, runId), status.outputFile));
   for (const child of payload?.results ?? []) {
     if (child.artifactPaths?.outputPath) outputs.add(child.artifactPaths.outputPath);
     if (child.savedOutputPath) outputs.add(child.savedOutputPath);
@@ -382,6 +381,26 @@ async function describeRun(
       archivedText = archive.value.entries.map((entry) => entry.text).find((text) => text !== undefined && text.trim().length > 0);
     }
   }
+  return { outputs, sessionFiles, archivedText };
+}
+
+async function describeRun(
+  dirs: PiSubagentsDirs,
+  runId: string,
+  input: {
+    status?: RunStatus;
+    result?: LocatedResult;
+    outcome: RunOutcome;
+    state: string;
+    pidState?: PidLiveness;
+    owner: AdoptedRun["owner"];
+  },
+): Promise<AdoptedRun> {
+  const { status, result, outcome } = input;
+  const payload = result?.payload;
+  const mode = status?.mode ?? payload?.mode ?? "run";
+  const dir = runDir(dirs, runId);
+  const { outputs, sessionFiles, archivedText } = await runFiles(dirs, runId, input);
 
   const summaryText =
     archivedText ??
