@@ -3,12 +3,9 @@
  * runs the transaction; completes its arguments; asks for a branch in the TUI when none was typed.
  */
 import { CURRENT_SESSION_VERSION, getPackageDir, SessionManager, type ExtensionAPI, type ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
-import { access } from "node:fs/promises";
 import { loadHandoffConfig } from "../src/config/load.ts";
-import { approvePostCreate, isPostCreateApproved } from "../src/config/post-create-approval.ts";
-import { SimpleGitPort } from "../src/git/git.ts";
-import { WorktreeSetupGit } from "../src/git/setup-git.ts";
-import { completeHandoffArgs, type CompletionItem } from "../src/handoff/completions.ts";
+import { approveRepoPostCreate } from "../src/config/post-create-approval.ts";
+import { completeInRepository, type CompletionItem } from "../src/handoff/completions.ts";
 import { HANDOFF_HELP, parseHandoffArgs } from "../src/handoff/args.ts";
 import { currentPiCommand, mirroredPiFlags } from "../src/launch/launch-command.ts";
 import { nextSteps } from "../src/handoff/next-steps.ts";
@@ -17,25 +14,13 @@ import { HandoffTransaction, type HandoffOutcome } from "../src/handoff/transact
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import { report } from "./report.ts";
 import { errorClause } from "../src/errors.ts";
+import { isFile } from "../src/fs/probe.ts";
 
 const STATUS_KEY = "handoff-worktree";
 
-/** Timeout of each git call made while completing (the user is typing). */
-const COMPLETION_GIT_TIMEOUT_MS = 3_000;
-
 /** Suggestions for the arguments typed so far, from the repository at `cwd`. */
 export function handoffCompletions(prefix: string, cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<CompletionItem[] | null> {
-  const setupGit = new WorktreeSetupGit({ env, timeoutMs: COMPLETION_GIT_TIMEOUT_MS });
-  const git = new SimpleGitPort({ env, timeoutMs: COMPLETION_GIT_TIMEOUT_MS });
-  return completeHandoffArgs(prefix, {
-    refs: () => setupGit.listRefs(cwd),
-    checkedOut: async () => {
-      const repo = await git.findRepository(cwd);
-      if (repo === undefined) return new Set<string>();
-      const worktrees = await git.listWorktrees(repo.mainCheckout);
-      return new Set(worktrees.flatMap((worktree) => (worktree.branch !== undefined ? [worktree.branch] : [])));
-    },
-  });
+  return completeInRepository(prefix, cwd, env);
 }
 
 /**
@@ -70,7 +55,12 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
   if (!settings.ok) return report(ctx, settings.message, "error");
   for (const notice of settings.notices) report(ctx, notice, "info");
   if (settings.repoPostCreate !== undefined) {
-    const approval = await approveRepoPostCreate(ctx, agentDir, settings.repoPostCreate, parsed.args.approvePostCreate === true);
+    const approval = await approveRepoPostCreate({
+      agentDir,
+      hooks: settings.repoPostCreate,
+      approvedByFlag: parsed.args.approvePostCreate === true,
+      prompt: { hasUI: ctx.hasUI, confirm: (title, message) => ctx.ui.confirm(title, message) },
+    });
     if (approval !== undefined) return report(ctx, approval, "error");
   }
 
@@ -94,7 +84,7 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
       args: parsed.args,
       parent: {
         sessionFile,
-        sessionFileExists: sessionFile !== undefined && (await fileExists(sessionFile)),
+        sessionFileExists: sessionFile !== undefined && (await isFile(sessionFile)),
         sessionId: sessionManager.getSessionId(),
         leafId: sessionManager.getLeafId(),
         cwd: ctx.cwd,
@@ -133,34 +123,3 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
   report(ctx, [outcome.message, ...nextSteps(outcome, { env })].join("\n"), level);
 }
 
-async function fileExists(path: string): Promise<boolean> {
-  try {
-    await access(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * A repository's postCreate commands run on this machine: ask once per exact list (a dialog in a
- * UI, `--approve-post-create` in print mode) and remember it. Returns the refusal, if any.
- */
-async function approveRepoPostCreate(
-  ctx: ExtensionCommandContext,
-  agentDir: string,
-  hooks: { file: string; commands: string[] },
-  approvedByFlag: boolean,
-): Promise<string | undefined> {
-  if (await isPostCreateApproved(agentDir, hooks.file, hooks.commands)) return undefined;
-  if (!approvedByFlag) {
-    if (!ctx.hasUI) {
-      return `The postCreate commands in ${hooks.file} have not been approved yet; review them and add --approve-post-create, or run the handoff once in Pi's TUI.`;
-    }
-    const listed = hooks.commands.map((command, index) => `${index + 1}. ${command}`).join("\n");
-    const yes = await ctx.ui.confirm("Run this repository's postCreate commands?", `${hooks.file} asks to run, in the new worktree:\n${listed}`);
-    if (!yes) return `The handoff was not started: the postCreate commands in ${hooks.file} were not approved.`;
-  }
-  await approvePostCreate(agentDir, hooks.file, hooks.commands);
-  return undefined;
-}

@@ -60,3 +60,33 @@ export async function approvePostCreate(agentDir: string, settingsFile: string, 
   await mkdir(dirname(file), { recursive: true });
   await writeFileAtomic(file, `${JSON.stringify(approvals, null, 2)}\n`);
 }
+
+/** What the approval needs from the host: whether a person can be asked, and asking. */
+export interface ApprovalPrompt {
+  hasUI: boolean;
+  confirm(title: string, message: string): Promise<boolean>;
+}
+
+/**
+ * A repository's postCreate commands run on this machine: approved once per exact list (a
+ * dialog in a UI, `--approve-post-create` in print mode) and remembered. Returns the refusal, if any.
+ */
+export async function approveRepoPostCreate(input: {
+  agentDir: string;
+  hooks: { file: string; commands: string[] };
+  approvedByFlag: boolean;
+  prompt: ApprovalPrompt;
+}): Promise<string | undefined> {
+  const { agentDir, hooks } = input;
+  if (await isPostCreateApproved(agentDir, hooks.file, hooks.commands)) return undefined;
+  if (!input.approvedByFlag) {
+    if (!input.prompt.hasUI) {
+      return `The postCreate commands in ${hooks.file} have not been approved yet; review them and add --approve-post-create, or run the handoff once in Pi's TUI.`;
+    }
+    const listed = hooks.commands.map((command, index) => `${index + 1}. ${command}`).join("\n");
+    const yes = await input.prompt.confirm("Run this repository's postCreate commands?", `${hooks.file} asks to run, in the new worktree:\n${listed}`);
+    if (!yes) return `The handoff was not started: the postCreate commands in ${hooks.file} were not approved.`;
+  }
+  await approvePostCreate(agentDir, hooks.file, hooks.commands);
+  return undefined;
+}
