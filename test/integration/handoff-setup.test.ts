@@ -33,6 +33,7 @@ import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
 import { startHerdrDouble, type HerdrDouble } from "../support/herdr.ts";
 import { NODE_BIN, PROJECT_ROOT, readEntries } from "../support/pi.ts";
 import { startPrivateTmux, waitFor, type PrivateTmux } from "../support/tmux.ts";
+import { createParentConversation } from "../support/parent-session.ts";
 
 const STAND_IN_PI = join(PROJECT_ROOT, "test", "support", "fixtures", "stand-in-pi.ts");
 const sha256 = (data: Buffer | string) => createHash("sha256").update(data).digest("hex");
@@ -47,22 +48,8 @@ interface Parent {
 
 /** A real two-message conversation whose cwd is `cwd`, in Pi's default session dir for it. */
 function parentSession(cwd: string, agentDir: string): Parent {
-  const sessionDir = defaultSessionDir(cwd, agentDir);
-  const manager = SessionManager.create(cwd, sessionDir);
-  manager.appendMessage({ role: "user", content: [{ type: "text", text: "set things up" }], timestamp: Date.now() });
-  const leafId = manager.appendMessage({
-    role: "assistant",
-    content: [{ type: "text", text: "done" }],
-    api: "faux",
-    provider: "faux",
-    model: "faux-1",
-    usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
-    stopReason: "stop",
-    timestamp: Date.now(),
-  });
-  const file = manager.getSessionFile() ?? "";
-  readFileSync(file);
-  return { file, leafId, sessionId: manager.getSessionId(), sessionDir, cwd };
+  const parent = createParentConversation(cwd, defaultSessionDir(cwd, agentDir), { question: "set things up", answer: "done" });
+  return { file: parent.sessionFile, leafId: parent.leafId, sessionId: parent.sessionId, sessionDir: parent.sessionDir, cwd };
 }
 
 interface Rig {

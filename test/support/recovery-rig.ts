@@ -31,6 +31,7 @@ import { createTempRepo, type TempRepo } from "./git-repo.ts";
 import { HERDR_DOUBLE_DIR, startHerdrDouble, type HerdrDouble } from "./herdr.ts";
 import { NODE_BIN, PROJECT_ROOT } from "./pi.ts";
 import { startPrivateTmux, waitFor, type PrivateTmux } from "./tmux.ts";
+import { createParentConversation } from "./parent-session.ts";
 
 export const STAND_IN_PI = join(PROJECT_ROOT, "test", "support", "fixtures", "stand-in-pi.ts");
 
@@ -94,20 +95,8 @@ function createRigCore(prefix: string): RigCore {
 
   // A real parent conversation in Pi's default session dir for the repository.
   const sessionDir = defaultSessionDir(repo.root, agentDir);
-  const parent = SessionManager.create(repo.root, sessionDir);
-  parent.appendMessage({ role: "user", content: [{ type: "text", text: "what is in this repository?" }], timestamp: Date.now() });
-  const leafId = parent.appendMessage({
-    role: "assistant",
-    content: [{ type: "text", text: "a README and one file" }],
-    api: "faux",
-    provider: "faux",
-    model: "faux-1",
-    usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
-    stopReason: "stop",
-    timestamp: Date.now(),
-  });
-  const parentSessionFile = parent.getSessionFile() ?? "";
-  readFileSync(parentSessionFile); // on disk, or this throws
+  const parent = createParentConversation(repo.root, sessionDir);
+  const parentSessionFile = parent.sessionFile;
 
   const runHandoff = async (branch: string, mux: Multiplexer, options: HandoffOptions): Promise<HandoffOutcome> => {
     const transaction = new HandoffTransaction({
@@ -123,7 +112,7 @@ function createRigCore(prefix: string): RigCore {
     });
     const outcome = await transaction.run({
       args: { branch, base: "HEAD", baseGiven: false, focus: options.focus ?? true, ...(options.existing === true ? { existing: true } : {}) },
-      parent: { sessionFile: parentSessionFile, sessionFileExists: true, sessionId: parent.getSessionId(), leafId, cwd: repo.root, sessionDir },
+      parent: { sessionFile: parentSessionFile, sessionFileExists: true, sessionId: parent.sessionId, leafId: parent.leafId, cwd: repo.root, sessionDir },
       model: { provider: "faux", id: "faux-1", available: true },
       thinkingLevel: "medium",
       projectTrusted: false,

@@ -23,6 +23,7 @@ import type { DriverConfig, DriverResult } from "./fixtures/handoff-driver.ts";
 import { isolatedGitEnv, makeTempDir, removeTempDir, type TempRepo } from "./git-repo.ts";
 import { NODE_BIN, PROJECT_ROOT, readEntries } from "./pi.ts";
 import { startPrivateTmux, type PrivateTmux } from "./tmux.ts";
+import { createParentConversation } from "./parent-session.ts";
 
 export const HANDOFF_DRIVER = join(PROJECT_ROOT, "test", "support", "fixtures", "handoff-driver.ts");
 export const STAND_IN = join(PROJECT_ROOT, "test", "support", "fixtures", "stand-in-pi.ts");
@@ -261,19 +262,7 @@ export async function createWorld(options: { repoName?: string; prefix?: string 
     const git = new SimpleGitPort({ env, timeoutMs: 30_000 });
 
     const sessionDir = defaultSessionDir(repo.root, agentDir);
-    const session = SessionManager.create(repo.root, sessionDir);
-    session.appendMessage({ role: "user", content: [{ type: "text", text: "what is in this repository?" }], timestamp: Date.now() });
-    session.appendMessage({
-      role: "assistant",
-      content: [{ type: "text", text: "a README and one file" }],
-      api: "faux",
-      provider: "faux",
-      model: "faux-1",
-      usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
-      stopReason: "stop",
-      timestamp: Date.now(),
-    });
-    const parent = parentOf(session.getSessionFile() ?? "", repo.root);
+    const parent = parentOf(createParentConversation(repo.root, sessionDir).sessionFile, repo.root);
 
     const handoff: World["handoff"] = (input) =>
       new HandoffTransaction({
