@@ -6,9 +6,7 @@
 import { mkdtemp, mkdir, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { execa } from "execa";
-
-const TMUX_CALL_TIMEOUT_MS = 10_000;
+import { startTmuxServer } from "../../scripts/lib/private-tmux.ts";
 
 export interface PrivateTmuxOptions {
   /** `bash` (default: `bash --norc --noprofile`) or `sh`. */
@@ -52,53 +50,17 @@ export async function startPrivateTmux(options: PrivateTmuxOptions = {}): Promis
     ...options.env,
   };
 
-  const tmux = async (args: string[]): Promise<string> => {
-    const result = await execa("tmux", ["-S", socketPath, ...args], {
-      env,
-      extendEnv: false,
-      stdin: "ignore",
-      timeout: TMUX_CALL_TIMEOUT_MS,
-    });
-    return result.stdout;
-  };
-
-  let killed = false;
+  const server = await startTmuxServer({ socketPath, env, sessionName: "test", width: 200, height: 50, shell: shellCommand }).catch(async (error: unknown) => {
+    await rm(rootDir, { recursive: true, force: true });
+    throw error;
+  });
+  const tmux = (args: string[]): Promise<string> => server.run(args);
   const kill = async (): Promise<void> => {
-    if (killed) return;
-    killed = true;
-    await execa("tmux", ["-S", socketPath, "kill-server"], {
-      env,
-      extendEnv: false,
-      reject: false,
-      timeout: TMUX_CALL_TIMEOUT_MS,
-    });
+    await server.kill();
     // Pane processes get SIGHUP from kill-server and may still be writing (Node's compile cache) for a moment.
     await rm(rootDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
   };
-
-  try {
-    // `;` separates tmux commands; the first pane gets the rc-less shell explicitly, later
-    // windows through default-command.
-    await execa(
-      "tmux",
-      [
-        "-S", socketPath, "-f", "/dev/null",
-        "new-session", "-d", "-s", "test", "-x", "200", "-y", "50", "--", ...shellCommand,
-        ";", "set", "-g", "default-shell", shellCommand[0] ?? "/bin/sh",
-        // `exec`: dash does not exec a lone `-c` command, and the pane's pid must be the shell itself.
-        ";", "set", "-g", "default-command", `exec ${shellCommand.join(" ")}`,
-        ";", "set", "-s", "escape-time", "0",
-      ],
-      { env, extendEnv: false, stdin: "ignore", timeout: TMUX_CALL_TIMEOUT_MS },
-    );
-    const [sessionId = "", firstPaneId = ""] = (
-      await tmux(["display-message", "-p", "-t", "test:", "#{session_id} #{pane_id}"])
-    ).split(" ");
-    return { socketPath, sessionId, firstPaneId, rootDir, env, tmux, capturePane: (paneId) => capture(tmux, paneId), kill };
-  } catch (error) {
-    await kill();
-    throw error;
-  }
+  return { socketPath, sessionId: server.sessionId, firstPaneId: server.firstPaneId, rootDir, env, tmux, capturePane: (paneId) => capture(tmux, paneId), kill };
 }
 
 function capture(tmux: PrivateTmux["tmux"], paneId: string): Promise<string> {
