@@ -47,35 +47,29 @@ export async function copyInto(fromRoot: string, toRoot: string, relative: strin
     for (const name of (await readdir(source)).sort()) await copyInto(fromRoot, toRoot, join(relative, name), report);
     return report;
   }
-  await mkdir(dirname(target), { recursive: true });
-  try {
-    if (info.isSymbolicLink()) {
-      await symlink(await readlink(source), target);
-    } else if (info.isFile()) {
-      // COPYFILE_EXCL: fails rather than replaces; libuv gives the new file the source's mode.
-      await copyFile(source, target, constants.COPYFILE_EXCL);
-    } else {
-      report.skipped.push({ path: relative, reason: "not a regular file, link or directory" });
-      return report;
-    }
-  } catch (error) {
-    if (errorCode(error) === "EEXIST") {
-      report.skipped.push({ path: relative, reason: "already exists in the worktree" });
-      return report;
-    }
-    throw error;
+  if (!info.isSymbolicLink() && !info.isFile()) {
+    report.skipped.push({ path: relative, reason: "not a regular file, link or directory" });
+    return report;
   }
-  report.created.push(relative);
-  return report;
+  return createOnce(target, relative, report, async () => {
+    // COPYFILE_EXCL: fails rather than replaces; libuv gives the new file the source's mode.
+    if (info.isSymbolicLink()) await symlink(await readlink(source), target);
+    else await copyFile(source, target, constants.COPYFILE_EXCL);
+  });
 }
 
 /** Creates `toRoot/relative` as a symlink to `fromRoot/relative` (absolute), unless something is there. */
 export async function linkInto(fromRoot: string, toRoot: string, relative: string, report: CopyReport = { created: [], skipped: [] }): Promise<CopyReport> {
   assertInside(relative);
   const target = join(toRoot, relative);
+  return createOnce(target, relative, report, () => symlink(join(fromRoot, relative), target));
+}
+
+/** Runs `create` (which fails with EEXIST rather than replace) and records what it did. */
+async function createOnce(target: string, relative: string, report: CopyReport, create: () => Promise<void>): Promise<CopyReport> {
   await mkdir(dirname(target), { recursive: true });
   try {
-    await symlink(join(fromRoot, relative), target);
+    await create();
   } catch (error) {
     if (errorCode(error) === "EEXIST") {
       report.skipped.push({ path: relative, reason: "already exists in the worktree" });
