@@ -1,5 +1,7 @@
 /**
- * SimpleGitPort: the `GitPort` implementation, and the only code that runs git (through simple-git).
+ * SimpleGitPort: the `GitPort` and `RecoveryGitPort` implementation. Like every git call of the
+ * package, its calls run through `runner.ts` (simple-git with its timeout plugin); the other git
+ * code is `setup-git.ts` (patches, base freshness, refs).
  *
  * Invariants:
  * - Every git call has a deadline (simple-git `timeout.block`, not extended by output) and its own
@@ -23,10 +25,10 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { lstat, mkdir, readdir, realpath, rmdir, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { GitPluginError, simpleGit } from "simple-git";
+import { gitCommandName, runGit } from "./runner.ts";
 import type { GitState } from "../manifest/schema.ts";
 import type { CommitSummary, GitPort, RecoveryGitPort, RepositoryInfo, WorktreeEntry, WorktreeStatus } from "./types.ts";
-import { asError, errorMessage } from "../errors.ts";
+import { asError } from "../errors.ts";
 
 export interface SimpleGitPortOptions {
   /** Deadline for each read call, in milliseconds. Default 30 s. */
@@ -81,28 +83,7 @@ export function isTransientGitFailure(stderr: string): boolean {
   return TRANSIENT_GIT_FAILURES.some((pattern) => pattern.test(stderr));
 }
 
-/**
- * The only `GIT_*` variables git inherits. simple-git v4 rejects a task that is handed any other
- * `GIT_*` variable, and inherited ones such as `GIT_DIR` would point git at the wrong repository.
- */
-const INHERITED_GIT_VARIABLES = ["GIT_CONFIG_NOSYSTEM", "GIT_CEILING_DIRECTORIES", "GIT_OPTIONAL_LOCKS"] as const;
-/** Variables that make git start programs; simple-git v4 refuses tasks that are handed them. */
-const PROGRAM_VARIABLES = new Set(["EDITOR", "VISUAL", "PAGER", "PREFIX", "SSH_ASKPASS"]);
-
-/** The environment git runs with: `base` without guarded variables, in the C locale, without optional locks. */
-export function gitEnvironment(base: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const allowed = new Set<string>(INHERITED_GIT_VARIABLES);
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(base)) {
-    const name = key.toUpperCase();
-    if (value === undefined || PROGRAM_VARIABLES.has(name)) continue;
-    if (name.startsWith("GIT_") && !allowed.has(name)) continue;
-    env[key] = value;
-  }
-  env.LC_ALL = "C";
-  env.GIT_OPTIONAL_LOCKS = "0";
-  return env;
-}
+export { gitEnvironment } from "./runner.ts";
 
 export class SimpleGitPort implements RecoveryGitPort {
   private readonly timeoutMs: number;
@@ -390,32 +371,10 @@ export class SimpleGitPort implements RecoveryGitPort {
     }
   }
 
-  /** Runs one git command in `cwd`; resolves with any exit code, rejects on a timeout or a refusal. */
+  /** Runs one git command in `cwd` (runner.ts); resolves with any exit code, rejects on a timeout or a refusal. */
   private async run(cwd: string, args: readonly string[], timeoutMs = this.timeoutMs): Promise<GitOutcome> {
-    let finished: { exitCode: number; stderr: string } | undefined;
-    try {
-      const git = simpleGit({
-        baseDir: cwd,
-        timeout: { block: timeoutMs, stdOut: false, stdErr: false },
-        allowEnvironment: [...INHERITED_GIT_VARIABLES],
-        errors: (error, result) => {
-          finished = { exitCode: result.exitCode, stderr: Buffer.concat(result.stdErr).toString("utf8") };
-          // simple-git's own refusals (timeout, unsafe argument, environment guard) stay errors;
-          // a non-zero exit is returned to the method, which knows what it means.
-          return error instanceof GitPluginError ? error : undefined;
-        },
-      }).env(gitEnvironment(this.env ?? process.env));
-      const stdout = await git.raw([...args]);
-      if (finished === undefined) throw new Error("simple-git did not report an exit code");
-      return { exitCode: finished.exitCode, stdout, stderr: finished.stderr };
-    } catch (error) {
-      const command = commandName(args);
-      if (error instanceof GitPluginError && error.plugin === "timeout") {
-        throw new Error(`${command} timed out after ${timeoutMs} ms in ${cwd}.`, { cause: error });
-      }
-      const reason = errorMessage(error);
-      throw new Error(`${command} could not run in ${cwd}: ${firstLine(reason)}`, { cause: error });
-    }
+    const result = await runGit(cwd, args, { timeoutMs, env: this.env });
+    return { exitCode: result.exitCode, stdout: result.stdout.toString("utf8"), stderr: result.stderr };
   }
 }
 
@@ -507,15 +466,10 @@ function mainWorktreeOf(commonDir: string): string {
 
 function gitFailure(args: readonly string[], outcome: GitOutcome): Error {
   const summary = summarizeGitStderr(outcome.stderr) ?? `exit code ${outcome.exitCode}`;
-  return new Error(`${commandName(args)} failed: ${summary}`);
+  return new Error(`${gitCommandName(args)} failed: ${summary}`);
 }
 
 /** `git worktree add` for messages: the subcommand and its first word when that is one too. */
-function commandName(args: readonly string[]): string {
-  const [command, subcommand] = args;
-  const isSubcommand = subcommand !== undefined && /^[a-z][a-z-]*$/.test(subcommand);
-  return ["git", command ?? "", ...(command === "worktree" && isSubcommand ? [subcommand] : [])].join(" ").trim();
-}
 
 /** A commit or ref given to a history query: never empty, never option-like, one line. */
 function assertRevision(revision: string): void {
@@ -527,10 +481,6 @@ function assertRevision(revision: string): void {
 /** Text git can receive as one argument: Node refuses NUL, and newlines make no sense in names or refs. */
 function isPlainArgument(value: string): boolean {
   return typeof value === "string" && !/[\0\r\n]/.test(value);
-}
-
-function firstLine(text: string): string {
-  return text.split(/\r?\n/).find((line) => line.trim().length > 0)?.trim() ?? text;
 }
 
 /** Between half and one and a half times `ms`, so processes that collided do not retry in step. */

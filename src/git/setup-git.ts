@@ -3,10 +3,13 @@
  * the tracked-file list that guards copies, refs for completion).
  *
  * Invariants:
- * - Runs git through execa, not simple-git, because patches are bytes: a `git diff --binary` of a
- *   file that is not UTF-8 must reach `git apply` unchanged, and simple-git only returns strings.
- *   Everything else follows `git.ts`: the same sanitised environment (`gitEnvironment`: no
- *   inherited `GIT_*`, C locale, no optional locks), argument arrays, a deadline on every call.
+ * - Runs git through the project's one runner (`runner.ts`: simple-git with its timeout plugin, the
+ *   sanitised environment, argument arrays, a deadline on every call), with patches as bytes: a
+ *   `git diff --binary` of a file that is not UTF-8 is written by git to a private temp file
+ *   (`--output`, so its size is checked before it is read) and reaches `git apply` on stdin unchanged.
+ * - The one exception is `fetchUpstream`: a fetch's transport starts programs of its own (ssh, a
+ *   remote helper) that must die with it on its deadline, so it runs in its own process group
+ *   through execa, which can kill the whole group; simple-git kills only git itself.
  * - Reading a checkout never changes it: `git diff` and `git ls-files` with optional locks off
  *   write neither the index nor the work tree, so the parent checkout stays byte-identical.
  * - Writes: `applyChanges` only in the new worktree (its own index and files), atomically per patch
@@ -17,8 +20,11 @@
  * - A fetch cannot prompt: no terminal (its own session), `GIT_TERMINAL_PROMPT=0`, ssh in batch
  *   mode; on its deadline its whole process group is killed.
  */
+import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { execa } from "execa";
-import { gitEnvironment } from "./git.ts";
+import { gitEnvironment, runGit, type GitRun } from "./runner.ts";
 import type { BaseUpstream, CarriedChange, ChangesSnapshot, WorktreeSetupGitPort } from "./types.ts";
 
 export interface WorktreeSetupGitOptions {
@@ -32,16 +38,9 @@ export interface WorktreeSetupGitOptions {
   maxPatchBytes?: number;
 }
 
-interface GitRun {
-  exitCode: number;
-  stdout: Uint8Array;
-  stderr: string;
-}
-
 const DEFAULT_TIMEOUT_MS = 60_000;
 const DEFAULT_FETCH_TIMEOUT_MS = 30_000;
 const DEFAULT_MAX_PATCH_BYTES = 256 * 1024 * 1024;
-const MAX_LIST_BYTES = 64 * 1024 * 1024;
 const REF_LIMIT = 2_000;
 
 /** Diff options that make a patch `git apply` reads whatever the user configured for `git diff`. */
@@ -200,40 +199,29 @@ export class WorktreeSetupGit implements WorktreeSetupGitPort {
 
   /** A patch as bytes; refuses one beyond `maxPatchBytes` rather than hold it all. */
   private async patch(cwd: string, args: string[]): Promise<Uint8Array> {
-    const result = await this.run(cwd, args, { maxBuffer: this.maxPatchBytes });
-    if (result.exitCode !== 0) throw gitError(args, result);
-    return result.stdout;
+    const dir = await mkdtemp(join(tmpdir(), "phw-patch-"));
+    try {
+      const file = join(dir, "patch");
+      const result = await this.run(cwd, [...args, `--output=${file}`]);
+      if (result.exitCode !== 0) throw gitError(args, result);
+      const size = (await stat(file).catch(() => undefined))?.size ?? 0;
+      if (size > this.maxPatchBytes) {
+        throw new Error(`git ${args[0] ?? ""} in ${cwd} made a patch of more than ${Math.round(this.maxPatchBytes / 1024 / 1024)} MiB; that is too much to carry.`);
+      }
+      return size === 0 ? new Uint8Array() : new Uint8Array(await readFile(file));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   }
 
   private async text(cwd: string, args: string[]): Promise<string> {
-    const result = await this.run(cwd, args, { maxBuffer: MAX_LIST_BYTES });
+    const result = await this.run(cwd, args);
     if (result.exitCode !== 0) throw gitError(args, result);
-    return new TextDecoder().decode(result.stdout);
+    return result.stdout.toString("utf8");
   }
 
-  private async run(cwd: string, args: string[], options: { input?: Uint8Array; maxBuffer?: number } = {}): Promise<GitRun> {
-    const result = await execa("git", args, {
-      cwd,
-      env: gitEnvironment(this.env ?? process.env),
-      extendEnv: false,
-      reject: false,
-      timeout: this.timeoutMs,
-      forceKillAfterDelay: 1_000,
-      encoding: "buffer",
-      // A patch's last byte is a newline git apply needs.
-      stripFinalNewline: false,
-      maxBuffer: options.maxBuffer ?? MAX_LIST_BYTES,
-      ...(options.input !== undefined ? { input: options.input } : { stdin: "ignore" as const }),
-    });
-    const command = `git ${args[0] ?? ""}`;
-    if (result.timedOut) throw new Error(`${command} timed out after ${Math.round(this.timeoutMs / 1000)} s in ${cwd}.`);
-    if (result.isMaxBuffer) {
-      throw new Error(`${command} in ${cwd} printed more than ${Math.round((options.maxBuffer ?? MAX_LIST_BYTES) / 1024 / 1024)} MiB; that is too much to carry.`);
-    }
-    if (result.exitCode === undefined) {
-      throw new Error(`${command} could not run in ${cwd}: ${result.shortMessage ?? "no exit code"}.`);
-    }
-    return { exitCode: result.exitCode, stdout: result.stdout, stderr: new TextDecoder().decode(result.stderr) };
+  private run(cwd: string, args: string[], options: { input?: Uint8Array } = {}): Promise<GitRun> {
+    return runGit(cwd, args, { timeoutMs: this.timeoutMs, env: this.env, ...options });
   }
 }
 

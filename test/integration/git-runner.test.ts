@@ -1,0 +1,52 @@
+/**
+ * The one git runner (src/git/runner.ts, simple-git) with real git: exit codes as data, bytes in
+ * and out unchanged, deadlines, and the carried patch's size bound.
+ */
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { runGit } from "../../src/git/runner.ts";
+import { WorktreeSetupGit } from "../../src/git/setup-git.ts";
+import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
+
+let repo: TempRepo | undefined;
+afterEach(() => {
+  repo?.cleanup();
+  repo = undefined;
+});
+
+describe("runGit", () => {
+  it("returns a non-zero exit as data, with git's stderr", async () => {
+    repo = createTempRepo();
+    const run = await runGit(repo.root, ["rev-parse", "--verify", "--quiet", "refs/heads/nope"], { timeoutMs: 10_000, env: repo.env });
+    expect(run.exitCode).toBe(1);
+    expect(run.stdout.length).toBe(0);
+  });
+
+  it("passes bytes to stdin and returns stdout bytes exactly (not UTF-8)", async () => {
+    repo = createTempRepo();
+    const bytes = Buffer.from([0xff, 0xfe, 0x00, 0x63, 0x61, 0x66, 0xe9, 0x0a]);
+    const hashed = await runGit(repo.root, ["hash-object", "-w", "--stdin"], { timeoutMs: 10_000, env: repo.env, input: bytes });
+    expect(hashed.exitCode).toBe(0);
+    const sha = hashed.stdout.toString("utf8").trim();
+    const shown = await runGit(repo.root, ["cat-file", "blob", sha], { timeoutMs: 10_000, env: repo.env });
+    expect(Buffer.compare(shown.stdout, bytes)).toBe(0);
+  });
+
+  it("stops a call at its deadline and names the command", async () => {
+    repo = createTempRepo();
+    // git waiting for stdin that never ends stands for any git that hangs.
+    await expect(runGit(repo.root, ["hash-object", "--stdin"], { timeoutMs: 300, env: repo.env })).rejects.toThrow(
+      `git hash-object timed out after 300 ms in ${repo.root}.`,
+    );
+  });
+});
+
+describe("carrying a patch larger than the bound", () => {
+  it("is refused with its size, before the patch is read", async () => {
+    repo = createTempRepo();
+    writeFileSync(join(repo.root, "README.md"), "x".repeat(4096));
+    const git = new WorktreeSetupGit({ env: repo.env, maxPatchBytes: 1024 });
+    await expect(git.snapshotChanges(repo.root, "tracked")).rejects.toThrow(`git diff in ${repo.root} made a patch of more than 0 MiB; that is too much to carry.`);
+  });
+});
