@@ -1,7 +1,7 @@
 /**
  * SimpleGitPort: the `GitPort` and `RecoveryGitPort` implementation. Like every git call of the
  * package, its calls run through `runner.ts` (simple-git with its timeout plugin); the other git
- * code is `setup-git.ts` (patches, base freshness, refs).
+ * code is `checkout-git.ts` (patches, base freshness, refs).
  *
  * Invariants:
  * - Every git call has a deadline (simple-git `timeout.block`, not extended by output) and its own

@@ -1,7 +1,7 @@
 /**
  * The one way git runs: simple-git, one instance per call, with its timeout plugin, the sanitised
  * environment and the exit code, stdout bytes and stderr of every call. `git.ts` (text) and
- * `setup-git.ts` (byte-exact patches) both run git through `runGit`.
+ * `checkout-git.ts` (byte-exact patches) both run git through `runGit`.
  *
  * Invariants:
  * - Every call has a deadline (simple-git `timeout.block`, not extended by output); a timeout and

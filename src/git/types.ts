@@ -148,7 +148,7 @@ export interface BaseUpstream {
  * fakes need not implement it. Invariants: every call has a timeout; only `applyChanges` (in the
  * new worktree) and `fetchUpstream` (one remote-tracking ref, on request) write anything.
  */
-export interface WorktreeSetupGitPort {
+export interface CheckoutGitPort {
   /** Reads the changes to carry; throws with one sentence (unresolved conflicts, too large). */
   snapshotChanges(checkout: string, mode: "tracked" | "all"): Promise<ChangesSnapshot>;
   /** Applies a snapshot's patches in `worktree` (staged to index and files, unstaged to files). */

@@ -10,17 +10,17 @@
  * - The repository's refs come through the git ports with a short timeout each (the user is typing).
  */
 import { SimpleGitPort } from "../git/git.ts";
-import { WorktreeSetupGit } from "../git/setup-git.ts";
+import { CheckoutGit } from "../git/checkout-git.ts";
 
 /** Timeout of each git call made while completing (the user is typing). */
 const COMPLETION_GIT_TIMEOUT_MS = 3_000;
 
 /** Suggestions for the arguments typed so far, from the repository at `cwd`. */
 export function completeInRepository(prefix: string, cwd: string, env: NodeJS.ProcessEnv): Promise<CompletionItem[] | null> {
-  const setupGit = new WorktreeSetupGit({ env, timeoutMs: COMPLETION_GIT_TIMEOUT_MS });
+  const checkoutGit = new CheckoutGit({ env, timeoutMs: COMPLETION_GIT_TIMEOUT_MS });
   const git = new SimpleGitPort({ env, timeoutMs: COMPLETION_GIT_TIMEOUT_MS });
   return completeHandoffArgs(prefix, {
-    refs: () => setupGit.listRefs(cwd),
+    refs: () => checkoutGit.listRefs(cwd),
     checkedOut: async () => {
       const repo = await git.findRepository(cwd);
       if (repo === undefined) return new Set<string>();

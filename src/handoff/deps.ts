@@ -11,8 +11,8 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { SimpleGitPort } from "../git/git.ts";
-import { WorktreeSetupGit } from "../git/setup-git.ts";
-import type { GitPort, WorktreeSetupGitPort } from "../git/types.ts";
+import { CheckoutGit } from "../git/checkout-git.ts";
+import type { GitPort, CheckoutGitPort } from "../git/types.ts";
 import { launchTimeoutsFromEnv, type LaunchTimeouts } from "../launch/timeouts.ts";
 import type { HandoffStep, MuxKind } from "../manifest/schema.ts";
 import { ManifestStore } from "../manifest/store.ts";
@@ -35,7 +35,7 @@ export interface HandoffDeps {
   progress(step: HandoffStep, text: string): void;
   timeouts: LaunchTimeouts;
   /** Git for the setup (carry, copy guards, base freshness); a handoff that needs it is refused without it. */
-  setupGit?: WorktreeSetupGitPort;
+  checkoutGit?: CheckoutGitPort;
   /** Where tests make a step fail or the process die (`PI_HANDOFF_FAULT`, faults.ts); none by default. */
   faults?: FaultPlan;
 }
@@ -65,7 +65,7 @@ export function createHandoffDeps(host: HandoffHost): { deps: HandoffDeps; dispo
     git,
     store: ManifestStore.forAgentDir(host.agentDir),
     selectMux: (explicit) => selectMultiplexer(explicit, env, git),
-    setupGit: new WorktreeSetupGit({ env }),
+    checkoutGit: new CheckoutGit({ env }),
     fork: (request) =>
       runFork(request, {
         worker: forkWorker,

@@ -10,7 +10,7 @@
  *   (the user asked for a current base), before anything else is written.
  * - A freshness check that cannot be made (no upstream, git trouble) is silent: it only warns.
  */
-import type { WorktreeSetupGitPort } from "../git/types.ts";
+import type { CheckoutGitPort } from "../git/types.ts";
 import { errorClause } from "../errors.ts";
 
 export type Freshness = { ok: true; notes: string[] } | { ok: false; message: string };
@@ -24,11 +24,11 @@ function shortRef(ref: string): string {
  * full ref; `label` is how the user knows it.
  */
 export async function checkBaseFreshness(
-  git: WorktreeSetupGitPort,
+  git: CheckoutGitPort,
   checkout: string,
   input: { ref: string; label: string; fetch: boolean },
 ): Promise<Freshness> {
-  let upstream: Awaited<ReturnType<WorktreeSetupGitPort["upstreamOf"]>>;
+  let upstream: Awaited<ReturnType<CheckoutGitPort["upstreamOf"]>>;
   try {
     upstream = await git.upstreamOf(checkout, input.ref);
   } catch (error) {

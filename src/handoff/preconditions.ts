@@ -69,7 +69,7 @@ export interface Plan {
 
 export type Checked<T> = { ok: true; value: T } | { ok: false; refusal: Refusal };
 
-type PlanDeps = Pick<HandoffDeps, "git" | "store" | "selectMux" | "setupGit">;
+type PlanDeps = Pick<HandoffDeps, "git" | "store" | "selectMux" | "checkoutGit">;
 
 const pass = <T>(value: T): Checked<T> => ({ ok: true, value });
 const refuse = (refusal: Refusal): { ok: false; refusal: Refusal } => ({ ok: false, refusal });
@@ -89,9 +89,9 @@ export function checkModel(model: HandoffRequest["model"]): Checked<{ provider: 
 }
 
 /** Settings that need the setup git (carry, fetch, copies, links) have it. */
-export function checkSetupGit(args: HandoffArgs, config: HandoffConfig, hasSetupGit: boolean): Checked<void> {
+export function checkCheckoutGit(args: HandoffArgs, config: HandoffConfig, hasCheckoutGit: boolean): Checked<void> {
   const needs = args.carry !== undefined || args.fetch === true || (config.copy?.length ?? 0) > 0 || (config.symlink?.length ?? 0) > 0;
-  return needs && !hasSetupGit ? refuse({ code: "setup_git_missing" }) : pass(undefined);
+  return needs && !hasCheckoutGit ? refuse({ code: "setup_git_missing" }) : pass(undefined);
 }
 
 interface BranchFacts {
@@ -143,8 +143,8 @@ export async function planHandoff(deps: PlanDeps, request: HandoffRequest): Prom
   if (!mux.ok) return refuse({ code: "no_multiplexer", detail: mux.message });
   const repo = await deps.git.findRepository(parent.cwd);
   if (repo === undefined) return refuse({ code: "not_a_repository", cwd: parent.cwd });
-  const setupGitOk = checkSetupGit(args, config, deps.setupGit !== undefined);
-  if (!setupGitOk.ok) return setupGitOk;
+  const checkoutGitOk = checkCheckoutGit(args, config, deps.checkoutGit !== undefined);
+  if (!checkoutGitOk.ok) return checkoutGitOk;
 
   const target = await resolveTarget(deps, request, repo, config);
   if (!target.ok) return target;
@@ -195,7 +195,7 @@ async function resolveTarget(deps: PlanDeps, request: HandoffRequest, repo: Repo
     existing ? deps.git.resolveCommit(repo.mainCheckout, `refs/heads/${branch}`) : deps.git.resolveCommit(repo.currentCheckout, args.base);
   const freshnessInput = { ref: existing ? `refs/heads/${branch}` : args.base, label: existing ? branch : args.base, fetch: args.fetch === true };
   const freshness = (): Promise<Freshness> | undefined =>
-    deps.setupGit !== undefined ? checkBaseFreshness(deps.setupGit, repo.currentCheckout, freshnessInput) : undefined;
+    deps.checkoutGit !== undefined ? checkBaseFreshness(deps.checkoutGit, repo.currentCheckout, freshnessInput) : undefined;
   const early = args.fetch !== true && !baseLooksLikeOption ? freshness() : undefined;
   const [validName, worktrees, exists, resolved] = await Promise.all([
     deps.git.isValidBranchName(branch),
@@ -220,9 +220,9 @@ async function resolveTarget(deps: PlanDeps, request: HandoffRequest, repo: Repo
 
 /** `--carry`: the changes are read now and applied in the setup step. */
 async function readCarry(deps: PlanDeps, args: HandoffArgs, repo: RepositoryInfo): Promise<Checked<ChangesSnapshot | undefined>> {
-  if (args.carry === undefined || deps.setupGit === undefined) return pass(undefined);
+  if (args.carry === undefined || deps.checkoutGit === undefined) return pass(undefined);
   try {
-    return pass(await deps.setupGit.snapshotChanges(repo.currentCheckout, args.carry));
+    return pass(await deps.checkoutGit.snapshotChanges(repo.currentCheckout, args.carry));
   } catch (error) {
     return refuse({ code: "carry_unreadable", detail: errorMessage(error) });
   }

@@ -13,12 +13,12 @@
  */
 import { glob } from "node:fs/promises";
 import { relative, sep } from "node:path";
-import type { CarriedChange, ChangesSnapshot, WorktreeSetupGitPort } from "../git/types.ts";
+import type { CarriedChange, ChangesSnapshot, CheckoutGitPort } from "../git/types.ts";
 import { copyInto, linkInto, type CopyReport } from "../fs/copy-into.ts";
 import { errorClause } from "../errors.ts";
 
 export interface SetupRequest {
-  git: WorktreeSetupGitPort;
+  git: CheckoutGitPort;
   mainCheckout: string;
   worktreePath: string;
   carry?: ChangesSnapshot | undefined;

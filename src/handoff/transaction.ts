@@ -202,14 +202,14 @@ export class HandoffTransaction {
    */
   private async setUp(plan: Plan, manifest: Manifest): Promise<Manifest> {
     const work = { carry: plan.carry, copy: plan.config.copy, symlink: plan.config.symlink };
-    if (!hasSetupWork(work) || this.deps.setupGit === undefined) {
+    if (!hasSetupWork(work) || this.deps.checkoutGit === undefined) {
       this.injectFault("setup");
       return manifest;
     }
     this.enter("setup", plan.carry !== undefined ? "Carrying the uncommitted changes into the worktree" : "Copying files into the worktree");
     let result: SetupResult;
     try {
-      result = await setUpWorktree({ git: this.deps.setupGit, mainCheckout: plan.repo.mainCheckout, worktreePath: manifest.worktree.path, ...work });
+      result = await setUpWorktree({ git: this.deps.checkoutGit, mainCheckout: plan.repo.mainCheckout, worktreePath: manifest.worktree.path, ...work });
     } catch (error) {
       throw new StepFailure("setup", errorMessage(error));
     }

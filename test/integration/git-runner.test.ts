@@ -6,7 +6,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { runGit } from "../../src/git/runner.ts";
-import { WorktreeSetupGit } from "../../src/git/setup-git.ts";
+import { CheckoutGit } from "../../src/git/checkout-git.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
 
 let repo: TempRepo | undefined;
@@ -46,7 +46,7 @@ describe("carrying a patch larger than the bound", () => {
   it("is refused with its size, before the patch is read", async () => {
     repo = createTempRepo();
     writeFileSync(join(repo.root, "README.md"), "x".repeat(4096));
-    const git = new WorktreeSetupGit({ env: repo.env, maxPatchBytes: 1024 });
+    const git = new CheckoutGit({ env: repo.env, maxPatchBytes: 1024 });
     await expect(git.snapshotChanges(repo.root, "tracked")).rejects.toThrow(`git diff in ${repo.root} made a patch of more than 0 MiB; that is too much to carry.`);
   });
 });

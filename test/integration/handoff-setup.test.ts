@@ -18,7 +18,7 @@ import { CURRENT_SESSION_VERSION, SessionManager } from "@earendil-works/pi-codi
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { HandoffConfig } from "../../src/config/schema.ts";
 import { SimpleGitPort } from "../../src/git/git.ts";
-import { WorktreeSetupGit } from "../../src/git/setup-git.ts";
+import { CheckoutGit } from "../../src/git/checkout-git.ts";
 import type { HandoffArgs } from "../../src/handoff/args.ts";
 import { findChildProcess } from "../../src/launch/launcher.ts";
 import { HandoffTransaction, type HandoffOutcome } from "../../src/handoff/transaction.ts";
@@ -86,7 +86,7 @@ function createRig(): Rig {
       const parent = options.parent ?? mainParent;
       const transaction = new HandoffTransaction({
         git,
-        setupGit: new WorktreeSetupGit({ env }),
+        checkoutGit: new CheckoutGit({ env }),
         store,
         selectMux: () => ({ ok: true, mux }),
         fork: (request) => forkActiveBranch(request, { SessionManager, CURRENT_SESSION_VERSION }),

@@ -11,7 +11,7 @@ import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync,
 import { join, relative } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { handoffCompletions } from "../../pi-extension/handoff-command.ts";
-import { WorktreeSetupGit } from "../../src/git/setup-git.ts";
+import { CheckoutGit } from "../../src/git/checkout-git.ts";
 import { checkBaseFreshness } from "../../src/handoff/freshness.ts";
 import { describeSetup, setUpWorktree } from "../../src/handoff/setup.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
@@ -104,7 +104,7 @@ describe("carrying uncommitted changes", () => {
   it("brings staged and unstaged changes (rename, deletions, binary, mode) over; the parent stays byte-identical", async () => {
     const repo = dirtyRepo();
     repos.push(repo);
-    const git = new WorktreeSetupGit({ env: repo.env });
+    const git = new CheckoutGit({ env: repo.env });
     const parentIndex = join(repo.root, ".git", "index");
     const before = checkoutState(repo, repo.root, parentIndex);
 
@@ -144,7 +144,7 @@ describe("carrying uncommitted changes", () => {
   it("--carry=all adds untracked files (modes kept), never ignored ones", async () => {
     const repo = dirtyRepo();
     repos.push(repo);
-    const git = new WorktreeSetupGit({ env: repo.env });
+    const git = new CheckoutGit({ env: repo.env });
     const before = checkoutState(repo, repo.root, join(repo.root, ".git", "index"));
     const snapshot = await git.snapshotChanges(repo.root, "all");
     expect(snapshot.untracked.sort()).toEqual(["notes/untracked.txt", "tool.sh"]);
@@ -164,7 +164,7 @@ describe("carrying uncommitted changes", () => {
   it("carries nothing from a clean checkout and says so", async () => {
     const repo = createTempRepo({ prefix: "phw-carry-" });
     repos.push(repo);
-    const git = new WorktreeSetupGit({ env: repo.env });
+    const git = new CheckoutGit({ env: repo.env });
     const snapshot = await git.snapshotChanges(repo.root, "tracked");
     expect(snapshot.staged.byteLength + snapshot.unstaged.byteLength).toBe(0);
     const worktree = join(repo.dir, "wt");
@@ -182,7 +182,7 @@ describe("carrying uncommitted changes", () => {
     repo.run(["checkout", "-q", "main"]);
     repo.commitFile("c.txt", "main\n", "main");
     spawnSync("git", ["merge", "-q", "other"], { cwd: repo.root, env: repo.env, timeout: 30_000 });
-    await expect(new WorktreeSetupGit({ env: repo.env }).snapshotChanges(repo.root, "tracked")).rejects.toThrow(
+    await expect(new CheckoutGit({ env: repo.env }).snapshotChanges(repo.root, "tracked")).rejects.toThrow(
       `${repo.root} has unresolved merge conflicts (c.txt); resolve them before carrying changes.`,
     );
   });
@@ -193,7 +193,7 @@ describe("carrying uncommitted changes", () => {
     repo.commitFile("c.txt", "one\n", "one");
     const old = repo.run(["rev-parse", "HEAD~1"]);
     writeFileSync(join(repo.root, "c.txt"), "one changed\n");
-    const git = new WorktreeSetupGit({ env: repo.env });
+    const git = new CheckoutGit({ env: repo.env });
     const snapshot = await git.snapshotChanges(repo.root, "tracked");
     const worktree = join(repo.dir, "wt-old");
     repo.run(["worktree", "add", "-q", "-b", "old", worktree, old]);
@@ -233,7 +233,7 @@ describe("copy and symlink settings", () => {
     writeFileSync(join(worktree, ".env.local"), "LOCAL=worktree\n");
 
     const result = await setUpWorktree({
-      git: new WorktreeSetupGit({ env: repo.env }),
+      git: new CheckoutGit({ env: repo.env }),
       mainCheckout: repo.root,
       worktreePath: worktree,
       copy: [".env*", "config/*.json", "cache"],
@@ -295,7 +295,7 @@ describe("base freshness", () => {
     pushCommits(2);
     repo.run(["fetch", "-q", "origin"]);
     pushCommits(1); // not fetched: the warning must not know about it
-    const git = new WorktreeSetupGit({ env: repo.env });
+    const git = new CheckoutGit({ env: repo.env });
     const trackingBefore = repo.run(["rev-parse", "refs/remotes/origin/main"]);
     expect(await checkBaseFreshness(git, repo.root, { ref: "main", label: "main", fetch: false })).toEqual({
       ok: true,
@@ -310,7 +310,7 @@ describe("base freshness", () => {
     const { repo, pushCommits } = withRemote();
     pushCommits(3);
     const localBefore = repo.run(["rev-parse", "main"]);
-    const git = new WorktreeSetupGit({ env: repo.env });
+    const git = new CheckoutGit({ env: repo.env });
     expect(await checkBaseFreshness(git, repo.root, { ref: "main", label: "main", fetch: true })).toEqual({
       ok: true,
       notes: [
@@ -327,7 +327,7 @@ describe("base freshness", () => {
 
   it("refuses --fetch without a remote branch, or when the fetch fails or hangs", async () => {
     const { repo, remoteDir } = withRemote();
-    const git = new WorktreeSetupGit({ env: repo.env });
+    const git = new CheckoutGit({ env: repo.env });
     repo.run(["branch", "local-only"]);
     expect(await checkBaseFreshness(git, repo.root, { ref: "local-only", label: "local-only", fetch: true })).toEqual({
       ok: false,
@@ -343,7 +343,7 @@ describe("base freshness", () => {
     repo.run(["config", "protocol.ext.allow", "always"]);
     repo.run(["remote", "add", "slow", `ext::sh -c ${marker.replace(" ", "% ")}`]);
     repo.run(["config", "branch.main.remote", "slow"]);
-    const slow = new WorktreeSetupGit({ env: repo.env, fetchTimeoutMs: 1_000 });
+    const slow = new CheckoutGit({ env: repo.env, fetchTimeoutMs: 1_000 });
     const started = Date.now();
     expect(await checkBaseFreshness(slow, repo.root, { ref: "main", label: "main", fetch: true })).toEqual({
       ok: false,
@@ -360,7 +360,7 @@ describe("base freshness", () => {
     repo.run(["branch", "feat/x"]);
     repo.run(["branch", "feat/busy"]);
     repo.run(["worktree", "add", "-q", join(repo.dir, "busy"), "feat/busy"]);
-    expect(await new WorktreeSetupGit({ env: repo.env }).listRefs(repo.root)).toEqual({ branches: ["feat/busy", "feat/x", "main"], remotes: ["origin/main"], tags: ["v1"] });
+    expect(await new CheckoutGit({ env: repo.env }).listRefs(repo.root)).toEqual({ branches: ["feat/busy", "feat/x", "main"], remotes: ["origin/main"], tags: ["v1"] });
     // Branches checked out somewhere (main, feat/busy) are not offered for --existing.
     expect(await handoffCompletions("--existing ", repo.root, repo.env)).toEqual([{ value: "--existing feat/x ", label: "feat/x", description: "existing branch" }]);
     expect((await handoffCompletions("new-branch o", join(repo.dir, "busy"), repo.env))?.map((item) => item.value)).toEqual(["new-branch origin/main "]);

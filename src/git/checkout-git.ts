@@ -1,6 +1,7 @@
 /**
- * WorktreeSetupGit: git for setting up a handoff's worktree (carrying changes, base freshness,
- * the tracked-file list that guards copies, refs for completion).
+ * CheckoutGit: git that reads a checkout's working state and refs: its uncommitted changes (to
+ * carry them into a worktree), its tracked files (guarding copies), its base's upstream and
+ * freshness (with the one fetch a user may ask for), and its refs (for completion).
  *
  * Invariants:
  * - Runs git through the project's one runner (`runner.ts`: simple-git with its timeout plugin, the
@@ -25,9 +26,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
 import { gitEnvironment, runGit, type GitRun } from "./runner.ts";
-import type { BaseUpstream, CarriedChange, ChangesSnapshot, WorktreeSetupGitPort } from "./types.ts";
+import type { BaseUpstream, CarriedChange, ChangesSnapshot, CheckoutGitPort } from "./types.ts";
 
-export interface WorktreeSetupGitOptions {
+export interface CheckoutGitOptions {
   /** Environment git runs with (default: `process.env` at call time), sanitised by `gitEnvironment`. */
   env?: NodeJS.ProcessEnv;
   /** Deadline for each local call (diff, apply, ls-files). Default 60 s. */
@@ -57,13 +58,13 @@ const PATCH_OPTIONS = [
   "--ignore-submodules=none",
 ];
 
-export class WorktreeSetupGit implements WorktreeSetupGitPort {
+export class CheckoutGit implements CheckoutGitPort {
   private readonly env: NodeJS.ProcessEnv | undefined;
   private readonly timeoutMs: number;
   private readonly fetchTimeoutMs: number;
   private readonly maxPatchBytes: number;
 
-  constructor(options: WorktreeSetupGitOptions = {}) {
+  constructor(options: CheckoutGitOptions = {}) {
     this.env = options.env;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.fetchTimeoutMs = options.fetchTimeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS;
