@@ -3,24 +3,23 @@
  * the manifest so that recovery can tell a handoff still being set up from one whose process died.
  *
  * Invariants:
- * - Read-only (procfs and signal 0 only).
+ * - Read-only (process facts through src/process/, signal 0 only).
  * - A recorded owner counts as alive only while its pid is alive (not a zombie) and, when a start
- *   time was recorded, still has that start time: a reused pid is another process.
+ *   time was recorded, still has that start time: a reused pid is another process. A start time
+ *   that cannot be compared (unreadable now, or recorded by the other process-facts
+ *   implementation) does not prove reuse, so the live pid counts.
  */
 import type { ManifestOwner } from "../manifest/schema.ts";
-import { isAlive, readProcessStart } from "../process/procfs.ts";
+import { processFacts, sameStart, type ProcessFacts } from "../process/facts.ts";
 
 /** This process (or `pid`) as a manifest owner. */
-export async function ownerOf(pid: number = process.pid): Promise<ManifestOwner> {
-  const start = await readProcessStart(pid);
+export async function ownerOf(pid: number = process.pid, facts: ProcessFacts = processFacts()): Promise<ManifestOwner> {
+  const start = await facts.startToken(pid);
   return start === undefined ? { pid } : { pid, start };
 }
 
-export async function isOwnerAlive(owner: ManifestOwner): Promise<boolean> {
-  if (!(await isAlive(owner.pid))) return false;
+export async function isOwnerAlive(owner: ManifestOwner, facts: ProcessFacts = processFacts()): Promise<boolean> {
+  if (!(await facts.isAlive(owner.pid))) return false;
   if (owner.start === undefined) return true;
-  const start = await readProcessStart(owner.pid);
-  // Unreadable right after the liveness check: it exited in between, or procfs hides it; only a
-  // different start time proves another process.
-  return start === undefined || start === owner.start;
+  return sameStart(owner.start, await facts.startToken(owner.pid)) !== false;
 }

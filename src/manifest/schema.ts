@@ -65,8 +65,9 @@ export type MuxKind = MuxLocation["kind"];
 /**
  * The process that runs the handoff's transaction (or its latest relaunch). Recovery waits for an
  * unfinished handoff only while this process lives; once it is gone (killed mid-way), the handoff
- * can be relaunched or removed at once. `start` identifies the process beyond its pid (procfs boot
- * id and start time), since pids are reused; absent where procfs is not available.
+ * can be relaunched or removed at once. `start` identifies the process beyond its pid (an opaque
+ * start token from src/process/: boot id and start ticks, or `ps:<seconds>`), since pids are
+ * reused; absent where no start time could be read.
  */
 export const ManifestOwnerSchema = z.strictObject({
   pid: z.number().int().positive(),

@@ -44,7 +44,7 @@ import {
   type HerdrWorktreeInfo,
 } from "./herdr-protocol.ts";
 import { muxLabel } from "./label.ts";
-import { listDescendants, readCwd, readEnvironValue } from "../process/procfs.ts";
+import { processFacts } from "../process/facts.ts";
 import type {
   CreatedWorkspace,
   CreateWorkspaceRequest,
@@ -55,8 +55,7 @@ import type {
   ReopenWorkspaceRequest,
   WorkspaceState,
 } from "./types.ts";
-import { describePaneProcess } from "../process/pane-process.ts";
-import { HANDOFF_ID_ENV } from "./types.ts";
+import { describePaneProcesses } from "../process/pane-process.ts";
 import { errorClause } from "../errors.ts";
 import { hasControlCharacter, oneLine, stripPeriod } from "../text.ts";
 
@@ -238,9 +237,10 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     const facts = info.result.process_info;
     const processes = new Map<number, PaneProcess>();
     // Herdr's own view of the foreground first: its per-process cwd belongs to that exact pid.
+    const read = new Map((await describePaneProcesses(facts.foreground_processes.map((foreground) => foreground.pid))).map((p) => [p.pid, p]));
     for (const foreground of facts.foreground_processes) {
-      const handoffId = await readEnvironValue(foreground.pid, HANDOFF_ID_ENV);
-      const cwd = foreground.cwd !== undefined ? await canonicalPath(foreground.cwd) : await readCwd(foreground.pid);
+      const handoffId = read.get(foreground.pid)?.handoffId;
+      const cwd = foreground.cwd !== undefined ? await canonicalPath(foreground.cwd) : read.get(foreground.pid)?.cwd;
       processes.set(foreground.pid, {
         pid: foreground.pid,
         name: foreground.name,
@@ -250,11 +250,8 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     }
     // Then everything else under the shell (a child that is not in the foreground group).
     if (facts.shell_pid !== undefined) {
-      for (const pid of await listDescendants(facts.shell_pid)) {
-        if (processes.has(pid)) continue;
-        const described = await describePaneProcess(pid);
-        if (described !== undefined) processes.set(pid, described);
-      }
+      const others = (await processFacts().descendants(facts.shell_pid)).filter((pid) => !processes.has(pid));
+      for (const described of await describePaneProcesses(others)) processes.set(described.pid, described);
     }
     return { ok: true, processes: [...processes.values()] };
   }

@@ -20,7 +20,7 @@ import { execa } from "execa";
 import type { GitPort, RecoveryGitPort } from "../git/types.ts";
 import type { MuxLocation, TmuxLocation } from "../manifest/schema.ts";
 import { muxLabel, tmuxLiteral } from "./label.ts";
-import { listDescendants, readStat } from "../process/procfs.ts";
+import { processFacts } from "../process/facts.ts";
 import type {
   CreatedWorkspace,
   CreateWorkspaceRequest,
@@ -31,7 +31,7 @@ import type {
   ReopenWorkspaceRequest,
   WorkspaceState,
 } from "./types.ts";
-import { describePaneProcess } from "../process/pane-process.ts";
+import { describePaneProcesses } from "../process/pane-process.ts";
 import { isDirectory } from "../fs/probe.ts";
 import { errorClause } from "../errors.ts";
 import { hasControlCharacter, oneLine, stripPeriod } from "../text.ts";
@@ -284,7 +284,7 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
         if (panePid.code === "timeout") break;
         return panePid;
       }
-      const stat = await readStat(panePid.pid);
+      const stat = await processFacts().status(panePid.pid);
       if (stat === undefined) {
         // The pane's process is gone: the pane was closed or respawned; ask tmux again.
         stableSamples = 0;
@@ -330,9 +330,8 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
     if (!pane.ok) return pane;
     const panePid = await this.#panePid(pane.socketPath, pane.paneId, this.#timeoutMs);
     if (!panePid.ok) return panePid;
-    const pids = await listDescendants(panePid.pid);
-    const described = await Promise.all(pids.map((pid) => describePaneProcess(pid)));
-    return { ok: true, processes: described.filter((process) => process !== undefined) };
+    const pids = await processFacts().descendants(panePid.pid);
+    return { ok: true, processes: await describePaneProcesses(pids) };
   }
 
   async focus(location: MuxLocation): Promise<MuxResult<object>> {

@@ -46,7 +46,7 @@ export interface CreatedWorkspace {
 
 export interface PaneProcess {
   pid: number;
-  /** Process name (`/proc/<pid>/comm`). */
+  /** Process name (Pi sets its title to `pi`). */
   name: string;
   /** Realpath of the process's cwd, when readable. */
   cwd?: string;

@@ -1,15 +1,17 @@
 /**
  * A process as the handoff looks at it: its name, its realpath cwd and the handoff marker in its
- * environment, read from procfs. Shared by both backends' probes and by recovery.
+ * environment, read through the process-facts port. Shared by both backends' probes and by recovery.
  *
- * Invariant: read-only; a process that exits while it is read yields `undefined`.
+ * Invariant: read-only; a process that exits while it is read is left out.
  */
-import { readComm, readCwd, readEnvironValue } from "./procfs.ts";
-import { HANDOFF_ID_ENV, type PaneProcess } from "../mux/types.ts";
+import { processFacts, type ProcessFacts } from "./facts.ts";
+import type { PaneProcess } from "../mux/types.ts";
 
-export async function describePaneProcess(pid: number): Promise<PaneProcess | undefined> {
-  const [name, cwd, handoffId] = await Promise.all([readComm(pid), readCwd(pid), readEnvironValue(pid, HANDOFF_ID_ENV)]);
-  // No name means the process exited while we looked.
-  if (name === undefined) return undefined;
-  return { pid, name, ...(cwd === undefined ? {} : { cwd }), ...(handoffId === undefined ? {} : { handoffId }) };
+export async function describePaneProcess(pid: number, facts: ProcessFacts = processFacts()): Promise<PaneProcess | undefined> {
+  return (await facts.describe([pid])).processes[0];
+}
+
+/** The live processes among `pids`, described; vanished ones are left out. */
+export async function describePaneProcesses(pids: readonly number[], facts: ProcessFacts = processFacts()): Promise<PaneProcess[]> {
+  return (await facts.describe(pids)).processes;
 }

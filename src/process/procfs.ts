@@ -1,5 +1,5 @@
 /**
- * Linux procfs readers for the processes running under a terminal pane.
+ * Linux procfs readers: the `/proc` implementation of the process-facts port (facts.ts).
  *
  * Invariants:
  * - Read-only: nothing here signals or changes a process (except `isAlive`'s signal 0, which is a check).
@@ -9,9 +9,14 @@
  *   itself contain spaces and parentheses.
  */
 import { readdir, readFile, realpath } from "node:fs/promises";
+import type { DescribedProcess, ProcessDescriptions, ProcessFacts } from "./facts.ts";
+import { HANDOFF_ID_ENV } from "../mux/types.ts";
+import { descendantsOf } from "./table.ts";
 
 const PROC_ROOT = "/proc";
 const BOOT_ID = "/proc/sys/kernel/random/boot_id";
+/** Linux reports process start in clock ticks; USER_HZ is 100 on every mainstream kernel. */
+const CLOCK_TICKS_PER_SECOND = 100;
 
 /** The fields of `/proc/<pid>/stat` this package uses (see proc(5)). */
 export interface ProcStat {
@@ -87,9 +92,36 @@ export async function readEnvironValue(pid: number, key: string): Promise<string
 export async function readProcessStart(pid: number): Promise<string | undefined> {
   const [text, bootId] = await Promise.all([readProcText(pid, "stat"), readFile(BOOT_ID, "utf8").catch(() => undefined)]);
   if (text === undefined || bootId === undefined) return undefined;
-  // After the comm: field 3 (state) is the first, so field 22 (starttime) is the 20th.
-  const ticks = text.slice(text.lastIndexOf(")") + 1).trim().split(/\s+/)[19];
-  return ticks !== undefined && /^\d+$/.test(ticks) ? `${bootId.trim()}/${ticks}` : undefined;
+  const ticks = startTicks(text);
+  return ticks === undefined ? undefined : `${bootId.trim()}/${ticks}`;
+}
+
+/** When the process started, ms since the epoch (boot time plus its start ticks). */
+export async function readStartTimeMs(pid: number): Promise<number | undefined> {
+  const [text, boot] = await Promise.all([readProcText(pid, "stat"), readBootTimeMs()]);
+  if (text === undefined || boot === undefined) return undefined;
+  const ticks = startTicks(text);
+  return ticks === undefined ? undefined : boot + (Number(ticks) * 1000) / CLOCK_TICKS_PER_SECOND;
+}
+
+/** Field 22 (starttime) of a stat line: after the comm, field 3 (state) is the first, so it is the 20th. */
+function startTicks(statText: string): string | undefined {
+  const ticks = statText.slice(statText.lastIndexOf(")") + 1).trim().split(/\s+/)[19];
+  return ticks !== undefined && /^\d+$/.test(ticks) ? ticks : undefined;
+}
+
+let bootTimeMs: Promise<number | undefined> | undefined;
+
+function readBootTimeMs(): Promise<number | undefined> {
+  bootTimeMs ??= readFile(`${PROC_ROOT}/stat`, "utf8").then(
+    (text) => {
+      const line = text.split("\n").find((l) => l.startsWith("btime "));
+      const seconds = line === undefined ? NaN : Number(line.slice("btime ".length));
+      return Number.isFinite(seconds) ? seconds * 1000 : undefined;
+    },
+    () => undefined,
+  );
+  return bootTimeMs;
 }
 
 /** Whether the process exists and is not a zombie. */
@@ -107,35 +139,55 @@ export async function isAlive(pid: number): Promise<boolean> {
 
 /** All descendants of `rootPid` (not including it), breadth-first, from the ppid links in procfs. */
 export async function listDescendants(rootPid: number): Promise<number[]> {
-  let entries: string[];
-  try {
-    entries = await readdir(PROC_ROOT);
-  } catch {
-    return [];
-  }
-  const pids = entries.filter((name) => /^\d+$/.test(name)).map(Number);
+  const pids = await listPids();
+  if (pids === undefined) return [];
   const stats = await Promise.all(pids.map((pid) => readStat(pid)));
-  const childrenByParent = new Map<number, number[]>();
-  for (const stat of stats) {
-    if (stat === undefined) continue;
-    const siblings = childrenByParent.get(stat.ppid) ?? [];
-    siblings.push(stat.pid);
-    childrenByParent.set(stat.ppid, siblings);
-  }
-  const descendants: number[] = [];
-  const seen = new Set<number>([rootPid]);
-  const queue = [rootPid];
-  for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
-    for (const child of childrenByParent.get(next) ?? []) {
-      // A pid read mid-reuse could form a cycle; never visit twice.
-      if (seen.has(child)) continue;
-      seen.add(child);
-      descendants.push(child);
-      queue.push(child);
-    }
-  }
-  return descendants;
+  return descendantsOf(rootPid, stats.filter((stat) => stat !== undefined));
 }
+
+/** The numeric entries of /proc; undefined when there is no readable procfs. */
+async function listPids(): Promise<number[] | undefined> {
+  try {
+    return (await readdir(PROC_ROOT)).filter((name) => /^\d+$/.test(name)).map(Number);
+  } catch {
+    return undefined;
+  }
+}
+
+async function describeOne(pid: number): Promise<DescribedProcess | undefined> {
+  const [stat, cwd, handoffId] = await Promise.all([readStat(pid), readCwd(pid), readEnvironValue(pid, HANDOFF_ID_ENV)]);
+  // No status (or a zombie) means the process exited while we looked.
+  if (stat === undefined || stat.state === "Z") return undefined;
+  const name = (await readComm(pid)) ?? stat.comm;
+  return { pid, name, ...(cwd === undefined ? {} : { cwd }), ...(handoffId === undefined ? {} : { handoffId }) };
+}
+
+async function describeAll(pids: readonly number[]): Promise<ProcessDescriptions> {
+  const described = await Promise.all(pids.map((pid) => describeOne(pid)));
+  return { processes: described.filter((process) => process !== undefined) };
+}
+
+/** The `/proc` implementation of the process-facts port. */
+export const procfsFacts: ProcessFacts = {
+  implementation: "procfs",
+  async status(pid) {
+    const stat = await readStat(pid);
+    if (stat === undefined) return undefined;
+    return { pid: stat.pid, ppid: stat.ppid, pgid: stat.pgrp, tpgid: stat.tpgid, zombie: stat.state === "Z", name: stat.comm };
+  },
+  isAlive,
+  startToken: readProcessStart,
+  startTimeMs: readStartTimeMs,
+  descendants: listDescendants,
+  describe: describeAll,
+  async findByName(name) {
+    const pids = await listPids();
+    if (pids === undefined) return { processes: [], problem: "This system's /proc could not be read, so running processes could not be looked for." };
+    // Only matching names are read closely: reading every process's environment would be slow and intrusive.
+    const named = await Promise.all(pids.map(async (pid) => ((await readComm(pid)) === name ? pid : undefined)));
+    return describeAll(named.filter((pid) => pid !== undefined));
+  },
+};
 
 async function readProcText(pid: number, file: string): Promise<string | undefined> {
   if (!Number.isInteger(pid) || pid <= 0) return undefined;

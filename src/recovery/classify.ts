@@ -29,10 +29,10 @@ import type {
 /** A transaction that changed its manifest this recently may still be running: recovery leaves it alone. */
 export const IN_PROGRESS_GRACE_MS = 120_000;
 
-/** A process as procfs shows it (see processes.ts). */
+/** A process as the process facts show it (see processes.ts). */
 export interface ProcessInfo {
   pid: number;
-  /** `/proc/<pid>/comm`: Pi sets its process title to `pi`. */
+  /** The process name: Pi sets its process title to `pi`. */
   name: string;
   /** Realpath of its working directory, when readable. */
   cwd?: string;

@@ -1,5 +1,5 @@
 /**
- * The real dependencies of recovery (git, the manifest store, multiplexers by location, procfs),
+ * The real dependencies of recovery (git, the manifest store, multiplexers by location, process facts),
  * assembled the same way for `pi-handoff` and for `/handoffs` inside Pi.
  *
  * Invariants: constructs only; every port it builds carries its own per-call timeout.

@@ -3,7 +3,7 @@
  * branch and its commits, uncommitted work, the window/workspace, and live Pi processes.
  *
  * Invariants:
- * - Read-only: only queries (git through `RecoveryGitPort`, the multiplexer's `exists`, procfs).
+ * - Read-only: only queries (git through `RecoveryGitPort`, the multiplexer's `exists`, process facts, the session lease).
  * - Bounded: every git and multiplexer call carries its own timeout (in the ports); the process
  *   table and each repository's worktree list are read once per gatherer, not once per handoff.
  * - A fact that cannot be read becomes a sentence in `problems` and a cautious value (`unknown`),
@@ -28,11 +28,11 @@ export interface GatherDeps {
   git: RecoveryGitPort;
   muxFor(location: MuxLocation): MuxForLocation;
   now(): Date;
-  /** Defaults to the procfs scan. */
+  /** Defaults to the process-table scan (src/process/). */
   scanProcesses?: () => Promise<ProcessScan>;
-  /** Defaults to procfs. */
+  /** Defaults to the process facts (src/process/). */
   describeProcess?: (pid: number) => Promise<ProcessInfo | undefined>;
-  /** Whether a manifest's owner process still lives; defaults to procfs (launch/owner.ts). */
+  /** Whether a manifest's owner process still lives; defaults to the process facts (launch/owner.ts). */
   ownerAlive?: (owner: ManifestOwner) => Promise<boolean>;
 }
 

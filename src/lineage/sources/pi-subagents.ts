@@ -59,7 +59,7 @@ const MAX_RUNS_PER_ROOT = 2_000;
 export interface PiSubagentsSourceOptions {
   /** Temp roots to read instead of the ones derived from the environment (tests, benchmarks). */
   roots?: string[];
-  liveness?: (pid: number | undefined, startedAt: number | undefined) => PidLiveness;
+  liveness?: (pid: number | undefined, startedAt: number | undefined) => PidLiveness | Promise<PidLiveness>;
 }
 
 interface LocatedResult {
@@ -223,7 +223,7 @@ export function piSubagentsSource(options: PiSubagentsSourceOptions = {}): Linea
     if (result !== undefined && !delivered) {
       outcome = "finished";
     } else if (status !== undefined && ACTIVE_STATES.has(status.state)) {
-      pidState = liveness(status.pid, status.startedAt);
+      pidState = await liveness(status.pid, status.startedAt);
       outcome = pidState === "dead" ? "interrupted" : "active";
     } else {
       // Terminal, and its result was consumed by the owner (or never written).
