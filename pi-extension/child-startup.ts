@@ -1,32 +1,31 @@
 /**
- * In a handoff child, at session start: acknowledge the launch, then start on the task if any.
+ * At session start: lease the session, and in a handoff child acknowledge the launch, then start
+ * on the task if any. The decisions are in src/launch/session-writer.ts.
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
-import { acknowledgeHandoff, findHandoffDetails, KICKOFF_MESSAGE_TYPE, kickoffSent } from "../src/launch/acknowledge.ts";
+import { KICKOFF_MESSAGE_TYPE } from "../src/launch/acknowledge.ts";
+import { startOnSession, type SessionLeaseKeeper } from "../src/launch/session-writer.ts";
 import { ManifestStore } from "../src/manifest/store.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
+import { report } from "./report.ts";
 
-/** In a handoff child: acknowledge the start, then start on the task if there is one. */
-export async function onSessionStart(pi: ExtensionAPI, ctx: ExtensionContext): Promise<void> {
-  const branch = ctx.sessionManager.getBranch();
-  const details = findHandoffDetails(branch);
-  if (details === undefined) return;
-  const store = ManifestStore.forAgentDir(agentDirFromEnv(process.env));
-  const outcome = await acknowledgeHandoff({
-    store,
-    details,
+export async function onSessionStart(pi: ExtensionAPI, ctx: ExtensionContext, keeper: SessionLeaseKeeper): Promise<void> {
+  const started = await startOnSession({
+    keeper,
+    store: ManifestStore.forAgentDir(agentDirFromEnv(process.env)),
+    branch: ctx.sessionManager.getBranch(),
     sessionFile: ctx.sessionManager.getSessionFile(),
     pid: process.pid,
     now: () => new Date(),
   });
-  if (outcome.code !== "acknowledged") return;
-  if (details.hasTask && !kickoffSent(branch)) {
+  if (started.warning !== undefined) report(ctx, `handoff-worktree: ${started.warning}`, "warning");
+  if (started.kickoff !== undefined) {
     pi.sendMessage(
       {
         customType: KICKOFF_MESSAGE_TYPE,
         content: "Start on the task in the handoff message above, working in this worktree.",
         display: false,
-        details: { handoffId: details.handoffId },
+        details: { handoffId: started.kickoff.handoffId },
       },
       { triggerTurn: true },
     );

@@ -2,8 +2,10 @@
  * The Pi adapter: wires this package's commands, renderers and event handlers into Pi. Each
  * concern lives in its own file here; decisions live in `src/`.
  */
-import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { onSessionStart } from "./child-startup.ts";
+import { SessionLeaseKeeper } from "../src/launch/session-writer.ts";
+import { agentDirFromEnv } from "../src/session/paths.ts";
 import { handoffCompletions, runHandoff } from "./handoff-command.ts";
 import { runHandoffs } from "./handoffs-command.ts";
 import { registerLineage } from "./lineage.ts";
@@ -15,6 +17,15 @@ export default function handoffWorktreeExtension(pi: ExtensionAPI): void {
   registerRenderers(pi);
   // Completion gets no context: the repository is the one of the session's cwd, known once it starts.
   let sessionCwd = process.cwd();
+  // Every Pi running this extension leases its own session (src/launch/lease.ts); the latest
+  // context is where a later lease event (lost, taken over) is shown.
+  let latestCtx: ExtensionContext | undefined;
+  const leases = new SessionLeaseKeeper({
+    agentDir: agentDirFromEnv(process.env),
+    onEvent: (event) => {
+      if (latestCtx !== undefined) report(latestCtx, `handoff-worktree: ${event.message}`, event.code === "taken_over" ? "info" : "warning");
+    },
+  });
 
   pi.registerCommand("handoff-worktree", {
     description: "Hand this conversation off to a new git worktree with its own Pi (see --help)",
@@ -29,12 +40,17 @@ export default function handoffWorktreeExtension(pi: ExtensionAPI): void {
 
   pi.on("session_start", async (_event, ctx) => {
     sessionCwd = ctx.cwd;
+    latestCtx = ctx;
     try {
-      await onSessionStart(pi, ctx);
+      await onSessionStart(pi, ctx, leases);
     } catch (error) {
       // A failed acknowledgement must not stop Pi from starting; the parent falls back to its probe.
       report(ctx, `handoff-worktree: could not acknowledge the handoff: ${errorMessage(error)}`, "warning");
     }
+  });
+
+  pi.on("session_shutdown", async () => {
+    await leases.release();
   });
 
   // After the session_start handler above: lineage delivery must see the kickoff turn it starts.

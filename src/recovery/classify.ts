@@ -6,6 +6,10 @@
  *   so every verdict can be tested without git, a multiplexer or processes.
  * - A live writer on the child session wins over everything else except `removed`: two Pi
  *   processes must never write one session file, so recovery must see a running child first.
+ *   The session lease (launch/lease.ts) is the first evidence; the process probes below are the
+ *   second opinion (a Pi without this extension, or one that has not leased yet).
+ * - A writer that could not be checked (lease unreadable, process table unreadable) is never
+ *   taken for "no writer": the report says why (`writerUnknown`) and offers no relaunch.
  * - "Running" is decided from processes, never from the manifest's state alone: a recorded pid
  *   counts only while it is alive and is a `pi` that matches the handoff (marker or cwd), because
  *   pids are reused; any other live `pi` with the marker or working in the worktree counts too
@@ -13,6 +17,7 @@
  * - Flags describe the work at stake (dirty, untracked, unpushed, unmerged, merged) independently
  *   of the verdict, so no verdict hides work that a removal would touch.
  */
+import type { SessionLease } from "../launch/lease.ts";
 import type { HandoffStep, Manifest } from "../manifest/schema.ts";
 import type {
   BranchFact,
@@ -64,6 +69,10 @@ export interface HandoffFacts {
   problems: readonly string[];
   /** Whether the process that ran the transaction (`manifest.owner`) lives; absent when none is recorded. */
   ownerAlive?: boolean;
+  /** The lease on the child session; absent when there is no child session to lease. */
+  lease?: SessionLease;
+  /** Why the process table could not be read (then `piProcesses` is not the whole truth). */
+  processScanProblem?: string;
 }
 
 /** Steps before which no worktree exists: a failure there leaves only the manifest (and maybe a branch). */
@@ -80,7 +89,8 @@ const NEXT_STEP: Partial<Record<Manifest["state"], HandoffStep>> = {
 export function classify(facts: HandoffFacts): HandoffReport {
   const { manifest } = facts;
   const worktree = worktreeFact(facts);
-  const writers = findWriters(manifest, facts.recordedProcess, facts.piProcesses);
+  const writers = findWriters(manifest, facts.recordedProcess, facts.piProcesses, facts.lease);
+  const writerUnknown = writers.length > 0 ? undefined : unknownWriterReason(facts);
   const status = statusOf(facts, worktree, writers);
   const flags = flagsOf(facts.changes, facts.branch);
   const report: HandoffReport = {
@@ -101,6 +111,7 @@ export function classify(facts: HandoffFacts): HandoffReport {
     branchState: facts.branch,
     ...(facts.changes === undefined ? {} : { changes: facts.changes }),
     problems: [...facts.problems],
+    ...(writerUnknown === undefined ? {} : { writerUnknown }),
     createdAt: manifest.createdAt,
     updatedAt: manifest.updatedAt,
   };
@@ -113,6 +124,7 @@ export function findWriters(
   manifest: Manifest,
   recordedProcess: ProcessInfo | undefined,
   piProcesses: readonly ProcessInfo[],
+  lease?: SessionLease,
 ): LiveWriter[] {
   const evidence = new Map<number, Set<LiveWriter["evidence"][number]>>();
   const add = (pid: number, kind: LiveWriter["evidence"][number]): void => {
@@ -120,6 +132,7 @@ export function findWriters(
     kinds.add(kind);
     evidence.set(pid, kinds);
   };
+  if (lease?.state === "live") add(lease.pid, "lease");
   const worktree = manifest.worktree.path;
   if (
     recordedProcess !== undefined &&
@@ -134,10 +147,18 @@ export function findWriters(
     if (process.handoffId === manifest.id) add(process.pid, "marker");
     if (isInside(process.cwd, worktree)) add(process.pid, "cwd");
   }
-  const order: readonly LiveWriter["evidence"][number][] = ["recorded_pid", "marker", "cwd"];
+  const order: readonly LiveWriter["evidence"][number][] = ["lease", "recorded_pid", "marker", "cwd"];
   return [...evidence.entries()]
     .sort(([a], [b]) => a - b)
     .map(([pid, kinds]) => ({ pid, evidence: order.filter((kind) => kinds.has(kind)) }));
+}
+
+/** Why no writer could be ruled out, when that is so (see the header). */
+function unknownWriterReason(facts: HandoffFacts): string | undefined {
+  if (facts.manifest.state === "removed") return undefined;
+  if (facts.lease?.state === "unreadable") return facts.lease.message.replace(/\.$/, "");
+  if (facts.processScanProblem !== undefined) return facts.processScanProblem.replace(/\.$/, "");
+  return undefined;
 }
 
 function worktreeFact(facts: HandoffFacts): WorktreeFact {
@@ -212,7 +233,7 @@ function flagsOf(changes: Changes | undefined, branch: BranchFact): HandoffFlag[
 function actionsFor(report: HandoffReport, manifest: Manifest): RecoveryAction[] {
   const actions: RecoveryAction[] = [];
   const busy = report.status.code === "removed" || report.status.code === "child_running" || isInProgress(report);
-  if (!busy && canRelaunch(report, manifest)) actions.push("relaunch");
+  if (!busy && report.writerUnknown === undefined && canRelaunch(report, manifest)) actions.push("relaunch");
   if (report.workspace.code === "open") actions.push("focus");
   if (!busy) actions.push("remove");
   if (!busy && isPrunable(report)) actions.push("prune");

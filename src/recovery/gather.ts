@@ -8,10 +8,13 @@
  *   table and each repository's worktree list are read once per gatherer, not once per handoff.
  * - A fact that cannot be read becomes a sentence in `problems` and a cautious value (`unknown`),
  *   never an exception, so one broken repository does not hide the other handoffs.
+ * - The child session's lease is read first-hand for every handoff with a child session (never
+ *   cached: it is the writer rule's first evidence).
  * - Backend-specific questions go through `muxFor` (see mux/for-location.ts), so a new backend
  *   needs no change here.
  */
 import type { CommitSummary, RecoveryGitPort, WorktreeEntry } from "../git/types.ts";
+import { readSessionLease, type SessionLease } from "../launch/lease.ts";
 import { isOwnerAlive } from "../launch/owner.ts";
 import type { Manifest, ManifestOwner, MuxLocation } from "../manifest/schema.ts";
 import type { MuxForLocation } from "../mux/for-location.ts";
@@ -26,6 +29,10 @@ const LISTED_COMMITS = 50;
 
 export interface GatherDeps {
   git: RecoveryGitPort;
+  /** The agent dir holding the manifests and the session leases. */
+  agentDir: string;
+  /** The lease on a session; defaults to `readSessionLease` in `agentDir`. */
+  readLease?: (sessionFile: string) => Promise<SessionLease>;
   muxFor(location: MuxLocation): MuxForLocation;
   now(): Date;
   /** Defaults to the process-table scan (src/process/). */
@@ -69,7 +76,9 @@ export class FactGatherer {
       };
     }
     const problems: string[] = [];
-    const [worktreeDirectoryExists, registration, workspace, processes, recordedProcess, branch] = await Promise.all([
+    const sessionFile = manifest.child.sessionFile;
+    const [lease, worktreeDirectoryExists, registration, workspace, processes, recordedProcess, branch] = await Promise.all([
+      sessionFile === undefined ? Promise.resolve(undefined) : (this.deps.readLease ?? ((file) => readSessionLease(this.deps.agentDir, file)))(sessionFile),
       isDirectory(manifest.worktree.path),
       this.registration(manifest),
       this.workspace(manifest.mux),
@@ -80,6 +89,7 @@ export class FactGatherer {
     if (registration.code === "unknown") problems.push(registration.message);
     if (workspace.code === "unknown") problems.push(workspace.message);
     if (processes.problem !== undefined) problems.push(processes.problem);
+    if (lease?.state === "unreadable") problems.push(lease.message);
     if (branch.code === "unknown") problems.push(branch.message);
     // A dead owner ends the in-progress grace of an unfinished handoff (classify.ts).
     const ownerAlive = manifest.owner === undefined ? undefined : await (this.deps.ownerAlive ?? isOwnerAlive)(manifest.owner);
@@ -104,6 +114,8 @@ export class FactGatherer {
       childSessionExists,
       problems,
       ...(ownerAlive === undefined ? {} : { ownerAlive }),
+      ...(lease === undefined ? {} : { lease }),
+      ...(processes.problem === undefined ? {} : { processScanProblem: processes.problem }),
     };
   }
 

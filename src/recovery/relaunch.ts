@@ -2,8 +2,10 @@
  * Relaunch: start a handoff's child Pi again on its session, in its worktree, after it stopped.
  *
  * Invariants:
- * - Never starts a second Pi on a session that has a live writer: the inventory's process check
- *   runs first and any live `pi` on the session or in the worktree refuses the relaunch by pid.
+ * - Never starts a second Pi on a session that has a live writer: the session's lease is consulted
+ *   first, then the process probes as a second opinion; any live holder or `pi` on the session or
+ *   in the worktree refuses the relaunch by pid, and a writer that could not be checked (lease or
+ *   process table unreadable) refuses it with the reason.
  * - The command is rebuilt for the current environment from the manifest's recorded launch
  *   settings and the Pi found here (`piCommand`), never replayed from `child.command`, which may
  *   name a Pi or a Node that no longer exists. Without recorded settings it refuses, not guesses.
@@ -43,6 +45,7 @@ export type RelaunchRefusal =
   | "invalid"
   | "removed"
   | "child_running"
+  | "writer_unknown"
   | "in_progress"
   | "worktree_not_present"
   | "no_child_session"
@@ -68,6 +71,12 @@ export async function relaunchHandoff(deps: RelaunchDeps, id: string, options: {
   if (report.status.code === "child_running") {
     const pids = report.status.writers.map((writer) => writer.pid).join(", ");
     return refuse("child_running", `Handoff ${id} already has a live Pi on its session (pid ${pids}), so no second one was started.`);
+  }
+  if (report.writerUnknown !== undefined) {
+    return refuse(
+      "writer_unknown",
+      `Handoff ${id} was not relaunched because it could not be checked whether a Pi still writes its session: ${report.writerUnknown}.`,
+    );
   }
   if (isInProgress(report)) {
     return refuse("in_progress", `Handoff ${id} is still being set up (${report.state}, updated ${report.updatedAt}); try again once it has finished.`);

@@ -28,11 +28,12 @@ export const CommitListSchema = z.strictObject({
 export type CommitList = z.infer<typeof CommitListSchema>;
 
 /** Why a live process counts as a writer of the child session. */
-export const WRITER_EVIDENCE = ["recorded_pid", "marker", "cwd"] as const;
+export const WRITER_EVIDENCE = ["lease", "recorded_pid", "marker", "cwd"] as const;
 export const LiveWriterSchema = z.strictObject({
   pid: z.number().int().positive(),
   /**
-   * `recorded_pid`: the pid the manifest recorded is alive and is a `pi` that matches the handoff;
+   * `lease`: the Pi holding the live lease on the child session (launch/lease.ts), the first
+   * evidence, the same on every platform; `recorded_pid`: the pid the manifest recorded is alive and is a `pi` that matches the handoff;
    * `marker`: a `pi` carrying `PI_HANDOFF_ID=<id>`; `cwd`: a `pi` working in the worktree (Herdr
    * restarts Pi there by itself, without the marker).
    */
@@ -133,6 +134,11 @@ export const HandoffReportSchema = z.strictObject({
   flags: z.array(HandoffFlagSchema),
   /** What can be done now (`pi-handoff <action> <id>`). */
   actions: z.array(RecoveryActionSchema),
+  /**
+   * Set when it could not be checked whether a Pi writes the child session (the lease could not
+   * be read, or the process table could not): relaunch is then refused, with this reason.
+   */
+  writerUnknown: z.string().optional(),
   branch: z.string(),
   base: z.strictObject({ ref: z.string(), sha }),
   repo: z.string(),
