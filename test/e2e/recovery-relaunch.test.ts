@@ -2,12 +2,17 @@
  * End to end with the real Pi: a print-mode handoff starts a real child Pi in a private tmux
  * window; the child is killed; `pi-handoff relaunch` (a real process, outside tmux) refuses while
  * the child lives, then starts the real Pi again on the same session, which acknowledges again and
- * carries on the conversation.
+ * carries on the conversation. Then a Pi started by hand on the child session, outside the
+ * worktree and without the handoff marker, is seen through its session lease alone: relaunch is
+ * refused while it lives, a second hand-started Pi warns and does not take the session, and takes
+ * it over once the first has stopped; relaunch is allowed once no Pi is left.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readSessionLease } from "../../src/launch/lease.ts";
+import { listDescendants } from "../../src/process/procfs.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { InventoryReportSchema } from "../../src/recovery/report-schema.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
@@ -16,6 +21,11 @@ import { isProcessAlive, killAndWait } from "../support/recovery-rig.ts";
 import { startPrivateTmux, waitFor, type PrivateTmux } from "../support/tmux.ts";
 
 const BIN = join(PROJECT_ROOT, "bin", "pi-handoff.mjs");
+
+/** The TUI wraps notices at its width: compare with runs of white space as one space. */
+function screenText(screen: string): string {
+  return screen.replace(/\s+/g, " ");
+}
 
 describe("pi-handoff relaunch with the real Pi", () => {
   let sandbox: PiSandbox;
@@ -77,7 +87,7 @@ describe("pi-handoff relaunch with the real Pi", () => {
     // The inventory sees the real child as the session's writer.
     const listed = InventoryReportSchema.parse(JSON.parse(cli(["list", "--json"]).stdout));
     expect(listed.handoffs.map((h) => [h.id, h.status])).toEqual([
-      [first.id, { code: "child_running", writers: [{ pid: firstPid, evidence: ["recorded_pid", "marker", "cwd"] }] }],
+      [first.id, { code: "child_running", writers: [{ pid: firstPid, evidence: ["lease", "recorded_pid", "marker", "cwd"] }] }],
     ]);
 
     // While it lives, no second Pi.
@@ -136,5 +146,78 @@ describe("pi-handoff relaunch with the real Pi", () => {
     });
     expect(fromPi.status).toBe(0);
     expect(fromPi.stderr).toMatch(new RegExp(`^ID +STATUS +BRANCH +FLAGS +ACTIONS\n${first.id} +child running \\(pid ${secondPid}\\) +feat/relaunch +- +focus\n`, "m"));
+  });
+
+  it("sees a Pi started by hand on the child session through its lease alone, and never lets a second one write", async () => {
+    const store = ManifestStore.forAgentDir(sandbox.agentDir);
+    const [entry] = await store.list();
+    if (entry === undefined || !entry.ok) throw new Error("no manifest from the test before");
+    const { manifest } = entry;
+    const childFile = manifest.child.sessionFile ?? "";
+    await killAndWait(manifest.child.pid ?? 0);
+    await waitFor(async () => (await readSessionLease(sandbox.agentDir, childFile)).state !== "live", { description: "the relaunched child's lease to end" });
+
+    // By hand, from a directory outside the worktree, with no PI_HANDOFF_ID: only the lease tells.
+    const startByHand = async (): Promise<string> =>
+      (
+        await tmux.tmux(["new-window", "-d", "-c", sandbox.home, "-P", "-F", "#{pane_id}", "--", NODE_BIN, PI_CLI, "--session", childFile, "--model", FAUX_MODEL, "--extension", EXTENSION_ENTRY])
+      ).trim();
+    const handPane = await startByHand();
+    const handLease = await waitFor(
+      async () => {
+        const lease = await readSessionLease(sandbox.agentDir, childFile);
+        return lease.state === "live" ? lease : undefined;
+      },
+      { timeoutMs: 30_000, description: "the hand-started Pi's lease" },
+    );
+    const handPid = handLease.pid;
+    expect(readFileSync(`/proc/${handPid}/environ`, "utf8").split("\0").some((v) => v.startsWith("PI_HANDOFF_ID="))).toBe(false);
+    expect(realpathSync(readlinkSync(`/proc/${handPid}/cwd`))).toBe(realpathSync(sandbox.home));
+
+    const listed = InventoryReportSchema.parse(JSON.parse(cli(["list", "--json"]).stdout));
+    expect(listed.handoffs.map((h) => h.status)).toEqual([{ code: "child_running", writers: [{ pid: handPid, evidence: ["lease"] }] }]);
+    expect(cli(["relaunch", manifest.id])).toEqual({
+      status: 1,
+      stdout: "",
+      stderr: `pi-handoff: Handoff ${manifest.id} already has a live Pi on its session (pid ${handPid}), so no second one was started.\n`,
+    });
+
+    // A second Pi on the same session warns in its TUI and leaves the lease where it is.
+    const secondPane = await startByHand();
+    await waitFor(async () => screenText(await tmux.capturePane(secondPane)).includes(`Another Pi (pid ${handPid}) holds the lease on session`), {
+      timeoutMs: 30_000,
+      description: "the second Pi's warning",
+    });
+    expect(await readSessionLease(sandbox.agentDir, childFile)).toMatchObject({ state: "live", pid: handPid });
+    const secondPanePid = Number((await tmux.tmux(["display-message", "-p", "-t", secondPane, "#{pane_pid}"])).trim());
+    const secondPids = [secondPanePid, ...(await listDescendants(secondPanePid))];
+
+    // Once the first stops, the second (still running) takes the session over on its next beat.
+    await killAndWait(handPid);
+    expect(await tmux.tmux(["list-panes", "-a", "-F", "#{pane_id}"])).not.toContain(handPane);
+    const takenOver = await waitFor(
+      async () => {
+        const lease = await readSessionLease(sandbox.agentDir, childFile);
+        return lease.state === "live" ? lease : undefined;
+      },
+      { timeoutMs: 20_000, description: "the takeover" },
+    );
+    expect(secondPids).toContain(takenOver.pid);
+    const secondPid = takenOver.pid;
+    await waitFor(async () => screenText(await tmux.capturePane(secondPane)).includes("has stopped; this Pi now holds the session."), {
+      description: "the takeover notice",
+    });
+    expect(cli(["relaunch", manifest.id]).stderr).toBe(
+      `pi-handoff: Handoff ${manifest.id} already has a live Pi on its session (pid ${secondPid}), so no second one was started.\n`,
+    );
+
+    // No Pi left: relaunch is allowed again.
+    await killAndWait(secondPid);
+    const relaunched = cli(["relaunch", manifest.id, "--no-focus"]);
+    expect(relaunched.stderr).toBe("launch: Waiting for the new pane's shell\nlaunch: Starting Pi in the new pane\nconfirm: Waiting for the new Pi to start\n");
+    expect(relaunched.status).toBe(0);
+    const after = await store.read(manifest.id);
+    if (!after.ok) throw new Error(after.message);
+    expect(await readSessionLease(sandbox.agentDir, childFile)).toMatchObject({ state: "live", pid: after.manifest.child.pid });
   });
 });

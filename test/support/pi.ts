@@ -13,6 +13,7 @@ import { copyFileSync, mkdirSync, readdirSync, readFileSync, realpathSync } from
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseSessionEntries, type FileEntry } from "@earendil-works/pi-coding-agent";
+import { PROCESS_INFO_ENV } from "../../src/process/facts.ts";
 import { defaultSessionDir } from "../../src/session/paths.ts";
 import { isolatedGitEnv, makeTempDir, removeTempDir } from "./git-repo.ts";
 
@@ -33,6 +34,16 @@ export interface PiSandbox {
   cleanup(): void;
 }
 
+/**
+ * Whether a variable of the test runner's environment reaches a sandboxed Pi, CLI or shell: no
+ * multiplexer or Pi settings of the runner, except the forced process-facts implementation, so a
+ * portable pass (`PI_HANDOFF_PROCESS_INFO=portable`) runs portable in every process it starts.
+ */
+export function keptInSandbox(key: string): boolean {
+  if (key === PROCESS_INFO_ENV) return true;
+  return !key.startsWith("TMUX") && !key.startsWith("HERDR") && !key.startsWith("PI_");
+}
+
 export function createPiSandbox(prefix = "phw-pi-"): PiSandbox {
   const dir = makeTempDir(prefix);
   const home = join(dir, "home");
@@ -42,7 +53,7 @@ export function createPiSandbox(prefix = "phw-pi-"): PiSandbox {
   copyFileSync(FAUX_EXTENSION, join(agentDir, "extensions", "faux-provider.ts"));
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(isolatedGitEnv(home))) {
-    if (value !== undefined && !key.startsWith("TMUX") && !key.startsWith("HERDR") && !key.startsWith("PI_")) env[key] = value;
+    if (value !== undefined && keptInSandbox(key)) env[key] = value;
   }
   Object.assign(env, {
     PATH: `${BIN_DIR}:${process.env.PATH ?? "/usr/bin:/bin"}`,

@@ -29,7 +29,7 @@ import { forkActiveBranch } from "../../src/session/fork.ts";
 import { defaultSessionDir } from "../../src/session/paths.ts";
 import { createTempRepo, type TempRepo } from "./git-repo.ts";
 import { HERDR_DOUBLE_DIR, startHerdrDouble, type HerdrDouble } from "./herdr.ts";
-import { NODE_BIN, PROJECT_ROOT } from "./pi.ts";
+import { keptInSandbox, NODE_BIN, PROJECT_ROOT } from "./pi.ts";
 import { startPrivateTmux, waitFor, type PrivateTmux } from "./tmux.ts";
 import { createParentConversation } from "./parent-session.ts";
 
@@ -87,7 +87,7 @@ function createRigCore(prefix: string): RigCore {
   mkdirSync(agentDir, { recursive: true });
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(repo.env)) {
-    if (value !== undefined && !key.startsWith("TMUX") && !key.startsWith("HERDR") && !key.startsWith("PI_")) env[key] = value;
+    if (value !== undefined && keptInSandbox(key)) env[key] = value;
   }
   env.PI_CODING_AGENT_DIR = agentDir;
   const store = ManifestStore.forAgentDir(agentDir);

@@ -21,7 +21,7 @@ import { forkActiveBranch } from "../../src/session/fork.ts";
 import { defaultSessionDir } from "../../src/session/paths.ts";
 import type { DriverConfig, DriverResult } from "./fixtures/handoff-driver.ts";
 import { isolatedGitEnv, makeTempDir, removeTempDir, type TempRepo } from "./git-repo.ts";
-import { NODE_BIN, PROJECT_ROOT, readEntries } from "./pi.ts";
+import { keptInSandbox, NODE_BIN, PROJECT_ROOT, readEntries } from "./pi.ts";
 import { startPrivateTmux, type PrivateTmux } from "./tmux.ts";
 import { createParentConversation } from "./parent-session.ts";
 
@@ -254,7 +254,7 @@ export async function createWorld(options: { repoName?: string; prefix?: string 
 
     const env: Record<string, string> = {};
     for (const [key, value] of Object.entries(gitEnv)) {
-      if (value !== undefined && !key.startsWith("TMUX") && !key.startsWith("HERDR") && !key.startsWith("PI_")) env[key] = value;
+      if (value !== undefined && keptInSandbox(key)) env[key] = value;
     }
     env.PI_CODING_AGENT_DIR = agentDir;
     const tmux = await startPrivateTmux({ env: { HOME: home } });

@@ -116,6 +116,43 @@ describe("classify", () => {
     ]);
   });
 
+  it("a live lease on the child session is a running child, even with no process evidence (a Pi started by hand elsewhere)", () => {
+    const m = manifest("running", (m) => {
+      delete m.child.pid;
+    });
+    const lease = { state: "live" as const, pid: 5151, heartbeatAt: LATER.toISOString() };
+    expect(verdict(facts(m, { lease }))).toMatchObject({ status: { code: "child_running", writers: [{ pid: 5151, evidence: ["lease"] }] }, actions: ["focus"] });
+    // The probes agree on the same pid: one writer, the lease first.
+    const probed = facts(m, { lease, piProcesses: [{ pid: 5151, name: "pi", cwd: WORKTREE }] });
+    expect(verdict(probed).status).toEqual({ code: "child_running", writers: [{ pid: 5151, evidence: ["lease", "cwd"] }] });
+  });
+
+  it("a stale or absent lease leaves the verdict to the process probes", () => {
+    const m = manifest("running", (m) => {
+      delete m.child.pid;
+    });
+    expect(verdict(facts(m, { lease: { state: "stale", pid: 5151, heartbeatAt: CREATED.toISOString() } })).status).toEqual({ code: "no_child" });
+    expect(verdict(facts(m, { lease: { state: "none" }, piProcesses: [{ pid: 6, name: "pi", handoffId: ID }] })).status).toEqual({
+      code: "child_running",
+      writers: [{ pid: 6, evidence: ["marker"] }],
+    });
+  });
+
+  it("offers no relaunch when the writer could not be checked, and says why", () => {
+    const m = manifest("running", (m) => {
+      delete m.child.pid;
+    });
+    const unreadable = classify(facts(m, { lease: { state: "unreadable", message: "The session lease /a/b.json is not valid JSON." } }));
+    expect(unreadable.writerUnknown).toBe("The session lease /a/b.json is not valid JSON");
+    expect(unreadable.actions).toEqual(["focus", "remove"]);
+    const noTable = classify(facts(m, { lease: { state: "none" }, processScanProblem: "Running processes could not be looked for: ps did not answer within 5000 ms." }));
+    expect(noTable.writerUnknown).toBe("Running processes could not be looked for: ps did not answer within 5000 ms");
+    expect(noTable.actions).toEqual(["focus", "remove"]);
+    expect(HandoffReportSchema.parse(noTable).writerUnknown).toBe(noTable.writerUnknown);
+    // With everything readable the same handoff may be relaunched.
+    expect(classify(facts(m, { lease: { state: "none" } })).actions).toEqual(["relaunch", "focus", "remove"]);
+  });
+
   it("leaves a recently changed unfinished handoff alone, and judges a stale one", () => {
     const m = manifest("launching", (m) => {
       m.updatedAt = new Date(LATER.getTime() - 1_000).toISOString();

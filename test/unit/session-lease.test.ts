@@ -114,7 +114,7 @@ describe.each([
     expect(first.ok).toBe(true);
     const second = await acquireSessionLease({ agentDir, sessionFile, facts });
     expect(second).toMatchObject({ ok: false, code: "held", holder: { pid: other } });
-    if (second.ok) throw new Error("unreachable");
+    if (second.ok || second.code !== "held") throw new Error("unreachable");
     expect(second.message).toBe(`Another Pi (pid ${other}) holds the lease on session ${sessionFile} (heartbeat ${second.holder.heartbeatAt}).`);
 
     children[0]?.kill("SIGKILL");
