@@ -11,7 +11,8 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readSessionLease } from "../../src/launch/lease.ts";
+import { LeaseFileSchema, leasePath, readSessionLease } from "../../src/launch/lease.ts";
+import { processFacts, sameStart } from "../../src/process/facts.ts";
 import { listDescendants } from "../../src/process/procfs.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { InventoryReportSchema } from "../../src/recovery/report-schema.ts";
@@ -171,6 +172,10 @@ describe("pi-handoff relaunch with the real Pi", () => {
       { timeoutMs: 30_000, description: "the hand-started Pi's lease" },
     );
     const handPid = handLease.pid;
+    // The Pi read its own start the way this test does: a portable pass is portable in every process.
+    const leaseFile = LeaseFileSchema.parse(JSON.parse(readFileSync(leasePath(sandbox.agentDir, childFile), "utf8")));
+    expect(sameStart(leaseFile.start, await processFacts().startToken(handPid))).toBe(true);
+    expect(leaseFile.start?.startsWith("ps:")).toBe(process.env.PI_HANDOFF_PROCESS_INFO === "portable");
     expect(readFileSync(`/proc/${handPid}/environ`, "utf8").split("\0").some((v) => v.startsWith("PI_HANDOFF_ID="))).toBe(false);
     expect(realpathSync(readlinkSync(`/proc/${handPid}/cwd`))).toBe(realpathSync(sandbox.home));
 
