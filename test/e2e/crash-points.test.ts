@@ -59,8 +59,13 @@ function unfinished(step: string) {
   };
 }
 
-function childRunning(report: HandoffReport, manifest: Manifest) {
-  expect(report.status).toEqual({ code: "child_running", writers: [{ pid: manifest.child.pid, evidence: ["recorded_pid", "marker", "cwd"] }] });
+/** A real Pi child holds the session lease (launch/lease.ts); the driver's stand-in child does not. */
+function childRunning(leased: boolean) {
+  return (report: HandoffReport, manifest: Manifest) => {
+    const processEvidence = ["recorded_pid", "marker", "cwd"] as const;
+    const evidence = leased ? ["lease", ...processEvidence] : [...processEvidence];
+    expect(report.status).toEqual({ code: "child_running", writers: [{ pid: manifest.child.pid, evidence }] });
+  };
 }
 
 const POINTS: Point[] = [
@@ -68,9 +73,9 @@ const POINTS: Point[] = [
   { point: "worktree", runner: "driver", state: "provisioned", history: ["provisioning", "provisioned"], status: unfinished("fork"), then: "remove" },
   { point: "fork", runner: "pi", state: "forked", history: [...BEFORE_LAUNCH], status: unfinished("launch"), then: "relaunch" },
   { point: "launching", runner: "driver", state: "launching", history: [...BEFORE_LAUNCH, "launching"], status: unfinished("confirm"), then: "relaunch" },
-  { point: "launch", runner: "pi", state: "running", history: [...BEFORE_LAUNCH, "launching", "running"], status: childRunning, then: "remove" },
-  { point: "confirm", runner: "driver", state: "running", history: [...BEFORE_LAUNCH, "launching", "running"], status: childRunning, then: "relaunch" },
-  { point: "focus", runner: "driver", state: "running", history: [...BEFORE_LAUNCH, "launching", "running"], status: childRunning, then: "remove" },
+  { point: "launch", runner: "pi", state: "running", history: [...BEFORE_LAUNCH, "launching", "running"], status: childRunning(true), then: "remove" },
+  { point: "confirm", runner: "driver", state: "running", history: [...BEFORE_LAUNCH, "launching", "running"], status: childRunning(false), then: "relaunch" },
+  { point: "focus", runner: "driver", state: "running", history: [...BEFORE_LAUNCH, "launching", "running"], status: childRunning(false), then: "remove" },
 ];
 
 describe("a handoff killed (SIGKILL) at every step boundary", () => {
