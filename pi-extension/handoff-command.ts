@@ -2,6 +2,7 @@
  * `/handoff-worktree`: reads the host's state (and the settings files) into a plain request and
  * runs the transaction; completes its arguments; asks for a branch in the TUI when none was typed.
  */
+import { unsupportedPlatform } from "../src/process/platform.ts";
 import { CURRENT_SESSION_VERSION, getPackageDir, SessionManager, type ExtensionAPI, type ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 import { loadHandoffConfig } from "../src/config/load.ts";
 import { approveRepoPostCreate } from "../src/config/post-create-approval.ts";
@@ -37,6 +38,8 @@ async function askForArgs(ctx: ExtensionCommandContext): Promise<string | undefi
 }
 
 export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionCommandContext): Promise<void> {
+  const refusal = unsupportedPlatform();
+  if (refusal !== undefined) return report(ctx, refusal, "error");
   let line = args;
   // Print mode keeps its one-sentence refusal: there is nobody to ask.
   if (line.trim() === "" && ctx.hasUI) {

@@ -6,6 +6,7 @@
  * Decisions live in src/recovery/ (shared with the `pi-handoff` CLI); this file only asks.
  */
 import { setTimeout as sleep } from "node:timers/promises";
+import { unsupportedPlatform } from "../src/process/platform.ts";
 import type { ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 import { currentPiCommand } from "../src/launch/launch-command.ts";
 import { launchTimeoutsFromEnv } from "../src/launch/timeouts.ts";
@@ -37,6 +38,8 @@ export interface HandoffsCommandOptions {
 }
 
 export async function runHandoffs(_args: string, ctx: ExtensionCommandContext, options: HandoffsCommandOptions = {}): Promise<void> {
+  const refusal = unsupportedPlatform();
+  if (refusal !== undefined) return report(ctx, refusal, "error");
   const deps = options.deps ?? createRecoveryDeps(process.env);
   const inventory = await buildInventory(deps);
   if (!ctx.hasUI) {

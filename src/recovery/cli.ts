@@ -18,6 +18,7 @@
  * - The manifests are the agent dir's (`$PI_CODING_AGENT_DIR`, else `~/.pi/agent`), as in Pi.
  */
 import { setTimeout as sleep } from "node:timers/promises";
+import { unsupportedPlatform } from "../process/platform.ts";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { launchTimeoutsFromEnv } from "../launch/timeouts.ts";
 import { createRecoveryDeps, type RecoveryDeps } from "./deps.ts";
@@ -42,6 +43,8 @@ export interface CliIo {
   /** The Node that runs this CLI; a JavaScript Pi is started with it. */
   execPath: string;
   now?: () => Date;
+  /** The system this runs on (tests pass another one); defaults to `process.platform`. */
+  platform?: NodeJS.Platform;
 }
 
 const USAGE = `Usage: pi-handoff <command> [options]
@@ -82,6 +85,11 @@ const TAKES_ID: Readonly<Record<CommandName, boolean>> = { list: false, inspect:
 class UsageError extends Error {}
 
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+  const refusal = unsupportedPlatform(io.platform);
+  if (refusal !== undefined) {
+    io.stderr(`pi-handoff: ${refusal}\n`);
+    return EXIT_REFUSED;
+  }
   try {
     return await dispatch(argv, io);
   } catch (error) {
