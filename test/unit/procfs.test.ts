@@ -1,17 +1,5 @@
-import { copyFile, mkdtemp, realpath, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { execa } from "execa";
-import { afterEach, describe, expect, it } from "vitest";
-import {
-  isAlive,
-  listDescendants,
-  parseStat,
-  readComm,
-  readCwd,
-  readEnvironValue,
-  readStat,
-} from "../../src/process/procfs.ts";
+import { describe, expect, it } from "vitest";
+import { parseStat } from "../../src/process/procfs.ts";
 
 describe("parseStat", () => {
   it("takes the fields after the last ')' when the command name holds spaces and parentheses", () => {
@@ -39,47 +27,5 @@ describe("parseStat", () => {
   });
 });
 
-describe("procfs readers on real processes", () => {
-  const cleanups: Array<() => Promise<void>> = [];
-  afterEach(async () => {
-    for (const cleanup of cleanups.splice(0)) await cleanup();
-  });
-
-  it("reads a process whose name contains ') (' and spaces, and finds it as a descendant", async () => {
-    const dir = await realpath(await mkdtemp(join(tmpdir(), "phw-procfs-")));
-    cleanups.push(() => rm(dir, { recursive: true, force: true }));
-    const oddName = join(dir, "x) (y z");
-    await copyFile("/bin/sleep", oddName);
-    await execa("chmod", ["755", oddName]);
-    const child = execa(oddName, ["300"], { cwd: dir, env: { PI_HANDOFF_ID: "h-1" }, reject: false });
-    cleanups.push(async () => {
-      child.kill("SIGKILL");
-      await child;
-    });
-    const pid = child.pid ?? 0;
-
-    const stat = await readStat(pid);
-    expect(stat?.comm).toBe("x) (y z");
-    expect(stat?.ppid).toBe(process.pid);
-    expect(await readComm(pid)).toBe("x) (y z");
-    expect(await readCwd(pid)).toBe(dir);
-    expect(await readEnvironValue(pid, "PI_HANDOFF_ID")).toBe("h-1");
-    expect(await readEnvironValue(pid, "NOT_SET_ANYWHERE")).toBeUndefined();
-    expect(await listDescendants(process.pid)).toContain(pid);
-    expect(await isAlive(pid)).toBe(true);
-
-    child.kill("SIGKILL");
-    await child;
-    expect(await isAlive(pid)).toBe(false);
-    expect(await readStat(pid)).toBeUndefined();
-    expect(await readComm(pid)).toBeUndefined();
-    expect(await readCwd(pid)).toBeUndefined();
-  });
-
-  it("tolerates pids that do not exist", async () => {
-    expect(await readStat(2 ** 30)).toBeUndefined();
-    expect(await listDescendants(2 ** 30)).toEqual([]);
-    expect(await isAlive(0)).toBe(false);
-    expect(await isAlive(-1)).toBe(false);
-  });
-});
+// The readers on real processes are tested through the port, beside the portable implementation
+// (test/unit/process-facts.test.ts).

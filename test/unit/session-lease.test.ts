@@ -174,13 +174,17 @@ describe("SessionLeaseKeeper and the session start", () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it("waits while another Pi holds the session and takes it over on the first tick after it stopped", async () => {
+  /** This process and another live Pi (pid 777), in a fake process table, and one session for both. */
+  function twoPi() {
     const facts = new FakeProcessFacts([
       { pid: process.pid, start: "boot/1" },
       { pid: 777, start: "boot/2" },
     ]);
-    const agentDir = join(dir, "agent");
-    const sessionFile = join(dir, "s.jsonl");
+    return { facts, agentDir: join(dir, "agent"), sessionFile: join(dir, "s.jsonl") };
+  }
+
+  it("waits while another Pi holds the session and takes it over on the first tick after it stopped", async () => {
+    const { facts, agentDir, sessionFile } = twoPi();
     const first = await acquireSessionLease({ agentDir, sessionFile, pid: 777, facts });
     expect(first.ok).toBe(true);
     const events: LeaseEvent[] = [];
@@ -202,12 +206,7 @@ describe("SessionLeaseKeeper and the session start", () => {
   });
 
   it("in a second Pi on a leased handoff session: warns, does not acknowledge and starts no turn", async () => {
-    const facts = new FakeProcessFacts([
-      { pid: process.pid, start: "boot/1" },
-      { pid: 777, start: "boot/2" },
-    ]);
-    const agentDir = join(dir, "agent");
-    const sessionFile = join(dir, "s.jsonl");
+    const { facts, agentDir, sessionFile } = twoPi();
     await acquireSessionLease({ agentDir, sessionFile, pid: 777, handoffId: "h-1", facts });
     const keeper = new SessionLeaseKeeper({ agentDir, facts, intervalMs: 60_000, onEvent: () => undefined });
     const store = ManifestStore.forAgentDir(agentDir);
