@@ -20,6 +20,7 @@ import { buildLaunchCommand } from "../launch/launch-command.ts";
 import { describeLocation } from "../mux/describe.ts";
 import type { HandoffStep, Manifest } from "../manifest/schema.ts";
 import type { ManifestStore } from "../manifest/store.ts";
+import { readSessionLease } from "../launch/lease.ts";
 import { ownerOf } from "../launch/owner.ts";
 import { defaultSessionDir } from "../session/paths.ts";
 import { isInProgress } from "./classify.ts";
@@ -152,6 +153,14 @@ export async function relaunchHandoff(deps: RelaunchDeps, id: string, options: {
       m.mux = opened.location;
     });
     reopened = true;
+  }
+
+  // Re-checked right before typing: a Pi started on the session since the inventory (by hand, or
+  // by Herdr's restore while a window was reopened) holds its lease by now.
+  const leaseNow = await (deps.readLease ?? ((file: string) => readSessionLease(deps.agentDir, file)))(childSessionFile);
+  if (leaseNow.state === "live" || leaseNow.state === "unreadable") {
+    const why = leaseNow.state === "live" ? `a Pi (pid ${leaseNow.pid}) started on its session meanwhile` : leaseNow.message.replace(/\.$/, "");
+    return refuse(leaseNow.state === "live" ? "child_running" : "writer_unknown", `Handoff ${id} was not relaunched: ${why}${reopened ? `; the window opened for it stays in ${describeLocation(current.mux)}` : ""}.`);
   }
 
   // This process now runs the handoff's launch: recovery elsewhere waits for it while it lives.

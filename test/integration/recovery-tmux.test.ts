@@ -8,6 +8,7 @@ import { spawn } from "node:child_process";
 import { readdirSync, readFileSync, realpathSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { SessionLease } from "../../src/launch/lease.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { muxForLocation } from "../../src/mux/for-location.ts";
 import { inspectHandoff } from "../../src/recovery/inventory.ts";
@@ -247,6 +248,26 @@ describe("relaunch on tmux", () => {
     } finally {
       await killAndWait(restarted.pid ?? 0);
     }
+  });
+
+  it("re-reads the session lease right before typing: a Pi that leased the session meanwhile stops the relaunch", async () => {
+    const manifest = runningManifest(await rig.handoff("feat/late-writer"));
+    await killAndWait(manifest.child.pid ?? 0);
+    const manifestPath = rig.store.pathFor(manifest.id);
+    const before = readFileSync(manifestPath, "utf8");
+    const paneBefore = await rig.tmux.capturePane(manifest.mux.kind === "tmux" ? (manifest.mux.paneId ?? "") : "");
+    // The inventory sees no lease; by the time the launch would type, a Pi (pid 4242) holds it.
+    const answers: SessionLease[] = [{ state: "none" }, { state: "live", pid: 4242, heartbeatAt: new Date().toISOString() }];
+    const readLease = async (): Promise<SessionLease> => answers.shift() ?? { state: "none" };
+    const refused = await relaunchHandoff({ ...rig.relaunchDeps(), readLease }, manifest.id, { focus: false });
+    expect(refused).toEqual({
+      code: "refused",
+      reason: "child_running",
+      message: `Handoff ${manifest.id} was not relaunched: a Pi (pid 4242) started on its session meanwhile.`,
+    });
+    expect(answers).toEqual([]);
+    expect(readFileSync(manifestPath, "utf8")).toBe(before);
+    expect(await rig.tmux.capturePane(manifest.mux.kind === "tmux" ? (manifest.mux.paneId ?? "") : "")).toBe(paneBefore);
   });
 
   it("reopens a closed window, then launches and confirms there", async () => {
