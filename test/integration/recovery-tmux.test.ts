@@ -270,6 +270,24 @@ describe("relaunch on tmux", () => {
     expect(await rig.tmux.capturePane(manifest.mux.kind === "tmux" ? (manifest.mux.paneId ?? "") : "")).toBe(paneBefore);
   });
 
+  it("refuses, with the reason, when it cannot be checked whether a Pi writes the session", async () => {
+    const manifest = runningManifest(await rig.handoff("feat/unknown-writer"));
+    await killAndWait(manifest.child.pid ?? 0);
+    const before = readFileSync(rig.store.pathFor(manifest.id), "utf8");
+    const unreadable = "The session lease /x/leases/y.json is not valid JSON.";
+    const noLease = await relaunchHandoff({ ...rig.relaunchDeps(), readLease: async () => ({ state: "unreadable", message: unreadable }) }, manifest.id, { focus: false });
+    expect(noLease).toEqual({
+      code: "refused",
+      reason: "writer_unknown",
+      message: `Handoff ${manifest.id} was not relaunched because it could not be checked whether a Pi still writes its session: The session lease /x/leases/y.json is not valid JSON.`,
+    });
+    const problem = "Running processes could not be looked for: ps did not answer within 5000 ms.";
+    const noTable = await relaunchHandoff({ ...rig.relaunchDeps(), scanProcesses: async () => ({ piProcesses: [], problem }) }, manifest.id, { focus: false });
+    expect(noTable).toMatchObject({ code: "refused", reason: "writer_unknown" });
+    expect(noTable.message).toBe(`Handoff ${manifest.id} was not relaunched because it could not be checked whether a Pi still writes its session: ${problem}`);
+    expect(readFileSync(rig.store.pathFor(manifest.id), "utf8")).toBe(before);
+  });
+
   it("reopens a closed window, then launches and confirms there", async () => {
     const manifest = runningManifest(await rig.handoff("feat/reopen", { focus: false }));
     const old = tmuxLocation(manifest);
