@@ -2,9 +2,11 @@
  * Parsing `/handoff-worktree <branch> [base] [--carry[=all]] [--existing] [--fetch] [--mux tmux|herdr]
  * [--no-focus] [--approve-post-create] [-- task]`.
  *
- * Invariants: pure; the task after ` -- ` is kept verbatim (apart from trimming); every refusal
+ * Invariants: pure; words are split as a shell user expects (quotes group and disappear, nothing
+ * is expanded); the task after ` -- ` is kept verbatim (apart from trimming); every refusal
  * is one sentence that says what to type instead. A flag that is not given leaves its field out,
- * so "not asked" and "asked for the default" read the same everywhere.
+ * so "not asked" and "asked for the default" read the same everywhere. Anything dash-led that is
+ * not an option (`-m`) is refused as an unknown option, never taken as a branch or a base.
  */
 import type { MuxKind } from "../manifest/schema.ts";
 
@@ -55,18 +57,58 @@ export type ParsedHandoffArgs =
   | { ok: true; help: true }
   | { ok: false; message: string };
 
-/** Split at the first `--` that stands alone as a word; everything after it is the task. */
-function splitTask(raw: string): { head: string; task?: string } {
-  const match = /(^|\s)--(\s|$)/.exec(raw);
-  if (!match) return { head: raw };
-  const head = raw.slice(0, match.index);
-  const task = raw.slice(match.index + match[0].length).trim();
-  return task.length > 0 ? { head, task } : { head };
+/** One word of the command line, its quotes removed. */
+interface Word {
+  text: string;
+  /** Whether any part of it was quoted: a quoted `--` or `-x` is a value, not a separator or an option. */
+  quoted: boolean;
+}
+
+const QUOTES = new Set(["'", '"']);
+
+/**
+ * Splits like a shell, without expanding anything: whitespace separates words, and a word that
+ * starts with `'` or `"` runs to the partner quote (whitespace included), the quotes dropped.
+ * Quotes inside a word are ordinary characters, so branch names such as `quote'd` stay as typed;
+ * a quote that opens a word and is never closed is refused (`"feat/x` was meant to be quoted).
+ * Backslashes are literal (git refuses them in a branch name, so they never silently vanish).
+ * Stops at the first unquoted `--` word: what follows is the task, taken verbatim from the line.
+ */
+function splitWords(raw: string): { words: Word[]; task?: string } | { error: string } {
+  const words: Word[] = [];
+  const isSpace = (index: number): boolean => /\s/.test(raw[index] ?? "");
+  let i = 0;
+  for (;;) {
+    while (i < raw.length && isSpace(i)) i++;
+    if (i >= raw.length) return { words };
+    let text = "";
+    let quoted = false;
+    const opening = raw[i] ?? "";
+    if (QUOTES.has(opening)) {
+      const close = raw.indexOf(opening, i + 1);
+      if (close === -1) {
+        const rest = raw.slice(i + 1).trim().split(/\s/)[0] ?? "";
+        return { error: `The quote ${opening} before ${JSON.stringify(rest)} is never closed; close it, or leave the quotes out.` };
+      }
+      text = raw.slice(i + 1, close);
+      quoted = true;
+      i = close + 1;
+    }
+    const start = i;
+    while (i < raw.length && !isSpace(i)) i++;
+    text += raw.slice(start, i);
+    if (!quoted && text === "--") {
+      const task = raw.slice(i).trim();
+      return task.length > 0 ? { words, task } : { words };
+    }
+    words.push({ text, quoted });
+  }
 }
 
 export function parseHandoffArgs(raw: string): ParsedHandoffArgs {
-  const { head, task } = splitTask(raw);
-  const words = head.trim().split(/\s+/).filter((word) => word.length > 0);
+  const split = splitWords(raw);
+  if ("error" in split) return { ok: false, message: split.error };
+  const { words, task } = split;
   const positional: string[] = [];
   let mux: MuxKind | undefined;
   let focus = true;
@@ -75,9 +117,12 @@ export function parseHandoffArgs(raw: string): ParsedHandoffArgs {
   let fetch = false;
   let approvePostCreate = false;
   for (let i = 0; i < words.length; i++) {
-    const word = words[i] ?? "";
-    if (word === "--help" || word === "-h") return { ok: true, help: true };
-    if (word === "--no-focus") {
+    const { text: word, quoted } = words[i] ?? { text: "", quoted: true };
+    if (quoted) {
+      positional.push(word);
+    } else if (word === "--help" || word === "-h") {
+      return { ok: true, help: true };
+    } else if (word === "--no-focus") {
       focus = false;
     } else if (word === "--carry" || word.startsWith("--carry=")) {
       const value = word === "--carry" ? "tracked" : word.slice("--carry=".length);
@@ -92,19 +137,20 @@ export function parseHandoffArgs(raw: string): ParsedHandoffArgs {
     } else if (word === "--approve-post-create") {
       approvePostCreate = true;
     } else if (word === "--mux" || word.startsWith("--mux=")) {
-      const value = word === "--mux" ? words[++i] : word.slice("--mux=".length);
+      const value = word === "--mux" ? words[++i]?.text : word.slice("--mux=".length);
       if (value !== "tmux" && value !== "herdr") {
         return { ok: false, message: `--mux takes tmux or herdr, not ${value === undefined ? "nothing" : JSON.stringify(value)}.` };
       }
       mux = value;
-    } else if (word.startsWith("--")) {
+    } else if (word.startsWith("-") && word !== "-") {
+      // `-m tmux` is a mistyped option, not a branch or a base: a dash-led name would be refused by git anyway.
       return { ok: false, message: `Unknown option ${JSON.stringify(word)}; usage: ${HANDOFF_USAGE}.` };
     } else {
       positional.push(word);
     }
   }
   const [branch, base, ...extra] = positional;
-  if (branch === undefined) return { ok: false, message: `Name the new branch: ${HANDOFF_USAGE}.` };
+  if (branch === undefined || branch === "") return { ok: false, message: `Name the new branch: ${HANDOFF_USAGE}.` };
   if (extra.length > 0) {
     return {
       ok: false,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseHandoffArgs } from "../../src/handoff/args.ts";
+import { HANDOFF_USAGE, parseHandoffArgs } from "../../src/handoff/args.ts";
 
 describe("parseHandoffArgs", () => {
   it("takes a branch alone, with HEAD as the base and focus on", () => {
@@ -37,7 +37,42 @@ describe("parseHandoffArgs", () => {
     expect(parseHandoffArgs("--help")).toEqual({ ok: true, help: true });
   });
 
-  it("leaves a dash-led branch to git's validation rather than reading it as an option", () => {
-    expect(parseHandoffArgs("-x")).toMatchObject({ ok: true, args: { branch: "-x" } });
+  it("reports a dash-led word as an unknown option, never as a branch or a base", () => {
+    for (const line of ["-x", "-m tmux feat/x", "feat/x -m tmux", "feat/x main -q"]) {
+      const word = line.split(" ").find((w) => w.startsWith("-"));
+      expect(parseHandoffArgs(line), line).toEqual({ ok: false, message: `Unknown option ${JSON.stringify(word)}; usage: ${HANDOFF_USAGE}.` });
+    }
+    // Quoted, it is a value again, left to git's validation of the name.
+    expect(parseHandoffArgs('"-x"')).toMatchObject({ ok: true, args: { branch: "-x" } });
+  });
+});
+
+describe("quotes, as a shell user types them", () => {
+  it.each([
+    ['"feat/x"', { branch: "feat/x", base: "HEAD" }],
+    ["'feat/x' 'main'", { branch: "feat/x", base: "main" }],
+    ['"feat/x" --mux "tmux"', { branch: "feat/x", mux: "tmux" }],
+    ['"feat"/x', { branch: "feat/x" }],
+    ["\"space name\"", { branch: "space name" }],
+    // A quote inside a word is part of the name, as before.
+    ["quote'd", { branch: "quote'd" }],
+    ['dq"x main', { branch: 'dq"x', base: "main" }],
+    ["back\\slash", { branch: "back\\slash" }],
+  ])("%s", (line, expected) => {
+    expect(parseHandoffArgs(line)).toMatchObject({ ok: true, args: expected });
+  });
+
+  it("keeps the task after -- verbatim, quotes and all, and a quoted -- is no separator", () => {
+    expect(parseHandoffArgs(`"feat/x" -- say "hi" and don't stop`)).toEqual({
+      ok: true,
+      args: { branch: "feat/x", base: "HEAD", baseGiven: false, task: `say "hi" and don't stop`, focus: true },
+    });
+    expect(parseHandoffArgs(`quote'd -- don't`)).toMatchObject({ ok: true, args: { branch: "quote'd", task: "don't" } });
+    expect(parseHandoffArgs('b "--" c')).toEqual({ ok: false, message: 'Too many words before the task ("c"); put the task after " -- ".' });
+  });
+
+  it("refuses an opening quote that is never closed, and an empty quoted branch", () => {
+    expect(parseHandoffArgs('"feat/x main')).toEqual({ ok: false, message: 'The quote " before "feat/x" is never closed; close it, or leave the quotes out.' });
+    expect(parseHandoffArgs('"" main')).toEqual({ ok: false, message: `Name the new branch: ${HANDOFF_USAGE}.` });
   });
 });
