@@ -2,35 +2,50 @@
  * `pi-handoff`: list, inspect, relaunch, remove and prune handoffs from a shell.
  *
  *   pi-handoff list [--repo DIR] [--all] [--json]
- *   pi-handoff inspect <id> [--json]
- *   pi-handoff relaunch <id> [--no-focus]
- *   pi-handoff remove <id> [--force] [--delete-branch]
+ *   pi-handoff inspect <handoff> [--json]
+ *   pi-handoff focus <handoff>
+ *   pi-handoff relaunch <handoff> [--no-focus]
+ *   pi-handoff remove <handoff> [--force] [--delete-branch] [--dry-run]
  *   pi-handoff prune [--dry-run]
+ *   pi-handoff --version
  *
  * Lives in src/ (not scripts/) because it ships in the package: `bin/pi-handoff.mjs` loads it.
  *
  * Invariants:
  * - Exit codes: 0 done; 1 refused or failed (one sentence on stderr saying why); 2 bad input (one
- *   sentence on stderr: an unknown command or option, a missing or unknown id, a bad directory).
+ *   sentence on stderr: an unknown command or option, a missing, unknown or ambiguous handoff, a
+ *   bad directory). Each sentence is prefixed once, `pi-handoff <command>: `.
+ * - A handoff is named by its id, a unique start of it, or its branch (resolve.ts).
  * - `--json` output is validated against the published schema (report-schema.ts) before it is printed.
  * - Every outside call has a timeout (git per call, tmux per call, the launch's shell and confirm waits).
  * - What a removal loses is printed before anything is removed.
  * - The manifests are the agent dir's (`$PI_CODING_AGENT_DIR`, else `~/.pi/agent`), as in Pi.
  */
+import { readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { unsupportedPlatform } from "../process/platform.ts";
-import { parseArgs, type ParseArgsConfig } from "node:util";
+import { z } from "zod";
+import { errorSentence } from "../errors.ts";
+import { parseRecoveryCommand, type RecoveryCommand } from "./command-line.ts";
 import { launchTimeoutsFromEnv } from "../launch/timeouts.ts";
 import { createRecoveryDeps, type RecoveryDeps } from "./deps.ts";
+import { focusHandoff } from "./focus.ts";
 import { formatInventory, formatReport } from "./format.ts";
 import { buildInventory, inspectHandoff } from "./inventory.ts";
 import { InspectReportSchema, InventoryReportSchema, RECOVERY_JSON_VERSION } from "./report-schema.ts";
 import { findPiCommand } from "./pi-command.ts";
 import { relaunchHandoff } from "./relaunch.ts";
-import { describePruneAction, describeRemovalPlan, executePrune, planPrune, removeHandoff } from "./remove.ts";
-import { errorMessage } from "../errors.ts";
-
-const ID_PATTERN = /^[a-z0-9][a-z0-9-]{2,80}$/;
+import {
+  describePruneAction,
+  describeRemovalPlan,
+  executePrune,
+  planPrune,
+  planRemoval,
+  removeHandoff,
+  type RemovalPlan,
+  type RemoveOptions,
+} from "./remove.ts";
+import { resolveHandoffName } from "./resolve.ts";
 
 export const EXIT_OK = 0;
 export const EXIT_REFUSED = 1;
@@ -51,38 +66,46 @@ const USAGE = `Usage: pi-handoff <command> [options]
 
 Find, restart and clean up the handoffs /handoff-worktree made (their manifests live in
 <agent dir>/handoff-worktree/manifests; agent dir: $PI_CODING_AGENT_DIR, else ~/.pi/agent).
+A <handoff> is its id, a unique start of its id, or its branch.
 
 Commands:
   list [--repo DIR] [--all] [--json]      every handoff, judged against what really exists
-  inspect <id> [--json]                   one handoff in detail
-  relaunch <id> [--no-focus]              start its Pi again (never while one runs on its session),
+  inspect <handoff> [--json]              one handoff in detail
+  focus <handoff>                         switch to its window (tmux) or workspace (Herdr)
+  relaunch <handoff> [--no-focus]         start its Pi again (never while one runs on its session),
                                           reopening its window if it was closed
-  remove <id> [--force] [--delete-branch] close its window and delete its worktree; refuses
+  remove <handoff> [--force] [--delete-branch] [--dry-run]
+                                          close its window and delete its worktree; refuses
                                           uncommitted files or unmerged commits unless --force,
                                           listing them first; the branch is kept unless
-                                          --delete-branch and it is merged
+                                          --delete-branch and it is merged; --dry-run only
+                                          says what would be done
   prune [--dry-run]                       drop only what loses nothing: git's entries for vanished
                                           worktrees, handoffs whose worktree is gone and whose
                                           branch is merged or gone, handoffs that failed early
 
+Options: --help, --version.
 Exit status: 0 done, 1 refused or failed (the reason is on stderr), 2 bad input.`;
 
-type CommandName = "list" | "inspect" | "relaunch" | "remove" | "prune";
-const COMMANDS: readonly CommandName[] = ["list", "inspect", "relaunch", "remove", "prune"];
+const HELP_POINTER = "pi-handoff --help";
 
-type OptionSpecs = NonNullable<ParseArgsConfig["options"]>;
+/** Bad input (exit 2); `command` makes the prefix `pi-handoff <command>:`. */
+class UsageError extends Error {
+  readonly command: RecoveryCommand | undefined;
+  constructor(message: string, command?: RecoveryCommand) {
+    super(message);
+    this.command = command;
+  }
+}
 
-const OPTIONS: Readonly<Record<CommandName, OptionSpecs>> = {
-  list: { repo: { type: "string" }, json: { type: "boolean" }, all: { type: "boolean" } },
-  inspect: { json: { type: "boolean" } },
-  relaunch: { "no-focus": { type: "boolean" } },
-  remove: { force: { type: "boolean" }, "delete-branch": { type: "boolean" } },
-  prune: { "dry-run": { type: "boolean" } },
-};
-
-const TAKES_ID: Readonly<Record<CommandName, boolean>> = { list: false, inspect: true, relaunch: true, remove: true, prune: false };
-
-class UsageError extends Error {}
+/** A refusal or failure (exit 1) of a command, already worded. */
+class Refusal extends Error {
+  readonly command: RecoveryCommand;
+  constructor(message: string, command: RecoveryCommand) {
+    super(message);
+    this.command = command;
+  }
+}
 
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
   const refusal = unsupportedPlatform(io.platform);
@@ -93,13 +116,14 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   try {
     return await dispatch(argv, io);
   } catch (error) {
-    if (error instanceof UsageError) {
-      io.stderr(`pi-handoff: ${error.message}\n`);
-      return EXIT_USAGE;
-    }
-    io.stderr(`pi-handoff: ${oneSentence(error)}\n`);
-    return EXIT_REFUSED;
+    const command = error instanceof UsageError || error instanceof Refusal ? error.command : undefined;
+    io.stderr(`${prefix(command)}${errorSentence(error)}\n`);
+    return error instanceof UsageError ? EXIT_USAGE : EXIT_REFUSED;
   }
+}
+
+function prefix(command: RecoveryCommand | undefined): string {
+  return command === undefined ? "pi-handoff: " : `pi-handoff ${command}: `;
 }
 
 async function dispatch(argv: readonly string[], io: CliIo): Promise<number> {
@@ -112,74 +136,54 @@ async function dispatch(argv: readonly string[], io: CliIo): Promise<number> {
     io.stdout(`${USAGE}\n`);
     return EXIT_OK;
   }
-  const command = COMMANDS.find((name) => name === first);
-  if (command === undefined) {
-    throw new UsageError(`${JSON.stringify(first)} is not a command; the commands are ${COMMANDS.join(", ")} (see pi-handoff --help).`);
+  if (first === "--version") {
+    io.stdout(`pi-handoff ${packageVersion()}\n`);
+    return EXIT_OK;
   }
   if (rest.includes("--help") || rest.includes("-h")) {
     io.stdout(`${USAGE}\n`);
     return EXIT_OK;
   }
-  const parsed = parseCommandArgs(command, rest);
+  const words = parseRecoveryCommand(argv, HELP_POINTER);
+  if (!words.ok) throw new UsageError(words.message, words.command);
+  const { command, flags } = words.parsed;
   const deps = makeDeps(io);
+  const handoff = async (): Promise<string> => resolveId(deps, command, words.parsed.handoff ?? "");
 
   switch (command) {
     case "list":
-      return list(deps, io, parsed.values);
+      return list(deps, io, words.parsed.repo, flags.all === true, flags.json === true);
     case "inspect":
-      return inspect(deps, io, requireId(command, parsed.positionals), parsed.values.json === true);
+      return inspect(deps, io, await handoff(), flags.json === true);
+    case "focus":
+      return focus(deps, io, await handoff());
     case "relaunch":
-      return relaunch(deps, io, requireId(command, parsed.positionals), parsed.values["no-focus"] !== true);
+      return relaunch(deps, io, await handoff(), flags["no-focus"] !== true);
     case "remove":
-      return remove(deps, io, requireId(command, parsed.positionals), {
-        force: parsed.values.force === true,
-        deleteBranch: parsed.values["delete-branch"] === true,
+      return remove(deps, io, await handoff(), {
+        force: flags.force === true,
+        deleteBranch: flags["delete-branch"] === true,
+        dryRun: flags["dry-run"] === true,
       });
     case "prune":
-      return prune(deps, io, parsed.values["dry-run"] === true);
+      return prune(deps, io, flags["dry-run"] === true);
   }
 }
 
-interface ParsedCommand {
-  values: Record<string, string | boolean | Array<string | boolean> | undefined>;
-  positionals: string[];
+/** The id of the handoff `name` designates (an id, a unique start of one, or a branch). */
+async function resolveId(deps: CliDeps, command: RecoveryCommand, name: string): Promise<string> {
+  const resolved = await resolveHandoffName(deps.store, name);
+  if (!resolved.ok) throw new UsageError(resolved.message, command);
+  return resolved.id;
 }
 
-function parseCommandArgs(command: CommandName, args: readonly string[]): ParsedCommand {
-  let parsed: ParsedCommand;
-  try {
-    parsed = parseArgs({ args: [...args], options: OPTIONS[command], allowPositionals: true, strict: true });
-  } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    const message = errorMessage(error);
-    if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
-      const option = /'([^']+)'/.exec(message)?.[1] ?? "?";
-      throw new UsageError(`Unknown option ${JSON.stringify(option)} for pi-handoff ${command} (see pi-handoff --help).`);
-    }
-    if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") {
-      const option = /'(--?[\w-]+)/.exec(message)?.[1] ?? "an option";
-      throw new UsageError(
-        /argument missing/.test(message)
-          ? `Option ${option} of pi-handoff ${command} needs a value (see pi-handoff --help).`
-          : `Option ${option} of pi-handoff ${command} takes no value (see pi-handoff --help).`,
-      );
-    }
-    throw new UsageError(`Could not read the arguments of pi-handoff ${command}: ${oneSentence(error)}`);
-  }
-  const limit = TAKES_ID[command] ? 1 : 0;
-  if (parsed.positionals.length > limit) {
-    const extra = parsed.positionals.slice(limit).join(" ");
-    throw new UsageError(`pi-handoff ${command} does not take ${JSON.stringify(extra)} (see pi-handoff --help).`);
-  }
-  return parsed;
+/** This package's version, from its own package.json (shipped beside src/). */
+function packageVersion(): string {
+  const text = readFileSync(new URL("../../package.json", import.meta.url), "utf8");
+  return PackageVersionSchema.parse(JSON.parse(text)).version;
 }
 
-function requireId(command: CommandName, positionals: readonly string[]): string {
-  const id = positionals[0];
-  if (id === undefined) throw new UsageError(`pi-handoff ${command} needs a handoff id (pi-handoff list shows them).`);
-  if (!ID_PATTERN.test(id)) throw new UsageError(`${JSON.stringify(id)} is not a handoff id (pi-handoff list shows them).`);
-  return id;
-}
+const PackageVersionSchema = z.object({ version: z.string() });
 
 type CliDeps = RecoveryDeps;
 
@@ -187,29 +191,26 @@ function makeDeps(io: CliIo): CliDeps {
   return createRecoveryDeps(io.env, io.now);
 }
 
-async function list(deps: CliDeps, io: CliIo, values: ParsedCommand["values"]): Promise<number> {
+async function list(deps: CliDeps, io: CliIo, repoDir: string | undefined, all: boolean, json: boolean): Promise<number> {
   let repoCommonDir: string | undefined;
-  if (typeof values.repo === "string") {
-    const repo = await deps.git.findRepository(values.repo);
-    if (repo === undefined) throw new UsageError(`${values.repo} is not inside a git repository.`);
+  if (repoDir !== undefined) {
+    const repo = await deps.git.findRepository(repoDir);
+    if (repo === undefined) throw new UsageError(`${repoDir} is not inside a git repository.`, "list");
     repoCommonDir = repo.commonDir;
   }
   const inventory = await buildInventory(deps, {
     ...(repoCommonDir === undefined ? {} : { repoCommonDir }),
-    includeRemoved: values.all === true,
+    includeRemoved: all,
   });
-  if (values.json === true) io.stdout(`${JSON.stringify(InventoryReportSchema.parse(inventory), null, 2)}\n`);
+  if (json) io.stdout(`${JSON.stringify(InventoryReportSchema.parse(inventory), null, 2)}\n`);
   else io.stdout(`${formatInventory(inventory)}\n`);
   return EXIT_OK;
 }
 
 async function inspect(deps: CliDeps, io: CliIo, id: string, json: boolean): Promise<number> {
   const inspected = await inspectHandoff(deps, id);
-  if (inspected.code === "not_found") throw new UsageError(inspected.message);
-  if (inspected.code === "invalid") {
-    io.stderr(`pi-handoff: ${inspected.message}\n`);
-    return EXIT_REFUSED;
-  }
+  if (inspected.code === "not_found") throw new UsageError(inspected.message, "inspect");
+  if (inspected.code === "invalid") throw new Refusal(inspected.message, "inspect");
   if (json) {
     const report = InspectReportSchema.parse({ version: RECOVERY_JSON_VERSION, handoff: inspected.report, manifest: inspected.manifest });
     io.stdout(`${JSON.stringify(report, null, 2)}\n`);
@@ -231,31 +232,48 @@ async function relaunch(deps: CliDeps, io: CliIo, id: string, focus: boolean): P
     id,
     { focus },
   );
-  if (outcome.code === "refused" && outcome.reason === "not_found") throw new UsageError(outcome.message);
+  if (outcome.code === "refused" && outcome.reason === "not_found") throw new UsageError(outcome.message, "relaunch");
   if (outcome.code === "running") {
     io.stdout(`${outcome.message}\n`);
     return EXIT_OK;
   }
-  io.stderr(`pi-handoff: ${outcome.message}\n`);
-  return EXIT_REFUSED;
+  throw new Refusal(outcome.message, "relaunch");
 }
 
-async function remove(deps: CliDeps, io: CliIo, id: string, options: { force: boolean; deleteBranch: boolean }): Promise<number> {
-  const outcome = await removeHandoff(deps, id, options, (plan) => {
-    io.stdout(`${describeRemovalPlan(plan).join("\n")}\n`);
-  });
-  if (outcome.code === "refused" && outcome.reason === "not_found") throw new UsageError(outcome.message);
+async function focus(deps: CliDeps, io: CliIo, id: string): Promise<number> {
+  const outcome = await focusHandoff(deps, id);
+  if (!outcome.ok) {
+    if (outcome.code === "not_found") throw new UsageError(outcome.message, "focus");
+    throw new Refusal(outcome.message, "focus");
+  }
+  io.stdout(`${outcome.message}\n`);
+  return EXIT_OK;
+}
+
+async function remove(deps: CliDeps, io: CliIo, id: string, options: RemoveOptions & { dryRun: boolean }): Promise<number> {
+  const printPlan = (plan: RemovalPlan): void => io.stdout(`${describeRemovalPlan(plan).join("\n")}\n`);
+  if (options.dryRun) {
+    const planned = await planRemoval(deps, id, options);
+    if (planned.plan !== undefined) printPlan(planned.plan);
+    if (planned.code === "refused") {
+      if (planned.reason === "not_found") throw new UsageError(planned.message, "remove");
+      throw new Refusal(`Dry run: ${planned.message}`, "remove");
+    }
+    io.stdout("Dry run: nothing was removed.\n");
+    return EXIT_OK;
+  }
+  const outcome = await removeHandoff(deps, id, options, printPlan);
+  if (outcome.code === "refused" && outcome.reason === "not_found") throw new UsageError(outcome.message, "remove");
   if (outcome.code === "removed") {
     io.stdout(`${outcome.message}\n`);
     return EXIT_OK;
   }
-  io.stderr(`pi-handoff: ${outcome.message}\n`);
-  return EXIT_REFUSED;
+  throw new Refusal(outcome.message, "remove");
 }
 
 async function prune(deps: CliDeps, io: CliIo, dryRun: boolean): Promise<number> {
   const { actions, problems } = await planPrune(deps);
-  for (const problem of problems) io.stderr(`pi-handoff: ${problem}\n`);
+  for (const problem of problems) io.stderr(`${prefix("prune")}${problem}\n`);
   if (actions.length === 0) {
     io.stdout("Nothing to prune.\n");
     return problems.length > 0 ? EXIT_REFUSED : EXIT_OK;
@@ -268,14 +286,9 @@ async function prune(deps: CliDeps, io: CliIo, dryRun: boolean): Promise<number>
   for (const result of results) {
     if (!result.ok) {
       failed = true;
-      io.stderr(`pi-handoff: ${result.message}\n`);
+      io.stderr(`${prefix("prune")}${result.message}\n`);
     }
   }
   io.stdout(`Done: ${results.filter((result) => result.ok).length} of ${results.length} action(s).\n`);
   return failed ? EXIT_REFUSED : EXIT_OK;
-}
-
-function oneSentence(error: unknown): string {
-  const text = errorMessage(error);
-  return text.replace(/\s+/g, " ").trim().replace(/[.\s]*$/, ".");
 }

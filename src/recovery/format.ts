@@ -57,7 +57,8 @@ export function formatInventory(inventory: InventoryReport): string {
     lines.push(render(header), ...rows.map(render));
   }
   if (inventory.hiddenRemoved > 0) lines.push(`(${inventory.hiddenRemoved} removed handoff(s) not shown; pi-handoff list --all shows them.)`);
-  for (const broken of inventory.unreadable) lines.push(`Unreadable manifest ${broken.path}: ${broken.error}`);
+  // The store's error names the file already: say it once.
+  for (const broken of inventory.unreadable) lines.push(broken.error.includes(broken.path) ? `Unreadable: ${broken.error}` : `Unreadable manifest ${broken.path}: ${broken.error}`);
   return lines.join("\n");
 }
 

@@ -161,59 +161,59 @@ export function branchDeletionOffer(plan: RemovalPlan): { question: string; deta
   };
 }
 
-/** Plain lines that say exactly what a removal does and loses. */
+/** Plain lines that say exactly what a removal would do and lose (shown before it is done, or instead of it). */
 export function describeRemovalPlan(plan: RemovalPlan): string[] {
   const { manifest, report, lostFiles, unmerged } = plan;
   const lines: string[] = [];
   switch (plan.worktree) {
     case "remove":
-      lines.push(`The worktree ${manifest.worktree.path} is deleted${plan.closesWorkspace ? " and its window closed" : ""}.`);
+      lines.push(`The worktree ${manifest.worktree.path} would be deleted${plan.closesWorkspace ? " and its window closed" : ""}.`);
       break;
     case "unregister":
-      lines.push(`The worktree ${manifest.worktree.path} is already gone; git's entry for it is dropped.`);
+      lines.push(`The worktree ${manifest.worktree.path} is already gone; git's entry for it would be dropped.`);
       break;
     case "already_gone":
       lines.push(`The worktree ${manifest.worktree.path} is already gone.`);
       break;
     case "leave_orphaned":
       lines.push(
-        `The directory ${manifest.worktree.path} is left in place: ${report.worktree.code === "orphaned" ? report.worktree.reason : "git does not know it"}; delete it yourself if you do not need it.`,
+        `The directory ${manifest.worktree.path} would be left in place: ${report.worktree.code === "orphaned" ? report.worktree.reason : "git does not know it"}; delete it yourself if you do not need it.`,
       );
       break;
   }
   const changed = lostFiles.dirty.length + lostFiles.untracked.length;
   if (changed > 0) {
-    lines.push(`Lost for good (${changed} file(s) with uncommitted work):`);
+    lines.push(`Would be lost for good (${changed} file(s) with uncommitted work):`);
     for (const file of lostFiles.dirty) lines.push(`  modified   ${file}`);
     for (const file of lostFiles.untracked) lines.push(`  untracked  ${file}`);
   }
   if (unmerged !== undefined && unmerged.total > 0) {
-    lines.push(`${unmerged.total} commit(s) not merged into ${branchStateTarget(report)} stay on branch ${manifest.branch}, which is kept:`);
+    lines.push(`${unmerged.total} commit(s) not merged into ${branchStateTarget(report)} would stay on branch ${manifest.branch}, which would be kept:`);
     for (const commit of unmerged.commits) lines.push(`  ${commit.sha.slice(0, 12)} ${commit.subject}`);
     if (unmerged.commits.length < unmerged.total) lines.push(`  ... and ${unmerged.total - unmerged.commits.length} more`);
   }
   switch (plan.branch.code) {
     case "keep":
-      lines.push(`Branch ${manifest.branch} is kept.`);
+      lines.push(`Branch ${manifest.branch} would be kept.`);
       break;
     case "keep_preexisting":
-      lines.push(`Branch ${manifest.branch} is kept: it existed before this handoff (--existing), so it is not this handoff's to delete.`);
+      lines.push(`Branch ${manifest.branch} would be kept: it existed before this handoff (--existing), so it is not this handoff's to delete.`);
       break;
     case "delete":
-      lines.push(`Branch ${manifest.branch} is deleted: everything on it is in ${plan.branch.mergeTarget.ref}.`);
+      lines.push(`Branch ${manifest.branch} would be deleted: everything on it is in ${plan.branch.mergeTarget.ref}.`);
       break;
     case "keep_unmerged":
-      lines.push(`Branch ${manifest.branch} is kept: it has ${plan.branch.unmerged} unmerged commit(s), and an unmerged branch is never deleted, even with --force.`);
+      lines.push(`Branch ${manifest.branch} would be kept: it has ${plan.branch.unmerged} unmerged commit(s), and an unmerged branch is never deleted, even with --force.`);
       break;
     case "gone":
       lines.push(`Branch ${manifest.branch} no longer exists.`);
       break;
     case "unknown":
-      lines.push(`Branch ${manifest.branch} is kept: ${plan.branch.message}`);
+      lines.push(`Branch ${manifest.branch} would be kept: ${plan.branch.message}`);
       break;
   }
   if (report.workspace.code === "open" && !plan.closesWorkspace) {
-    lines.push("Its window stays open (it is no longer the worktree's); close it yourself.");
+    lines.push("Its window would stay open (it is no longer the worktree's); close it yourself.");
   }
   return lines;
 }

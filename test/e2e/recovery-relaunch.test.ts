@@ -96,7 +96,7 @@ describe("pi-handoff relaunch with the real Pi", () => {
     expect(refused).toEqual({
       status: 1,
       stdout: "",
-      stderr: `pi-handoff: Handoff ${first.id} already has a live Pi on its session (pid ${firstPid}), so no second one was started.\n`,
+      stderr: `pi-handoff relaunch: Handoff ${first.id} already has a live Pi on its session (pid ${firstPid}), so no second one was started.\n`,
     });
 
     await killAndWait(firstPid);

@@ -98,10 +98,10 @@ describe("/handoffs", () => {
       kind: "confirm",
       title: "Remove handoff ui/remove?",
       body: [
-        `The worktree ${worktree} is deleted and its window closed.`,
-        "Lost for good (1 file(s) with uncommitted work):",
+        `The worktree ${worktree} would be deleted and its window closed.`,
+        "Would be lost for good (1 file(s) with uncommitted work):",
         "  untracked  scratch.txt",
-        "Branch ui/remove is kept.",
+        "Branch ui/remove would be kept.",
       ].join("\n"),
     });
     expect(readFileSync(join(worktree, "scratch.txt"), "utf8")).toBe("draft\n");

@@ -8,6 +8,7 @@ import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { nextSteps } from "../../src/handoff/next-steps.ts";
 import { InspectReportSchema, InventoryReportSchema, type HandoffReport } from "../../src/recovery/report-schema.ts";
 import { NODE_BIN, PROJECT_ROOT } from "../support/pi.ts";
 import { createRecoveryRig, isProcessAlive, killAndWait, runningManifest, STAND_IN_PI, type RecoveryRig } from "../support/recovery-rig.ts";
@@ -68,29 +69,38 @@ afterAll(async () => {
   await rig?.cleanup();
 });
 
-describe("bad input: one sentence on stderr, exit 2", () => {
+describe("bad input: one sentence on stderr, prefixed once, exit 2", () => {
   it.each([
-    [["lst"], 'pi-handoff: "lst" is not a command; the commands are list, inspect, relaunch, remove, prune (see pi-handoff --help).'],
-    [["list", "--bogus"], 'pi-handoff: Unknown option "--bogus" for pi-handoff list (see pi-handoff --help).'],
-    [["list", "--repo"], "pi-handoff: Option --repo of pi-handoff list needs a value (see pi-handoff --help)."],
-    [["list", "--json=yes"], "pi-handoff: Option --json of pi-handoff list takes no value (see pi-handoff --help)."],
-    [["list", "extra"], 'pi-handoff: pi-handoff list does not take "extra" (see pi-handoff --help).'],
-    [["inspect"], "pi-handoff: pi-handoff inspect needs a handoff id (pi-handoff list shows them)."],
-    [["relaunch", "../../etc"], 'pi-handoff: "../../etc" is not a handoff id (pi-handoff list shows them).'],
-    [["remove", "--force"], "pi-handoff: pi-handoff remove needs a handoff id (pi-handoff list shows them)."],
-    [["remove", "no-such-handoff"], "pi-handoff: There is no handoff with id no-such-handoff in {agent}/handoff-worktree/manifests."],
-    [["relaunch", "no-such-handoff"], "pi-handoff: There is no handoff with id no-such-handoff in {agent}/handoff-worktree/manifests."],
-    [["list", "--repo", "/"], "pi-handoff: / is not inside a git repository."],
+    [["lst"], 'pi-handoff: "lst" is not a command; the commands are list, inspect, focus, relaunch, remove, prune (see pi-handoff --help).'],
+    [["list", "--bogus"], 'pi-handoff list: Unknown option "--bogus" (see pi-handoff --help).'],
+    [["list", "-m", "tmux"], 'pi-handoff list: Unknown option "-m" (see pi-handoff --help).'],
+    [["remove", "-f", "some-id"], 'pi-handoff remove: Unknown option "-f" (see pi-handoff --help).'],
+    [["list", "--repo"], "pi-handoff list: Option --repo needs a value (see pi-handoff --help)."],
+    [["list", "--json=yes"], "pi-handoff list: Option --json takes no value (see pi-handoff --help)."],
+    [["list", "extra"], 'pi-handoff list: Unexpected "extra" (see pi-handoff --help).'],
+    [["inspect"], "pi-handoff inspect: Name the handoff: its id, the start of its id, or its branch (pi-handoff list or /handoffs shows them)."],
+    [["relaunch", "../../etc"], 'pi-handoff relaunch: There is no handoff with id or branch "../../etc" in {agent}/handoff-worktree/manifests.'],
+    [["remove", "--force"], "pi-handoff remove: Name the handoff: its id, the start of its id, or its branch (pi-handoff list or /handoffs shows them)."],
+    [["remove", "no-such-handoff"], 'pi-handoff remove: There is no handoff with id or branch "no-such-handoff" in {agent}/handoff-worktree/manifests.'],
+    [["focus", "no-such-handoff"], 'pi-handoff focus: There is no handoff with id or branch "no-such-handoff" in {agent}/handoff-worktree/manifests.'],
+    [["relaunch", "no-such-handoff"], 'pi-handoff relaunch: There is no handoff with id or branch "no-such-handoff" in {agent}/handoff-worktree/manifests.'],
+    [["list", "--repo", "/"], "pi-handoff list: / is not inside a git repository."],
   ])("%j", (args, expected) => {
     const run = cli(args);
     expect(run).toEqual({ status: 2, stdout: "", stderr: `${expected.replace("{agent}", rig.agentDir)}\n` });
+  });
+
+  it("prints its version with --version", () => {
+    const pkg = JSON.parse(readFileSync(join(PROJECT_ROOT, "package.json"), "utf8")) as { version: string };
+    expect(cli(["--version"])).toEqual({ status: 0, stdout: `pi-handoff ${pkg.version}\n`, stderr: "" });
   });
 
   it("prints the usage with --help (exit 0) and without a command (exit 2)", () => {
     const help = cli(["--help"]);
     expect(help.status).toBe(0);
     expect(help.stdout).toMatch(/^Usage: pi-handoff <command> \[options\]\n/);
-    expect(help.stdout).toContain("remove <id> [--force] [--delete-branch]");
+    expect(help.stdout).toContain("remove <handoff> [--force] [--delete-branch] [--dry-run]");
+    expect(help.stdout).toContain("focus <handoff>");
     const none = cli([]);
     expect(none.status).toBe(2);
     expect(none.stderr).toBe(help.stdout);
@@ -187,6 +197,100 @@ describe("list and inspect", () => {
   });
 });
 
+describe("naming a handoff", () => {
+  it("takes a unique start of the id or the branch, and refuses an ambiguous name listing the candidates", async () => {
+    const one = runningManifest(await rig.handoff("names/one", { focus: false }));
+    const two = runningManifest(await rig.handoff("names/two", { focus: false }));
+    for (const name of [one.id, one.id.slice(0, -3), "names/one"]) {
+      const run = cli(["inspect", name, "--json"]);
+      expect(run.stderr, name).toBe("");
+      expect(InspectReportSchema.parse(JSON.parse(run.stdout)).handoff.id, name).toBe(one.id);
+    }
+    // Both ids start with the same timestamp-ish prefix: the shortest shared start names both.
+    let shared = 0;
+    while (one.id[shared] === two.id[shared]) shared++;
+    const prefix = one.id.slice(0, shared);
+    const ambiguous = cli(["inspect", prefix]);
+    expect(ambiguous.status).toBe(2);
+    expect(ambiguous.stdout).toBe("");
+    expect(ambiguous.stderr).toMatch(new RegExp(`^pi-handoff inspect: "${prefix}" names \\d+ handoffs \\(.*; give more of the id\\.\n$`));
+    expect(ambiguous.stderr).toContain(`${one.id} (names/one)`);
+    expect(ambiguous.stderr).toContain(`${two.id} (names/two)`);
+    await killAndWait(one.child.pid ?? 0);
+    await killAndWait(two.child.pid ?? 0);
+  });
+
+  it("names an unreadable manifest's path once, in list and in inspect", async () => {
+    const id = "20000101-000000-broken-beef";
+    const path = rig.store.pathFor(id);
+    writeFileSync(path, "{ not json");
+    try {
+      const listed = cli(["list"]);
+      const line = listed.stdout.split("\n").find((text) => text.includes(path)) ?? "";
+      expect(line.split(path).length - 1).toBe(1);
+      expect(line).toMatch(/^Unreadable: Manifest file .* is not valid JSON/);
+      const inspected = cli(["inspect", id]);
+      expect(inspected.status).toBe(1);
+      expect(inspected.stderr.split(path).length - 1).toBe(1);
+      expect(inspected.stderr).toMatch(new RegExp(`^pi-handoff inspect: Manifest file ${path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} is not valid JSON`));
+    } finally {
+      rmSync(path);
+    }
+  });
+});
+
+describe("every next step printed is a command that runs", () => {
+  /** `pi-handoff <command> [<id>]` as printed in a sentence. */
+  const suggested = (text: string): string[][] => [...text.matchAll(/pi-handoff ([a-z]+)(?: ([a-z0-9][a-z0-9-]{2,80}))?/g)].map((m) => m.slice(1).filter((w): w is string => w !== undefined));
+
+  it("inspect's next: focus, relaunch and remove, each run as printed", async () => {
+    const manifest = runningManifest(await rig.handoff("next/inspect", { focus: false }));
+    if (manifest.mux.kind !== "tmux") throw new Error("expected tmux");
+    await killAndWait(manifest.child.pid ?? 0);
+    const text = cli(["inspect", manifest.id]).stdout;
+    const nextLine = text.split("\n").find((line) => line.startsWith("  next:")) ?? "";
+    const commands = suggested(nextLine);
+    expect(commands).toEqual([
+      ["relaunch", manifest.id],
+      ["focus", manifest.id],
+      ["remove", manifest.id],
+    ]);
+    for (const command of commands) {
+      const run = cli(command);
+      expect(run.stderr.split("\n").filter((line) => line.startsWith("pi-handoff")), command.join(" ")).toEqual([]);
+      expect(run.status, command.join(" ")).toBe(0);
+      if (command[0] === "relaunch") await killAndWait((await rig.read(manifest.id)).child.pid ?? 0);
+      if (command[0] === "focus") {
+        expect(run.stdout).toBe(`Switched to handoff ${manifest.id}: tmux window ${manifest.mux.windowId} (pane ${manifest.mux.paneId}).\n`);
+        const active = (await rig.tmux.tmux(["list-windows", "-t", manifest.mux.sessionId ?? "", "-F", "#{window_active} #{window_id}"])).split("\n");
+        expect(active).toContain(`1 ${manifest.mux.windowId}`);
+      }
+    }
+    expect((await rig.read(manifest.id)).state).toBe("removed");
+    // Removed now: focus says why, in one sentence.
+    const closed = cli(["focus", manifest.id]);
+    expect(closed).toEqual({ status: 1, stdout: "", stderr: `pi-handoff focus: Handoff ${manifest.id} was removed, so it has no window to switch to.\n` });
+  });
+
+  it("the notice of a handoff that failed after its worktree: inspect, relaunch and remove, each run as printed", async () => {
+    const outcome = await rig.handoff("next/failed", { focus: false, faultAt: "launch" });
+    if (outcome.code !== "failed") throw new Error(`expected a failure, got ${outcome.code}`);
+    const commands = suggested(nextSteps(outcome, { env: {} }).join("\n"));
+    const id = outcome.manifest.id;
+    expect(commands).toEqual([
+      ["inspect", id],
+      ["relaunch", id],
+      ["remove", id],
+    ]);
+    for (const command of commands) {
+      const run = cli(command);
+      expect(run.status, `${command.join(" ")}: ${run.stderr}`).toBe(0);
+      if (command[0] === "relaunch") await killAndWait((await rig.read(id)).child.pid ?? 0);
+    }
+    expect((await rig.read(id)).state).toBe("removed");
+  });
+});
+
 describe("relaunch", () => {
   it("refuses while the child runs, and starts the Pi found on PATH once it died", async () => {
     const manifest = runningManifest(await rig.handoff("cli/relaunch", { focus: false }));
@@ -195,7 +299,7 @@ describe("relaunch", () => {
     expect(refused).toEqual({
       status: 1,
       stdout: "",
-      stderr: `pi-handoff: Handoff ${manifest.id} already has a live Pi on its session (pid ${firstPid}), so no second one was started.\n`,
+      stderr: `pi-handoff relaunch: Handoff ${manifest.id} already has a live Pi on its session (pid ${firstPid}), so no second one was started.\n`,
     });
 
     await killAndWait(firstPid);
@@ -221,7 +325,7 @@ describe("remove never loses a file or a commit without --force", () => {
 
     const whileRunning = cli(["remove", manifest.id]);
     expect(whileRunning.status).toBe(1);
-    expect(whileRunning.stderr).toBe(`pi-handoff: Handoff ${manifest.id} still has a live Pi (pid ${manifest.child.pid}); quit it first, then remove the handoff.\n`);
+    expect(whileRunning.stderr).toBe(`pi-handoff remove: Handoff ${manifest.id} still has a live Pi (pid ${manifest.child.pid}); quit it first, then remove the handoff.\n`);
     await killAndWait(manifest.child.pid ?? 0);
 
     writeFileSync(join(worktree, "README.md"), "# edited\n");
@@ -231,21 +335,30 @@ describe("remove never loses a file or a commit without --force", () => {
     expect(refused.status).toBe(1);
     expect(refused.stdout).toBe(
       [
-        `The worktree ${worktree} is deleted and its window closed.`,
-        "Lost for good (2 file(s) with uncommitted work):",
+        `The worktree ${worktree} would be deleted and its window closed.`,
+        "Would be lost for good (2 file(s) with uncommitted work):",
         "  modified   README.md",
         "  untracked  draft.txt",
-        "Branch cli/dirty is kept.",
+        "Branch cli/dirty would be kept.",
         "",
       ].join("\n"),
     );
     expect(refused.stderr).toBe(
-      `pi-handoff: Handoff ${manifest.id} has 2 uncommitted or untracked file(s); nothing was removed (add --force to remove it anyway: the files listed are deleted, the commits stay on branch cli/dirty).\n`,
+      `pi-handoff remove: Handoff ${manifest.id} has 2 uncommitted or untracked file(s); nothing was removed (add --force to remove it anyway: the files listed are deleted, the commits stay on branch cli/dirty).\n`,
     );
     expect(readFileSync(join(worktree, "draft.txt"), "utf8")).toBe("not committed\n");
     expect(readFileSync(join(worktree, "README.md"), "utf8")).toBe("# edited\n");
     expect(readFileSync(rig.store.pathFor(manifest.id), "utf8")).toBe(before);
     if (manifest.mux.kind !== "tmux") throw new Error("expected tmux");
+    expect(await windowIds()).toContain(manifest.mux.windowId);
+
+    // --dry-run shows the same plan, changes nothing, and says what the real run would do.
+    const dry = cli(["remove", manifest.id, "--dry-run"]);
+    expect(dry).toEqual({ status: 1, stdout: refused.stdout, stderr: refused.stderr.replace("pi-handoff remove: ", "pi-handoff remove: Dry run: ") });
+    const dryForced = cli(["remove", manifest.id, "--force", "--dry-run"]);
+    expect(dryForced).toEqual({ status: 0, stdout: `${refused.stdout}Dry run: nothing was removed.\n`, stderr: "" });
+    expect(readFileSync(join(worktree, "draft.txt"), "utf8")).toBe("not committed\n");
+    expect(readFileSync(rig.store.pathFor(manifest.id), "utf8")).toBe(before);
     expect(await windowIds()).toContain(manifest.mux.windowId);
 
     const forced = cli(["remove", manifest.id, "--force"]);
@@ -268,14 +381,14 @@ describe("remove never loses a file or a commit without --force", () => {
 
     const refused = cli(["remove", manifest.id, "--delete-branch"]);
     expect(refused.status).toBe(1);
-    expect(refused.stdout).toContain(`1 commit(s) not merged into HEAD stay on branch cli/unmerged, which is kept:\n  ${tip.slice(0, 12)} add the feature\n`);
+    expect(refused.stdout).toContain(`1 commit(s) not merged into HEAD would stay on branch cli/unmerged, which would be kept:\n  ${tip.slice(0, 12)} add the feature\n`);
     expect(refused.stderr).toContain(`has 1 commit(s) not merged into HEAD; nothing was removed`);
     expect(existsSync(manifest.worktree.path)).toBe(true);
 
     const forced = cli(["remove", manifest.id, "--force", "--delete-branch"]);
     expect(forced.status).toBe(0);
     expect(forced.stdout).toContain(
-      "Branch cli/unmerged is kept: it has 1 unmerged commit(s), and an unmerged branch is never deleted, even with --force.\n",
+      "Branch cli/unmerged would be kept: it has 1 unmerged commit(s), and an unmerged branch is never deleted, even with --force.\n",
     );
     expect(forced.stdout.indexOf("add the feature")).toBeLessThan(forced.stdout.indexOf("Removed handoff"));
     // The commit is still on its branch.
@@ -292,7 +405,7 @@ describe("remove never loses a file or a commit without --force", () => {
     await killAndWait(manifest.child.pid ?? 0);
     const run = cli(["remove", manifest.id, "--delete-branch"]);
     expect(run.status).toBe(0);
-    expect(run.stdout).toContain("Branch cli/mine is kept: it existed before this handoff (--existing), so it is not this handoff's to delete.\n");
+    expect(run.stdout).toContain("Branch cli/mine would be kept: it existed before this handoff (--existing), so it is not this handoff's to delete.\n");
     expect(rig.repo.run(["rev-parse", "refs/heads/cli/mine"])).toBe(before);
     expect(existsSync(manifest.worktree.path)).toBe(false);
   });
@@ -319,8 +432,8 @@ describe("remove never loses a file or a commit without --force", () => {
     const run = cli(["remove", manifest.id, "--delete-branch"]);
     expect(run.stdout).toBe(
       [
-        `The worktree ${manifest.worktree.path} is deleted and its window closed.`,
-        "Branch cli/merged is deleted: everything on it is in HEAD.",
+        `The worktree ${manifest.worktree.path} would be deleted and its window closed.`,
+        "Branch cli/merged would be deleted: everything on it is in HEAD.",
         `Removed handoff ${manifest.id}: deleted worktree ${manifest.worktree.path}, deleted branch cli/merged.`,
         "",
       ].join("\n"),
@@ -338,8 +451,8 @@ describe("remove never loses a file or a commit without --force", () => {
     const run = cli(["remove", manifest.id]);
     expect(run.stdout).toBe(
       [
-        `The worktree ${manifest.worktree.path} is already gone; git's entry for it is dropped.`,
-        "Branch cli/vanished is kept.",
+        `The worktree ${manifest.worktree.path} is already gone; git's entry for it would be dropped.`,
+        "Branch cli/vanished would be kept.",
         `Removed handoff ${manifest.id}: dropped git's entry for ${manifest.worktree.path}, kept branch cli/vanished.`,
         "",
       ].join("\n"),

@@ -457,11 +457,11 @@ describe("remove on Herdr never loses a file or a commit without --force", () =>
     const refused = await remove(manifest.id);
     expect(refused.outcome).toMatchObject({ code: "refused", reason: "needs_force" });
     expect(refused.shown).toEqual([
-      `The worktree ${worktree} is deleted and its window closed.`,
-      "Lost for good (2 file(s) with uncommitted work):",
+      `The worktree ${worktree} would be deleted and its window closed.`,
+      "Would be lost for good (2 file(s) with uncommitted work):",
       "  modified   README.md",
       "  untracked  draft.txt",
-      "Branch rm/dirty is kept.",
+      "Branch rm/dirty would be kept.",
     ]);
     // Nothing was touched: no worktree command ran, the files and the workspace are there.
     expect(worktreeCalls()).toEqual([]);
@@ -502,7 +502,7 @@ describe("remove on Herdr never loses a file or a commit without --force", () =>
 
     const forced = await remove(manifest.id, { force: true, deleteBranch: true });
     expect(forced.outcome.code).toBe("removed");
-    expect(forced.shown).toContain("Branch rm/unmerged is kept: it has 1 unmerged commit(s), and an unmerged branch is never deleted, even with --force.");
+    expect(forced.shown).toContain("Branch rm/unmerged would be kept: it has 1 unmerged commit(s), and an unmerged branch is never deleted, even with --force.");
     expect(existsSync(manifest.worktree.path)).toBe(false);
     expect(rig.repo.run(["rev-parse", "refs/heads/rm/unmerged"])).toBe(tip);
     expect((await rig.read(manifest.id)).gitState).toMatchObject({ head: tip, dirtyFiles: [], untrackedFiles: [], aheadOfBase: 1 });
@@ -519,7 +519,7 @@ describe("remove on Herdr never loses a file or a commit without --force", () =>
     expect(run.stdout).toBe(
       [
         `The worktree ${manifest.worktree.path} is deleted.`,
-        `Branch rm/closed is deleted: everything on it is in HEAD.`,
+        `Branch rm/closed would be deleted: everything on it is in HEAD.`,
         `Removed handoff ${manifest.id}: deleted worktree ${manifest.worktree.path}, deleted branch rm/closed.`,
         "",
       ].join("\n"),

@@ -1,0 +1,91 @@
+/**
+ * The words of a recovery command (`list`, `inspect <handoff>`, ...): one grammar for the
+ * `pi-handoff` CLI and for `/handoffs` inside Pi, so both take the same commands and options.
+ *
+ * Invariants:
+ * - Pure: words in, a parsed command or one sentence out.
+ * - Strict: an unknown option, an option missing its value and an extra word are each refused in
+ *   one sentence; nothing dash-led is ever taken as a handoff's name.
+ * - Messages do not name the program or the command: the caller puts its own prefix in front
+ *   (`pi-handoff remove: ...`), so no message says it twice.
+ */
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { errorClause } from "../errors.ts";
+
+export type RecoveryCommand = "list" | "inspect" | "focus" | "relaunch" | "remove" | "prune";
+export const RECOVERY_COMMANDS: readonly RecoveryCommand[] = ["list", "inspect", "focus", "relaunch", "remove", "prune"];
+
+type OptionSpecs = NonNullable<ParseArgsConfig["options"]>;
+
+const OPTIONS: Readonly<Record<RecoveryCommand, OptionSpecs>> = {
+  list: { repo: { type: "string" }, json: { type: "boolean" }, all: { type: "boolean" } },
+  inspect: { json: { type: "boolean" } },
+  focus: {},
+  relaunch: { "no-focus": { type: "boolean" } },
+  remove: { force: { type: "boolean" }, "delete-branch": { type: "boolean" }, "dry-run": { type: "boolean" } },
+  prune: { "dry-run": { type: "boolean" } },
+};
+
+const TAKES_HANDOFF: Readonly<Record<RecoveryCommand, boolean>> = {
+  list: false,
+  inspect: true,
+  focus: true,
+  relaunch: true,
+  remove: true,
+  prune: false,
+};
+
+export interface ParsedRecoveryCommand {
+  command: RecoveryCommand;
+  /** The handoff named (an id, a unique start of one, or a branch), for the commands that take one. */
+  handoff?: string;
+  flags: Readonly<Record<string, boolean>>;
+  repo?: string;
+}
+
+export type RecoveryCommandParse =
+  | { ok: true; parsed: ParsedRecoveryCommand }
+  | { ok: false; command?: RecoveryCommand; message: string };
+
+/** `help` names where to look (`pi-handoff --help`, `/handoffs --help`) in each refusal. */
+export function parseRecoveryCommand(words: readonly string[], help: string): RecoveryCommandParse {
+  const [first, ...rest] = words;
+  const command = RECOVERY_COMMANDS.find((name) => name === first);
+  if (command === undefined) {
+    return { ok: false, message: `${JSON.stringify(first ?? "")} is not a command; the commands are ${RECOVERY_COMMANDS.join(", ")} (see ${help}).` };
+  }
+  const refuse = (message: string): RecoveryCommandParse => ({ ok: false, command, message });
+  let values: Record<string, string | boolean | Array<string | boolean> | undefined>;
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parseArgs({ args: [...rest], options: OPTIONS[command], allowPositionals: true, strict: true }));
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    const message = errorClause(error);
+    if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
+      return refuse(`Unknown option ${JSON.stringify(/'([^']+)'/.exec(message)?.[1] ?? "?")} (see ${help}).`);
+    }
+    if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") {
+      const option = /'(--?[\w-]+)/.exec(message)?.[1] ?? "an option";
+      return refuse(/argument missing|ambiguous/.test(message) ? `Option ${option} needs a value (see ${help}).` : `Option ${option} takes no value (see ${help}).`);
+    }
+    return refuse(`Could not read the arguments: ${message} (see ${help}).`);
+  }
+  const limit = TAKES_HANDOFF[command] ? 1 : 0;
+  if (positionals.length > limit) return refuse(`Unexpected ${JSON.stringify(positionals.slice(limit).join(" "))} (see ${help}).`);
+  const handoff = positionals[0];
+  if (TAKES_HANDOFF[command] && handoff === undefined) {
+    return refuse("Name the handoff: its id, the start of its id, or its branch (pi-handoff list or /handoffs shows them).");
+  }
+  const flags: Record<string, boolean> = {};
+  for (const [name, value] of Object.entries(values)) if (value === true) flags[name] = true;
+  return {
+    ok: true,
+    parsed: {
+      command,
+      ...(handoff === undefined ? {} : { handoff }),
+      flags,
+      ...(typeof values.repo === "string" ? { repo: values.repo } : {}),
+    },
+  };
+}
