@@ -1,7 +1,9 @@
 /**
- * `/handoffs`: the recovery inventory inside Pi. Pick a handoff, then relaunch its Pi, switch to
- * its window, inspect it, or remove it (after a confirmation that lists what would be lost).
- * In print mode (no UI) the list goes to stderr.
+ * `/handoffs`: the recovery inventory inside Pi. Alone: pick a handoff, then relaunch its Pi,
+ * switch to its window, inspect it, or remove it (after a confirmation that lists what would be
+ * lost); in print mode (no UI) the list goes to stderr. With words (`/handoffs remove feat/x`):
+ * the `pi-handoff` command of the same words, run here, except that a removal with a UI is
+ * confirmed in a dialog instead of needing --force.
  *
  * Decisions live in src/recovery/ (shared with the `pi-handoff` CLI); this file only asks.
  */
@@ -9,13 +11,18 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { unsupportedPlatform } from "../src/process/platform.ts";
 import type { ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 import { currentPiCommand } from "../src/launch/launch-command.ts";
+import { splitCommandLine } from "../src/command-line-words.ts";
+import { main, USAGE } from "../src/recovery/cli.ts";
+import { parseRecoveryCommand } from "../src/recovery/command-line.ts";
 import { launchTimeoutsFromEnv } from "../src/launch/timeouts.ts";
 import { createRecoveryDeps, type RecoveryDeps } from "../src/recovery/deps.ts";
+import { focusHandoff } from "../src/recovery/focus.ts";
 import { formatInventory, formatPickerLabel, formatReport } from "../src/recovery/format.ts";
 import { buildInventory } from "../src/recovery/inventory.ts";
 import type { HandoffReport } from "../src/recovery/report-schema.ts";
 import { relaunchHandoff } from "../src/recovery/relaunch.ts";
 import { branchDeletionOffer, describeRemovalPlan, losesNoMoreThan, planRemoval, removeHandoff } from "../src/recovery/remove.ts";
+import { resolveHandoffName } from "../src/recovery/resolve.ts";
 import { report } from "./report.ts";
 
 const STATUS_KEY = "handoffs";
@@ -37,10 +44,57 @@ export interface HandoffsCommandOptions {
   writeStderr?: (text: string) => void;
 }
 
-export async function runHandoffs(_args: string, ctx: ExtensionCommandContext, options: HandoffsCommandOptions = {}): Promise<void> {
+const HELP = `Usage: /handoffs [<command> [<handoff>] [options]]
+Alone, /handoffs lists your handoffs to pick one (in print mode it prints the list).
+With a command, it does what pi-handoff does, here:
+
+`;
+
+export async function runHandoffs(args: string, ctx: ExtensionCommandContext, options: HandoffsCommandOptions = {}): Promise<void> {
   const refusal = unsupportedPlatform();
   if (refusal !== undefined) return report(ctx, refusal, "error");
   const deps = options.deps ?? createRecoveryDeps(process.env);
+  const piCommand = options.piCommand ?? currentPiCommand();
+  const split = splitCommandLine(args);
+  if (!split.ok) return report(ctx, `/handoffs: ${split.message}`, "error");
+  const words = split.words.map((word) => word.text);
+  if (split.rest !== undefined) return report(ctx, `/handoffs: Unexpected ${JSON.stringify(`-- ${split.rest}`)} (see /handoffs --help).`, "error");
+  if (words.length === 0) return pick(deps, ctx, piCommand, options);
+  if (words.includes("--help") || words.includes("-h") || words[0] === "help") return report(ctx, `${HELP}${USAGE.replace(/^Usage: .*\n\n/, "")}`, "info");
+  const parsed = parseRecoveryCommand(words, "/handoffs --help");
+  // With a person to ask, a removal is confirmed in a dialog that lists what would be lost.
+  if (parsed.ok && parsed.parsed.command === "remove" && ctx.hasUI && parsed.parsed.flags["dry-run"] !== true) {
+    const resolved = await resolveHandoffName(deps.store, parsed.parsed.handoff ?? "");
+    if (!resolved.ok) return report(ctx, `/handoffs remove: ${resolved.message}`, "error");
+    return remove(deps, resolved.id, ctx, parsed.parsed.flags["delete-branch"] === true ? { deleteBranch: true } : {});
+  }
+  // Everything else is the pi-handoff command itself, its output reported here.
+  let out = "";
+  let err = "";
+  const status = await main(words, {
+    env: deps.env,
+    stdout: (text) => {
+      out += text;
+    },
+    stderr: (text) => {
+      err += text;
+    },
+    execPath: process.execPath,
+    program: "/handoffs",
+    piCommand,
+    progress: (step, text) => ctx.ui.setStatus(STATUS_KEY, `${step}: ${text}`),
+    deps,
+  });
+  ctx.ui.setStatus(STATUS_KEY, undefined);
+  if (!ctx.hasUI) {
+    (options.writeStderr ?? ((text: string) => process.stderr.write(text)))(`${out}${err}`);
+    if (status !== 0) process.exitCode = 1;
+    return;
+  }
+  report(ctx, `${out}${err}`.trimEnd(), status === 0 ? "info" : "error");
+}
+
+async function pick(deps: RecoveryDeps, ctx: ExtensionCommandContext, piCommand: readonly string[], options: HandoffsCommandOptions): Promise<void> {
   const inventory = await buildInventory(deps);
   if (!ctx.hasUI) {
     (options.writeStderr ?? ((text: string) => process.stderr.write(text)))(`${formatInventory(inventory)}\n`);
@@ -71,16 +125,14 @@ export async function runHandoffs(_args: string, ctx: ExtensionCommandContext, o
     case "focus":
       return focus(deps, handoff, ctx);
     case "relaunch":
-      return relaunch(deps, handoff, ctx, options.piCommand ?? currentPiCommand());
+      return relaunch(deps, handoff, ctx, piCommand);
     case "remove":
-      return remove(deps, handoff, ctx);
+      return remove(deps, handoff.id, ctx, {});
   }
 }
 
 async function focus(deps: RecoveryDeps, handoff: HandoffReport, ctx: ExtensionCommandContext): Promise<void> {
-  const mux = deps.muxFor(handoff.mux);
-  if (!mux.ok) return report(ctx, mux.message, "error");
-  const focused = await mux.mux.focus(handoff.mux);
+  const focused = await focusHandoff(deps, handoff.id);
   if (!focused.ok) report(ctx, focused.message, "error");
 }
 
@@ -104,18 +156,21 @@ async function relaunch(deps: RecoveryDeps, handoff: HandoffReport, ctx: Extensi
   }
 }
 
-async function remove(deps: RecoveryDeps, handoff: HandoffReport, ctx: ExtensionCommandContext): Promise<void> {
-  const planned = await planRemoval(deps, handoff.id, { force: false, deleteBranch: false });
+/** `deleteBranch: true` was asked on the command line; otherwise a merged branch is offered for deletion. */
+async function remove(deps: RecoveryDeps, id: string, ctx: ExtensionCommandContext, asked: { deleteBranch?: true }): Promise<void> {
+  const planned = await planRemoval(deps, id, { force: false, deleteBranch: asked.deleteBranch === true });
   if (planned.plan === undefined) {
     return report(ctx, planned.code === "refused" ? planned.message : "Nothing to remove.", "error");
   }
   const shown = planned.plan;
   const needsForce = planned.code === "refused";
-  if (!(await ctx.ui.confirm(`Remove handoff ${handoff.branch}?`, describeRemovalPlan(shown).join("\n")))) return;
-  const offer = branchDeletionOffer(shown);
-  const deleteBranch = offer !== undefined && (await ctx.ui.confirm(offer.question, offer.detail));
+  const branch = shown.manifest.branch;
+  if (!(await ctx.ui.confirm(`Remove handoff ${branch}?`, describeRemovalPlan(shown).join("\n")))) return;
+  // --delete-branch asked for it already (planned above); otherwise it is offered when that loses nothing.
+  const offer = shown.branch.code === "delete" || asked.deleteBranch === true ? undefined : branchDeletionOffer(shown);
+  const deleteBranch = shown.branch.code === "delete" || (offer !== undefined && (await ctx.ui.confirm(offer.question, offer.detail)));
   // The user saw what is lost; go on only if, checked again right now, nothing more would be.
-  const confirmed = deleteBranch ? offer.plan : shown;
-  const outcome = await removeHandoff(deps, handoff.id, { force: needsForce, deleteBranch }, (plan) => losesNoMoreThan(plan, confirmed));
+  const confirmed = offer !== undefined && deleteBranch ? offer.plan : shown;
+  const outcome = await removeHandoff(deps, id, { force: needsForce, deleteBranch }, (plan) => losesNoMoreThan(plan, confirmed));
   report(ctx, outcome.message, outcome.code === "removed" ? "info" : "error");
 }

@@ -8,6 +8,7 @@
  * so "not asked" and "asked for the default" read the same everywhere. Anything dash-led that is
  * not an option (`-m`) is refused as an unknown option, never taken as a branch or a base.
  */
+import { splitCommandLine } from "../command-line-words.ts";
 import type { MuxKind } from "../manifest/schema.ts";
 
 export const HANDOFF_USAGE =
@@ -57,58 +58,10 @@ export type ParsedHandoffArgs =
   | { ok: true; help: true }
   | { ok: false; message: string };
 
-/** One word of the command line, its quotes removed. */
-interface Word {
-  text: string;
-  /** Whether any part of it was quoted: a quoted `--` or `-x` is a value, not a separator or an option. */
-  quoted: boolean;
-}
-
-const QUOTES = new Set(["'", '"']);
-
-/**
- * Splits like a shell, without expanding anything: whitespace separates words, and a word that
- * starts with `'` or `"` runs to the partner quote (whitespace included), the quotes dropped.
- * Quotes inside a word are ordinary characters, so branch names such as `quote'd` stay as typed;
- * a quote that opens a word and is never closed is refused (`"feat/x` was meant to be quoted).
- * Backslashes are literal (git refuses them in a branch name, so they never silently vanish).
- * Stops at the first unquoted `--` word: what follows is the task, taken verbatim from the line.
- */
-function splitWords(raw: string): { words: Word[]; task?: string } | { error: string } {
-  const words: Word[] = [];
-  const isSpace = (index: number): boolean => /\s/.test(raw[index] ?? "");
-  let i = 0;
-  for (;;) {
-    while (i < raw.length && isSpace(i)) i++;
-    if (i >= raw.length) return { words };
-    let text = "";
-    let quoted = false;
-    const opening = raw[i] ?? "";
-    if (QUOTES.has(opening)) {
-      const close = raw.indexOf(opening, i + 1);
-      if (close === -1) {
-        const rest = raw.slice(i + 1).trim().split(/\s/)[0] ?? "";
-        return { error: `The quote ${opening} before ${JSON.stringify(rest)} is never closed; close it, or leave the quotes out.` };
-      }
-      text = raw.slice(i + 1, close);
-      quoted = true;
-      i = close + 1;
-    }
-    const start = i;
-    while (i < raw.length && !isSpace(i)) i++;
-    text += raw.slice(start, i);
-    if (!quoted && text === "--") {
-      const task = raw.slice(i).trim();
-      return task.length > 0 ? { words, task } : { words };
-    }
-    words.push({ text, quoted });
-  }
-}
-
 export function parseHandoffArgs(raw: string): ParsedHandoffArgs {
-  const split = splitWords(raw);
-  if ("error" in split) return { ok: false, message: split.error };
-  const { words, task } = split;
+  const split = splitCommandLine(raw);
+  if (!split.ok) return { ok: false, message: split.message };
+  const { words, rest: task } = split;
   const positional: string[] = [];
   let mux: MuxKind | undefined;
   let focus = true;

@@ -26,6 +26,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { unsupportedPlatform } from "../process/platform.ts";
 import { z } from "zod";
 import { errorSentence } from "../errors.ts";
+import type { HandoffStep } from "../manifest/schema.ts";
 import { parseRecoveryCommand, type RecoveryCommand } from "./command-line.ts";
 import { launchTimeoutsFromEnv } from "../launch/timeouts.ts";
 import { createRecoveryDeps, type RecoveryDeps } from "./deps.ts";
@@ -60,9 +61,19 @@ export interface CliIo {
   now?: () => Date;
   /** The system this runs on (tests pass another one); defaults to `process.platform`. */
   platform?: NodeJS.Platform;
+  /** What the messages call this program (`/handoffs` when Pi runs the same commands). */
+  program?: string;
+  /** Where `program --help` is (default: `<program> --help`). */
+  helpPointer?: string;
+  /** How to start Pi on a relaunch (default: the Pi found on PATH, run with `execPath`). */
+  piCommand?: readonly string[];
+  /** Progress of a relaunch (default: `<step>: <text>` lines on stderr). */
+  progress?: (step: HandoffStep, text: string) => void;
+  /** The recovery dependencies (default: the real ones for `env`). */
+  deps?: RecoveryDeps;
 }
 
-const USAGE = `Usage: pi-handoff <command> [options]
+export const USAGE = `Usage: pi-handoff <command> [options]
 
 Find, restart and clean up the handoffs /handoff-worktree made (their manifests live in
 <agent dir>/handoff-worktree/manifests; agent dir: $PI_CODING_AGENT_DIR, else ~/.pi/agent).
@@ -87,8 +98,6 @@ Commands:
 Options: --help, --version.
 Exit status: 0 done, 1 refused or failed (the reason is on stderr), 2 bad input.`;
 
-const HELP_POINTER = "pi-handoff --help";
-
 /** Bad input (exit 2); `command` makes the prefix `pi-handoff <command>:`. */
 class UsageError extends Error {
   readonly command: RecoveryCommand | undefined;
@@ -110,20 +119,21 @@ class Refusal extends Error {
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
   const refusal = unsupportedPlatform(io.platform);
   if (refusal !== undefined) {
-    io.stderr(`pi-handoff: ${refusal}\n`);
+    io.stderr(`${prefix(io, undefined)}${refusal}\n`);
     return EXIT_REFUSED;
   }
   try {
     return await dispatch(argv, io);
   } catch (error) {
     const command = error instanceof UsageError || error instanceof Refusal ? error.command : undefined;
-    io.stderr(`${prefix(command)}${errorSentence(error)}\n`);
+    io.stderr(`${prefix(io, command)}${errorSentence(error)}\n`);
     return error instanceof UsageError ? EXIT_USAGE : EXIT_REFUSED;
   }
 }
 
-function prefix(command: RecoveryCommand | undefined): string {
-  return command === undefined ? "pi-handoff: " : `pi-handoff ${command}: `;
+function prefix(io: CliIo, command: RecoveryCommand | undefined): string {
+  const program = io.program ?? "pi-handoff";
+  return command === undefined ? `${program}: ` : `${program} ${command}: `;
 }
 
 async function dispatch(argv: readonly string[], io: CliIo): Promise<number> {
@@ -144,7 +154,7 @@ async function dispatch(argv: readonly string[], io: CliIo): Promise<number> {
     io.stdout(`${USAGE}\n`);
     return EXIT_OK;
   }
-  const words = parseRecoveryCommand(argv, HELP_POINTER);
+  const words = parseRecoveryCommand(argv, io.helpPointer ?? `${io.program ?? "pi-handoff"} --help`);
   if (!words.ok) throw new UsageError(words.message, words.command);
   const { command, flags } = words.parsed;
   const deps = makeDeps(io);
@@ -188,7 +198,7 @@ const PackageVersionSchema = z.object({ version: z.string() });
 type CliDeps = RecoveryDeps;
 
 function makeDeps(io: CliIo): CliDeps {
-  return createRecoveryDeps(io.env, io.now);
+  return io.deps ?? createRecoveryDeps(io.env, io.now);
 }
 
 async function list(deps: CliDeps, io: CliIo, repoDir: string | undefined, all: boolean, json: boolean): Promise<number> {
@@ -224,9 +234,9 @@ async function relaunch(deps: CliDeps, io: CliIo, id: string, focus: boolean): P
   const outcome = await relaunchHandoff(
     {
       ...deps,
-      piCommand: findPiCommand(deps.env, io.execPath),
+      piCommand: io.piCommand ?? findPiCommand(deps.env, io.execPath),
       sleep: (ms) => sleep(ms),
-      progress: (step, text) => io.stderr(`${step}: ${text}\n`),
+      progress: io.progress ?? ((step, text) => io.stderr(`${step}: ${text}\n`)),
       timeouts: launchTimeoutsFromEnv(deps.env),
     },
     id,
@@ -273,7 +283,7 @@ async function remove(deps: CliDeps, io: CliIo, id: string, options: RemoveOptio
 
 async function prune(deps: CliDeps, io: CliIo, dryRun: boolean): Promise<number> {
   const { actions, problems } = await planPrune(deps);
-  for (const problem of problems) io.stderr(`${prefix("prune")}${problem}\n`);
+  for (const problem of problems) io.stderr(`${prefix(io, "prune")}${problem}\n`);
   if (actions.length === 0) {
     io.stdout("Nothing to prune.\n");
     return problems.length > 0 ? EXIT_REFUSED : EXIT_OK;
@@ -286,7 +296,7 @@ async function prune(deps: CliDeps, io: CliIo, dryRun: boolean): Promise<number>
   for (const result of results) {
     if (!result.ok) {
       failed = true;
-      io.stderr(`${prefix("prune")}${result.message}\n`);
+      io.stderr(`${prefix(io, "prune")}${result.message}\n`);
     }
   }
   io.stdout(`Done: ${results.filter((result) => result.ok).length} of ${results.length} action(s).\n`);

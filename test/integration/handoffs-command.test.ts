@@ -135,4 +135,71 @@ describe("/handoffs", () => {
     expect((await rig.read(manifest.id)).state).toBe("removed");
     expect(rig.repo.run(["rev-parse", "refs/heads/ui/remove"])).toBe(manifest.base.sha);
   });
+
+  it("takes a command and a handoff's name: remove <branch> confirms and removes that one", async () => {
+    const manifest = runningManifest(await rig.handoff("ui/args-remove", { focus: false }));
+    await killAndWait(manifest.child.pid ?? 0);
+    const { ctx, dialogs } = scriptedContext({ select: () => undefined, confirm: (title) => title === "Remove handoff ui/args-remove?" });
+    await runHandoffs("remove ui/args-remove", ctx, { deps: rig.recoveryDeps() });
+    // No picker: straight to the confirmation of that handoff's removal.
+    expect(dialogs.map((dialog) => [dialog.kind, dialog.title])).toEqual([
+      ["confirm", "Remove handoff ui/args-remove?"],
+      ["confirm", "Also delete branch ui/args-remove?"],
+      ["notify", "info"],
+    ]);
+    expect(dialogs.at(-1)?.body).toBe(`Removed handoff ${manifest.id}: deleted worktree ${manifest.worktree.path}, kept branch ui/args-remove.`);
+    expect((await rig.read(manifest.id)).state).toBe("removed");
+  });
+
+  it("inspect, focus and remove --dry-run by id prefix, like pi-handoff, reported here", async () => {
+    const manifest = runningManifest(await rig.handoff("ui/args-more", { focus: false }));
+    if (manifest.mux.kind !== "tmux") throw new Error("expected tmux");
+    await killAndWait(manifest.child.pid ?? 0);
+    const prefix = manifest.id.slice(0, -2);
+    const run = async (line: string): Promise<Dialog[]> => {
+      const { ctx, dialogs } = scriptedContext({ select: () => undefined, confirm: () => true });
+      await runHandoffs(line, ctx, { deps: rig.recoveryDeps() });
+      return dialogs;
+    };
+    const inspected = await run(`inspect ${prefix}`);
+    expect(inspected).toEqual([{ kind: "notify", title: "info", body: expect.stringMatching(new RegExp(`^Handoff ${manifest.id}\n  status: `)) }]);
+    expect(await run(`focus "${prefix}"`)).toEqual([
+      { kind: "notify", title: "info", body: `Switched to handoff ${manifest.id}: tmux window ${manifest.mux.windowId} (pane ${manifest.mux.paneId}).` },
+    ]);
+    const dry = await run(`remove ${prefix} --dry-run`);
+    expect(dry).toEqual([
+      {
+        kind: "notify",
+        title: "info",
+        body: [`The worktree ${manifest.worktree.path} would be deleted and its window closed.`, "Branch ui/args-more would be kept.", "Dry run: nothing was removed."].join("\n"),
+      },
+    ]);
+    expect(existsSync(manifest.worktree.path)).toBe(true);
+    // Options are checked, never taken as a name.
+    expect(await run("list -m tmux")).toEqual([{ kind: "notify", title: "error", body: '/handoffs list: Unknown option "-m" (see /handoffs --help).' }]);
+    expect(await run("remove")).toEqual([
+      { kind: "notify", title: "error", body: "/handoffs remove: Name the handoff: its id, the start of its id, or its branch (pi-handoff list or /handoffs shows them)." },
+    ]);
+    expect(await run("remove ui/no-such")).toEqual([
+      { kind: "notify", title: "error", body: `/handoffs remove: There is no handoff with id or branch "ui/no-such" in ${rig.store.dir}.` },
+    ]);
+
+    // Print mode: no one to confirm, so it is pi-handoff remove itself (the plan first).
+    let written = "";
+    await runHandoffs(`remove ${manifest.id}`, { hasUI: false, ui: { setStatus: () => {} } } as unknown as ExtensionCommandContext, {
+      deps: rig.recoveryDeps(),
+      writeStderr: (text) => {
+        written += text;
+      },
+    });
+    expect(written).toBe(
+      [
+        `The worktree ${manifest.worktree.path} would be deleted and its window closed.`,
+        "Branch ui/args-more would be kept.",
+        `Removed handoff ${manifest.id}: deleted worktree ${manifest.worktree.path}, kept branch ui/args-more.`,
+        "",
+      ].join("\n"),
+    );
+    expect(existsSync(manifest.worktree.path)).toBe(false);
+  });
 });

@@ -184,6 +184,12 @@ describe("list and inspect", () => {
     const text = cli(["inspect", closed.id]);
     expect(text.stdout).toContain(`Handoff ${closed.id}\n  status:        window closed, no Pi (manifest state running)\n`);
     expect(text.stdout).toContain(`  next:          pi-handoff relaunch ${closed.id} | pi-handoff remove ${closed.id}\n`);
+    // Its window is closed: focus says so, naming the command that reopens it.
+    expect(cli(["focus", closed.id])).toEqual({
+      status: 1,
+      stdout: "",
+      stderr: `pi-handoff focus: The window of handoff ${closed.id} is closed, so there is nothing to switch to; pi-handoff relaunch ${closed.id} reopens it and starts its Pi.\n`,
+    });
 
     // --repo: another repository has none of these handoffs.
     const other = join(rig.repo.dir, "other-repo");
