@@ -19,7 +19,13 @@ function markdownFiles(dir: string): string[] {
   });
 }
 
-const DOCS = [join(PROJECT_ROOT, "README.md"), ...markdownFiles(join(PROJECT_ROOT, "docs"))];
+const README = join(PROJECT_ROOT, "README.md");
+const DOCS = [README, ...markdownFiles(join(PROJECT_ROOT, "docs"))];
+const PACKAGE = JSON.parse(readFileSync(join(PROJECT_ROOT, "package.json"), "utf8")) as { homepage: string; files: string[] };
+/** The repository, from package.json's homepage: where the README's links and picture point. */
+const REPO_URL = PACKAGE.homepage.replace(/#.*$/, "");
+const REPO_BLOB = `${REPO_URL}/blob/main/`;
+const REPO_RAW = `${REPO_URL.replace("https://github.com/", "https://raw.githubusercontent.com/")}/main/`;
 
 /** GitHub's heading anchors: lowercase, punctuation dropped, spaces to dashes. */
 function anchorsOf(markdown: string): Set<string> {
@@ -58,9 +64,18 @@ describe("documentation", () => {
   it.each(DOCS.map((file) => [relative(PROJECT_ROOT, file), file]))("%s: every relative link resolves", (_name, file) => {
     const text = withoutCodeBlocks(readFileSync(file, "utf8"));
     const broken: string[] = [];
+    const isReadme = file === README;
     for (const match of text.matchAll(/\[[^\]]*\]\(([^)\s]+)\)/g)) {
-      const target = match[1] ?? "";
-      if (/^[a-z]+:/i.test(target)) continue; // external: not checked offline
+      let target = match[1] ?? "";
+      // The README is also the registry's page, where a relative link leads nowhere: it links into
+      // the repository by absolute URL, checked here against the files it names.
+      if (isReadme && !/^[a-z]+:/i.test(target)) {
+        broken.push(`${target} (relative in the README)`);
+        continue;
+      }
+      const own = [REPO_BLOB, REPO_RAW].find((base) => target.startsWith(base));
+      if (own !== undefined) target = relative(dirname(file), join(PROJECT_ROOT, target.slice(own.length))) || ".";
+      else if (/^[a-z]+:/i.test(target)) continue; // external: not checked offline
       const [pathPart = "", anchor] = target.split("#");
       const resolved = pathPart === "" ? file : resolve(dirname(file), pathPart);
       if (!existsSync(resolved)) {
@@ -126,7 +141,9 @@ describe("documentation", () => {
     // Read as `env.NAME`, `env["NAME"]` or through a constant `"NAME"`: a name in a comment does not count.
     const unread = [...variables].filter((variable) => !new RegExp(`(?:\\.|["'])${variable}\\b`).test(sources));
     expect(unread).toEqual([]);
-    expect(readme).toMatch(/!\[[^\]]+\]\(docs\/demo\.png\)/);
+    // By absolute URL (the registry's page has no files beside it), of a file the package ships.
+    expect(readme).toContain(`](${REPO_RAW}docs/demo.png)`);
+    expect(PACKAGE.files).toContain("docs");
   });
 });
 
