@@ -85,7 +85,9 @@ describe("/handoff-worktree in print mode with the real Pi", () => {
   describe("refusals leave no manifest, worktree, branch or window", () => {
     it.each([
       ["an invalid branch name", "..bad", '"..bad" is not a valid branch name; pick a name git accepts (see git check-ref-format).'],
-      ["a branch name that looks like an option", "-x", '"-x" is not a valid branch name; pick a name git accepts (see git check-ref-format).'],
+      ["a branch name that looks like an option", "-x", `Unknown option "-x"; usage: ${HANDOFF_USAGE}.`],
+      ["a quoted branch name that looks like an option", '"-x"', '"-x" is not a valid branch name; pick a name git accepts (see git check-ref-format).'],
+      ["a mistyped option before the branch", "-m tmux feat/ok", `Unknown option "-m"; usage: ${HANDOFF_USAGE}.`],
       ["a branch that exists", "existing", "Branch existing already exists; pick a new branch name (or add --existing to hand off into it)."],
       ["a branch checked out elsewhere", "main", "Branch main is already checked out at {root}; pick a new branch name."],
       ["a base that is not a commit", "feat/ok nope", 'Base "nope" does not resolve to a commit; give a branch, tag or commit.'],
