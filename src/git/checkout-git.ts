@@ -131,16 +131,29 @@ export class CheckoutGit implements CheckoutGitPort {
       // `.` is git's name for "this repository": the upstream is another local branch.
       return { ref: full, upstream, remote: remote === "" ? "." : remote, remoteRef: remoteRef === "" ? upstream : remoteRef };
     }
-    if (full.startsWith("refs/remotes/")) {
-      const remotes = splitLines(await this.text(checkout, ["remote"]));
-      // The longest remote name that prefixes the ref (remote names may contain `/`).
-      const remote = remotes
-        .filter((name) => full.startsWith(`refs/remotes/${name}/`))
-        .sort((a, b) => b.length - a.length)[0];
-      if (remote === undefined) return undefined;
-      return { ref: full, upstream: full, remote, remoteRef: `refs/heads/${full.slice(`refs/remotes/${remote}/`.length)}` };
-    }
+    if (full.startsWith("refs/remotes/")) return this.remoteTracking(checkout, full);
     return undefined;
+  }
+
+  async unfetchedRemoteBranch(checkout: string, ref: string): Promise<BaseUpstream | undefined> {
+    if (ref.length === 0 || ref.startsWith("-") || /[\0\r\n]/.test(ref)) return undefined;
+    const full = `refs/remotes/${ref.replace(/^(?:refs\/)?remotes\//, "")}`;
+    const upstream = await this.remoteTracking(checkout, full);
+    if (upstream === undefined) return undefined;
+    // The name goes into a refspec: only a valid branch name, so no `:`, `*` or `^` can change its meaning.
+    const valid = await this.run(checkout, ["check-ref-format", upstream.remoteRef]);
+    return valid.exitCode === 0 ? upstream : undefined;
+  }
+
+  /** `refs/remotes/<remote>/<branch>` as a remote branch, if `<remote>` is a configured remote. */
+  private async remoteTracking(checkout: string, full: string): Promise<BaseUpstream | undefined> {
+    const remotes = splitLines(await this.text(checkout, ["remote"]));
+    // The longest remote name that prefixes the ref (remote names may contain `/`).
+    const remote = remotes
+      .filter((name) => full.startsWith(`refs/remotes/${name}/`))
+      .sort((a, b) => b.length - a.length)[0];
+    if (remote === undefined || full.length === `refs/remotes/${remote}/`.length) return undefined;
+    return { ref: full, upstream: full, remote, remoteRef: `refs/heads/${full.slice(`refs/remotes/${remote}/`.length)}` };
   }
 
   async fetchUpstream(checkout: string, upstream: BaseUpstream): Promise<void> {

@@ -157,6 +157,12 @@ export interface CheckoutGitPort {
   trackedFiles(checkout: string): Promise<string[]>;
   /** The remote branch `ref` follows (a local branch's upstream, or a remote-tracking ref's own). */
   upstreamOf(checkout: string, ref: string): Promise<BaseUpstream | undefined>;
+  /**
+   * `<remote>/<branch>` (or `refs/remotes/<remote>/<branch>`) named as a base but never fetched:
+   * the remote branch it would be, when `<remote>` is a configured remote and `<branch>` a valid
+   * branch name; undefined otherwise. Reads only.
+   */
+  unfetchedRemoteBranch(checkout: string, ref: string): Promise<BaseUpstream | undefined>;
   /** Fetches that one branch into its remote-tracking ref; throws with one sentence. */
   fetchUpstream(checkout: string, upstream: BaseUpstream): Promise<void>;
   /** How many commits `to` has that `from` lacks (`git rev-list --count from..to`). */

@@ -6,7 +6,8 @@
  * - Without `fetch` nothing touches the network and nothing is written: the warning compares with
  *   the remote-tracking ref as last fetched, and says so.
  * - With `fetch` exactly one remote branch is fetched into its remote-tracking ref (with the git
- *   port's timeout); the local base branch is never moved. A fetch that cannot be done is a refusal
+ *   port's timeout), also one never fetched before (`origin/colleague` before any `git fetch`:
+ *   `+refs/heads/colleague:refs/remotes/origin/colleague`); the local base branch is never moved. A fetch that cannot be done is a refusal
  *   (the user asked for a current base), before anything else is written.
  * - A freshness check that cannot be made (no upstream, git trouble) is silent: it only warns.
  */
@@ -37,6 +38,16 @@ export async function checkBaseFreshness(
   }
   const notes: string[] = [];
   let fetched = false;
+  // `origin/colleague` that was never fetched: no ref yet, but the remote branch it names can be.
+  let firstFetch = false;
+  if (input.fetch && upstream === undefined) {
+    try {
+      upstream = await git.unfetchedRemoteBranch(checkout, input.ref);
+    } catch {
+      upstream = undefined;
+    }
+    firstFetch = upstream !== undefined;
+  }
   if (input.fetch) {
     if (upstream === undefined) {
       return { ok: false, message: `${input.label} follows no remote branch, so --fetch has nothing to fetch; hand off without --fetch (or give a remote branch such as origin/main as the base).` };
@@ -50,7 +61,7 @@ export async function checkBaseFreshness(
         return { ok: false, message: `${errorClause(error)}; hand off without --fetch, or try again.` };
       }
       fetched = true;
-      notes.push(`Fetched ${shortRef(upstream.remoteRef)} from ${upstream.remote} first.`);
+      notes.push(`Fetched ${shortRef(upstream.remoteRef)} from ${upstream.remote} first${firstFetch ? ` (it had not been fetched before, so ${shortRef(upstream.upstream)} is new here)` : ""}.`);
     }
   }
   // A remote-tracking base is its own upstream: after a fetch it is current by definition.

@@ -303,6 +303,38 @@ describe("worktree setup on tmux", () => {
     execFileSync("rm", ["-f", join(repo.root, "blob.bin")], { timeout: 5_000 });
   });
 
+  it("--fetch with a remote branch never fetched (a real second repository): fetched first, then the base", async () => {
+    const { repo } = rig;
+    const remote = join(repo.dir, "team.git");
+    execFileSync("git", ["init", "-q", "--bare", remote], { env: repo.env, timeout: 30_000 });
+    repo.run(["remote", "add", "team", remote]);
+    repo.run(["push", "-q", "team", "main"]);
+    const colleague = join(repo.dir, "colleague");
+    execFileSync("git", ["clone", "-q", remote, colleague], { env: repo.env, timeout: 30_000 });
+    repo.run(["checkout", "-q", "-b", "colleague"], { cwd: colleague });
+    const tip = repo.commitFile("theirs.txt", "theirs\n", "the colleague's work", { cwd: colleague });
+    repo.run(["push", "-q", "origin", "colleague"], { cwd: colleague });
+    // Never fetched here: no such ref yet, so without --fetch the base does not resolve.
+    expect(repo.run(["for-each-ref", "refs/remotes/team/colleague"])).toBe("");
+    expect(await rig.handoff(mux, { branch: "review/unfetched", base: "team/colleague", baseGiven: true })).toMatchObject({ code: "refused" });
+
+    const outcome = await rig.handoff(mux, { branch: "review/colleague", base: "team/colleague", baseGiven: true, fetch: true });
+    expect(outcome.code, outcome.message).toBe("running");
+    const manifest = manifestOf(outcome);
+    expect(manifest.base).toEqual({ ref: "team/colleague", sha: tip });
+    expect(repo.run(["rev-parse", "refs/remotes/team/colleague"])).toBe(tip);
+    expect(repo.run(["rev-parse", "HEAD"], { cwd: manifest.worktree.path })).toBe(tip);
+    expect(outcome.message).toContain("Fetched colleague from team first (it had not been fetched before, so team/colleague is new here).");
+    // Nothing local was made or moved for it.
+    expect(repo.run(["for-each-ref", "--format=%(refname)", "refs/heads/colleague"])).toBe("");
+
+    // A name that is no branch cannot become a refspec.
+    expect(await rig.handoff(mux, { branch: "review/bad", base: "team/a:b", baseGiven: true, fetch: true })).toEqual({
+      code: "refused",
+      message: "team/a:b follows no remote branch, so --fetch has nothing to fetch; hand off without --fetch (or give a remote branch such as origin/main as the base).",
+    });
+  });
+
   it("--existing checks out an existing branch as it is (the base ignored, and said so); refusals name the reason", async () => {
     const { repo } = rig;
     repo.run(["branch", "feature", "HEAD~1"]);
