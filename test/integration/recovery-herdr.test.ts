@@ -518,7 +518,7 @@ describe("remove on Herdr never loses a file or a commit without --force", () =>
     expect(run.stderr).toBe("");
     expect(run.stdout).toBe(
       [
-        `The worktree ${manifest.worktree.path} is deleted.`,
+        `The worktree ${manifest.worktree.path} would be deleted.`,
         `Branch rm/closed would be deleted: everything on it is in HEAD.`,
         `Removed handoff ${manifest.id}: deleted worktree ${manifest.worktree.path}, deleted branch rm/closed.`,
         "",
