@@ -108,6 +108,7 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
       extraPiArgs: mirroredPiFlags(process.argv, process.cwd()),
       env,
       config: settings.config,
+      printMode: !ctx.hasUI,
     });
   } catch (error) {
     // An unexpected failure (a lock that cannot be had, a store that cannot be written) must still

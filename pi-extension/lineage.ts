@@ -22,6 +22,7 @@
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { Box, Text } from "@earendil-works/pi-tui";
 import { Type } from "typebox";
+import { validHandoffEnv } from "../src/config/env.ts";
 import { findHandoffDetails, kickoffSent } from "../src/launch/acknowledge.ts";
 import { LINEAGE_LEDGER_TYPE, ledgerEntryFor, readLedger } from "../src/lineage/ledger.ts";
 import { walkLineage } from "../src/lineage/ancestry.ts";
@@ -63,9 +64,9 @@ interface PendingDelivery {
   records: AdoptedRun[];
 }
 
+/** Checked with the other PI_HANDOFF_* variables (config/env.ts); /handoff-worktree refuses an unusable one. */
 function pollMsFromEnv(env: NodeJS.ProcessEnv): number {
-  const value = Number(env.PI_HANDOFF_LINEAGE_POLL_MS);
-  return Number.isFinite(value) && value >= 100 ? value : DEFAULT_POLL_MS;
+  return validHandoffEnv(env, ["PI_HANDOFF_LINEAGE_POLL_MS"]).PI_HANDOFF_LINEAGE_POLL_MS ?? DEFAULT_POLL_MS;
 }
 
 /** The state of one session's adoption; a new one per `session_start`. */

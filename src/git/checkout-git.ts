@@ -25,6 +25,7 @@ import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
+import { parseStatus } from "./git.ts";
 import { gitEnvironment, runGit, type GitRun } from "./runner.ts";
 import type { BaseUpstream, CarriedChange, ChangesSnapshot, CheckoutGitPort } from "./types.ts";
 
@@ -133,6 +134,11 @@ export class CheckoutGit implements CheckoutGitPort {
     }
     if (full.startsWith("refs/remotes/")) return this.remoteTracking(checkout, full);
     return undefined;
+  }
+
+  async uncommittedCounts(checkout: string): Promise<{ tracked: number; untracked: number }> {
+    const { dirtyFiles, untrackedFiles } = parseStatus(await this.text(checkout, ["status", "--porcelain=v1", "-z", "--untracked-files=normal"]));
+    return { tracked: dirtyFiles.length, untracked: untrackedFiles.length };
   }
 
   async unfetchedRemoteBranch(checkout: string, ref: string): Promise<BaseUpstream | undefined> {

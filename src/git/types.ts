@@ -153,6 +153,8 @@ export interface CheckoutGitPort {
   snapshotChanges(checkout: string, mode: "tracked" | "all"): Promise<ChangesSnapshot>;
   /** Applies a snapshot's patches in `worktree` (staged to index and files, unstaged to files). */
   applyChanges(worktree: string, snapshot: ChangesSnapshot): Promise<void>;
+  /** How many tracked files have uncommitted changes, and how many untracked (not ignored) entries there are. */
+  uncommittedCounts(checkout: string): Promise<{ tracked: number; untracked: number }>;
   /** Every path git tracks in `checkout` (relative, `/`-separated). */
   trackedFiles(checkout: string): Promise<string[]>;
   /** The remote branch `ref` follows (a local branch's upstream, or a remote-tracking ref's own). */

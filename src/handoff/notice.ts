@@ -15,8 +15,9 @@ import { describeLocation } from "../mux/describe.ts";
 
 /** Why a handoff was refused before anything was written, with what the sentence names. */
 export type Refusal =
+  | { code: "environment"; detail: string }
   | { code: "session_not_saved" }
-  | { code: "session_empty" }
+  | { code: "session_empty"; printMode: boolean }
   | { code: "no_model" }
   | { code: "model_unavailable"; model: string }
   | { code: "no_multiplexer"; detail: string }
@@ -44,11 +45,15 @@ export function refusalText(refusal: Refusal): string {
     case "session_not_saved":
       return "This session is not saved (--no-session), so there is nothing to hand off; start Pi with a saved session.";
     case "session_empty":
-      return "This session has no messages on disk yet; send a message first, then hand off.";
+      // In print mode there is no "first" to send a message in: the handoff must name a saved session.
+      return refusal.printMode
+        ? 'This session has no messages on disk yet, and print mode cannot send one first; hand off from a saved session: pi -p --session <file> "/handoff-worktree ..." (or -c for the latest one here).'
+        : "This session has no messages on disk yet; send a message first, then hand off.";
     case "no_model":
       return "No model is selected; choose one with /model, then hand off.";
     case "model_unavailable":
       return `No usable model is selected (${refusal.model} is not available in this Pi); choose one with /model, then hand off.`;
+    case "environment":
     case "no_multiplexer":
     case "branch_unstorable":
     case "base_freshness":
@@ -81,6 +86,23 @@ export function refusalText(refusal: Refusal): string {
     case "branch_claimed":
       return `Branch ${refusal.branch} is already claimed by handoff ${refusal.handoffId} (${refusal.state}); pick a new branch name.`;
   }
+}
+
+/**
+ * The note for uncommitted work that stays in the parent checkout (none was asked to be carried,
+ * or `--carry` left untracked files), saying how to take it along; undefined when nothing stayed.
+ */
+export function leftBehindNote(counts: { tracked: number; untracked: number }, carry: "tracked" | "all" | undefined, checkout: string): string | undefined {
+  if (carry === "all") return undefined;
+  const tracked = carry === undefined ? counts.tracked : 0;
+  const untracked = counts.untracked;
+  if (tracked + untracked === 0) return undefined;
+  const parts = [
+    ...(tracked > 0 ? [`${tracked} uncommitted change(s) to tracked files`] : []),
+    ...(untracked > 0 ? [`${untracked} untracked file(s)`] : []),
+  ];
+  const how = tracked > 0 ? (untracked > 0 ? "--carry takes the changes along, --carry=all the untracked files too" : "--carry takes them along") : "--carry=all takes them along";
+  return `Not carried: ${parts.join(" and ")} stayed in ${checkout} (the new worktree does not have them); ${how}.`;
 }
 
 /** A message followed by the plan's notes (base freshness, what the setup did), one per line. */

@@ -11,6 +11,7 @@
  * - Every input a later step needs from the parent checkout (the changes to carry, the base SHA)
  *   is read here, so a checkout that cannot be handed off is refused before the manifest exists.
  */
+import { readHandoffEnv } from "../config/env.ts";
 import { applyBranchPrefix, type HandoffConfig } from "../config/schema.ts";
 import { errorMessage } from "../errors.ts";
 import type { ChangesSnapshot, RepositoryInfo, WorktreeEntry } from "../git/types.ts";
@@ -19,7 +20,7 @@ import type { Multiplexer } from "../mux/types.ts";
 import type { HandoffArgs } from "./args.ts";
 import type { HandoffDeps } from "./deps.ts";
 import { checkBaseFreshness, type Freshness } from "./freshness.ts";
-import type { Refusal } from "./notice.ts";
+import { leftBehindNote, type Refusal } from "./notice.ts";
 import { chooseWorktreePath } from "./worktree-path.ts";
 import { hasControlCharacter } from "../text.ts";
 
@@ -46,6 +47,8 @@ export interface HandoffRequest {
   env: NodeJS.ProcessEnv;
   /** The merged settings (config/load.ts); absent: none. */
   config?: HandoffConfig;
+  /** Pi runs in print mode (`pi -p`): a refusal's advice must be something a script can do. */
+  printMode?: boolean;
 }
 
 export interface Plan {
@@ -75,9 +78,9 @@ const pass = <T>(value: T): Checked<T> => ({ ok: true, value });
 const refuse = (refusal: Refusal): { ok: false; refusal: Refusal } => ({ ok: false, refusal });
 
 /** The parent session can be handed off: saved, with messages on disk. */
-export function checkSession(parent: ParentSnapshot): Checked<{ sessionFile: string; leafId: string }> {
+export function checkSession(parent: ParentSnapshot, printMode = false): Checked<{ sessionFile: string; leafId: string }> {
   if (parent.sessionFile === undefined) return refuse({ code: "session_not_saved" });
-  if (!parent.sessionFileExists || parent.leafId === null) return refuse({ code: "session_empty" });
+  if (!parent.sessionFileExists || parent.leafId === null) return refuse({ code: "session_empty", printMode });
   return pass({ sessionFile: parent.sessionFile, leafId: parent.leafId });
 }
 
@@ -134,7 +137,10 @@ export function checkWorktreePath(input: Parameters<typeof chooseWorktreePath>[0
 /** Every check, in order; the plan when all hold. */
 export async function planHandoff(deps: PlanDeps, request: HandoffRequest): Promise<Checked<Plan>> {
   const { args, parent } = request;
-  const session = checkSession(parent);
+  // The environment first, like the settings file: an unusable PI_HANDOFF_* value is named before anything else.
+  const environment = readHandoffEnv(request.env);
+  if (!environment.ok) return refuse({ code: "environment", detail: environment.message });
+  const session = checkSession(parent, request.printMode === true);
   if (!session.ok) return session;
   const model = checkModel(request.model);
   if (!model.ok) return model;
@@ -151,7 +157,7 @@ export async function planHandoff(deps: PlanDeps, request: HandoffRequest): Prom
   const { branch, existing, base, notes } = target.value;
   const worktreePath = checkWorktreePath({ mainCheckout: repo.mainCheckout, branch, env: request.env, template: config.worktreeDir });
   if (!worktreePath.ok) return worktreePath;
-  const carry = await readCarry(deps, args, repo);
+  const [carry, leftBehind] = await Promise.all([readCarry(deps, args, repo), noteLeftBehind(deps, args, repo)]);
   if (!carry.ok) return carry;
   return pass({
     id: deps.store.newId(branch),
@@ -166,8 +172,18 @@ export async function planHandoff(deps: PlanDeps, request: HandoffRequest): Prom
     config,
     existing,
     carry: carry.value,
-    notes,
+    notes: leftBehind === undefined ? notes : [...notes, leftBehind],
   });
+}
+
+/** Uncommitted work the handoff does not take along is said, once, with how to take it (read only; silent if git cannot tell). */
+async function noteLeftBehind(deps: PlanDeps, args: HandoffArgs, repo: RepositoryInfo): Promise<string | undefined> {
+  if (deps.checkoutGit === undefined || args.carry === "all") return undefined;
+  try {
+    return leftBehindNote(await deps.checkoutGit.uncommittedCounts(repo.currentCheckout), args.carry, repo.currentCheckout);
+  } catch {
+    return undefined;
+  }
 }
 
 interface Target {

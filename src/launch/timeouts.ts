@@ -6,8 +6,11 @@
  * Invariants:
  * - Every wait of the launch is named here, with its default; no other module reads a
  *   `PI_HANDOFF_*_TIMEOUT_MS` variable.
- * - A variable that is not a positive number leaves the default in place.
+ * - The variables are validated by config/env.ts (their one schema); an entry point refuses an
+ *   unusable one before it waits for anything (`readHandoffEnv`), so here one that is not valid
+ *   can only leave the default in place.
  */
+import { validHandoffEnv } from "../config/env.ts";
 
 export interface LaunchTimeouts {
   /** How long the pane's shell may take to own the terminal. */
@@ -29,17 +32,13 @@ export const LAUNCH_TIMEOUT_ENV = {
   postCreateMs: "PI_HANDOFF_POST_CREATE_TIMEOUT_MS",
 } as const satisfies Partial<Record<keyof LaunchTimeouts, string>>;
 
-/** The launch waits: the defaults, each overridden by its variable when that holds a positive number. */
+/** The launch waits: the defaults, each overridden by its variable when that holds a valid value. */
 export function launchTimeoutsFromEnv(env: NodeJS.ProcessEnv): LaunchTimeouts {
+  const valid = validHandoffEnv(env, Object.values(LAUNCH_TIMEOUT_ENV));
   return {
-    shellMs: envMs(env, LAUNCH_TIMEOUT_ENV.shellMs, DEFAULT_LAUNCH_TIMEOUTS.shellMs),
-    confirmMs: envMs(env, LAUNCH_TIMEOUT_ENV.confirmMs, DEFAULT_LAUNCH_TIMEOUTS.confirmMs),
+    shellMs: valid[LAUNCH_TIMEOUT_ENV.shellMs] ?? DEFAULT_LAUNCH_TIMEOUTS.shellMs,
+    confirmMs: valid[LAUNCH_TIMEOUT_ENV.confirmMs] ?? DEFAULT_LAUNCH_TIMEOUTS.confirmMs,
     pollMs: DEFAULT_LAUNCH_TIMEOUTS.pollMs,
-    postCreateMs: envMs(env, LAUNCH_TIMEOUT_ENV.postCreateMs, DEFAULT_LAUNCH_TIMEOUTS.postCreateMs),
+    postCreateMs: valid[LAUNCH_TIMEOUT_ENV.postCreateMs] ?? DEFAULT_LAUNCH_TIMEOUTS.postCreateMs,
   };
-}
-
-function envMs(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const value = Number(env[name]);
-  return Number.isFinite(value) && value > 0 ? value : fallback;
 }

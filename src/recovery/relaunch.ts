@@ -15,7 +15,9 @@
  * - Every refusal changes nothing and is one sentence.
  */
 import { dirname } from "node:path";
+import { readHandoffEnv } from "../config/env.ts";
 import { ChildLauncher, type LaunchTimeouts } from "../launch/launcher.ts";
+import { LAUNCH_TIMEOUT_ENV } from "../launch/timeouts.ts";
 import { buildLaunchCommand } from "../launch/launch-command.ts";
 import { describeLocation } from "../mux/describe.ts";
 import type { HandoffStep, Manifest } from "../manifest/schema.ts";
@@ -54,7 +56,8 @@ export type RelaunchRefusal =
   | "no_pi"
   | "no_multiplexer"
   | "workspace_unknown"
-  | "bad_command";
+  | "bad_command"
+  | "environment";
 
 export type RelaunchOutcome =
   | { code: "refused"; reason: RelaunchRefusal; message: string }
@@ -63,6 +66,9 @@ export type RelaunchOutcome =
   | { code: "failed"; reason: "reopen_failed" | "shell_not_ready" | "type_failed"; manifest: Manifest; message: string };
 
 export async function relaunchHandoff(deps: RelaunchDeps, id: string, options: { focus: boolean }): Promise<RelaunchOutcome> {
+  // The launch waits come from PI_HANDOFF_*_TIMEOUT_MS: an unusable one is named, not ignored.
+  const environment = readHandoffEnv(deps.env, Object.values(LAUNCH_TIMEOUT_ENV));
+  if (!environment.ok) return { code: "refused", reason: "environment", message: environment.message };
   const inspected = await inspectHandoff(deps, id);
   if (inspected.code !== "found") return { code: "refused", reason: inspected.code, message: inspected.message };
   const { report, manifest } = inspected;

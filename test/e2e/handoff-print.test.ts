@@ -101,6 +101,16 @@ describe("/handoff-worktree in print mode with the real Pi", () => {
       expect(await snapshot()).toEqual(before);
     });
 
+    it("refuses an unusable PI_HANDOFF_* variable in one sentence naming it", async () => {
+      const before = await snapshot();
+      const run = handoff("feat/ok", { env: { PI_HANDOFF_CONFIRM_TIMEOUT_MS: "abc" } });
+      expect(run.stderr.trim().split("\n").at(-1)).toBe(
+        'PI_HANDOFF_CONFIRM_TIMEOUT_MS is "abc", but it must be a whole number of milliseconds above 0 (such as 45000); set it so, or unset it.',
+      );
+      expect(run.status).toBe(1);
+      expect(await snapshot()).toEqual(before);
+    });
+
     it("refuses outside tmux and Herdr", async () => {
       const before = await snapshot();
       const run = handoff("feat/ok", { env: { TMUX: "", TMUX_PANE: "", HERDR_ENV: "" } });
@@ -117,7 +127,10 @@ describe("/handoff-worktree in print mode with the real Pi", () => {
         "This session is not saved (--no-session), so there is nothing to hand off; start Pi with a saved session.",
       );
       const fresh = handoff("feat/ok", { session: [] });
-      expect(fresh.stderr.trim().split("\n").at(-1)).toBe("This session has no messages on disk yet; send a message first, then hand off.");
+      // In print mode no message can be sent first: the advice names what a script can do.
+      expect(fresh.stderr.trim().split("\n").at(-1)).toBe(
+        'This session has no messages on disk yet, and print mode cannot send one first; hand off from a saved session: pi -p --session <file> "/handoff-worktree ..." (or -c for the latest one here).',
+      );
       const after = await snapshot();
       expect(after).toEqual(before);
     });
@@ -213,7 +226,8 @@ describe("/handoff-worktree in print mode with the real Pi", () => {
 
   it("hands off with a task: returns once the child confirmed, and the child starts on the task", async () => {
     const before = (await store.list()).map((entry) => entry.id);
-    const run = handoff("feat/print -- summarise the README in one line");
+    // Quoted as a shell user would: the quotes group and disappear; the task is kept verbatim.
+    const run = handoff('"feat/print" -- summarise the README in one line');
     expect(run.status).toBe(0);
     const listed = (await store.list()).filter((entry) => !before.includes(entry.id));
     const entry = listed[0];
@@ -221,7 +235,8 @@ describe("/handoff-worktree in print mode with the real Pi", () => {
     // Print mode returned only after the acknowledgement.
     expect(entry.manifest.state).toBe("running");
     expect(entry.manifest.history.map((h) => h.state)).toEqual(["provisioning", "provisioned", "forked", "launching", "running"]);
-    expect(run.stderr).toContain(`Handed off to branch feat/print`);
+    expect(run.stderr).toContain(`Handed off to branch feat/print (from HEAD at`);
+    expect(entry.manifest.branch).toBe("feat/print");
     expect(run.stderr).toContain(`Worktree: ${entry.manifest.worktree.path}`);
     expect(run.stderr).toContain(`Child session: ${entry.manifest.child.sessionFile}`);
     expect(entry.manifest.task).toBe("summarise the README in one line");

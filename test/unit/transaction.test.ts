@@ -197,6 +197,30 @@ describe("HandoffTransaction", () => {
       "session_not_saved",
       "This session is not saved (--no-session), so there is nothing to hand off; start Pi with a saved session.",
     ],
+    [
+      "a session with nothing on disk yet",
+      { parent: { sessionFile: "/tmp/none.jsonl", sessionFileExists: false, sessionId: "p", leafId: null, cwd: "/", sessionDir: "/" } },
+      "session_empty",
+      "This session has no messages on disk yet; send a message first, then hand off.",
+    ],
+    [
+      "a session with nothing on disk yet, in print mode (where no message can be sent first)",
+      { printMode: true, parent: { sessionFile: "/tmp/none.jsonl", sessionFileExists: false, sessionId: "p", leafId: null, cwd: "/", sessionDir: "/" } },
+      "session_empty",
+      'This session has no messages on disk yet, and print mode cannot send one first; hand off from a saved session: pi -p --session <file> "/handoff-worktree ..." (or -c for the latest one here).',
+    ],
+    [
+      "a confirm timeout that is not a number",
+      { env: { PI_HANDOFF_CONFIRM_TIMEOUT_MS: "abc" } },
+      "environment",
+      'PI_HANDOFF_CONFIRM_TIMEOUT_MS is "abc", but it must be a whole number of milliseconds above 0 (such as 45000); set it so, or unset it.',
+    ],
+    [
+      "a relative worktree root (it would put the worktree inside the repository)",
+      { env: { PI_HANDOFF_WORKTREE_ROOT: "trees" } },
+      "environment",
+      'PI_HANDOFF_WORKTREE_ROOT is "trees", but it must be an absolute path (such as ~/worktrees or /srv/worktrees): a relative one would put worktrees inside whatever directory Pi runs in; set it so, or unset it.',
+    ],
   ] as Array<[string, Partial<HandoffRequest>, string, string]>)("refuses %s before touching anything", async (_label, overrides, reason, message) => {
     const outcome = await new HandoffTransaction(deps()).run(request({}, overrides));
     expect(outcome).toEqual({ ok: false, code: "refused", reason, message });
