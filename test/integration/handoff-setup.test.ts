@@ -330,7 +330,9 @@ describe("worktree setup on tmux", () => {
 
     // A name that is no branch cannot become a refspec.
     expect(await rig.handoff(mux, { branch: "review/bad", base: "team/a:b", baseGiven: true, fetch: true })).toEqual({
+      ok: false,
       code: "refused",
+      reason: "base_freshness",
       message: "team/a:b follows no remote branch, so --fetch has nothing to fetch; hand off without --fetch (or give a remote branch such as origin/main as the base).",
     });
   });
