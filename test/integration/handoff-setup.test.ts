@@ -12,7 +12,7 @@
  */
 import { createHash } from "node:crypto";
 import { execFileSync } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CURRENT_SESSION_VERSION, SessionManager } from "@earendil-works/pi-coding-agent";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -150,6 +150,33 @@ describe("worktree setup on tmux", () => {
   afterAll(async () => {
     await tmux?.kill();
     rig?.cleanup();
+  });
+
+  it("uncommitted work not carried is said in one line with how many changes stayed and how --carry takes them; the parent keeps them", async () => {
+    const { repo } = rig;
+    writeFileSync(join(repo.root, "README.md"), "# edited, not committed\n");
+    writeFileSync(join(repo.root, "file-1.txt"), "changed too\n");
+    writeFileSync(join(repo.root, "notes.txt"), "untracked\n");
+    const outcome = await rig.handoff(mux, { branch: "dirty/plain" });
+    expect(outcome.code, outcome.message).toBe("running");
+    const note = `Not carried: 2 uncommitted change(s) to tracked files and 1 untracked file(s) stayed in ${repo.root} (the new worktree does not have them); --carry takes the changes along, --carry=all the untracked files too.`;
+    expect(outcome.message.split("\n").filter((line) => line.startsWith("Not carried:"))).toEqual([note]);
+    const manifest = manifestOf(outcome);
+    expect(readFileSync(join(manifest.worktree.path, "README.md"), "utf8")).toBe("# test repository\n");
+    expect(readFileSync(join(repo.root, "README.md"), "utf8")).toBe("# edited, not committed\n");
+
+    // --carry takes the tracked changes; the untracked file is still said to stay.
+    const carried = await rig.handoff(mux, { branch: "dirty/carried", carry: "tracked" });
+    expect(carried.message.split("\n").filter((line) => line.startsWith("Not carried:"))).toEqual([
+      `Not carried: 1 untracked file(s) stayed in ${repo.root} (the new worktree does not have them); --carry=all takes them along.`,
+    ]);
+    // --carry=all takes everything: nothing to say.
+    const all = await rig.handoff(mux, { branch: "dirty/all", carry: "all" });
+    expect(all.code, all.message).toBe("running");
+    expect(all.message).not.toContain("Not carried:");
+    // The checkout as the other tests expect it: clean.
+    repo.run(["checkout", "-q", "--", "README.md", "file-1.txt"]);
+    rmSync(join(repo.root, "notes.txt"));
   });
 
   it("a failing postCreate command stops the launch: failed at launch with its exit status, everything kept, Pi not started", async () => {
@@ -383,46 +410,6 @@ describe("worktree setup on tmux", () => {
     expect(readFileSync(join(manifest.worktree.path, "side.txt"), "utf8")).toBe("side\nuncommitted\n");
     expect(readFileSync(join(linked, "side.txt"), "utf8")).toBe("side\nuncommitted\n");
     expect(manifest.setup?.carried).toEqual({ mode: "tracked", from: linked, changes: 1, untracked: 0 });
-  });
-});
-
-describe("uncommitted work that is not carried (tmux)", () => {
-  let rig: Rig;
-  let tmux: PrivateTmux;
-  let mux: TmuxMultiplexer;
-
-  beforeAll(async () => {
-    rig = createRig();
-    tmux = await startPrivateTmux({ env: { HOME: rig.repo.home } });
-    mux = new TmuxMultiplexer({ socketPath: tmux.socketPath, targetSession: tmux.sessionId, git: new SimpleGitPort({ env: rig.env }) });
-  });
-  afterAll(async () => {
-    await tmux?.kill();
-    rig?.cleanup();
-  });
-
-  it("is said in one line with how many changes stayed and how --carry takes them; the parent keeps them", async () => {
-    const { repo } = rig;
-    writeFileSync(join(repo.root, "README.md"), "# edited, not committed\n");
-    writeFileSync(join(repo.root, "file-1.txt"), "changed too\n");
-    writeFileSync(join(repo.root, "notes.txt"), "untracked\n");
-    const outcome = await rig.handoff(mux, { branch: "dirty/plain" });
-    expect(outcome.code, outcome.message).toBe("running");
-    const note = `Not carried: 2 uncommitted change(s) to tracked files and 1 untracked file(s) stayed in ${repo.root} (the new worktree does not have them); --carry takes the changes along, --carry=all the untracked files too.`;
-    expect(outcome.message.split("\n").filter((line) => line.startsWith("Not carried:"))).toEqual([note]);
-    const manifest = manifestOf(outcome);
-    expect(readFileSync(join(manifest.worktree.path, "README.md"), "utf8")).toBe("# test repository\n");
-    expect(readFileSync(join(repo.root, "README.md"), "utf8")).toBe("# edited, not committed\n");
-
-    // --carry takes the tracked changes; the untracked file is still said to stay.
-    const carried = await rig.handoff(mux, { branch: "dirty/carried", carry: "tracked" });
-    expect(carried.message.split("\n").filter((line) => line.startsWith("Not carried:"))).toEqual([
-      `Not carried: 1 untracked file(s) stayed in ${repo.root} (the new worktree does not have them); --carry=all takes them along.`,
-    ]);
-    // --carry=all takes everything: nothing to say.
-    const all = await rig.handoff(mux, { branch: "dirty/all", carry: "all" });
-    expect(all.code, all.message).toBe("running");
-    expect(all.message).not.toContain("Not carried:");
   });
 });
 
