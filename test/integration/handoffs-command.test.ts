@@ -175,6 +175,11 @@ describe("/handoffs", () => {
       },
     ]);
     expect(existsSync(manifest.worktree.path)).toBe(true);
+    const help = await run("--help");
+    expect(help).toHaveLength(1);
+    expect(help[0]?.body).toMatch(/^Usage: \/handoffs \[<command> \[<handoff>\] \[options\]\]\n/);
+    expect(help[0]?.body).toContain("  focus <handoff>  ");
+    expect(help[0]?.body).not.toContain("Usage: pi-handoff");
     // Options are checked, never taken as a name.
     expect(await run("list -m tmux")).toEqual([{ kind: "notify", title: "error", body: '/handoffs list: Unknown option "-m" (see /handoffs --help).' }]);
     expect(await run("remove")).toEqual([

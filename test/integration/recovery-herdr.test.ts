@@ -300,6 +300,20 @@ describe("a Herdr server that does not answer", () => {
   });
 });
 
+describe("focus on Herdr", () => {
+  it("pi-handoff focus <branch> focuses the handoff's workspace through Herdr", async () => {
+    const manifest = runningManifest(await rig.handoff("feat/focus", { focus: false }));
+    const { workspaceId, paneId } = herdrLocation(manifest);
+    const other = await rig.herdr.openWorkspace(rig.repo.dir, "elsewhere");
+    expect((await workspaces()).find((ws) => ws.workspace_id === workspaceId)?.focused).toBe(false);
+    const run = cli(["focus", "feat/focus"]);
+    expect(run).toEqual({ status: 0, stdout: `Switched to handoff ${manifest.id}: Herdr workspace ${workspaceId} (pane ${paneId}).\n`, stderr: "" });
+    expect((await workspaces()).find((ws) => ws.workspace_id === workspaceId)?.focused).toBe(true);
+    await killAndWait(manifest.child.pid ?? 0);
+    await rig.herdr.result(["workspace", "close", other.workspaceId]);
+  });
+});
+
 describe("relaunch on Herdr", () => {
   it("refuses while the child lives (by pid), relaunches in its workspace after it died", async () => {
     const manifest = runningManifest(await rig.handoff("feat/relaunch"));
