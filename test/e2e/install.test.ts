@@ -24,6 +24,8 @@ import { startPrivateTmux, waitFor, type PrivateTmux } from "../support/tmux.ts"
 const PACKAGE = JSON.parse(readFileSync(join(PROJECT_ROOT, "package.json"), "utf8")) as { name: string; version: string };
 /** What Node prints for a warning (`(node:1234) ExperimentalWarning: ...`). */
 const NODE_WARNING = /\(node:\d+\)|ExperimentalWarning|DeprecationWarning/;
+/** An install downloads packages and starts several Pis: more than the suite's default, on a loaded machine. */
+const INSTALL_TIMEOUT_MS = 240_000;
 
 interface Run {
   status: number;
@@ -54,13 +56,16 @@ describe("installed as the README says", () => {
   let tarball: string;
   let blocks: string[][][];
   const sandboxes: PiSandbox[] = [];
+  /** One npm cache for every install here (inside the first sandbox): each package is downloaded once. */
+  let npmCache: string | undefined;
 
   /** An isolated Pi (own HOME and agent dir, offline model) that may reach the npm registry. */
   function isolatedPi(): PiSandbox {
     const sandbox = createPiSandbox("phw-install-");
     sandboxes.push(sandbox);
+    npmCache ??= join(sandbox.dir, "npm-cache");
     const registry = process.env.npm_config_registry;
-    sandbox.env.npm_config_update_notifier = "false";
+    Object.assign(sandbox.env, { npm_config_update_notifier: "false", npm_config_cache: npmCache, npm_config_prefer_offline: "true" });
     if (registry !== undefined) sandbox.env.npm_config_registry = registry;
     return sandbox;
   }
@@ -80,7 +85,7 @@ describe("installed as the README says", () => {
     expect(packed.status, packed.stderr).toBe(0);
     tarball = join(packDir, packed.stdout.trim().split("\n").at(-1) ?? "");
     expect(existsSync(tarball)).toBe(true);
-  });
+  }, INSTALL_TIMEOUT_MS);
 
   afterAll(() => {
     for (const sandbox of sandboxes) sandbox.cleanup();
@@ -104,7 +109,7 @@ describe("installed as the README says", () => {
       repo?.cleanup();
     });
 
-    it("installs the extension and pi-handoff into the agent dir, and no second Pi", () => {
+    it("installs the extension and pi-handoff into the agent dir, and no second Pi", { timeout: INSTALL_TIMEOUT_MS }, () => {
       for (const line of blocks[0] ?? []) {
         const installed = runLine(line, sandbox.home, sandbox);
         expect(installed.status, installed.stderr).toBe(0);
@@ -121,7 +126,7 @@ describe("installed as the README says", () => {
       expect(run(bin, ["--version"], sandbox.home, sandbox.env)).toEqual({ status: 0, stdout: `pi-handoff ${PACKAGE.version}\n`, stderr: "" });
     });
 
-    it("loads in Pi, and a first handoff prints no warning in either terminal", async () => {
+    it("loads in Pi, and a first handoff prints no warning in either terminal", { timeout: INSTALL_TIMEOUT_MS }, async () => {
       runPiPrint(sandbox, repo.root, ["--model", FAUX_MODEL, "first question"]);
       const parent = onlySessionFile(sandbox, repo.root);
       tmux = await startPrivateTmux({ env: sandbox.env });
@@ -150,7 +155,7 @@ describe("installed as the README says", () => {
     });
   });
 
-  it("from a checkout: pi install alone cannot load it, npm ci --omit=dev then pi install . can", () => {
+  it("from a checkout: pi install alone cannot load it, npm ci --omit=dev then pi install . can", { timeout: INSTALL_TIMEOUT_MS }, () => {
     const sandbox = isolatedPi();
     // A checkout's files: what the package ships, plus the lock file npm ci installs from.
     const checkout = join(sandbox.dir, "checkout");
