@@ -155,6 +155,17 @@ describe("installed as the README says", () => {
     });
   });
 
+  it("npm install of the package, as npm i -g and npx -p do, pulls in no second Pi and gives pi-handoff", { timeout: INSTALL_TIMEOUT_MS }, () => {
+    const sandbox = isolatedPi();
+    const prefix = join(sandbox.dir, "global");
+    // Without Pi's --legacy-peer-deps: npm installs required peers itself, optional ones it leaves alone.
+    const installed = run("npm", ["install", "--no-audit", "--no-fund", "--prefix", prefix, tarball], sandbox.home, sandbox.env);
+    expect(installed.status, installed.stderr).toBe(0);
+    const modules = join(prefix, "node_modules");
+    expect(readdirSync(modules).filter((name) => name === "@earendil-works" || name === "typebox")).toEqual([]);
+    expect(run(join(modules, ".bin", "pi-handoff"), ["--version"], sandbox.home, sandbox.env)).toEqual({ status: 0, stdout: `pi-handoff ${PACKAGE.version}\n`, stderr: "" });
+  });
+
   it("from a checkout: pi install alone cannot load it, npm ci --omit=dev then pi install . can", { timeout: INSTALL_TIMEOUT_MS }, () => {
     const sandbox = isolatedPi();
     // A checkout's files: what the package ships, plus the lock file npm ci installs from.
