@@ -11,11 +11,14 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { unsupportedPlatform } from "../src/process/platform.ts";
 import type { ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 import { currentPiCommand } from "../src/launch/launch-command.ts";
+import { ManifestStore } from "../src/manifest/store.ts";
+import { agentDirFromEnv } from "../src/session/paths.ts";
 import { splitCommandLine } from "../src/command-line-words.ts";
 import { main, USAGE } from "../src/recovery/cli.ts";
 import { parseRecoveryCommand } from "../src/recovery/command-line.ts";
 import { launchTimeoutsFromEnv } from "../src/launch/timeouts.ts";
 import { createRecoveryDeps, type RecoveryDeps } from "../src/recovery/deps.ts";
+import { completeRecoveryArgs, type RecoveryCompletion } from "../src/recovery/completions.ts";
 import { focusHandoff } from "../src/recovery/focus.ts";
 import { formatInventory, formatPickerLabel, formatReport } from "../src/recovery/format.ts";
 import { buildInventory } from "../src/recovery/inventory.ts";
@@ -42,6 +45,11 @@ export interface HandoffsCommandOptions {
   piCommand?: readonly string[];
   /** Where print mode writes the list (default: stderr). */
   writeStderr?: (text: string) => void;
+}
+
+/** Commands, then handoffs by branch or id, from this agent dir's manifests. */
+export function handoffsCompletions(prefix: string, env: NodeJS.ProcessEnv = process.env): Promise<RecoveryCompletion[] | null> {
+  return completeRecoveryArgs(prefix, ManifestStore.forAgentDir(agentDirFromEnv(env)));
 }
 
 const HELP = `Usage: /handoffs [<command> [<handoff>] [options]]

@@ -7,7 +7,7 @@ import { onSessionStart } from "./child-startup.ts";
 import { SessionLeaseKeeper } from "../src/launch/session-writer.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import { handoffCompletions, runHandoff } from "./handoff-command.ts";
-import { runHandoffs } from "./handoffs-command.ts";
+import { handoffsCompletions, runHandoffs } from "./handoffs-command.ts";
 import { registerLineage } from "./lineage.ts";
 import { registerRenderers } from "./renderers.ts";
 import { report } from "./report.ts";
@@ -34,7 +34,8 @@ export default function handoffWorktreeExtension(pi: ExtensionAPI): void {
   });
 
   pi.registerCommand("handoffs", {
-    description: "List your handoffs; relaunch, switch to, inspect or remove one (same as the pi-handoff command)",
+    description: "List your handoffs; relaunch, switch to, inspect or remove one (/handoffs <command> <handoff> as with pi-handoff)",
+    getArgumentCompletions: (prefix) => handoffsCompletions(prefix),
     handler: (args, ctx) => runHandoffs(args, ctx),
   });
 
