@@ -30,6 +30,7 @@ export const HANDOFF_HELP = [
   "  --approve-post-create  approve the repository's postCreate commands without a dialog (print mode)",
   "  --help          show this help",
   "  -- <task>       what the new Pi should start on; without it, it waits for you",
+  "Words are split as in a shell: quotes group and are removed (\"feat/x\" is feat/x); nothing is expanded, and the task is kept as typed.",
   "Settings: <agent dir>/handoff-worktree.json and, in a trusted project, .pi/handoff-worktree.json (see the README).",
 ].join("\n");
 
