@@ -19,7 +19,7 @@ export type ResolveOutcome =
 /** Candidates listed in an ambiguity refusal, at most. */
 const MAX_LISTED = 6;
 
-export async function resolveHandoffName(store: ManifestStore, name: string): Promise<ResolveOutcome> {
+export async function resolveHandoffName(store: Pick<ManifestStore, "list" | "dir">, name: string): Promise<ResolveOutcome> {
   if (name.trim() === "") return { ok: false, code: "not_found", message: "Name a handoff by its id or its branch (pi-handoff list shows them)." };
   const entries = await store.list();
   if (entries.some((entry) => entry.id === name)) return { ok: true, id: name };
