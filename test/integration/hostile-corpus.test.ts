@@ -101,6 +101,9 @@ describe("the hostile input corpus through the real transaction", () => {
     expect(await world.store.read(manifest.id)).toEqual({ ok: true, manifest });
     expect(manifest.child.confirmedBy).toBe("ack");
     expect(isProcessAlive(manifest.child.pid ?? 0)).toBe(true);
+    // The child lets go of the manifest's lock just after acknowledging (killed holding it, it would
+    // leave a stale lock); wait for that before counting what is in the store.
+    await waitFor(() => !existsSync(`${world.store.pathFor(manifest.id)}.lock`), { description: "the child's lock on the manifest" });
     // Exactly these things were made, and they are this handoff's.
     const paneId = manifest.mux.kind === "tmux" ? manifest.mux.paneId : undefined;
     expect(newArtifacts(before, await world.artifacts())).toEqual({
@@ -112,8 +115,6 @@ describe("the hostile input corpus through the real transaction", () => {
       panes: [paneId],
       sessions: [manifest.child.sessionFile],
     });
-    // The child lets go of the manifest's lock just after acknowledging; killed holding it, it would leave a stale lock.
-    await waitFor(() => !existsSync(`${world.store.pathFor(manifest.id)}.lock`), { description: "the child's lock on the manifest" });
     await killAndWait(manifest.child.pid ?? 0);
     return outcome;
   }
