@@ -10,6 +10,9 @@
  *   reported in a fixed order, so the same input always gets the same sentence.
  * - Every input a later step needs from the parent checkout (the changes to carry, the base SHA)
  *   is read here, so a checkout that cannot be handed off is refused before the manifest exists.
+ * - The PI_HANDOFF_* variables are checked first (config/env.ts), as the settings file is: an
+ *   unusable one refuses before anything else is asked.
+ * - Uncommitted work the handoff does not take along is said in one note, never silently left.
  */
 import { readHandoffEnv } from "../config/env.ts";
 import { applyBranchPrefix, type HandoffConfig } from "../config/schema.ts";
