@@ -5,8 +5,10 @@
  * Invariants:
  * - Unknown extra keys are tolerated (Herdr adds fields between versions); a missing required key
  *   or a wrong type is rejected. Optional fields are absent, never null.
- * - Ids are checked against Herdr's id shapes before anything uses them, because they are passed
- *   back to `herdr` as arguments: an id can never be mistaken for an option.
+ * - Any id Herdr prints is accepted (today's `w1R:p2`, and the lowercase-hex ids of 0.6.10 and
+ *   earlier, which a restore keeps forever: `w18b2c4d5e6f7a1`, tab `w…:1`, pane `w…-1`), because
+ *   the backend never parses an id, it only passes it back. Refused is only what could be mistaken
+ *   for an option or break an argument: a leading `-`, whitespace, control characters.
  * - Decoding never throws: a success is `{kind: "result"}`, an error envelope `{kind: "error"}`
  *   from whichever stream carries it (stderr normally, stdout in-band), anything else is
  *   `malformed` or `silent` (no output at all).
@@ -14,20 +16,60 @@
  */
 import { z } from "zod";
 
-/** N in `w<N>`, `w<N>:t<N>`, `w<N>:p<N>`: the alphabet 123456789ABCDEFGHJKMNPQRSTVWXYZ0. */
-const ID_DIGITS = "[0-9A-HJKMNP-TV-Z]+";
-export const WORKSPACE_ID_PATTERN = new RegExp(`^w${ID_DIGITS}$`);
-export const TAB_ID_PATTERN = new RegExp(`^w${ID_DIGITS}:t${ID_DIGITS}$`);
-export const PANE_ID_PATTERN = new RegExp(`^w${ID_DIGITS}:p${ID_DIGITS}$`);
+/**
+ * An id as Herdr prints it and as it may be passed back as one argument (see the header). Herdr's
+ * own shapes (src/workspace.rs): `w<N>` with N in 123456789ABCDEFGHJKMNPQRSTVWXYZ0 since 0.7, and
+ * `w<hex micros><hex counter>` up to 0.6.10 (v0.6.9 src/workspace.rs `generate_workspace_id`).
+ */
+export const HERDR_ID_PATTERN = /^[^\s\p{Cc}-][^\s\p{Cc}]{0,255}$/u;
+export const WORKSPACE_ID_PATTERN = HERDR_ID_PATTERN;
+export const TAB_ID_PATTERN = HERDR_ID_PATTERN;
+export const PANE_ID_PATTERN = HERDR_ID_PATTERN;
 
-export const WorkspaceIdSchema = z.string().regex(WORKSPACE_ID_PATTERN);
-export const TabIdSchema = z.string().regex(TAB_ID_PATTERN);
-export const PaneIdSchema = z.string().regex(PANE_ID_PATTERN);
+/** Whether `value` is an id this package may pass back to `herdr` (see HERDR_ID_PATTERN). */
+export function isHerdrId(value: string | undefined): value is string {
+  return value !== undefined && HERDR_ID_PATTERN.test(value);
+}
+
+const HerdrIdSchema = z.string().regex(HERDR_ID_PATTERN);
+export const WorkspaceIdSchema = HerdrIdSchema;
+export const TabIdSchema = HerdrIdSchema;
+export const PaneIdSchema = HerdrIdSchema;
 
 /** The statuses Herdr documents; decoding accepts any string so a new status breaks nothing. */
 export const AGENT_STATUSES = ["idle", "working", "blocked", "done", "unknown"] as const;
 
 const count = z.number().int().nonnegative();
+
+/**
+ * The agent session Herdr holds for a pane (`AgentSessionInfo`, src/api/schema/agents.rs): what an
+ * agent reported with `pane report-agent-session`, kept across restarts. For Pi, `kind` is `path`
+ * and `value` the session file; Herdr's restore types `pi --session <value>` (src/agent_resume.rs).
+ */
+export const AgentSessionSchema = z.object({
+  source: z.string(),
+  agent: z.string(),
+  kind: z.string(),
+  value: z.string(),
+});
+export type HerdrAgentSession = z.infer<typeof AgentSessionSchema>;
+
+/** The statuses that mean Herdr sees an agent running in the pane (`unknown`: none detected). */
+export const LIVE_AGENT_STATUSES: ReadonlySet<string> = new Set(["idle", "working", "blocked", "done"]);
+
+/**
+ * What a child Pi is told about itself inside Herdr: `HERDR_AGENT=pi` is Herdr's detection hint
+ * (src/platform/mod.rs `parse_agent_env_hint`), so the pane is known as Pi's before Herdr's own
+ * process-name detection catches up. For the launch environment (see launch/).
+ */
+export const HERDR_CHILD_ENV: Readonly<Record<string, string>> = { HERDR_AGENT: "pi" };
+
+/**
+ * `pane report-agent-session --source herdr:pi --agent pi`: only this pair is an "official" source
+ * Herdr resumes on restore (src/agent_resume.rs `is_official_agent_source`).
+ */
+export const PI_AGENT_SOURCE = "herdr:pi";
+export const PI_AGENT_LABEL = "pi";
 
 export const PaneInfoSchema = z.object({
   pane_id: PaneIdSchema,
@@ -38,6 +80,8 @@ export const PaneInfoSchema = z.object({
   cwd: z.string().optional(),
   foreground_cwd: z.string().optional(),
   agent_status: z.string(),
+  agent: z.string().optional(),
+  agent_session: AgentSessionSchema.optional(),
   revision: count,
 });
 export type HerdrPaneInfo = z.infer<typeof PaneInfoSchema>;

@@ -16,6 +16,17 @@
  *   through `herdr worktree list` before it is called a failure, and whatever exists is reported
  *   in `partial` so the transaction records it.
  * - Paths are compared by realpath: Herdr does not canonicalize the paths it reports.
+ * - Any id Herdr prints is used as it is (legacy hex ids included, see herdr-protocol.ts).
+ * - `--trust-repository` goes on every worktree command when this Herdr has it (probed once).
+ * - A workspace Herdr names for a worktree is used only when it is that worktree's own linked
+ *   workspace, never this process's own workspace or the repository's (Herdr #4293): nothing is
+ *   typed into, focused as the child, or closed in it.
+ * - A moved pane answers under new ids (`pane get <old>`): it is open, and the new ids are reported.
+ * - Polls give each call at least MIN_POLL_TIMEOUT_MS, and a failed wait names the last real
+ *   failure Herdr answered, not the timeout of its last poll. `pane_not_found` is final only after
+ *   PANE_RESTART_GRACE_MS of answering so (a restarted server answers it for ~750 ms).
+ * - A `worktree create` whose answer was lost may still complete in the server: it is reconciled
+ *   through `worktree list` for up to `lateCompletionMs` (the bounds are listed in docs/herdr.md).
  * - Git itself runs only where Herdr cannot act (a registered worktree whose directory is gone and
  *   whose workspace is closed: Herdr opens no workspace for it, so it cannot remove it), and only
  *   through the git port it was given (`git/` owns git).
@@ -30,17 +41,20 @@ import type { RecoveryGitPort } from "../git/types.ts";
 import type { HerdrLocation, MuxLocation } from "../manifest/schema.ts";
 import {
   decodeHerdrOutput,
-  PANE_ID_PATTERN,
+  isHerdrId,
+  LIVE_AGENT_STATUSES,
+  PI_AGENT_LABEL,
+  PI_AGENT_SOURCE,
   PaneInfoResultSchema,
   PaneListSchema,
   PaneProcessInfoSchema,
-  WORKSPACE_ID_PATTERN,
   WorkspaceInfoResultSchema,
   WorkspaceListSchema,
   WorktreeCreatedSchema,
   WorktreeListSchema,
   WorktreeOpenedSchema,
   WorktreeRemovedSchema,
+  type HerdrPaneInfo,
   type HerdrWorktreeInfo,
 } from "./herdr-protocol.ts";
 import { muxLabel } from "./label.ts";
@@ -50,6 +64,7 @@ import type {
   CreateWorkspaceRequest,
   MuxFailure,
   MuxResult,
+  PaneAgent,
   PaneProcess,
   RecoverableMultiplexer,
   ReopenWorkspaceRequest,
@@ -62,12 +77,22 @@ import { hasControlCharacter, oneLine, stripPeriod } from "../text.ts";
 const DEFAULT_TIMEOUT_MS = 5_000;
 /** `worktree create/open/remove` block while the server runs git on a whole checkout. */
 const DEFAULT_WORKTREE_TIMEOUT_MS = 120_000;
+/** How long a create whose answer was lost may still complete in Herdr's server thread. */
+const DEFAULT_LATE_COMPLETION_MS = 20_000;
 const SHELL_SAMPLE_INTERVAL_MS = 50;
 const SHELL_STABLE_SAMPLES = 3;
-/** Failures after which polling a pane again cannot help. */
-const FINAL_POLL_FAILURES = new Set(["pane_not_found", "workspace_not_found", "server_not_running", "herdr_not_found", "usage_error"]);
+/** The least time one poll is given: a poll squeezed into the last milliseconds proves nothing. */
+export const MIN_POLL_TIMEOUT_MS = 1_000;
+/** A restarted server answers `pane_not_found` for ~750 ms (src/app/mod.rs PENDING_AGENT_RESUME_THEME_WAIT). */
+export const PANE_RESTART_GRACE_MS = 2_000;
+const PANE_RETRY_INTERVAL_MS = 100;
+const RECONCILE_INTERVAL_MS = 250;
+/** Failures after which polling a pane again cannot help (`pane_not_found` only after the restart grace). */
+const FINAL_POLL_FAILURES = new Set(["workspace_not_found", "server_not_running", "herdr_not_found", "usage_error"]);
 /** Failures of `worktree create` after which the checkout (and maybe its workspace) may exist anyway. */
-const UNCERTAIN_CREATE_FAILURES = new Set(["worktree_open_failed", "timeout", "malformed_output"]);
+const UNCERTAIN_CREATE_FAILURES = new Set(["worktree_open_failed", "timeout", "malformed_output", "worktree_operation_in_progress"]);
+/** Of those, the ones after which Herdr's server may still be working on it (so list more than once). */
+const STILL_RUNNING_CREATE_FAILURES = new Set(["timeout", "worktree_operation_in_progress"]);
 
 export interface HerdrMultiplexerOptions {
   /** The `herdr` executable: `$HERDR_BIN_PATH` inside Herdr, else a PATH lookup of `herdr`. */
@@ -80,6 +105,8 @@ export interface HerdrMultiplexerOptions {
   timeoutMs?: number;
   /** Upper bound for `worktree create/open/remove`. */
   worktreeTimeoutMs?: number;
+  /** After a create's answer was lost: how long `worktree list` is watched for its late completion. */
+  lateCompletionMs?: number;
   /**
    * For recovery's `removeWorktree` only: drops git's entry for a vanished checkout Herdr can no
    * longer open. Without it, such a removal fails with `unsupported`.
@@ -101,6 +128,7 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
   readonly #env: NodeJS.ProcessEnv;
   readonly #timeoutMs: number;
   readonly #worktreeTimeoutMs: number;
+  readonly #lateCompletionMs: number;
   readonly #git: Pick<RecoveryGitPort, "removeWorktree"> | undefined;
   #trustFlagProbe: Promise<boolean> | undefined;
 
@@ -110,6 +138,7 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     this.#env = { ...(options.env ?? process.env) };
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.#worktreeTimeoutMs = options.worktreeTimeoutMs ?? DEFAULT_WORKTREE_TIMEOUT_MS;
+    this.#lateCompletionMs = options.lateCompletionMs ?? DEFAULT_LATE_COMPLETION_MS;
     this.#git = options.git;
   }
 
@@ -120,7 +149,7 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
    */
   static fromEnvironment(
     env: Readonly<Record<string, string | undefined>>,
-    options: { timeoutMs?: number; worktreeTimeoutMs?: number; git?: Pick<RecoveryGitPort, "removeWorktree"> } = {},
+    options: { timeoutMs?: number; worktreeTimeoutMs?: number; lateCompletionMs?: number; git?: Pick<RecoveryGitPort, "removeWorktree"> } = {},
   ): HerdrMultiplexer {
     const binPath = env.HERDR_BIN_PATH;
     const herdrBin = binPath !== undefined && isAbsolute(binPath) && existsSync(binPath) ? binPath : "herdr";
@@ -140,7 +169,7 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
   }
 
   async createWorkspace(request: CreateWorkspaceRequest): Promise<MuxResult<CreatedWorkspace>> {
-    const trust = await this.#supportsTrustRepository();
+    const trust = await this.#trustArgs();
     const created = await this.#call(
       [
         "worktree",
@@ -158,7 +187,7 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
         "--label",
         muxLabel(request.label),
         "--no-focus",
-        ...(trust ? ["--trust-repository"] : []),
+        ...trust,
       ],
       WorktreeCreatedSchema,
       "worktree create",
@@ -172,7 +201,7 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
         worktreePath: await canonicalPath(result.worktree.path),
       };
     }
-    if (UNCERTAIN_CREATE_FAILURES.has(created.code)) return this.#reconcileCreate(request, created);
+    if (UNCERTAIN_CREATE_FAILURES.has(created.code)) return this.#reconcileCreate(request, created, trust);
     return { ok: false, code: created.code, message: describeCreateFailure(request, created) };
   }
 
@@ -180,22 +209,27 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     const pane = paneOf(location, this.socketPath);
     if (!pane.ok) return pane;
     const deadline = Date.now() + options.timeoutMs;
+    const notFound = new PaneNotFoundGrace();
     let stableSamples = 0;
     let sampled = false;
-    let lastFailure: MuxFailure | undefined;
+    // The last thing Herdr really answered that was not a sample: a poll's own timeout never hides it.
+    let lastFailure: CallFailure | undefined;
+    let lastTimeout: CallFailure | undefined;
     for (;;) {
-      const remaining = deadline - Date.now();
-      if (remaining <= 0) break;
       const info = await this.#call(["pane", "process-info", "--pane", pane.paneId], PaneProcessInfoSchema, "pane process-info", {
-        timeoutMs: Math.min(remaining, this.#timeoutMs),
+        timeoutMs: pollTimeout(deadline, this.#timeoutMs),
         socketPath: pane.socketPath,
       });
       if (!info.ok) {
-        if (FINAL_POLL_FAILURES.has(info.code)) return publicFailure(info);
+        if (FINAL_POLL_FAILURES.has(info.code) || notFound.isFinal(info)) return publicFailure(info);
         stableSamples = 0;
-        lastFailure = info;
+        if (info.code === "timeout") lastTimeout = info;
+        else lastFailure = info;
       } else {
+        notFound.reset();
         sampled = true;
+        lastFailure = undefined;
+        lastTimeout = undefined;
         const { shell_pid: shellPid, foreground_process_group_id: foreground } = info.result.process_info;
         // The shell owns the terminal once its own process group is the foreground group; several
         // consecutive samples skip the moment a start-up job hands the terminal back and forth.
@@ -205,9 +239,11 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
       if (Date.now() + SHELL_SAMPLE_INTERVAL_MS >= deadline) break;
       await sleep(SHELL_SAMPLE_INTERVAL_MS);
     }
-    const waited = `The shell in Herdr pane ${pane.paneId} did not become ready within ${options.timeoutMs} ms`;
-    if (!sampled && lastFailure !== undefined) {
-      return { ok: false, code: lastFailure.code, message: `${waited}: ${stripPeriod(lastFailure.message)}.` };
+    const waited = `The shell in Herdr pane ${pane.paneId} did not become ready within ${formatDuration(options.timeoutMs)}`;
+    const cause = lastFailure ?? lastTimeout;
+    if (cause !== undefined) {
+      const since = sampled ? "; its last answer was a failure" : "";
+      return { ok: false, code: cause.code, message: `${waited}${since}: ${stripPeriod(cause.message)}.` };
     }
     return { ok: false, code: "shell_not_ready", message: `${waited}.` };
   }
@@ -230,9 +266,7 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
   async probe(location: MuxLocation): Promise<MuxResult<{ processes: PaneProcess[] }>> {
     const pane = paneOf(location, this.socketPath);
     if (!pane.ok) return pane;
-    const info = await this.#call(["pane", "process-info", "--pane", pane.paneId], PaneProcessInfoSchema, "pane process-info", {
-      socketPath: pane.socketPath,
-    });
+    const info = await this.#processInfo(pane.paneId, pane.socketPath);
     if (!info.ok) return publicFailure(info);
     const facts = info.result.process_info;
     const processes = new Map<number, PaneProcess>();
@@ -260,9 +294,10 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     const herdr = asHerdrLocation(location);
     if (!herdr.ok) return herdr;
     const workspaceId = herdr.location.workspaceId;
-    if (workspaceId === undefined || !WORKSPACE_ID_PATTERN.test(workspaceId)) {
+    if (!isHerdrId(workspaceId)) {
       return invalidLocation("The Herdr location has no valid workspace id to focus.");
     }
+    if (this.#isOwnWorkspace(workspaceId, herdr.location.socketPath ?? this.socketPath)) return ownWorkspace(workspaceId);
     const focused = await this.#call(["workspace", "focus", workspaceId], WorkspaceInfoResultSchema, "workspace focus", {
       socketPath: herdr.location.socketPath ?? this.socketPath,
     });
@@ -279,13 +314,23 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     if (!herdr.ok) return { code: "unknown", message: herdr.message };
     const socketPath = herdr.location.socketPath ?? this.socketPath;
     const { paneId, workspaceId } = herdr.location;
-    if (paneId !== undefined && PANE_ID_PATTERN.test(paneId)) {
+    if (isHerdrId(paneId)) {
       const shown = await this.#call(["pane", "get", paneId], PaneInfoResultSchema, "pane get", { socketPath });
-      if (shown.ok) return shown.result.pane.pane_id === paneId ? { code: "open" } : { code: "closed" };
+      if (shown.ok) {
+        const pane = shown.result.pane;
+        const agent = await this.#paneAgent(pane, socketPath);
+        // A moved pane answers under its new ids (the old one is an alias): open, and where it is now.
+        const moved = pane.pane_id !== paneId || pane.workspace_id !== workspaceId || pane.tab_id !== herdr.location.tabId;
+        return {
+          code: "open",
+          ...(moved ? { location: this.#location(socketPath, pane.workspace_id, pane.tab_id, pane.pane_id) } : {}),
+          ...(agent !== undefined ? { agent } : {}),
+        };
+      }
       // A server that is down may restore the pane when it restarts: that is not "closed".
       return shown.code === "pane_not_found" ? { code: "closed" } : { code: "unknown", message: shown.message };
     }
-    if (workspaceId !== undefined && WORKSPACE_ID_PATTERN.test(workspaceId)) {
+    if (isHerdrId(workspaceId)) {
       const shown = await this.#call(["workspace", "get", workspaceId], WorkspaceInfoResultSchema, "workspace get", { socketPath });
       if (shown.ok) return shown.result.workspace.workspace_id === workspaceId ? { code: "open" } : { code: "closed" };
       return shown.code === "workspace_not_found" ? { code: "closed" } : { code: "unknown", message: shown.message };
@@ -293,10 +338,56 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     return { code: "closed" };
   }
 
+  /**
+   * Herdr's view of the agent in a pane: its status, the session it reported, and (while an agent
+   * is detected) the foreground pids, so recovery can name a writer even where /proc is not read.
+   */
+  async #paneAgent(pane: HerdrPaneInfo, socketPath: string | undefined): Promise<PaneAgent | undefined> {
+    const session = pane.agent_session;
+    const sessionFile = session !== undefined && session.kind === "path" && session.agent === PI_AGENT_LABEL ? session.value : undefined;
+    if (pane.agent_status === "unknown" && sessionFile === undefined) return undefined;
+    let pids: number[] | undefined;
+    if (LIVE_AGENT_STATUSES.has(pane.agent_status)) {
+      const info = await this.#processInfo(pane.pane_id, socketPath);
+      if (info.ok) pids = info.result.process_info.foreground_processes.map((process) => process.pid);
+    }
+    return { status: pane.agent_status, ...(sessionFile !== undefined ? { sessionFile } : {}), ...(pids !== undefined ? { pids } : {}) };
+  }
+
+  async reportChildSession(location: MuxLocation, sessionFile: string): Promise<MuxResult<object>> {
+    const pane = paneOf(location, this.socketPath);
+    if (!pane.ok) return pane;
+    if (!isAbsolute(sessionFile) || /\p{Cc}/u.test(sessionFile)) {
+      return { ok: false, code: "invalid_session_file", message: `The session file ${JSON.stringify(sessionFile)} cannot be reported to Herdr.` };
+    }
+    const reported = await this.#send(
+      ["pane", "report-agent-session", pane.paneId, "--source", PI_AGENT_SOURCE, "--agent", PI_AGENT_LABEL, "--agent-session-path", sessionFile],
+      "pane report-agent-session",
+      { socketPath: pane.socketPath },
+    );
+    return reported.ok ? { ok: true } : publicFailure(reported);
+  }
+
   async reopenWorkspace(request: ReopenWorkspaceRequest): Promise<MuxResult<{ location: MuxLocation }>> {
     const socketPath = (request.previous.kind === "herdr" ? request.previous.socketPath : undefined) ?? this.socketPath;
     const opened = await this.#openWorktree(request.mainCheckout, request.worktreePath, request.label, socketPath);
     if (!opened.ok) return publicFailure(opened);
+    if (opened.alreadyOpen) {
+      // An open workspace is typed into next: its root pane must be a shell at its prompt, not a
+      // program (an editor, another Pi) that would take the typed line as input.
+      const paneId = opened.location.paneId ?? "";
+      const info = await this.#processInfo(paneId, socketPath);
+      if (!info.ok) return publicFailure(info);
+      const { shell_pid: shellPid, foreground_process_group_id: foreground } = info.result.process_info;
+      if (shellPid === undefined || shellPid !== foreground) {
+        const running = info.result.process_info.foreground_processes.map((process) => process.name).join(", ") || "another program";
+        return {
+          ok: false,
+          code: "workspace_busy",
+          message: `Herdr workspace ${opened.location.workspaceId ?? "?"} for ${request.worktreePath} is open and its root pane runs ${running}, not a shell, so nothing was typed into it.`,
+        };
+      }
+    }
     return { ok: true, location: opened.location };
   }
 
@@ -313,7 +404,7 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     // or reused by another workspace after a server restart), so it must still show this checkout.
     let workspaceId: string | undefined;
     const recorded = herdr.location.workspaceId;
-    if (recorded !== undefined && WORKSPACE_ID_PATTERN.test(recorded)) {
+    if (isHerdrId(recorded) && !this.#isOwnWorkspace(recorded, socketPath)) {
       const shown = await this.#call(["workspace", "get", recorded], WorkspaceInfoResultSchema, "workspace get", { socketPath });
       if (shown.ok) {
         const checkout = shown.result.workspace.worktree?.checkout_path;
@@ -323,8 +414,9 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
       }
     }
     let reopened = false;
+    const trust = await this.#trustArgs();
     if (workspaceId === undefined) {
-      const listed = await this.#call(["worktree", "list", "--cwd", options.mainCheckout], WorktreeListSchema, "worktree list", { socketPath });
+      const listed = await this.#call(["worktree", "list", "--cwd", options.mainCheckout, ...trust], WorktreeListSchema, "worktree list", { socketPath });
       if (!listed.ok) return publicFailure(listed);
       const entry = await findByPath(listed.result.worktrees, wanted);
       if (entry === undefined) {
@@ -335,8 +427,10 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
           message: `${options.worktreePath} exists but is not a worktree of ${options.mainCheckout}, so it was not removed.`,
         };
       }
-      if (entry.open_workspace_id !== undefined) {
-        workspaceId = entry.open_workspace_id;
+      // The workspace the list names may be the repository's own (Herdr #4293): only a verified one counts.
+      const listedId = entry.open_workspace_id;
+      if (listedId !== undefined && (await this.#childWorkspace(listedId, wanted, socketPath)).ok) {
+        workspaceId = listedId;
       } else if (entry.is_prunable || !existsSync(wanted)) {
         // The checkout is gone and no workspace shows it: Herdr cannot open (so cannot remove) it,
         // and there is nothing left to lose in it; git alone drops its entry.
@@ -352,7 +446,7 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     if (workspaceId === undefined) return invalidLocation(`Herdr reported no workspace for ${options.worktreePath}.`);
 
     const removed = await this.#call(
-      ["worktree", "remove", "--workspace", workspaceId, ...(options.force ? ["--force"] : [])],
+      ["worktree", "remove", "--workspace", workspaceId, ...(options.force ? ["--force"] : []), ...trust],
       WorktreeRemovedSchema,
       "worktree remove",
       { timeoutMs: this.#worktreeTimeoutMs, socketPath },
@@ -398,13 +492,26 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     socketPath: string | undefined,
   ): Promise<{ ok: true; location: HerdrLocation; alreadyOpen: boolean } | CallFailure> {
     const opened = await this.#call(
-      ["worktree", "open", "--cwd", mainCheckout, "--path", worktreePath, ...(label !== undefined ? ["--label", muxLabel(label)] : []), "--no-focus"],
+      [
+        "worktree",
+        "open",
+        "--cwd",
+        mainCheckout,
+        "--path",
+        worktreePath,
+        ...(label !== undefined ? ["--label", muxLabel(label)] : []),
+        "--no-focus",
+        ...(await this.#trustArgs()),
+      ],
       WorktreeOpenedSchema,
       "worktree open",
       { timeoutMs: this.#worktreeTimeoutMs, socketPath },
     );
     if (!opened.ok) return opened;
     const { result } = opened;
+    // Herdr #4293: the answer may name the repository's own workspace (its root pane sits in the checkout).
+    const checked = await this.#childWorkspace(result.workspace.workspace_id, await canonicalPath(worktreePath), socketPath);
+    if (!checked.ok) return checked;
     return {
       ok: true,
       location: this.#location(socketPath, result.workspace.workspace_id, result.tab.tab_id, result.root_pane.pane_id),
@@ -414,59 +521,135 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
 
   /**
    * After a lost answer: what does `worktree list` say exists? A unique entry at the planned path (or
-   * on the branch) with an open workspace and a pane is the created workspace; a checkout without a
-   * workspace is a partial success, reported as such.
+   * on the branch) with its own open workspace and a pane is the created workspace; a checkout
+   * without a workspace is a partial success, reported as such. After a timeout (or while Herdr
+   * says the operation is in progress) the server may still finish the create in its thread and
+   * open the workspace then, so the list is watched for up to `lateCompletionMs`.
    */
-  async #reconcileCreate(request: CreateWorkspaceRequest, failure: CallFailure): Promise<MuxResult<CreatedWorkspace>> {
+  async #reconcileCreate(request: CreateWorkspaceRequest, failure: CallFailure, trust: readonly string[]): Promise<MuxResult<CreatedWorkspace>> {
     const base = describeCreateFailure(request, failure);
-    const listed = await this.#call(["worktree", "list", "--cwd", request.mainCheckout], WorktreeListSchema, "worktree list");
+    const deadline = Date.now() + (STILL_RUNNING_CREATE_FAILURES.has(failure.code) ? this.#lateCompletionMs : 0);
+    const wanted = await canonicalPath(request.worktreePath);
+    for (;;) {
+      const seen = await this.#lookForCreated(request, wanted, failure, base, trust, deadline);
+      if (seen.final || Date.now() + RECONCILE_INTERVAL_MS >= deadline) return seen.outcome;
+      await sleep(RECONCILE_INTERVAL_MS);
+    }
+  }
+
+  /** One look at `worktree list` for a create whose answer was lost; `final` when waiting cannot change it. */
+  async #lookForCreated(
+    request: CreateWorkspaceRequest,
+    wanted: string,
+    failure: CallFailure,
+    base: string,
+    trust: readonly string[],
+    deadline: number,
+  ): Promise<{ final: boolean; outcome: MuxResult<CreatedWorkspace> }> {
+    const listed = await this.#call(["worktree", "list", "--cwd", request.mainCheckout, ...trust], WorktreeListSchema, "worktree list", {
+      timeoutMs: pollTimeout(deadline, this.#timeoutMs),
+    });
     if (!listed.ok) {
       return {
-        ok: false,
-        code: failure.code,
-        message: `${stripPeriod(base)}, and herdr worktree list could not show what exists (${stripPeriod(listed.message)}).`,
-        // Herdr said the checkout exists; record where, so it is not lost.
-        ...(failure.code === "worktree_open_failed" ? { partial: { worktreePath: request.worktreePath } } : {}),
+        final: FINAL_POLL_FAILURES.has(listed.code),
+        outcome: {
+          ok: false,
+          code: failure.code,
+          message: `${stripPeriod(base)}, and herdr worktree list could not show what exists (${stripPeriod(listed.message)}).`,
+          // Herdr said the checkout exists; record where, so it is not lost.
+          ...(failure.code === "worktree_open_failed" ? { partial: { worktreePath: request.worktreePath } } : {}),
+        },
       };
     }
-    const wanted = await canonicalPath(request.worktreePath);
     const matches: HerdrWorktreeInfo[] = [];
     for (const entry of listed.result.worktrees) {
       if ((await canonicalPath(entry.path)) === wanted || entry.branch === request.branch) matches.push(entry);
     }
     if (matches.length === 0) {
-      return { ok: false, code: failure.code, message: `${stripPeriod(base)}, and no worktree was created.` };
+      // "In progress" already says the checkout is not there yet; the other failures did not say.
+      const message = failure.code === "worktree_operation_in_progress" ? base : `${stripPeriod(base)}, and no worktree was created.`;
+      return { final: false, outcome: { ok: false, code: failure.code, message } };
     }
     const entry = matches[0];
     if (matches.length > 1 || entry === undefined) {
       return {
-        ok: false,
-        code: failure.code,
-        message: `${stripPeriod(base)}, and herdr worktree list shows ${matches.length} worktrees at ${request.worktreePath} or on branch ${request.branch}, so none is taken as this handoff's.`,
+        final: true,
+        outcome: {
+          ok: false,
+          code: failure.code,
+          message: `${stripPeriod(base)}, and herdr worktree list shows ${matches.length} worktrees at ${request.worktreePath} or on branch ${request.branch}, so none is taken as this handoff's.`,
+        },
       };
     }
     const worktreePath = await canonicalPath(entry.path);
     const workspaceId = entry.open_workspace_id;
-    if (workspaceId !== undefined) {
+    const own = workspaceId !== undefined ? await this.#childWorkspace(workspaceId, worktreePath, this.socketPath) : undefined;
+    if (workspaceId !== undefined && own?.ok === true) {
       const panes = await this.#call(["pane", "list", "--workspace", workspaceId], PaneListSchema, "pane list");
       const root = panes.ok ? panes.result.panes.find((pane) => pane.workspace_id === workspaceId) : undefined;
       if (root !== undefined) {
-        return { ok: true, location: this.#location(this.socketPath, workspaceId, root.tab_id, root.pane_id), worktreePath };
+        return { final: true, outcome: { ok: true, location: this.#location(this.socketPath, workspaceId, root.tab_id, root.pane_id), worktreePath } };
       }
       return {
-        ok: false,
-        code: failure.code,
-        message: `${stripPeriod(base)}; the worktree at ${worktreePath} and Herdr workspace ${workspaceId} exist, but no pane of it was found.`,
-        partial: { worktreePath, location: { kind: "herdr", ...socketOf(this.socketPath), workspaceId } },
+        final: false,
+        outcome: {
+          ok: false,
+          code: failure.code,
+          message: `${stripPeriod(base)}; the worktree at ${worktreePath} and Herdr workspace ${workspaceId} exist, but no pane of it was found.`,
+          partial: { worktreePath, location: { kind: "herdr", ...socketOf(this.socketPath), workspaceId } },
+        },
       };
     }
     return {
-      ok: false,
-      code: failure.code,
-      // worktree_open_failed already says the checkout exists; a lost answer does not.
-      message: failure.code === "worktree_open_failed" ? base : `${stripPeriod(base)}; the worktree at ${worktreePath} exists, but Herdr opened no workspace for it.`,
-      partial: { worktreePath, location: { kind: "herdr", ...socketOf(this.socketPath) } },
+      final: false,
+      outcome: {
+        ok: false,
+        code: failure.code,
+        // worktree_open_failed already says the checkout exists; a lost answer does not.
+        message: failure.code === "worktree_open_failed" ? base : `${stripPeriod(base)}; the worktree at ${worktreePath} exists, but Herdr opened no workspace for it.`,
+        partial: { worktreePath, location: { kind: "herdr", ...socketOf(this.socketPath) } },
+      },
     };
+  }
+
+  /**
+   * Whether `workspaceId` is the worktree's own linked workspace: never this process's own, and its
+   * membership (as `workspace get` shows it, or `info` when already at hand) is this checkout as a
+   * linked worktree. Herdr #4293 names the repository's workspace when its root pane sits there.
+   */
+  async #childWorkspace(workspaceId: string, wanted: string, socketPath: string | undefined): Promise<{ ok: true } | CallFailure> {
+    if (this.#isOwnWorkspace(workspaceId, socketPath)) return { ...ownWorkspace(workspaceId), detail: "own workspace" };
+    const shown = await this.#call(["workspace", "get", workspaceId], WorkspaceInfoResultSchema, "workspace get", { socketPath });
+    if (!shown.ok) return shown;
+    const membership = shown.result.workspace.worktree;
+    if (membership !== undefined && membership.is_linked_worktree && (await canonicalPath(membership.checkout_path)) === wanted) return { ok: true };
+    return callFailure(
+      "not_worktree_workspace",
+      `Herdr named workspace ${workspaceId} for the worktree ${wanted}, but that is the repository's own workspace, not the worktree's, so it was left alone.`,
+    );
+  }
+
+  /** This process's own workspace (`HERDR_WORKSPACE_ID` of the Pi that runs this), on the same server. */
+  #isOwnWorkspace(workspaceId: string, socketPath: string | undefined): boolean {
+    const own = this.#env.HERDR_WORKSPACE_ID;
+    if (own === undefined || own === "") return false;
+    const ownSocket = this.#env.HERDR_SOCKET_PATH !== undefined && this.#env.HERDR_SOCKET_PATH !== "" ? resolve(this.#env.HERDR_SOCKET_PATH) : this.socketPath;
+    return own === workspaceId && (socketPath === undefined || ownSocket === undefined || resolve(socketPath) === ownSocket);
+  }
+
+  /** `pane process-info` for one pane, `pane_not_found` retried through a restarted server's grace. */
+  async #processInfo(paneId: string, socketPath: string | undefined): Promise<CallResult<z.infer<typeof PaneProcessInfoSchema>>> {
+    const notFound = new PaneNotFoundGrace();
+    for (;;) {
+      const info = await this.#call(["pane", "process-info", "--pane", paneId], PaneProcessInfoSchema, "pane process-info", { socketPath });
+      if (info.ok || info.code !== "pane_not_found" || notFound.isFinal(info)) return info;
+      await sleep(PANE_RETRY_INTERVAL_MS);
+    }
+  }
+
+  /** `--trust-repository` for every worktree command when this Herdr has it. */
+  async #trustArgs(): Promise<string[]> {
+    return (await this.#supportsTrustRepository()) ? ["--trust-repository"] : [];
   }
 
   /**
@@ -647,8 +830,39 @@ function paneOf(location: MuxLocation, defaultSocketPath: string | undefined): {
   const herdr = asHerdrLocation(location);
   if (!herdr.ok) return herdr;
   const { paneId, socketPath = defaultSocketPath } = herdr.location;
-  if (paneId === undefined || !PANE_ID_PATTERN.test(paneId)) return invalidLocation("The Herdr location has no valid pane id.");
+  if (!isHerdrId(paneId)) return invalidLocation("The Herdr location has no valid pane id.");
   return { ok: true, paneId, socketPath };
+}
+
+/**
+ * `pane_not_found` is final only once it has been the answer for PANE_RESTART_GRACE_MS: a restarted
+ * server answers it for its panes for ~750 ms before their terminals run again.
+ */
+class PaneNotFoundGrace {
+  #since: number | undefined;
+
+  isFinal(failure: MuxFailure): boolean {
+    if (failure.code !== "pane_not_found") return false;
+    this.#since ??= Date.now();
+    return Date.now() - this.#since >= PANE_RESTART_GRACE_MS;
+  }
+
+  reset(): void {
+    this.#since = undefined;
+  }
+}
+
+/** One poll's timeout: what is left before the deadline, but never less than MIN_POLL_TIMEOUT_MS. */
+function pollTimeout(deadline: number, maxMs: number): number {
+  return Math.min(maxMs, Math.max(MIN_POLL_TIMEOUT_MS, deadline - Date.now()));
+}
+
+function ownWorkspace(workspaceId: string): MuxFailure {
+  return {
+    ok: false,
+    code: "own_workspace",
+    message: `Herdr workspace ${workspaceId} is the workspace this Pi runs in, not a handoff's, so it was left alone.`,
+  };
 }
 
 function invalidLocation(message: string): MuxFailure {

@@ -68,6 +68,11 @@ export interface Multiplexer {
   focus(location: MuxLocation): Promise<MuxResult<object>>;
   /** Whether the pane/window still exists. */
   exists(location: MuxLocation): Promise<boolean>;
+  /**
+   * Tells the multiplexer which session the confirmed child writes, so its own restore resumes
+   * that session (Herdr: `pane report-agent-session`). Optional; a failure changes nothing.
+   */
+  reportChildSession?(location: MuxLocation, sessionFile: string): Promise<MuxResult<object>>;
 }
 
 export interface ReopenWorkspaceRequest {
@@ -79,8 +84,28 @@ export interface ReopenWorkspaceRequest {
   previous: MuxLocation;
 }
 
-/** What recovery knows about a recorded pane/window: there, gone, or the backend could not be asked. */
-export type WorkspaceState = { code: "open" } | { code: "closed" } | { code: "unknown"; message: string };
+/**
+ * What the multiplexer itself says runs in a pane (Herdr's `agent_status` / `agent_session`; tmux
+ * has no such notion and never reports one). Optional facts for recovery and status displays.
+ */
+export interface PaneAgent {
+  /** Herdr's `agent_status`: `idle`, `working`, `blocked`, `done`, or `unknown` (no agent detected). */
+  status: string;
+  /** The session file the pane's agent reported (for Pi: the session Herdr resumes on restore). */
+  sessionFile?: string;
+  /** The pane's foreground processes while an agent is detected, to name the writer by pid. */
+  pids?: number[];
+}
+
+/**
+ * What recovery knows about a recorded pane/window: there, gone, or the backend could not be asked.
+ * `location` is set when the pane answers under new ids (a moved Herdr pane): record it, the old
+ * ids are only an alias.
+ */
+export type WorkspaceState =
+  | { code: "open"; location?: MuxLocation; agent?: PaneAgent }
+  | { code: "closed" }
+  | { code: "unknown"; message: string };
 
 /**
  * What recovery needs on top of the handoff's operations. Both backends implement it with the same

@@ -2,7 +2,7 @@
  * HerdrMultiplexer against the Herdr test double: real worktrees, real shells in real PTYs, real
  * processes, and every fault the double can inject turned into one sentence and a typed failure.
  */
-import { existsSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { HerdrLocation } from "../../src/manifest/schema.ts";
@@ -47,7 +47,7 @@ afterAll(async () => {
 });
 
 /** The backend as a Pi inside the parent pane would build it. */
-function backend(options: { worktreeTimeoutMs?: number; timeoutMs?: number } = {}): HerdrMultiplexer {
+function backend(options: { worktreeTimeoutMs?: number; timeoutMs?: number; lateCompletionMs?: number } = {}): HerdrMultiplexer {
   return HerdrMultiplexer.fromEnvironment({ ...herdr.serverEnv, HERDR_ENV: "1", HERDR_SOCKET_PATH: herdr.socketPath, HERDR_BIN_PATH: herdr.binPath }, options);
 }
 
@@ -248,7 +248,6 @@ describe("HerdrMultiplexer against the Herdr double", () => {
       ["workspace_not_found", "Herdr could not find the workspace (injected workspace_not_found); it was closed."],
       ["not_git_worktree", "Herdr refused to create the worktree because {root} is not inside a git work tree."],
       ["linked_worktree_source", "Herdr refused to create the worktree because {root} is a linked worktree, not the repository's main checkout."],
-      ["worktree_operation_in_progress", "Another Herdr worktree operation is using {path}; wait for it to finish, then hand off again."],
       ["worktree_create_failed", "Herdr could not create the worktree at {path}: injected worktree_create_failed."],
       ["stale_worktree_operation", "Herdr reports a stale worktree operation for {path}; restart Herdr's server, then hand off again."],
       ["server_not_running", "The Herdr server is not running: no herdr server is running at {socket}; run `herdr` to start one."],
@@ -268,7 +267,7 @@ describe("HerdrMultiplexer against the Herdr double", () => {
     it("a hang before anything happened is a timeout, and nothing exists", async () => {
       herdr.setFaults({ "worktree create": { hang: true } });
       const wanted = request();
-      const failed = expectFailure(await backend({ worktreeTimeoutMs: 1_500 }).createWorkspace(wanted));
+      const failed = expectFailure(await backend({ worktreeTimeoutMs: 1_500, lateCompletionMs: 600 }).createWorkspace(wanted));
       expect(failed).toEqual({
         ok: false,
         code: "timeout",
@@ -278,7 +277,7 @@ describe("HerdrMultiplexer against the Herdr double", () => {
     });
 
     it.each([
-      ["a hang after the work was done", { hang: "after" }, { worktreeTimeoutMs: 2_000 }],
+      ["a hang after the work was done", { hang: "after" }, { worktreeTimeoutMs: 2_000, lateCompletionMs: 600 }],
       ["a partial success (worktree_open_failed with the workspace open)", { partial: true }, {}],
       ["unreadable output", { malformed: true }, {}],
     ])("%s is reconciled through worktree list into the created workspace", async (_label, fault, options) => {
@@ -288,7 +287,8 @@ describe("HerdrMultiplexer against the Herdr double", () => {
       const { location, worktreePath } = expectCreated(await backend(options).createWorkspace(wanted));
       herdr.clearFaults();
       const calls = herdr.calls().filter((call) => !call.argv.includes("--help"));
-      expect(calls.map((call) => call.argv.slice(0, 2).join(" "))).toEqual(["worktree create", "worktree list", "pane list"]);
+      // `workspace get` proves the listed workspace is the worktree's own, not the repository's (#4293).
+      expect(calls.map((call) => call.argv.slice(0, 2).join(" "))).toEqual(["worktree create", "worktree list", "workspace get", "pane list"]);
       expect(worktreePath).toBe(realpathSync(wanted.worktreePath));
       const listed = (await herdr.result(["worktree", "list", "--cwd", repo.root])).worktrees as { path: string; open_workspace_id?: string }[];
       expect(listed.find((entry) => entry.path === wanted.worktreePath)?.open_workspace_id).toBe(location.workspaceId);
@@ -380,5 +380,231 @@ describe("HerdrMultiplexer against the Herdr double", () => {
     if (!owner.ok) throw new Error(owner.message);
     expect(owner.mux.kind).toBe("herdr");
     expect(await owner.mux.exists({ kind: "herdr", socketPath: herdr.socketPath, paneId: parent.paneId })).toBe(true);
+  });
+});
+
+/** The backend as a Pi inside the parent pane would build it, with that pane's own HERDR_* ids. */
+function backendInParent(options: { lateCompletionMs?: number; worktreeTimeoutMs?: number } = {}): HerdrMultiplexer {
+  return HerdrMultiplexer.fromEnvironment(
+    {
+      ...herdr.serverEnv,
+      HERDR_ENV: "1",
+      HERDR_SOCKET_PATH: herdr.socketPath,
+      HERDR_BIN_PATH: herdr.binPath,
+      HERDR_WORKSPACE_ID: parent.workspaceId,
+      HERDR_TAB_ID: parent.tabId,
+      HERDR_PANE_ID: parent.paneId,
+    },
+    options,
+  );
+}
+
+describe("HerdrMultiplexer as Herdr's source behaves (issue 14, 16.3)", () => {
+  it("legacy hex ids (Herdr <= 0.6.10): create, wait, type, probe, state, focus and remove all work", async () => {
+    const legacy = await startHerdrDouble({ env: herdr.serverEnv, legacyIds: true });
+    try {
+      await legacy.openWorkspace(repo.root, "parent");
+      const mux = HerdrMultiplexer.fromEnvironment({ ...legacy.clientEnv });
+      const wanted = request();
+      const { location, worktreePath } = expectCreated(await mux.createWorkspace(wanted));
+      const workspaceId = location.workspaceId ?? "";
+      expect(workspaceId).toMatch(/^w[0-9a-f]{14,}$/);
+      expect(location.tabId).toBe(`${workspaceId}:1`);
+      expect(location.paneId).toBe(`${workspaceId}-1`);
+      expect(await mux.waitForShell(location, { timeoutMs: 10_000 })).toEqual({ ok: true });
+      const out = join(repo.dir, "legacy-typed.txt");
+      expect(await mux.run(location, `echo legacy > ${shellQuote(out)}`)).toEqual({ ok: true });
+      expect(await waitFor(() => (existsSync(out) ? readFileSync(out, "utf8") : undefined), { timeoutMs: 10_000, description: "the typed command" })).toBe("legacy\n");
+      const probed = await mux.probe(location);
+      expect(probed.ok && probed.processes.some((process) => process.name === "bash" && process.cwd === worktreePath)).toBe(true);
+      expect(await mux.workspaceState(location)).toEqual({ code: "open" });
+      expect(await mux.focus(location)).toEqual({ ok: true });
+      expect(await mux.removeWorktree(location, { mainCheckout: repo.root, worktreePath, force: false })).toEqual({ ok: true });
+      expect(existsSync(worktreePath)).toBe(false);
+      expect(await mux.workspaceState(location)).toEqual({ code: "closed" });
+    } finally {
+      await legacy.kill();
+    }
+  });
+
+  it("an id that could be read as an option or split an argument is refused before any call", async () => {
+    const mux = backend();
+    herdr.clearCalls();
+    for (const paneId of ["--help", "-w1", "w1 :p1", "w1\t", "w1:p1\u0007"]) {
+      const refused = expectFailure(await mux.run({ kind: "herdr", socketPath: herdr.socketPath, paneId }, "true"));
+      expect(refused).toEqual({ ok: false, code: "invalid_location", message: "The Herdr location has no valid pane id." });
+    }
+    expect(herdr.calls()).toEqual([]);
+  });
+
+  it("--trust-repository goes on worktree list, create, open and remove; an untrusted repository works through all four", async () => {
+    const strict = await startHerdrDouble({ env: herdr.serverEnv, requireTrust: true });
+    try {
+      await strict.openWorkspace(repo.root, "parent");
+      const mux = HerdrMultiplexer.fromEnvironment({ ...strict.clientEnv });
+      const wanted = request();
+      const { location, worktreePath } = expectCreated(await mux.createWorkspace(wanted));
+      await strict.result(["workspace", "close", location.workspaceId ?? ""]);
+      const reopened = await mux.reopenWorkspace({ mainCheckout: repo.root, worktreePath, branch: wanted.branch, label: wanted.label, previous: location });
+      if (!reopened.ok) throw new Error(reopened.message);
+      await strict.result(["workspace", "close", reopened.location.kind === "herdr" ? (reopened.location.workspaceId ?? "") : ""]);
+      // Closed again: removal lists, reopens (#4317) and removes, each with the flag.
+      expect(await mux.removeWorktree(location, { mainCheckout: repo.root, worktreePath, force: false })).toEqual({ ok: true });
+      expect(existsSync(worktreePath)).toBe(false);
+      const worktreeCalls = strict.calls().filter((call) => call.argv[0] === "worktree" && call.argv[2] !== "--help");
+      expect(worktreeCalls.map((call) => call.argv[1])).toEqual(["create", "open", "list", "open", "remove"]);
+      expect(worktreeCalls.every((call) => call.argv.includes("--trust-repository"))).toBe(true);
+      // Without the flag the double answers as an untrusted repository does: git's own text.
+      const bare = await strict.herdr(["worktree", "list", "--cwd", repo.root]);
+      expect(bare.exitCode).toBe(1);
+      expect(bare.stderr).toContain('"code":"worktree_list_failed"');
+      expect(bare.stderr).toContain("detected dubious ownership in repository");
+    } finally {
+      await strict.kill();
+    }
+  });
+
+  it("a moved pane is open under its new ids, and the old id still answers through its alias", async () => {
+    const mux = backend();
+    const { location } = expectCreated(await mux.createWorkspace(request()));
+    const moved = (await herdr.result(["pane", "move", location.paneId ?? "", "--new-workspace"])) as { pane: { pane_id: string; tab_id: string; workspace_id: string } };
+    expect(moved.pane.pane_id).not.toBe(location.paneId);
+    const state = await mux.workspaceState(location);
+    expect(state).toEqual({
+      code: "open",
+      location: { kind: "herdr", socketPath: herdr.socketPath, workspaceId: moved.pane.workspace_id, tabId: moved.pane.tab_id, paneId: moved.pane.pane_id },
+    });
+    expect(await mux.exists(location)).toBe(true);
+    if (state.code !== "open" || state.location === undefined) throw new Error("expected the new location");
+    expect(await mux.workspaceState(state.location)).toEqual({ code: "open" });
+  });
+
+  it("never uses this Pi's own workspace, nor the repository's workspace that Herdr names for the worktree (#4293)", async () => {
+    const mux = backendInParent();
+    const wanted = request();
+    const { location, worktreePath } = expectCreated(await mux.createWorkspace(wanted));
+    await herdr.result(["workspace", "close", location.workspaceId ?? ""]);
+    // The parent's own shell goes into the worktree: Herdr now names the parent's workspace for it.
+    const parentPane = parent.paneId;
+    await readyShell(mux, { kind: "herdr", socketPath: herdr.socketPath, paneId: parentPane });
+    await herdr.herdr(["pane", "run", parentPane, `cd ${shellQuote(worktreePath)}`]);
+    await waitFor(async () => {
+      const opened = await herdr.result(["worktree", "list", "--cwd", repo.root]);
+      const entry = (opened.worktrees as { path: string; open_workspace_id?: string }[]).find((candidate) => candidate.path === wanted.worktreePath);
+      return entry?.open_workspace_id === parent.workspaceId ? true : undefined;
+    }, { timeoutMs: 10_000, description: "Herdr to name the parent's workspace for the worktree" });
+    herdr.clearCalls();
+    const reopened = expectFailure(await mux.reopenWorkspace({ mainCheckout: repo.root, worktreePath, branch: wanted.branch, label: wanted.label, previous: location }));
+    expect(reopened).toEqual({
+      ok: false,
+      code: "own_workspace",
+      message: `Herdr workspace ${parent.workspaceId} is the workspace this Pi runs in, not a handoff's, so it was left alone.`,
+    });
+    const other = expectFailure(await backend().reopenWorkspace({ mainCheckout: repo.root, worktreePath, branch: wanted.branch, label: wanted.label, previous: location }));
+    expect(other.code).toBe("not_worktree_workspace");
+    expectOneSentence(other.message);
+    const focused = expectFailure(await mux.focus({ kind: "herdr", socketPath: herdr.socketPath, workspaceId: parent.workspaceId, paneId: parentPane }));
+    expect(focused.code).toBe("own_workspace");
+    const removed = expectFailure(await mux.removeWorktree(location, { mainCheckout: repo.root, worktreePath, force: true }));
+    expect(removed.code).toBe("own_workspace");
+    // Nothing was typed into, focused, closed or removed there.
+    const touched = herdr.calls().filter((call) => ["run", "send-text", "send-keys", "focus", "close", "remove"].includes(call.argv[1] ?? ""));
+    expect(touched).toEqual([]);
+    expect(existsSync(worktreePath)).toBe(true);
+    expect((await herdr.result(["workspace", "get", parent.workspaceId])).workspace).toMatchObject({ workspace_id: parent.workspaceId });
+    await herdr.herdr(["pane", "run", parentPane, `cd ${shellQuote(repo.root)}`]);
+  });
+
+  it("an open workspace whose root pane runs a program, not a shell, is not typed into", async () => {
+    const mux = backend();
+    const wanted = request();
+    const { location, worktreePath } = expectCreated(await mux.createWorkspace(wanted));
+    await readyShell(mux, location);
+    expect(await mux.run(location, "sleep 300")).toEqual({ ok: true });
+    await waitFor(async () => {
+      const probed = await mux.probe(location);
+      return probed.ok && probed.processes.some((process) => process.name === "sleep") ? true : undefined;
+    }, { timeoutMs: 10_000, description: "sleep in the pane" });
+    const refused = expectFailure(await mux.reopenWorkspace({ mainCheckout: repo.root, worktreePath, branch: wanted.branch, label: wanted.label, previous: location }));
+    expect(refused).toEqual({
+      ok: false,
+      code: "workspace_busy",
+      message: `Herdr workspace ${location.workspaceId} for ${worktreePath} is open and its root pane runs sleep, not a shell, so nothing was typed into it.`,
+    });
+  });
+
+  it("after a server restart: pane_not_found for a moment is retried, and the Pi Herdr resumes is seen through its agent session", async () => {
+    // A `pi` on the panes' PATH stands for the Pi Herdr resumes; it records the arguments it got.
+    const bin = join(repo.dir, "restart-bin");
+    const argsFile = join(repo.dir, "pi-args");
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(join(bin, "pi"), `#!/bin/sh\nprintf '%s\\n' "$@" > ${shellQuote(argsFile)}\nwhile :; do sleep 1; done\n`);
+    chmodSync(join(bin, "pi"), 0o755);
+    const restarting = await startHerdrDouble({ env: { ...herdr.serverEnv, PATH: `${bin}:${herdr.serverEnv.PATH ?? "/usr/bin:/bin"}` } });
+    try {
+      await restarting.openWorkspace(repo.root, "parent");
+      const mux = HerdrMultiplexer.fromEnvironment({ ...restarting.clientEnv });
+      const { location, worktreePath } = expectCreated(await mux.createWorkspace(request()));
+      expect(await mux.waitForShell(location, { timeoutMs: 10_000 })).toEqual({ ok: true });
+      const sessionFile = join(worktreePath, "child-session.jsonl");
+      expect(await mux.reportChildSession(location, sessionFile)).toEqual({ ok: true });
+      expect(await mux.workspaceState(location)).toEqual({ code: "open", agent: { status: "unknown", sessionFile } });
+
+      await restarting.restart({ blindMs: 750 });
+      const blind = await restarting.herdr(["pane", "process-info", "--pane", location.paneId ?? ""]);
+      expect(blind.exitCode).toBe(1);
+      expect(blind.stderr).toContain('"code":"pane_not_found"');
+      // The brief pane_not_found is not final: the probe waits it out and sees the pane again.
+      const probed = await mux.probe(location);
+      if (!probed.ok) throw new Error(probed.message);
+      const args = await waitFor(() => (existsSync(argsFile) ? readFileSync(argsFile, "utf8") : undefined), { timeoutMs: 10_000, description: "Herdr's resume to start pi" });
+      expect(args).toBe(`--session\n${sessionFile}\n`);
+      const agent = await waitFor(async () => {
+        const state = await mux.workspaceState(location);
+        return state.code === "open" && state.agent?.status === "idle" ? state.agent : undefined;
+      }, { timeoutMs: 10_000, description: "Herdr to see Pi in the pane" });
+      expect(agent.sessionFile).toBe(sessionFile);
+      const piPid = (agent.pids ?? []).find((pid) => readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "pi");
+      expect(piPid).toBeDefined();
+      expect(readFileSync(`/proc/${piPid}/cmdline`, "utf8").split("\0")).toContain(sessionFile);
+    } finally {
+      await restarting.kill();
+    }
+  });
+
+  it("a create the CLI gave up on completes late in the server: reconciled through worktree list into its workspace", async () => {
+    herdr.setFaults({ "worktree create": { late: 2_500, times: 1 } });
+    const wanted = request();
+    const { location, worktreePath } = expectCreated(await backend({ worktreeTimeoutMs: 1_000, lateCompletionMs: 15_000 }).createWorkspace(wanted));
+    expect(worktreePath).toBe(realpathSync(wanted.worktreePath));
+    const listed = (await herdr.result(["worktree", "list", "--cwd", repo.root])).worktrees as { path: string; open_workspace_id?: string }[];
+    expect(listed.find((entry) => entry.path === wanted.worktreePath)?.open_workspace_id).toBe(location.workspaceId);
+    expect(repo.run(["rev-parse", "HEAD"], { cwd: worktreePath })).toBe(baseSha);
+  });
+
+  it("worktree_operation_in_progress means the earlier create still runs: the list is watched until it finishes", async () => {
+    herdr.setFaults({ "worktree create": { late: 2_000, times: 1 } });
+    const wanted = request();
+    const first = expectFailure(await backend({ worktreeTimeoutMs: 500, lateCompletionMs: 0 }).createWorkspace(wanted));
+    expect(first.code).toBe("timeout");
+    herdr.clearCalls();
+    const { location, worktreePath } = expectCreated(await backend({ lateCompletionMs: 15_000 }).createWorkspace(wanted));
+    expect(worktreePath).toBe(realpathSync(wanted.worktreePath));
+    const retried = herdr.calls().find((call) => call.argv[1] === "create" && call.argv[2] !== "--help");
+    expect(retried?.argv).toContain(wanted.worktreePath);
+    const workspaces = (await herdr.result(["workspace", "list"])).workspaces as { workspace_id: string; worktree?: { checkout_path: string } }[];
+    // One workspace for the checkout: the late one, recorded; none made twice.
+    expect(workspaces.filter((ws) => ws.worktree?.checkout_path === wanted.worktreePath).map((ws) => ws.workspace_id)).toEqual([location.workspaceId]);
+  });
+
+  it.each([
+    ["internal_error (slowly)", { error: "internal_error", message: "process table unavailable", delayMs: 400 }, "herdr pane process-info failed (internal_error): process table unavailable."],
+    ["garbage on stdout", { garbage: "<html>502 Bad Gateway</html>\n" }, 'herdr pane process-info printed output this package cannot read: output is not JSON: "<html>502 Bad Gateway</html>".'],
+  ])("waitForShell with process-info answering %s names that answer, never a last poll's own timeout", async (_label, fault, cause) => {
+    herdr.setFaults({ "pane process-info": fault });
+    const location: HerdrLocation = { kind: "herdr", socketPath: herdr.socketPath, paneId: parent.paneId };
+    const failed = expectFailure(await backend().waitForShell(location, { timeoutMs: 1_200 }));
+    expect(failed.message).toBe(`The shell in Herdr pane ${parent.paneId} did not become ready within 1200 ms: ${cause}`);
+    expectOneSentence(failed.message);
   });
 });

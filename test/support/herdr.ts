@@ -44,8 +44,10 @@ export interface HerdrDoubleOptions {
   version?: string;
   /** How long each new pane's shell start-up job holds the foreground and swallows typed input. */
   shellDelayMs?: number;
-  /** Refuse `worktree create` without `--trust-repository`, as an untrusted repository does. */
+  /** Refuse every worktree command without `--trust-repository`, as an untrusted repository does. */
   requireTrust?: boolean;
+  /** Mint ids as Herdr up to 0.6.10 did (lowercase hex workspace ids, `<ws>:<n>` tabs, `<ws>-<n>` panes). */
+  legacyIds?: boolean;
   /** The number of the first workspace id (default 1), to reach multi-digit ids quickly. */
   firstWorkspaceNumber?: number;
 }
@@ -76,6 +78,11 @@ export interface HerdrDouble {
   /** Faults by command (`"worktree create"`, `"pane process-info"`, `"*"`), read on every call. */
   setFaults(faults: Record<string, unknown>): void;
   clearFaults(): void;
+  /**
+   * A server restart: every pane's shell starts afresh, `pane process-info` answers pane_not_found
+   * for `blindMs` (default 750), then panes with a reported Pi session get `pi --session <path>` typed.
+   */
+  restart(options?: { blindMs?: number }): Promise<void>;
   kill(): Promise<void>;
 }
 
@@ -145,6 +152,8 @@ export async function startHerdrDouble(options: HerdrDoubleOptions = {}): Promis
       options.requireTrust === true ? "1" : "0",
       "--first-workspace-number",
       String(options.firstWorkspaceNumber ?? 1),
+      "--legacy-ids",
+      options.legacyIds === true ? "1" : "0",
     ], { env: serverEnv });
     if (started.exitCode !== 0) throw new Error(`The Herdr double did not start: ${started.stderr}`);
   } catch (error) {
@@ -199,6 +208,10 @@ export async function startHerdrDouble(options: HerdrDoubleOptions = {}): Promis
     },
     clearFaults() {
       rmSync(faultsFile, { force: true });
+    },
+    async restart(restartOptions = {}) {
+      const run = await herdr(["__double", "restart", "--blind-ms", String(restartOptions.blindMs ?? 750)]);
+      if (run.exitCode !== 0) throw new Error(`The Herdr double did not restart: ${run.stderr}`);
     },
     kill,
   };

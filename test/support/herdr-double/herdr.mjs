@@ -12,22 +12,45 @@
  *   omitted (never null), exit 0. API errors: `{"error":{code,message},"id"}` on stderr, exit 1.
  *   Usage errors: plain text on stderr, exit 2. Fire-and-forget commands print nothing.
  * - `--json` is a hidden no-op on `worktree` commands and an unknown option on `pane`/`workspace`.
- * - Ids use the alphabet 123456789ABCDEFGHJKMNPQRSTVWXYZ0 (bijective base 32), never reused.
+ * - Ids use the alphabet 123456789ABCDEFGHJKMNPQRSTVWXYZ0 (bijective base 32), never reused; with
+ *   `--legacy-ids 1` they are minted as Herdr up to 0.6.10 did: workspace `w<hex micros><hex
+ *   counter>`, tab `<workspace>:<n>`, pane `<workspace>-<n>` (v0.6.9 src/workspace.rs, src/app/ids.rs).
+ * - `shell_pid` is reported from the pane's spawn on, and the foreground group is the shell's own
+ *   from the first instant (Herdr spawns the shell itself; src/pane.rs, src/platform/linux.rs).
+ * - A moved pane (`pane move <id> --new-workspace`) gets new ids; the old pane id stays an alias
+ *   that every pane command resolves (src/app/ids.rs `public_pane_id_aliases`).
+ * - `worktree list`/`open` name the first workspace, in workspace order, whose membership checkout
+ *   or whose root pane's cwd is the checkout: the repository's own workspace when its root pane
+ *   sits there (Herdr #4293, src/app/api/worktrees.rs).
+ * - `--trust-repository` (0.9) is accepted by `worktree list|create|open|remove`; with
+ *   `--require-trust 1` each of them fails without it with git's "dubious ownership" text.
+ * - `--help`/`-h` counts only directly after the subcommand (src/cli/spec.rs `write_requested_help`);
+ *   later it is an unknown option of the subcommand (exit 2).
+ * - `pane report-agent-session` records the session of an official source (`herdr:pi`/`pi`) and
+ *   `pane get` shows it as `agent_session`; `agent_status` is `idle` while a process named `pi`
+ *   holds the pane's foreground, else `unknown` (src/agent_resume.rs, src/detect/manifests/pi.toml).
  * - Pane processes get HERDR_ENV=1, HERDR_PANE_ID, HERDR_TAB_ID, HERDR_WORKSPACE_ID,
  *   HERDR_SOCKET_PATH, HERDR_BIN_PATH, and never TMUX/TMUX_PANE (the private tmux is invisible).
  * - `worktree create` runs the real `git worktree add`; an existing local branch is checked out
  *   and `--base` is ignored; the default path is `<~/.herdr/worktrees>/<repo>/<slug(branch)>`.
  * - Every tmux and git call carries a timeout; nothing is ever run through a shell string.
  *
- * Test hooks (not part of Herdr): `herdr __double start|stop`, a call log (`calls.jsonl`, one JSON
+ * Test hooks (not part of Herdr): `herdr __double start|stop`, `herdr __double restart [--blind-ms N]`
+ * (a server restart: every pane's shell is started afresh, process-info answers pane_not_found for
+ * N ms (default 750), then each pane with a reported Pi session gets a bare `pi --session <path>`
+ * typed, as src/app/agent_resume.rs does), a call log (`calls.jsonl`, one JSON
  * line per call: argv, time, pid), and faults from `$HERDR_DOUBLE_FAULTS` or `<server dir>/faults.json`:
  * `{"<group> <command>"|"*": {"error": code, "message"?, "inband"?} | {"hang": true|"after"} |
- *  {"malformed": true} | {"partial": true} | {"usage": text} | {"delayMs": n}, "skip"?: n, "times"?: n}`.
+ *  {"malformed": true} | {"garbage": text} | {"partial": true} | {"usage": text} | {"delayMs": n} |
+ *  {"late": ms}, "skip"?: n, "times"?: n}`. `garbage` prints `text` on stdout with exit 0; `late` on
+ * `worktree create` never answers, and the "server" finishes the create `ms` later anyway
+ * (src/app/api/worktrees/deferred.rs); until then another create of that checkout path answers
+ * `worktree_operation_in_progress`.
  * `error: "worktree_open_failed"` on `worktree create` creates the checkout but no workspace;
  * `partial` does everything and then answers worktree_open_failed; `hang: "after"` does everything
  * and then never answers; `inband: true` prints the error envelope on stdout.
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import {
   appendFileSync,
   existsSync,
@@ -38,6 +61,7 @@ import {
   realpathSync,
   renameSync,
   rmSync,
+  statSync,
   writeFileSync,
 } from "node:fs";
 import { homedir } from "node:os";
@@ -56,6 +80,8 @@ const TMUX_SOCKET = "double-tmux.sock";
 const TMUX_TIMEOUT_MS = 10_000;
 const GIT_TIMEOUT_MS = 120_000;
 const DEFAULT_VERSION = "0.9.2";
+const DEFAULT_RESTART_BLIND_MS = 750;
+const SCRIPT_PATH = fileURLToPath(import.meta.url);
 const PANE_WIDTH = "200";
 const PANE_HEIGHT = "50";
 const ADJECTIVES = ["brisk", "calm", "eager", "gentle", "lucky", "quiet", "steady", "swift"];
@@ -100,6 +126,24 @@ function writeErr(text) {
 
 // ---------------------------------------------------------------------------------------------
 // Ids
+
+/** A new workspace id, in the current or (`state.legacyIds`) the pre-0.7 form. */
+function mintWorkspaceId(state) {
+  const counter = state.nextWorkspace++;
+  if (!state.legacyIds) return `w${encodeId(counter)}`;
+  const micros = BigInt(Date.now()) * 1000n + BigInt(Math.floor(Math.random() * 1000));
+  return `w${micros.toString(16)}${counter.toString(16)}`;
+}
+
+function mintTabId(state, ws) {
+  const n = ws.nextTab++;
+  return state.legacyIds ? `${ws.id}:${n}` : `${ws.id}:t${encodeId(n)}`;
+}
+
+function mintPaneId(state, ws) {
+  const n = ws.nextPane++;
+  return state.legacyIds ? `${ws.id}-${n}` : `${ws.id}:p${encodeId(n)}`;
+}
 
 /** Bijective base 32 over ID_ALPHABET: 1 -> "1", 32 -> "0", 33 -> "11". */
 function encodeId(n) {
@@ -197,19 +241,21 @@ async function withState(paths, fn) {
 
 function loadFaults(paths) {
   const file = process.env.HERDR_DOUBLE_FAULTS || paths.faultsPath;
-  if (!existsSync(file)) return {};
-  return JSON.parse(readFileSync(file, "utf8"));
+  if (!existsSync(file)) return { faults: {}, version: "" };
+  // Uses are counted per version of the faults file, so a new set of faults starts from zero.
+  return { faults: JSON.parse(readFileSync(file, "utf8")), version: String(statSync(file).mtimeMs) };
 }
 
 /** The fault for this call, counting uses in the state so `skip`/`times` hold across processes. */
 function takeFault(paths, state, key) {
-  const faults = loadFaults(paths);
+  const { faults, version } = loadFaults(paths);
   const name = faults[key] !== undefined ? key : faults["*"] !== undefined ? "*" : undefined;
   if (name === undefined) return undefined;
   const fault = faults[name];
   state.faultUses ??= {};
-  const used = (state.faultUses[name] ?? 0) + 1;
-  state.faultUses[name] = used;
+  const counter = `${name}@${version}`;
+  const used = (state.faultUses[counter] ?? 0) + 1;
+  state.faultUses[counter] = used;
   const skip = fault.skip ?? 0;
   if (used <= skip) return undefined;
   if (fault.times !== undefined && used > skip + fault.times) return undefined;
@@ -341,7 +387,8 @@ function requireWorkspace(state, id) {
 }
 
 function requirePane(state, id) {
-  const pane = state.panes[id];
+  // A moved pane's old id is an alias of its new one.
+  const pane = state.panes[id] ?? state.panes[state.paneAliases?.[id]];
   if (pane === undefined) throw new ApiError("pane_not_found", `pane ${id} not found`);
   return pane;
 }
@@ -381,7 +428,7 @@ function paneCommand(paths, vars) {
 /** A new workspace with one tab and one pane whose shell starts in `cwd`. */
 function openWorkspace(paths, state, { cwd, label, env = {}, focus, worktree }) {
   const ws = {
-    id: `w${encodeId(state.nextWorkspace++)}`,
+    id: mintWorkspaceId(state),
     label,
     cwd,
     env,
@@ -391,8 +438,8 @@ function openWorkspace(paths, state, { cwd, label, env = {}, focus, worktree }) 
     nextPane: 1,
     worktree,
   };
-  const tabId = `${ws.id}:t${encodeId(ws.nextTab++)}`;
-  const paneId = `${ws.id}:p${encodeId(ws.nextPane++)}`;
+  const tabId = mintTabId(state, ws);
+  const paneId = mintPaneId(state, ws);
   const created = tmux(paths, state, [
     "new-session",
     "-d",
@@ -422,10 +469,16 @@ function openWorkspace(paths, state, { cwd, label, env = {}, focus, worktree }) 
 }
 
 function closeWorkspace(paths, state, ws) {
-  try {
-    tmux(paths, state, ["kill-session", "-t", ws.tmuxSessionId]);
-  } catch {
-    // Already gone with its last pane.
+  // A workspace made by `pane move` holds a pane of another tmux session: close its panes only.
+  const targets = ws.tmuxSessionId !== undefined
+    ? [["kill-session", "-t", ws.tmuxSessionId]]
+    : ws.tabs.flatMap((tab) => tab.paneIds.map((id) => ["kill-pane", "-t", state.panes[id]?.tmuxPaneId ?? ""]));
+  for (const args of targets) {
+    try {
+      tmux(paths, state, args);
+    } catch {
+      // Already gone with its last pane.
+    }
   }
   for (const tab of ws.tabs) for (const id of tab.paneIds) delete state.panes[id];
   state.workspaces = state.workspaces.filter((other) => other.id !== ws.id);
@@ -465,6 +518,9 @@ function paneInfo(state, pane) {
   const live = state.live.get(pane.tmuxPaneId);
   const shell = live !== undefined && live.pid > 0 ? readProcStat(live.pid) : undefined;
   const foregroundCwd = shell !== undefined && shell.tpgid > 0 ? readProcCwd(shell.tpgid) : undefined;
+  // Herdr detects Pi by its process in the foreground (src/detect/manifests/pi.toml).
+  const foregroundName = shell !== undefined && shell.tpgid > 0 ? readProcStat(shell.tpgid)?.comm : undefined;
+  const piDetected = foregroundName === "pi";
   return {
     pane_id: pane.id,
     terminal_id: `term_${pane.terminal}`,
@@ -473,7 +529,9 @@ function paneInfo(state, pane) {
     focused: state.focusedWorkspaceId === pane.workspaceId && ws?.activeTabId === pane.tabId && tab?.paneIds[0] === pane.id,
     cwd: live?.path || undefined,
     foreground_cwd: foregroundCwd,
-    agent_status: "unknown",
+    agent_status: piDetected ? "idle" : "unknown",
+    agent: piDetected ? "pi" : undefined,
+    agent_session: pane.agentSession,
     revision: pane.revision,
   };
 }
@@ -485,16 +543,19 @@ function rootPane(state, ws) {
 
 /** Process facts read from /proc, as Herdr reads them for `pane process-info`. */
 function processInfo(state, pane) {
+  // Right after a restart the panes' terminals are not running yet (src/app/mod.rs PENDING_AGENT_RESUME_THEME_WAIT).
+  if (state.restart !== undefined && Date.now() < state.restart.blindUntil) {
+    throw new ApiError("pane_not_found", `pane ${pane.id} not found`);
+  }
   const live = state.live.get(pane.tmuxPaneId);
   const info = { pane_id: pane.id };
   if (live === undefined || !(live.pid > 0)) return info;
   const shell = readProcStat(live.pid);
   if (shell === undefined) return info;
-  info.tty = live.tty || undefined;
-  // Until `env` has exec'd the shell, the server has no shell pid to report.
-  if (shell.comm === "env") return info;
+  // Herdr never emits `tty` (errata). The shell pid exists from spawn (the `env` wrapper execs the
+  // shell in place), and before the pty has a foreground group the shell's own is it.
   info.shell_pid = shell.pid;
-  if (shell.tpgid > 0) info.foreground_process_group_id = shell.tpgid;
+  info.foreground_process_group_id = shell.tpgid > 0 ? shell.tpgid : shell.pid;
   const processes = [];
   if (shell.tpgid > 0) {
     for (const name of readdirSync("/proc")) {
@@ -556,9 +617,19 @@ function listWorktrees(state, repoRoot) {
   return entries;
 }
 
+/**
+ * The workspace Herdr names for a checkout: the first, in workspace order, whose membership is that
+ * checkout or whose root pane's cwd is in it. The second half is Herdr #4293: a repository's own
+ * workspace whose shell was `cd`ed into a worktree is named for that worktree.
+ */
 function workspaceForCheckout(state, path) {
   const wanted = canonical(path);
-  return state.workspaces.find((ws) => canonical(ws.worktree?.checkout_path ?? ws.cwd) === wanted);
+  return state.workspaces.find((ws) => {
+    if (canonical(ws.worktree?.checkout_path ?? ws.cwd) === wanted) return true;
+    const root = rootPane(state, ws).pane;
+    const cwd = root !== undefined ? state.live.get(root.tmuxPaneId)?.path : undefined;
+    return cwd !== undefined && cwd !== "" && canonical(cwd) === wanted;
+  });
 }
 
 function worktreeInfo(state, space, entry) {
@@ -659,23 +730,19 @@ const WORKTREE_CREATE_USAGE =
 const WORKTREE_OPEN_USAGE =
   "usage: herdr worktree open [--workspace ID | --cwd PATH] (--path PATH | --branch NAME) [--label TEXT] [--focus] [--no-focus]";
 
-function worktreeCreateHelp(version) {
-  const lines = [
-    "Create a Git worktree and open it as a new workspace.",
-    "",
-    `Usage: herdr worktree create [--workspace ID | --cwd PATH] [--branch NAME] [--base REF] [--path PATH] [--label TEXT] [--focus | --no-focus]${supportsTrustFlag(version) ? " [--trust-repository]" : ""}`,
-    "",
-    "Options:",
-    "  --workspace ID        source workspace (the repository's main checkout)",
-    "  --cwd PATH            source checkout path",
-    "  --branch NAME         new or existing local branch",
-    "  --base REF            start point for a new branch (default HEAD)",
-    "  --path PATH           checkout path",
-    "  --label TEXT          workspace label",
-    "  --focus | --no-focus  focus the new workspace (default: no)",
-  ];
-  if (supportsTrustFlag(version)) lines.push("  --trust-repository    trust the repository before running git");
-  return lines.join("\n") + "\n";
+/** Each worktree subcommand's options, as its clap help lists them (src/cli/spec.rs `worktree_command`). */
+const WORKTREE_HELP = {
+  list: ["List worktree workspaces", ["--workspace <ID>", "--cwd <PATH>"]],
+  create: ["Create and open a Git worktree", ["--workspace <ID>", "--cwd <PATH>", "--branch <NAME>", "--base <REF>", "--path <PATH>", "--label <TEXT>", "--focus", "--no-focus"]],
+  open: ["Open an existing Git worktree", ["--workspace <ID>", "--cwd <PATH>", "--path <PATH>", "--branch <NAME>", "--label <TEXT>", "--focus", "--no-focus"]],
+  remove: ["Remove a Git worktree and close its workspace", ["--workspace <ID>", "--force"]],
+};
+
+/** `herdr worktree <command> --help`; from 0.9 every one of the four lists --trust-repository (PR #3344). */
+function worktreeHelp(command, version) {
+  const [about, options] = WORKTREE_HELP[command] ?? ["", []];
+  const all = supportsTrustFlag(version) ? [...options, "--trust-repository"] : options;
+  return [about, "", `Usage: herdr worktree ${command} [OPTIONS]`, "", "Options:", ...all.map((option) => `      ${option}`), "  -h, --help  Print help", ""].join("\n");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -701,12 +768,13 @@ function parseWorktreeCreate(args, state) {
   return params;
 }
 
-function parseWorktreeList(args) {
-  const params = {};
+function parseWorktreeList(args, state) {
+  const params = { trust: false };
   for (let i = 0; i < args.length; ) {
     const arg = args[i];
     if (arg === "--workspace") { params.workspaceId = valueOf(args, i); i += 2; }
     else if (arg === "--cwd") { params.cwd = absolutePath(valueOf(args, i)); i += 2; }
+    else if (arg === "--trust-repository" && supportsTrustFlag(state.version)) { params.trust = true; i += 1; }
     else if (arg === "--json") { i += 1; }
     else throw new UsageError(`unknown option: ${arg}`);
   }
@@ -716,8 +784,8 @@ function parseWorktreeList(args) {
   return params;
 }
 
-function parseWorktreeOpen(args) {
-  const params = { focus: false };
+function parseWorktreeOpen(args, state) {
+  const params = { focus: false, trust: false };
   for (let i = 0; i < args.length; ) {
     const arg = args[i];
     if (arg === "--workspace") { params.workspaceId = valueOf(args, i); i += 2; }
@@ -727,6 +795,7 @@ function parseWorktreeOpen(args) {
     else if (arg === "--label") { params.label = valueOf(args, i); i += 2; }
     else if (arg === "--focus") { params.focus = true; i += 1; }
     else if (arg === "--no-focus") { params.focus = false; i += 1; }
+    else if (arg === "--trust-repository" && supportsTrustFlag(state.version)) { params.trust = true; i += 1; }
     else if (arg === "--json") { i += 1; }
     else throw new UsageError(`unknown option: ${arg}`);
   }
@@ -735,12 +804,13 @@ function parseWorktreeOpen(args) {
   return params;
 }
 
-function parseWorktreeRemove(args) {
-  const params = { force: false };
+function parseWorktreeRemove(args, state) {
+  const params = { force: false, trust: false };
   for (let i = 0; i < args.length; ) {
     const arg = args[i];
     if (arg === "--workspace") { params.workspaceId = valueOf(args, i); i += 2; }
     else if (arg === "--force") { params.force = true; i += 1; }
+    else if (arg === "--trust-repository" && supportsTrustFlag(state.version)) { params.trust = true; i += 1; }
     else if (arg === "--json") { i += 1; }
     else throw new UsageError(`unknown option: ${arg}`);
   }
@@ -748,15 +818,31 @@ function parseWorktreeRemove(args) {
   return params;
 }
 
+/**
+ * An untrusted repository (a checkout owned by another user): git refuses it, and Herdr answers with
+ * git's text under the command's own failure code, unless `--trust-repository` was passed.
+ */
+function requireTrusted(state, params, code, path) {
+  if (!state.requireTrust || params.trust) return;
+  const where = path ?? process.cwd();
+  throw new ApiError(
+    code,
+    `fatal: detected dubious ownership in repository at '${where}'\nTo add an exception for this directory, call:\n\n\tgit config --global --add safe.directory ${where}`,
+  );
+}
+
 function worktreeCreate(ctx, params) {
   const { paths, state, fault } = ctx;
-  if (state.requireTrust && !params.trust) {
-    throw new ApiError("worktree_create_failed", "repository is not trusted; pass --trust-repository to trust it");
-  }
+  requireTrusted(state, params, "worktree_create_failed", params.cwd);
   const space = resolveSource(state, params, { allowLinked: false });
   if (params.branch === "") throw new ApiError("invalid_request", "branch must not be empty");
   const branch = params.branch ?? generatedBranch();
   const checkoutPath = params.path ?? join(state.worktreesDirectory, space.repoName, slug(branch));
+  // Herdr keys its pending operations by checkout path (src/app/api/worktrees/deferred.rs).
+  if ((state.operations ?? []).some((op) => canonical(op.path) === canonical(checkoutPath))) {
+    throw new ApiError("worktree_operation_in_progress", "worktree operation is already in progress for this checkout");
+  }
+  if (fault?.late !== undefined) return deferCreate(paths, state, { ...params, branch, path: checkoutPath }, fault.late);
   const existingBranch = git(state, space.repoRoot, ["show-ref", "--verify", "--quiet", `refs/heads/${branch}`]).ok;
   mkdirSync(dirname(checkoutPath), { recursive: true });
   // An existing local branch is checked out as it is: --base is silently ignored.
@@ -778,8 +864,38 @@ function worktreeCreate(ctx, params) {
   return { type: "worktree_created", ...createdResponse(state, ws, worktreeInfo(state, space, entry)) };
 }
 
+/**
+ * The server's thread for a create whose client went away: the operation is registered now (so a
+ * retry answers worktree_operation_in_progress), and a detached process finishes it `ms` later,
+ * opening the workspace then, as Herdr does after the CLI was killed.
+ */
+function deferCreate(paths, state, params, ms) {
+  state.operations ??= [];
+  state.operations.push({ path: params.path, branch: params.branch });
+  const child = spawn(process.execPath, [SCRIPT_PATH, "__double", "finish-create", String(ms), JSON.stringify(params)], {
+    detached: true,
+    stdio: "ignore",
+    env: { ...process.env, HERDR_SOCKET_PATH: paths.socketPath },
+  });
+  child.unref();
+  return { type: "deferred" };
+}
+
+async function finishCreate(paths, ms, params) {
+  await sleep(ms);
+  await withState(paths, async (state) => {
+    state.operations = (state.operations ?? []).filter((op) => op.path !== params.path);
+    try {
+      worktreeCreate({ paths, state, fault: undefined }, params);
+    } catch {
+      // Nobody waits for the answer: a failed late create leaves what git left.
+    }
+  });
+}
+
 function worktreeList(ctx, params) {
   const { state } = ctx;
+  requireTrusted(state, params, "worktree_list_failed", params.cwd);
   const space = resolveSource(state, params, { allowLinked: true });
   const parent = workspaceForCheckout(state, space.repoRoot);
   return {
@@ -797,6 +913,7 @@ function worktreeList(ctx, params) {
 
 function worktreeOpen(ctx, params) {
   const { paths, state } = ctx;
+  requireTrusted(state, params, "worktree_open_failed", params.cwd);
   const space = resolveSource(state, params, { allowLinked: false });
   const entries = listWorktrees(state, space.repoRoot);
   let entry;
@@ -830,6 +947,7 @@ function worktreeOpen(ctx, params) {
 function worktreeRemove(ctx, params) {
   const { paths, state } = ctx;
   const ws = requireWorkspace(state, params.workspaceId);
+  requireTrusted(state, params, "worktree_remove_failed", ws.worktree?.repo_root);
   if (ws.worktree === undefined || !ws.worktree.is_linked_worktree) {
     throw new ApiError("not_linked_worktree", "workspace is not a linked worktree checkout");
   }
@@ -883,6 +1001,73 @@ function parseWorkspaceCreate(args) {
 function parseWorkspaceRename(args) {
   if (args.length < 2) throw new UsageError("usage: herdr workspace rename <workspace_id> <label>");
   return { id: args[0], label: args.slice(1).join(" ") };
+}
+
+function parsePaneMove(args) {
+  if (args.length < 1 || args[0].startsWith("-")) throw new UsageError(PANE_MOVE_USAGE);
+  const params = { paneId: args[0], focus: false, newWorkspace: false };
+  for (let i = 1; i < args.length; ) {
+    const arg = args[i];
+    if (arg === "--new-workspace") { params.newWorkspace = true; i += 1; }
+    else if (arg === "--label") { params.label = valueOf(args, i); i += 2; }
+    else if (arg === "--focus") { params.focus = true; i += 1; }
+    else if (arg === "--no-focus") { params.focus = false; i += 1; }
+    else throw new UsageError(`unknown option: ${arg}`);
+  }
+  // The double implements the --new-workspace form only.
+  if (!params.newWorkspace) throw new UsageError(PANE_MOVE_USAGE);
+  return params;
+}
+
+const PANE_MOVE_USAGE = "usage: herdr pane move <pane_id> --new-workspace [--label TEXT] [--tab-label TEXT] [--focus|--no-focus]";
+
+/**
+ * `pane move --new-workspace`: the pane (its PTY and processes untouched) gets a new workspace and
+ * new ids; the old pane id stays an alias. Its processes keep their launch-time HERDR_* ids.
+ */
+function movePaneToNewWorkspace(paths, state, params) {
+  const pane = requirePane(state, params.paneId);
+  const from = requireWorkspace(state, pane.workspaceId);
+  const ws = {
+    id: mintWorkspaceId(state),
+    label: params.label ?? from.label,
+    cwd: state.live.get(pane.tmuxPaneId)?.path || from.cwd,
+    env: from.env,
+    tabs: [],
+    activeTabId: undefined,
+    nextTab: 1,
+    nextPane: 1,
+    worktree: from.worktree,
+  };
+  const tabId = mintTabId(state, ws);
+  const paneId = mintPaneId(state, ws);
+  for (const tab of from.tabs) tab.paneIds = tab.paneIds.filter((id) => id !== pane.id);
+  delete state.panes[pane.id];
+  state.paneAliases ??= {};
+  for (const [alias, target] of Object.entries(state.paneAliases)) if (target === pane.id) state.paneAliases[alias] = paneId;
+  state.paneAliases[pane.id] = paneId;
+  const moved = { ...pane, id: paneId, workspaceId: ws.id, tabId };
+  state.panes[paneId] = moved;
+  ws.tabs.push({ id: tabId, label: "1", paneIds: [paneId] });
+  ws.activeTabId = tabId;
+  state.workspaces.push(ws);
+  pruneClosedPanes(paths, state);
+  if (params.focus) state.focusedWorkspaceId = ws.id;
+  return { type: "pane_info", pane: paneInfo(state, moved) };
+}
+
+function parseReportAgentSession(args) {
+  if (args.length < 1) throw new UsageError("usage: herdr pane report-agent-session <pane_id> --source ID --agent LABEL [--seq N] [--agent-session-id ID] [--agent-session-path PATH] [--session-start-source SOURCE]");
+  const params = { paneId: args[0] };
+  const names = { "--source": "source", "--agent": "agent", "--seq": "seq", "--agent-session-id": "id", "--agent-session-path": "path", "--session-start-source": "startSource" };
+  for (let i = 1; i < args.length; i += 2) {
+    const name = names[args[i]];
+    if (name === undefined) throw new UsageError(`unknown option: ${args[i]}`);
+    params[name] = valueOf(args, i);
+  }
+  if (params.source === undefined || params.source.trim() === "") throw new UsageError("missing required --source");
+  if (params.agent === undefined) throw new UsageError("missing required --agent");
+  return params;
 }
 
 function parsePaneList(args) {
@@ -1076,6 +1261,24 @@ const COMMANDS = {
       return { text: kept.join("\n") + "\n" };
     },
   },
+  "pane move": {
+    id: "cli:pane:move",
+    parse: parsePaneMove,
+    run: ({ paths, state }, params) => movePaneToNewWorkspace(paths, state, params),
+  },
+  "pane report-agent-session": {
+    id: "cli:request",
+    fireAndForget: true,
+    parse: parseReportAgentSession,
+    run: ({ state }, params) => {
+      const pane = requirePane(state, params.paneId);
+      // Only an official source gets a session ref Herdr keeps and resumes (src/agent_resume.rs).
+      if (params.source === "herdr:pi" && params.agent === "pi" && params.path !== undefined) {
+        if (!isAbsolute(params.path)) return;
+        pane.agentSession = { source: params.source, agent: params.agent, kind: "path", value: params.path };
+      }
+    },
+  },
   "pane close": {
     id: "cli:pane:close",
     parse: (args) => parseOneId(args, "usage: herdr pane close <pane_id>"),
@@ -1107,6 +1310,8 @@ const GROUP_HELP = {
     "  herdr pane list [--workspace ID] | get <pane_id> | process-info [--pane ID | --current]",
     "  herdr pane run <pane_id> <command> | send-text <pane_id> <text> | send-keys <pane_id> <key>...",
     "  herdr pane read <pane_id> [--source visible|recent|...] [--lines N] | close <pane_id>",
+    "  herdr pane move <pane_id> --new-workspace [--label TEXT] [--focus|--no-focus]",
+    "  herdr pane report-agent-session <pane_id> --source ID --agent LABEL [--seq N] [--agent-session-id ID] [--agent-session-path PATH]",
   ],
 };
 
@@ -1152,6 +1357,7 @@ function adminStart(paths, options, sessionName) {
     doubleVersion: 1,
     version: options.version ?? DEFAULT_VERSION,
     requireTrust: options["require-trust"] === "1",
+    legacyIds: options["legacy-ids"] === "1",
     shellDelayMs: Number(options["shell-delay-ms"] ?? "0"),
     sessionName,
     worktreesDirectory: join(home, ".herdr", "worktrees"),
@@ -1174,6 +1380,49 @@ function adminStart(paths, options, sessionName) {
   writeState(paths, state);
   writeFileSync(paths.socketPath, `herdr test double, tmux socket ${paths.tmuxSocket}\n`);
   writeOut(json({ socket_path: paths.socketPath, tmux_socket: paths.tmuxSocket, type: "double_started" }) + "\n");
+}
+
+/**
+ * A server restart: workspaces, tabs, panes and ids are restored, every pane's shell starts afresh
+ * in the pane's cwd (the old processes are gone), process-info answers pane_not_found for a short
+ * while, then Herdr types `pi --session <path>` into each pane whose Pi reported its session.
+ */
+async function adminRestart(paths, options) {
+  requireServer(paths);
+  const blindMs = Number(options["blind-ms"] ?? DEFAULT_RESTART_BLIND_MS);
+  await withState(paths, async (state) => {
+    for (const pane of Object.values(state.panes)) {
+      const ws = findWorkspace(state, pane.workspaceId);
+      if (ws === undefined) continue;
+      const cwd = state.live.get(pane.tmuxPaneId)?.path || ws.cwd;
+      const vars = paneEnvironment(paths, state, ws, pane.tabId, pane.id);
+      tmux(paths, state, ["respawn-pane", "-k", "-t", pane.tmuxPaneId, "-c", cwd, "--", ...paneCommand(paths, vars)]);
+    }
+    state.restart = { at: Date.now(), blindUntil: Date.now() + blindMs };
+  });
+  const resumer = spawn(process.execPath, [SCRIPT_PATH, "__double", "resume-agents", String(blindMs)], {
+    detached: true,
+    stdio: "ignore",
+    env: { ...process.env, HERDR_SOCKET_PATH: paths.socketPath },
+  });
+  resumer.unref();
+  writeOut(json({ type: "double_restarted", blind_ms: blindMs }) + "\n");
+}
+
+/** Herdr's agent resume: a bare `pi --session <path>` typed into the pane, no extra environment. */
+async function resumeAgents(paths, blindMs) {
+  await sleep(blindMs);
+  await withState(paths, async (state) => {
+    for (const pane of Object.values(state.panes)) {
+      const session = pane.agentSession;
+      if (session === undefined || session.kind !== "path") continue;
+      typeInto({ paths, state }, pane, `pi --session ${posixQuote(session.value)}`, ["Enter"]);
+    }
+  });
+}
+
+function posixQuote(word) {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, "'\\''")}'`;
 }
 
 function adminStop(paths) {
@@ -1208,10 +1457,14 @@ async function execute(paths, key, spec, args) {
     after = fault;
     return { result };
   });
-  if (outcome.hang) return hangForever();
+  if (outcome.hang || outcome.result?.type === "deferred") return hangForever();
   if (after?.hang === "after") return hangForever();
   if (after?.partial === true) {
     throw new ApiError("worktree_open_failed", after.message ?? "the workspace was opened but its description could not be produced");
+  }
+  if (after?.garbage !== undefined) {
+    writeOut(after.garbage);
+    return 0;
   }
   if (after?.malformed === true) {
     writeOut(`{"id":"${spec.id}","result":{"type":"${outcome.result?.type ?? "ok"}","worksp\n`);
@@ -1250,7 +1503,10 @@ async function main(argv) {
     try {
       if (command === "start") adminStart(paths, parseAdminOptions(rest), sessionName ?? process.env.HERDR_SESSION);
       else if (command === "stop") adminStop(paths);
-      else throw new UsageError("usage: herdr __double start|stop");
+      else if (command === "restart") await adminRestart(paths, parseAdminOptions(rest));
+      else if (command === "finish-create") await finishCreate(paths, Number(rest[0]), JSON.parse(rest[1] ?? "{}"));
+      else if (command === "resume-agents") await resumeAgents(paths, Number(rest[0]));
+      else throw new UsageError("usage: herdr __double start|stop|restart");
       return 0;
     } catch (error) {
       writeErr(`${error.message}\n`);
@@ -1267,9 +1523,11 @@ async function main(argv) {
     writeErr(GROUP_HELP[group].join("\n") + "\n");
     return command === "help" || command === "--help" || command === "-h" ? 0 : 2;
   }
-  if (rest.includes("--help") || rest.includes("-h")) {
+  // Like Herdr's clap help (src/cli/spec.rs): only a --help/-h directly after the subcommand; any
+  // later one goes to the subcommand's own parser, which does not know it (exit 2).
+  if (rest[0] === "--help" || rest[0] === "-h") {
     const version = existsSync(paths.statePath) ? readState(paths).version : DEFAULT_VERSION;
-    writeOut(key === "worktree create" ? worktreeCreateHelp(version) : `Usage: herdr ${key}\n`);
+    writeOut(group === "worktree" ? worktreeHelp(command, version) : `Usage: herdr ${key}\n`);
     return 0;
   }
   try {
