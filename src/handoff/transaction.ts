@@ -330,6 +330,7 @@ export class HandoffTransaction {
         approve: request.projectTrusted,
         extraArgs: request.extraPiArgs,
         parentEnv: request.env,
+        muxKind: manifest.mux.kind,
         ...(commands !== undefined ? { prelude: postCreatePrelude(hookFiles, commands) } : {}),
       });
     } catch (error) {

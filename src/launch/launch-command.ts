@@ -12,6 +12,8 @@
  */
 import { realpathSync, statSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
+import type { MuxKind } from "../manifest/schema.ts";
+import { HERDR_CHILD_ENV } from "../mux/herdr-protocol.ts";
 import { HANDOFF_ID_ENV } from "../mux/types.ts";
 import { hasControlCharacter } from "../text.ts";
 
@@ -49,6 +51,8 @@ export interface LaunchCommandInput {
   /** Flags mirrored from the parent's command line (extensions, offline). */
   extraArgs: readonly string[];
   parentEnv: NodeJS.ProcessEnv;
+  /** The backend the child runs on: inside Herdr the child also gets Herdr's agent hint (HERDR_AGENT=pi). */
+  muxKind?: MuxKind;
   /**
    * A command (as words) that runs in the worktree first; Pi starts only if it succeeds (the
    * postCreate runner, see post-create.ts). Quoted like every other word.
@@ -63,6 +67,7 @@ export function buildLaunchCommand(input: LaunchCommandInput): string {
     if (value !== undefined && value !== "") env.push(`${name}=${value}`);
   }
   env.push(`${HANDOFF_ID_ENV}=${input.handoffId}`);
+  if (input.muxKind === "herdr") for (const [name, value] of Object.entries(HERDR_CHILD_ENV)) env.push(`${name}=${value}`);
   const args = [
     ...input.piCommand,
     "--session",

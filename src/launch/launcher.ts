@@ -131,6 +131,11 @@ export class ChildLauncher {
       return { code: "launch_unconfirmed", manifest: unconfirmed, message: confirmed.message };
     }
     request.afterStep?.("confirm");
+    // Only a confirmed child is reported, so the multiplexer's own restore (Herdr resumes the
+    // reported session after a restart) never resumes a session nobody runs. Best effort: the
+    // handoff does not depend on it.
+    const sessionFile = confirmed.manifest.child.sessionFile;
+    if (mux.reportChildSession !== undefined && sessionFile !== undefined) await mux.reportChildSession(confirmed.manifest.mux, sessionFile);
     if (!request.focus) return { code: "running", manifest: confirmed.manifest };
     this.deps.progress("focus", "Switching to the new window");
     const focused = await this.focus(mux, confirmed.manifest);

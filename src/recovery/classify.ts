@@ -13,7 +13,8 @@
  * - "Running" is decided from processes, never from the manifest's state alone: a recorded pid
  *   counts only while it is alive and is a `pi` that matches the handoff (marker or cwd), because
  *   pids are reused; any other live `pi` with the marker or working in the worktree counts too
- *   (Herdr restarts `pi --session` in restored panes by itself, without the marker).
+ *   (Herdr restarts `pi --session` in restored panes by itself, without the marker), and so does a
+ *   pane in which Herdr itself sees an agent running on the child session (`herdr_agent`).
  * - Flags describe the work at stake (dirty, untracked, unpushed, unmerged, merged) independently
  *   of the verdict, so no verdict hides work that a removal would touch.
  */
@@ -89,7 +90,7 @@ const NEXT_STEP: Partial<Record<Manifest["state"], HandoffStep>> = {
 export function classify(facts: HandoffFacts): HandoffReport {
   const { manifest } = facts;
   const worktree = worktreeFact(facts);
-  const writers = findWriters(manifest, facts.recordedProcess, facts.piProcesses, facts.lease);
+  const writers = findWriters(manifest, facts.recordedProcess, facts.piProcesses, facts.lease, facts.workspace);
   const writerUnknown = writers.length > 0 ? undefined : unknownWriterReason(facts);
   const status = statusOf(facts, worktree, writers);
   const flags = flagsOf(facts.changes, facts.branch);
@@ -125,6 +126,7 @@ export function findWriters(
   recordedProcess: ProcessInfo | undefined,
   piProcesses: readonly ProcessInfo[],
   lease?: SessionLease,
+  workspace?: WorkspaceFact,
 ): LiveWriter[] {
   const evidence = new Map<number, Set<LiveWriter["evidence"][number]>>();
   const add = (pid: number, kind: LiveWriter["evidence"][number]): void => {
@@ -147,7 +149,12 @@ export function findWriters(
     if (process.handoffId === manifest.id) add(process.pid, "marker");
     if (isInside(process.cwd, worktree)) add(process.pid, "cwd");
   }
-  const order: readonly LiveWriter["evidence"][number][] = ["lease", "recorded_pid", "marker", "cwd"];
+  // Herdr's own view of the pane: an agent it sees running there on the child session.
+  const agent = workspace?.code === "open" ? workspace.agent : undefined;
+  if (agent !== undefined && agent.sessionFile !== undefined && agent.sessionFile === manifest.child.sessionFile && agent.status !== "unknown") {
+    for (const pid of agent.pids ?? []) add(pid, "herdr_agent");
+  }
+  const order: readonly LiveWriter["evidence"][number][] = ["lease", "recorded_pid", "marker", "cwd", "herdr_agent"];
   return [...evidence.entries()]
     .sort(([a], [b]) => a - b)
     .map(([pid, kinds]) => ({ pid, evidence: order.filter((kind) => kinds.has(kind)) }));

@@ -3,7 +3,9 @@
  * dir, each judged against reality (gather.ts collects the facts, classify.ts decides).
  *
  * Invariants:
- * - Read-only.
+ * - Read-only, except one fact a multiplexer reports that the manifest must follow: a pane that
+ *   answers under new ids (a moved Herdr pane) gets them recorded by `inspectHandoff`, since its old
+ *   ids are only an alias and every action on the handoff goes through them.
  * - Every manifest file is accounted for: a readable one becomes a report (or is counted among the
  *   hidden removed ones), an unreadable one is listed with its error, never skipped silently.
  * - Bounded: at most `CONCURRENCY` handoffs are examined at once, each call with its own timeout.
@@ -73,5 +75,12 @@ export async function inspectHandoff(deps: GatherDeps & { store: ManifestStore }
       : { code: "invalid", message: read.message };
   }
   const report = classify(await new FactGatherer(deps).gather(read.manifest));
+  const moved = report.workspace.code === "open" ? report.workspace.location : undefined;
+  if (moved !== undefined && JSON.stringify(moved) !== JSON.stringify(read.manifest.mux)) {
+    const manifest = await deps.store.update(id, (m) => {
+      m.mux = moved;
+    });
+    return { code: "found", report: { ...report, mux: manifest.mux }, manifest };
+  }
   return { code: "found", report, manifest: read.manifest };
 }

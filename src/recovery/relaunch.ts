@@ -127,6 +127,7 @@ export async function relaunchHandoff(deps: RelaunchDeps, id: string, options: {
       approve: manifest.child.approve ?? false,
       extraArgs: manifest.child.extraArgs ?? [],
       parentEnv: deps.env,
+      muxKind: manifest.mux.kind,
     });
   } catch (error) {
     return refuse("bad_command", `The launch command for handoff ${id} could not be built: ${errorMessage(error)}`);

@@ -28,14 +28,16 @@ export const CommitListSchema = z.strictObject({
 export type CommitList = z.infer<typeof CommitListSchema>;
 
 /** Why a live process counts as a writer of the child session. */
-export const WRITER_EVIDENCE = ["lease", "recorded_pid", "marker", "cwd"] as const;
+export const WRITER_EVIDENCE = ["lease", "recorded_pid", "marker", "cwd", "herdr_agent"] as const;
 export const LiveWriterSchema = z.strictObject({
   pid: z.number().int().positive(),
   /**
    * `lease`: the Pi holding the live lease on the child session (launch/lease.ts), the first
    * evidence, the same on every platform; `recorded_pid`: the pid the manifest recorded is alive and is a `pi` that matches the handoff;
    * `marker`: a `pi` carrying `PI_HANDOFF_ID=<id>`; `cwd`: a `pi` working in the worktree (Herdr
-   * restarts Pi there by itself, without the marker).
+   * restarts Pi there by itself, without the marker); `herdr_agent`: Herdr sees an agent running in
+   * the handoff's pane on the child session (its `agent_status` and `agent_session`), which holds
+   * where process details cannot be read.
    */
   evidence: z.array(z.enum(WRITER_EVIDENCE)).min(1),
 });
@@ -56,7 +58,19 @@ export type WorktreeFact = z.infer<typeof WorktreeFactSchema>;
 
 /** The terminal workspace (tmux window, Herdr workspace) the child runs in. */
 export const WorkspaceFactSchema = z.discriminatedUnion("code", [
-  z.strictObject({ code: z.literal("open") }),
+  z.strictObject({
+    code: z.literal("open"),
+    /** Where the pane is now when it answered under new ids (a moved Herdr pane); recorded by recovery. */
+    location: MuxLocationSchema.optional(),
+    /** What the multiplexer says runs there (Herdr's `agent_status`, the session its agent reported). */
+    agent: z
+      .strictObject({
+        status: z.string(),
+        sessionFile: z.string().optional(),
+        pids: z.array(z.number().int().positive()).optional(),
+      })
+      .optional(),
+  }),
   z.strictObject({ code: z.literal("closed") }),
   /** The handoff never got one (it failed before). */
   z.strictObject({ code: z.literal("none") }),

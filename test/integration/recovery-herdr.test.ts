@@ -85,11 +85,11 @@ async function closeWorkspace(workspaceId: string, childPid: number | undefined)
   }
 }
 
-/** The worktree-level Herdr calls since the log was cleared, as `group command` plus arguments. */
+/** The worktree-level Herdr calls since the log was cleared (not the `--help` probe), as `group command` plus arguments. */
 function worktreeCalls(): string[][] {
   return rig.herdr
     .calls()
-    .filter((call: HerdrCall) => call.argv[0] === "worktree")
+    .filter((call: HerdrCall) => call.argv[0] === "worktree" && call.argv[2] !== "--help")
     .map((call) => call.argv);
 }
 
@@ -143,9 +143,10 @@ describe("the inventory on real states (Herdr)", () => {
     expect(environOf(pid)).toEqual(expect.arrayContaining([`HERDR_PANE_ID=${paneId}`, `PI_HANDOFF_ID=${manifest.id}`]));
 
     let report = await judge(manifest.id);
-    expect(report.status).toEqual({ code: "child_running", writers: [{ pid, evidence: ["recorded_pid", "marker", "cwd"] }] });
+    expect(report.status).toEqual({ code: "child_running", writers: [{ pid, evidence: ["recorded_pid", "marker", "cwd", "herdr_agent"] }] });
     expect(report.actions).toEqual(["focus"]);
-    expect(report.workspace).toEqual({ code: "open" });
+    // Herdr sees Pi in the pane, on the session the launch reported to it.
+    expect(report.workspace).toEqual({ code: "open", agent: { status: "idle", sessionFile: manifest.child.sessionFile, pids: [pid] } });
     expect(report.worktree).toEqual({ code: "present" });
     expect(report.problems).toEqual([]);
 
@@ -376,7 +377,7 @@ describe("relaunch on Herdr", () => {
     expect(reopened.socketPath).toBe(rig.herdr.socketPath);
     expect(await workspacesOf(manifest.worktree.path)).toEqual([reopened.workspaceId]);
     expect(worktreeCalls()).toEqual([
-      ["worktree", "open", "--cwd", rig.repo.root, "--path", manifest.worktree.path, "--label", "feat/reopen", "--no-focus"],
+      ["worktree", "open", "--cwd", rig.repo.root, "--path", manifest.worktree.path, "--label", "feat/reopen", "--no-focus", "--trust-repository"],
     ]);
     expect(relaunched.manifest.history.at(-2)).toMatchObject({
       state: "launching",
@@ -488,7 +489,7 @@ describe("remove on Herdr never loses a file or a commit without --force", () =>
       code: "removed",
       message: `Removed handoff ${manifest.id}: deleted worktree ${worktree}, kept branch rm/dirty.`,
     });
-    expect(worktreeCalls()).toEqual([["worktree", "remove", "--workspace", workspaceId, "--force"]]);
+    expect(worktreeCalls()).toEqual([["worktree", "remove", "--workspace", workspaceId, "--force", "--trust-repository"]]);
     expect(existsSync(worktree)).toBe(false);
     expect(await workspacesOf(worktree)).toEqual([]);
     expect(rig.repo.run(["branch", "--list", "rm/dirty", "--format=%(refname:short)"])).toBe("rm/dirty");
@@ -543,7 +544,7 @@ describe("remove on Herdr never loses a file or a commit without --force", () =>
     expect(calls.map((argv) => argv.slice(0, 2).join(" "))).toEqual(["worktree list", "worktree open", "worktree remove"]);
     const reopenedId = calls[2]?.[3] ?? "";
     expect(reopenedId).not.toBe(workspaceId);
-    expect(calls[2]).toEqual(["worktree", "remove", "--workspace", reopenedId]);
+    expect(calls[2]).toEqual(["worktree", "remove", "--workspace", reopenedId, "--trust-repository"]);
     expect(existsSync(manifest.worktree.path)).toBe(false);
     expect(await workspacesOf(manifest.worktree.path)).toEqual([]);
     expect(rig.repo.run(["branch", "--list", "rm/closed"])).toBe("");
@@ -562,7 +563,7 @@ describe("remove on Herdr never loses a file or a commit without --force", () =>
       code: "removed",
       message: `Removed handoff ${open.id}: dropped git's entry for ${open.worktree.path}, kept branch rm/vanished-open.`,
     });
-    expect(worktreeCalls()).toEqual([["worktree", "remove", "--workspace", openLocation.workspaceId]]);
+    expect(worktreeCalls()).toEqual([["worktree", "remove", "--workspace", openLocation.workspaceId, "--trust-repository"]]);
     expect(await workspacesOf(open.worktree.path)).toEqual([]);
     expect(rig.repo.run(["worktree", "list", "--porcelain"])).not.toContain(open.worktree.path);
 
@@ -580,5 +581,99 @@ describe("remove on Herdr never loses a file or a commit without --force", () =>
     expect(await workspacesOf(closed.worktree.path)).toEqual([]);
     expect(rig.repo.run(["worktree", "list", "--porcelain"])).not.toContain(closed.worktree.path);
     expect((await rig.read(closed.id)).state).toBe("removed");
+  });
+});
+
+describe("recovery on Herdr as its source behaves: legacy ids, moved panes, restarts", () => {
+  let source: HerdrRecoveryRig;
+  beforeAll(async () => {
+    source = await createHerdrRecoveryRig({ legacyIds: true, piOnPath: true });
+  });
+  afterAll(async () => {
+    await source?.cleanup();
+  });
+
+  async function judgeOn(deps: Parameters<typeof inspectHandoff>[0], id: string): Promise<HandoffReport> {
+    const inspected = await inspectHandoff(deps, id);
+    if (inspected.code !== "found") throw new Error(inspected.message);
+    return HandoffReportSchema.parse(inspected.report);
+  }
+
+  it("with legacy hex ids the whole handoff, recovery and removal work, and the child's session is reported to Herdr", async () => {
+    const manifest = runningManifest(await source.handoff("legacy/ids", { focus: false }));
+    const { workspaceId, paneId } = herdrLocation(manifest);
+    expect(workspaceId).toMatch(/^w[0-9a-f]{14,}$/);
+    expect(paneId).toBe(`${workspaceId}-1`);
+    // After the acknowledgement Herdr was told which session the pane's Pi writes (for its restore).
+    const pane = (await source.herdr.result(["pane", "get", paneId])).pane as { agent_session?: unknown };
+    expect(pane.agent_session).toEqual({ source: "herdr:pi", agent: "pi", kind: "path", value: manifest.child.sessionFile });
+    const pid = manifest.child.pid ?? 0;
+    expect(environOf(pid)).toContain("HERDR_AGENT=pi");
+
+    let report = await judgeOn(source.recoveryDeps(), manifest.id);
+    expect(report.status).toEqual({ code: "child_running", writers: [{ pid, evidence: ["recorded_pid", "marker", "cwd", "herdr_agent"] }] });
+    await killAndWait(pid);
+    report = await judgeOn(source.recoveryDeps(), manifest.id);
+    expect(report.status).toEqual({ code: "no_child" });
+    const relaunched = await relaunchHandoff(source.relaunchDeps(), manifest.id, { focus: false });
+    if (relaunched.code !== "running") throw new Error(relaunched.message);
+    expect(herdrLocation(relaunched.manifest)).toMatchObject({ workspaceId, paneId });
+    await killAndWait(relaunched.manifest.child.pid ?? 0);
+
+    const removed = await removeHandoff(source.recoveryDeps(), manifest.id, { force: false, deleteBranch: false }, () => {});
+    expect(removed.code).toBe("removed");
+    expect(existsSync(manifest.worktree.path)).toBe(false);
+    expect((await source.read(manifest.id)).state).toBe("removed");
+    const gone = await source.herdr.herdr(["workspace", "get", workspaceId]);
+    expect(gone.stderr).toContain('"code":"workspace_not_found"');
+  });
+
+  it("a moved pane: recovery records its new ids, sees the child there, and relaunches there, never a second Pi", async () => {
+    const manifest = runningManifest(await source.handoff("moved/pane", { focus: false }));
+    const old = herdrLocation(manifest);
+    const worktree = manifest.worktree.path;
+    const pid = manifest.child.pid ?? 0;
+    const moved = ((await source.herdr.result(["pane", "move", old.paneId, "--new-workspace"])) as { pane: { pane_id: string; tab_id: string; workspace_id: string } }).pane;
+    const now = { kind: "herdr", socketPath: old.socketPath, workspaceId: moved.workspace_id, tabId: moved.tab_id, paneId: moved.pane_id };
+
+    const report = await judgeOn(source.recoveryDeps(), manifest.id);
+    expect(report.status).toEqual({ code: "child_running", writers: [{ pid, evidence: ["recorded_pid", "marker", "cwd", "herdr_agent"] }] });
+    expect(report.mux).toEqual(now);
+    expect((await source.read(manifest.id)).mux).toEqual(now);
+    expect((await relaunchHandoff(source.relaunchDeps(), manifest.id, { focus: false })).code).toBe("refused");
+
+    await killAndWait(pid);
+    const relaunched = await relaunchHandoff(source.relaunchDeps(), manifest.id, { focus: false });
+    if (relaunched.code !== "running") throw new Error(relaunched.message);
+    expect(relaunched.manifest.mux).toEqual(now);
+    expect(piProcessesIn(worktree)).toEqual([relaunched.manifest.child.pid]);
+    await killAndWait(relaunched.manifest.child.pid ?? 0);
+  });
+
+  it("after a server restart Herdr resumes the child itself: it is the writer by Herdr's own view, even where processes cannot be read", async () => {
+    const manifest = runningManifest(await source.handoff("restart/resume", { focus: false }));
+    const worktree = manifest.worktree.path;
+    const pid = manifest.child.pid ?? 0;
+    await source.herdr.restart({ blindMs: 750 });
+    await waitFor(() => !isProcessAlive(pid), { timeoutMs: 10_000, description: "the old child to end with the restart" });
+    // Herdr typed a bare `pi --session <file>`: no handoff marker, no flags of the handoff.
+    const resumed = await waitFor(() => piProcessesIn(worktree)[0], { timeoutMs: 15_000, description: "the Pi Herdr resumed" });
+    expect(environOf(resumed).some((line) => line.startsWith("PI_HANDOFF_ID="))).toBe(false);
+
+    // Recovery where process details cannot be read (no /proc): Herdr's agent view names the writer.
+    const blind = {
+      ...source.relaunchDeps(),
+      scanProcesses: async () => ({ piProcesses: [], problem: "This system has no /proc, so running Pi processes could not be looked for." }),
+      describeProcess: async () => undefined,
+    };
+    const report = await waitFor(async () => {
+      const judged = await judgeOn(blind, manifest.id);
+      return judged.status.code === "child_running" ? judged : undefined;
+    }, { timeoutMs: 10_000, description: "Herdr to see the resumed Pi" });
+    expect(report.status).toEqual({ code: "child_running", writers: [{ pid: resumed, evidence: ["herdr_agent"] }] });
+    const refused = await relaunchHandoff(blind, manifest.id, { focus: false });
+    expect(refused).toMatchObject({ code: "refused", reason: "child_running" });
+    expect(piProcessesIn(worktree)).toEqual([resumed]);
+    await killAndWait(resumed);
   });
 });

@@ -12,11 +12,12 @@
  *   the multiplexer would: handoffs are found through the socket their manifest recorded (for
  *   Herdr, the `herdr` on PATH is the double, as the real binary would be).
  */
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CURRENT_SESSION_VERSION, SessionManager } from "@earendil-works/pi-coding-agent";
 import { SimpleGitPort } from "../../src/git/git.ts";
 import { HandoffTransaction, type HandoffOutcome } from "../../src/handoff/transaction.ts";
+import { shellQuote } from "../../src/launch/launch-command.ts";
 import type { HandoffStep, Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { muxForLocation } from "../../src/mux/for-location.ts";
@@ -196,11 +197,22 @@ export async function createRecoveryRig(): Promise<RecoveryRig> {
  * builds (the double's socket and binary named explicitly); the recovery side runs outside Herdr
  * with the double as `herdr` on PATH, and finds the server through the recorded socket.
  */
-export async function createHerdrRecoveryRig(options: { shellDelayMs?: number } = {}): Promise<HerdrRecoveryRig> {
+/**
+ * `legacyIds`: the double mints Herdr <= 0.6.10 ids. `piOnPath`: the panes find a `pi` (the stand-in)
+ * on PATH, as Herdr's own resume after a restart needs (it types a bare `pi --session <file>`).
+ */
+export async function createHerdrRecoveryRig(options: { shellDelayMs?: number; legacyIds?: boolean; piOnPath?: boolean } = {}): Promise<HerdrRecoveryRig> {
   const core = createRigCore("phw-recovery-herdr-");
   let herdr: HerdrDouble;
   try {
-    herdr = await startHerdrDouble({ env: { ...core.env }, shellDelayMs: options.shellDelayMs ?? 0 });
+    const env = { ...core.env };
+    if (options.piOnPath === true) {
+      const bin = join(core.repo.dir, "pi-bin");
+      mkdirSync(bin, { recursive: true });
+      writeFileSync(join(bin, "pi"), `#!/bin/sh\nexec ${shellQuote(NODE_BIN)} ${shellQuote(STAND_IN_PI)} "$@"\n`, { mode: 0o755 });
+      env.PATH = `${bin}:${env.PATH ?? "/usr/bin:/bin"}`;
+    }
+    herdr = await startHerdrDouble({ env, shellDelayMs: options.shellDelayMs ?? 0, legacyIds: options.legacyIds === true });
   } catch (error) {
     core.repo.cleanup();
     throw error;

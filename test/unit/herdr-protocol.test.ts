@@ -2,7 +2,7 @@
  * The Herdr output decoder: which stream, which envelope, what is tolerated and what is rejected.
  */
 import { describe, expect, it } from "vitest";
-import { decodeHerdrOutput, PaneProcessInfoSchema, WorkspaceInfoResultSchema } from "../../src/mux/herdr-protocol.ts";
+import { decodeHerdrOutput, isHerdrId, PaneInfoResultSchema, PaneProcessInfoSchema, WorkspaceInfoResultSchema } from "../../src/mux/herdr-protocol.ts";
 
 const workspace = {
   active_tab_id: "w2:t1",
@@ -65,5 +65,38 @@ describe("decodeHerdrOutput", () => {
       kind: "result",
       result: { type: "pane_process_info", process_info: { pane_id: "w1R:p2", foreground_processes: [] } },
     });
+  });
+});
+
+describe("Herdr ids", () => {
+  it("accepts every id Herdr prints, today's and the hex ids of 0.6.10 and earlier (kept by restores)", () => {
+    for (const id of ["w1", "w1R", "w1R:t2", "w1R:p0", "w18b2c4d5e6f7a1", "w18b2c4d5e6f7a1:1", "w18b2c4d5e6f7a1-3", "w_1", "3"]) {
+      expect(isHerdrId(id)).toBe(true);
+    }
+  });
+
+  it("refuses only what could be read as an option or break an argument", () => {
+    for (const id of ["", "-w1", "--help", "w1 :p1", " w1", "w1\t", "w1\n", "w1\u0000", "w1\u007f", "w1\u0085", "x".repeat(257)]) {
+      expect(isHerdrId(id)).toBe(false);
+    }
+  });
+
+  it("decodes a pane with a legacy id and the agent session Herdr keeps for it", () => {
+    const pane = {
+      agent: "pi",
+      agent_session: { agent: "pi", kind: "path", source: "herdr:pi", value: "/s/child.jsonl" },
+      agent_status: "idle",
+      focused: false,
+      pane_id: "w18b2c4d5e6f7a1-1",
+      revision: 0,
+      tab_id: "w18b2c4d5e6f7a1:1",
+      terminal_id: "term_1",
+      workspace_id: "w18b2c4d5e6f7a1",
+    };
+    const decoded = decodeHerdrOutput({ stdout: JSON.stringify({ id: "cli:pane:get", result: { type: "pane_info", pane } }), stderr: "" }, PaneInfoResultSchema);
+    expect(decoded).toEqual({ kind: "result", result: { type: "pane_info", pane } });
+    const optionLike = { ...pane, pane_id: "--help" };
+    const refused = decodeHerdrOutput({ stdout: JSON.stringify({ id: "cli:pane:get", result: { type: "pane_info", pane: optionLike } }), stderr: "" }, PaneInfoResultSchema);
+    expect(refused.kind).toBe("malformed");
   });
 });

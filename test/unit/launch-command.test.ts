@@ -95,6 +95,26 @@ describe("buildLaunchCommand", () => {
   });
 });
 
+describe("the child's environment per backend", () => {
+  it("inside Herdr the child also gets HERDR_AGENT=pi (Herdr's agent hint); on tmux it does not", () => {
+    const input = {
+      piCommand: ["pi"],
+      worktreePath: root,
+      childSessionFile: join(root, "s.jsonl"),
+      agentDir: join(root, "agent"),
+      handoffId: "20261130-120000-x-abcd",
+      model: { provider: "faux", id: "m" },
+      approve: false,
+      extraArgs: [],
+      parentEnv: {},
+    };
+    expect(buildLaunchCommand({ ...input, muxKind: "herdr" })).toBe(
+      `cd ${root} && env PI_CODING_AGENT_DIR=${root}/agent PI_HANDOFF_ID=20261130-120000-x-abcd HERDR_AGENT=pi pi --session ${root}/s.jsonl --model faux/m`,
+    );
+    expect(buildLaunchCommand({ ...input, muxKind: "tmux" })).not.toContain("HERDR_AGENT");
+  });
+});
+
 describe("currentPiCommand and mirroredPiFlags", () => {
   it("starts the child with the same node and Pi entry point", () => {
     // npm's .bin/pi is a link without an extension: followed to the real script.
