@@ -166,6 +166,11 @@ describe("/handoff-worktree on Herdr (the test double) with the real Pi", () => 
     expect(childEnv).toContain(`PI_HANDOFF_ID=${manifest.id}`);
     expect(childEnv).toContain(`HERDR_PANE_ID=${paneId}`);
     expect(childEnv.filter((line) => line.startsWith("TMUX"))).toEqual([]);
+    // Herdr's agent hint, and the session reported to Herdr after the acknowledgement (for its restore).
+    expect(childEnv).toContain("HERDR_AGENT=pi");
+    const childPaneInfo = (await herdr.result(["pane", "get", paneId ?? ""])).pane as { agent_session?: unknown; agent_status: string };
+    expect(childPaneInfo.agent_session).toEqual({ source: "herdr:pi", agent: "pi", kind: "path", value: manifest.child.sessionFile });
+    expect(childPaneInfo.agent_status).toBe("idle");
 
     // Focus came after the acknowledgement, and the child's workspace is the focused one.
     const ackAt = Date.parse(manifest.child.ackAt ?? "");
