@@ -32,6 +32,9 @@ import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
 import { startHerdrDouble, type HerdrDouble, type HerdrRun } from "../support/herdr.ts";
 import { waitFor } from "../support/tmux.ts";
 
+/** Today's workspace id shape (src/workspace.rs): `w` and digits of 123456789ABCDEFGHJKMNPQRSTVWXYZ0. */
+const CURRENT_WORKSPACE_ID = /^w[1-9A-HJKMNP-TV-Z0]+$/;
+
 function isSortedDeep(value: unknown): boolean {
   if (Array.isArray(value)) return value.every(isSortedDeep);
   if (value !== null && typeof value === "object") {
@@ -116,9 +119,11 @@ describe("the Herdr double follows the CLI contract", () => {
   });
 
   it("creates workspaces whose ids use Herdr's alphabet and whose panes get the Herdr environment, not tmux's", async () => {
-    expect(parent.workspaceId).toMatch(WORKSPACE_ID_PATTERN);
-    expect(parent.tabId).toMatch(TAB_ID_PATTERN);
-    expect(parent.paneId).toMatch(PANE_ID_PATTERN);
+    expect(parent.workspaceId).toMatch(CURRENT_WORKSPACE_ID);
+    expect(parent.tabId).toMatch(new RegExp(`^${parent.workspaceId}:t[1-9A-HJKMNP-TV-Z0]+$`));
+    expect(parent.paneId).toMatch(new RegExp(`^${parent.workspaceId}:p[1-9A-HJKMNP-TV-Z0]+$`));
+    // Production accepts them (and any id Herdr prints).
+    expect([parent.workspaceId, parent.tabId, parent.paneId].every((id) => WORKSPACE_ID_PATTERN.test(id) && TAB_ID_PATTERN.test(id) && PANE_ID_PATTERN.test(id))).toBe(true);
     const envFile = join(repo.dir, "pane-env.txt");
     const typed = await herdr.herdr(["pane", "run", parent.paneId, `env > ${envFile}`]);
     expect(typed).toEqual({ exitCode: 0, stdout: "", stderr: "" });
@@ -402,5 +407,107 @@ describe("the Herdr double follows the CLI contract", () => {
     } finally {
       await old.kill();
     }
+  });
+
+  it("legacy ids (Herdr <= 0.6.10): hex workspace ids, `<ws>:<n>` tabs, `<ws>-<n>` panes, decoded by the production schemas", async () => {
+    const legacy = await startHerdrDouble({ env: herdr.serverEnv, legacyIds: true });
+    try {
+      const ws = await legacy.openWorkspace(repo.dir, "legacy");
+      expect(ws.workspaceId).toMatch(/^w[0-9a-f]{14,}$/);
+      expect(ws.tabId).toBe(`${ws.workspaceId}:1`);
+      expect(ws.paneId).toBe(`${ws.workspaceId}-1`);
+      const got = expectSuccess(await legacy.herdr(["pane", "get", ws.paneId]), "cli:pane:get", PaneInfoResultSchema);
+      expect(got.pane).toMatchObject({ pane_id: ws.paneId, tab_id: ws.tabId, workspace_id: ws.workspaceId });
+      expectSuccess(await legacy.herdr(["workspace", "get", ws.workspaceId]), "cli:workspace:get", WorkspaceInfoResultSchema);
+      expectSuccess(await legacy.herdr(["pane", "process-info", "--pane", ws.paneId]), "cli:pane:process_info", PaneProcessInfoSchema);
+    } finally {
+      await legacy.kill();
+    }
+  });
+
+  it("a pane reports shell_pid from its spawn on, equal to the foreground group", async () => {
+    const fresh = await herdr.result(["workspace", "create", "--cwd", repo.dir, "--label", "fresh"]);
+    const paneId = (fresh.root_pane as { pane_id: string }).pane_id;
+    const info = expectSuccess(await herdr.herdr(["pane", "process-info", "--pane", paneId]), "cli:pane:process_info", PaneProcessInfoSchema).process_info;
+    expect(info.shell_pid).toBeGreaterThan(0);
+    expect(info.foreground_process_group_id).toBe(info.shell_pid);
+    await herdr.result(["workspace", "close", (fresh.workspace as { workspace_id: string }).workspace_id]);
+  });
+
+  it("--help only directly after the subcommand; all four worktree commands list --trust-repository (0.9)", async () => {
+    for (const command of ["list", "create", "open", "remove"]) {
+      const help = await herdr.herdr(["worktree", command, "--help"]);
+      expect(help.exitCode).toBe(0);
+      expect(help.stdout).toContain(`Usage: herdr worktree ${command}`);
+      expect(help.stdout).toContain("--trust-repository");
+    }
+    expectUsageError(await herdr.herdr(["worktree", "create", "--no-focus", "--help"]), "unknown option: --help");
+    expectUsageError(await herdr.herdr(["worktree", "list", "--cwd", repo.root, "-h"]), "unknown option: -h");
+  });
+
+  it("moves a pane to a new workspace: new ids, and the old pane id answers as an alias", async () => {
+    const made = await herdr.result(["workspace", "create", "--cwd", repo.dir, "--label", "to-move"]);
+    const old = (made.root_pane as { pane_id: string }).pane_id;
+    const moved = await herdr.herdr(["pane", "move", old, "--new-workspace"]);
+    const pane = expectSuccess(moved, "cli:pane:move", PaneInfoResultSchema).pane;
+    expect(pane.pane_id).not.toBe(old);
+    const viaAlias = expectSuccess(await herdr.herdr(["pane", "get", old]), "cli:pane:get", PaneInfoResultSchema).pane;
+    expect(viaAlias).toMatchObject({ pane_id: pane.pane_id, workspace_id: pane.workspace_id, tab_id: pane.tab_id });
+    // The workspace it left had no other pane: it closed.
+    expectApiError(await herdr.herdr(["workspace", "get", (made.workspace as { workspace_id: string }).workspace_id]), "cli:workspace:get", "workspace_not_found");
+    await herdr.result(["workspace", "close", pane.workspace_id]);
+  });
+
+  it("report-agent-session prints nothing; an official source's session shows as agent_session, another's does not", async () => {
+    const made = await herdr.result(["workspace", "create", "--cwd", repo.dir, "--label", "agent"]);
+    const paneId = (made.root_pane as { pane_id: string }).pane_id;
+    const other = await herdr.herdr(["pane", "report-agent-session", paneId, "--source", "mine", "--agent", "pi", "--agent-session-path", "/s/x.jsonl"]);
+    expect(other).toEqual({ exitCode: 0, stdout: "", stderr: "" });
+    expect(expectSuccess(await herdr.herdr(["pane", "get", paneId]), "cli:pane:get", PaneInfoResultSchema).pane.agent_session).toBeUndefined();
+    const official = await herdr.herdr(["pane", "report-agent-session", paneId, "--source", "herdr:pi", "--agent", "pi", "--agent-session-path", "/s/x.jsonl"]);
+    expect(official).toEqual({ exitCode: 0, stdout: "", stderr: "" });
+    const pane = expectSuccess(await herdr.herdr(["pane", "get", paneId]), "cli:pane:get", PaneInfoResultSchema).pane;
+    expect(pane.agent_session).toEqual({ source: "herdr:pi", agent: "pi", kind: "path", value: "/s/x.jsonl" });
+    expect(pane.agent_status).toBe("unknown");
+    expectUsageError(await herdr.herdr(["pane", "report-agent-session", paneId, "--agent", "pi"]), "missing required --source");
+    const unknown = await herdr.herdr(["pane", "report-agent-session", "w99:p1", "--source", "herdr:pi", "--agent", "pi"]);
+    expectApiError(unknown, "cli:request", "pane_not_found");
+    await herdr.result(["workspace", "close", (made.workspace as { workspace_id: string }).workspace_id]);
+  });
+
+  it("a restart answers pane_not_found from process-info for a moment, then the pane's new shell", async () => {
+    const restarting = await startHerdrDouble({ env: herdr.serverEnv });
+    try {
+      const ws = await restarting.openWorkspace(repo.dir, "restart");
+      const before = expectSuccess(await restarting.herdr(["pane", "process-info", "--pane", ws.paneId]), "cli:pane:process_info", PaneProcessInfoSchema).process_info;
+      await restarting.restart({ blindMs: 1_500 });
+      expectApiError(await restarting.herdr(["pane", "process-info", "--pane", ws.paneId]), "cli:pane:process_info", "pane_not_found");
+      // The pane itself is restored under its id.
+      expectSuccess(await restarting.herdr(["pane", "get", ws.paneId]), "cli:pane:get", PaneInfoResultSchema);
+      const after = await waitFor(async () => {
+        const run = await restarting.herdr(["pane", "process-info", "--pane", ws.paneId]);
+        return run.exitCode === 0 ? PaneProcessInfoSchema.parse(JSON.parse(run.stdout).result).process_info : undefined;
+      }, { timeoutMs: 10_000, description: "the restarted pane" });
+      expect(after.shell_pid).toBeGreaterThan(0);
+      expect(after.shell_pid).not.toBe(before.shell_pid);
+    } finally {
+      await restarting.kill();
+    }
+  });
+
+  it("a create the client gave up on completes later; meanwhile a create of that path is worktree_operation_in_progress", async () => {
+    const path = join(repo.dir, "late-wt");
+    herdr.setFaults({ "worktree create": { late: 1_500, times: 1 } });
+    const args = ["worktree", "create", "--cwd", repo.root, "--branch", "late/one", "--base", baseSha, "--path", path, "--no-focus"];
+    await expect(herdr.herdr(args, { timeoutMs: 500 })).rejects.toThrow(/timed out/);
+    expectApiError(await herdr.herdr(args), "cli:worktree:create", "worktree_operation_in_progress");
+    const listed = await waitFor(async () => {
+      const list = expectSuccess(await herdr.herdr(["worktree", "list", "--cwd", repo.root]), "cli:worktree:list", WorktreeListSchema);
+      const entry = list.worktrees.find((candidate) => candidate.path === path);
+      return entry?.open_workspace_id !== undefined ? entry : undefined;
+    }, { timeoutMs: 10_000, description: "the late create" });
+    expect(listed.branch).toBe("late/one");
+    herdr.clearFaults();
+    await herdr.result(["worktree", "remove", "--workspace", listed.open_workspace_id ?? "", "--force"]);
   });
 });
