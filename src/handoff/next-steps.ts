@@ -11,7 +11,8 @@
  */
 import { existsSync } from "node:fs";
 import type { Manifest, MuxLocation } from "../manifest/schema.ts";
-import { WORKSPACE_ID_PATTERN } from "../mux/herdr-protocol.ts";
+import { shellQuote } from "../launch/launch-command.ts";
+import { isHerdrId } from "../mux/herdr-protocol.ts";
 
 /** The part of a handoff outcome this needs (the transaction's `HandoffOutcome` fits). */
 export type NoticeOutcome =
@@ -81,7 +82,8 @@ function backCommand(location: MuxLocation, env: NextStepsContext["env"]): strin
     return pane !== undefined && /^%\d+$/.test(pane) ? `tmux select-window -t ${pane}` : undefined;
   }
   const workspace = env.HERDR_WORKSPACE_ID;
-  return workspace !== undefined && WORKSPACE_ID_PATTERN.test(workspace) ? `herdr workspace focus ${workspace}` : undefined;
+  // Any id Herdr prints (legacy hex ones too), quoted: it is shown as a command to type.
+  return isHerdrId(workspace) ? `herdr workspace focus ${shellQuote(workspace)}` : undefined;
 }
 
 function windowWord(location: MuxLocation): string {
