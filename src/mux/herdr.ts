@@ -81,6 +81,12 @@ const DEFAULT_WORKTREE_TIMEOUT_MS = 120_000;
 const DEFAULT_LATE_COMPLETION_MS = 20_000;
 const SHELL_SAMPLE_INTERVAL_MS = 50;
 const SHELL_STABLE_SAMPLES = 3;
+/**
+ * After a restart (the pane answered pane_not_found first) Herdr may type `pi --session <path>` into
+ * the shell as soon as its terminal runs again (src/app/agent_resume.rs): the shell must then hold
+ * the foreground this long before it counts as ready, so a launch never types beside Herdr's resume.
+ */
+export const SHELL_SETTLE_AFTER_RESTART_MS = 1_500;
 /** The least time one poll is given: a poll squeezed into the last milliseconds proves nothing. */
 export const MIN_POLL_TIMEOUT_MS = 1_000;
 /** A restarted server answers `pane_not_found` for ~750 ms (src/app/mod.rs PENDING_AGENT_RESUME_THEME_WAIT). */
@@ -212,6 +218,8 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     const notFound = new PaneNotFoundGrace();
     let stableSamples = 0;
     let sampled = false;
+    let restarted = false;
+    let stableSince = 0;
     // The last thing Herdr really answered that was not a sample: a poll's own timeout never hides it.
     let lastFailure: CallFailure | undefined;
     let lastTimeout: CallFailure | undefined;
@@ -222,6 +230,7 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
       });
       if (!info.ok) {
         if (FINAL_POLL_FAILURES.has(info.code) || notFound.isFinal(info)) return publicFailure(info);
+        if (info.code === "pane_not_found") restarted = true;
         stableSamples = 0;
         if (info.code === "timeout") lastTimeout = info;
         else lastFailure = info;
@@ -234,7 +243,9 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
         // The shell owns the terminal once its own process group is the foreground group; several
         // consecutive samples skip the moment a start-up job hands the terminal back and forth.
         stableSamples = shellPid !== undefined && shellPid === foreground ? stableSamples + 1 : 0;
-        if (stableSamples >= SHELL_STABLE_SAMPLES) return { ok: true };
+        if (stableSamples === 1) stableSince = Date.now();
+        const settled = !restarted || Date.now() - stableSince >= SHELL_SETTLE_AFTER_RESTART_MS;
+        if (stableSamples >= SHELL_STABLE_SAMPLES && settled) return { ok: true };
       }
       if (Date.now() + SHELL_SAMPLE_INTERVAL_MS >= deadline) break;
       await sleep(SHELL_SAMPLE_INTERVAL_MS);

@@ -554,7 +554,14 @@ describe("HerdrMultiplexer as Herdr's source behaves (issue 14, 16.3)", () => {
       const blind = await restarting.herdr(["pane", "process-info", "--pane", location.paneId ?? ""]);
       expect(blind.exitCode).toBe(1);
       expect(blind.stderr).toContain('"code":"pane_not_found"');
-      // The brief pane_not_found is not final: the probe waits it out and sees the pane again.
+      // The brief pane_not_found is not final, and a shell is ready only once Herdr had its chance
+      // to resume Pi into it: here it did, so nothing may be typed (the shell never settles).
+      const waited = expectFailure(await mux.waitForShell(location, { timeoutMs: 4_000 }));
+      expect(waited.code).toBe("shell_not_ready");
+      // The parent's pane had no agent session: its restarted shell is ready.
+      const parentPane = (await restarting.result(["pane", "list"])).panes as { pane_id: string; workspace_id: string }[];
+      const other = parentPane.find((pane) => pane.workspace_id !== location.workspaceId);
+      expect(await mux.waitForShell({ kind: "herdr", socketPath: restarting.socketPath, paneId: other?.pane_id ?? "" }, { timeoutMs: 10_000 })).toEqual({ ok: true });
       const probed = await mux.probe(location);
       if (!probed.ok) throw new Error(probed.message);
       const args = await waitFor(() => (existsSync(argsFile) ? readFileSync(argsFile, "utf8") : undefined), { timeoutMs: 10_000, description: "Herdr's resume to start pi" });
