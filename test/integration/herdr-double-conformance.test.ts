@@ -497,9 +497,9 @@ describe("the Herdr double follows the CLI contract", () => {
 
   it("a create the client gave up on completes later; meanwhile a create of that path is worktree_operation_in_progress", async () => {
     const path = join(repo.dir, "late-wt");
-    herdr.setFaults({ "worktree create": { late: 1_500, times: 1 } });
+    herdr.setFaults({ "worktree create": { late: 4_000, times: 1 } });
     const args = ["worktree", "create", "--cwd", repo.root, "--branch", "late/one", "--base", baseSha, "--path", path, "--no-focus"];
-    await expect(herdr.herdr(args, { timeoutMs: 500 })).rejects.toThrow(/timed out/);
+    await expect(herdr.herdr(args, { timeoutMs: 2_000 })).rejects.toThrow(/timed out/);
     expectApiError(await herdr.herdr(args), "cli:worktree:create", "worktree_operation_in_progress");
     const listed = await waitFor(async () => {
       const list = expectSuccess(await herdr.herdr(["worktree", "list", "--cwd", repo.root]), "cli:worktree:list", WorktreeListSchema);

@@ -580,9 +580,9 @@ describe("HerdrMultiplexer as Herdr's source behaves (issue 14, 16.3)", () => {
   });
 
   it("a create the CLI gave up on completes late in the server: reconciled through worktree list into its workspace", async () => {
-    herdr.setFaults({ "worktree create": { late: 2_500, times: 1 } });
+    herdr.setFaults({ "worktree create": { late: 4_000, times: 1 } });
     const wanted = request();
-    const { location, worktreePath } = expectCreated(await backend({ worktreeTimeoutMs: 1_000, lateCompletionMs: 15_000 }).createWorkspace(wanted));
+    const { location, worktreePath } = expectCreated(await backend({ worktreeTimeoutMs: 2_000, lateCompletionMs: 20_000 }).createWorkspace(wanted));
     expect(worktreePath).toBe(realpathSync(wanted.worktreePath));
     const listed = (await herdr.result(["worktree", "list", "--cwd", repo.root])).worktrees as { path: string; open_workspace_id?: string }[];
     expect(listed.find((entry) => entry.path === wanted.worktreePath)?.open_workspace_id).toBe(location.workspaceId);
@@ -590,12 +590,13 @@ describe("HerdrMultiplexer as Herdr's source behaves (issue 14, 16.3)", () => {
   });
 
   it("worktree_operation_in_progress means the earlier create still runs: the list is watched until it finishes", async () => {
-    herdr.setFaults({ "worktree create": { late: 2_000, times: 1 } });
+    herdr.setFaults({ "worktree create": { late: 5_000, times: 1 } });
     const wanted = request();
-    const first = expectFailure(await backend({ worktreeTimeoutMs: 500, lateCompletionMs: 0 }).createWorkspace(wanted));
+    // Given up on (as a killed CLI would be) once the server has taken it over, long before it is done.
+    const first = expectFailure(await backend({ worktreeTimeoutMs: 2_500, lateCompletionMs: 0 }).createWorkspace(wanted));
     expect(first.code).toBe("timeout");
     herdr.clearCalls();
-    const { location, worktreePath } = expectCreated(await backend({ lateCompletionMs: 15_000 }).createWorkspace(wanted));
+    const { location, worktreePath } = expectCreated(await backend({ worktreeTimeoutMs: 20_000, lateCompletionMs: 20_000 }).createWorkspace(wanted));
     expect(worktreePath).toBe(realpathSync(wanted.worktreePath));
     const retried = herdr.calls().find((call) => call.argv[1] === "create" && call.argv[2] !== "--help");
     expect(retried?.argv).toContain(wanted.worktreePath);
