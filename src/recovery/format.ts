@@ -135,8 +135,13 @@ function describeWorktree(handoff: HandoffReport): string {
 
 function describeWorkspace(handoff: HandoffReport): string {
   switch (handoff.workspace.code) {
-    case "open":
-      return "open";
+    case "open": {
+      // What Herdr itself sees in the pane, when it says (its agent status, the session it holds).
+      const agent = handoff.workspace.agent;
+      if (agent === undefined) return "open";
+      const session = agent.sessionFile === undefined ? "" : agent.sessionFile === handoff.childSessionFile ? " on the child session" : ` on ${agent.sessionFile}`;
+      return `open (Herdr: agent ${agent.status}${session})`;
+    }
     case "closed":
       return "closed";
     case "none":

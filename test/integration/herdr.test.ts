@@ -550,7 +550,7 @@ describe("HerdrMultiplexer as Herdr's source behaves (issue 14, 16.3)", () => {
       expect(await mux.reportChildSession(location, sessionFile)).toEqual({ ok: true });
       expect(await mux.workspaceState(location)).toEqual({ code: "open", agent: { status: "unknown", sessionFile } });
 
-      await restarting.restart({ blindMs: 750 });
+      await restarting.restart({ blindMs: 1_800 });
       const blind = await restarting.herdr(["pane", "process-info", "--pane", location.paneId ?? ""]);
       expect(blind.exitCode).toBe(1);
       expect(blind.stderr).toContain('"code":"pane_not_found"');

@@ -15,6 +15,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { shellQuote } from "../../src/launch/launch-command.ts";
 import type { HerdrLocation, Manifest } from "../../src/manifest/schema.ts";
+import { formatReport } from "../../src/recovery/format.ts";
 import { inspectHandoff } from "../../src/recovery/inventory.ts";
 import { HandoffReportSchema, type HandoffReport } from "../../src/recovery/report-schema.ts";
 import { relaunchHandoff } from "../../src/recovery/relaunch.ts";
@@ -612,6 +613,7 @@ describe("recovery on Herdr as its source behaves: legacy ids, moved panes, rest
 
     let report = await judgeOn(source.recoveryDeps(), manifest.id);
     expect(report.status).toEqual({ code: "child_running", writers: [{ pid, evidence: ["recorded_pid", "marker", "cwd", "herdr_agent"] }] });
+    expect(formatReport(report)).toContain(`  window:        Herdr workspace ${workspaceId} (pane ${paneId}) (open (Herdr: agent idle on the child session))`);
     await killAndWait(pid);
     report = await judgeOn(source.recoveryDeps(), manifest.id);
     expect(report.status).toEqual({ code: "no_child" });
