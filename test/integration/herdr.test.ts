@@ -607,7 +607,7 @@ describe("HerdrMultiplexer as Herdr's source behaves (issue 14, 16.3)", () => {
 
   it.each([
     ["internal_error (slowly)", { error: "internal_error", message: "process table unavailable", delayMs: 400 }, "herdr pane process-info failed (internal_error): process table unavailable."],
-    ["garbage on stdout", { garbage: "<html>502 Bad Gateway</html>\n" }, 'herdr pane process-info printed output this package cannot read: output is not JSON: "<html>502 Bad Gateway</html>".'],
+    ["garbage on stdout (slowly)", { garbage: "<html>502 Bad Gateway</html>\n", delayMs: 400 }, 'herdr pane process-info printed output this package cannot read: output is not JSON: "<html>502 Bad Gateway</html>".'],
   ])("waitForShell with process-info answering %s names that answer, never a last poll's own timeout", async (_label, fault, cause) => {
     herdr.setFaults({ "pane process-info": fault });
     const location: HerdrLocation = { kind: "herdr", socketPath: herdr.socketPath, paneId: parent.paneId };
