@@ -9,6 +9,8 @@
  *   process in the pane named `pi` whose cwd is the worktree and whose environment carries this
  *   handoff's marker. No evidence before the deadline: `launch_unconfirmed`, with the reason.
  * - Focus happens only after confirmation; a focus failure is recorded, never a launch failure.
+ * - Only a confirmed child's session is reported to the multiplexer (`reportChildSession`, for
+ *   Herdr's own restore); its outcome changes nothing.
  * - With postCreate commands on the line, their recorded exit status decides first: a failure is
  *   returned (Pi was not started, `&&`), success starts the confirm deadline; a status file that
  *   never comes ends as `launch_unconfirmed`, like a child that never acknowledges.
@@ -133,12 +135,16 @@ export class ChildLauncher {
     request.afterStep?.("confirm");
     // Only a confirmed child is reported, so the multiplexer's own restore (Herdr resumes the
     // reported session after a restart) never resumes a session nobody runs. Best effort: the
-    // handoff does not depend on it.
+    // handoff does not depend on it, and it runs beside the focus so the user waits no longer.
     const sessionFile = confirmed.manifest.child.sessionFile;
-    if (mux.reportChildSession !== undefined && sessionFile !== undefined) await mux.reportChildSession(confirmed.manifest.mux, sessionFile);
-    if (!request.focus) return { code: "running", manifest: confirmed.manifest };
+    const reported = mux.reportChildSession !== undefined && sessionFile !== undefined ? mux.reportChildSession(confirmed.manifest.mux, sessionFile) : undefined;
+    if (!request.focus) {
+      await reported;
+      return { code: "running", manifest: confirmed.manifest };
+    }
     this.deps.progress("focus", "Switching to the new window");
     const focused = await this.focus(mux, confirmed.manifest);
+    await reported;
     request.afterStep?.("focus");
     return { code: "running", manifest: focused };
   }
