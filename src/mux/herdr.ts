@@ -629,15 +629,14 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
    * linked worktree. Herdr #4293 names the repository's workspace when its root pane sits there.
    */
   async #childWorkspace(workspaceId: string, wanted: string, socketPath: string | undefined): Promise<{ ok: true } | CallFailure> {
-    if (this.#isOwnWorkspace(workspaceId, socketPath)) return { ...ownWorkspace(workspaceId), detail: "own workspace" };
+    const named = (whose: string): string =>
+      `Herdr named workspace ${workspaceId} for the worktree ${wanted}, but it is ${whose}, so it was left alone; a shell of that workspace in the worktree makes Herdr name it (Herdr #4293): cd out of the worktree there and try again.`;
+    if (this.#isOwnWorkspace(workspaceId, socketPath)) return callFailure("own_workspace", named("the workspace this Pi runs in"));
     const shown = await this.#call(["workspace", "get", workspaceId], WorkspaceInfoResultSchema, "workspace get", { socketPath });
     if (!shown.ok) return shown;
     const membership = shown.result.workspace.worktree;
     if (membership !== undefined && membership.is_linked_worktree && (await canonicalPath(membership.checkout_path)) === wanted) return { ok: true };
-    return callFailure(
-      "not_worktree_workspace",
-      `Herdr named workspace ${workspaceId} for the worktree ${wanted}, but that is the repository's own workspace, not the worktree's, so it was left alone.`,
-    );
+    return callFailure("not_worktree_workspace", named("the repository's own workspace, not the worktree's"));
   }
 
   /** This process's own workspace (`HERDR_WORKSPACE_ID` of the Pi that runs this), on the same server. */

@@ -498,7 +498,7 @@ describe("HerdrMultiplexer as Herdr's source behaves (issue 14, 16.3)", () => {
     expect(reopened).toEqual({
       ok: false,
       code: "own_workspace",
-      message: `Herdr workspace ${parent.workspaceId} is the workspace this Pi runs in, not a handoff's, so it was left alone.`,
+      message: `Herdr named workspace ${parent.workspaceId} for the worktree ${worktreePath}, but it is the workspace this Pi runs in, so it was left alone; a shell of that workspace in the worktree makes Herdr name it (Herdr #4293): cd out of the worktree there and try again.`,
     });
     const other = expectFailure(await backend().reopenWorkspace({ mainCheckout: repo.root, worktreePath, branch: wanted.branch, label: wanted.label, previous: location }));
     expect(other.code).toBe("not_worktree_workspace");
