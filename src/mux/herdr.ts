@@ -542,7 +542,7 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     const deadline = Date.now() + (STILL_RUNNING_CREATE_FAILURES.has(failure.code) ? this.#lateCompletionMs : 0);
     const wanted = await canonicalPath(request.worktreePath);
     for (;;) {
-      const seen = await this.#lookForCreated(request, wanted, failure, base, trust, deadline);
+      const seen = await this.#lookForCreated(request, wanted, failure, base, trust);
       if (seen.final || Date.now() + RECONCILE_INTERVAL_MS >= deadline) return seen.outcome;
       await sleep(RECONCILE_INTERVAL_MS);
     }
@@ -555,11 +555,9 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     failure: CallFailure,
     base: string,
     trust: readonly string[],
-    deadline: number,
   ): Promise<{ final: boolean; outcome: MuxResult<CreatedWorkspace> }> {
-    const listed = await this.#call(["worktree", "list", "--cwd", request.mainCheckout, ...trust], WorktreeListSchema, "worktree list", {
-      timeoutMs: pollTimeout(deadline, this.#timeoutMs),
-    });
+    // Each look gets the whole quick-call timeout: the watch ends at the deadline, not a look.
+    const listed = await this.#call(["worktree", "list", "--cwd", request.mainCheckout, ...trust], WorktreeListSchema, "worktree list");
     if (!listed.ok) {
       return {
         final: FINAL_POLL_FAILURES.has(listed.code),
