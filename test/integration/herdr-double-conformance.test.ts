@@ -510,4 +510,15 @@ describe("the Herdr double follows the CLI contract", () => {
     herdr.clearFaults();
     await herdr.result(["worktree", "remove", "--workspace", listed.open_workspace_id ?? "", "--force"]);
   });
+
+  it("process-info without --pane is the focused pane, not $HERDR_PANE_ID; --current is $HERDR_PANE_ID", async () => {
+    const made = await herdr.result(["workspace", "create", "--cwd", repo.dir, "--label", "unfocused", "--no-focus"]);
+    const other = (made.root_pane as { pane_id: string }).pane_id;
+    const env = { ...herdr.clientEnv, HERDR_PANE_ID: other };
+    const focused = expectSuccess(await herdr.herdr(["pane", "process-info"], { env }), "cli:pane:process_info", PaneProcessInfoSchema);
+    expect(focused.process_info.pane_id).not.toBe(other);
+    const current = expectSuccess(await herdr.herdr(["pane", "process-info", "--current"], { env }), "cli:pane:process_info", PaneProcessInfoSchema);
+    expect(current.process_info.pane_id).toBe(other);
+    await herdr.result(["workspace", "close", (made.workspace as { workspace_id: string }).workspace_id]);
+  });
 });

@@ -1083,7 +1083,9 @@ function parsePaneProcessInfo(args) {
   const params = {};
   for (let i = 0; i < args.length; ) {
     if (args[i] === "--pane") { params.paneId = valueOf(args, i); i += 2; }
-    else if (args[i] === "--current") { params.paneId = undefined; i += 1; }
+    // `--current` is $HERDR_PANE_ID; neither flag means the focused pane (src/cli/pane.rs
+    // `parse_optional_current_pane_args`), not $HERDR_PANE_ID.
+    else if (args[i] === "--current") { params.paneId = process.env.HERDR_PANE_ID?.trim() || undefined; i += 1; }
     else throw new UsageError(`unknown option: ${args[i]}`);
   }
   return params;
@@ -1147,9 +1149,9 @@ function typeInto(ctx, pane, text, keys) {
   pane.revision += 1;
 }
 
+/** The pane a command names, else the focused workspace's root pane, as the server resolves it. */
 function currentPaneId(state, explicit) {
   if (explicit !== undefined) return explicit;
-  if (process.env.HERDR_PANE_ID) return process.env.HERDR_PANE_ID;
   const focused = findWorkspace(state, state.focusedWorkspaceId);
   if (focused === undefined) throw new ApiError("invalid_request", "no pane is focused");
   return rootPane(state, focused).pane.id;
