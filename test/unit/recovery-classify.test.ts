@@ -153,6 +153,24 @@ describe("classify", () => {
     expect(classify(facts(m, { lease: { state: "none" } })).actions).toEqual(["relaunch", "focus", "remove"]);
   });
 
+  it("takes Herdr's own view of the pane as evidence: an agent it detects on the child session, by the pids it names", () => {
+    const m = manifest("running");
+    const session = m.child.sessionFile ?? "";
+    const agent = (status: string, sessionFile: string | undefined, pids: number[]) => ({
+      code: "open" as const,
+      agent: { status, ...(sessionFile === undefined ? {} : { sessionFile }), pids },
+    });
+    expect(findWriters(m, undefined, [], undefined, agent("idle", session, [31, 32]))).toEqual([
+      { pid: 31, evidence: ["herdr_agent"] },
+      { pid: 32, evidence: ["herdr_agent"] },
+    ]);
+    expect(verdict(facts(m, { workspace: agent("working", session, [31]) })).status).toEqual({ code: "child_running", writers: [{ pid: 31, evidence: ["herdr_agent"] }] });
+    // No agent detected (Herdr keeps a session after its agent ended), or another session: no writer.
+    expect(findWriters(m, undefined, [], undefined, agent("unknown", session, [31]))).toEqual([]);
+    expect(findWriters(m, undefined, [], undefined, agent("idle", `${session}.other`, [31]))).toEqual([]);
+    expect(findWriters(m, undefined, [], undefined, agent("idle", undefined, [31]))).toEqual([]);
+  });
+
   it("leaves a recently changed unfinished handoff alone, and judges a stale one", () => {
     const m = manifest("launching", (m) => {
       m.updatedAt = new Date(LATER.getTime() - 1_000).toISOString();
