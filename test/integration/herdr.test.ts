@@ -615,4 +615,32 @@ describe("HerdrMultiplexer as Herdr's source behaves (issue 14, 16.3)", () => {
     expect(failed.message).toBe(`The shell in Herdr pane ${parent.paneId} did not become ready within 1200 ms: ${cause}`);
     expectOneSentence(failed.message);
   });
+
+  it.each([
+    ["hangs", { hang: true }, /did not answer within 1 s\.$/],
+    ["fails", { error: "internal_error", message: "boom" }, /failed \(internal_error\): boom\.$/],
+    ["answers garbage", { garbage: "not json\n" }, /printed output this package cannot read: output is not JSON: "not json"\.$/],
+  ])("every Herdr call that %s says so in one sentence, within its bound", async (_label, fault, cause) => {
+    const wanted = request();
+    const created = expectCreated(await backend().createWorkspace(wanted));
+    const mux = backend({ timeoutMs: 1_000, worktreeTimeoutMs: 1_000 });
+    const location: HerdrLocation = { kind: "herdr", socketPath: herdr.socketPath, workspaceId: parent.workspaceId, tabId: parent.tabId, paneId: parent.paneId };
+    herdr.setFaults({ "*": fault });
+    const failures = [
+      await mux.probe(location),
+      await mux.focus(location),
+      await mux.reopenWorkspace({ mainCheckout: repo.root, worktreePath: created.worktreePath, branch: wanted.branch, label: wanted.label, previous: created.location }),
+      await mux.removeWorktree(created.location, { mainCheckout: repo.root, worktreePath: created.worktreePath, force: false }),
+      await mux.ping(),
+    ].map(expectFailure);
+    // Fire-and-forget calls print nothing on success, so garbage on stdout is not their failure.
+    if (!("garbage" in fault)) failures.push(expectFailure(await mux.run(location, "true")), expectFailure(await mux.reportChildSession(location, "/s/x.jsonl")));
+    for (const failure of failures) {
+      expectOneSentence(failure.message);
+      expect(failure.message).toMatch(cause);
+    }
+    const state = await mux.workspaceState(location);
+    expect(state.code).toBe("unknown");
+    if (state.code === "unknown") expect(state.message).toMatch(cause);
+  });
 });
