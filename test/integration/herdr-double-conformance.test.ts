@@ -475,11 +475,12 @@ describe("the Herdr double follows the CLI contract", () => {
     await herdr.result(["workspace", "close", (made.workspace as { workspace_id: string }).workspace_id]);
   });
 
-  it("a restart answers pane_not_found from process-info for a moment, then the pane's new shell", async () => {
+  it("a restart: a pane with a Pi session answers pane_not_found from process-info until Herdr resumes it in a new shell", async () => {
     const restarting = await startHerdrDouble({ env: herdr.serverEnv });
     try {
       const ws = await restarting.openWorkspace(repo.dir, "restart");
       const before = expectSuccess(await restarting.herdr(["pane", "process-info", "--pane", ws.paneId]), "cli:pane:process_info", PaneProcessInfoSchema).process_info;
+      await restarting.herdr(["pane", "report-agent-session", ws.paneId, "--source", "herdr:pi", "--agent", "pi", "--agent-session-path", join(repo.dir, "s.jsonl")]);
       await restarting.restart({ blindMs: 1_500 });
       expectApiError(await restarting.herdr(["pane", "process-info", "--pane", ws.paneId]), "cli:pane:process_info", "pane_not_found");
       // The pane itself is restored under its id.

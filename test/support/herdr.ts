@@ -79,8 +79,9 @@ export interface HerdrDouble {
   setFaults(faults: Record<string, unknown>): void;
   clearFaults(): void;
   /**
-   * A server restart: every pane's shell starts afresh, `pane process-info` answers pane_not_found
-   * for `blindMs` (default 750), then panes with a reported Pi session get `pi --session <path>` typed.
+   * A server restart: every pane's processes end. A pane with a reported Pi session answers
+   * pane_not_found from `pane process-info` for `blindMs` (default 750), then gets a new shell with
+   * `pi --session <path>` written into it at once; other panes get a new shell at once.
    */
   restart(options?: { blindMs?: number }): Promise<void>;
   kill(): Promise<void>;

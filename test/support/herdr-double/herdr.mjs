@@ -36,9 +36,10 @@
  * - Every tmux and git call carries a timeout; nothing is ever run through a shell string.
  *
  * Test hooks (not part of Herdr): `herdr __double start|stop`, `herdr __double restart [--blind-ms N]`
- * (a server restart: every pane's shell is started afresh, process-info answers pane_not_found for
- * N ms (default 750), then each pane with a reported Pi session gets a bare `pi --session <path>`
- * typed, as src/app/agent_resume.rs does), a call log (`calls.jsonl`, one JSON
+ * (a server restart: every pane's processes end; a pane with a reported Pi session answers
+ * pane_not_found from process-info for N ms (default 750), then gets its shell and a bare
+ * `pi --session <path>` written at once, as src/app/agent_resume.rs does; others get their shell
+ * at once), a call log (`calls.jsonl`, one JSON
  * line per call: argv, time, pid), and faults from `$HERDR_DOUBLE_FAULTS` or `<server dir>/faults.json`:
  * `{"<group> <command>"|"*": {"error": code, "message"?, "inband"?} | {"hang": true|"after"} |
  *  {"malformed": true} | {"garbage": text} | {"partial": true} | {"usage": text} | {"delayMs": n} |
@@ -543,10 +544,8 @@ function rootPane(state, ws) {
 
 /** Process facts read from /proc, as Herdr reads them for `pane process-info`. */
 function processInfo(state, pane) {
-  // Right after a restart the panes' terminals are not running yet (src/app/mod.rs PENDING_AGENT_RESUME_THEME_WAIT).
-  if (state.restart !== undefined && Date.now() < state.restart.blindUntil) {
-    throw new ApiError("pane_not_found", `pane ${pane.id} not found`);
-  }
+  // After a restart a pane awaiting its agent's resume has no terminal yet: Herdr cannot find it.
+  if (pane.pendingResume === true) throw new ApiError("pane_not_found", `pane ${pane.id} not found`);
   const live = state.live.get(pane.tmuxPaneId);
   const info = { pane_id: pane.id };
   if (live === undefined || !(live.pid > 0)) return info;
@@ -1385,9 +1384,11 @@ function adminStart(paths, options, sessionName) {
 }
 
 /**
- * A server restart: workspaces, tabs, panes and ids are restored, every pane's shell starts afresh
- * in the pane's cwd (the old processes are gone), process-info answers pane_not_found for a short
- * while, then Herdr types `pi --session <path>` into each pane whose Pi reported its session.
+ * A server restart: workspaces, tabs, panes and ids are restored and the old processes are gone.
+ * A pane without an agent session gets its shell again at once; a pane whose Pi reported its
+ * session has no terminal until Herdr resumes it (`pane_not_found` from process-info meanwhile),
+ * `blind-ms` later (src/app/mod.rs PENDING_AGENT_RESUME_THEME_WAIT, 750 ms by default): then its
+ * shell is spawned and `pi --session <path>` plus CR written at once (src/app/agent_resume.rs).
  */
 async function adminRestart(paths, options) {
   requireServer(paths);
@@ -1397,10 +1398,15 @@ async function adminRestart(paths, options) {
       const ws = findWorkspace(state, pane.workspaceId);
       if (ws === undefined) continue;
       const cwd = state.live.get(pane.tmuxPaneId)?.path || ws.cwd;
-      const vars = paneEnvironment(paths, state, ws, pane.tabId, pane.id);
-      tmux(paths, state, ["respawn-pane", "-k", "-t", pane.tmuxPaneId, "-c", cwd, "--", ...paneCommand(paths, vars)]);
+      pane.restoredCwd = cwd;
+      if (pane.agentSession?.kind === "path") {
+        // No terminal runtime yet: a placeholder holds the tmux pane until the resume spawns the shell.
+        pane.pendingResume = true;
+        tmux(paths, state, ["respawn-pane", "-k", "-t", pane.tmuxPaneId, "-c", cwd, "--", "sleep", "2147483647"]);
+      } else {
+        tmux(paths, state, ["respawn-pane", "-k", "-t", pane.tmuxPaneId, "-c", cwd, "--", ...paneCommand(paths, paneEnvironment(paths, state, ws, pane.tabId, pane.id))]);
+      }
     }
-    state.restart = { at: Date.now(), blindUntil: Date.now() + blindMs };
   });
   const resumer = spawn(process.execPath, [SCRIPT_PATH, "__double", "resume-agents", String(blindMs)], {
     detached: true,
@@ -1411,14 +1417,18 @@ async function adminRestart(paths, options) {
   writeOut(json({ type: "double_restarted", blind_ms: blindMs }) + "\n");
 }
 
-/** Herdr's agent resume: a bare `pi --session <path>` typed into the pane, no extra environment. */
+/** Herdr's agent resume: the pane's shell spawned, then a bare `pi --session <path>` written to it at once. */
 async function resumeAgents(paths, blindMs) {
   await sleep(blindMs);
   await withState(paths, async (state) => {
     for (const pane of Object.values(state.panes)) {
-      const session = pane.agentSession;
-      if (session === undefined || session.kind !== "path") continue;
-      typeInto({ paths, state }, pane, `pi --session ${posixQuote(session.value)}`, ["Enter"]);
+      if (pane.pendingResume !== true) continue;
+      const ws = findWorkspace(state, pane.workspaceId);
+      delete pane.pendingResume;
+      if (ws === undefined || pane.agentSession === undefined) continue;
+      const vars = paneEnvironment(paths, state, ws, pane.tabId, pane.id);
+      tmux(paths, state, ["respawn-pane", "-k", "-t", pane.tmuxPaneId, "-c", pane.restoredCwd ?? ws.cwd, "--", ...paneCommand(paths, vars)]);
+      typeInto({ paths, state }, pane, `pi --session ${posixQuote(pane.agentSession.value)}`, ["Enter"]);
     }
   });
 }
