@@ -229,7 +229,8 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
         socketPath: pane.socketPath,
       });
       if (!info.ok) {
-        if (FINAL_POLL_FAILURES.has(info.code) || notFound.isFinal(info)) return publicFailure(info);
+        if (FINAL_POLL_FAILURES.has(info.code)) return publicFailure(info);
+        if (notFound.isFinal(info)) return publicFailure(await this.#explainPaneNotFound(pane.paneId, pane.socketPath, info));
         if (info.code === "pane_not_found") restarted = true;
         stableSamples = 0;
         if (info.code === "timeout") lastTimeout = info;
@@ -650,9 +651,24 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     const notFound = new PaneNotFoundGrace();
     for (;;) {
       const info = await this.#call(["pane", "process-info", "--pane", paneId], PaneProcessInfoSchema, "pane process-info", { socketPath });
-      if (info.ok || info.code !== "pane_not_found" || notFound.isFinal(info)) return info;
+      if (info.ok || info.code !== "pane_not_found") return info;
+      if (notFound.isFinal(info)) return this.#explainPaneNotFound(paneId, socketPath, info);
       await sleep(PANE_RETRY_INTERVAL_MS);
     }
+  }
+
+  /**
+   * A lasting `pane_not_found` from process-info for a pane that `pane get` still shows: after a
+   * restart Herdr starts such a pane's terminal only when it resumes the agent there, and it waits
+   * for a client to be attached first (src/app/agent_resume.rs), so the pane is not gone.
+   */
+  async #explainPaneNotFound(paneId: string, socketPath: string | undefined, failure: CallFailure): Promise<CallFailure> {
+    const shown = await this.#call(["pane", "get", paneId], PaneInfoResultSchema, "pane get", { socketPath });
+    if (!shown.ok) return failure;
+    return callFailure(
+      "pane_not_started",
+      `Herdr pane ${paneId} exists but its terminal is not running yet (after a restart Herdr starts it when it resumes the agent there, once a Herdr client is attached); try again then.`,
+    );
   }
 
   /** `--trust-repository` for every worktree command when this Herdr has it. */

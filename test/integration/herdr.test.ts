@@ -643,4 +643,26 @@ describe("HerdrMultiplexer as Herdr's source behaves (issue 14, 16.3)", () => {
     expect(state.code).toBe("unknown");
     if (state.code === "unknown") expect(state.message).toMatch(cause);
   });
+
+  it("a pane Herdr has not restarted yet is reported as such, not as closed", async () => {
+    const waiting = await startHerdrDouble({ env: herdr.serverEnv });
+    try {
+      await waiting.openWorkspace(repo.root, "parent");
+      const mux = HerdrMultiplexer.fromEnvironment({ ...waiting.clientEnv });
+      const { location } = expectCreated(await mux.createWorkspace(request()));
+      expect(await mux.reportChildSession(location, join(repo.dir, "waiting.jsonl"))).toEqual({ ok: true });
+      // Herdr resumes only once a client is attached: here not within the wait.
+      await waiting.restart({ blindMs: 60_000 });
+      const failed = expectFailure(await mux.waitForShell(location, { timeoutMs: 10_000 }));
+      expect(failed).toEqual({
+        ok: false,
+        code: "pane_not_started",
+        message: `Herdr pane ${location.paneId} exists but its terminal is not running yet (after a restart Herdr starts it when it resumes the agent there, once a Herdr client is attached); try again then.`,
+      });
+      expect(expectFailure(await mux.probe(location)).code).toBe("pane_not_started");
+      expect(await mux.workspaceState(location)).toEqual({ code: "open", agent: { status: "unknown", sessionFile: join(repo.dir, "waiting.jsonl") } });
+    } finally {
+      await waiting.kill();
+    }
+  });
 });
