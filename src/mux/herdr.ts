@@ -24,7 +24,8 @@
  * - A moved pane answers under new ids (`pane get <old>`): it is open, and the new ids are reported.
  * - Polls give each call at least MIN_POLL_TIMEOUT_MS, and a failed wait names the last real
  *   failure Herdr answered, not the timeout of its last poll. `pane_not_found` is final only after
- *   PANE_RESTART_GRACE_MS of answering so (a restarted server answers it for ~750 ms).
+ *   PANE_RESTART_GRACE_MS of answering so (a restarted server answers it for ~750 ms), and a pane
+ *   that `pane get` still shows is then `pane_not_started`, never "closed".
  * - A `worktree create` whose answer was lost may still complete in the server: it is reconciled
  *   through `worktree list` for up to `lateCompletionMs` (the bounds are listed in docs/herdr.md).
  * - Git itself runs only where Herdr cannot act (a registered worktree whose directory is gone and
