@@ -470,10 +470,9 @@ function openWorkspace(paths, state, { cwd, label, env = {}, focus, worktree }) 
 }
 
 function closeWorkspace(paths, state, ws) {
-  // A workspace made by `pane move` holds a pane of another tmux session: close its panes only.
-  const targets = ws.tmuxSessionId !== undefined
-    ? [["kill-session", "-t", ws.tmuxSessionId]]
-    : ws.tabs.flatMap((tab) => tab.paneIds.map((id) => ["kill-pane", "-t", state.panes[id]?.tmuxPaneId ?? ""]));
+  // Its own panes only: a pane moved in or out (`pane move`) lives in another workspace's tmux
+  // session, and a tmux session ends with its last pane.
+  const targets = ws.tabs.flatMap((tab) => tab.paneIds.map((id) => ["kill-pane", "-t", state.panes[id]?.tmuxPaneId ?? ""]));
   for (const args of targets) {
     try {
       tmux(paths, state, args);
@@ -618,7 +617,7 @@ function listWorktrees(state, repoRoot) {
 
 /**
  * The workspace Herdr names for a checkout: the first, in workspace order, whose membership is that
- * checkout or whose root pane's cwd is in it. The second half is Herdr #4293: a repository's own
+ * checkout or whose root pane's cwd is that checkout. The second half is Herdr #4293: a repository's own
  * workspace whose shell was `cd`ed into a worktree is named for that worktree.
  */
 function workspaceForCheckout(state, path) {
