@@ -138,6 +138,7 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
   readonly #lateCompletionMs: number;
   readonly #git: Pick<RecoveryGitPort, "removeWorktree"> | undefined;
   #trustFlagProbe: Promise<boolean> | undefined;
+  #ownWorkspaces: Promise<Set<string>> | undefined;
 
   constructor(options: HerdrMultiplexerOptions) {
     this.herdrBin = options.herdrBin;
@@ -177,6 +178,7 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
 
   async createWorkspace(request: CreateWorkspaceRequest): Promise<MuxResult<CreatedWorkspace>> {
     const trust = await this.#trustArgs();
+    void this.#ownWorkspaceIds();
     const created = await this.#call(
       [
         "worktree",
@@ -310,7 +312,7 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     if (!isHerdrId(workspaceId)) {
       return invalidLocation("The Herdr location has no valid workspace id to focus.");
     }
-    if (this.#isOwnWorkspace(workspaceId, herdr.location.socketPath ?? this.socketPath)) return ownWorkspace(workspaceId);
+    if (await this.#isOwnWorkspace(workspaceId, herdr.location.socketPath ?? this.socketPath)) return ownWorkspace(workspaceId);
     const focused = await this.#call(["workspace", "focus", workspaceId], WorkspaceInfoResultSchema, "workspace focus", {
       socketPath: herdr.location.socketPath ?? this.socketPath,
     });
@@ -417,7 +419,7 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     // or reused by another workspace after a server restart), so it must still show this checkout.
     let workspaceId: string | undefined;
     const recorded = herdr.location.workspaceId;
-    if (isHerdrId(recorded) && !this.#isOwnWorkspace(recorded, socketPath)) {
+    if (isHerdrId(recorded) && !(await this.#isOwnWorkspace(recorded, socketPath))) {
       const shown = await this.#call(["workspace", "get", recorded], WorkspaceInfoResultSchema, "workspace get", { socketPath });
       if (shown.ok) {
         const checkout = shown.result.workspace.worktree?.checkout_path;
@@ -631,7 +633,7 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
   async #childWorkspace(workspaceId: string, wanted: string, socketPath: string | undefined): Promise<{ ok: true } | CallFailure> {
     const named = (whose: string): string =>
       `Herdr named workspace ${workspaceId} for the worktree ${wanted}, but it is ${whose}, so it was left alone; a shell of that workspace in the worktree makes Herdr name it (Herdr #4293): cd out of the worktree there and try again.`;
-    if (this.#isOwnWorkspace(workspaceId, socketPath)) return callFailure("own_workspace", named("the workspace this Pi runs in"));
+    if (await this.#isOwnWorkspace(workspaceId, socketPath)) return callFailure("own_workspace", named("the workspace this Pi runs in"));
     const shown = await this.#call(["workspace", "get", workspaceId], WorkspaceInfoResultSchema, "workspace get", { socketPath });
     if (!shown.ok) return shown;
     const membership = shown.result.workspace.worktree;
@@ -639,12 +641,31 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     return callFailure("not_worktree_workspace", named("the repository's own workspace, not the worktree's"));
   }
 
-  /** This process's own workspace (`HERDR_WORKSPACE_ID` of the Pi that runs this), on the same server. */
-  #isOwnWorkspace(workspaceId: string, socketPath: string | undefined): boolean {
-    const own = this.#env.HERDR_WORKSPACE_ID;
-    if (own === undefined || own === "") return false;
+  /**
+   * This process's own workspace, on the same server: `HERDR_WORKSPACE_ID` of the Pi that runs this,
+   * and where its pane (`HERDR_PANE_ID`) is now, since a process keeps its launch-time ids when its
+   * pane is moved (`pane get` follows the alias). Asked once per backend.
+   */
+  async #isOwnWorkspace(workspaceId: string, socketPath: string | undefined): Promise<boolean> {
     const ownSocket = this.#env.HERDR_SOCKET_PATH !== undefined && this.#env.HERDR_SOCKET_PATH !== "" ? resolve(this.#env.HERDR_SOCKET_PATH) : this.socketPath;
-    return own === workspaceId && (socketPath === undefined || ownSocket === undefined || resolve(socketPath) === ownSocket);
+    if (socketPath !== undefined && ownSocket !== undefined && resolve(socketPath) !== ownSocket) return false;
+    return (await this.#ownWorkspaceIds()).has(workspaceId);
+  }
+
+  /** See `#isOwnWorkspace`; started early by `createWorkspace` so the focus after a handoff waits for nothing. */
+  #ownWorkspaceIds(): Promise<Set<string>> {
+    this.#ownWorkspaces ??= (async () => {
+      const own = new Set<string>();
+      const { HERDR_WORKSPACE_ID: launchWorkspace, HERDR_PANE_ID: ownPane, HERDR_SOCKET_PATH: ownSocket } = this.#env;
+      if (isHerdrId(launchWorkspace)) own.add(launchWorkspace);
+      if (isHerdrId(ownPane)) {
+        const socketPath = ownSocket !== undefined && ownSocket !== "" ? resolve(ownSocket) : this.socketPath;
+        const shown = await this.#call(["pane", "get", ownPane], PaneInfoResultSchema, "pane get", { socketPath });
+        if (shown.ok) own.add(shown.result.pane.workspace_id);
+      }
+      return own;
+    })();
+    return this.#ownWorkspaces;
   }
 
   /** `pane process-info` for one pane, `pane_not_found` retried through a restarted server's grace. */

@@ -665,4 +665,18 @@ describe("HerdrMultiplexer as Herdr's source behaves (issue 14, 16.3)", () => {
       await waiting.kill();
     }
   });
+
+  it("this Pi's own workspace is known after its pane was moved (it keeps its launch-time ids): never focused as a child", async () => {
+    const moving = await startHerdrDouble({ env: herdr.serverEnv });
+    try {
+      const own = await moving.openWorkspace(repo.root, "parent");
+      const moved = ((await moving.result(["pane", "move", own.paneId, "--new-workspace"])) as { pane: { workspace_id: string; pane_id: string } }).pane;
+      const mux = HerdrMultiplexer.fromEnvironment({ ...moving.clientEnv, HERDR_WORKSPACE_ID: own.workspaceId, HERDR_PANE_ID: own.paneId });
+      const refused = expectFailure(await mux.focus({ kind: "herdr", socketPath: moving.socketPath, workspaceId: moved.workspace_id, paneId: moved.pane_id }));
+      expect(refused.code).toBe("own_workspace");
+      expect(moving.calls().filter((call) => call.argv[1] === "focus")).toEqual([]);
+    } finally {
+      await moving.kill();
+    }
+  });
 });
