@@ -355,7 +355,7 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
 
   /**
    * Herdr's view of the agent in a pane: its status, the session it reported, and (while an agent
-   * is detected) the foreground pids, so recovery can name a writer even where /proc is not read.
+   * is detected) the foreground pids, so recovery can name a writer even where process facts cannot be read.
    */
   async #paneAgent(pane: HerdrPaneInfo, socketPath: string | undefined): Promise<PaneAgent | undefined> {
     const session = pane.agent_session;
