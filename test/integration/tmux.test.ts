@@ -270,6 +270,7 @@ describe("TmuxMultiplexer on a private tmux server", () => {
     });
     const started = Date.now();
     expect(await mux.createWorkspace(request())).toMatchObject({ ok: false, code: "timeout" });
-    expect(Date.now() - started).toBeLessThan(2_000);
+    // Stopped at its deadline, not after the stand-in's 5 s.
+    expect(Date.now() - started).toBeLessThan(4_500);
   });
 });
