@@ -50,6 +50,8 @@ export interface GitRunOptions {
   env?: NodeJS.ProcessEnv | undefined;
   /** Bytes for git's stdin. */
   input?: Uint8Array;
+  /** `GIT_*` variables this one call sets past the sanitising (a rewritten commit's author, for `commit-tree`). */
+  gitVariables?: Readonly<Record<string, string>>;
 }
 
 /** Runs one git command in `cwd`; resolves with any exit code, rejects on a timeout or a refusal. */
@@ -59,7 +61,7 @@ export async function runGit(cwd: string, args: readonly string[], options: GitR
     const git = simpleGit({
       baseDir: cwd,
       timeout: { block: options.timeoutMs, stdOut: false, stdErr: false },
-      allowEnvironment: [...INHERITED_GIT_VARIABLES],
+      allowEnvironment: [...INHERITED_GIT_VARIABLES, ...Object.keys(options.gitVariables ?? {})],
       ...(options.input !== undefined ? { input: () => Buffer.from(options.input ?? new Uint8Array()) } : {}),
       errors: (error, result) => {
         finished = { exitCode: result.exitCode, stdout: Buffer.concat(result.stdOut), stderr: Buffer.concat(result.stdErr).toString("utf8") };
@@ -67,7 +69,7 @@ export async function runGit(cwd: string, args: readonly string[], options: GitR
         // a non-zero exit is returned to the caller, which knows what it means.
         return error instanceof GitPluginError ? error : undefined;
       },
-    }).env(gitEnvironment(options.env ?? process.env));
+    }).env({ ...gitEnvironment(options.env ?? process.env), ...options.gitVariables });
     await git.raw([...args]);
     if (finished === undefined) throw new Error("simple-git did not report an exit code");
     return finished;

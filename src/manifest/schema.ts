@@ -119,6 +119,43 @@ export const SetupSchema = z.strictObject({
 });
 export type ManifestSetup = z.infer<typeof SetupSchema>;
 
+export const LAND_STRATEGIES = ["ff", "rebase", "merge", "squash"] as const;
+export const LandStrategySchema = z.enum(LAND_STRATEGIES);
+export type LandStrategy = z.infer<typeof LandStrategySchema>;
+
+const fullSha = z.string().regex(/^[0-9a-f]{40,64}$/);
+
+/**
+ * One landing of the branch's commits into another branch (`pi-handoff land`). Written as
+ * `intended` before the target branch is touched (with the exact commit it will point at), then
+ * `landed` once it does, or `abandoned` when a later look finds the target still at `from`: so a
+ * land killed at any step leaves a record that says which of the two states the target is in.
+ */
+export const LANDING_STATES = ["intended", "landed", "abandoned"] as const;
+export const LandingSchema = z.strictObject({
+  state: z.enum(LANDING_STATES),
+  at: isoTime,
+  /** The branch landed into, and where it was checked out when the landing was planned. */
+  into: z.string().min(1),
+  checkout: z.string().optional(),
+  strategy: LandStrategySchema,
+  /** The target's tip before, and the commit it points at after (planned before acting). */
+  from: fullSha,
+  to: fullSha,
+  /** The handoff branch's tip that was landed, and its commits (oldest first) that the target lacked. */
+  branchTip: fullSha,
+  commits: z.array(z.strictObject({ sha: fullSha, subject: z.string() })),
+  /** When `state` last changed to `landed` or `abandoned`. */
+  settledAt: isoTime.optional(),
+});
+export type Landing = z.infer<typeof LandingSchema>;
+export type LandingState = Landing["state"];
+
+/** A landing moves from `intended` once, to `landed` or `abandoned`; nothing else. */
+export function canSettleLanding(from: LandingState, to: LandingState): boolean {
+  return from === "intended" && (to === "landed" || to === "abandoned");
+}
+
 export const ManifestSchema = z.strictObject({
   version: z.literal(MANIFEST_VERSION),
   id: z.string().regex(/^[a-z0-9][a-z0-9-]{2,80}$/),
@@ -166,6 +203,8 @@ export const ManifestSchema = z.strictObject({
   focus: z.union([z.strictObject({ at: isoTime }), z.strictObject({ error: z.string(), at: isoTime })]).optional(),
   error: z.strictObject({ step: HandoffStepSchema, message: z.string(), at: isoTime }).optional(),
   gitState: GitStateSchema.optional(),
+  /** Optional (version-compatible): manifests from before `pi-handoff land` existed have none. Append-only. */
+  landings: z.array(LandingSchema).optional(),
 });
 export type Manifest = z.infer<typeof ManifestSchema>;
 

@@ -20,6 +20,8 @@
  */
 import type { SessionLease } from "../launch/lease.ts";
 import type { HandoffStep, Manifest } from "../manifest/schema.ts";
+import type { SessionTail } from "../session/tail.ts";
+import { decideChildStatus, landingReport } from "./status.ts";
 import type {
   BranchFact,
   Changes,
@@ -74,6 +76,10 @@ export interface HandoffFacts {
   lease?: SessionLease;
   /** Why the process table could not be read (then `piProcesses` is not the whole truth). */
   processScanProblem?: string;
+  /** The end of the child's session file, when it exists (what its turn is doing). */
+  childTail?: SessionTail;
+  /** Where the target branch of a landing still marked `intended` is now. */
+  landingTarget?: string;
 }
 
 /** Steps before which no worktree exists: a failure there leaves only the manifest (and maybe a branch). */
@@ -115,7 +121,15 @@ export function classify(facts: HandoffFacts): HandoffReport {
     ...(writerUnknown === undefined ? {} : { writerUnknown }),
     createdAt: manifest.createdAt,
     updatedAt: manifest.updatedAt,
+    child: decideChildStatus({
+      manifest,
+      live: status.code === "child_running",
+      ...(facts.childTail === undefined ? {} : { tail: facts.childTail.entries, sessionMtime: facts.childTail.mtime }),
+      ...(facts.branch.code === "present" ? { branchTip: facts.branch.tip } : {}),
+    }),
   };
+  const landing = landingReport(manifest, facts.landingTarget);
+  if (landing !== undefined) report.landing = landing;
   report.actions = actionsFor(report, manifest);
   return report;
 }

@@ -7,6 +7,7 @@
  *   pi-handoff relaunch <handoff> [--no-focus]
  *   pi-handoff remove <handoff> [--force] [--delete-branch] [--dry-run]
  *   pi-handoff prune [--dry-run]
+ *   pi-handoff land <handoff> [--into BRANCH] [--strategy ff|rebase|merge|squash] [--dry-run] [--remove] [--delete-branch]
  *   pi-handoff --version
  *
  * Lives in src/ (not scripts/) because it ships in the package: `bin/pi-handoff.mjs` loads it.
@@ -27,9 +28,10 @@ import { unsupportedPlatform } from "../process/platform.ts";
 import { z } from "zod";
 import { errorSentence } from "../errors.ts";
 import type { HandoffStep } from "../manifest/schema.ts";
-import { parseRecoveryCommand, type RecoveryCommand } from "./command-line.ts";
+import { parseRecoveryCommand, type ParsedRecoveryCommand, type RecoveryCommand } from "./command-line.ts";
 import { launchTimeoutsFromEnv } from "../launch/timeouts.ts";
-import { createRecoveryDeps, type RecoveryDeps } from "./deps.ts";
+import { createLandDeps, createRecoveryDeps, type RecoveryDeps } from "./deps.ts";
+import { landHandoff, landRequestFrom } from "./land.ts";
 import { focusHandoff } from "./focus.ts";
 import { formatInventory, formatReport } from "./format.ts";
 import { buildInventory, inspectHandoff } from "./inventory.ts";
@@ -94,6 +96,14 @@ Commands:
   prune [--dry-run]                       drop only what loses nothing: git's entries for vanished
                                           worktrees, handoffs whose worktree is gone and whose
                                           branch is merged or gone, handoffs that failed early
+  land <handoff> [--into BRANCH] [--strategy ff|rebase|merge|squash] [--dry-run] [--remove]
+       [--delete-branch]                  bring the branch's commits into the branch the handoff
+                                          started from (or --into); fast-forward by default, else
+                                          name a strategy; refuses (changing nothing) while its Pi
+                                          is in a turn, on uncommitted changes in the worktree or
+                                          in the target's files, and on conflicts; --dry-run says
+                                          what it would do; --remove then removes the worktree
+                                          (branch kept unless --delete-branch)
 
 Options: --help, --version.
 Exit status: 0 done, 1 refused or failed (the reason is on stderr), 2 bad input.`;
@@ -177,7 +187,18 @@ async function dispatch(argv: readonly string[], io: CliIo): Promise<number> {
       });
     case "prune":
       return prune(deps, io, flags["dry-run"] === true);
+    case "land":
+      return land(io, await handoff(), words.parsed);
   }
+}
+
+async function land(io: CliIo, id: string, parsed: ParsedRecoveryCommand): Promise<number> {
+  const request = landRequestFrom(parsed);
+  if (!request.ok) throw new UsageError(request.message, "land");
+  const outcome = await landHandoff(createLandDeps(io.env, io.now), id, request.request, io.now);
+  if (!outcome.ok) throw outcome.code === "not_found" ? new UsageError(outcome.message, "land") : new Refusal(outcome.message, "land");
+  io.stdout(`${outcome.message}\n`);
+  return outcome.code === "landed" && outcome.removal !== undefined && outcome.removal.code !== "removed" ? EXIT_REFUSED : EXIT_OK;
 }
 
 /** The id of the handoff `name` designates (an id, a unique start of one, or a branch). */

@@ -12,8 +12,8 @@
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { errorClause } from "../errors.ts";
 
-export type RecoveryCommand = "list" | "inspect" | "focus" | "relaunch" | "remove" | "prune";
-export const RECOVERY_COMMANDS: readonly RecoveryCommand[] = ["list", "inspect", "focus", "relaunch", "remove", "prune"];
+export type RecoveryCommand = "list" | "inspect" | "focus" | "relaunch" | "remove" | "prune" | "land";
+export const RECOVERY_COMMANDS: readonly RecoveryCommand[] = ["list", "inspect", "focus", "relaunch", "remove", "prune", "land"];
 
 type OptionSpecs = NonNullable<ParseArgsConfig["options"]>;
 
@@ -24,6 +24,7 @@ const OPTIONS: Readonly<Record<RecoveryCommand, OptionSpecs>> = {
   relaunch: { "no-focus": { type: "boolean" } },
   remove: { force: { type: "boolean" }, "delete-branch": { type: "boolean" }, "dry-run": { type: "boolean" } },
   prune: { "dry-run": { type: "boolean" } },
+  land: { into: { type: "string" }, strategy: { type: "string" }, "dry-run": { type: "boolean" }, remove: { type: "boolean" }, "delete-branch": { type: "boolean" } },
 };
 
 const TAKES_HANDOFF: Readonly<Record<RecoveryCommand, boolean>> = {
@@ -33,6 +34,7 @@ const TAKES_HANDOFF: Readonly<Record<RecoveryCommand, boolean>> = {
   relaunch: true,
   remove: true,
   prune: false,
+  land: true,
 };
 
 export interface ParsedRecoveryCommand {
@@ -41,6 +43,9 @@ export interface ParsedRecoveryCommand {
   handoff?: string;
   flags: Readonly<Record<string, boolean>>;
   repo?: string;
+  /** `land --into <branch>` and `--strategy <name>` (checked by recovery/land.ts). */
+  into?: string;
+  strategy?: string;
 }
 
 export type RecoveryCommandParse =
@@ -86,6 +91,8 @@ export function parseRecoveryCommand(words: readonly string[], help: string): Re
       ...(handoff === undefined ? {} : { handoff }),
       flags,
       ...(typeof values.repo === "string" ? { repo: values.repo } : {}),
+      ...(typeof values.into === "string" ? { into: values.into } : {}),
+      ...(typeof values.strategy === "string" ? { strategy: values.strategy } : {}),
     },
   };
 }

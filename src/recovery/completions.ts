@@ -25,9 +25,10 @@ const DESCRIPTIONS: Readonly<Record<RecoveryCommand, string>> = {
   relaunch: "start its Pi again",
   remove: "close its window and delete its worktree (asks first)",
   prune: "drop only what loses nothing",
+  land: "bring its commits into the branch it started from",
 };
 
-const TAKES_HANDOFF: ReadonlySet<RecoveryCommand> = new Set(["inspect", "focus", "relaunch", "remove"]);
+const TAKES_HANDOFF: ReadonlySet<RecoveryCommand> = new Set(["inspect", "focus", "relaunch", "remove", "land"]);
 const MAX_ITEMS = 50;
 
 export async function completeRecoveryArgs(prefix: string, store: Pick<ManifestStore, "list">): Promise<RecoveryCompletion[] | null> {

@@ -5,10 +5,14 @@
  * Invariants: constructs only; every port it builds carries its own per-call timeout.
  */
 import { SimpleGitPort } from "../git/git.ts";
+import { LandGit } from "../git/land.ts";
+import { faultPlanFromEnv } from "../handoff/faults.ts";
+import { ChildReportStore } from "../manifest/child-reports.ts";
 import { ManifestStore } from "../manifest/store.ts";
 import { muxForLocation } from "../mux/for-location.ts";
 import { agentDirFromEnv } from "../session/paths.ts";
 import type { InventoryDeps } from "./inventory.ts";
+import type { LandDeps } from "./land.ts";
 
 /** Per git call; recovery only reads and removes, never checks out a whole tree. */
 export const RECOVERY_GIT_TIMEOUT_MS = 15_000;
@@ -27,5 +31,19 @@ export function createRecoveryDeps(env: NodeJS.ProcessEnv, now: () => Date = () 
     env,
     muxFor: (location) => muxForLocation(location, { env, git, timeoutMs: RECOVERY_MUX_TIMEOUT_MS }),
     now,
+  };
+}
+
+/** Per git call of a landing: a merge or a checkout update of a large tree takes longer than a read. */
+export const LAND_GIT_TIMEOUT_MS = 120_000;
+
+/** Recovery's dependencies plus what `land` needs: its git, the report store (to tell the parent), a crash point for tests. */
+export function createLandDeps(env: NodeJS.ProcessEnv, now: () => Date = () => new Date()): LandDeps {
+  const deps = createRecoveryDeps(env, now);
+  return {
+    ...deps,
+    landGit: new LandGit({ env, timeoutMs: LAND_GIT_TIMEOUT_MS }),
+    reports: ChildReportStore.forAgentDir(deps.agentDir),
+    faults: faultPlanFromEnv(env),
   };
 }

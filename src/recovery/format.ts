@@ -4,6 +4,7 @@
  * Invariants: pure (reports in, text out); plain ASCII layout, no colours or terminal codes, so
  * the same text works in a pipe, in Pi's notifications and in print mode.
  */
+import { CHILD_STATE_LABELS, formatDuration } from "./status.ts";
 import { describeLocation } from "../mux/describe.ts";
 import type { HandoffReport, HandoffStatus, InventoryReport } from "./report-schema.ts";
 
@@ -37,17 +38,19 @@ export function describeStatus(status: HandoffStatus): string {
 /** The table `pi-handoff list` prints (and `/handoffs` in print mode). */
 export function formatInventory(inventory: InventoryReport): string {
   const lines: string[] = [];
+  const now = Date.parse(inventory.generatedAt);
   if (inventory.handoffs.length === 0) {
     lines.push(`No handoffs in ${inventory.agentDir}.`);
   } else {
     const rows = inventory.handoffs.map((handoff) => [
       handoff.id,
       describeStatus(handoff.status),
+      describeChild(handoff, now),
       handoff.branch,
       handoff.flags.join(",") || "-",
       handoff.actions.join(",") || "-",
     ]);
-    const header = ["ID", "STATUS", "BRANCH", "FLAGS", "ACTIONS"];
+    const header = ["ID", "STATUS", "CHILD", "BRANCH", "FLAGS", "ACTIONS"];
     const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? "").length)));
     const render = (row: readonly string[]): string =>
       row
@@ -69,7 +72,7 @@ export function formatPickerLabel(handoff: HandoffReport): string {
 }
 
 /** Everything `pi-handoff inspect` shows about one handoff. */
-export function formatReport(handoff: HandoffReport): string {
+export function formatReport(handoff: HandoffReport, now: number = Date.now()): string {
   const lines = [`Handoff ${handoff.id}`];
   lines.push(`  status:        ${describeStatus(handoff.status)} (manifest state ${handoff.state})`);
   if (handoff.status.code === "failed" || handoff.status.code === "unconfirmed") lines.push(`  error:         ${handoff.status.message}`);
@@ -77,6 +80,8 @@ export function formatReport(handoff: HandoffReport): string {
   if (handoff.status.code === "child_running") {
     for (const writer of handoff.status.writers) lines.push(`  live Pi:       pid ${writer.pid} (${writer.evidence.join(", ")})`);
   }
+  if (handoff.child !== undefined) lines.push(`  child:         ${describeChild(handoff, now)} (${handoff.child.basis})`);
+  if (handoff.landing !== undefined) lines.push(`  landing:       ${describeLanding(handoff.landing)}`);
   lines.push(`  repository:    ${handoff.repo}`);
   lines.push(`  branch:        ${handoff.branch} ${describeBranch(handoff)}`);
   lines.push(`  base:          ${handoff.base.ref} at ${handoff.base.sha.slice(0, 12)}`);
@@ -102,6 +107,31 @@ export function formatReport(handoff: HandoffReport): string {
       : "  next:          nothing to do",
   );
   return lines.join("\n");
+}
+
+/** `idle 3m`: the child's state and how long it has been in it. */
+export function describeChild(handoff: Pick<HandoffReport, "child">, now: number): string {
+  const child = handoff.child;
+  if (child === undefined) return "-";
+  const since = child.since === undefined ? Number.NaN : Date.parse(child.since);
+  const label = CHILD_STATE_LABELS[child.state];
+  return Number.isFinite(since) && Number.isFinite(now) ? `${label} ${formatDuration(now - since)}` : label;
+}
+
+function describeLanding(landing: NonNullable<HandoffReport["landing"]>): string {
+  const what = `${landing.commits} commit(s) into ${landing.into} by ${landing.strategy}, ${landing.from.slice(0, 12)} -> ${landing.to.slice(0, 12)}`;
+  switch (landing.verdict) {
+    case "landed":
+      return `landed ${what}`;
+    case "landed_unrecorded":
+      return `interrupted after the target moved: ${landing.into} is at the new commit ${landing.to.slice(0, 12)} (landed; pi-handoff land ${landing.handoffId} records it)`;
+    case "not_landed":
+      return `interrupted before the target moved: ${landing.into} is still at the old commit ${landing.from.slice(0, 12)} (nothing landed; run pi-handoff land again)`;
+    case "abandoned":
+      return `abandoned (${what}); nothing landed`;
+    case "unknown":
+      return `interrupted (${what}); ${landing.into} is now at ${landing.targetAt?.slice(0, 12) ?? "no commit"}, neither the old nor the new commit: it moved since`;
+  }
 }
 
 function describeBranch(handoff: HandoffReport): string {

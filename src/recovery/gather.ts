@@ -23,6 +23,7 @@ import type { BranchFact, Changes, CommitList, WorkspaceFact } from "./report-sc
 import { describeProcess, scanPiProcesses, type ProcessScan } from "./processes.ts";
 import { isDirectory, isFile } from "../fs/probe.ts";
 import { asError, errorSentence } from "../errors.ts";
+import { readSessionTail } from "../session/tail.ts";
 
 /** How many commits of each kind a report lists (the total is always exact). */
 const LISTED_COMMITS = 50;
@@ -77,7 +78,7 @@ export class FactGatherer {
     }
     const problems: string[] = [];
     const sessionFile = manifest.child.sessionFile;
-    const [lease, worktreeDirectoryExists, registration, workspace, processes, recordedProcess, branch] = await Promise.all([
+    const [lease, worktreeDirectoryExists, registration, workspace, processes, recordedProcess, branch, childTail] = await Promise.all([
       sessionFile === undefined ? Promise.resolve(undefined) : (this.deps.readLease ?? ((file) => readSessionLease(this.deps.agentDir, file)))(sessionFile),
       isDirectory(manifest.worktree.path),
       this.registration(manifest),
@@ -85,12 +86,15 @@ export class FactGatherer {
       this.processes(),
       manifest.child.pid === undefined ? Promise.resolve(undefined) : (this.deps.describeProcess ?? describeProcess)(manifest.child.pid),
       this.branch(manifest),
+      // The end of the child's session only (a fixed window): what its turn is doing.
+      childSessionExists && manifest.child.sessionFile !== undefined ? readSessionTail(manifest.child.sessionFile) : Promise.resolve(undefined),
     ]);
     if (registration.code === "unknown") problems.push(registration.message);
     if (workspace.code === "unknown") problems.push(workspace.message);
     if (processes.problem !== undefined) problems.push(processes.problem);
     if (lease?.state === "unreadable") problems.push(lease.message);
     if (branch.code === "unknown") problems.push(branch.message);
+    const landingTarget = await this.landingTarget(manifest, problems);
     // A dead owner ends the in-progress grace of an unfinished handoff (classify.ts).
     const ownerAlive = manifest.owner === undefined ? undefined : await (this.deps.ownerAlive ?? isOwnerAlive)(manifest.owner);
     let changes: Changes | undefined;
@@ -116,7 +120,21 @@ export class FactGatherer {
       ...(ownerAlive === undefined ? {} : { ownerAlive }),
       ...(lease === undefined ? {} : { lease }),
       ...(processes.problem === undefined ? {} : { processScanProblem: processes.problem }),
+      ...(childTail === undefined ? {} : { childTail }),
+      ...(landingTarget === undefined ? {} : { landingTarget }),
     };
+  }
+
+  /** Where the target of a landing still marked `intended` is now: the one fact that says whether it happened. */
+  private async landingTarget(manifest: Manifest, problems: string[]): Promise<string | undefined> {
+    const landing = manifest.landings?.at(-1);
+    if (landing?.state !== "intended") return undefined;
+    try {
+      return await this.deps.git.resolveCommit(manifest.repo.root, `refs/heads/${landing.into}`);
+    } catch (error) {
+      problems.push(`Could not read branch ${landing.into}, the target of an interrupted landing: ${errorSentence(error)}`);
+      return undefined;
+    }
   }
 
   private async registration(manifest: Manifest): Promise<WorktreeRegistration> {

@@ -34,6 +34,12 @@ export interface RemoveOptions {
   force: boolean;
   /** Delete the branch too, if it is merged (an unmerged branch is never deleted). */
   deleteBranch: boolean;
+  /**
+   * The branch tip `pi-handoff land` just landed (by rebase or squash, which leave the branch's own
+   * commits unmerged): while the branch is still there, its commits need no `force`, since their
+   * work is in the target and they stay on the kept branch.
+   */
+  landedTip?: string;
 }
 
 export type BranchPlan =
@@ -119,7 +125,8 @@ export async function planRemoval(deps: RemovalDeps, id: string, options: Remove
     const stakes: string[] = [];
     const changed = lostFiles.dirty.length + lostFiles.untracked.length;
     if (changed > 0) stakes.push(`${changed} uncommitted or untracked file(s)`);
-    if (unmerged !== undefined && unmerged.total > 0) stakes.push(`${unmerged.total} commit(s) not merged into ${branchStateTarget(report)}`);
+    const landed = options.landedTip !== undefined && branchState.code === "present" && branchState.tip === options.landedTip;
+    if (unmerged !== undefined && unmerged.total > 0 && !landed) stakes.push(`${unmerged.total} commit(s) not merged into ${branchStateTarget(report)}`);
     if (report.changes === undefined && worktree === "remove") stakes.push("changes that could not be read");
     if (stakes.length > 0) {
       return {

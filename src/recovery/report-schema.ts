@@ -10,7 +10,8 @@
  *   script needs to act on it, and nothing that depends on the terminal it is shown in.
  */
 import { z } from "zod";
-import { HandoffStateSchema, HandoffStepSchema, ManifestSchema, MuxLocationSchema } from "../manifest/schema.ts";
+import { HandoffStateSchema, HandoffStepSchema, LANDING_STATES, LandStrategySchema, ManifestSchema, MuxLocationSchema } from "../manifest/schema.ts";
+import { CHILD_STATES } from "./status.ts";
 
 export const RECOVERY_JSON_VERSION = 1;
 
@@ -141,6 +142,32 @@ export const RECOVERY_ACTIONS = ["relaunch", "focus", "remove", "prune"] as cons
 export const RecoveryActionSchema = z.enum(RECOVERY_ACTIONS);
 export type RecoveryAction = z.infer<typeof RecoveryActionSchema>;
 
+/** The child as its parent sees it (recovery/status.ts): its state and since when. */
+export const ChildStatusSchema = z.strictObject({
+  state: z.enum(CHILD_STATES),
+  since: isoTime.optional(),
+  basis: z.string(),
+});
+
+/**
+ * `verdict`: `landed` (recorded), `abandoned` (recorded as not done), or for a landing still marked
+ * intended (its process died): `landed_unrecorded` (the target is at the new commit),
+ * `not_landed` (still at the old one), `unknown` (elsewhere, or unreadable).
+ */
+export const LandingReportSchema = z.strictObject({
+  handoffId: z.string(),
+  state: z.enum(LANDING_STATES),
+  verdict: z.enum(["landed", "abandoned", "landed_unrecorded", "not_landed", "unknown"]),
+  into: z.string(),
+  strategy: LandStrategySchema,
+  from: sha,
+  to: sha,
+  commits: z.number().int().nonnegative(),
+  at: isoTime,
+  targetAt: sha.optional(),
+});
+export type LandingReport = z.infer<typeof LandingReportSchema>;
+
 export const HandoffReportSchema = z.strictObject({
   id: z.string(),
   state: HandoffStateSchema,
@@ -169,6 +196,10 @@ export const HandoffReportSchema = z.strictObject({
   problems: z.array(z.string()),
   createdAt: isoTime,
   updatedAt: isoTime,
+  /** Optional in the schema: reports from before the child's state was published lack it. */
+  child: ChildStatusSchema.optional(),
+  /** The latest landing (`pi-handoff land`) and, for one that was interrupted, where its target is now. */
+  landing: LandingReportSchema.optional(),
 });
 export type HandoffReport = z.infer<typeof HandoffReportSchema>;
 

@@ -1,0 +1,419 @@
+/**
+ * `pi-handoff land` / `/handoffs land`: bring a handoff branch's commits into the branch it
+ * started from (or `into`), by fast-forward, rebase, merge or squash.
+ *
+ * Invariants:
+ * - Planning changes nothing a person can see: every check reads, and the new commits a rebase,
+ *   merge or squash needs are made in the object store only (git/land.ts), so every refusal and
+ *   every `--dry-run` leaves refs, index and files byte-identical.
+ * - Refused, before anything changes: while the child Pi is in a turn (or asking for input); when
+ *   the worktree has uncommitted or untracked files; when the target's checkout has uncommitted
+ *   changes in files the landing touches; on conflicts (found with `git merge-tree`, paths listed);
+ *   with `--remove` while the child Pi still runs. Each refusal names the reason and the way on.
+ * - Every strategy ends in one fast-forward of the target to a commit computed beforehand, so the
+ *   target branch is always at its old or its new commit. The intent (old and new commit) is
+ *   recorded in the manifest before the target moves; a land killed at any step leaves a record
+ *   that `inspect` resolves by looking at the target, and the next `land` settles it.
+ * - The plan is checked again right before the target moves (tips, worktree, child, checkout);
+ *   anything changed refuses (`moved`) rather than landing something nobody planned.
+ * - After landing: the manifest records it, the parent is told through the report store (its own
+ *   Pi delivers it), and `remove` retires the worktree through the safe removal (branch kept).
+ */
+import type { CommitDetail, LandGit } from "../git/land.ts";
+import type { SimpleGitPort } from "../git/git.ts";
+import { checkpoint, NO_FAULTS, type FaultPlan } from "../handoff/faults.ts";
+import type { ChildReportStore } from "../manifest/child-reports.ts";
+import { canSettleLanding, LAND_STRATEGIES, type LandStrategy, type Landing, type Manifest } from "../manifest/schema.ts";
+import type { ManifestStore } from "../manifest/store.ts";
+import { errorClause, errorSentence } from "../errors.ts";
+import { isInProgress } from "./classify.ts";
+import type { GatherDeps } from "./gather.ts";
+import { inspectHandoff } from "./inventory.ts";
+import type { ParsedRecoveryCommand } from "./command-line.ts";
+import type { HandoffReport } from "./report-schema.ts";
+import { removeHandoff, type RemoveOutcome } from "./remove.ts";
+import { CHILD_STATE_LABELS } from "./status.ts";
+
+export interface LandDeps extends GatherDeps {
+  git: SimpleGitPort;
+  landGit: LandGit;
+  store: ManifestStore;
+  reports: ChildReportStore;
+  /** A crash point for tests (`PI_HANDOFF_FAULT=kill-after:land-...`). */
+  faults?: FaultPlan;
+}
+
+export interface LandRequest {
+  into?: string;
+  strategy?: LandStrategy;
+  dryRun: boolean;
+  remove: boolean;
+  deleteBranch: boolean;
+}
+
+export interface LandPlan {
+  handoffId: string;
+  branch: string;
+  repo: string;
+  into: string;
+  /** Where `into` is checked out (its files move with it), if anywhere. */
+  checkout?: string;
+  strategy: LandStrategy;
+  from: string;
+  to: string;
+  branchTip: string;
+  /** The branch's commits that `into` lacks, oldest first. */
+  commits: { sha: string; subject: string }[];
+  /** How many commits the landing creates (0 for a fast-forward). */
+  created: number;
+  /** Files whose content changes in `into`. */
+  touched: string[];
+  /** Whether a fast-forward was possible (for the message). */
+  fastForward: boolean;
+}
+
+export type LandRefusal =
+  | "not_found"
+  | "invalid"
+  | "removed"
+  | "in_progress"
+  | "child_working"
+  | "child_running"
+  | "worktree_dirty"
+  | "target_dirty"
+  | "conflict"
+  | "nothing_to_land"
+  | "needs_strategy"
+  | "not_fast_forward"
+  | "not_linear"
+  | "no_target"
+  | "branch_gone"
+  | "moved";
+
+export type LandPlanOutcome =
+  | { ok: true; plan: LandPlan; manifest: Manifest; report: HandoffReport }
+  | { ok: false; code: LandRefusal; message: string; choices?: LandStrategy[]; conflicts?: string[] };
+
+export type LandOutcome =
+  | { ok: true; code: "dry_run"; plan: LandPlan; message: string }
+  | { ok: true; code: "landed"; plan: LandPlan; message: string; removal?: RemoveOutcome }
+  | { ok: false; code: LandRefusal | "failed"; message: string; choices?: LandStrategy[]; plan?: LandPlan };
+
+const OTHER_STRATEGIES: readonly LandStrategy[] = ["rebase", "merge", "squash"];
+
+/** What landing handoff `id` would do, or why it may not. Writes only unreferenced objects. */
+export async function planLanding(deps: LandDeps, id: string, request: Pick<LandRequest, "into" | "strategy" | "remove">): Promise<LandPlanOutcome> {
+  const inspected = await inspectHandoff(deps, id);
+  if (inspected.code !== "found") return { ok: false, code: inspected.code, message: inspected.message };
+  const { report, manifest } = inspected;
+  if (manifest.state === "removed") return { ok: false, code: "removed", message: `Handoff ${id} was removed; its branch ${manifest.branch} can be merged with git directly.` };
+  if (isInProgress(report)) return { ok: false, code: "in_progress", message: `Handoff ${id} is still being set up (${report.state}); land it once it has started.` };
+  const child = report.child;
+  if (child !== undefined && (child.state === "working" || child.state === "waiting_input")) {
+    return {
+      ok: false,
+      code: "child_working",
+      message: `Handoff ${id}'s Pi is in a turn (${CHILD_STATE_LABELS[child.state]}: ${child.basis}); nothing was landed. Let it finish (or stop its turn), then land again.`,
+    };
+  }
+  if (request.remove && report.status.code === "child_running") {
+    const pids = report.status.writers.map((writer) => writer.pid).join(", ");
+    return {
+      ok: false,
+      code: "child_running",
+      message: `Handoff ${id}'s Pi still runs (pid ${pids}), so its worktree cannot be removed; nothing was landed. Quit that Pi first, or land without --remove.`,
+    };
+  }
+  const branchState = report.branchState;
+  if (branchState.code !== "present") {
+    return { ok: false, code: "branch_gone", message: `Branch ${manifest.branch} of handoff ${id} ${branchState.code === "gone" ? "no longer exists" : `could not be read (${branchState.message})`}; nothing to land.` };
+  }
+  const changes = report.changes;
+  if (report.worktree.code === "present") {
+    if (changes === undefined) return { ok: false, code: "worktree_dirty", message: `Could not read the uncommitted changes in ${manifest.worktree.path}; nothing was landed.` };
+    const uncommitted = [...changes.dirtyFiles, ...changes.untrackedFiles];
+    if (uncommitted.length > 0) {
+      return {
+        ok: false,
+        code: "worktree_dirty",
+        message: `The worktree ${manifest.worktree.path} has uncommitted changes (${listed(uncommitted)}); nothing was landed. Commit or stash them there, then land again.`,
+      };
+    }
+  }
+  const repo = manifest.repo.root;
+  const into = request.into ?? (await defaultTarget(deps, manifest));
+  if (into === undefined) {
+    return { ok: false, code: "no_target", message: `Handoff ${id} started from ${manifest.base.ref}, which is not a branch; say which branch to land into with --into <branch>.` };
+  }
+  if (into === manifest.branch) return { ok: false, code: "no_target", message: `Cannot land ${manifest.branch} into itself; give another branch with --into.` };
+  const from = (await deps.git.branchExists(repo, into)) ? await deps.git.resolveCommit(repo, `refs/heads/${into}`) : undefined;
+  if (from === undefined) return { ok: false, code: "no_target", message: `There is no local branch ${JSON.stringify(into)} in ${repo}; give an existing one with --into.` };
+  const branchTip = branchState.tip;
+  const details = await deps.landGit.commitsBetween(repo, from, branchTip);
+  if (details.length === 0) return { ok: false, code: "nothing_to_land", message: `Everything on ${manifest.branch} is already in ${into}; nothing to land.` };
+  const fastForward = await deps.git.isAncestor(repo, from, branchTip);
+  const strategy = request.strategy ?? (fastForward ? "ff" : undefined);
+  if (strategy === undefined) {
+    return {
+      ok: false,
+      code: "needs_strategy",
+      choices: [...OTHER_STRATEGIES],
+      message: `${into} has moved on since ${manifest.branch} left it, so it cannot be fast-forwarded; nothing was landed. Choose how: --strategy rebase, merge or squash.`,
+    };
+  }
+  if (strategy === "ff" && !fastForward) {
+    return {
+      ok: false,
+      code: "not_fast_forward",
+      choices: [...OTHER_STRATEGIES],
+      message: `${into} cannot be fast-forwarded to ${manifest.branch} (it has commits ${manifest.branch} lacks); nothing was landed. Use --strategy rebase, merge or squash.`,
+    };
+  }
+  const built = await buildResult(deps.landGit, repo, { strategy, from, branchTip, details, fastForward, branch: manifest.branch, into, id });
+  if (!built.ok) return built;
+  const touched = await deps.landGit.changedPaths(repo, from, built.to);
+  const checkout = (await deps.git.listWorktrees(repo)).find((worktree) => worktree.branch === into && !worktree.prunable)?.path;
+  if (checkout !== undefined) {
+    const status = await deps.git.worktreeStatus(checkout);
+    const clashing = [...status.dirtyFiles, ...status.untrackedFiles].filter((path) => touched.some((file) => touches(file, path)));
+    if (clashing.length > 0) {
+      return {
+        ok: false,
+        code: "target_dirty",
+        message: `${checkout} (where ${into} is checked out) has uncommitted changes in files the landing changes (${listed(clashing)}); nothing was landed. Commit or stash them there, then land again.`,
+      };
+    }
+  }
+  const plan: LandPlan = {
+    handoffId: id,
+    branch: manifest.branch,
+    repo,
+    into,
+    ...(checkout === undefined ? {} : { checkout }),
+    strategy,
+    from,
+    to: built.to,
+    branchTip,
+    commits: details.map((commit) => ({ sha: commit.sha, subject: commit.subject })),
+    created: built.created,
+    touched,
+    fastForward,
+  };
+  return { ok: true, plan, manifest, report };
+}
+
+/** Whether a touched file and a dirty path (an untracked directory ends in `/`) are the same file. */
+function touches(file: string, dirty: string): boolean {
+  return dirty.endsWith("/") ? file.startsWith(dirty) : file === dirty || file.startsWith(`${dirty}/`) || dirty.startsWith(`${file}/`);
+}
+
+/** The branch the handoff started from: its base when that is a branch, else what its parent's checkout has out. */
+async function defaultTarget(deps: LandDeps, manifest: Manifest): Promise<string | undefined> {
+  const ref = manifest.base.ref.replace(/^refs\/heads\//, "");
+  if (ref !== "HEAD" && ref !== manifest.branch && (await deps.git.branchExists(manifest.repo.root, ref))) return ref;
+  try {
+    return await deps.git.currentBranch(manifest.parent.cwd);
+  } catch {
+    return undefined;
+  }
+}
+
+type BuildInput = { strategy: LandStrategy; from: string; branchTip: string; details: CommitDetail[]; fastForward: boolean; branch: string; into: string; id: string };
+
+/** The commit the target will point at, made in the object store only. */
+async function buildResult(landGit: LandGit, repo: string, input: BuildInput): Promise<{ ok: true; to: string; created: number } | Extract<LandPlanOutcome, { ok: false }>> {
+  const { strategy, from, branchTip, details } = input;
+  // A fast-forward, or a rebase onto a target that has not moved, keeps the branch's own commits.
+  if (strategy === "ff" || (strategy === "rebase" && input.fastForward)) return { ok: true, to: branchTip, created: 0 };
+  if (strategy === "rebase") {
+    if (details.some((commit) => commit.parents.length > 1)) {
+      return { ok: false, code: "not_linear", message: `${input.branch} contains merge commits, which a rebase would flatten; nothing was landed. Use --strategy merge or squash.` };
+    }
+    // Each rebased commit's tree is the target merged with the branch up to that commit.
+    let parent = from;
+    for (const commit of details) {
+      const merged = await landGit.mergeTree(repo, from, commit.sha);
+      if (!merged.clean) return conflictRefusal(input, merged.conflicts);
+      parent = await landGit.commitTree(repo, { tree: merged.tree, parents: [parent], message: commit.message, author: commit });
+    }
+    return { ok: true, to: parent, created: details.length };
+  }
+  const merged = await landGit.mergeTree(repo, from, branchTip);
+  if (!merged.clean) return conflictRefusal(input, merged.conflicts);
+  if (strategy === "merge") {
+    const to = await landGit.commitTree(repo, { tree: merged.tree, parents: [from, branchTip], message: `Merge branch '${input.branch}' into ${input.into}\n\nLanded from handoff ${input.id}.` });
+    return { ok: true, to, created: 1 };
+  }
+  const subjects = details.map((commit) => `* ${commit.subject}`).join("\n");
+  const to = await landGit.commitTree(repo, {
+    tree: merged.tree,
+    parents: [from],
+    message: `${input.branch}: ${details.length} commit(s) squashed\n\nLanded from handoff ${input.id}:\n${subjects}`,
+  });
+  return { ok: true, to, created: 1 };
+}
+
+function conflictRefusal(input: BuildInput, conflicts: string[]): Extract<LandPlanOutcome, { ok: false }> {
+  return {
+    ok: false,
+    code: "conflict",
+    conflicts,
+    message: `Landing ${input.branch} into ${input.into} (${input.strategy}) would conflict in ${listed(conflicts)}; nothing was landed. Merge ${input.into} into ${input.branch} in the worktree and resolve them there, then land again.`,
+  };
+}
+
+/** Plain lines saying exactly what the landing does. */
+export function describeLandPlan(plan: LandPlan): string[] {
+  const how: Record<LandStrategy, string> = {
+    ff: `fast-forward ${plan.into} to ${plan.to.slice(0, 12)}`,
+    rebase: plan.created === 0 ? `fast-forward ${plan.into} to ${plan.to.slice(0, 12)} (already based on it)` : `rebase ${plan.created} commit(s) onto ${plan.into}, which then points at ${plan.to.slice(0, 12)}`,
+    merge: `create merge commit ${plan.to.slice(0, 12)} on ${plan.into}`,
+    squash: `create one squashed commit ${plan.to.slice(0, 12)} on ${plan.into}`,
+  };
+  const lines = [`Land ${plan.commits.length} commit(s) of ${plan.branch} into ${plan.into} (${plan.from.slice(0, 12)} -> ${plan.to.slice(0, 12)}): ${how[plan.strategy]}.`];
+  for (const commit of plan.commits) lines.push(`  ${commit.sha.slice(0, 12)} ${commit.subject}`);
+  lines.push(
+    plan.checkout === undefined
+      ? `${plan.into} is not checked out anywhere: only the branch moves.`
+      : `${plan.into} is checked out in ${plan.checkout}: ${plan.touched.length} file(s) there are updated (git merge --ff-only).`,
+  );
+  if (plan.strategy === "rebase" || plan.strategy === "squash") lines.push(`Branch ${plan.branch} keeps its own commits.`);
+  return lines;
+}
+
+/** Lands handoff `id` (or, with `dryRun`, says what it would do). */
+export async function landHandoff(deps: LandDeps, id: string, request: LandRequest, now: () => Date = () => new Date()): Promise<LandOutcome> {
+  await settleInterrupted(deps, id, now);
+  const planned = await planLanding(deps, id, request);
+  if (!planned.ok) return planned;
+  const { plan, manifest } = planned;
+  if (request.dryRun) {
+    const lines = describeLandPlan(plan);
+    if (request.remove) lines.push(`Then remove the handoff's worktree (branch ${plan.branch} ${request.deleteBranch ? "deleted if merged" : "kept"}).`);
+    return { ok: true, code: "dry_run", plan, message: `Dry run, nothing changed. Would:\n${lines.join("\n")}` };
+  }
+
+  // Checked again right before acting: someone may have committed, or the child started a turn.
+  const again = await planLanding(deps, id, { into: plan.into, strategy: plan.strategy, remove: request.remove });
+  if (!again.ok) return { ...again, plan };
+  if (!samePlan(again.plan, plan)) {
+    return { ok: false, code: "moved", plan, message: `${plan.into} or ${plan.branch} changed while the landing was being prepared; nothing was landed. Run it again.` };
+  }
+
+  const intent: Landing = {
+    state: "intended",
+    at: now().toISOString(),
+    into: plan.into,
+    ...(plan.checkout === undefined ? {} : { checkout: plan.checkout }),
+    strategy: plan.strategy,
+    from: plan.from,
+    to: plan.to,
+    branchTip: plan.branchTip,
+    commits: plan.commits,
+  };
+  await deps.store.update(id, (m) => {
+    m.landings = [...(m.landings ?? []), intent];
+  });
+  checkpoint(deps.faults ?? NO_FAULTS, "land-intent");
+
+  try {
+    if (plan.checkout !== undefined) await deps.landGit.fastForwardCheckout(plan.checkout, plan.into, { from: plan.from, to: plan.to });
+    else await deps.landGit.updateBranch(plan.repo, plan.into, { from: plan.from, to: plan.to }, `pi-handoff land ${id} (${plan.strategy})`);
+  } catch (error) {
+    const settled = await settleLanding(deps, id, now);
+    if (settled !== "landed") return { ok: false, code: "failed", plan, message: `Could not move ${plan.into}: ${errorClause(error)}; nothing was landed (${plan.into} is still at ${plan.from.slice(0, 12)}).` };
+  }
+  checkpoint(deps.faults ?? NO_FAULTS, "land-target");
+  await settleLanding(deps, id, now);
+  checkpoint(deps.faults ?? NO_FAULTS, "land-record");
+
+  const told = await tellParent(deps, manifest, plan, now);
+  const message = [
+    `Landed ${plan.commits.length} commit(s) of ${plan.branch} into ${plan.into} (${plan.strategy}): ${plan.into} is now at ${plan.to}.`,
+    ...(told === undefined ? [] : [told]),
+  ];
+  if (!request.remove) return { ok: true, code: "landed", plan, message: message.join(" ") };
+  const removal = await removeHandoff(deps, id, { force: false, deleteBranch: request.deleteBranch, landedTip: plan.branchTip });
+  message.push(removal.code === "removed" ? removal.message : `The worktree was not removed: ${removal.message}`);
+  return { ok: true, code: "landed", plan, message: message.join(" "), removal };
+}
+
+function samePlan(a: LandPlan, b: LandPlan): boolean {
+  return a.from === b.from && a.branchTip === b.branchTip && a.into === b.into && a.checkout === b.checkout && a.strategy === b.strategy && a.touched.join("\0") === b.touched.join("\0");
+}
+
+/** Tells the parent session through the report store; the parent's own Pi delivers it. */
+async function tellParent(deps: LandDeps, manifest: Manifest, plan: Pick<LandPlan, "branch" | "into" | "strategy" | "to" | "commits">, now: () => Date): Promise<string | undefined> {
+  try {
+    await deps.reports.write(
+      {
+        handoffId: manifest.id,
+        kind: "landed",
+        branch: manifest.branch,
+        parentSessionFile: manifest.parent.sessionFile,
+        text: `Landed ${plan.commits.length} commit(s) of ${plan.branch} into ${plan.into} by ${plan.strategy}; ${plan.into} is now at ${plan.to}.`,
+        commits: plan.commits,
+        landing: { into: plan.into, strategy: plan.strategy, result: plan.to },
+      },
+      now(),
+    );
+    return undefined;
+  } catch (error) {
+    return `(The parent session could not be told: ${errorSentence(error)})`;
+  }
+}
+
+/**
+ * Settles the latest landing if it is still `intended`: `landed` when its target is at the new
+ * commit, `abandoned` when still at the old one; left as it is otherwise (someone moved it since).
+ */
+export async function settleLanding(deps: Pick<LandDeps, "store" | "git">, id: string, now: () => Date): Promise<"landed" | "abandoned" | "unsettled"> {
+  const read = await deps.store.read(id);
+  if (!read.ok) return "unsettled";
+  const landing = read.manifest.landings?.at(-1);
+  if (landing?.state !== "intended") return "unsettled";
+  const at = await deps.git.resolveCommit(read.manifest.repo.root, `refs/heads/${landing.into}`);
+  const outcome = at === landing.to ? "landed" : at === landing.from ? "abandoned" : undefined;
+  if (outcome === undefined || !canSettleLanding(landing.state, outcome)) return "unsettled";
+  await deps.store.update(id, (m) => {
+    const last = m.landings?.at(-1);
+    if (last !== undefined && last.state === "intended" && last.to === landing.to) {
+      last.state = outcome;
+      last.settledAt = now().toISOString();
+    }
+  });
+  return outcome;
+}
+
+/** A landing interrupted earlier (its process was killed) is settled before a new one is planned. */
+async function settleInterrupted(deps: LandDeps, id: string, now: () => Date): Promise<void> {
+  const read = await deps.store.read(id);
+  const landing = read.ok ? read.manifest.landings?.at(-1) : undefined;
+  if (!read.ok || landing?.state !== "intended") return;
+  // Killed after the target moved: the parent was not told yet.
+  if ((await settleLanding(deps, id, now)) === "landed") await tellParent(deps, read.manifest, { ...landing, branch: read.manifest.branch }, now);
+}
+
+function listed(paths: readonly string[]): string {
+  const shown = paths.slice(0, 10).join(", ");
+  return paths.length > 10 ? `${shown} and ${paths.length - 10} more` : shown;
+}
+
+/** The land request from the parsed command words (shared by `pi-handoff land` and `/handoffs land`). */
+export function landRequestFrom(parsed: Pick<ParsedRecoveryCommand, "flags" | "into" | "strategy">): { ok: true; request: LandRequest } | { ok: false; message: string } {
+  const strategy = LAND_STRATEGIES.find((known) => known === parsed.strategy);
+  if (parsed.strategy !== undefined && strategy === undefined) {
+    return { ok: false, message: `--strategy must be one of ${LAND_STRATEGIES.join(", ")}, not ${JSON.stringify(parsed.strategy)}.` };
+  }
+  if (parsed.into !== undefined && (parsed.into.length === 0 || parsed.into.startsWith("-"))) return { ok: false, message: "--into needs a branch name." };
+  return {
+    ok: true,
+    request: {
+      ...(parsed.into === undefined ? {} : { into: parsed.into }),
+      ...(strategy === undefined ? {} : { strategy }),
+      dryRun: parsed.flags["dry-run"] === true,
+      remove: parsed.flags.remove === true,
+      deleteBranch: parsed.flags["delete-branch"] === true,
+    },
+  };
+}

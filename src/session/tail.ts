@@ -1,0 +1,109 @@
+/**
+ * The end of a session file, read cheaply: what the last entries say about the session's turn.
+ *
+ * Invariants:
+ * - Reads at most `maxBytes` (a fixed window at the end of the file), never the whole session, so
+ *   the cost does not grow with the session's length; one open, one stat, one read.
+ * - Only complete lines count: the first line of the window (cut at its start) and a last line
+ *   without its newline (a write in progress) are dropped; lines that are not JSON are skipped.
+ * - Keeps only what the turn decision needs (type, time, role, stop reason, tool names), never
+ *   message text, so nothing of the conversation leaves this module.
+ * - A missing or unreadable file is `undefined`, not an error: a session is written lazily.
+ */
+import { open } from "node:fs/promises";
+import { z } from "zod";
+
+export const DEFAULT_TAIL_BYTES = 64 * 1024;
+
+/** One session entry, reduced to what tells a turn's progress. */
+export interface TailEntry {
+  type: string;
+  /** The entry's ISO time, when it has one. */
+  timestamp?: string;
+  /** `message` entries: the message's role (user, assistant, toolResult, custom, ...). */
+  role?: string;
+  /** Assistant messages: why the model stopped (stop, toolUse, length, error, aborted). */
+  stopReason?: string;
+  /** Assistant messages: the names of the tools it called. */
+  toolCalls?: string[];
+  /** `custom` / `custom_message` entries. */
+  customType?: string;
+}
+
+export interface SessionTail {
+  entries: TailEntry[];
+  /** Size and modification time of the file when it was read. */
+  size: number;
+  mtime: string;
+}
+
+const EntrySchema = z.looseObject({
+  type: z.string(),
+  timestamp: z.string().optional(),
+  customType: z.string().optional(),
+  message: z
+    .looseObject({
+      role: z.string().optional(),
+      stopReason: z.string().optional(),
+      content: z.unknown().optional(),
+    })
+    .optional(),
+});
+
+/** The last complete entries of `file` within its final `maxBytes`, or undefined when it cannot be read. */
+export async function readSessionTail(file: string, maxBytes = DEFAULT_TAIL_BYTES): Promise<SessionTail | undefined> {
+  let handle;
+  try {
+    handle = await open(file, "r");
+    const stats = await handle.stat();
+    const length = Math.min(stats.size, maxBytes);
+    const buffer = Buffer.alloc(length);
+    const { bytesRead } = await handle.read(buffer, 0, length, stats.size - length);
+    return { entries: parseTail(buffer.subarray(0, bytesRead).toString("utf8"), length < stats.size), size: stats.size, mtime: stats.mtime.toISOString() };
+  } catch {
+    return undefined;
+  } finally {
+    await handle?.close();
+  }
+}
+
+/** Entries of a window of JSONL text; `cut` says its first line may be a fragment. */
+export function parseTail(text: string, cut: boolean): TailEntry[] {
+  const lines = text.split("\n");
+  // The last element is "" after a final newline, or a line still being written: drop it either way.
+  lines.pop();
+  if (cut) lines.shift();
+  const entries: TailEntry[] = [];
+  for (const line of lines) {
+    if (line.trim().length === 0) continue;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    const parsed = EntrySchema.safeParse(value);
+    if (!parsed.success) continue;
+    entries.push(reduce(parsed.data));
+  }
+  return entries;
+}
+
+function reduce(entry: z.infer<typeof EntrySchema>): TailEntry {
+  const reduced: TailEntry = { type: entry.type };
+  if (entry.timestamp !== undefined) reduced.timestamp = entry.timestamp;
+  if (entry.customType !== undefined) reduced.customType = entry.customType;
+  const message = entry.message;
+  if (entry.type === "message" && message !== undefined) {
+    if (message.role !== undefined) reduced.role = message.role;
+    if (message.stopReason !== undefined) reduced.stopReason = message.stopReason;
+    if (message.role === "assistant" && Array.isArray(message.content)) {
+      const names = message.content.flatMap((block: unknown) => {
+        const call = z.looseObject({ type: z.literal("toolCall"), name: z.string() }).safeParse(block);
+        return call.success ? [call.data.name] : [];
+      });
+      if (names.length > 0) reduced.toolCalls = names;
+    }
+  }
+  return reduced;
+}
