@@ -63,6 +63,11 @@ export interface ChildReportInput {
   commits: readonly { sha: string; subject: string }[];
   commitsTotal?: number;
   landing?: ChildReport["landing"];
+  /**
+   * A fixed id (time in ms, 8 hex digits) for a report that must exist at most once, such as the
+   * notice of one landing: writing it again finds the file there and writes nothing (`written: false`).
+   */
+  fixedId?: { at: Date; hex: string };
 }
 
 /** Cleans a report's text: control characters dropped, secrets redacted, size bounded. */
@@ -84,13 +89,13 @@ export class ChildReportStore {
     return new ChildReportStore(join(agentDir, "handoff-worktree", "reports"));
   }
 
-  /** Writes a new report (cleaned and bounded); returns it as written. */
-  async write(input: ChildReportInput, now: Date = new Date()): Promise<ChildReport> {
+  /** Writes a new report (cleaned and bounded); returns it as written, `written: false` when a fixed id existed. */
+  async write(input: ChildReportInput, now: Date = new Date()): Promise<ChildReport & { written: boolean }> {
     if (!HANDOFF_ID.test(input.handoffId)) throw new Error(`${JSON.stringify(input.handoffId)} is not a handoff id.`);
     const redactions: Record<string, number> = {};
     const report: ChildReport = ChildReportSchema.parse({
       version: CHILD_REPORT_VERSION,
-      id: `${String(now.getTime()).padStart(13, "0")}-${randomBytes(4).toString("hex")}`,
+      id: input.fixedId === undefined ? `${String(now.getTime()).padStart(13, "0")}-${randomBytes(4).toString("hex")}` : `${String(input.fixedId.at.getTime()).padStart(13, "0")}-${input.fixedId.hex.slice(0, 8)}`,
       handoffId: input.handoffId,
       kind: input.kind,
       createdAt: now.toISOString(),
@@ -106,8 +111,13 @@ export class ChildReportStore {
     });
     const dir = join(this.dir, report.handoffId);
     await mkdir(dir, { recursive: true });
-    await writeFileAtomic(join(dir, `${report.id}.json`), `${JSON.stringify(report, null, 2)}\n`, { overwrite: false });
-    return report;
+    try {
+      await writeFileAtomic(join(dir, `${report.id}.json`), `${JSON.stringify(report, null, 2)}\n`, { overwrite: false });
+    } catch (error) {
+      if (input.fixedId !== undefined && errorCode(error) === "EEXIST") return { ...report, written: false };
+      throw error;
+    }
+    return { ...report, written: true };
   }
 
   /** The reports of one handoff, oldest first; unreadable files are counted in `skipped`. */

@@ -327,7 +327,7 @@ export async function landHandoff(deps: LandDeps, id: string, request: LandReque
   await settleLanding(deps, id, now);
   checkpoint(deps.faults ?? NO_FAULTS, "land-record");
 
-  const told = await tellParent(deps, manifest, plan, now);
+  const told = await tellParent(deps, manifest, intent, now);
   const message = [
     `Landed ${plan.commits.length} commit(s) of ${plan.branch} into ${plan.into} (${plan.strategy}): ${plan.into} is now at ${plan.to}.`,
     ...(told === undefined ? [] : [told]),
@@ -342,8 +342,12 @@ function samePlan(a: LandPlan, b: LandPlan): boolean {
   return a.from === b.from && a.branchTip === b.branchTip && a.into === b.into && a.checkout === b.checkout && a.strategy === b.strategy && a.touched.join("\0") === b.touched.join("\0");
 }
 
-/** Tells the parent session through the report store; the parent's own Pi delivers it. */
-async function tellParent(deps: LandDeps, manifest: Manifest, plan: Pick<LandPlan, "branch" | "into" | "strategy" | "to" | "commits">, now: () => Date): Promise<string | undefined> {
+/**
+ * Tells the parent session through the report store (its own Pi delivers it), once per landing:
+ * the notice's id comes from the landing, so telling again (after a crash) writes nothing.
+ */
+async function tellParent(deps: LandDeps, manifest: Manifest, landing: Pick<Landing, "into" | "strategy" | "to" | "commits" | "at">, now: () => Date): Promise<string | undefined> {
+  const plan = { ...landing, branch: manifest.branch };
   try {
     await deps.reports.write(
       {
@@ -354,6 +358,7 @@ async function tellParent(deps: LandDeps, manifest: Manifest, plan: Pick<LandPla
         text: `Landed ${plan.commits.length} commit(s) of ${plan.branch} into ${plan.into} by ${plan.strategy}; ${plan.into} is now at ${plan.to}.`,
         commits: plan.commits,
         landing: { into: plan.into, strategy: plan.strategy, result: plan.to },
+        fixedId: { at: new Date(landing.at), hex: landing.to },
       },
       now(),
     );
@@ -389,9 +394,10 @@ export async function settleLanding(deps: Pick<LandDeps, "store" | "git">, id: s
 async function settleInterrupted(deps: LandDeps, id: string, now: () => Date): Promise<void> {
   const read = await deps.store.read(id);
   const landing = read.ok ? read.manifest.landings?.at(-1) : undefined;
-  if (!read.ok || landing?.state !== "intended") return;
-  // Killed after the target moved: the parent was not told yet.
-  if ((await settleLanding(deps, id, now)) === "landed") await tellParent(deps, read.manifest, { ...landing, branch: read.manifest.branch }, now);
+  if (!read.ok || landing === undefined) return;
+  const state = landing.state === "intended" ? await settleLanding(deps, id, now) : landing.state;
+  // Killed after the target moved, the parent may not have been told yet (telling twice writes nothing).
+  if (state === "landed") await tellParent(deps, read.manifest, landing, now);
 }
 
 function listed(paths: readonly string[]): string {
