@@ -6,6 +6,8 @@
  * Invariants:
  * - Start-up is never held up: `session_start` only reads the in-memory session and schedules the
  *   scan; the lineage walk and the file reads run after start-up, asynchronously.
+ * - The delivery rules below are src/lineage/delivery.ts's (`DeliveryQueue`, `Poll`), shared with
+ *   handoff reports; this file wires them to Pi (`piDeliveryHost`) and to the lineage scan.
  * - Messages are delivered only at idle points, so they never race a turn (in particular a handoff
  *   child's kickoff turn, which starts during `session_start`): at the scan's end if Pi is idle and
  *   no kickoff is expected, otherwise after the next `agent_settled`.
@@ -24,7 +26,8 @@ import { Box, Text } from "@earendil-works/pi-tui";
 import { Type } from "typebox";
 import { validHandoffEnv } from "../src/config/env.ts";
 import { findHandoffDetails, kickoffSent } from "../src/launch/acknowledge.ts";
-import { LINEAGE_LEDGER_TYPE, ledgerEntryFor, readLedger } from "../src/lineage/ledger.ts";
+import { DeliveryQueue, Poll, type DeliveryHost } from "../src/lineage/delivery.ts";
+import { readLedger } from "../src/lineage/ledger.ts";
 import { walkLineage } from "../src/lineage/ancestry.ts";
 import {
   ADOPTED_RUNS_TOOL,
@@ -34,8 +37,6 @@ import {
   LINEAGE_MESSAGE_TYPE,
   LineageMessageDetailsSchema,
   summarizeDetails,
-  type LineageMessage,
-  type LineageMessageKind,
 } from "../src/lineage/messages.ts";
 import { defaultSources, newlyEnded, ownCompletionOwnerId, refreshRuns, scanSources, selectForResume, selectWatched } from "../src/lineage/scan.ts";
 import { cleanText, formatTime } from "../src/lineage/text.ts";
@@ -57,16 +58,25 @@ export interface LineageOptions {
   pollMs?: number;
 }
 
-interface PendingDelivery {
-  kind: LineageMessageKind;
-  message: LineageMessage;
-  /** The triples this delivery records (none for a compaction reminder, which repeats known facts). */
-  records: AdoptedRun[];
-}
-
 /** Checked with the other PI_HANDOFF_* variables (config/env.ts); /handoff-worktree refuses an unusable one. */
 function pollMsFromEnv(env: NodeJS.ProcessEnv): number {
   return validHandoffEnv(env, ["PI_HANDOFF_LINEAGE_POLL_MS"]).PI_HANDOFF_LINEAGE_POLL_MS ?? DEFAULT_POLL_MS;
+}
+
+/** The delivery port over Pi: the extension API sends and appends, the latest context says whether Pi is idle. */
+export function piDeliveryHost(pi: ExtensionAPI, context: () => ExtensionContext): DeliveryHost {
+  return {
+    send: (message, options) => pi.sendMessage(message, options),
+    appendEntry: (customType, data) => pi.appendEntry(customType, data),
+    isIdle: () => context().isIdle(),
+  };
+}
+
+/** Whether a handoff child's kickoff turn is still to come (it starts during session_start). */
+export function expectsKickoff(ctx: ExtensionContext): boolean {
+  const branch = ctx.sessionManager.getBranch();
+  const handoff = findHandoffDetails(branch);
+  return handoff !== undefined && handoff.hasTask && !kickoffSent(branch);
 }
 
 /** The state of one session's adoption; a new one per `session_start`. */
@@ -75,35 +85,24 @@ class LineageSession {
   private scanned = false;
   private runs = new Map<string, AdoptedRun>();
   private notes: string[] = [];
-  private readonly ledger: Set<string>;
-  private readonly queued = new Set<string>();
-  private queue: PendingDelivery[] = [];
+  private readonly queue: DeliveryQueue;
   private watched: AdoptedRun[] = [];
-  private waitForSettle: boolean;
   private sawAgentStart = false;
   private scanTimer: NodeJS.Timeout | undefined;
-  private pollTimer: NodeJS.Timeout | undefined;
   private graceTimer: NodeJS.Timeout | undefined;
-  private polling = false;
+  private readonly poll: Poll;
   private context: ScanContext | undefined;
 
-  private readonly pi: ExtensionAPI;
   private ctx: ExtensionContext;
   private readonly sources: LineageSource[];
-  private readonly pollMs: number;
 
   constructor(pi: ExtensionAPI, ctx: ExtensionContext, sources: LineageSource[], pollMs: number) {
-    this.pi = pi;
     this.ctx = ctx;
     this.sources = sources;
-    this.pollMs = pollMs;
     const entries = ctx.sessionManager.getEntries() as LineageEntryView[];
-    this.ledger = readLedger(entries);
-    const branch = ctx.sessionManager.getBranch();
-    const handoff = findHandoffDetails(branch);
     // The kickoff turn of a handoff child with a task starts during session_start: wait for it.
-    const expectKickoff = handoff !== undefined && handoff.hasTask && !kickoffSent(branch);
-    this.waitForSettle = expectKickoff || !ctx.isIdle();
+    this.queue = new DeliveryQueue(piDeliveryHost(pi, () => this.ctx), readLedger(entries), { waitForSettle: expectsKickoff(ctx) || !ctx.isIdle() });
+    this.poll = new Poll(() => this.refreshWatched(), pollMs);
   }
 
   /** Whether this session has any lineage at all (no parent and no handoff: nothing to do). */
@@ -121,8 +120,8 @@ class LineageSession {
   stop(): void {
     this.stopped = true;
     for (const timer of [this.scanTimer, this.graceTimer]) if (timer !== undefined) clearTimeout(timer);
-    if (this.pollTimer !== undefined) clearInterval(this.pollTimer);
-    this.queue = [];
+    this.poll.stop();
+    this.queue.stop();
   }
 
   get hasScanned(): boolean {
@@ -134,7 +133,7 @@ class LineageSession {
   }
 
   scanNotes(): string[] {
-    return [...this.notes];
+    return [...this.notes, ...this.queue.notes];
   }
 
   onAgentStart(): void {
@@ -143,16 +142,14 @@ class LineageSession {
 
   onSettled(ctx: ExtensionContext): void {
     this.ctx = ctx;
-    this.waitForSettle = false;
-    this.flush();
+    this.queue.settled();
   }
 
   onCompact(ctx: ExtensionContext): void {
     this.ctx = ctx;
     const active = this.adoptedRuns().filter((run) => run.outcome === "active");
-    this.queue = this.queue.filter((item) => item.kind !== "active-reminder");
-    if (active.length > 0) this.queue.push({ kind: "active-reminder", message: buildActiveReminder(active), records: [] });
-    this.flush();
+    this.queue.replace("active-reminder", active.length > 0 ? { kind: "active-reminder", message: buildActiveReminder(active), records: [] } : undefined);
+    this.queue.flush();
   }
 
   private scanContext(): ScanContext {
@@ -194,86 +191,45 @@ class LineageSession {
       if (this.stopped) return;
       this.notes = [...context.lineage.notes, ...result.notes];
       for (const run of result.runs) this.runs.set(`${run.source}\u0000${run.runId}`, run);
-      const resume = selectForResume(result.runs, this.ledger);
-      if (resume.length > 0) this.enqueue({ kind: "resume", message: buildResumeMessage(resume), records: resume });
+      const resume = selectForResume(result.runs, this.queue.knownKeys());
+      if (resume.length > 0) this.queue.enqueue({ kind: "resume", message: buildResumeMessage(resume), records: resume });
       this.watched = selectWatched(result.runs);
-      if (this.watched.length > 0) {
-        this.pollTimer = setInterval(() => void this.poll(), this.pollMs);
-        this.pollTimer.unref();
-      }
+      if (this.watched.length > 0) this.poll.start();
     } catch (error) {
       this.notes.push(`lineage scan failed: ${errorMessage(error)}`);
     } finally {
       this.scanned = true;
     }
-    if (this.waitForSettle && !this.sawAgentStart && this.isIdle()) {
+    if (this.queue.awaitingSettle && !this.sawAgentStart && this.isIdle()) {
       // A kickoff was expected but no turn has started: the acknowledgement may have failed, so do
       // not wait for a settle that may never come.
       this.graceTimer = setTimeout(() => {
         if (this.sawAgentStart || this.stopped) return;
-        this.waitForSettle = false;
-        this.flush();
+        this.queue.release();
       }, KICKOFF_GRACE_MS);
       this.graceTimer.unref();
     }
-    this.flush();
+    this.queue.flush();
   }
 
-  private async poll(): Promise<void> {
-    if (this.stopped || this.polling || this.context === undefined) return;
-    this.polling = true;
-    try {
-      const refreshed = await refreshRuns(this.sources, this.watched, { ...this.context, now: Date.now() });
-      if (this.stopped) return;
-      for (const run of refreshed.runs) this.runs.set(`${run.source}\u0000${run.runId}`, run);
-      const known = new Set([...this.ledger, ...this.queued]);
-      for (const run of newlyEnded(refreshed.runs, known)) {
-        this.enqueue({ kind: "completion", message: buildCompletionMessage(run), records: [run] });
-      }
-      this.watched = refreshed.runs.filter((run) => run.outcome === "active");
-      if (this.watched.length === 0 && this.pollTimer !== undefined) {
-        clearInterval(this.pollTimer);
-        this.pollTimer = undefined;
-      }
-    } finally {
-      this.polling = false;
+  private async refreshWatched(): Promise<void> {
+    if (this.stopped || this.context === undefined) return;
+    const refreshed = await refreshRuns(this.sources, this.watched, { ...this.context, now: Date.now() });
+    if (this.stopped) return;
+    for (const run of refreshed.runs) this.runs.set(`${run.source}\u0000${run.runId}`, run);
+    for (const run of newlyEnded(refreshed.runs, this.queue.knownKeys())) {
+      this.queue.enqueue({ kind: "completion", message: buildCompletionMessage(run), records: [run] });
     }
-    this.flush();
-  }
-
-  private enqueue(delivery: PendingDelivery): void {
-    for (const run of delivery.records) this.queued.add(deliveryKey(run));
-    this.queue.push(delivery);
+    this.watched = refreshed.runs.filter((run) => run.outcome === "active");
+    if (this.watched.length === 0) this.poll.pause();
+    this.queue.flush();
   }
 
   private isIdle(): boolean {
     try {
       return this.ctx.isIdle();
     } catch {
-      // A context from a replaced runtime: this session is over.
       return false;
-    }
-  }
-
-  /** Deliver everything queued, now, if and only if Pi is at an idle point. */
-  private flush(): void {
-    if (this.stopped || this.waitForSettle || this.queue.length === 0 || !this.isIdle()) return;
-    const items = this.queue;
-    this.queue = [];
-    for (const item of items) {
-      try {
-        // Idle, without a turn: Pi appends the message to the session at once.
-        this.pi.sendMessage(item.message, { triggerTurn: false });
-        if (item.records.length > 0) {
-          this.pi.appendEntry(LINEAGE_LEDGER_TYPE, ledgerEntryFor(item.records, item.kind, new Date()));
-          for (const run of item.records) this.ledger.add(deliveryKey(run));
-        }
-      } catch (error) {
-        // The runtime went away between the check and the send: nothing more can be delivered here.
-        this.notes.push(`delivery failed: ${errorMessage(error)}`);
-        this.stop();
-        return;
-      }
     }
   }
 }

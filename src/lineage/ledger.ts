@@ -14,6 +14,8 @@ import { deliveryKey, type AdoptedRun, type LineageEntryView } from "./types.ts"
 export const LINEAGE_LEDGER_TYPE = "handoff-worktree-lineage-ledger";
 
 export const DeliveredTripleSchema = z.object({ source: z.string(), runId: z.string(), outcome: z.string() });
+/** One delivered thing: an adopted run's outcome, or a handoff report (`source` says which). */
+export type DeliveredTriple = z.infer<typeof DeliveredTripleSchema>;
 export const LedgerEntryDataSchema = z.looseObject({
   version: z.literal(1),
   kind: z.string(),
@@ -34,7 +36,7 @@ export function readLedger(entries: readonly LineageEntryView[]): Set<string> {
   return keys;
 }
 
-export function ledgerEntryFor(runs: readonly AdoptedRun[], kind: string, now: Date): LedgerEntryData {
+export function ledgerEntryFor(runs: readonly DeliveredTriple[], kind: string, now: Date): LedgerEntryData {
   return {
     version: 1,
     kind,
