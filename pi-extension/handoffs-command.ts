@@ -1,9 +1,10 @@
 /**
  * `/handoffs`: the recovery inventory inside Pi. Alone: pick a handoff, then relaunch its Pi,
- * switch to its window, inspect it, or remove it (after a confirmation that lists what would be
- * lost); in print mode (no UI) the list goes to stderr. With words (`/handoffs remove feat/x`):
- * the `pi-handoff` command of the same words, run here, except that a removal with a UI is
- * confirmed in a dialog instead of needing --force.
+ * switch to its window, inspect it, land its commits, or remove it (after a confirmation that lists
+ * what would be lost); in print mode (no UI) the list goes to stderr. With words (`/handoffs remove
+ * feat/x`): the `pi-handoff` command of the same words, run here, except that a removal with a UI is
+ * confirmed in a dialog instead of needing --force, and a landing with a UI asks for a strategy
+ * when a fast-forward is not possible.
  *
  * Decisions live in src/recovery/ (shared with the `pi-handoff` CLI); this file only asks.
  */
@@ -17,24 +18,26 @@ import { splitCommandLine } from "../src/command-line-words.ts";
 import { main, USAGE } from "../src/recovery/cli.ts";
 import { parseRecoveryCommand } from "../src/recovery/command-line.ts";
 import { launchTimeoutsFromEnv } from "../src/launch/timeouts.ts";
-import { createRecoveryDeps, type RecoveryDeps } from "../src/recovery/deps.ts";
+import { createLandDeps, createRecoveryDeps, type RecoveryDeps } from "../src/recovery/deps.ts";
 import { completeRecoveryArgs, type RecoveryCompletion } from "../src/recovery/completions.ts";
 import { focusHandoff } from "../src/recovery/focus.ts";
 import { formatInventory, formatPickerLabel, formatReport } from "../src/recovery/format.ts";
 import { buildInventory } from "../src/recovery/inventory.ts";
 import type { HandoffReport } from "../src/recovery/report-schema.ts";
 import { relaunchHandoff } from "../src/recovery/relaunch.ts";
+import { canOfferLand, describeLandPlan, landHandoff, landRequestFrom, type LandDeps, type LandRequest } from "../src/recovery/land.ts";
 import { branchDeletionOffer, describeRemovalPlan, losesNoMoreThan, planRemoval, removeHandoff } from "../src/recovery/remove.ts";
 import { resolveHandoffName } from "../src/recovery/resolve.ts";
 import { report } from "./report.ts";
 
 const STATUS_KEY = "handoffs";
 
-type Choice = "relaunch" | "focus" | "inspect" | "remove";
+type Choice = "relaunch" | "focus" | "inspect" | "land" | "remove";
 const CHOICE_LABELS: Readonly<Record<Choice, string>> = {
   relaunch: "Relaunch its Pi",
   focus: "Switch to its window",
   inspect: "Inspect",
+  land: "Land its commits",
   remove: "Remove it",
 };
 
@@ -45,6 +48,7 @@ export interface HandoffsCommandOptions {
   piCommand?: readonly string[];
   /** Where print mode writes the list (default: stderr). */
   writeStderr?: (text: string) => void;
+  landDeps?: LandDeps;
 }
 
 /** Commands, then handoffs by branch or id, from this agent dir's manifests. */
@@ -70,6 +74,14 @@ export async function runHandoffs(args: string, ctx: ExtensionCommandContext, op
   if (words.length === 0) return pick(deps, ctx, piCommand, options);
   if (words.includes("--help") || words.includes("-h") || words[0] === "help") return report(ctx, `${HELP}${USAGE.replace(/^Usage: .*\n\n/, "")}`, "info");
   const parsed = parseRecoveryCommand(words, "/handoffs --help");
+  // With a person to ask, a landing that cannot fast-forward asks how instead of refusing.
+  if (parsed.ok && parsed.parsed.command === "land" && ctx.hasUI) {
+    const resolved = await resolveHandoffName(deps.store, parsed.parsed.handoff ?? "");
+    if (!resolved.ok) return report(ctx, `/handoffs land: ${resolved.message}`, "error");
+    const request = landRequestFrom(parsed.parsed);
+    if (!request.ok) return report(ctx, `/handoffs land: ${request.message}`, "error");
+    return land(resolved.id, request.request, ctx, options.landDeps ?? createLandDeps(process.env), { confirm: false });
+  }
   // With a person to ask, a removal is confirmed in a dialog that lists what would be lost.
   if (parsed.ok && parsed.parsed.command === "remove" && ctx.hasUI && parsed.parsed.flags["dry-run"] !== true) {
     const resolved = await resolveHandoffName(deps.store, parsed.parsed.handoff ?? "");
@@ -121,6 +133,7 @@ async function pick(deps: RecoveryDeps, ctx: ExtensionCommandContext, piCommand:
   if (handoff.actions.includes("relaunch")) choices.push("relaunch");
   if (handoff.actions.includes("focus")) choices.push("focus");
   choices.push("inspect");
+  if (canOfferLand(handoff)) choices.push("land");
   if (handoff.actions.includes("remove")) choices.push("remove");
   const choiceLabels = choices.map((choice) => CHOICE_LABELS[choice]);
   const chosenLabel = await ctx.ui.select(`${handoff.branch} (${handoff.id})`, choiceLabels);
@@ -134,9 +147,36 @@ async function pick(deps: RecoveryDeps, ctx: ExtensionCommandContext, piCommand:
       return focus(deps, handoff, ctx);
     case "relaunch":
       return relaunch(deps, handoff, ctx, piCommand);
+    case "land":
+      return land(handoff.id, { dryRun: false, remove: false, deleteBranch: false }, ctx, options.landDeps ?? createLandDeps(process.env), { confirm: true });
     case "remove":
       return remove(deps, handoff.id, ctx, {});
   }
+}
+
+/**
+ * `/handoffs land <id|branch> [options]` (and the picker's "Land its commits"): lands, asking for a
+ * strategy in the TUI when a fast-forward is not possible; from the picker (`confirm`), the plan is
+ * shown and confirmed first. Typed with its arguments, it lands as `pi-handoff land` would.
+ */
+async function land(id: string, asked: LandRequest, ctx: ExtensionCommandContext, deps: LandDeps, options: { confirm: boolean }): Promise<void> {
+  let request = asked;
+  const ask = ctx.hasUI;
+  let outcome = await landHandoff(deps, id, { ...request, dryRun: request.dryRun || (ask && options.confirm) });
+  if (!outcome.ok && outcome.choices !== undefined && ask) {
+    const strategy = await ctx.ui.select(`${outcome.message}\nLand how?`, outcome.choices);
+    const chosen = outcome.choices.find((choice) => choice === strategy);
+    if (chosen === undefined) return;
+    request = { ...request, strategy: chosen };
+    outcome = await landHandoff(deps, id, { ...request, dryRun: request.dryRun || options.confirm });
+  }
+  // From the picker the plan is shown and confirmed first; then the same request lands for real.
+  if (outcome.ok && outcome.code === "dry_run" && !request.dryRun) {
+    if (!(await ctx.ui.confirm(`Land ${outcome.plan.branch} into ${outcome.plan.into}?`, describeLandPlan(outcome.plan).join("\n")))) return;
+    outcome = await landHandoff(deps, id, { ...request, strategy: outcome.plan.strategy, into: outcome.plan.into });
+  }
+  const failedRemoval = outcome.ok && outcome.code === "landed" && outcome.removal !== undefined && outcome.removal.code !== "removed";
+  report(ctx, outcome.message, outcome.ok ? (failedRemoval ? "warning" : "info") : "error");
 }
 
 async function focus(deps: RecoveryDeps, handoff: HandoffReport, ctx: ExtensionCommandContext): Promise<void> {

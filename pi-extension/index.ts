@@ -8,7 +8,9 @@ import { SessionLeaseKeeper } from "../src/launch/session-writer.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import { handoffCompletions, runHandoff } from "./handoff-command.ts";
 import { handoffsCompletions, runHandoffs } from "./handoffs-command.ts";
+import { registerHandoffReport } from "./handoff-report.ts";
 import { registerLineage } from "./lineage.ts";
+import { registerParentWatch } from "./parent-watch.ts";
 import { registerRenderers } from "./renderers.ts";
 import { report } from "./report.ts";
 import { errorMessage } from "../src/errors.ts";
@@ -34,7 +36,7 @@ export default function handoffWorktreeExtension(pi: ExtensionAPI): void {
   });
 
   pi.registerCommand("handoffs", {
-    description: "List your handoffs; relaunch, switch to, inspect or remove one (/handoffs <command> <handoff> as with pi-handoff)",
+    description: "List your handoffs; relaunch, switch to, inspect, land or remove one (/handoffs <command> <handoff> as with pi-handoff)",
     getArgumentCompletions: (prefix) => handoffsCompletions(prefix),
     handler: (args, ctx) => runHandoffs(args, ctx),
   });
@@ -56,4 +58,7 @@ export default function handoffWorktreeExtension(pi: ExtensionAPI): void {
 
   // After the session_start handler above: lineage delivery must see the kickoff turn it starts.
   registerLineage(pi);
+  // The return trip: a child reports to its parent; the parent watches its children and hears back.
+  registerHandoffReport(pi);
+  registerParentWatch(pi);
 }

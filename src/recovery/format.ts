@@ -4,7 +4,7 @@
  * Invariants: pure (reports in, text out); plain ASCII layout, no colours or terminal codes, so
  * the same text works in a pipe, in Pi's notifications and in print mode.
  */
-import { CHILD_STATE_LABELS, formatDuration } from "./status.ts";
+import { CHILD_STATE_LABELS, formatDuration, type ChildState } from "./status.ts";
 import { describeLocation } from "../mux/describe.ts";
 import type { HandoffReport, HandoffStatus, InventoryReport } from "./report-schema.ts";
 
@@ -179,4 +179,16 @@ function describeWorkspace(handoff: HandoffReport): string {
     case "unknown":
       return "unknown";
   }
+}
+
+/** How many handoffs the parent's widget lists before summing up the rest. */
+const WIDGET_ROWS = 4;
+
+/** The parent's widget: one line per own handoff (`handoff feat/x  idle 2m`), the newest last, at most a few. */
+export function formatChildrenWidget(handoffs: readonly { id: string; branch: string; status: { state: ChildState; since?: string } }[], now: number): string[] {
+  const shown = handoffs.slice(-WIDGET_ROWS);
+  const width = Math.max(...shown.map((handoff) => handoff.branch.length));
+  const lines = shown.map((handoff) => `handoff ${handoff.branch.padEnd(width)}  ${describeChild({ child: { ...handoff.status, basis: "" } }, now)}`);
+  if (handoffs.length > shown.length) lines.unshift(`handoffs: ${handoffs.length - shown.length} more (/handoffs lists them all)`);
+  return lines;
 }

@@ -262,6 +262,12 @@ function conflictRefusal(input: BuildInput, conflicts: string[]): Extract<LandPl
   };
 }
 
+/** Whether `/handoffs` offers landing: the branch has commits its merge target lacks and no Pi is in a turn. */
+export function canOfferLand(report: HandoffReport): boolean {
+  const busy = report.child?.state === "working" || report.child?.state === "waiting_input";
+  return report.state !== "removed" && !busy && report.branchState.code === "present" && report.branchState.unmerged.total > 0;
+}
+
 /** Plain lines saying exactly what the landing does. */
 export function describeLandPlan(plan: LandPlan): string[] {
   const how: Record<LandStrategy, string> = {

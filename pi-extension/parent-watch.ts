@@ -1,0 +1,116 @@
+/**
+ * In a session that handed work off: a compact widget with each own handoff's branch, state and
+ * time in it (src/recovery/watch.ts decides), and the delivery of its children's reports
+ * (src/lineage/reports.ts, through the shared delivery rules of src/lineage/delivery.ts).
+ *
+ * Invariants:
+ * - Decides nothing: states come from src/recovery/status.ts, delivery rules from delivery.ts.
+ * - One unref'd poll per session (`PI_HANDOFF_WATCH_POLL_MS`, default 2 s), started at
+ *   `session_start` and stopped at `session_shutdown`; each refresh reads bounded file tails only.
+ * - Reports are delivered only at idle points, once (ledger), without triggering a turn; a report
+ *   written while this session was closed is delivered at its next start.
+ * - Nothing at all runs in a session that has no handoffs of its own (one directory listing per poll).
+ */
+import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { DeliveryQueue, Poll } from "../src/lineage/delivery.ts";
+import { readLedger } from "../src/lineage/ledger.ts";
+import { reportMessage, reportTriple, undeliveredReports } from "../src/lineage/reports.ts";
+import type { LineageEntryView } from "../src/lineage/types.ts";
+import { ChildReportStore } from "../src/manifest/child-reports.ts";
+import { ManifestStore } from "../src/manifest/store.ts";
+import { formatChildrenWidget } from "../src/recovery/format.ts";
+import { ownHandoffStatuses, type ParentIdentity } from "../src/recovery/watch.ts";
+import { agentDirFromEnv } from "../src/session/paths.ts";
+import { expectsKickoff, piDeliveryHost } from "./lineage.ts";
+
+export const WIDGET_KEY = "handoff-children";
+const DEFAULT_POLL_MS = 2_000;
+/** The first look soon after start-up, once Pi has drawn its screen. */
+const FIRST_LOOK_MS = 100;
+
+function pollMsFromEnv(env: NodeJS.ProcessEnv): number {
+  const value = Number(env.PI_HANDOFF_WATCH_POLL_MS);
+  return Number.isFinite(value) && value >= 100 ? value : DEFAULT_POLL_MS;
+}
+
+class ParentWatch {
+  private ctx: ExtensionContext;
+  private readonly queue: DeliveryQueue;
+  private readonly poll: Poll;
+  private readonly store: ManifestStore;
+  private readonly reports: ChildReportStore;
+  private readonly parent: ParentIdentity;
+  private firstLook: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private shown = false;
+
+  constructor(pi: ExtensionAPI, ctx: ExtensionContext) {
+    this.ctx = ctx;
+    const agentDir = agentDirFromEnv(process.env);
+    this.store = ManifestStore.forAgentDir(agentDir);
+    this.reports = ChildReportStore.forAgentDir(agentDir);
+    const file = ctx.sessionManager.getSessionFile();
+    this.parent = { sessionId: ctx.sessionManager.getSessionId(), ...(file === undefined ? {} : { sessionFile: file }) };
+    const ledger = readLedger(ctx.sessionManager.getEntries() as LineageEntryView[]);
+    this.queue = new DeliveryQueue(piDeliveryHost(pi, () => this.ctx), ledger, { waitForSettle: expectsKickoff(ctx) || !ctx.isIdle() });
+    this.poll = new Poll(() => this.refresh(), pollMsFromEnv(process.env));
+  }
+
+  start(): void {
+    this.firstLook = setTimeout(() => {
+      void this.refresh().finally(() => this.poll.start());
+    }, FIRST_LOOK_MS);
+    this.firstLook.unref();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.firstLook !== undefined) clearTimeout(this.firstLook);
+    this.poll.stop();
+    this.queue.stop();
+  }
+
+  onSettled(ctx: ExtensionContext): void {
+    this.ctx = ctx;
+    this.queue.settled();
+  }
+
+  private async refresh(): Promise<void> {
+    if (this.stopped) return;
+    const own = await ownHandoffStatuses({ store: this.store, now: () => new Date() }, this.parent);
+    if (this.stopped) return;
+    if (own.length > 0 || this.shown) {
+      this.shown = own.length > 0;
+      this.setWidget(own.length > 0 ? formatChildrenWidget(own, Date.now()) : undefined);
+    }
+    if (own.length === 0) return;
+    const pending = await undeliveredReports(this.reports, own.map((handoff) => handoff.id), (triple) => this.queue.known(triple));
+    if (this.stopped) return;
+    for (const report of pending) this.queue.enqueue({ kind: `report-${report.kind}`, message: reportMessage(report), records: [reportTriple(report)] });
+    this.queue.flush();
+  }
+
+  private setWidget(lines: string[] | undefined): void {
+    try {
+      if (this.ctx.hasUI) this.ctx.ui.setWidget(WIDGET_KEY, lines, { placement: "belowEditor" });
+    } catch {
+      // A context from a replaced runtime: the next session_start makes a new watch.
+    }
+  }
+}
+
+export function registerParentWatch(pi: ExtensionAPI): void {
+  let watch: ParentWatch | undefined;
+  pi.on("session_start", async (_event, ctx) => {
+    watch?.stop();
+    watch = new ParentWatch(pi, ctx);
+    watch.start();
+  });
+  pi.on("agent_settled", async (_event, ctx) => {
+    watch?.onSettled(ctx);
+  });
+  pi.on("session_shutdown", async () => {
+    watch?.stop();
+    watch = undefined;
+  });
+}

@@ -1,0 +1,90 @@
+/**
+ * The parent's view of its own handoffs, cheap enough to refresh every few seconds: the manifests
+ * whose parent is this session, each child's state (status.ts) from the tail of its session file
+ * and whether its recorded Pi still lives.
+ *
+ * Invariants:
+ * - Read-only, and bounded per handoff: one manifest read (the store's list), one stat and one
+ *   fixed-size read of the session's end (session/tail.ts), and a few procfs reads for the
+ *   recorded pid. No git, no multiplexer, no process-table scan: those are the inventory's.
+ * - Handoffs are looked at a few at a time with a yield between them, so a refresh of many never
+ *   holds the event loop for long (measured by `npm run bench`, section `childStatus`).
+ * - A removed handoff is shown only for `REMOVED_SHOWN_MS` after its removal, then dropped.
+ */
+import type { Manifest } from "../manifest/schema.ts";
+import type { ManifestStore } from "../manifest/store.ts";
+import { readSessionTail } from "../session/tail.ts";
+import { findWriters, type ProcessInfo } from "./classify.ts";
+import { describeProcess } from "./processes.ts";
+import { decideChildStatus, type ChildStatus } from "./status.ts";
+
+export const REMOVED_SHOWN_MS = 10 * 60_000;
+const BATCH = 8;
+
+export interface ParentIdentity {
+  sessionFile?: string;
+  sessionId: string;
+}
+
+export interface WatchDeps {
+  store: ManifestStore;
+  now(): Date;
+  describeProcess?: (pid: number) => Promise<ProcessInfo | undefined>;
+  /** Herdr's `agent_status` of a handoff's pane, where the caller knows it (optional). */
+  agentStatus?: (manifest: Manifest) => string | undefined;
+  tailBytes?: number;
+}
+
+export interface OwnHandoff {
+  id: string;
+  branch: string;
+  status: ChildStatus;
+}
+
+/** Whether the manifest's parent is this session (by file, or by id when the file is not known). */
+export function isChildOf(manifest: Manifest, parent: ParentIdentity): boolean {
+  if (parent.sessionFile !== undefined && manifest.parent.sessionFile === parent.sessionFile) return true;
+  return manifest.parent.sessionId === parent.sessionId;
+}
+
+/** The manifests whose parent is this session (removed ones only for a while after removal). */
+export async function ownHandoffs(deps: Pick<WatchDeps, "store" | "now">, parent: ParentIdentity): Promise<Manifest[]> {
+  const now = deps.now().getTime();
+  const own: Manifest[] = [];
+  for (const entry of await deps.store.list()) {
+    if (!entry.ok || !isChildOf(entry.manifest, parent)) continue;
+    if (entry.manifest.state === "removed" && now - Date.parse(entry.manifest.updatedAt) > REMOVED_SHOWN_MS) continue;
+    own.push(entry.manifest);
+  }
+  return own;
+}
+
+/** Each own handoff's child state, in the store's order. */
+export async function ownHandoffStatuses(deps: WatchDeps, parent: ParentIdentity): Promise<OwnHandoff[]> {
+  const manifests = await ownHandoffs(deps, parent);
+  const results: OwnHandoff[] = [];
+  for (let start = 0; start < manifests.length; start += BATCH) {
+    const batch = manifests.slice(start, start + BATCH);
+    results.push(...(await Promise.all(batch.map((manifest) => statusOf(deps, manifest)))));
+    // Let timers, input and rendering run between batches.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+  return results;
+}
+
+async function statusOf(deps: WatchDeps, manifest: Manifest): Promise<OwnHandoff> {
+  const removed = manifest.state === "removed";
+  const [tail, recorded] = await Promise.all([
+    removed || manifest.child.sessionFile === undefined ? Promise.resolve(undefined) : readSessionTail(manifest.child.sessionFile, deps.tailBytes),
+    removed || manifest.child.pid === undefined ? Promise.resolve(undefined) : (deps.describeProcess ?? describeProcess)(manifest.child.pid),
+  ]);
+  const live = findWriters(manifest, recorded, []).length > 0;
+  const agentStatus = deps.agentStatus?.(manifest);
+  const status = decideChildStatus({
+    manifest,
+    live,
+    ...(tail === undefined ? {} : { tail: tail.entries, sessionMtime: tail.mtime }),
+    ...(agentStatus === undefined ? {} : { agentStatus }),
+  });
+  return { id: manifest.id, branch: manifest.branch, status };
+}
