@@ -114,7 +114,7 @@ describe("documentation", () => {
     const help = run.stdout;
     const commandsBlock = help.slice(help.indexOf("Commands:"), help.indexOf("Exit status:"));
     const commands = new Set([...commandsBlock.matchAll(/^ {2}([a-z]+)\b/gm)].map((m) => m[1] ?? ""));
-    expect([...commands].sort()).toEqual(["focus", "inspect", "list", "prune", "relaunch", "remove"]);
+    expect([...commands].sort()).toEqual(["focus", "inspect", "land", "list", "prune", "relaunch", "remove"]);
     const helpFlags = new Set(help.match(/--[a-z][a-z-]*/g) ?? []);
 
     const readme = readFileSync(join(PROJECT_ROOT, "README.md"), "utf8");
