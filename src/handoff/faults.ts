@@ -12,17 +12,14 @@
  *   `manifest` (`provisioning` exists, nothing else), `worktree` (`provisioned`: worktree, branch
  *   and window exist), `fork` (`forked`: the child session exists), `launching` (recorded, nothing
  *   typed yet), `launch` (typed: the child Pi is starting), `confirm` (`running`, focus not yet
- *   done), `focus` (focus recorded: only the transaction's return is missing). And for
- *   `pi-handoff land` (recovery/land.ts): `land-intent` (the intent is recorded, the target not yet
- *   moved), `land-target` (the target moved, the manifest still says intended), `land-record` (the
- *   landing is recorded, the parent not yet told).
+ *   done), `focus` (focus recorded: only the transaction's return is missing).
  *
  * Invariants: without a plan (the default) nothing here does anything; production requests carry
  * no fault fields, only the deps do.
  */
 import { HANDOFF_STEPS, type HandoffStep } from "../manifest/schema.ts";
 
-export const KILL_POINTS = ["manifest", "worktree", "fork", "launching", "launch", "confirm", "focus", "land-intent", "land-target", "land-record"] as const;
+export const KILL_POINTS = ["manifest", "worktree", "fork", "launching", "launch", "confirm", "focus"] as const;
 export type KillPoint = (typeof KILL_POINTS)[number];
 
 export const FAULT_ENV = "PI_HANDOFF_FAULT";

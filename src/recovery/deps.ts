@@ -6,13 +6,12 @@
  */
 import { SimpleGitPort } from "../git/git.ts";
 import { LandGit } from "../git/land.ts";
-import { faultPlanFromEnv } from "../handoff/faults.ts";
 import { ChildReportStore } from "../manifest/child-reports.ts";
 import { ManifestStore } from "../manifest/store.ts";
 import { muxForLocation } from "../mux/for-location.ts";
 import { agentDirFromEnv } from "../session/paths.ts";
 import type { InventoryDeps } from "./inventory.ts";
-import type { LandDeps } from "./land.ts";
+import { landKillPointFromEnv, type LandDeps } from "./land.ts";
 
 /** Per git call; recovery only reads and removes, never checks out a whole tree. */
 export const RECOVERY_GIT_TIMEOUT_MS = 15_000;
@@ -40,10 +39,11 @@ export const LAND_GIT_TIMEOUT_MS = 120_000;
 /** Recovery's dependencies plus what `land` needs: its git, the report store (to tell the parent), a crash point for tests. */
 export function createLandDeps(env: NodeJS.ProcessEnv, now: () => Date = () => new Date()): LandDeps {
   const deps = createRecoveryDeps(env, now);
+  const killAfter = landKillPointFromEnv(env);
   return {
     ...deps,
     landGit: new LandGit({ env, timeoutMs: LAND_GIT_TIMEOUT_MS }),
     reports: ChildReportStore.forAgentDir(deps.agentDir),
-    faults: faultPlanFromEnv(env),
+    ...(killAfter === undefined ? {} : { killAfter }),
   };
 }

@@ -21,7 +21,6 @@
  */
 import type { CommitDetail, LandGit } from "../git/land.ts";
 import type { SimpleGitPort } from "../git/git.ts";
-import { checkpoint, NO_FAULTS, type FaultPlan } from "../handoff/faults.ts";
 import type { ChildReportStore } from "../manifest/child-reports.ts";
 import { canSettleLanding, LAND_STRATEGIES, type LandStrategy, type Landing, type Manifest } from "../manifest/schema.ts";
 import type { ManifestStore } from "../manifest/store.ts";
@@ -34,13 +33,30 @@ import type { HandoffReport } from "./report-schema.ts";
 import { removeHandoff, type RemoveOutcome } from "./remove.ts";
 import { CHILD_STATE_LABELS } from "./status.ts";
 
+/**
+ * Crash points for tests, as the handoff's (`PI_HANDOFF_FAULT=kill-after:<point>`): SIGKILL right
+ * after `land-intent` (intent recorded, target not moved), `land-target` (target moved, manifest
+ * still `intended`), `land-record` (landing recorded, parent not yet told).
+ */
+export const LAND_KILL_POINTS = ["land-intent", "land-target", "land-record"] as const;
+export type LandKillPoint = (typeof LAND_KILL_POINTS)[number];
+
+export function landKillPointFromEnv(env: NodeJS.ProcessEnv): LandKillPoint | undefined {
+  const value = env.PI_HANDOFF_FAULT ?? "";
+  return LAND_KILL_POINTS.find((point) => value === `kill-after:${point}`);
+}
+
+function checkpoint(configured: LandKillPoint | undefined, point: LandKillPoint): void {
+  if (configured === point) process.kill(process.pid, "SIGKILL");
+}
+
 export interface LandDeps extends GatherDeps {
   git: SimpleGitPort;
   landGit: LandGit;
   store: ManifestStore;
   reports: ChildReportStore;
   /** A crash point for tests (`PI_HANDOFF_FAULT=kill-after:land-...`). */
-  faults?: FaultPlan;
+  killAfter?: LandKillPoint;
 }
 
 export interface LandRequest {
@@ -320,7 +336,7 @@ export async function landHandoff(deps: LandDeps, id: string, request: LandReque
   await deps.store.update(id, (m) => {
     m.landings = [...(m.landings ?? []), intent];
   });
-  checkpoint(deps.faults ?? NO_FAULTS, "land-intent");
+  checkpoint(deps.killAfter, "land-intent");
 
   try {
     if (plan.checkout !== undefined) await deps.landGit.fastForwardCheckout(plan.checkout, plan.into, { from: plan.from, to: plan.to });
@@ -329,9 +345,9 @@ export async function landHandoff(deps: LandDeps, id: string, request: LandReque
     const settled = await settleLanding(deps, id, now);
     if (settled !== "landed") return { ok: false, code: "failed", plan, message: `Could not move ${plan.into}: ${errorClause(error)}; nothing was landed (${plan.into} is still at ${plan.from.slice(0, 12)}).` };
   }
-  checkpoint(deps.faults ?? NO_FAULTS, "land-target");
+  checkpoint(deps.killAfter, "land-target");
   await settleLanding(deps, id, now);
-  checkpoint(deps.faults ?? NO_FAULTS, "land-record");
+  checkpoint(deps.killAfter, "land-record");
 
   const told = await tellParent(deps, manifest, intent, now);
   const message = [
