@@ -37,4 +37,7 @@ it("writes results for every benchmark in quick mode", () => {
   }
   expect(results.lineage).toBeTypeOf("object");
   expect(results.list).toBeTypeOf("object");
+  expect(results.childStatus.handoffs).toBe(50);
+  expect(results.childStatus.ms).toHaveLength(2);
+  expect(results.childStatus.maxEventLoopDelayMs).toHaveLength(2);
 }, 300_000);
