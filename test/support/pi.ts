@@ -90,8 +90,11 @@ export function readEntries(sessionFile: string): FileEntry[] {
   return parseSessionEntries(readFileSync(sessionFile, "utf8"));
 }
 
-/** A shell line that starts the interactive Pi TUI in `cwd` with this package loaded once. */
-export function piTuiCommand(cwd: string, args: readonly string[]): string {
+/**
+ * A shell line that starts the interactive Pi TUI in `cwd` with this package loaded once; with
+ * `keepShell` the shell stays after Pi quits (no `exec`), so the pane can start Pi again.
+ */
+export function piTuiCommand(cwd: string, args: readonly string[], options: { keepShell?: boolean } = {}): string {
   const quote = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`;
-  return `cd ${quote(cwd)} && exec ${[NODE_BIN, PI_CLI, "--model", FAUX_MODEL, "--extension", EXTENSION_ENTRY, ...args].map(quote).join(" ")}`;
+  return `cd ${quote(cwd)} && ${options.keepShell === true ? "" : "exec "}${[NODE_BIN, PI_CLI, "--model", FAUX_MODEL, "--extension", EXTENSION_ENTRY, ...args].map(quote).join(" ")}`;
 }

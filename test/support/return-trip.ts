@@ -1,0 +1,180 @@
+/**
+ * The return trip end to end, written once and run on each backend (tmux, the Herdr double) with
+ * the real Pi: the parent hands off; commits are made in the child's worktree; the parent's widget
+ * shows the child idle; the child's `/handoff-report` arrives once in the parent conversation;
+ * `/handoffs land <id> --remove` typed in the parent lands the exact commits on the parent's
+ * branch, retires the worktree, keeps the branch, and the parent hears one message naming them.
+ * And restart safety: a report sent while the parent is closed is delivered exactly once when it
+ * starts again.
+ */
+import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
+import { expect } from "vitest";
+import type { Manifest } from "../../src/manifest/schema.ts";
+import { ManifestStore } from "../../src/manifest/store.ts";
+import { REPORT_MESSAGE_TYPE } from "../../src/lineage/reports.ts";
+import type { TempRepo } from "./git-repo.ts";
+import { FAUX_MODEL, onlySessionFile, piTuiCommand, readEntries, runPiPrint, type PiSandbox } from "./pi.ts";
+import { isProcessAlive } from "./recovery-rig.ts";
+import { waitFor } from "./tmux.ts";
+import { entriesOnly, HANDOFF_STARTED, PI_READY, submitLine, waitForScreen, type PaneDriver } from "./tui.ts";
+
+/** The widget and report poll of the parent, short for the tests (the default is 2 s). */
+export const WATCH_POLL_ENV = { PI_HANDOFF_WATCH_POLL_MS: "200" };
+
+export interface ReturnTripWorld {
+  sandbox: PiSandbox;
+  repo: TempRepo;
+  /** The pane the parent Pi runs in. */
+  parentPane: PaneDriver;
+  /** Runs a shell line in the parent's pane. */
+  runInParentPane(line: string): Promise<void>;
+  /** The pane of a handoff's child, from its manifest. */
+  childPane(manifest: Manifest): PaneDriver;
+}
+
+interface ReportMessage {
+  content: string;
+  details: { kind: string; reportId: string; commits: string[] };
+}
+
+/** The report messages in a session file, in order. */
+export function reportMessages(sessionFile: string): ReportMessage[] {
+  return entriesOnly(readEntries(sessionFile)).flatMap((entry) =>
+    entry.type === "custom_message" && entry.customType === REPORT_MESSAGE_TYPE ? [{ content: String(entry.content), details: entry.details as ReportMessage["details"] }] : [],
+  );
+}
+
+/** Live processes named `pi` whose working directory is `dir` (the parent's Pi, in the main checkout). */
+function piProcessesIn(dir: string): number[] {
+  return readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "pi" && realpathSync(readlinkSync(`/proc/${pid}/cwd`)) === dir && isProcessAlive(pid);
+      } catch {
+        return false;
+      }
+    });
+}
+
+/** Starts the parent Pi in its pane (the shell stays, so it can be started again); returns its pid. */
+async function startParent(world: ReturnTripWorld, sessionFile: string): Promise<number> {
+  await world.runInParentPane(piTuiCommand(world.repo.root, ["--session", sessionFile], { keepShell: true }));
+  await waitForScreen(world.parentPane, PI_READY, "the parent TUI");
+  return waitFor(() => piProcessesIn(world.repo.root)[0], { timeoutMs: 10_000, description: "the parent Pi's process" });
+}
+
+/** Types /quit and waits until that Pi's process is gone. */
+async function quit(pane: PaneDriver, pid: number | undefined, what: string): Promise<void> {
+  if (pid === undefined) throw new Error(`No pid for ${what}.`);
+  await pane.type("/quit");
+  await waitFor(async () => {
+    if (!isProcessAlive(pid)) return true;
+    await pane.enter();
+    return undefined;
+  }, { timeoutMs: 20_000, intervalMs: 500, description: `${what} (pid ${pid}) to quit` });
+}
+
+async function handOff(world: ReturnTripWorld, branch: string): Promise<Manifest> {
+  await submitLine(world.parentPane, `/handoff-worktree ${branch} --no-focus`, HANDOFF_STARTED);
+  await waitForScreen(world.parentPane, new RegExp(`Handed off to branch ${branch.replace("/", "\\/")}|failed|did not confirm`), "the handoff's notice", 90_000);
+  const listed = (await ManifestStore.forAgentDir(world.sandbox.agentDir).list()).filter((entry) => entry.ok && entry.manifest.branch === branch);
+  const entry = listed[0];
+  if (entry === undefined || !entry.ok || entry.manifest.state !== "running") throw new Error(`The handoff to ${branch} is not running.`);
+  return entry.manifest;
+}
+
+/** The first session: hand off, commit, watch, hear back, land with --remove. */
+export async function runReturnTrip(world: ReturnTripWorld): Promise<void> {
+  const { repo, sandbox } = world;
+  runPiPrint(sandbox, repo.root, ["--model", FAUX_MODEL, "first question"]);
+  const parentFile = onlySessionFile(sandbox, repo.root);
+  const parentPid = await startParent(world, parentFile);
+  const manifest = await handOff(world, "feat/trip");
+  const worktree = manifest.worktree.path;
+  const child = world.childPane(manifest);
+  await waitForScreen(child, PI_READY, "the child TUI");
+
+  // Commits made in the child's worktree.
+  const first = repo.commitFile("trip-1.txt", "one\n", "trip: first", { cwd: worktree });
+  const second = repo.commitFile("trip-2.txt", "two\n", "trip: second", { cwd: worktree });
+
+  // The parent's widget shows the child idle (its Pi runs, no turn in progress).
+  await waitForScreen(world.parentPane, /handoff feat\/trip +idle \d+[smhd]/, "the widget showing the child idle");
+
+  // The child's report arrives once in the parent conversation.
+  await submitLine(child, "/handoff-report wrote trip-1 and trip-2; nothing left", /Report sent to the parent session \(2 commit\(s\) on feat\/trip\)/);
+  await waitForScreen(world.parentPane, /Report from handoff feat\/trip/, "the report in the parent");
+  const reported = await waitFor(() => {
+    const messages = reportMessages(parentFile);
+    return messages.length > 0 ? messages : undefined;
+  }, { timeoutMs: 20_000, description: "the report in the parent session file" });
+  expect(reported).toHaveLength(1);
+  expect(reported[0]?.details).toMatchObject({ kind: "report", commits: [first, second] });
+  expect(reported[0]?.content).toContain("wrote trip-1 and trip-2; nothing left");
+  expect(reported[0]?.content).toContain(`${first.slice(0, 12)} trip: first`);
+
+  // The child's Pi quits (a worktree is never removed under a live Pi); the widget follows.
+  await quit(child, manifest.child.pid, "the child Pi");
+  await waitForScreen(world.parentPane, /handoff feat\/trip +exited/, "the widget showing the child exited");
+
+  // Land with --remove from the parent: exact SHAs on the parent's branch, worktree gone, branch kept.
+  const mainBefore = repo.run(["rev-parse", "main"]);
+  await submitLine(world.parentPane, `/handoffs land ${manifest.id} --remove`, /Landed 2 commit\(s\) of feat\/trip into main \(ff\)/, 60_000);
+  expect(repo.run(["rev-parse", "main"])).toBe(second);
+  expect(repo.run(["rev-list", "--reverse", `${mainBefore}..main`]).split("\n")).toEqual([first, second]);
+  expect(readFileSync(`${repo.root}/trip-2.txt`, "utf8")).toBe("two\n");
+  expect(repo.run(["status", "--porcelain"])).toBe("");
+  expect(repo.run(["rev-parse", "refs/heads/feat/trip"])).toBe(second);
+  expect(existsSync(worktree)).toBe(false);
+  const after = await ManifestStore.forAgentDir(sandbox.agentDir).read(manifest.id);
+  if (!after.ok) throw new Error(after.message);
+  expect(after.manifest.state).toBe("removed");
+  expect(after.manifest.landings?.map((landing) => [landing.state, landing.strategy, landing.from, landing.to])).toEqual([["landed", "ff", mainBefore, second]]);
+
+  // The parent hears one message naming the commits.
+  const landed = await waitFor(() => {
+    const messages = reportMessages(parentFile).filter((message) => message.details.kind === "landed");
+    return messages.length > 0 ? messages : undefined;
+  }, { timeoutMs: 20_000, description: "the landing notice in the parent session file" });
+  await waitForScreen(world.parentPane, /was landed into main \(ff\)/, "the landing notice on the parent's screen");
+  expect(landed).toHaveLength(1);
+  expect(landed[0]?.details.commits).toEqual([first, second]);
+  expect(landed[0]?.content).toContain(`${first.slice(0, 12)} trip: first`);
+  expect(landed[0]?.content).toContain(`${second.slice(0, 12)} trip: second`);
+  // Nothing was delivered twice while the parent kept polling.
+  await waitForScreen(world.parentPane, /handoff feat\/trip +removed/, "the widget showing the handoff removed");
+  expect(reportMessages(parentFile).map((message) => message.details.kind)).toEqual(["report", "landed"]);
+  await quit(world.parentPane, parentPid, "the parent Pi");
+}
+
+/** A report sent while the parent is closed is delivered once when it starts again, and never again. */
+export async function runReportWhileParentClosed(world: ReturnTripWorld): Promise<void> {
+  const { repo, sandbox } = world;
+  const parentFile = onlySessionFile(sandbox, repo.root);
+  const firstPid = await startParent(world, parentFile);
+  const manifest = await handOff(world, "feat/closed");
+  const child = world.childPane(manifest);
+  await waitForScreen(child, PI_READY, "the child TUI");
+  const before = reportMessages(parentFile).length;
+
+  await quit(world.parentPane, firstPid, "the parent Pi");
+  await submitLine(child, "/handoff-report sent while the parent was closed", /Report sent to the parent session/);
+  expect(reportMessages(parentFile)).toHaveLength(before);
+
+  const secondPid = await startParent(world, parentFile);
+  await waitForScreen(world.parentPane, /Report from handoff feat\/closed/, "the late report in the restarted parent");
+  await waitFor(() => reportMessages(parentFile).length > before, { timeoutMs: 20_000, description: "the late report on disk" });
+  await quit(world.parentPane, secondPid, "the parent Pi");
+
+  // Once more: the ledger in the parent's session keeps it from coming twice. The widget shows
+  // after the first refresh; a few more refreshes give a second delivery every chance to happen.
+  const thirdPid = await startParent(world, parentFile);
+  await waitForScreen(world.parentPane, /handoff feat\/closed +idle/, "the widget after the second restart");
+  await new Promise((resolve) => setTimeout(resolve, 5 * Number(WATCH_POLL_ENV.PI_HANDOFF_WATCH_POLL_MS)));
+  const late = reportMessages(parentFile).slice(before);
+  expect(late.map((message) => message.content.includes("sent while the parent was closed"))).toEqual([true]);
+  await quit(world.parentPane, thirdPid, "the parent Pi");
+  await quit(child, manifest.child.pid, "the child Pi");
+}
