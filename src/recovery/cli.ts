@@ -28,10 +28,10 @@ import { unsupportedPlatform } from "../process/platform.ts";
 import { z } from "zod";
 import { errorSentence } from "../errors.ts";
 import type { HandoffStep } from "../manifest/schema.ts";
-import { parseRecoveryCommand, type ParsedRecoveryCommand, type RecoveryCommand } from "./command-line.ts";
+import { parseRecoveryCommand, type RecoveryCommand } from "./command-line.ts";
 import { launchTimeoutsFromEnv } from "../launch/timeouts.ts";
 import { createLandDeps, createRecoveryDeps, type RecoveryDeps } from "./deps.ts";
-import { landHandoff, landRequestFrom } from "./land.ts";
+import { landHandoff, landRequestFrom, type LandRequest } from "./land.ts";
 import { focusHandoff } from "./focus.ts";
 import { formatInventory, formatReport } from "./format.ts";
 import { buildInventory, inspectHandoff } from "./inventory.ts";
@@ -187,15 +187,17 @@ async function dispatch(argv: readonly string[], io: CliIo): Promise<number> {
       });
     case "prune":
       return prune(deps, io, flags["dry-run"] === true);
-    case "land":
-      return land(io, await handoff(), words.parsed);
+    case "land": {
+      // The options are checked before the handoff is looked up: bad input is said first.
+      const request = landRequestFrom(words.parsed);
+      if (!request.ok) throw new UsageError(request.message, "land");
+      return land(io, await handoff(), request.request);
+    }
   }
 }
 
-async function land(io: CliIo, id: string, parsed: ParsedRecoveryCommand): Promise<number> {
-  const request = landRequestFrom(parsed);
-  if (!request.ok) throw new UsageError(request.message, "land");
-  const outcome = await landHandoff(createLandDeps(io.env, io.now), id, request.request, io.now);
+async function land(io: CliIo, id: string, request: LandRequest): Promise<number> {
+  const outcome = await landHandoff(createLandDeps(io.env, io.now), id, request, io.now);
   if (!outcome.ok) throw outcome.code === "not_found" ? new UsageError(outcome.message, "land") : new Refusal(outcome.message, "land");
   io.stdout(`${outcome.message}\n`);
   return outcome.code === "landed" && outcome.removal !== undefined && outcome.removal.code !== "removed" ? EXIT_REFUSED : EXIT_OK;

@@ -9,6 +9,8 @@ import { join } from "node:path";
 import type { ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runHandoffs } from "../../pi-extension/handoffs-command.ts";
+import { LandGit } from "../../src/git/land.ts";
+import { ChildReportStore } from "../../src/manifest/child-reports.ts";
 import { NODE_BIN } from "../support/pi.ts";
 import { createRecoveryRig, isProcessAlive, killAndWait, runningManifest, STAND_IN_PI, type RecoveryRig } from "../support/recovery-rig.ts";
 
@@ -20,6 +22,11 @@ beforeAll(async () => {
 afterAll(async () => {
   await rig?.cleanup();
 });
+
+/** What landing needs beyond recovery's deps, on the rig's agent dir. */
+function landExtras(r: RecoveryRig) {
+  return { landGit: new LandGit({ env: r.env }), reports: ChildReportStore.forAgentDir(r.agentDir) };
+}
 
 interface Dialog {
   kind: "select" | "confirm" | "notify";
@@ -57,6 +64,31 @@ function pick(id: string, action: string) {
 }
 
 describe("/handoffs", () => {
+  it("lands from the picker: asks how when a fast-forward is not possible, shows the plan, then lands and says so", async () => {
+    const manifest = runningManifest(await rig.handoff("ui/land", { focus: false }));
+    await killAndWait(manifest.child.pid ?? 0);
+    rig.repo.run(["config", "user.name", "Land Test"]);
+    rig.repo.run(["config", "user.email", "land-test@example.invalid"]);
+    const tip = rig.repo.commitFile("landed.txt", "landed\n", "ui/land: work", { cwd: manifest.worktree.path });
+    const moved = rig.repo.commitFile("moved.txt", "moved\n", "main moves on");
+    const { ctx, dialogs } = scriptedContext({
+      select: (title, options) => (title === "Handoffs" ? options.find((option) => option.endsWith(`(${manifest.id})`)) : title.endsWith("Land how?") ? "merge" : "Land its commits"),
+      confirm: (title) => title === "Land ui/land into main?",
+    });
+    await runHandoffs("", ctx, { deps: rig.recoveryDeps(), landDeps: { ...rig.recoveryDeps(), ...landExtras(rig) } });
+    expect(dialogs[1]).toMatchObject({ kind: "select", body: ["Relaunch its Pi", "Switch to its window", "Inspect", "Land its commits", "Remove it"] });
+    expect(dialogs[2]).toEqual({
+      kind: "select",
+      title: "main has moved on since ui/land left it, so it cannot be fast-forwarded; nothing was landed. Choose how: --strategy rebase, merge or squash.\nLand how?",
+      body: ["rebase", "merge", "squash"],
+    });
+    expect(dialogs[3]).toMatchObject({ kind: "confirm", title: "Land ui/land into main?", body: expect.stringContaining(`  ${tip.slice(0, 12)} ui/land: work`) });
+    const merged = rig.repo.run(["rev-parse", "main"]);
+    expect(rig.repo.run(["rev-list", "--parents", "-n", "1", "main"]).split(" ").slice(1)).toEqual([moved, tip]);
+    expect(dialogs.at(-1)).toEqual({ kind: "notify", title: "info", body: `Landed 1 commit(s) of ui/land into main (merge): main is now at ${merged}.` });
+    expect((await rig.read(manifest.id)).landings?.map((landing) => [landing.state, landing.strategy, landing.to])).toEqual([["landed", "merge", merged]]);
+  });
+
   it("prints the list to stderr in print mode", async () => {
     const manifest = runningManifest(await rig.handoff("ui/printed", { focus: false }));
     let written = "";
@@ -66,8 +98,8 @@ describe("/handoffs", () => {
         written += text;
       },
     });
-    expect(written).toMatch(new RegExp(`^ID +STATUS +BRANCH +FLAGS +ACTIONS\\n`));
-    expect(written).toMatch(new RegExp(`\\n${manifest.id} +child running \\(pid ${manifest.child.pid}\\) +ui/printed +- +focus\\n`));
+    expect(written).toMatch(new RegExp(`^ID +STATUS +CHILD +BRANCH +FLAGS +ACTIONS\\n`));
+    expect(written).toMatch(new RegExp(`\\n${manifest.id} +child running \\(pid ${manifest.child.pid}\\) +idle \\d+[smhd]( \\d+m)? +ui/printed +- +focus\\n`));
     await killAndWait(manifest.child.pid ?? 0);
   });
 

@@ -71,7 +71,7 @@ afterAll(async () => {
 
 describe("bad input: one sentence on stderr, prefixed once, exit 2", () => {
   it.each([
-    [["lst"], 'pi-handoff: "lst" is not a command; the commands are list, inspect, focus, relaunch, remove, prune (see pi-handoff --help).'],
+    [["lst"], 'pi-handoff: "lst" is not a command; the commands are list, inspect, focus, relaunch, remove, prune, land (see pi-handoff --help).'],
     [["list", "--bogus"], 'pi-handoff list: Unknown option "--bogus" (see pi-handoff --help).'],
     [["list", "-m", "tmux"], 'pi-handoff list: Unknown option "-m" (see pi-handoff --help).'],
     [["remove", "-f", "some-id"], 'pi-handoff remove: Unknown option "-f" (see pi-handoff --help).'],
@@ -85,6 +85,9 @@ describe("bad input: one sentence on stderr, prefixed once, exit 2", () => {
     [["focus", "no-such-handoff"], 'pi-handoff focus: There is no handoff with id or branch "no-such-handoff" in {agent}/handoff-worktree/manifests.'],
     [["relaunch", "no-such-handoff"], 'pi-handoff relaunch: There is no handoff with id or branch "no-such-handoff" in {agent}/handoff-worktree/manifests.'],
     [["list", "--repo", "/"], "pi-handoff list: / is not inside a git repository."],
+    [["land"], "pi-handoff land: Name the handoff: its id, the start of its id, or its branch (pi-handoff list or /handoffs shows them)."],
+    [["land", "no-such-handoff"], 'pi-handoff land: There is no handoff with id or branch "no-such-handoff" in {agent}/handoff-worktree/manifests.'],
+    [["land", "x", "--strategy", "octopus"], 'pi-handoff land: --strategy must be one of ff, rebase, merge, squash, not "octopus".'],
   ])("%j", (args, expected) => {
     const run = cli(args);
     expect(run).toEqual({ status: 2, stdout: "", stderr: `${expected.replace("{agent}", rig.agentDir)}\n` });
@@ -177,9 +180,10 @@ describe("list and inspect", () => {
     const table = cli(["list"]);
     expect(table.status).toBe(0);
     const [header, ...rows] = table.stdout.trimEnd().split("\n");
-    expect(header).toMatch(/^ID +STATUS +BRANCH +FLAGS +ACTIONS$/);
-    expect(rows.find((row) => row.startsWith(running.id))).toMatch(new RegExp(`^${running.id} +child running \\(pid ${running.child.pid}\\) +cli/listed +- +focus$`));
-    expect(rows.find((row) => row.startsWith(closed.id))).toMatch(new RegExp(`^${closed.id} +window closed, no Pi +cli/closed +- +relaunch,remove$`));
+    expect(header).toMatch(/^ID +STATUS +CHILD +BRANCH +FLAGS +ACTIONS$/);
+    // CHILD: the child's state and the time in it (recovery/status.ts).
+    expect(rows.find((row) => row.startsWith(running.id))).toMatch(new RegExp(`^${running.id} +child running \\(pid ${running.child.pid}\\) +idle \\d+[smhd]( \\d+m)? +cli/listed +- +focus$`));
+    expect(rows.find((row) => row.startsWith(closed.id))).toMatch(new RegExp(`^${closed.id} +window closed, no Pi +exited \\d+[smhd]( \\d+m)? +cli/closed +- +relaunch,remove$`));
 
     const text = cli(["inspect", closed.id]);
     expect(text.stdout).toContain(`Handoff ${closed.id}\n  status:        window closed, no Pi (manifest state running)\n`);
