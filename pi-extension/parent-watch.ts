@@ -7,11 +7,13 @@
  * - Decides nothing: states come from src/recovery/status.ts, delivery rules from delivery.ts.
  * - One unref'd poll per session (`PI_HANDOFF_WATCH_POLL_MS`, default 2 s), started at
  *   `session_start` and stopped at `session_shutdown`; each refresh reads bounded file tails only.
- * - Reports are delivered only at idle points, once (ledger), without triggering a turn; a report
- *   written while this session was closed is delivered at its next start.
+ * - Reports are delivered only at idle points, once (ledger), without triggering a turn unless the
+ *   settings ask for it (`reportsTriggerTurn`); a report written while this session was closed is
+ *   delivered at its next start.
  * - Nothing at all runs in a session that has no handoffs of its own (one directory listing per poll).
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { loadHandoffConfig } from "../src/config/load.ts";
 import { DeliveryQueue, Poll } from "../src/lineage/delivery.ts";
 import { readLedger } from "../src/lineage/ledger.ts";
 import { reportMessage, reportTriple, undeliveredReports } from "../src/lineage/reports.ts";
@@ -44,7 +46,7 @@ class ParentWatch {
   private stopped = false;
   private shown = false;
 
-  constructor(pi: ExtensionAPI, ctx: ExtensionContext) {
+  constructor(pi: ExtensionAPI, ctx: ExtensionContext, triggerTurn: boolean) {
     this.ctx = ctx;
     const agentDir = agentDirFromEnv(process.env);
     this.store = ManifestStore.forAgentDir(agentDir);
@@ -52,7 +54,7 @@ class ParentWatch {
     const file = ctx.sessionManager.getSessionFile();
     this.parent = { sessionId: ctx.sessionManager.getSessionId(), ...(file === undefined ? {} : { sessionFile: file }) };
     const ledger = readLedger(ctx.sessionManager.getEntries() as LineageEntryView[]);
-    this.queue = new DeliveryQueue(piDeliveryHost(pi, () => this.ctx), ledger, { waitForSettle: expectsKickoff(ctx) || !ctx.isIdle() });
+    this.queue = new DeliveryQueue(piDeliveryHost(pi, () => this.ctx), ledger, { waitForSettle: expectsKickoff(ctx) || !ctx.isIdle(), triggerTurn });
     this.poll = new Poll(() => this.refresh(), pollMsFromEnv(process.env));
   }
 
@@ -99,11 +101,17 @@ class ParentWatch {
   }
 }
 
+/** The user's choice (settings `reportsTriggerTurn`); unreadable settings mean the default, never a turn. */
+async function reportsTriggerTurn(ctx: ExtensionContext): Promise<boolean> {
+  const loaded = await loadHandoffConfig({ cwd: ctx.cwd, agentDir: agentDirFromEnv(process.env), projectTrusted: ctx.isProjectTrusted() });
+  return loaded.ok && loaded.config.reportsTriggerTurn === true;
+}
+
 export function registerParentWatch(pi: ExtensionAPI): void {
   let watch: ParentWatch | undefined;
   pi.on("session_start", async (_event, ctx) => {
     watch?.stop();
-    watch = new ParentWatch(pi, ctx);
+    watch = new ParentWatch(pi, ctx, await reportsTriggerTurn(ctx));
     watch.start();
   });
   pi.on("agent_settled", async (_event, ctx) => {

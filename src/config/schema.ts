@@ -38,9 +38,11 @@ export interface HandoffConfig {
   postCreate?: string[];
   /** The backend when `--mux` is not given. */
   mux?: MuxKind;
+  /** A child's report (or a landing notice) starts a turn in the parent when delivered (default: never). */
+  reportsTriggerTurn?: boolean;
 }
 
-export const CONFIG_KEYS = ["worktreeDir", "branchPrefix", "copy", "symlink", "postCreate", "mux"] as const satisfies ReadonlyArray<keyof HandoffConfig>;
+export const CONFIG_KEYS = ["worktreeDir", "branchPrefix", "copy", "symlink", "postCreate", "mux", "reportsTriggerTurn"] as const satisfies ReadonlyArray<keyof HandoffConfig>;
 
 /** What each key must hold, for the one-sentence type errors. */
 const EXPECTED: Record<(typeof CONFIG_KEYS)[number] | "$schema", string> = {
@@ -51,6 +53,7 @@ const EXPECTED: Record<(typeof CONFIG_KEYS)[number] | "$schema", string> = {
   symlink: "a list of glob patterns (strings)",
   postCreate: "a shell command or a list of shell commands (strings)",
   mux: '"tmux" or "herdr"',
+  reportsTriggerTurn: "true or false",
 };
 
 export const SettingsFileSchema = z.strictObject({
@@ -62,6 +65,7 @@ export const SettingsFileSchema = z.strictObject({
   symlink: z.array(z.string()).optional(),
   postCreate: z.union([z.string(), z.array(z.string())]).optional(),
   mux: z.enum(["tmux", "herdr"]).optional(),
+  reportsTriggerTurn: z.boolean().optional(),
 });
 
 const MAX_POST_CREATE = 20;
@@ -109,6 +113,7 @@ export function parseConfig(value: unknown, file: string): ParsedConfig {
     if (commands.length > 0) config.postCreate = [...commands];
   }
   if (data.mux !== undefined) config.mux = data.mux;
+  if (data.reportsTriggerTurn !== undefined) config.reportsTriggerTurn = data.reportsTriggerTurn;
   return { ok: true, config };
 }
 

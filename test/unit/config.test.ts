@@ -26,6 +26,7 @@ describe("parseConfig", () => {
           symlink: ["node_modules"],
           postCreate: "npm ci",
           mux: "herdr",
+          reportsTriggerTurn: true,
         },
         FILE,
       ),
@@ -38,14 +39,16 @@ describe("parseConfig", () => {
         symlink: ["node_modules"],
         postCreate: ["npm ci"],
         mux: "herdr",
+        reportsTriggerTurn: true,
       },
     });
   });
 
   it.each([
-    [{ worktreeDirr: "x" }, `Unknown key "worktreeDirr" in ${FILE}; the keys are worktreeDir, branchPrefix, copy, symlink, postCreate, mux.`],
+    [{ worktreeDirr: "x" }, `Unknown key "worktreeDirr" in ${FILE}; the keys are worktreeDir, branchPrefix, copy, symlink, postCreate, mux, reportsTriggerTurn.`],
     [{ copy: ".env" }, `"copy" in ${FILE} must be a list of glob patterns (strings).`],
     [{ mux: "screen" }, `"mux" in ${FILE} must be "tmux" or "herdr".`],
+    [{ reportsTriggerTurn: "yes" }, `"reportsTriggerTurn" in ${FILE} must be true or false.`],
     [{ postCreate: [1] }, `"postCreate" in ${FILE} must be a shell command or a list of shell commands (strings).`],
     [{ worktreeDir: "/wt/{repo}" }, `"worktreeDir" in ${FILE} must contain {branch}, so each handoff gets its own directory.`],
     [{ worktreeDir: "/wt/{user}/{branch}" }, `"worktreeDir" in ${FILE} uses {user}; the placeholders are {repo}, {repoParent}, {branch}.`],
@@ -147,12 +150,12 @@ describe("loadHandoffConfig", () => {
     writeFileSync(repoFile, JSON.stringify({ branchPrefx: "pi/" }));
     expect(await loadHandoffConfig({ cwd: repo, agentDir, projectTrusted: true })).toEqual({
       ok: false,
-      message: `Unknown key "branchPrefx" in ${repoFile}; the keys are worktreeDir, branchPrefix, copy, symlink, postCreate, mux.`,
+      message: `Unknown key "branchPrefx" in ${repoFile}; the keys are worktreeDir, branchPrefix, copy, symlink, postCreate, mux, reportsTriggerTurn.`,
     });
     writeFileSync(userFile, JSON.stringify({ hooks: [] }));
     expect(await loadHandoffConfig({ cwd: repo, agentDir, projectTrusted: false })).toEqual({
       ok: false,
-      message: `Unknown key "hooks" in ${userFile}; the keys are worktreeDir, branchPrefix, copy, symlink, postCreate, mux.`,
+      message: `Unknown key "hooks" in ${userFile}; the keys are worktreeDir, branchPrefix, copy, symlink, postCreate, mux, reportsTriggerTurn.`,
     });
   });
 

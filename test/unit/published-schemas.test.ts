@@ -22,6 +22,6 @@ describe("published JSON Schemas", () => {
       properties: Record<string, unknown>;
     };
     expect(settings.additionalProperties).toBe(false);
-    expect(Object.keys(settings.properties).sort()).toEqual(["$schema", "branchPrefix", "copy", "mux", "postCreate", "symlink", "worktreeDir"]);
+    expect(Object.keys(settings.properties).sort()).toEqual(["$schema", "branchPrefix", "copy", "mux", "postCreate", "reportsTriggerTurn", "symlink", "worktreeDir"]);
   });
 });
