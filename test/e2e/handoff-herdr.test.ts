@@ -34,27 +34,12 @@ import {
   sha256OfFile,
   submitLine,
   textOf,
+  herdrPane,
   waitForScreen,
-  type PaneDriver,
 } from "../support/tui.ts";
 
 /** Each new pane's shell start-up job holds the terminal this long: the launch must wait it out. */
 const SHELL_DELAY_MS = 800;
-
-/** A pane of the Herdr double, as the TUI helpers drive it: `pane read`, `send-text`, `send-keys`. */
-function herdrPane(herdr: HerdrDouble, pane: string): PaneDriver {
-  return {
-    name: pane,
-    read: () => herdr.read(pane),
-    type: async (text) => {
-      const typed = await herdr.herdr(["pane", "send-text", pane, text]);
-      if (typed.exitCode !== 0) throw new Error(typed.stderr);
-    },
-    enter: async () => {
-      await herdr.herdr(["pane", "send-keys", pane, "Enter"]);
-    },
-  };
-}
 
 function command(call: HerdrCall): string {
   return call.argv.slice(0, 2).join(" ");

@@ -18,23 +18,9 @@ import {
   sha256OfFile,
   submitLine,
   textOf,
+  tmuxPane,
   waitForScreen,
-  type PaneDriver,
 } from "../support/tui.ts";
-
-/** A pane of the private tmux server, as the TUI helpers drive it. */
-function tmuxPane(tmux: PrivateTmux, pane: string): PaneDriver {
-  return {
-    name: pane,
-    read: () => tmux.capturePane(pane),
-    type: async (text) => {
-      await tmux.tmux(["send-keys", "-t", pane, "-l", text]);
-    },
-    enter: async () => {
-      await tmux.tmux(["send-keys", "-t", pane, "Enter"]);
-    },
-  };
-}
 
 describe("/handoff-worktree on tmux with the real Pi", () => {
   let sandbox: PiSandbox;

@@ -31,7 +31,7 @@ import { forkActiveBranch } from "../../src/session/fork.ts";
 import { defaultSessionDir } from "../../src/session/paths.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
 import { startHerdrDouble, type HerdrDouble } from "../support/herdr.ts";
-import { NODE_BIN, PROJECT_ROOT, readEntries } from "../support/pi.ts";
+import { NODE_BIN, outsideShellEnv, PROJECT_ROOT, readEntries } from "../support/pi.ts";
 import { startPrivateTmux, waitFor, type PrivateTmux } from "../support/tmux.ts";
 import { createParentConversation } from "../support/parent-session.ts";
 
@@ -69,11 +69,7 @@ function createRig(): Rig {
   const repo = createTempRepo({ prefix: "phw-setup-", extraCommits: 1 });
   const agentDir = join(repo.dir, "agent");
   mkdirSync(agentDir, { recursive: true });
-  const env: Record<string, string> = {};
-  for (const [key, value] of Object.entries(repo.env)) {
-    if (value !== undefined && !key.startsWith("TMUX") && !key.startsWith("HERDR") && !key.startsWith("PI_")) env[key] = value;
-  }
-  env.PI_CODING_AGENT_DIR = agentDir;
+  const env = outsideShellEnv(repo, agentDir);
   const store = ManifestStore.forAgentDir(agentDir);
   const git = new SimpleGitPort({ env, timeoutMs: 15_000 });
   const mainParent = parentSession(repo.root, agentDir);

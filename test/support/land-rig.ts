@@ -17,7 +17,7 @@ import { ManifestStore } from "../../src/manifest/store.ts";
 import { createLandDeps } from "../../src/recovery/deps.ts";
 import type { LandDeps } from "../../src/recovery/land.ts";
 import { createTempRepo, type TempRepo } from "./git-repo.ts";
-import { NODE_BIN } from "./pi.ts";
+import { NODE_BIN, outsideShellEnv } from "./pi.ts";
 import { waitFor } from "./tmux.ts";
 
 export interface LandRig {
@@ -50,11 +50,7 @@ export async function createLandRig(options: { branch?: string } = {}): Promise<
   repo.run(["config", "user.email", "land-test@example.invalid"]);
   const agentDir = join(repo.dir, "agent");
   mkdirSync(agentDir, { recursive: true });
-  const env: Record<string, string> = {};
-  for (const [key, value] of Object.entries(repo.env)) {
-    if (value !== undefined && !key.startsWith("TMUX") && !key.startsWith("HERDR") && !key.startsWith("PI_")) env[key] = value;
-  }
-  env.PI_CODING_AGENT_DIR = agentDir;
+  const env = outsideShellEnv(repo, agentDir);
   const branch = options.branch ?? "feat/land";
   const worktree = join(repo.dir, "worktree");
   const base = repo.run(["rev-parse", "HEAD"]);

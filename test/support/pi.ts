@@ -44,6 +44,19 @@ export function keptInSandbox(key: string): boolean {
   return !key.startsWith("TMUX") && !key.startsWith("HERDR") && !key.startsWith("PI_");
 }
 
+/**
+ * The environment of a shell outside any multiplexer that uses `agentDir`: the repository's
+ * isolated git environment with only what `keptInSandbox` lets through, plus `PI_CODING_AGENT_DIR`.
+ */
+export function outsideShellEnv(repo: { env: NodeJS.ProcessEnv }, agentDir: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(repo.env)) {
+    if (value !== undefined && keptInSandbox(key)) env[key] = value;
+  }
+  env.PI_CODING_AGENT_DIR = agentDir;
+  return env;
+}
+
 export function createPiSandbox(prefix = "phw-pi-"): PiSandbox {
   const dir = makeTempDir(prefix);
   const home = join(dir, "home");

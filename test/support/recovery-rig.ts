@@ -30,7 +30,7 @@ import { forkActiveBranch } from "../../src/session/fork.ts";
 import { defaultSessionDir } from "../../src/session/paths.ts";
 import { createTempRepo, type TempRepo } from "./git-repo.ts";
 import { HERDR_DOUBLE_DIR, startHerdrDouble, type HerdrDouble } from "./herdr.ts";
-import { keptInSandbox, NODE_BIN, PROJECT_ROOT } from "./pi.ts";
+import { NODE_BIN, outsideShellEnv, PROJECT_ROOT } from "./pi.ts";
 import { startPrivateTmux, waitFor, type PrivateTmux } from "./tmux.ts";
 import { createParentConversation } from "./parent-session.ts";
 
@@ -86,11 +86,7 @@ function createRigCore(prefix: string): RigCore {
   const repo = createTempRepo({ prefix, extraCommits: 1 });
   const agentDir = join(repo.dir, "agent");
   mkdirSync(agentDir, { recursive: true });
-  const env: Record<string, string> = {};
-  for (const [key, value] of Object.entries(repo.env)) {
-    if (value !== undefined && keptInSandbox(key)) env[key] = value;
-  }
-  env.PI_CODING_AGENT_DIR = agentDir;
+  const env = outsideShellEnv(repo, agentDir);
   const store = ManifestStore.forAgentDir(agentDir);
   const git = new SimpleGitPort({ env, timeoutMs: 15_000 });
 

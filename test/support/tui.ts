@@ -8,7 +8,8 @@ import { readFileSync } from "node:fs";
 import { SessionManager, type FileEntry, type SessionEntry } from "@earendil-works/pi-coding-agent";
 import type { TempRepo } from "./git-repo.ts";
 import { FAUX_MODEL, onlySessionFile, runPiPrint, type PiSandbox } from "./pi.ts";
-import { waitFor } from "./tmux.ts";
+import type { HerdrDouble } from "./herdr.ts";
+import { waitFor, type PrivateTmux } from "./tmux.ts";
 
 /** Pi's footer names the model; the typed command line shows it only after a slash. */
 export const PI_READY = /(?<!\/)faux-1/;
@@ -53,6 +54,35 @@ export interface PaneDriver {
   read(): Promise<string>;
   type(text: string): Promise<void>;
   enter(): Promise<void>;
+}
+
+/** A pane of a private tmux server, as the helpers here drive it. */
+export function tmuxPane(tmux: PrivateTmux, pane: string): PaneDriver {
+  return {
+    name: pane,
+    read: () => tmux.capturePane(pane),
+    type: async (text) => {
+      await tmux.tmux(["send-keys", "-t", pane, "-l", text]);
+    },
+    enter: async () => {
+      await tmux.tmux(["send-keys", "-t", pane, "Enter"]);
+    },
+  };
+}
+
+/** A pane of the Herdr double, as the helpers here drive it: `pane read`, `send-text`, `send-keys`. */
+export function herdrPane(herdr: HerdrDouble, pane: string): PaneDriver {
+  return {
+    name: pane,
+    read: () => herdr.read(pane),
+    type: async (text) => {
+      const typed = await herdr.herdr(["pane", "send-text", pane, text]);
+      if (typed.exitCode !== 0) throw new Error(typed.stderr);
+    },
+    enter: async () => {
+      await herdr.herdr(["pane", "send-keys", pane, "Enter"]);
+    },
+  };
 }
 
 /** Wait until the pane's screen matches; on timeout the error shows the screen. */
