@@ -124,7 +124,7 @@ async function pick(deps: RecoveryDeps, ctx: ExtensionCommandContext, piCommand:
     ctx.ui.notify(formatInventory(inventory), "info");
     return;
   }
-  const labels = inventory.handoffs.map(formatPickerLabel);
+  const labels = inventory.handoffs.map((handoff) => formatPickerLabel(handoff));
   const picked = await ctx.ui.select("Handoffs", labels);
   const handoff = picked === undefined ? undefined : inventory.handoffs[labels.indexOf(picked)];
   if (handoff === undefined) return;

@@ -64,6 +64,9 @@ export class LandGit {
     assertSha(theirs);
     const result = await this.run(repo, ["merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", ours, theirs]);
     // Exit 1 with output means conflicts; anything else non-zero is a failure to merge at all.
+    if (result.exitCode > 1 && /unknown option|usage: git merge-tree/i.test(result.stderr)) {
+      throw new Error("Landing needs git 2.38 or newer (for git merge-tree --write-tree); update git, or merge by hand.");
+    }
     const fields = result.stdout.split("\0").filter((field) => field.length > 0);
     const tree = fields[0];
     if (tree === undefined || !FULL_SHA.test(tree) || (result.exitCode !== 0 && result.exitCode !== 1)) {

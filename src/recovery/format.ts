@@ -1,8 +1,9 @@
 /**
  * Human-readable text for recovery's reports, shared by `pi-handoff` and `/handoffs`.
  *
- * Invariants: pure (reports in, text out); plain ASCII layout, no colours or terminal codes, so
- * the same text works in a pipe, in Pi's notifications and in print mode.
+ * Invariants: pure (reports in, text out; the time now is a parameter, defaulting to the clock);
+ * plain ASCII layout, no colours or terminal codes, so the same text works in a pipe, in Pi's
+ * notifications and in print mode.
  */
 import { CHILD_STATE_LABELS, formatDuration, type ChildState } from "./status.ts";
 import { describeLocation } from "../mux/describe.ts";
@@ -65,10 +66,11 @@ export function formatInventory(inventory: InventoryReport): string {
   return lines.join("\n");
 }
 
-/** One line for a picker (`/handoffs`). */
-export function formatPickerLabel(handoff: HandoffReport): string {
+/** One line for a picker (`/handoffs`); `now` measures the child's time in its state. */
+export function formatPickerLabel(handoff: HandoffReport, now: number = Date.now()): string {
   const flags = handoff.flags.length > 0 ? ` [${handoff.flags.join(", ")}]` : "";
-  return `${handoff.branch}: ${describeStatus(handoff.status)}${flags} (${handoff.id})`;
+  const child = handoff.child === undefined ? "" : `, child ${describeChild(handoff, now)}`;
+  return `${handoff.branch}: ${describeStatus(handoff.status)}${child}${flags} (${handoff.id})`;
 }
 
 /** Everything `pi-handoff inspect` shows about one handoff. */
