@@ -1,0 +1,76 @@
+/**
+ * The parent's view of its own handoffs (src/recovery/watch.ts): only manifests whose parent is
+ * this session (by file, or by id), removed ones only for a while, each with its child's state from
+ * the session tail and whether the recorded pid is a live `pi` of that handoff.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { newManifest } from "../../src/manifest/factory.ts";
+import { ManifestStore } from "../../src/manifest/store.ts";
+import { formatChildrenWidget } from "../../src/recovery/format.ts";
+import { ownHandoffStatuses, REMOVED_SHOWN_MS } from "../../src/recovery/watch.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "phw-watch-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const T = "2026-01-01T10:00:00.000Z";
+
+async function handoff(store: ManifestStore, branch: string, parent: { sessionFile: string; sessionId: string }, child: { sessionFile?: string; pid?: number }) {
+  const manifest = newManifest({
+    id: store.newId(branch),
+    now: new Date(T),
+    branch,
+    base: { ref: "main", sha: "a".repeat(40) },
+    repo: { root: "/r", commonDir: "/r/.git" },
+    parent: { ...parent, leafId: null, cwd: "/r" },
+    worktree: { path: join(dir, branch) },
+    mux: { kind: "tmux" },
+  });
+  manifest.state = "running";
+  manifest.child = { ...child, ackAt: T };
+  await store.create(manifest);
+  return manifest;
+}
+
+describe("ownHandoffStatuses", () => {
+  it("lists this session's handoffs only, with each child's state, and drops long-removed ones", async () => {
+    const store = ManifestStore.forAgentDir(join(dir, "agent"));
+    const me = { sessionFile: join(dir, "me.jsonl"), sessionId: "me" };
+    const busyFile = join(dir, "busy.jsonl");
+    writeFileSync(busyFile, `${JSON.stringify({ type: "message", timestamp: T, message: { role: "user", content: "go" } })}\n`);
+    const busy = await handoff(store, "own/busy", me, { sessionFile: busyFile, pid: 4242 });
+    await handoff(store, "own/by-id", { sessionFile: "/elsewhere/moved.jsonl", sessionId: "me" }, {});
+    await handoff(store, "other/parent", { sessionFile: join(dir, "other.jsonl"), sessionId: "other" }, {});
+    const gone = await handoff(store, "own/gone", me, {});
+    await store.transition(gone.id, "removed");
+
+    const livePi = async (pid: number) => (pid === 4242 ? { pid, name: "pi", handoffId: busy.id } : undefined);
+    const at = (ms: number) => () => new Date(Date.now() + ms);
+    const soon = await ownHandoffStatuses({ store, now: at(0), describeProcess: livePi }, me);
+    expect(soon.map((own) => [own.branch, own.status.state])).toEqual([
+      ["own/busy", "working"],
+      ["own/by-id", "exited"],
+      ["own/gone", "removed"],
+    ]);
+    expect(soon[0]?.status).toEqual({ state: "working", since: T, basis: "a prompt is being answered" });
+    const later = await ownHandoffStatuses({ store, now: at(REMOVED_SHOWN_MS + 60_000), describeProcess: livePi }, me);
+    expect(later.map((own) => own.branch)).toEqual(["own/busy", "own/by-id"]);
+    // A pid that is alive but not this handoff's Pi does not make the child live.
+    const stranger = await ownHandoffStatuses({ store, now: at(0), describeProcess: async (pid) => ({ pid, name: "pi", handoffId: "someone-else" }) }, me);
+    expect(stranger[0]?.status.state).toBe("exited");
+  });
+
+  it("renders a compact widget, the newest few with the time in their state", () => {
+    const now = Date.parse(T) + 125_000;
+    const rows = ["a", "b", "c", "d", "e"].map((name) => ({ id: name, branch: `feat/${name}`, status: { state: "idle" as const, since: T } }));
+    expect(formatChildrenWidget(rows.slice(0, 2), now)).toEqual(["handoff feat/a  idle 2m", "handoff feat/b  idle 2m"]);
+    expect(formatChildrenWidget(rows, now)).toEqual([
+      "handoffs: 1 more (/handoffs lists them all)",
+      "handoff feat/b  idle 2m",
+      "handoff feat/c  idle 2m",
+      "handoff feat/d  idle 2m",
+      "handoff feat/e  idle 2m",
+    ]);
+  });
+});
