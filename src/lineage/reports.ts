@@ -5,7 +5,7 @@
  * Invariants:
  * - The child writes only the report store (manifest/child-reports.ts), never the parent's session;
  *   the parent's Pi turns each report into one message at an idle point (delivery.ts), and its
- *   ledger key `(handoff-report, report id, kind)` keeps it from being delivered twice, across
+ *   ledger key `(handoff-report, report id, delivered)` keeps it from being delivered twice, across
  *   restarts (a report written while the parent is closed is delivered when it starts again).
  * - A report carries what the child did, what is left, and the branch's commits since the base
  *   (bounded: the newest `MAX_REPORT_COMMITS`, with the total); text is redacted and bounded by the store.
@@ -20,9 +20,9 @@ import type { DeliveryMessage } from "./delivery.ts";
 export const REPORT_MESSAGE_TYPE = "handoff-worktree-report";
 export const REPORT_SOURCE = "handoff-report";
 
-/** The ledger key of a report's delivery. */
-export function reportTriple(report: Pick<ChildReport, "id" | "kind">): DeliveredTriple {
-  return { source: REPORT_SOURCE, runId: report.id, outcome: report.kind };
+/** The ledger key of a report's delivery: its id alone decides (a report is delivered once, whatever its kind). */
+export function reportTriple(report: Pick<ChildReport, "id">): DeliveredTriple {
+  return { source: REPORT_SOURCE, runId: report.id, outcome: "delivered" };
 }
 
 /** The message the parent's model and person read. */
@@ -96,8 +96,9 @@ export async function sendChildReport(deps: SendReportDeps, input: { handoffId: 
 export async function undeliveredReports(reports: ChildReportStore, handoffIds: readonly string[], known: (triple: DeliveredTriple) => boolean): Promise<ChildReport[]> {
   const found: ChildReport[] = [];
   for (const id of handoffIds) {
-    const listed = await reports.list(id);
-    found.push(...listed.reports.filter((report) => !known(reportTriple(report))));
+    // Known ids are skipped by name, so a refresh reads only the files of new reports.
+    const listed = await reports.list(id, { skip: (reportId) => known(reportTriple({ id: reportId })) });
+    found.push(...listed.reports);
   }
   return found.sort((a, b) => a.id.localeCompare(b.id));
 }

@@ -120,8 +120,11 @@ export class ChildReportStore {
     return { ...report, written: true };
   }
 
-  /** The reports of one handoff, oldest first; unreadable files are counted in `skipped`. */
-  async list(handoffId: string): Promise<{ reports: ChildReport[]; skipped: number }> {
+  /**
+   * The reports of one handoff, oldest first; unreadable files are counted in `skipped`, and files
+   * whose report id `options.skip` names are not read at all.
+   */
+  async list(handoffId: string, options: { skip?: (reportId: string) => boolean } = {}): Promise<{ reports: ChildReport[]; skipped: number }> {
     if (!HANDOFF_ID.test(handoffId)) return { reports: [], skipped: 0 };
     const dir = join(this.dir, handoffId);
     let names: string[];
@@ -131,7 +134,10 @@ export class ChildReportStore {
       if (errorCode(error) === "ENOENT") return { reports: [], skipped: 0 };
       throw error;
     }
-    const files = names.filter((name) => name.endsWith(".json") && REPORT_ID.test(name.slice(0, -5))).sort().slice(-MAX_LISTED);
+    const files = names
+      .filter((name) => name.endsWith(".json") && REPORT_ID.test(name.slice(0, -5)) && options.skip?.(name.slice(0, -5)) !== true)
+      .sort()
+      .slice(-MAX_LISTED);
     const reports: ChildReport[] = [];
     let skipped = 0;
     for (const name of files) {

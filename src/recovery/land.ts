@@ -343,7 +343,10 @@ export async function landHandoff(deps: LandDeps, id: string, request: LandReque
     else await deps.landGit.updateBranch(plan.repo, plan.into, { from: plan.from, to: plan.to }, `pi-handoff land ${id} (${plan.strategy})`);
   } catch (error) {
     const settled = await settleLanding(deps, id, now);
-    if (settled !== "landed") return { ok: false, code: "failed", plan, message: `Could not move ${plan.into}: ${errorClause(error)}; nothing was landed (${plan.into} is still at ${plan.from.slice(0, 12)}).` };
+    if (settled !== "landed") {
+      const where = settled === "abandoned" ? `${plan.into} is still at ${plan.from.slice(0, 12)}` : `${plan.into} moved meanwhile; pi-handoff inspect ${id} shows where`;
+      return { ok: false, code: "failed", plan, message: `Could not move ${plan.into}: ${errorClause(error)}; nothing was landed (${where}).` };
+    }
   }
   checkpoint(deps.killAfter, "land-target");
   await settleLanding(deps, id, now);
