@@ -45,6 +45,8 @@ class ParentWatch {
   private firstLook: NodeJS.Timeout | undefined;
   private stopped = false;
   private shown = false;
+  /** Other sessions' handoffs, not read again (see ownHandoffs). */
+  private readonly foreign = new Set<string>();
 
   constructor(pi: ExtensionAPI, ctx: ExtensionContext, triggerTurn: boolean) {
     this.ctx = ctx;
@@ -79,7 +81,7 @@ class ParentWatch {
 
   private async refresh(): Promise<void> {
     if (this.stopped) return;
-    const own = await ownHandoffStatuses({ store: this.store, now: () => new Date() }, this.parent);
+    const own = await ownHandoffStatuses({ store: this.store, now: () => new Date() }, this.parent, this.foreign);
     if (this.stopped) return;
     if (own.length > 0 || this.shown) {
       this.shown = own.length > 0;

@@ -120,8 +120,11 @@ export class ManifestStore {
     return readManifestFile(this.pathFor(id), id);
   }
 
-  /** Every manifest file, sorted by id (creation time); broken files are reported, not hidden. */
-  async list(): Promise<ListEntry[]> {
+  /**
+   * Every manifest file, sorted by id (creation time); broken files are reported, not hidden.
+   * Files whose id `options.skip` names are not read (a caller that knows them already).
+   */
+  async list(options: { skip?: (id: string) => boolean } = {}): Promise<ListEntry[]> {
     let names: string[];
     try {
       names = await readdir(this.dir);
@@ -134,6 +137,7 @@ export class ManifestStore {
     const entries: ListEntry[] = [];
     for (const name of manifestNames) {
       const id = name.slice(0, -MANIFEST_SUFFIX.length);
+      if (options.skip?.(id) === true) continue;
       const path = join(this.dir, name);
       const result = await readManifestFile(path, id);
       if (result.ok) entries.push({ ok: true, id, path, manifest: result.manifest });

@@ -4,7 +4,8 @@
  * and whether its recorded Pi still lives.
  *
  * Invariants:
- * - Read-only, and bounded per handoff: one manifest read (the store's list), one stat and one
+ * - Read-only, and bounded per handoff: one manifest read (the store's list; other sessions'
+ *   manifests only the first time), one stat and one
  *   fixed-size read of the session's end (session/tail.ts), and a few procfs reads for the
  *   recorded pid. No git, no multiplexer, no process-table scan: those are the inventory's.
  * - Handoffs are looked at a few at a time with a yield between them, so a refresh of many never
@@ -47,21 +48,29 @@ export function isChildOf(manifest: Manifest, parent: ParentIdentity): boolean {
   return manifest.parent.sessionId === parent.sessionId;
 }
 
-/** The manifests whose parent is this session (removed ones only for a while after removal). */
-export async function ownHandoffs(deps: Pick<WatchDeps, "store" | "now">, parent: ParentIdentity): Promise<Manifest[]> {
+/**
+ * The manifests whose parent is this session (removed ones only for a while after removal).
+ * `foreign` remembers the ids of other sessions' handoffs across refreshes: a manifest's parent
+ * never changes, so those files are not read again.
+ */
+export async function ownHandoffs(deps: Pick<WatchDeps, "store" | "now">, parent: ParentIdentity, foreign: Set<string> = new Set()): Promise<Manifest[]> {
   const now = deps.now().getTime();
   const own: Manifest[] = [];
-  for (const entry of await deps.store.list()) {
-    if (!entry.ok || !isChildOf(entry.manifest, parent)) continue;
+  for (const entry of await deps.store.list({ skip: (id) => foreign.has(id) })) {
+    if (!entry.ok) continue;
+    if (!isChildOf(entry.manifest, parent)) {
+      foreign.add(entry.id);
+      continue;
+    }
     if (entry.manifest.state === "removed" && now - Date.parse(entry.manifest.updatedAt) > REMOVED_SHOWN_MS) continue;
     own.push(entry.manifest);
   }
   return own;
 }
 
-/** Each own handoff's child state, in the store's order. */
-export async function ownHandoffStatuses(deps: WatchDeps, parent: ParentIdentity): Promise<OwnHandoff[]> {
-  const manifests = await ownHandoffs(deps, parent);
+/** Each own handoff's child state, in the store's order (`foreign`: see `ownHandoffs`). */
+export async function ownHandoffStatuses(deps: WatchDeps, parent: ParentIdentity, foreign?: Set<string>): Promise<OwnHandoff[]> {
+  const manifests = await ownHandoffs(deps, parent, foreign);
   const results: OwnHandoff[] = [];
   for (let start = 0; start < manifests.length; start += BATCH) {
     const batch = manifests.slice(start, start + BATCH);

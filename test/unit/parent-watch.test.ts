@@ -59,6 +59,12 @@ describe("ownHandoffStatuses", () => {
     // A pid that is alive but not this handoff's Pi does not make the child live.
     const stranger = await ownHandoffStatuses({ store, now: at(0), describeProcess: async (pid) => ({ pid, name: "pi", handoffId: "someone-else" }) }, me);
     expect(stranger[0]?.status.state).toBe("exited");
+    // Other sessions' manifests are remembered and not read again.
+    const foreign = new Set<string>();
+    await ownHandoffStatuses({ store, now: at(0), describeProcess: livePi }, me, foreign);
+    const others = (await store.list()).filter((entry) => entry.ok && entry.manifest.branch === "other/parent").map((entry) => entry.id);
+    expect([...foreign]).toEqual(others);
+    expect((await store.list({ skip: (id) => foreign.has(id) })).map((entry) => entry.id)).not.toContain(others[0]);
   });
 
   it("renders a compact widget, the newest few with the time in their state", () => {
