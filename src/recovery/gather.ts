@@ -1,6 +1,7 @@
 /**
  * Gathers the facts about a handoff that classify.ts judges: the worktree on disk and in git, the
- * branch and its commits, uncommitted work, the window/workspace, and live Pi processes.
+ * branch and its commits, uncommitted work, the window/workspace, live Pi processes, the end of the
+ * child's session (a fixed window, session/tail.ts) and where an interrupted landing's target is.
  *
  * Invariants:
  * - Read-only: only queries (git through `RecoveryGitPort`, the multiplexer's `exists`, process facts, the session lease).
