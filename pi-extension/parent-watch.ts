@@ -105,8 +105,12 @@ class ParentWatch {
 
 /** The user's choice (settings `reportsTriggerTurn`); unreadable settings mean the default, never a turn. */
 async function reportsTriggerTurn(ctx: ExtensionContext): Promise<boolean> {
-  const loaded = await loadHandoffConfig({ cwd: ctx.cwd, agentDir: agentDirFromEnv(process.env), projectTrusted: ctx.isProjectTrusted() });
-  return loaded.ok && loaded.config.reportsTriggerTurn === true;
+  try {
+    const loaded = await loadHandoffConfig({ cwd: ctx.cwd, agentDir: agentDirFromEnv(process.env), projectTrusted: ctx.isProjectTrusted() });
+    return loaded.ok && loaded.config.reportsTriggerTurn === true;
+  } catch {
+    return false;
+  }
 }
 
 export function registerParentWatch(pi: ExtensionAPI): void {
