@@ -146,7 +146,7 @@ describe("pi-handoff relaunch with the real Pi", () => {
       stdio: ["ignore", "pipe", "pipe"],
     });
     expect(fromPi.status).toBe(0);
-    expect(fromPi.stderr).toMatch(new RegExp(`^ID +STATUS +BRANCH +FLAGS +ACTIONS\n${first.id} +child running \\(pid ${secondPid}\\) +feat/relaunch +- +focus\n`, "m"));
+    expect(fromPi.stderr).toMatch(new RegExp(`^ID +STATUS +CHILD +BRANCH +FLAGS +ACTIONS\n${first.id} +child running \\(pid ${secondPid}\\) +idle \\d+[smhd]( \\d+m)? +feat/relaunch +- +focus\n`, "m"));
   });
 
   it("sees a Pi started by hand on the child session through its lease alone, and never lets a second one write", async () => {
