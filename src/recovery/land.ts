@@ -112,6 +112,8 @@ export type LandPlanOutcome =
 
 export type LandOutcome =
   | { ok: true; code: "dry_run"; plan: LandPlan; message: string }
+  /** Nothing new to land, but a landing killed after its target moved was recorded (and told) now. */
+  | { ok: true; code: "settled"; message: string }
   | { ok: true; code: "landed"; plan: LandPlan; message: string; removal?: RemoveOutcome }
   | { ok: false; code: LandRefusal | "failed"; message: string; choices?: LandStrategy[]; plan?: LandPlan };
 
@@ -305,8 +307,12 @@ export function describeLandPlan(plan: LandPlan): string[] {
 
 /** Lands handoff `id` (or, with `dryRun`, says what it would do). */
 export async function landHandoff(deps: LandDeps, id: string, request: LandRequest, now: () => Date = () => new Date()): Promise<LandOutcome> {
-  await settleInterrupted(deps, id, now);
+  const settled = await settleInterrupted(deps, id, now);
   const planned = await planLanding(deps, id, request);
+  if (!planned.ok && planned.code === "nothing_to_land" && settled !== undefined) {
+    // An earlier land was killed after its target moved: that landing is the one the user asked for.
+    return { ok: true, code: "settled", message: `An interrupted landing had already moved ${settled.into} to ${settled.to}; it is recorded now. ${planned.message}` };
+  }
   if (!planned.ok) return planned;
   const { plan, manifest } = planned;
   if (request.dryRun) {
@@ -416,13 +422,15 @@ export async function settleLanding(deps: Pick<LandDeps, "store" | "git">, id: s
 }
 
 /** A landing interrupted earlier (its process was killed) is settled before a new one is planned. */
-async function settleInterrupted(deps: LandDeps, id: string, now: () => Date): Promise<void> {
+/** Returns the landing when it was still `intended` and turns out to have landed. */
+async function settleInterrupted(deps: LandDeps, id: string, now: () => Date): Promise<Landing | undefined> {
   const read = await deps.store.read(id);
   const landing = read.ok ? read.manifest.landings?.at(-1) : undefined;
-  if (!read.ok || landing === undefined) return;
+  if (!read.ok || landing === undefined) return undefined;
   const state = landing.state === "intended" ? await settleLanding(deps, id, now) : landing.state;
   // Killed after the target moved, the parent may not have been told yet (telling twice writes nothing).
   if (state === "landed") await tellParent(deps, read.manifest, landing, now);
+  return landing.state === "intended" && state === "landed" ? landing : undefined;
 }
 
 function listed(paths: readonly string[]): string {
