@@ -160,6 +160,18 @@ describe("land refusals change nothing", () => {
     }
   });
 
+  it("refuses a rebase of merge commits, and a target that is not a local branch", async () => {
+    const r = await setup();
+    r.commitInWorktree("a.txt", "a\n", "add a");
+    r.repo.commitFile("s.txt", "s\n", "main work", { cwd: r.repo.root });
+    r.repo.run(["merge", "--quiet", "--no-ff", "--no-edit", "main"], { cwd: r.worktree });
+    // main moves on again, so the rebase would have to re-make the merge.
+    r.repo.commitFile("t.txt", "t\n", "more main work", { cwd: r.repo.root });
+    await expectRefusal(r, { ...plain, strategy: "rebase" }, "not_linear", /contains merge commits, which a rebase would flatten; nothing was landed\. Use --strategy merge or squash/);
+    await expectRefusal(r, { ...plain, into: "no-such-branch" }, "no_target", /There is no local branch "no-such-branch" in .*; give an existing one with --into/);
+    await expectRefusal(r, { ...plain, into: r.branch }, "no_target", /Cannot land feat\/land into itself/);
+  });
+
   it("refuses a dirty worktree (modified or untracked files)", async () => {
     const r = await setup();
     r.commitInWorktree("a.txt", "a\n", "add a");
