@@ -42,6 +42,7 @@ class ParentWatch {
   private readonly store: ManifestStore;
   private readonly reports: ChildReportStore;
   private readonly parent: ParentIdentity;
+  private readonly agentDir: string;
   private firstLook: NodeJS.Timeout | undefined;
   private stopped = false;
   private shown = false;
@@ -51,6 +52,7 @@ class ParentWatch {
   constructor(pi: ExtensionAPI, ctx: ExtensionContext, triggerTurn: boolean) {
     this.ctx = ctx;
     const agentDir = agentDirFromEnv(process.env);
+    this.agentDir = agentDir;
     this.store = ManifestStore.forAgentDir(agentDir);
     this.reports = ChildReportStore.forAgentDir(agentDir);
     const file = ctx.sessionManager.getSessionFile();
@@ -81,7 +83,7 @@ class ParentWatch {
 
   private async refresh(): Promise<void> {
     if (this.stopped) return;
-    const own = await ownHandoffStatuses({ store: this.store, now: () => new Date() }, this.parent, this.foreign);
+    const own = await ownHandoffStatuses({ store: this.store, now: () => new Date(), agentDir: this.agentDir }, this.parent, this.foreign);
     if (this.stopped) return;
     if (own.length > 0 || this.shown) {
       this.shown = own.length > 0;

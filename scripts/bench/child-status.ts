@@ -60,7 +60,7 @@ export async function measureChildStatus(options: { runs: number; handoffs: numb
       const histogram = monitorEventLoopDelay({ resolution: 1 });
       histogram.enable();
       const started = performance.now();
-      const statuses = await ownHandoffStatuses({ store, now: () => new Date() }, { sessionFile: parentFile, sessionId: "bench-parent" });
+      const statuses = await ownHandoffStatuses({ store, now: () => new Date(), agentDir: join(root, "agent") }, { sessionFile: parentFile, sessionId: "bench-parent" });
       ms.push(Math.round((performance.now() - started) * 10) / 10);
       histogram.disable();
       maxEventLoopDelayMs.push(Math.round((histogram.max / 1e6) * 10) / 10);

@@ -1,18 +1,19 @@
 /**
  * The parent's view of its own handoffs, cheap enough to refresh every few seconds: the manifests
  * whose parent is this session, each child's state (status.ts) from the tail of its session file
- * and whether its recorded Pi still lives.
+ * and whether its Pi still lives (its session lease, launch/lease.ts, or its recorded pid).
  *
  * Invariants:
  * - Read-only, and bounded per handoff: one manifest read (the store's list; other sessions'
  *   manifests only the first time), one stat and one
- *   fixed-size read of the session's end (session/tail.ts), and a few procfs reads for the
- *   recorded pid. No git, no multiplexer, no process-table scan: those are the inventory's.
+ *   fixed-size read of the session's end (session/tail.ts), the lease file, and a few process reads
+ *   for the recorded pid. No git, no multiplexer, no process-table scan: those are the inventory's.
  * - Handoffs are looked at a few at a time with a yield between them, so a refresh of many never
  *   holds the event loop for long (measured by `npm run bench`, section `childStatus`).
  * - A removed handoff is shown only for `REMOVED_SHOWN_MS` after its removal, then dropped.
  */
 import type { Manifest } from "../manifest/schema.ts";
+import { readSessionLease, type SessionLease } from "../launch/lease.ts";
 import type { ManifestStore } from "../manifest/store.ts";
 import { readSessionTail } from "../session/tail.ts";
 import { findWriters, type ProcessInfo } from "./classify.ts";
@@ -30,6 +31,9 @@ export interface ParentIdentity {
 export interface WatchDeps {
   store: ManifestStore;
   now(): Date;
+  /** Where the child's session lease lives (launch/lease.ts); without it only the recorded pid counts. */
+  agentDir?: string;
+  readLease?: (sessionFile: string) => Promise<SessionLease>;
   describeProcess?: (pid: number) => Promise<ProcessInfo | undefined>;
   /** Herdr's `agent_status` of a handoff's pane, where the caller knows it (optional). */
   agentStatus?: (manifest: Manifest) => string | undefined;
@@ -83,11 +87,16 @@ export async function ownHandoffStatuses(deps: WatchDeps, parent: ParentIdentity
 
 async function statusOf(deps: WatchDeps, manifest: Manifest): Promise<OwnHandoff> {
   const removed = manifest.state === "removed";
-  const [tail, recorded] = await Promise.all([
-    removed || manifest.child.sessionFile === undefined ? Promise.resolve(undefined) : readSessionTail(manifest.child.sessionFile, deps.tailBytes),
+  const sessionFile = removed ? undefined : manifest.child.sessionFile;
+  const { agentDir } = deps;
+  const readLease = deps.readLease ?? (agentDir === undefined ? undefined : (file: string) => readSessionLease(agentDir, file));
+  const [tail, recorded, lease] = await Promise.all([
+    sessionFile === undefined ? Promise.resolve(undefined) : readSessionTail(sessionFile, deps.tailBytes),
     removed || manifest.child.pid === undefined ? Promise.resolve(undefined) : (deps.describeProcess ?? describeProcess)(manifest.child.pid),
+    sessionFile === undefined || readLease === undefined ? Promise.resolve(undefined) : readLease(sessionFile),
   ]);
-  const live = findWriters(manifest, recorded, []).length > 0;
+  // The child's live lease on its session, or its recorded pid still being its Pi.
+  const live = lease?.state === "live" || findWriters(manifest, recorded, []).length > 0;
   const agentStatus = deps.agentStatus?.(manifest);
   const status = decideChildStatus({
     manifest,

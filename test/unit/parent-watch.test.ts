@@ -59,6 +59,14 @@ describe("ownHandoffStatuses", () => {
     // A pid that is alive but not this handoff's Pi does not make the child live.
     const stranger = await ownHandoffStatuses({ store, now: at(0), describeProcess: async (pid) => ({ pid, name: "pi", handoffId: "someone-else" }) }, me);
     expect(stranger[0]?.status.state).toBe("exited");
+    // The child's live lease on its session makes it live, whatever the recorded pid says.
+    const leased = await ownHandoffStatuses(
+      { store, now: at(0), describeProcess: async () => undefined, readLease: async (file) => (file === busyFile ? { state: "live", pid: 1, heartbeatAt: T } : { state: "none" }) },
+      me,
+    );
+    expect(leased.map((own) => own.status.state)).toEqual(["working", "exited", "removed"]);
+    const unleased = await ownHandoffStatuses({ store, now: at(0), describeProcess: async () => undefined, readLease: async () => ({ state: "stale", pid: 1, heartbeatAt: T }) }, me);
+    expect(unleased[0]?.status.state).toBe("exited");
     // Other sessions' manifests are remembered and not read again.
     const foreign = new Set<string>();
     await ownHandoffStatuses({ store, now: at(0), describeProcess: livePi }, me, foreign);
