@@ -13,6 +13,7 @@
  * - Nothing at all runs in a session that has no handoffs of its own (one directory listing per poll).
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { validHandoffEnv } from "../src/config/env.ts";
 import { loadHandoffConfig } from "../src/config/load.ts";
 import { DeliveryQueue, Poll } from "../src/lineage/delivery.ts";
 import { readLedger } from "../src/lineage/ledger.ts";
@@ -30,9 +31,9 @@ const DEFAULT_POLL_MS = 2_000;
 /** The first look soon after start-up, once Pi has drawn its screen. */
 const FIRST_LOOK_MS = 100;
 
+/** Checked with the other PI_HANDOFF_* variables (config/env.ts). */
 function pollMsFromEnv(env: NodeJS.ProcessEnv): number {
-  const value = Number(env.PI_HANDOFF_WATCH_POLL_MS);
-  return Number.isFinite(value) && value >= 100 ? value : DEFAULT_POLL_MS;
+  return validHandoffEnv(env, ["PI_HANDOFF_WATCH_POLL_MS"]).PI_HANDOFF_WATCH_POLL_MS ?? DEFAULT_POLL_MS;
 }
 
 class ParentWatch {

@@ -6,7 +6,7 @@
  * Invariants:
  * - Pure: reads the given environment object only.
  * - An unset or empty variable (`VAR= pi`) means "not set": the default applies.
- * - Durations are whole milliseconds above 0 (the lineage poll at least 100); the worktree root is
+ * - Durations are whole milliseconds above 0 (the lineage and watch polls at least 100); the worktree root is
  *   an absolute path (or `~/...`), since a relative one would put worktrees wherever Pi happens to
  *   run, inside the repository.
  * - `PI_HANDOFF_FAULT` (tests only) and the variables the package sets for its children
@@ -25,6 +25,7 @@ const VARIABLES = {
   PI_HANDOFF_CONFIRM_TIMEOUT_MS: { schema: wholeMs(1), expected: "a whole number of milliseconds above 0 (such as 45000)" },
   PI_HANDOFF_POST_CREATE_TIMEOUT_MS: { schema: wholeMs(1), expected: "a whole number of milliseconds above 0 (such as 600000)" },
   PI_HANDOFF_LINEAGE_POLL_MS: { schema: wholeMs(100), expected: "a whole number of milliseconds, at least 100 (such as 2000)" },
+  PI_HANDOFF_WATCH_POLL_MS: { schema: wholeMs(100), expected: "a whole number of milliseconds, at least 100 (such as 2000)" },
 } as const;
 
 export type HandoffEnvName = keyof typeof VARIABLES;
@@ -37,6 +38,7 @@ export const HandoffEnvSchema = z.object({
   PI_HANDOFF_CONFIRM_TIMEOUT_MS: VARIABLES.PI_HANDOFF_CONFIRM_TIMEOUT_MS.schema.optional(),
   PI_HANDOFF_POST_CREATE_TIMEOUT_MS: VARIABLES.PI_HANDOFF_POST_CREATE_TIMEOUT_MS.schema.optional(),
   PI_HANDOFF_LINEAGE_POLL_MS: VARIABLES.PI_HANDOFF_LINEAGE_POLL_MS.schema.optional(),
+  PI_HANDOFF_WATCH_POLL_MS: VARIABLES.PI_HANDOFF_WATCH_POLL_MS.schema.optional(),
 });
 export type HandoffEnv = z.infer<typeof HandoffEnvSchema>;
 
