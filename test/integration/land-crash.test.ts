@@ -45,7 +45,7 @@ describe("land killed at each step", () => {
         expect(again.stdout).toBe(`An interrupted landing had already moved main to ${tip}; it is recorded now. Everything on feat/land is already in main; nothing to land.\n`);
       } else if (moved) {
         expect(again.status).toBe(1);
-        expect(again.stderr).toBe("pi-handoff: Everything on feat/land is already in main; nothing to land.\n");
+        expect(again.stderr).toBe("pi-handoff land: Everything on feat/land is already in main; nothing to land.\n");
       } else {
         expect(again.status).toBe(0);
         expect(again.stdout).toContain(`main is now at ${tip}`);

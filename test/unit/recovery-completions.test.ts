@@ -23,7 +23,7 @@ const store = {
 
 describe("completeRecoveryArgs", () => {
   it("offers the commands, with what each does", async () => {
-    expect((await completeRecoveryArgs("", store))?.map((item) => item.value)).toEqual(["list ", "inspect ", "focus ", "relaunch ", "remove ", "prune "]);
+    expect((await completeRecoveryArgs("", store))?.map((item) => item.value)).toEqual(["list ", "inspect ", "focus ", "relaunch ", "remove ", "prune ", "land "]);
     expect(await completeRecoveryArgs("re", store)).toEqual([
       { value: "relaunch ", label: "relaunch", description: "start its Pi again" },
       { value: "remove ", label: "remove", description: "close its window and delete its worktree (asks first)" },
