@@ -11,15 +11,25 @@
  *   `history` entries never change (history is append-only).
  * - Locks are directories (`proper-lockfile`) that go stale after `staleMs` and are waited for at most
  *   `lockWaitMs`, so a process killed while holding one never blocks anyone for good.
+ * - One actor per handoff: `withActionLock` holds `.<id>.action` (who: action, pid, start time,
+ *   since) for a whole decision-and-action (a handoff, a relaunch, a removal). It is never waited
+ *   for: a second actor is answered `busy` at once, naming the holder. It is taken and taken over
+ *   only under the manifest's own short lock, so two takers cannot both take over a dead holder's
+ *   lock; a holder counts as dead when its pid is gone or carries another start time (owner.ts).
+ * - Leftovers (`leftovers`, `sweepLeftovers`): a temp file is deleted only when its writer (the pid
+ *   in its name) is gone, or it is older than `TEMP_MAX_AGE_MS` (a pid reused by a live process
+ *   must not keep it for ever: a writer holds its temp file for milliseconds); an action lock only
+ *   when its holder is dead; a lock directory only once proper-lockfile would take it over (stale).
  */
 import { randomBytes } from "node:crypto";
-import { mkdir, readdir, readFile } from "node:fs/promises";
+import { lstat, mkdir, readdir, readFile, rm, rmdir, unlink } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { lock } from "proper-lockfile";
 import { z } from "zod";
 import { writeFileAtomic } from "../fs/atomic-write.ts";
 import { errorCode } from "../fs/probe.ts";
-import { type HandoffState, type Manifest, ManifestSchema, MANIFEST_VERSION, canTransition } from "./schema.ts";
+import { isOwnerAlive, ownerOf } from "../launch/owner.ts";
+import { type HandoffState, type Manifest, type ManifestOwner, ManifestSchema, MANIFEST_VERSION, canTransition } from "./schema.ts";
 import { errorMessage } from "../errors.ts";
 
 const MANIFEST_SUFFIX = ".json";
@@ -32,6 +42,52 @@ const MIN_STALE_MS = 2_000;
 const DEFAULT_STALE_MS = 10_000;
 /** Longer than the stale window, so a lock left by a killed process is taken over rather than reported. */
 const DEFAULT_LOCK_WAIT_MS = 15_000;
+const ACTION_LOCK_SUFFIX = ".action";
+/** A temp file this old is abandoned whatever its pid says: writers keep theirs for milliseconds. */
+export const TEMP_MAX_AGE_MS = 10 * 60_000;
+/** `.<name>.<pid>.<8 hex>.tmp`, as `tempPathBeside` names them. */
+const TEMP_PATTERN = /^\.(.+)\.(\d+)\.[0-9a-f]{8}\.tmp$/;
+
+/** What holds a handoff: the actions that decide and act on one handoff. */
+export const HANDOFF_ACTIONS = ["handoff", "relaunch", "remove", "prune", "focus", "land"] as const;
+export type HandoffAction = (typeof HANDOFF_ACTIONS)[number];
+
+const ACTION_VERBS: Readonly<Record<HandoffAction, string>> = {
+  handoff: "setting it up (the handoff itself)",
+  relaunch: "relaunching it",
+  remove: "removing it",
+  prune: "pruning it",
+  focus: "switching to it",
+  land: "landing it",
+};
+
+export const ActionHolderSchema = z.strictObject({
+  id: z.string(),
+  action: z.enum(HANDOFF_ACTIONS),
+  pid: z.number().int().positive(),
+  start: z.string().min(1).optional(),
+  since: z.string().datetime({ offset: true }),
+});
+export type ActionHolder = z.infer<typeof ActionHolderSchema>;
+
+/** The answer to a second actor: at once, naming what the first one is doing. */
+export interface ActionBusy {
+  ok: false;
+  code: "busy";
+  message: string;
+  holder: ActionHolder;
+}
+
+export function isActionBusy(value: unknown): value is ActionBusy {
+  return isRecord(value) && value.ok === false && value.code === "busy" && isRecord(value.holder);
+}
+
+/** An entry of the store directory that is not a manifest (nor a file a handoff owns), and what it is. */
+export type StoreLeftover =
+  | { kind: "temp"; name: string; path: string; pid: number; abandoned: boolean; reason: string }
+  | { kind: "action_lock"; name: string; path: string; holder: ActionHolder | undefined; abandoned: boolean; reason: string }
+  | { kind: "lock"; name: string; path: string; abandoned: boolean; reason: string }
+  | { kind: "unknown"; name: string; path: string; abandoned: false; reason: string };
 
 export type ReadResult =
   | { ok: true; manifest: Manifest }
@@ -58,6 +114,8 @@ export interface ManifestStoreOptions {
   staleMs?: number;
   /** Longest time to wait for a lock before giving up with a `locked` error. */
   lockWaitMs?: number;
+  /** Whether a recorded process still lives (action-lock holders, temp-file writers); defaults to owner.ts. */
+  processAlive?: (owner: ManifestOwner) => Promise<boolean>;
 }
 
 export type ManifestStoreErrorCode = "not_found" | "invalid" | "exists" | "locked" | "lock_compromised";
@@ -78,12 +136,14 @@ export class ManifestStore {
   private readonly now: () => Date;
   private readonly staleMs: number;
   private readonly lockWaitMs: number;
+  private readonly processAlive: (owner: ManifestOwner) => Promise<boolean>;
 
   constructor(dir: string, options: ManifestStoreOptions = {}) {
     this.dir = resolve(dir);
     this.now = options.now ?? (() => new Date());
     this.staleMs = Math.max(options.staleMs ?? DEFAULT_STALE_MS, MIN_STALE_MS);
     this.lockWaitMs = options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
+    this.processAlive = options.processAlive ?? isOwnerAlive;
   }
 
   static forAgentDir(agentDir: string, options?: ManifestStoreOptions): ManifestStore {
@@ -227,6 +287,193 @@ export class ManifestStore {
   }
 
   /**
+   * Runs `fn` as the one actor on handoff `id` (which need not have a manifest yet: the handoff
+   * takes it before creating one). Another process holding it is answered at once with
+   * `{ ok: false, code: "busy" }`, naming its action, pid and since when; a dead holder's lock is
+   * taken over. The lock is released when `fn` settles (a killed process leaves it for takeover).
+   */
+  async withActionLock<T>(id: string, action: HandoffAction, fn: () => Promise<T>): Promise<T | ActionBusy> {
+    const lockPath = this.actionLockPath(id);
+    await mkdir(this.dir, { recursive: true });
+    const owner = await ownerOf();
+    const me: ActionHolder = { id, action, ...owner, since: this.now().toISOString() };
+    // Taken under the manifest's short lock: the check of a holder and its takeover are one step.
+    const taken = await this.withLock(
+      this.pathFor(id),
+      `${this.pathFor(id)}.lock`,
+      `manifest ${id}`,
+      async (assertHeld): Promise<ActionBusy | undefined> => {
+        for (let attempt = 0; attempt < 2; attempt += 1) {
+          try {
+            assertHeld();
+            await writeFileAtomic(lockPath, `${JSON.stringify(me)}\n`, { overwrite: false });
+            return undefined;
+          } catch (error) {
+            if (errorCode(error) !== "EEXIST") throw error;
+          }
+          const holder = await readActionHolder(lockPath);
+          if (holder !== undefined && (await this.processAlive(holder))) return this.busy(id, holder);
+          // Its holder died (or it is unreadable: the writer died before it was complete).
+          await rm(lockPath, { force: true });
+        }
+        throw new ManifestStoreError("locked", `Could not take the action lock ${lockPath} of handoff ${id}.`);
+      },
+      { targetMayBeMissing: true },
+    );
+    if (taken !== undefined) return taken;
+    try {
+      return await fn();
+    } finally {
+      // Only our own record: after a takeover (we were judged dead) the file is someone else's.
+      const holder = await readActionHolder(lockPath);
+      if (holder !== undefined && holder.pid === me.pid && holder.since === me.since && holder.action === me.action) {
+        await rm(lockPath, { force: true });
+      }
+    }
+  }
+
+  /** Who holds handoff `id`'s action lock now (a live holder), if anyone. */
+  async actionHolder(id: string): Promise<ActionHolder | undefined> {
+    const holder = await readActionHolder(this.actionLockPath(id));
+    return holder !== undefined && (await this.processAlive(holder)) ? holder : undefined;
+  }
+
+  /**
+   * Every entry of the store directory that is neither a manifest nor a file of an existing
+   * handoff, each with what it is and whether it is abandoned (safe to delete). Read-only.
+   */
+  async leftovers(): Promise<StoreLeftover[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch (error) {
+      if (errorCode(error) === "ENOENT") return [];
+      throw error;
+    }
+    // Manifests, and the files a handoff keeps beside its manifest (the postCreate runner and status).
+    const owned = new Set(
+      names
+        .filter((name) => name.endsWith(MANIFEST_SUFFIX) && !name.startsWith("."))
+        .flatMap((name) => {
+          const stem = name.slice(0, -MANIFEST_SUFFIX.length);
+          return [name, `${stem}.post-create.sh`, `${stem}.post-create.status`];
+        }),
+    );
+    const now = this.now().getTime();
+    const found: StoreLeftover[] = [];
+    for (const name of names.sort()) {
+      if (owned.has(name)) continue;
+      const path = join(this.dir, name);
+      let info;
+      try {
+        info = await lstat(path);
+      } catch {
+        continue; // Gone since the listing.
+      }
+      const age = now - info.mtimeMs;
+      const temp = TEMP_PATTERN.exec(name);
+      if (temp !== null && info.isFile()) {
+        const pid = Number(temp[2]);
+        const alive = await this.processAlive({ pid });
+        const old = age > TEMP_MAX_AGE_MS;
+        found.push({
+          kind: "temp",
+          name,
+          path,
+          pid,
+          abandoned: !alive || old,
+          reason: !alive
+            ? `a temp file whose writer (pid ${pid}) is gone`
+            : old
+              ? `a temp file older than ${Math.round(TEMP_MAX_AGE_MS / 60_000)} minutes (pid ${pid} lives, but a writer keeps its temp file for milliseconds: the pid was reused)`
+              : `a temp file being written by pid ${pid}`,
+        });
+        continue;
+      }
+      if (name.startsWith(".") && name.endsWith(ACTION_LOCK_SUFFIX) && info.isFile()) {
+        const holder = await readActionHolder(path);
+        const alive = holder !== undefined && (await this.processAlive(holder));
+        found.push({
+          kind: "action_lock",
+          name,
+          path,
+          holder,
+          abandoned: !alive,
+          reason:
+            holder === undefined
+              ? "an unreadable action lock (its writer died while writing it)"
+              : `the action lock of handoff ${holder.id}: ${holder.action} by pid ${holder.pid} since ${holder.since}${alive ? "" : ", which is gone"}`,
+        });
+        continue;
+      }
+      if (name.endsWith(".lock") && info.isDirectory()) {
+        const stale = age > this.staleMs;
+        found.push({
+          kind: "lock",
+          name,
+          path,
+          abandoned: stale,
+          reason: stale ? "a lock left by a process that died holding it (stale: the next writer takes it over)" : "a lock held right now",
+        });
+        continue;
+      }
+      found.push({ kind: "unknown", name, path, abandoned: false, reason: "not a file this store writes; left alone" });
+    }
+    return found;
+  }
+
+  /** Deletes the abandoned leftovers (re-checked one by one right before) and returns what went. */
+  async sweepLeftovers(): Promise<StoreLeftover[]> {
+    const swept: StoreLeftover[] = [];
+    for (const leftover of await this.leftovers()) {
+      if (!leftover.abandoned) continue;
+      try {
+        if (leftover.kind === "lock") await rmdir(leftover.path);
+        else if (leftover.kind === "action_lock") {
+          // Under the manifest's lock, like a takeover: a new holder may have just taken it.
+          const id = leftover.holder?.id;
+          const removed = id !== undefined && ID_PATTERN.test(id) ? await this.removeDeadActionLock(id, leftover.path) : await unlinkIfPresent(leftover.path);
+          if (!removed) continue;
+        } else await unlink(leftover.path);
+        swept.push(leftover);
+      } catch (error) {
+        // Gone meanwhile (another sweeper), or a lock someone took again: not ours to report.
+        if (errorCode(error) === "ENOENT" || errorCode(error) === "ENOTEMPTY") continue;
+        throw error;
+      }
+    }
+    return swept;
+  }
+
+  private async removeDeadActionLock(id: string, lockPath: string): Promise<boolean> {
+    return this.withLock(
+      this.pathFor(id),
+      `${this.pathFor(id)}.lock`,
+      `manifest ${id}`,
+      async () => {
+        const holder = await readActionHolder(lockPath);
+        if (holder !== undefined && (await this.processAlive(holder))) return false;
+        return unlinkIfPresent(lockPath);
+      },
+      { targetMayBeMissing: true },
+    );
+  }
+
+  private actionLockPath(id: string): string {
+    this.pathFor(id); // Validates the id.
+    return join(this.dir, `.${id}${ACTION_LOCK_SUFFIX}`);
+  }
+
+  private busy(id: string, holder: ActionHolder): ActionBusy {
+    return {
+      ok: false,
+      code: "busy",
+      holder,
+      message: `Handoff ${id} is busy: process ${holder.pid} is ${ACTION_VERBS[holder.action]} (since ${holder.since}); nothing was done, try again once it has finished.`,
+    };
+  }
+
+  /**
    * Runs `body` holding the lock directory `lockPath` for `target` (which must exist).
    * `assertHeld` throws if the lock was lost (e.g. taken over as stale), so nothing is written then.
    */
@@ -235,12 +482,15 @@ export class ManifestStore {
     lockPath: string,
     what: string,
     body: (assertHeld: () => void) => Promise<T>,
+    options: { targetMayBeMissing?: boolean } = {},
   ): Promise<T> {
     let compromised: Error | undefined;
     let release: () => Promise<void>;
     try {
       release = await lock(target, {
         lockfilePath: lockPath,
+        // The action lock is taken before a new handoff's manifest exists.
+        ...(options.targetMayBeMissing === true ? { realpath: false } : {}),
         stale: this.staleMs,
         retries: {
           retries: Math.ceil(this.lockWaitMs / 10) + 1,
@@ -327,6 +577,31 @@ async function readManifestFile(path: string, id: string): Promise<ReadResult> {
     return { ok: false, code: "invalid", message: `Manifest file ${path} contains id ${parsed.data.id}, which does not match its file name.` };
   }
   return { ok: true, manifest: parsed.data };
+}
+
+async function readActionHolder(path: string): Promise<ActionHolder | undefined> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch {
+    return undefined;
+  }
+  try {
+    const parsed = ActionHolderSchema.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function unlinkIfPresent(path: string): Promise<boolean> {
+  try {
+    await unlink(path);
+    return true;
+  } catch (error) {
+    if (errorCode(error) === "ENOENT") return false;
+    throw error;
+  }
 }
 
 function alreadyExists(id: string, path: string, cause?: unknown): ManifestStoreError {
