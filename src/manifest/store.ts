@@ -422,11 +422,14 @@ export class ManifestStore {
     return found;
   }
 
-  /** Deletes the abandoned leftovers (re-checked one by one right before) and returns what went. */
-  async sweepLeftovers(): Promise<StoreLeftover[]> {
+  /**
+   * Deletes the abandoned leftovers (judged afresh, action locks again under the manifest's lock)
+   * and returns what went; `only` limits it to some (e.g. one handoff's temp files).
+   */
+  async sweepLeftovers(only: (leftover: StoreLeftover) => boolean = () => true): Promise<StoreLeftover[]> {
     const swept: StoreLeftover[] = [];
     for (const leftover of await this.leftovers()) {
-      if (!leftover.abandoned) continue;
+      if (!leftover.abandoned || !only(leftover)) continue;
       try {
         if (leftover.kind === "lock") await rmdir(leftover.path);
         else if (leftover.kind === "action_lock") {

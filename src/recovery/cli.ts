@@ -305,8 +305,9 @@ async function remove(deps: CliDeps, io: CliIo, id: string, options: RemoveOptio
 }
 
 async function prune(deps: CliDeps, io: CliIo, dryRun: boolean): Promise<number> {
-  const { actions, problems } = await planPrune(deps);
+  const { actions, problems, notes } = await planPrune(deps);
   for (const problem of problems) io.stderr(`${prefix(io, "prune")}${problem}\n`);
+  for (const note of notes) io.stdout(`${note}\n`);
   if (actions.length === 0) {
     io.stdout("Nothing to prune.\n");
     return problems.length > 0 ? EXIT_REFUSED : EXIT_OK;

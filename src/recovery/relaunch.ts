@@ -13,6 +13,9 @@
  *   path (`ChildLauncher`: wait for the shell, record `launching`, type, confirm, focus) runs, so
  *   the manifest goes `launching` -> `running` or `launch_unconfirmed` exactly as in a handoff.
  * - Every refusal changes nothing and is one sentence.
+ * - One actor: the whole relaunch (its checks and its launch) runs under the handoff's action lock
+ *   (`ManifestStore.withActionLock`); a second relaunch, a removal or the handoff itself is
+ *   refused at once (`busy`), naming what holds it, so no second line is ever typed.
  */
 import { dirname } from "node:path";
 import { readHandoffEnv } from "../config/env.ts";
@@ -21,7 +24,7 @@ import { LAUNCH_TIMEOUT_ENV } from "../launch/timeouts.ts";
 import { buildLaunchCommand } from "../launch/launch-command.ts";
 import { describeLocation } from "../mux/describe.ts";
 import type { HandoffStep, Manifest } from "../manifest/schema.ts";
-import type { ManifestStore } from "../manifest/store.ts";
+import { isActionBusy, type ManifestStore } from "../manifest/store.ts";
 import { readSessionLease } from "../launch/lease.ts";
 import { ownerOf } from "../launch/owner.ts";
 import { defaultSessionDir } from "../session/paths.ts";
@@ -57,7 +60,9 @@ export type RelaunchRefusal =
   | "no_multiplexer"
   | "workspace_unknown"
   | "bad_command"
-  | "environment";
+  | "environment"
+  /** Another command acts on the handoff right now (the action lock). */
+  | "busy";
 
 export type RelaunchOutcome =
   | { code: "refused"; reason: RelaunchRefusal; message: string }
@@ -69,6 +74,14 @@ export async function relaunchHandoff(deps: RelaunchDeps, id: string, options: {
   // The launch waits come from PI_HANDOFF_*_TIMEOUT_MS: an unusable one is named, not ignored.
   const environment = readHandoffEnv(deps.env, Object.values(LAUNCH_TIMEOUT_ENV));
   if (!environment.ok) return { code: "refused", reason: "environment", message: environment.message };
+  const read = await deps.store.read(id);
+  // An unknown or unreadable id is reported as such, not as a lock problem.
+  if (!read.ok) return { code: "refused", reason: read.code, message: read.code === "not_found" ? `There is no handoff with id ${id} in ${deps.store.dir}.` : read.message };
+  const outcome = await deps.store.withActionLock(id, "relaunch", () => relaunchLocked(deps, id, options));
+  return isActionBusy(outcome) ? { code: "refused", reason: "busy", message: outcome.message } : outcome;
+}
+
+async function relaunchLocked(deps: RelaunchDeps, id: string, options: { focus: boolean }): Promise<RelaunchOutcome> {
   const inspected = await inspectHandoff(deps, id);
   if (inspected.code !== "found") return { code: "refused", reason: inspected.code, message: inspected.message };
   const { report, manifest } = inspected;

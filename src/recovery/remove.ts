@@ -16,9 +16,14 @@
  * - `prune` only does what loses nothing: `git worktree prune` where a handoff's worktree directory
  *   is gone, and retiring handoffs whose worktree is gone and whose branch is merged or gone, or
  *   that failed before any worktree existed. It deletes no branch and no file of the user's.
+ * - One actor: a removal (its re-check and its action) and each prune retirement run under the
+ *   handoff's action lock; while another command holds it they are refused at once (`busy`).
+ * - The store's own leftovers (temp files of dead writers, dead holders' action locks, stale lock
+ *   directories: `ManifestStore.leftovers`) are listed by `prune` and swept by it; a removal sweeps
+ *   its own handoff's.
  */
 import type { Manifest } from "../manifest/schema.ts";
-import type { ManifestStore } from "../manifest/store.ts";
+import { isActionBusy, type ManifestStore, type StoreLeftover } from "../manifest/store.ts";
 import { hasWorkspace, type GatherDeps } from "./gather.ts";
 import { isInProgress, isPrunable } from "./classify.ts";
 import { buildInventory, inspectHandoff, type InventoryDeps } from "./inventory.ts";
@@ -65,7 +70,7 @@ export interface RemovalPlan {
   closesWorkspace: boolean;
 }
 
-export type RemovalRefusal = "not_found" | "invalid" | "removed" | "child_running" | "in_progress" | "needs_force" | "not_confirmed";
+export type RemovalRefusal = "not_found" | "invalid" | "removed" | "child_running" | "in_progress" | "needs_force" | "not_confirmed" | "busy";
 
 export type PlanOutcome =
   | { code: "planned"; plan: RemovalPlan }
@@ -236,6 +241,18 @@ export async function removeHandoff(
   options: RemoveOptions,
   onPlan: (plan: RemovalPlan) => boolean | void = () => {},
 ): Promise<RemoveOutcome> {
+  const read = await deps.store.read(id);
+  if (!read.ok) return { code: "refused", reason: read.code, message: read.code === "not_found" ? `There is no handoff with id ${id} in ${deps.store.dir}.` : read.message };
+  const outcome = await deps.store.withActionLock(id, "remove", () => removeLocked(deps, id, options, onPlan));
+  return isActionBusy(outcome) ? { code: "refused", reason: "busy", message: outcome.message } : outcome;
+}
+
+async function removeLocked(
+  deps: RemovalDeps,
+  id: string,
+  options: RemoveOptions,
+  onPlan: (plan: RemovalPlan) => boolean | void,
+): Promise<RemoveOutcome> {
   const planned = await planRemoval(deps, id, options);
   if (planned.code === "refused") {
     if (planned.plan !== undefined) onPlan(planned.plan);
@@ -303,6 +320,9 @@ export async function removeHandoff(
     },
     `removed with pi-handoff: ${done.join(", ")}`,
   );
+  // Temp files a killed writer left beside this manifest go with it.
+  const swept = await deps.store.sweepLeftovers((leftover) => leftover.kind === "temp" && leftover.name.startsWith(`.${id}.json.`));
+  if (swept.length > 0) done.push(`deleted ${swept.length} temp file(s) a killed writer left in the store`);
   return { code: "removed", manifest: removed, plan, message: `Removed handoff ${id}: ${done.join(", ")}.` };
 }
 
@@ -321,6 +341,8 @@ export function losesNoMoreThan(next: RemovalPlan, confirmed: RemovalPlan): bool
 
 export type PruneAction =
   | { code: "prune_worktrees"; repo: string; entries: string[] }
+  /** The store's abandoned leftovers (temp files of dead writers, dead holders' action locks, stale locks). */
+  | { code: "sweep_leftovers"; leftovers: StoreLeftover[] }
   | { code: "retire"; id: string; branch: string; reason: "worktree_gone_branch_merged" | "worktree_gone_branch_gone" | "failed_before_worktree" };
 
 export type PruneResult =
@@ -328,10 +350,11 @@ export type PruneResult =
   | { action: PruneAction; ok: false; message: string };
 
 /** What `prune` would do, from a fresh inventory. Changes nothing. */
-export async function planPrune(deps: InventoryDeps): Promise<{ actions: PruneAction[]; problems: string[] }> {
+export async function planPrune(deps: InventoryDeps): Promise<{ actions: PruneAction[]; problems: string[]; notes: string[] }> {
   const inventory = await buildInventory(deps);
   const actions: PruneAction[] = [];
   const problems: string[] = [];
+  const notes: string[] = [];
   const reposWithPrunable = [...new Set(inventory.handoffs.filter((handoff) => handoff.worktree.code === "prunable").map((handoff) => handoff.repo))];
   for (const repo of reposWithPrunable) {
     try {
@@ -351,12 +374,22 @@ export async function planPrune(deps: InventoryDeps): Promise<{ actions: PruneAc
           : "worktree_gone_branch_merged";
     actions.push({ code: "retire", id: handoff.id, branch: handoff.branch, reason });
   }
-  return { actions, problems };
+  const leftovers = await deps.store.leftovers();
+  const abandoned = leftovers.filter((leftover) => leftover.abandoned);
+  if (abandoned.length > 0) actions.push({ code: "sweep_leftovers", leftovers: abandoned });
+  // What stays is explained too: a live writer's temp file, a held lock, a file this store never writes.
+  for (const leftover of leftovers) {
+    if (!leftover.abandoned) notes.push(`left in the store: ${leftover.name}: ${leftover.reason}`);
+  }
+  return { actions, problems, notes };
 }
 
 export function describePruneAction(action: PruneAction): string[] {
   if (action.code === "prune_worktrees") {
     return [`git worktree prune in ${action.repo}:`, ...action.entries.map((entry) => `  ${entry}`)];
+  }
+  if (action.code === "sweep_leftovers") {
+    return [`delete ${action.leftovers.length} leftover file(s) in the store:`, ...action.leftovers.map((leftover) => `  ${leftover.name}: ${leftover.reason}`)];
   }
   const why =
     action.reason === "failed_before_worktree"
@@ -374,14 +407,29 @@ export async function executePrune(deps: InventoryDeps, actions: readonly PruneA
     try {
       if (action.code === "prune_worktrees") {
         await deps.git.pruneWorktrees(action.repo, { dryRun: false });
-      } else {
-        // Re-judged right before: a Pi may have started, or the branch moved, since the plan.
-        const current = await inspectHandoff(deps, action.id);
-        if (current.code !== "found" || !isPrunable(current.report) || !current.report.actions.includes("prune")) {
+      } else if (action.code === "retire") {
+        const retired = await deps.store.withActionLock(action.id, "prune", async () => {
+          // Re-judged right before: a Pi may have started, or the branch moved, since the plan.
+          const current = await inspectHandoff(deps, action.id);
+          if (current.code !== "found" || !isPrunable(current.report) || !current.report.actions.includes("prune")) return false;
+          await deps.store.transition(action.id, "removed", undefined, `pruned with pi-handoff: ${describePruneAction(action).join(" ")}`);
+          return true;
+        });
+        if (isActionBusy(retired)) {
+          results.push({ action, ok: false, message: `${retired.message.replace(/; nothing was done.*$/, "")}; it was left alone.` });
+          continue;
+        }
+        if (!retired) {
           results.push({ action, ok: false, message: `Handoff ${action.id} changed since it was checked; it was left alone.` });
           continue;
         }
-        await deps.store.transition(action.id, "removed", undefined, `pruned with pi-handoff: ${describePruneAction(action).join(" ")}`);
+      } else if (action.code === "sweep_leftovers") {
+        const swept = new Set((await deps.store.sweepLeftovers()).map((leftover) => leftover.name));
+        const missed = action.leftovers.filter((leftover) => !swept.has(leftover.name));
+        if (missed.length > 0) {
+          results.push({ action, ok: false, message: `${missed.length} leftover file(s) in the store were in use again or gone when swept (${missed.map((leftover) => leftover.name).join(", ")}); they were left alone.` });
+          continue;
+        }
       }
       results.push({ action, ok: true });
     } catch (error) {

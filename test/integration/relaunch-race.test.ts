@@ -1,0 +1,116 @@
+/**
+ * One actor per handoff: two and five `pi-handoff relaunch <id>` started at once (real processes,
+ * real store, a private tmux server, the stand-in child, which here takes seconds to acknowledge
+ * so the winner is still inside its launch when the others ask). Exactly one launch line is typed
+ * (counted in the pane's history), one Pi runs, and every other relaunch answers with the reason
+ * (busy: what the winner does, its pid) and returns before the winner has finished.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Manifest } from "../../src/manifest/schema.ts";
+import { isProcessAlive, killAndWait, runningManifest } from "../support/recovery-rig.ts";
+import { createWorld, listInventory, runCli, standInPiOnPath, type ProcessRun, type World } from "../support/reliability.ts";
+import { waitFor } from "../support/tmux.ts";
+
+/** Long enough that every loser starts (a Node process) while the winner waits for its child. */
+const ACK_DELAY_MS = 4_000;
+
+describe("concurrent relaunches of one handoff", () => {
+  let world: World;
+  let cliEnv: Record<string, string>;
+
+  beforeAll(async () => {
+    world = await createWorld({ prefix: "phw-relaunch-race-" });
+    cliEnv = {
+      ...world.env,
+      PATH: `${standInPiOnPath(world.dir, { ackDelayMs: ACK_DELAY_MS })}:${world.env.PATH ?? ""}`,
+      PI_HANDOFF_CONFIRM_TIMEOUT_MS: "30000",
+    };
+  });
+  afterAll(async () => {
+    await world?.cleanup();
+  });
+
+  async function manifestOf(id: string): Promise<Manifest> {
+    const read = await world.store.read(id);
+    if (!read.ok) throw new Error(read.message);
+    return read.manifest;
+  }
+
+  /** Lines of the pane's whole history that carry the handoff's id: the typed launch lines. */
+  async function typedLines(manifest: Manifest): Promise<number> {
+    const paneId = manifest.mux.kind === "tmux" ? manifest.mux.paneId : undefined;
+    if (paneId === undefined) throw new Error("no pane recorded");
+    const history = await world.tmux.tmux(["capture-pane", "-p", "-J", "-S", "-", "-t", paneId]);
+    return history.split("\n").filter((line) => line.includes(manifest.id)).length;
+  }
+
+  it.each([2, 5])("%i at once: one line typed, one Pi, the others told at once who is relaunching it", async (count) => {
+    const handedOff = runningManifest(await world.handoff({ branch: `race/${count}` }));
+    const id = handedOff.id;
+    await killAndWait(handedOff.child.pid ?? 0);
+    expect((await listInventory(cliEnv)).handoffs.find((handoff) => handoff.id === id)?.status).toEqual({ code: "no_child" });
+    const linesBefore = await typedLines(handedOff);
+    expect(linesBefore).toBe(1);
+
+    // Started together; the order in which they end is recorded.
+    const finished: number[] = [];
+    const runs = await Promise.all(
+      Array.from({ length: count }, (_, index) =>
+        runCli(["relaunch", id, "--no-focus"], cliEnv).then((run: ProcessRun) => {
+          finished.push(index);
+          return run;
+        }),
+      ),
+    );
+
+    const winners = runs.flatMap((run, index) => (run.status === 0 ? [index] : []));
+    expect(winners, runs.map((run) => run.stderr).join("\n")).toHaveLength(1);
+    const winner = winners[0] ?? -1;
+    const running = await manifestOf(id);
+    expect(running.state).toBe("running");
+    expect(running.child.confirmedBy).toBe("ack");
+    expect(running.owner?.pid).toBeGreaterThan(0);
+    for (const [index, run] of runs.entries()) {
+      if (index === winner) continue;
+      expect(run.status).toBe(1);
+      // The reason, naming the winner's action and pid (the winner's process is the manifest's owner).
+      expect(run.stderr).toMatch(
+        new RegExp(`^pi-handoff: Handoff ${id} is busy: process ${running.owner?.pid} is relaunching it \\(since [0-9T:.\\-]+Z\\); nothing was done, try again once it has finished\\.\\n$`),
+      );
+      expect(run.stdout).toBe("");
+    }
+    // Every loser returned while the winner was still waiting for its child.
+    expect(finished.at(-1)).toBe(winner);
+
+    // Exactly one more launch line anywhere, and exactly one Pi on the session.
+    expect(await typedLines(running)).toBe(linesBefore + 1);
+    const report = (await listInventory(cliEnv)).handoffs.find((handoff) => handoff.id === id);
+    expect(report?.status).toEqual({ code: "child_running", writers: [{ pid: running.child.pid, evidence: ["recorded_pid", "marker", "cwd"] }] });
+    expect(isProcessAlive(running.child.pid ?? 0)).toBe(true);
+    // Nothing is left in the store: the lock went with the winner.
+    expect(await world.store.leftovers()).toEqual([]);
+    await killAndWait(running.child.pid ?? 0);
+  });
+
+  it("a removal while a relaunch runs is refused at once, naming it, and changes nothing", async () => {
+    const handedOff = runningManifest(await world.handoff({ branch: "race/remove" }));
+    const id = handedOff.id;
+    await killAndWait(handedOff.child.pid ?? 0);
+    const relaunch = runCli(["relaunch", id, "--no-focus"], cliEnv);
+    // The relaunch holds the handoff once it records itself as the owner of the launch.
+    await waitFor(async () => (await manifestOf(id)).state === "launching", { timeoutMs: 30_000, description: "the relaunch to record launching" });
+    const owner = (await manifestOf(id)).owner?.pid;
+    const removed = await runCli(["remove", id], cliEnv);
+    const stillLaunching = (await manifestOf(id)).state;
+    expect(removed.status).toBe(1);
+    expect(removed.stderr).toMatch(new RegExp(`^pi-handoff: Handoff ${id} is busy: process ${owner} is relaunching it \\(since .+\\); nothing was done, try again once it has finished\\.\\n$`));
+    expect(removed.stdout).toBe("");
+    expect(stillLaunching).toBe("launching");
+    const relaunched = await relaunch;
+    expect(relaunched.status, relaunched.stderr).toBe(0);
+    const running = await manifestOf(id);
+    expect(running.state).toBe("running");
+    expect(running.history.map((entry) => entry.state)).not.toContain("removed");
+    await killAndWait(running.child.pid ?? 0);
+  });
+});
