@@ -12,6 +12,12 @@
  *   Steps 4-6 run through `ChildLauncher` (src/launch/), the same path recovery's relaunch takes.
  * - The launch settings (model, thinking level, mirrored flags, approval) are recorded with the
  *   child session, so recovery can rebuild the launch command instead of guessing them.
+ * - One actor: from the manifest's creation to the end of confirm/focus the transaction holds the
+ *   handoff's action lock (`ManifestStore.withActionLock`), so recovery (relaunch, remove, prune)
+ *   is refused at once while it runs, and takes the lock over once its process is dead.
+ * - Intent before creation: the window's name and server are in the manifest from its creation,
+ *   the child session's directory before the fork, so recovery finds and names a window or a
+ *   session a kill inside a step left unrecorded (recovery/gather.ts).
  * - The parent session file is only ever read.
  * - Worktree setup (settings, `--carry`, `--existing`, `--fetch`, postCreate): every input it
  *   needs is read and checked before the manifest exists (settings, the changes to carry, a fetch the
@@ -22,6 +28,8 @@ import { errorMessage } from "../errors.ts";
 import type { HandoffStep, Manifest } from "../manifest/schema.ts";
 import { newManifest } from "../manifest/factory.ts";
 import type { MuxResult } from "../mux/types.ts";
+import { muxLabel } from "../mux/label.ts";
+import { isActionBusy } from "../manifest/store.ts";
 import type { ForkResult } from "../session/fork.ts";
 import { buildHandoffMessage, prepareTask } from "../session/handoff-message.ts";
 import { childSessionDir } from "../session/paths.ts";
@@ -31,7 +39,7 @@ import { ownerOf } from "../launch/owner.ts";
 import { postCreateFiles, postCreatePrelude, writeRunner } from "../launch/post-create.ts";
 import { DEFAULT_LAUNCH_TIMEOUTS } from "../launch/timeouts.ts";
 import type { HandoffDeps } from "./deps.ts";
-import { checkpoint, failsAt, InjectedFault, NO_FAULTS, type FaultPlan } from "./faults.ts";
+import { armTimedKill, checkpoint, failsAt, InjectedFault, NO_FAULTS, type FaultPlan } from "./faults.ts";
 import { describeFailure, describeRetained, describeSuccess, refusalText, withNotes, type Refusal, type RefusalCode } from "./notice.ts";
 import { planHandoff, type HandoffRequest, type Plan } from "./preconditions.ts";
 import { describeSetup, hasSetupWork, setUpWorktree, type SetupResult } from "./setup.ts";
@@ -72,11 +80,19 @@ export class HandoffTransaction {
   async run(request: HandoffRequest): Promise<HandoffOutcome> {
     this.lateStep = undefined;
     this.currentStep = "preconditions";
+    armTimedKill(this.faults);
     this.enter("preconditions", "Checking the session, the repository and the branch");
     const planned = await planHandoff(this.deps, request);
     if (!planned.ok) return refused(planned.refusal);
     const plan = planned.value;
+    // The id is new (time plus random), so no one else can hold it: busy here is a programming error.
+    const outcome = await this.deps.store.withActionLock(plan.id, "handoff", () => this.runLocked(plan, request));
+    if (isActionBusy(outcome)) throw new Error(outcome.message);
+    return outcome;
+  }
 
+  /** Steps 1 to 6, holding the handoff's action lock. */
+  private async runLocked(plan: Plan, request: HandoffRequest): Promise<HandoffOutcome> {
     this.enter("manifest", "Recording the handoff");
     const created = await this.createManifest(plan, request);
     if (!created.ok) return refused(created.refusal);
@@ -136,7 +152,9 @@ export class HandoffTransaction {
         cwd: request.parent.cwd,
       },
       worktree: { path: plan.worktreePath },
-      mux: { kind: plan.mux.kind },
+      // Where the window will be, and its name, before it exists (see the invariants).
+      mux: plan.mux.serverLocation?.() ?? { kind: plan.mux.kind },
+      intent: { windowLabel: muxLabel(plan.branch) },
       ...(task !== undefined ? { task } : {}),
       ...(plan.existing ? { setup: { existingBranch: true } } : {}),
       // Recovery waits for an unfinished handoff only while this process lives (owner.ts).
@@ -172,6 +190,7 @@ export class HandoffTransaction {
       }
       throw new StepFailure("worktree", created.message);
     }
+    checkpoint(this.faults, "window");
     const recordWorkspace = (m: Manifest): void => {
       m.mux = created.location;
       m.worktree = { path: created.worktreePath };
@@ -255,6 +274,10 @@ export class HandoffTransaction {
           : []),
       ],
     });
+    // The file name is Pi's choice: the directory is recorded first, so recovery can find the file.
+    manifest = await this.deps.store.update(manifest.id, (m) => {
+      m.intent = { ...m.intent, sessionDir: sessionDir.dir };
+    });
     let forked: ForkResult;
     try {
       forked = await this.deps.fork({
@@ -267,6 +290,7 @@ export class HandoffTransaction {
     } catch (error) {
       throw new StepFailure("fork", errorMessage(error));
     }
+    checkpoint(this.faults, "session");
     // With the session, how its Pi is to be started: recovery rebuilds the launch command from
     // these if this launch never completes.
     const recordChild = (m: Manifest): void => {

@@ -16,6 +16,7 @@ export interface NewManifestInput {
   task?: string;
   owner?: Manifest["owner"];
   setup?: Manifest["setup"];
+  intent?: Manifest["intent"];
 }
 
 /** Throws if the input does not make a valid manifest (a programming error in the caller). */
@@ -38,6 +39,7 @@ export function newManifest(input: NewManifestInput): Manifest {
     ...(input.task === undefined ? {} : { task: input.task }),
     ...(input.owner === undefined ? {} : { owner: input.owner }),
     ...(input.setup === undefined ? {} : { setup: input.setup }),
+    ...(input.intent === undefined ? {} : { intent: input.intent }),
   };
   return ManifestSchema.parse(manifest);
 }

@@ -75,6 +75,19 @@ export const ManifestOwnerSchema = z.strictObject({
 });
 export type ManifestOwner = z.infer<typeof ManifestOwnerSchema>;
 
+/**
+ * What the handoff is about to create, recorded before it creates it, so that a process killed
+ * inside a step (after the window or the child session exists, before the manifest names it)
+ * leaves nothing recovery cannot find and name (recovery/gather.ts). Optional, like each field.
+ */
+export const IntentSchema = z.strictObject({
+  /** The name (tmux) / label (Herdr) the window is given, as the backend shows it (mux/label.ts). */
+  windowLabel: z.string().min(1).optional(),
+  /** The directory the fork writes the child session into; the file name is Pi's choice. */
+  sessionDir: z.string().min(1).optional(),
+});
+export type ManifestIntent = z.infer<typeof IntentSchema>;
+
 export const GitStateSchema = z.strictObject({
   capturedAt: isoTime,
   head: z.string().optional(),
@@ -200,6 +213,7 @@ export const ManifestSchema = z.strictObject({
   setup: SetupSchema.optional(),
   /** Optional: manifests written before it existed still parse (they get the 2-minute grace alone). */
   owner: ManifestOwnerSchema.optional(),
+  intent: IntentSchema.optional(),
   focus: z.union([z.strictObject({ at: isoTime }), z.strictObject({ error: z.string(), at: isoTime })]).optional(),
   error: z.strictObject({ step: HandoffStepSchema, message: z.string(), at: isoTime }).optional(),
   gitState: GitStateSchema.optional(),

@@ -13,6 +13,8 @@
  * - Recovery (`reopenWorkspace`, `removeWorktree`) closes only a window that still shows the
  *   handoff's pane in its worktree (ids restart with a tmux server, so an id alone could name
  *   someone else's window), and refuses uncommitted changes before it closes anything.
+ * - `findUnrecordedWindow` only reads: a window counts as the handoff's only when it carries the
+ *   name the handoff gave it AND one of its panes is in the handoff's worktree.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { existsSync } from "node:fs";
@@ -29,6 +31,7 @@ import type {
   PaneProcess,
   RecoverableMultiplexer,
   ReopenWorkspaceRequest,
+  UnrecordedWindow,
   WorkspaceState,
 } from "./types.ts";
 import { describePaneProcesses } from "../process/pane-process.ts";
@@ -100,6 +103,29 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
       git,
       ...options,
     });
+  }
+
+  serverLocation(): TmuxLocation {
+    return { kind: "tmux", socketPath: this.socketPath };
+  }
+
+  async findUnrecordedWindow(location: MuxLocation, query: { label: string; worktreePath: string }): Promise<UnrecordedWindow> {
+    const tmuxLocation = asTmuxLocation(location);
+    if (!tmuxLocation.ok) return { code: "unknown", message: tmuxLocation.message };
+    const socketPath = tmuxLocation.location.socketPath ?? this.socketPath;
+    if (!existsSync(socketPath)) return { code: "none" };
+    // The name last: the rest are ids and a path, tab-separated.
+    const listed = await this.#tmux(socketPath, ["list-panes", "-a", "-F", "#{session_id}\t#{window_id}\t#{pane_id}\t#{pane_current_path}\t#{window_name}"]);
+    if (!listed.ok) return listed.code === "server_not_running" ? { code: "none" } : { code: "unknown", message: listed.message };
+    // The intent holds the name as tmux shows it (muxLabel applied once, as `#newWindow` does).
+    const name = query.label;
+    for (const line of listed.stdout.split("\n")) {
+      const [sessionId, windowId, paneId, path, windowName] = line.split("\t");
+      if (windowName !== name || path === undefined || !isInside(path, query.worktreePath)) continue;
+      if (!isId(sessionId, "$") || !isId(windowId, "@") || !isId(paneId, "%")) continue;
+      return { code: "found", location: { kind: "tmux", socketPath, sessionId, windowId, paneId } };
+    }
+    return { code: "none" };
   }
 
   async createWorkspace(request: CreateWorkspaceRequest): Promise<MuxResult<CreatedWorkspace>> {

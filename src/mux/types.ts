@@ -56,6 +56,11 @@ export interface PaneProcess {
 
 export interface Multiplexer {
   readonly kind: MuxKind;
+  /**
+   * The server a workspace would be made on (tmux: its socket and session), recorded in the
+   * manifest before anything is created so that recovery asks the right server; optional.
+   */
+  serverLocation?(): MuxLocation;
   /** Create the worktree (or have the backend create it) and a workspace/pane for it, unfocused. */
   createWorkspace(request: CreateWorkspaceRequest): Promise<MuxResult<CreatedWorkspace>>;
   /** Resolve once the pane's shell owns the terminal foreground. */
@@ -127,4 +132,13 @@ export interface RecoverableMultiplexer extends Multiplexer {
     location: MuxLocation,
     options: { mainCheckout: string; worktreePath: string; force: boolean },
   ): Promise<MuxResult<object>>;
+  /**
+   * A window on `location`'s server that a handoff made for `worktreePath` under `label` (the name
+   * as the backend shows it, `muxLabel` applied) but never
+   * recorded (its process was killed between creating it and recording it): named `label`, with a
+   * pane in the worktree. Read-only. Optional: a backend without it finds nothing.
+   */
+  findUnrecordedWindow?(location: MuxLocation, query: { label: string; worktreePath: string }): Promise<UnrecordedWindow>;
 }
+
+export type UnrecordedWindow = { code: "found"; location: MuxLocation } | { code: "none" } | { code: "unknown"; message: string };

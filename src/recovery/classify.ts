@@ -19,7 +19,7 @@
  *   of the verdict, so no verdict hides work that a removal would touch.
  */
 import type { SessionLease } from "../launch/lease.ts";
-import type { HandoffStep, Manifest } from "../manifest/schema.ts";
+import type { HandoffStep, Manifest, MuxLocation } from "../manifest/schema.ts";
 import type { SessionTail } from "../session/tail.ts";
 import { decideChildStatus, landingReport } from "./status.ts";
 import type {
@@ -80,6 +80,15 @@ export interface HandoffFacts {
   childTail?: SessionTail;
   /** Where the target branch of a landing still marked `intended` is now. */
   landingTarget?: string;
+  /** What exists that the manifest does not name yet, found through its intent (gather.ts). */
+  unrecorded?: Unrecorded;
+}
+
+export interface Unrecorded {
+  /** A window made for the handoff but not recorded. */
+  location?: MuxLocation;
+  /** A child session the fork wrote but the manifest does not name. */
+  session?: { sessionFile: string; sessionId: string };
 }
 
 /** Steps before which no worktree exists: a failure there leaves only the manifest (and maybe a branch). */
@@ -100,6 +109,12 @@ export function classify(facts: HandoffFacts): HandoffReport {
   const writerUnknown = writers.length > 0 ? undefined : unknownWriterReason(facts);
   const status = statusOf(facts, worktree, writers);
   const flags = flagsOf(facts.changes, facts.branch);
+  // A window or session a killed step left unrecorded is shown as the handoff's own.
+  const childSessionFile = manifest.child.sessionFile ?? facts.unrecorded?.session?.sessionFile;
+  const unrecorded: Array<"window" | "session"> = [
+    ...(facts.unrecorded?.location !== undefined ? (["window"] as const) : []),
+    ...(facts.unrecorded?.session !== undefined ? (["session"] as const) : []),
+  ];
   const report: HandoffReport = {
     id: manifest.id,
     state: manifest.state,
@@ -110,9 +125,10 @@ export function classify(facts: HandoffFacts): HandoffReport {
     base: manifest.base,
     repo: manifest.repo.root,
     worktreePath: manifest.worktree.path,
-    ...(manifest.child.sessionFile === undefined ? {} : { childSessionFile: manifest.child.sessionFile }),
+    ...(childSessionFile === undefined ? {} : { childSessionFile }),
     childSessionExists: facts.childSessionExists,
-    mux: manifest.mux,
+    mux: facts.unrecorded?.location ?? manifest.mux,
+    ...(unrecorded.length > 0 ? { unrecorded } : {}),
     worktree,
     workspace: facts.workspace,
     branchState: facts.branch,

@@ -88,8 +88,11 @@ export function formatReport(handoff: HandoffReport, now: number = Date.now()): 
   lines.push(`  branch:        ${handoff.branch} ${describeBranch(handoff)}`);
   lines.push(`  base:          ${handoff.base.ref} at ${handoff.base.sha.slice(0, 12)}`);
   lines.push(`  worktree:      ${handoff.worktreePath} (${describeWorktree(handoff)})`);
-  lines.push(`  window:        ${describeLocation(handoff.mux)} (${describeWorkspace(handoff)})`);
-  lines.push(`  child session: ${handoff.childSessionFile ?? "none"}${handoff.childSessionFile === undefined ? "" : handoff.childSessionExists ? "" : " (missing)"}`);
+  const unrecorded = (kind: "window" | "session") => (handoff.unrecorded?.includes(kind) === true ? ", made but never recorded: the handoff was killed first" : "");
+  lines.push(`  window:        ${describeLocation(handoff.mux)} (${describeWorkspace(handoff)}${unrecorded("window")})`);
+  lines.push(
+    `  child session: ${handoff.childSessionFile ?? "none"}${handoff.childSessionFile === undefined ? "" : handoff.childSessionExists ? "" : " (missing)"}${handoff.unrecorded?.includes("session") === true ? ` (${unrecorded("session").slice(2)})` : ""}`,
+  );
   if (handoff.changes !== undefined) {
     const { dirtyFiles, untrackedFiles } = handoff.changes;
     if (dirtyFiles.length + untrackedFiles.length === 0) lines.push("  changes:       none uncommitted");

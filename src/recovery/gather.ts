@@ -13,16 +13,20 @@
  *   cached: it is the writer rule's first evidence).
  * - Backend-specific questions go through `muxFor` (see mux/for-location.ts), so a new backend
  *   needs no change here.
+ * - What a handoff killed inside a step left unrecorded is looked for through its intent (the
+ *   window's name, the session directory, recorded before creating them) and reported as
+ *   `unrecorded`, so every window and session it made is named (see classify.ts).
  */
 import type { CommitSummary, RecoveryGitPort, WorktreeEntry } from "../git/types.ts";
 import { readSessionLease, type SessionLease } from "../launch/lease.ts";
 import { isOwnerAlive } from "../launch/owner.ts";
 import type { Manifest, ManifestOwner, MuxLocation } from "../manifest/schema.ts";
 import type { MuxForLocation } from "../mux/for-location.ts";
-import type { HandoffFacts, ProcessInfo, WorktreeRegistration } from "./classify.ts";
+import type { HandoffFacts, ProcessInfo, Unrecorded, WorktreeRegistration } from "./classify.ts";
 import type { BranchFact, Changes, CommitList, WorkspaceFact } from "./report-schema.ts";
 import { describeProcess, scanPiProcesses, type ProcessScan } from "./processes.ts";
 import { isDirectory, isFile } from "../fs/probe.ts";
+import { findForkedSession } from "../session/find-fork.ts";
 import { asError, errorSentence } from "../errors.ts";
 import { readSessionTail } from "../session/tail.ts";
 
@@ -79,7 +83,7 @@ export class FactGatherer {
     }
     const problems: string[] = [];
     const sessionFile = manifest.child.sessionFile;
-    const [lease, worktreeDirectoryExists, registration, workspace, processes, recordedProcess, branch, childTail] = await Promise.all([
+    const [lease, worktreeDirectoryExists, registration, recordedWorkspace, processes, recordedProcess, branch, childTail] = await Promise.all([
       sessionFile === undefined ? Promise.resolve(undefined) : (this.deps.readLease ?? ((file) => readSessionLease(this.deps.agentDir, file)))(sessionFile),
       isDirectory(manifest.worktree.path),
       this.registration(manifest),
@@ -91,6 +95,8 @@ export class FactGatherer {
       childSessionExists && manifest.child.sessionFile !== undefined ? readSessionTail(manifest.child.sessionFile) : Promise.resolve(undefined),
     ]);
     if (registration.code === "unknown") problems.push(registration.message);
+    const unrecorded = await this.unrecorded(manifest, problems);
+    const workspace = unrecorded.location !== undefined ? ({ code: "open" } as const) : recordedWorkspace;
     if (workspace.code === "unknown") problems.push(workspace.message);
     if (processes.problem !== undefined) problems.push(processes.problem);
     if (lease?.state === "unreadable") problems.push(lease.message);
@@ -116,13 +122,14 @@ export class FactGatherer {
       piProcesses: processes.piProcesses,
       branch,
       changes,
-      childSessionExists,
+      childSessionExists: childSessionExists || unrecorded.session !== undefined,
       problems,
       ...(ownerAlive === undefined ? {} : { ownerAlive }),
       ...(lease === undefined ? {} : { lease }),
       ...(processes.problem === undefined ? {} : { processScanProblem: processes.problem }),
       ...(childTail === undefined ? {} : { childTail }),
       ...(landingTarget === undefined ? {} : { landingTarget }),
+      ...(unrecorded.location !== undefined || unrecorded.session !== undefined ? { unrecorded } : {}),
     };
   }
 
@@ -136,6 +143,30 @@ export class FactGatherer {
       problems.push(`Could not read branch ${landing.into}, the target of an interrupted landing: ${errorSentence(error)}`);
       return undefined;
     }
+  }
+
+  /** The window and the child session a killed step made before the manifest named them. */
+  private async unrecorded(manifest: Manifest, problems: string[]): Promise<Unrecorded> {
+    const found: Unrecorded = {};
+    const intent = manifest.intent;
+    if (intent?.windowLabel !== undefined && !hasWorkspace(manifest.mux)) {
+      const mux = this.deps.muxFor(manifest.mux);
+      if (mux.ok && mux.mux.findUnrecordedWindow !== undefined) {
+        const window = await mux.mux.findUnrecordedWindow(manifest.mux, { label: intent.windowLabel, worktreePath: manifest.worktree.path });
+        if (window.code === "found") found.location = window.location;
+        if (window.code === "unknown") problems.push(`Could not look for a window the handoff made but did not record: ${window.message}`);
+      }
+    }
+    if (intent?.sessionDir !== undefined && manifest.child.sessionFile === undefined) {
+      const session = await findForkedSession({
+        dir: intent.sessionDir,
+        worktreePath: manifest.worktree.path,
+        parentSessionFile: manifest.parent.sessionFile,
+        since: manifest.createdAt,
+      });
+      if (session !== undefined) found.session = session;
+    }
+    return found;
   }
 
   private async registration(manifest: Manifest): Promise<WorktreeRegistration> {

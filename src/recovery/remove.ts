@@ -29,6 +29,7 @@ import { isInProgress, isPrunable } from "./classify.ts";
 import { buildInventory, inspectHandoff, type InventoryDeps } from "./inventory.ts";
 import type { CommitList, HandoffReport } from "./report-schema.ts";
 import { errorSentence } from "../errors.ts";
+import { describeLocation } from "../mux/describe.ts";
 
 export interface RemovalDeps extends GatherDeps {
   store: ManifestStore;
@@ -193,6 +194,12 @@ export function describeRemovalPlan(plan: RemovalPlan): string[] {
       );
       break;
   }
+  if (report.unrecorded?.includes("window")) {
+    lines.push(`Its window (${describeLocation(report.mux)}) was made but never recorded (the handoff was killed first); it was found by its name and is treated as the handoff's.`);
+  }
+  if (report.unrecorded?.includes("session")) {
+    lines.push(`Its child session ${report.childSessionFile ?? "?"} was written but never recorded (the handoff was killed first); it is kept and recorded.`);
+  }
   const changed = lostFiles.dirty.length + lostFiles.untracked.length;
   if (changed > 0) {
     lines.push(`Would be lost for good (${changed} file(s) with uncommitted work):`);
@@ -276,17 +283,19 @@ async function removeLocked(
   let windowLeftOpen = false;
   if (plan.worktree === "remove" || plan.worktree === "unregister") {
     const request = { mainCheckout: manifest.repo.root, worktreePath: manifest.worktree.path, force: options.force };
-    const mux = hasWorkspace(manifest.mux) ? deps.muxFor(manifest.mux) : undefined;
+    // The recorded window, or the one a killed step made without recording it (found by its intent).
+    const location = plan.report.mux;
+    const mux = hasWorkspace(location) ? deps.muxFor(location) : undefined;
     if (mux !== undefined && !mux.ok) {
       // Its workspace belongs to a backend this process cannot drive: removing the checkout under
       // it would leave that workspace in a deleted directory.
       return { code: "failed", plan, message: `${mux.message} Handoff ${id} was not removed.` };
     }
     if (mux !== undefined) {
-      const removed = await mux.mux.removeWorktree(manifest.mux, request);
+      const removed = await mux.mux.removeWorktree(location, request);
       if (!removed.ok) return { code: "failed", plan, message: `${removed.message} Handoff ${id} was not removed.` };
       // The backend leaves open a window that no longer shows the worktree (someone uses it).
-      windowLeftOpen = plan.closesWorkspace && (await mux.mux.exists(manifest.mux));
+      windowLeftOpen = plan.closesWorkspace && (await mux.mux.exists(location));
     } else {
       // No window was ever made: git alone removes the checkout.
       try {
@@ -317,6 +326,9 @@ async function removeLocked(
     "removed",
     (m) => {
       if (gitState !== undefined) m.gitState = gitState;
+      // The record names what the handoff made, also what a killed step left unrecorded.
+      if (!hasWorkspace(m.mux) && hasWorkspace(plan.report.mux)) m.mux = plan.report.mux;
+      if (m.child.sessionFile === undefined && plan.report.childSessionFile !== undefined) m.child = { ...m.child, sessionFile: plan.report.childSessionFile };
     },
     `removed with pi-handoff: ${done.join(", ")}`,
   );

@@ -184,9 +184,17 @@ export const HandoffReportSchema = z.strictObject({
   base: z.strictObject({ ref: z.string(), sha }),
   repo: z.string(),
   worktreePath: z.string(),
+  /** The recorded child session, else one found through the manifest's intent (see `unrecorded`). */
   childSessionFile: z.string().optional(),
   childSessionExists: z.boolean(),
+  /** The recorded window, else one found through the manifest's intent (see `unrecorded`). */
   mux: MuxLocationSchema,
+  /**
+   * What exists that the manifest does not name yet, found by what it recorded before creating it
+   * (the window's name, the session directory): a handoff killed inside a step. `remove` records
+   * and handles it like a recorded one.
+   */
+  unrecorded: z.array(z.enum(["window", "session"])).optional(),
   worktree: WorktreeFactSchema,
   workspace: WorkspaceFactSchema,
   branchState: BranchFactSchema,

@@ -21,6 +21,9 @@ import type { HandoffMessage } from "./handoff-message.ts";
 import { readSessionHeader } from "./header.ts";
 import { replaceFirstLine } from "./rewrite-header.ts";
 
+/** The private copy's directory (under the OS temp dir) starts so; a child header points there until the fork rewrites it. */
+export const FORK_SCRATCH_PREFIX = "pi-handoff-fork-";
+
 export interface ForkRequest {
   parentSessionFile: string;
   /** The parent's active leaf (from the live session manager: the leaf is not on disk). */
@@ -58,7 +61,7 @@ export async function forkActiveBranch(
 ): Promise<ForkResult> {
   const header = readSessionHeader(request.parentSessionFile);
   if (!header.ok) throw new ForkError(header.message);
-  const scratchDir = await mkdtemp(join(tmpdir(), "pi-handoff-fork-"));
+  const scratchDir = await mkdtemp(join(tmpdir(), FORK_SCRATCH_PREFIX));
   try {
     const copy = join(scratchDir, basename(request.parentSessionFile));
     onPhase("copying the active path");

@@ -6,7 +6,7 @@
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { branchNameLengthProblem, MAX_BRANCH_PART_BYTES } from "../../src/git/ref-name.ts";
-import { faultPlanFromEnv, KILL_POINTS } from "../../src/handoff/faults.ts";
+import { faultPlanFromEnv, KILL_POINTS, seededFraction } from "../../src/handoff/faults.ts";
 import { isOwnerAlive, ownerOf } from "../../src/launch/owner.ts";
 import { newManifest } from "../../src/manifest/factory.ts";
 import { ManifestSchema, type Manifest } from "../../src/manifest/schema.ts";
@@ -17,9 +17,20 @@ import { describeStatus } from "../../src/recovery/format.ts";
 describe("PI_HANDOFF_FAULT: one grammar for the fault plan", () => {
   it("kill-after:<point> names one of the crash points, and nothing else kills", () => {
     for (const point of KILL_POINTS) expect(faultPlanFromEnv({ PI_HANDOFF_FAULT: `kill-after:${point}` })).toEqual({ killAfter: point });
-    expect(KILL_POINTS).toEqual(["manifest", "worktree", "fork", "launching", "launch", "confirm", "focus"]);
+    expect(KILL_POINTS).toEqual(["manifest", "window", "worktree", "session", "fork", "launching", "launch", "confirm", "focus"]);
     for (const value of [undefined, "", "fork", "kill-after:", "kill-after:preconditions", "kill-after:fork ", "KILL-AFTER:fork"]) {
       expect(faultPlanFromEnv(value === undefined ? {} : { PI_HANDOFF_FAULT: value }).killAfter).toBeUndefined();
+    }
+  });
+  it("kill-random:<seed>[:<max ms>] kills at a delay the seed decides, within the bound", () => {
+    const delay = (value: string) => faultPlanFromEnv({ PI_HANDOFF_FAULT: value }).killAtMs;
+    expect(delay("kill-random:7")).toBe(delay("kill-random:7:3000"));
+    expect(delay("kill-random:7:500")).toBe(Math.floor(seededFraction(7) * 500));
+    const delays = Array.from({ length: 50 }, (_, seed) => delay(`kill-random:${seed}:1000`) ?? -1);
+    for (const ms of delays) expect(ms >= 0 && ms < 1000).toBe(true);
+    expect(new Set(delays).size).toBeGreaterThan(40);
+    for (const value of ["kill-random:", "kill-random:x", "kill-random:1:", "kill-random:-1", "kill-random:1:2:3"]) {
+      expect(faultPlanFromEnv({ PI_HANDOFF_FAULT: value })).toEqual({});
     }
   });
   it("<step> names a step that fails, and nothing else fails", () => {
