@@ -436,10 +436,12 @@ export async function executePrune(deps: InventoryDeps, actions: readonly PruneA
           continue;
         }
       } else if (action.code === "sweep_leftovers") {
-        const swept = new Set((await deps.store.sweepLeftovers()).map((leftover) => leftover.name));
-        const missed = action.leftovers.filter((leftover) => !swept.has(leftover.name));
+        await deps.store.sweepLeftovers();
+        // Gone is fine (a retirement above took a dead holder's lock over); still there means in use again.
+        const present = new Set((await deps.store.leftovers()).map((leftover) => leftover.name));
+        const missed = action.leftovers.filter((leftover) => present.has(leftover.name));
         if (missed.length > 0) {
-          results.push({ action, ok: false, message: `${missed.length} leftover file(s) in the store were in use again or gone when swept (${missed.map((leftover) => leftover.name).join(", ")}); they were left alone.` });
+          results.push({ action, ok: false, message: `${missed.length} leftover file(s) in the store were in use again when swept (${missed.map((leftover) => leftover.name).join(", ")}); they were left alone.` });
           continue;
         }
       }

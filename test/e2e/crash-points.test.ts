@@ -7,12 +7,19 @@
  * - the manifest parses and names where it stopped (state and history);
  * - the parent session is byte-identical;
  * - everything that exists (manifest, worktree, branch, window, child session) is accounted for by
- *   the handoff `pi-handoff list` shows, and nothing else was left (no lock, no temp file);
+ *   the handoff `pi-handoff list` shows, a window or session made but not yet recorded (the
+ *   `window` and `session` points inside steps) included, found through the manifest's intent;
+ * - the store holds only the dead process's action lock, which `pi-handoff prune --dry-run`
+ *   explains and the next actor takes over (no temp file, no lock left behind);
  * - the verdict is the right one at once: the dead owner ends the "being set up" grace;
  * - relaunch or remove then succeeds.
+ * And at random points inside steps (`kill-random:<seed>`, a few seeds): whatever exists is named
+ * by `pi-handoff list`, whatever is in the store is explained by `prune --dry-run`, and after
+ * remove and prune nothing is left that no manifest names.
  */
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KillPoint } from "../../src/handoff/faults.ts";
 import type { HandoffState, Manifest } from "../../src/manifest/schema.ts";
@@ -70,7 +77,11 @@ function childRunning(leased: boolean) {
 
 const POINTS: Point[] = [
   { point: "manifest", runner: "driver", state: "provisioning", history: ["provisioning"], status: unfinished("worktree"), then: "remove" },
+  // Inside the worktree step: the window exists, the manifest has only its name (intent).
+  { point: "window", runner: "driver", state: "provisioning", history: ["provisioning"], status: unfinished("worktree"), then: "remove" },
   { point: "worktree", runner: "driver", state: "provisioned", history: ["provisioning", "provisioned"], status: unfinished("fork"), then: "remove" },
+  // Inside the fork step: the child session exists, the manifest has only its directory (intent).
+  { point: "session", runner: "driver", state: "provisioned", history: ["provisioning", "provisioned"], status: unfinished("fork"), then: "remove" },
   { point: "fork", runner: "pi", state: "forked", history: [...BEFORE_LAUNCH], status: unfinished("launch"), then: "relaunch" },
   { point: "launching", runner: "driver", state: "launching", history: [...BEFORE_LAUNCH, "launching"], status: unfinished("confirm"), then: "relaunch" },
   { point: "launch", runner: "pi", state: "running", history: [...BEFORE_LAUNCH, "launching", "running"], status: childRunning(true), then: "remove" },
@@ -168,11 +179,14 @@ describe("a handoff killed (SIGKILL) at every step boundary", () => {
     expect(isProcessAlive(manifest.owner?.pid ?? 0)).toBe(false);
     if (point.point === "confirm") expect(manifest.focus).toBeUndefined();
     if (point.point === "focus") expect(manifest.focus).toEqual({ at: expect.any(String) });
-    // Nothing half-written or still locked in the store (a lock left by the child goes stale by itself; wait for its release).
-    await waitFor(() => readdirSync(store.dir).filter((name) => name.startsWith(".") || name.endsWith(".lock")).length === 0, {
+    // Nothing half-written or still locked in the store (wait for the orphaned child's lock to be
+    // released); the dead process's action lock stays until the next actor takes it over.
+    await waitFor(() => readdirSync(store.dir).filter((name) => name.endsWith(".lock")).length === 0, {
       timeoutMs: 10_000,
-      description: "no lock or temp file in the store",
+      description: "no lock in the store",
     });
+    expect(newArtifacts(before, await artifacts()).storeLeftovers).toEqual([`.${id}.action`]);
+    await expectExplainedByPrune([`.${id}.action`], `the action lock of handoff ${id}: handoff by pid ${manifest.owner?.pid} since `);
 
     expect(sha256(parentFile)).toBe(parentBefore);
 
@@ -183,15 +197,21 @@ describe("a handoff killed (SIGKILL) at every step boundary", () => {
     expect(inventory.unreadable).toEqual([]);
     point.status(report, manifest);
     const now = newArtifacts(before, await artifacts());
-    expect(unaccounted(now, [report])).toEqual([]);
+    // (The store's entries are explained by prune, above.)
+    expect(unaccounted({ ...now, storeLeftovers: [] }, [report])).toEqual([]);
     // And what exists is what the state promises (docs/launch-contract.md).
     const hasWorktree = point.point !== "manifest";
-    const hasSession = !["manifest", "worktree"].includes(point.point);
+    const hasSession = !["manifest", "window", "worktree"].includes(point.point);
     expect(now.gitWorktrees).toEqual(hasWorktree ? [manifest.worktree.path] : []);
     expect(now.worktreeDirs).toEqual(hasWorktree ? [manifest.worktree.path] : []);
     expect(now.branches).toEqual(hasWorktree ? [branch] : []);
-    expect(now.panes).toEqual(hasWorktree && manifest.mux.kind === "tmux" ? [manifest.mux.paneId] : []);
-    expect(now.sessions).toEqual(hasSession ? [manifest.child.sessionFile] : []);
+    // Named by the manifest, or (killed inside the step) found through its intent.
+    expect(now.panes).toEqual(hasWorktree ? [report.mux.kind === "tmux" ? report.mux.paneId : "?"] : []);
+    expect(now.sessions).toEqual(hasSession ? [report.childSessionFile] : []);
+    const unrecorded = point.point === "window" ? ["window"] : point.point === "session" ? ["session"] : undefined;
+    expect(report.unrecorded).toEqual(unrecorded);
+    if (unrecorded === undefined && hasWorktree) expect(report.mux).toEqual(manifest.mux);
+    if (unrecorded === undefined && hasSession) expect(report.childSessionFile).toBe(manifest.child.sessionFile);
 
     // A running child is someone's work: a person quits it before recovery acts.
     let actions = report.actions;
@@ -212,6 +232,8 @@ describe("a handoff killed (SIGKILL) at every step boundary", () => {
       expect(isProcessAlive(running.child.pid ?? 0)).toBe(true);
       expect(running.owner?.pid).not.toBe(manifest.owner?.pid);
       await waitFor(() => !existsSync(`${store.pathFor(id)}.lock`), { description: "the child's lock" });
+      // The relaunch took the dead process's action lock over and released it.
+      expect(newArtifacts(before, await artifacts()).storeLeftovers).toEqual([]);
       await killAndWait(running.child.pid ?? 0);
     } else {
       const removed = await runCli(["remove", id], cliEnv);
@@ -226,11 +248,77 @@ describe("a handoff killed (SIGKILL) at every step boundary", () => {
         worktreeDirs: [],
         branches: hasWorktree ? [branch] : [],
         panes: [],
-        sessions: hasSession ? [manifest.child.sessionFile] : [],
+        sessions: hasSession ? [report.childSessionFile] : [],
       });
       expect(existsSync(manifest.worktree.path)).toBe(false);
+      // The record names what was unrecorded: the window it closed, the session it kept.
+      const record = await read();
+      if (hasWorktree) expect(record.mux).toEqual(report.mux);
+      if (hasSession) expect(record.child.sessionFile).toBe(report.childSessionFile);
     }
     expect(sha256(parentFile)).toBe(parentBefore);
+  });
+
+  /** `pi-handoff prune --dry-run` names each of `names` with a reason (containing `reason`, when given). */
+  async function expectExplainedByPrune(names: readonly string[], reason?: string): Promise<void> {
+    const dry = await runCli(["prune", "--dry-run"], cliEnv);
+    expect(dry.status, dry.stderr).toBe(0);
+    // An entry gone by now (a lock its holder released) is no longer in the store.
+    for (const name of names.filter((entry) => existsSync(join(store.dir, entry)))) {
+      const line = dry.stdout.split("\n").find((text) => text.includes(`${name}: `));
+      expect(line, dry.stdout).toBeDefined();
+      if (reason !== undefined) expect(line).toContain(reason);
+    }
+  }
+
+  // Seeds whose delays (faults.ts, 0 to 2500 ms after the transaction starts) spread over the steps.
+  it.each([8, 9, 12, 10])("kill-random:%i:2500 (driver): everything named, the store explained, and cleaned up after", async (seed) => {
+    const branch = `crash/random-${seed}`;
+    const parentBefore = sha256(parentFile);
+    const before = await artifacts();
+    const run = await runDriver(
+      {
+        agentDir: sandbox.agentDir,
+        parent: parentOf(parentFile, repo.root),
+        tmux: { socketPath: tmux.socketPath, sessionId: tmux.sessionId },
+        branch,
+        piCommand: [NODE_BIN, STAND_IN],
+      },
+      { ...tmuxEnv, PI_HANDOFF_FAULT: `kill-random:${seed}:2500` },
+    );
+    // Killed, or it finished first (the delay came after the end): both must leave a consistent world.
+    expect(run.signal === "SIGKILL" || run.result?.code === "running", run.stderr).toBe(true);
+
+    const inventory = await listInventory(cliEnv, { all: true });
+    expect(inventory.unreadable).toEqual([]);
+    const now = newArtifacts(before, await artifacts());
+    expect(now.manifests.length).toBeLessThanOrEqual(1);
+    const reports = inventory.handoffs.filter((handoff) => now.manifests.includes(handoff.id));
+    // Every worktree, branch, window and session is named by the handoff; every store entry by prune.
+    expect(unaccounted({ ...now, storeLeftovers: [] }, reports)).toEqual([]);
+    await expectExplainedByPrune(now.storeLeftovers);
+    expect(sha256(parentFile)).toBe(parentBefore);
+
+    // Clean up as a person would: quit a running child, remove, prune.
+    const report = reports[0];
+    if (report !== undefined) {
+      if (report.status.code === "child_running") for (const writer of report.status.writers) await killAndWait(writer.pid);
+      const removed = await runCli(["remove", report.id, "--force"], cliEnv);
+      expect(removed.status, removed.stderr).toBe(0);
+    }
+    // A lock the kill left inside the store's lock is swept once stale (proper-lockfile's rule, 10 s).
+    await waitFor(
+      async () => {
+        const pruned = await runCli(["prune"], cliEnv);
+        expect(pruned.status, pruned.stderr).toBe(0);
+        return newArtifacts(before, await artifacts()).storeLeftovers.length === 0;
+      },
+      { timeoutMs: 30_000, intervalMs: 1_000, description: "prune to sweep the store" },
+    );
+    const after = newArtifacts(before, await artifacts());
+    expect(after.panes).toEqual([]);
+    expect(after.gitWorktrees).toEqual([]);
+    expect(unaccounted(after, (await listInventory(cliEnv, { all: true })).handoffs)).toEqual([]);
   });
 
   it("a handoff killed before its worktree claims the branch until prune retires it, then the name is free", async () => {

@@ -1,0 +1,74 @@
+/**
+ * What killed processes leave in the manifest store, through the real `pi-handoff`: `prune
+ * --dry-run` names every entry (deleted or kept, and why) and changes nothing; `prune` deletes
+ * only the abandoned ones (a dead writer's temp file, a dead holder's action lock), never a live
+ * writer's temp file or a file the store does not write; `remove` deletes its handoff's dead
+ * writers' temp files. The temp files are the ones `writeFileAtomic` leaves when its process is
+ * SIGKILLed between the hard link and the removal (same name pattern, real dead and live pids).
+ */
+import { spawn } from "node:child_process";
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { killAndWait, runningManifest } from "../support/recovery-rig.ts";
+import { createWorld, runCli, type World } from "../support/reliability.ts";
+
+async function deadPid(): Promise<number> {
+  const child = spawn(process.execPath, ["-e", ""], { stdio: "ignore" });
+  const pid = child.pid ?? 0;
+  await new Promise((resolve) => child.on("exit", resolve));
+  return pid;
+}
+
+describe("the store's leftovers", () => {
+  let world: World;
+
+  beforeAll(async () => {
+    world = await createWorld({ prefix: "phw-leftovers-" });
+  });
+  afterAll(async () => {
+    await world?.cleanup();
+  });
+
+  it("prune names each leftover, deletes only the abandoned ones; remove takes its handoff's dead temp files", async () => {
+    const manifest = runningManifest(await world.handoff({ branch: "leftovers/one" }));
+    await killAndWait(manifest.child.pid ?? 0);
+    const dir = world.store.dir;
+    const dead = await deadPid();
+    const deadOther = `.another-handoff-0000.json.${dead}.0a0b0c0d.tmp`;
+    const deadOwn = `.${manifest.id}.json.${dead}.1a1b1c1d.tmp`;
+    const liveOwn = `.${manifest.id}.json.${process.pid}.2a2b2c2d.tmp`;
+    const deadLock = ".20260101-000000-gone-0000.action";
+    for (const name of [deadOther, deadOwn, liveOwn, "notes.txt"]) writeFileSync(join(dir, name), "{");
+    writeFileSync(join(dir, deadLock), `${JSON.stringify({ id: "20260101-000000-gone-0000", action: "relaunch", pid: dead, since: "2026-01-01T00:00:00.000Z" })}\n`);
+    const entries = () => readdirSync(dir).sort();
+    const before = entries();
+
+    const dry = await runCli(["prune", "--dry-run"], world.env);
+    expect(dry.status, dry.stderr).toBe(0);
+    expect(entries()).toEqual(before);
+    const lines = dry.stdout.split("\n");
+    expect(lines).toContain("Would do (dry run, nothing changed):");
+    expect(lines).toContain("  delete 3 leftover file(s) in the store:");
+    expect(lines).toContain(`    ${deadOther}: a temp file whose writer (pid ${dead}) is gone`);
+    expect(lines).toContain(`    ${deadOwn}: a temp file whose writer (pid ${dead}) is gone`);
+    expect(lines).toContain(`    ${deadLock}: the action lock of handoff 20260101-000000-gone-0000: relaunch by pid ${dead} since 2026-01-01T00:00:00.000Z, which is gone`);
+    expect(lines).toContain(`left in the store: ${liveOwn}: a temp file being written by pid ${process.pid}`);
+    expect(lines).toContain("left in the store: notes.txt: not a file this store writes; left alone");
+
+    const pruned = await runCli(["prune"], world.env);
+    expect(pruned.status, pruned.stderr).toBe(0);
+    expect(pruned.stdout).toContain("Done: 1 of 1 action(s).");
+    expect(entries()).toEqual(before.filter((name) => ![deadOther, deadOwn, deadLock].includes(name)));
+
+    // A removal sweeps the dead writers' temp files beside its own manifest, nothing else.
+    const deadAgain = `.${manifest.id}.json.${dead}.3a3b3c3d.tmp`;
+    writeFileSync(join(dir, deadAgain), "{");
+    const removed = await runCli(["remove", manifest.id], world.env);
+    expect(removed.status, removed.stderr).toBe(0);
+    expect(removed.stdout).toContain("deleted 1 temp file(s) a killed writer left in the store");
+    expect(existsSync(join(dir, deadAgain))).toBe(false);
+    expect(existsSync(join(dir, liveOwn))).toBe(true);
+    expect(existsSync(join(dir, "notes.txt"))).toBe(true);
+  });
+});
