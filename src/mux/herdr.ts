@@ -28,6 +28,8 @@
  *   that `pane get` still shows is then `pane_not_started`, never "closed".
  * - A `worktree create` whose answer was lost may still complete in the server: it is reconciled
  *   through `worktree list` for up to `lateCompletionMs` (the bounds are listed in docs/herdr.md).
+ * - `findUnrecordedWindow` only reads: a workspace counts as a handoff's only when it carries the
+ *   label the handoff recorded AND its checkout is the handoff's worktree.
  * - Git itself runs only where Herdr cannot act (a registered worktree whose directory is gone and
  *   whose workspace is closed: Herdr opens no workspace for it, so it cannot remove it), and only
  *   through the git port it was given (`git/` owns git).
@@ -69,6 +71,7 @@ import type {
   PaneProcess,
   RecoverableMultiplexer,
   ReopenWorkspaceRequest,
+  UnrecordedWindow,
   WorkspaceState,
 } from "./types.ts";
 import { describePaneProcesses } from "../process/pane-process.ts";
@@ -381,6 +384,29 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
       { socketPath: pane.socketPath },
     );
     return reported.ok ? { ok: true } : publicFailure(reported);
+  }
+
+  serverLocation(): HerdrLocation {
+    return { kind: "herdr", ...socketOf(this.socketPath) };
+  }
+
+  /** A workspace on the recorded server labelled `label` whose checkout is the worktree, with its root pane. Read-only. */
+  async findUnrecordedWindow(location: MuxLocation, query: { label: string; worktreePath: string }): Promise<UnrecordedWindow> {
+    const socketPath = (location.kind === "herdr" ? location.socketPath : undefined) ?? this.socketPath;
+    const listed = await this.#call(["workspace", "list"], WorkspaceListSchema, "workspace list", { socketPath });
+    // A server that does not answer may still hold it (and restore it when it starts): unknown, not none.
+    if (!listed.ok) return { code: "unknown", message: listed.message };
+    const wanted = await canonicalPath(query.worktreePath);
+    for (const workspace of listed.result.workspaces) {
+      const checkout = workspace.worktree?.checkout_path;
+      if (workspace.label !== query.label || checkout === undefined || (await canonicalPath(checkout)) !== wanted) continue;
+      const panes = await this.#call(["pane", "list", "--workspace", workspace.workspace_id], PaneListSchema, "pane list", { socketPath });
+      if (!panes.ok) return { code: "unknown", message: panes.message };
+      const root = panes.result.panes.find((pane) => pane.workspace_id === workspace.workspace_id);
+      if (root === undefined) continue;
+      return { code: "found", location: this.#location(socketPath, workspace.workspace_id, root.tab_id, root.pane_id) };
+    }
+    return { code: "none" };
   }
 
   async reopenWorkspace(request: ReopenWorkspaceRequest): Promise<MuxResult<{ location: MuxLocation }>> {
