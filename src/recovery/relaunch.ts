@@ -157,6 +157,12 @@ async function relaunchLocked(deps: RelaunchDeps, id: string, options: { focus: 
   }
   let current = manifest;
   let reopened = false;
+  if (report.unrecorded?.includes("window") === true) {
+    // A window a killed step made but never recorded: record it, then launch in it.
+    current = await deps.store.update(id, (m) => {
+      m.mux = report.mux;
+    });
+  }
   if (report.workspace.code !== "open") {
     deps.progress("worktree", "Opening a new window for the worktree");
     const opened = await mux.reopenWorkspace({
