@@ -185,13 +185,7 @@ export class ManifestStore {
    * Files whose id `options.skip` names are not read (a caller that knows them already).
    */
   async list(options: { skip?: (id: string) => boolean } = {}): Promise<ListEntry[]> {
-    let names: string[];
-    try {
-      names = await readdir(this.dir);
-    } catch (error) {
-      if (errorCode(error) === "ENOENT") return [];
-      throw error;
-    }
+    const names = await this.entries();
     // Temp files and lock dirs start with "." or do not end in ".json".
     const manifestNames = names.filter((name) => name.endsWith(MANIFEST_SUFFIX) && !name.startsWith(".")).sort();
     const entries: ListEntry[] = [];
@@ -343,13 +337,7 @@ export class ManifestStore {
    * handoff, each with what it is and whether it is abandoned (safe to delete). Read-only.
    */
   async leftovers(): Promise<StoreLeftover[]> {
-    let names: string[];
-    try {
-      names = await readdir(this.dir);
-    } catch (error) {
-      if (errorCode(error) === "ENOENT") return [];
-      throw error;
-    }
+    const names = await this.entries();
     // Manifests, and the files a handoff keeps beside its manifest (the postCreate runner and status).
     const owned = new Set(
       names
@@ -460,6 +448,16 @@ export class ManifestStore {
       },
       { targetMayBeMissing: true },
     );
+  }
+
+  /** The store directory's entries; none when it does not exist yet. */
+  private async entries(): Promise<string[]> {
+    try {
+      return await readdir(this.dir);
+    } catch (error) {
+      if (errorCode(error) === "ENOENT") return [];
+      throw error;
+    }
   }
 
   private actionLockPath(id: string): string {

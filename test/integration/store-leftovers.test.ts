@@ -6,19 +6,11 @@
  * writers' temp files. The temp files are the ones `writeFileAtomic` leaves when its process is
  * SIGKILLed between the hard link and the removal (same name pattern, real dead and live pids).
  */
-import { spawn } from "node:child_process";
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { killAndWait, runningManifest } from "../support/recovery-rig.ts";
+import { deadPid, killAndWait, runningManifest } from "../support/recovery-rig.ts";
 import { createWorld, runCli, type World } from "../support/reliability.ts";
-
-async function deadPid(): Promise<number> {
-  const child = spawn(process.execPath, ["-e", ""], { stdio: "ignore" });
-  const pid = child.pid ?? 0;
-  await new Promise((resolve) => child.on("exit", resolve));
-  return pid;
-}
 
 describe("the store's leftovers", () => {
   let world: World;

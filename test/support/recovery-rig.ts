@@ -12,6 +12,7 @@
  *   the multiplexer would: handoffs are found through the socket their manifest recorded (for
  *   Herdr, the `herdr` on PATH is the double, as the real binary would be).
  */
+import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CURRENT_SESSION_VERSION, SessionManager } from "@earendil-works/pi-coding-agent";
@@ -241,6 +242,14 @@ export function isProcessAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** A pid that belonged to a process that has exited (for "its writer is gone" cases). */
+export async function deadPid(): Promise<number> {
+  const child = spawn(process.execPath, ["-e", ""], { stdio: "ignore" });
+  const pid = child.pid ?? 0;
+  await new Promise((resolve) => child.on("exit", resolve));
+  return pid;
 }
 
 /** Signals a process and waits until it is gone (or a zombie, which writes nothing). */

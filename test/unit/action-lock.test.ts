@@ -13,6 +13,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { newManifest } from "../../src/manifest/factory.ts";
 import { isActionBusy, ManifestStore, TEMP_MAX_AGE_MS } from "../../src/manifest/store.ts";
+import { deadPid } from "../support/recovery-rig.ts";
 
 const STORE_MODULE_URL = pathToFileURL(fileURLToPath(new URL("../../src/manifest/store.ts", import.meta.url))).href;
 const SHA = "0123456789abcdef0123456789abcdef01234567";
@@ -78,14 +79,6 @@ async function killed(child: ChildProcess): Promise<number> {
   const exited = new Promise((resolve) => child.on("exit", resolve));
   child.kill("SIGKILL");
   await exited;
-  return pid;
-}
-
-/** A pid that belonged to a process that has exited. */
-async function deadPid(): Promise<number> {
-  const child = spawn(process.execPath, ["-e", ""], { stdio: "ignore" });
-  const pid = child.pid ?? 0;
-  await new Promise((resolve) => child.on("exit", resolve));
   return pid;
 }
 
