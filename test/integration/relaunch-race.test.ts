@@ -3,11 +3,14 @@
  * real store, a private tmux server, the stand-in child, which here takes seconds to acknowledge
  * so the winner is still inside its launch when the others ask). Exactly one launch line is typed
  * (counted in the pane's history), one Pi runs, and every other relaunch answers with the reason
- * (busy: what the winner does, its pid) and returns before the winner has finished.
+ * (busy: what the winner does, its pid) and returns before the winner has finished. On Herdr (the
+ * test double) the same with three relaunches in one process, counted in the double's call log.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Manifest } from "../../src/manifest/schema.ts";
-import { isProcessAlive, killAndWait, runningManifest } from "../support/recovery-rig.ts";
+import { inspectHandoff } from "../../src/recovery/inventory.ts";
+import { relaunchHandoff } from "../../src/recovery/relaunch.ts";
+import { createHerdrRecoveryRig, isProcessAlive, killAndWait, runningManifest, type HerdrRecoveryRig } from "../support/recovery-rig.ts";
 import { createWorld, listInventory, runCli, standInPiOnPath, type ProcessRun, type World } from "../support/reliability.ts";
 import { waitFor } from "../support/tmux.ts";
 
@@ -112,5 +115,47 @@ describe("concurrent relaunches of one handoff", () => {
     expect(running.state).toBe("running");
     expect(running.history.map((entry) => entry.state)).not.toContain("removed");
     await killAndWait(running.child.pid ?? 0);
+  });
+});
+
+describe("concurrent relaunches of one handoff on Herdr", () => {
+  let rig: HerdrRecoveryRig;
+
+  beforeAll(async () => {
+    rig = await createHerdrRecoveryRig();
+  });
+  afterAll(async () => {
+    await rig?.cleanup();
+  });
+
+  it("three at once: one `pane run`, one Pi, the other two told at once that this process is relaunching it", async () => {
+    const handedOff = runningManifest(await rig.handoff("race/herdr"));
+    const paneId = handedOff.mux.paneId;
+    await killAndWait(handedOff.child.pid ?? 0);
+    rig.herdr.clearCalls();
+
+    const outcomes = await Promise.all([1, 2, 3].map(() => relaunchHandoff(rig.relaunchDeps(), handedOff.id, { focus: false })));
+    const running = outcomes.filter((outcome) => outcome.code === "running");
+    expect(running, JSON.stringify(outcomes)).toHaveLength(1);
+    const refusals = outcomes.filter((outcome) => outcome.code === "refused");
+    expect(refusals).toHaveLength(2);
+    for (const refusal of refusals) {
+      expect(refusal).toEqual({
+        code: "refused",
+        reason: "busy",
+        message: expect.stringMatching(
+          new RegExp(`^Handoff ${handedOff.id} is busy: process ${process.pid} is relaunching it \\(since [0-9T:.\\-]+Z\\); nothing was done, try again once it has finished\\.$`),
+        ),
+      });
+    }
+    const typed = rig.herdr.calls().filter((call) => call.argv[0] === "pane" && call.argv[1] === "run" && call.argv[2] === paneId);
+    expect(typed).toHaveLength(1);
+    const after = await rig.read(handedOff.id);
+    expect(after.state).toBe("running");
+    const inspected = await inspectHandoff(rig.recoveryDeps(), handedOff.id);
+    if (inspected.code !== "found") throw new Error(inspected.message);
+    expect(inspected.report.status).toEqual({ code: "child_running", writers: [{ pid: after.child.pid, evidence: ["recorded_pid", "marker", "cwd"] }] });
+    expect(await rig.store.leftovers()).toEqual([]);
+    await killAndWait(after.child.pid ?? 0);
   });
 });
