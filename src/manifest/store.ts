@@ -347,7 +347,8 @@ export class ManifestStore {
           return [name, `${stem}.post-create.sh`, `${stem}.post-create.status`];
         }),
     );
-    const now = this.now().getTime();
+    // File ages are against the real clock (the mtimes are), whatever clock stamps the manifests.
+    const now = Date.now();
     const found: StoreLeftover[] = [];
     for (const name of names.sort()) {
       if (owned.has(name)) continue;
