@@ -236,7 +236,12 @@ async function list(deps: CliDeps, io: CliIo, repoDir: string | undefined, all: 
     includeRemoved: all,
   });
   if (json) io.stdout(`${JSON.stringify(InventoryReportSchema.parse(inventory), null, 2)}\n`);
-  else io.stdout(`${formatInventory(inventory)}\n`);
+  else {
+    io.stdout(`${formatInventory(inventory)}\n`);
+    // What killed processes left in the store is prune's to explain and sweep; say it is there.
+    const leftovers = (await deps.store.leftovers()).length;
+    if (leftovers > 0) io.stdout(`${leftovers} other file(s) in the manifest store; pi-handoff prune --dry-run says what each is.\n`);
+  }
   return EXIT_OK;
 }
 

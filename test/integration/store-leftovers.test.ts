@@ -36,6 +36,10 @@ describe("the store's leftovers", () => {
     const entries = () => readdirSync(dir).sort();
     const before = entries();
 
+    const listed = await runCli(["list"], world.env);
+    expect(listed.status, listed.stderr).toBe(0);
+    expect(listed.stdout).toContain("\n5 other file(s) in the manifest store; pi-handoff prune --dry-run says what each is.\n");
+
     const dry = await runCli(["prune", "--dry-run"], world.env);
     expect(dry.status, dry.stderr).toBe(0);
     expect(entries()).toEqual(before);
