@@ -6,6 +6,7 @@
  * (busy: what the winner does, its pid) and returns before the winner has finished. On Herdr (the
  * test double) the same with three relaunches in one process, counted in the double's call log.
  */
+import { existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { inspectHandoff } from "../../src/recovery/inventory.ts";
@@ -90,7 +91,8 @@ describe("concurrent relaunches of one handoff", () => {
     const report = (await listInventory(cliEnv)).handoffs.find((handoff) => handoff.id === id);
     expect(report?.status).toEqual({ code: "child_running", writers: [{ pid: running.child.pid, evidence: ["recorded_pid", "marker", "cwd"] }] });
     expect(isProcessAlive(running.child.pid ?? 0)).toBe(true);
-    // Nothing is left in the store: the lock went with the winner.
+    // Nothing is left in the store: the action lock went with the winner (the child's manifest lock with the child's acknowledgement).
+    await waitFor(() => !existsSync(`${world.store.pathFor(id)}.lock`), { description: "the child's lock on the manifest" });
     expect(await world.store.leftovers()).toEqual([]);
     await killAndWait(running.child.pid ?? 0);
   });
@@ -155,6 +157,7 @@ describe("concurrent relaunches of one handoff on Herdr", () => {
     const inspected = await inspectHandoff(rig.recoveryDeps(), handedOff.id);
     if (inspected.code !== "found") throw new Error(inspected.message);
     expect(inspected.report.status).toEqual({ code: "child_running", writers: [{ pid: after.child.pid, evidence: ["recorded_pid", "marker", "cwd"] }] });
+    await waitFor(() => !existsSync(`${rig.store.pathFor(handedOff.id)}.lock`), { description: "the child's lock on the manifest" });
     expect(await rig.store.leftovers()).toEqual([]);
     await killAndWait(after.child.pid ?? 0);
   });
