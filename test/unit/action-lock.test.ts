@@ -128,16 +128,25 @@ describe("withActionLock", () => {
     await killed(await holderProcess(id, "relaunch"));
     let running = 0;
     let ran = 0;
+    // The one that acts holds on until all the others have answered, so none can come after it.
+    let answered = 0;
+    let allAnswered: () => void = () => {};
+    const othersDone = new Promise<void>((resolve) => (allAnswered = resolve));
     const answers = await Promise.all(
       Array.from({ length: 8 }, () =>
-        store.withActionLock(id, "relaunch", async () => {
-          running += 1;
-          ran += 1;
-          expect(running).toBe(1);
-          await new Promise((resolve) => setTimeout(resolve, 200));
-          running -= 1;
-          return "done";
-        }),
+        store
+          .withActionLock(id, "relaunch", async () => {
+            running += 1;
+            ran += 1;
+            expect(running).toBe(1);
+            await Promise.race([othersDone, new Promise((resolve) => setTimeout(resolve, 30_000))]);
+            running -= 1;
+            return "done";
+          })
+          .then((answer) => {
+            if (isActionBusy(answer) && ++answered === 7) allAnswered();
+            return answer;
+          }),
       ),
     );
     expect(ran).toBe(1);
