@@ -149,7 +149,10 @@ export class FactGatherer {
   private async unrecorded(manifest: Manifest, problems: string[]): Promise<Unrecorded> {
     const found: Unrecorded = {};
     const intent = manifest.intent;
-    if (intent?.windowLabel !== undefined && !hasWorkspace(manifest.mux)) {
+    // Only a handoff stopped in (or failed at) its worktree step can have made a window it did not
+    // record: `provisioned` records it. Others are not asked about (a server long gone would only add noise).
+    const windowMayBeUnrecorded = manifest.state === "provisioning" || (manifest.state === "failed" && manifest.error?.step === "worktree");
+    if (intent?.windowLabel !== undefined && windowMayBeUnrecorded && !hasWorkspace(manifest.mux)) {
       const mux = this.deps.muxFor(manifest.mux);
       if (mux.ok && mux.mux.findUnrecordedWindow !== undefined) {
         const window = await mux.mux.findUnrecordedWindow(manifest.mux, { label: intent.windowLabel, worktreePath: manifest.worktree.path });

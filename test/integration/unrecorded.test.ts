@@ -33,9 +33,13 @@ afterAll(async () => {
   await Promise.all([tmuxRig?.cleanup(), herdrRig?.cleanup()]);
 });
 
-/** The manifest as a kill right after creating the window and the session leaves it: intent only. */
+/**
+ * The manifest as a failure inside the worktree step leaves it (the step where a window can be
+ * made but not recorded), with the window's and the session's ids gone: intent only.
+ */
 async function forgetWindowAndSession(rig: RecoveryRigBase, manifest: Manifest): Promise<Manifest> {
-  return rig.store.update(manifest.id, (m) => {
+  return rig.store.transition(manifest.id, "failed", (m) => {
+    m.error = { step: "worktree", message: "killed inside the worktree step (test)", at: new Date().toISOString() };
     m.mux = m.mux.kind === "tmux" ? { kind: "tmux", ...(m.mux.socketPath === undefined ? {} : { socketPath: m.mux.socketPath }) } : { kind: "herdr", ...(m.mux.socketPath === undefined ? {} : { socketPath: m.mux.socketPath }) };
     delete m.child.sessionFile;
     delete m.child.sessionId;
