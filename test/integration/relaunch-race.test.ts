@@ -79,7 +79,7 @@ describe("concurrent relaunches of one handoff", () => {
       expect(run.status).toBe(1);
       // The reason, naming the winner's action and pid (the winner's process is the manifest's owner).
       expect(run.stderr).toMatch(
-        new RegExp(`^pi-handoff: Handoff ${id} is busy: process ${running.owner?.pid} is relaunching it \\(since [0-9T:.\\-]+Z\\); nothing was done, try again once it has finished\\.\\n$`),
+        new RegExp(`^pi-handoff relaunch: Handoff ${id} is busy: process ${running.owner?.pid} is relaunching it \\(since [0-9T:.\\-]+Z\\); nothing was done, try again once it has finished\\.\\n$`),
       );
       expect(run.stdout).toBe("");
     }
@@ -108,7 +108,7 @@ describe("concurrent relaunches of one handoff", () => {
     const removed = await runCli(["remove", id], cliEnv);
     const stillLaunching = (await manifestOf(id)).state;
     expect(removed.status).toBe(1);
-    expect(removed.stderr).toMatch(new RegExp(`^pi-handoff: Handoff ${id} is busy: process ${owner} is relaunching it \\(since .+\\); nothing was done, try again once it has finished\\.\\n$`));
+    expect(removed.stderr).toMatch(new RegExp(`^pi-handoff remove: Handoff ${id} is busy: process ${owner} is relaunching it \\(since .+\\); nothing was done, try again once it has finished\\.\\n$`));
     expect(removed.stdout).toBe("");
     expect(stillLaunching).toBe("launching");
     const relaunched = await relaunch;
