@@ -6,7 +6,9 @@
  * Invariants:
  * - Pure: reads the given environment object only.
  * - An unset or empty variable (`VAR= pi`) means "not set": the default applies.
- * - Durations are whole milliseconds above 0 (the lineage and watch polls at least 100); the worktree root is
+ * - Durations are whole milliseconds above 0 (the lineage and watch polls at least 100; the
+ *   launch's and the multiplexers' waits within the bounds the README gives, config/waits.ts has
+ *   their defaults), the launch attempts a whole number from 1 to 10; the worktree root is
  *   an absolute path (or `~/...`), since a relative one would put worktrees wherever Pi happens to
  *   run, inside the repository.
  * - `PI_HANDOFF_FAULT` (tests only) and the variables the package sets for its children

@@ -13,7 +13,7 @@ import { buildSessionContext } from "@earendil-works/pi-coding-agent";
 import { ManifestSchema, type Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
-import { herdrPane, startHerdrDouble, type HerdrCall, type HerdrDouble } from "../support/herdr.ts";
+import { startHerdrDouble, type HerdrCall, type HerdrDouble } from "../support/herdr.ts";
 import {
   createPiSandbox,
   EXTENSION_ENTRY,

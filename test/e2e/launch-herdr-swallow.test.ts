@@ -13,10 +13,10 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
-import { herdrPane, startHerdrDouble, type HerdrDouble } from "../support/herdr.ts";
+import { startHerdrDouble, type HerdrDouble } from "../support/herdr.ts";
 import { createPiSandbox, EXTENSION_ENTRY, FAUX_MODEL, NODE_BIN, PI_CLI, readEntries, runPiPrint, type PiSandbox } from "../support/pi.ts";
 import { waitFor } from "../support/tmux.ts";
-import { entriesOnly, PI_READY, submitLine, textOf, waitForScreen } from "../support/tui.ts";
+import { entriesOnly, herdrPane, PI_READY, submitLine, textOf, waitForScreen } from "../support/tui.ts";
 
 const SWALLOW_MS = 1_500;
 

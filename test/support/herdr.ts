@@ -18,7 +18,6 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { makeTempDir } from "./git-repo.ts";
 import { PROJECT_ROOT } from "./pi.ts";
-import type { PaneDriver } from "./tui.ts";
 
 export const HERDR_DOUBLE_DIR = join(PROJECT_ROOT, "test", "support", "herdr-double");
 /** The double's executable, what `HERDR_BIN_PATH` names inside its panes. */
@@ -269,19 +268,4 @@ async function endStragglers(socketPath: string): Promise<void> {
   }
   const left = find();
   if (left.length > 0) throw new Error(`Processes of the Herdr double are still running: ${left.join(", ")}.`);
-}
-
-/** A pane of the double as the TUI helpers drive it (tui.ts): `pane read`, `send-text`, `send-keys`. */
-export function herdrPane(herdr: HerdrDouble, pane: string): PaneDriver {
-  return {
-    name: pane,
-    read: () => herdr.read(pane),
-    type: async (text) => {
-      const typed = await herdr.herdr(["pane", "send-text", pane, text]);
-      if (typed.exitCode !== 0) throw new Error(typed.stderr);
-    },
-    enter: async () => {
-      await herdr.herdr(["pane", "send-keys", pane, "Enter"]);
-    },
-  };
 }

@@ -200,8 +200,9 @@ describe("HandoffTransaction", () => {
       if (!startsPi) return;
       const details = forks[0]?.message.details;
       if (details === undefined) throw new Error("no fork happened");
-      await acknowledgeHandoff({ store, details, sessionFile: join(dir, "child.jsonl"), pid: 4242, now: () => new Date() });
+      // Noted first: the launch may see the acknowledgement in the store before this returns.
       calls.push("ack");
+      await acknowledgeHandoff({ store, details, sessionFile: join(dir, "child.jsonl"), pid: 4242, now: () => new Date() });
     };
   }
 
