@@ -193,6 +193,7 @@ async function relaunch(deps: RecoveryDeps, handoff: HandoffReport, ctx: Extensi
         piCommand,
         sleep: (ms) => sleep(ms),
         progress: (step, text) => ctx.ui.setStatus(STATUS_KEY, `relaunch ${step}: ${text}`),
+        tick: (step, text) => ctx.ui.setStatus(STATUS_KEY, `relaunch ${step}: ${text}`),
         timeouts: launchTimeoutsFromEnv(deps.env),
       },
       handoff.id,

@@ -6,7 +6,9 @@
  * Invariants:
  * - Pure: reads the given environment object only.
  * - An unset or empty variable (`VAR= pi`) means "not set": the default applies.
- * - Durations are whole milliseconds above 0 (the lineage and watch polls at least 100); the worktree root is
+ * - Durations are whole milliseconds above 0 (the lineage and watch polls at least 100; the
+ *   launch's and the multiplexers' waits within the bounds the README gives, config/waits.ts has
+ *   their defaults), the launch attempts a whole number from 1 to 10; the worktree root is
  *   an absolute path (or `~/...`), since a relative one would put worktrees wherever Pi happens to
  *   run, inside the repository.
  * - `PI_HANDOFF_FAULT` (tests only) and the variables the package sets for its children
@@ -26,6 +28,12 @@ const VARIABLES = {
   PI_HANDOFF_POST_CREATE_TIMEOUT_MS: { schema: wholeMs(1), expected: "a whole number of milliseconds above 0 (such as 600000)" },
   PI_HANDOFF_LINEAGE_POLL_MS: { schema: wholeMs(100), expected: "a whole number of milliseconds, at least 100 (such as 2000)" },
   PI_HANDOFF_WATCH_POLL_MS: { schema: wholeMs(100), expected: "a whole number of milliseconds, at least 100 (such as 2000)" },
+  PI_HANDOFF_LAUNCH_START_TIMEOUT_MS: { schema: wholeMs(100, 120_000), expected: "a whole number of milliseconds from 100 to 120000 (such as 3000)" },
+  PI_HANDOFF_LAUNCH_ATTEMPTS: { schema: wholeMs(1, 10), expected: "a whole number from 1 to 10 (such as 3)" },
+  PI_HANDOFF_LAUNCHER_WAIT_MS: { schema: wholeMs(1_000, 3_600_000), expected: "a whole number of milliseconds from 1000 to 3600000 (such as 300000)" },
+  PI_HANDOFF_MUX_TIMEOUT_MS: { schema: wholeMs(100, 120_000), expected: "a whole number of milliseconds from 100 to 120000 (such as 5000)" },
+  PI_HANDOFF_HERDR_WORKTREE_TIMEOUT_MS: { schema: wholeMs(1_000, 3_600_000), expected: "a whole number of milliseconds from 1000 to 3600000 (such as 120000)" },
+  PI_HANDOFF_HERDR_PING_TIMEOUT_MS: { schema: wholeMs(100, 60_000), expected: "a whole number of milliseconds from 100 to 60000 (such as 3000)" },
 } as const;
 
 export type HandoffEnvName = keyof typeof VARIABLES;
@@ -39,6 +47,12 @@ export const HandoffEnvSchema = z.object({
   PI_HANDOFF_POST_CREATE_TIMEOUT_MS: VARIABLES.PI_HANDOFF_POST_CREATE_TIMEOUT_MS.schema.optional(),
   PI_HANDOFF_LINEAGE_POLL_MS: VARIABLES.PI_HANDOFF_LINEAGE_POLL_MS.schema.optional(),
   PI_HANDOFF_WATCH_POLL_MS: VARIABLES.PI_HANDOFF_WATCH_POLL_MS.schema.optional(),
+  PI_HANDOFF_LAUNCH_START_TIMEOUT_MS: VARIABLES.PI_HANDOFF_LAUNCH_START_TIMEOUT_MS.schema.optional(),
+  PI_HANDOFF_LAUNCH_ATTEMPTS: VARIABLES.PI_HANDOFF_LAUNCH_ATTEMPTS.schema.optional(),
+  PI_HANDOFF_LAUNCHER_WAIT_MS: VARIABLES.PI_HANDOFF_LAUNCHER_WAIT_MS.schema.optional(),
+  PI_HANDOFF_MUX_TIMEOUT_MS: VARIABLES.PI_HANDOFF_MUX_TIMEOUT_MS.schema.optional(),
+  PI_HANDOFF_HERDR_WORKTREE_TIMEOUT_MS: VARIABLES.PI_HANDOFF_HERDR_WORKTREE_TIMEOUT_MS.schema.optional(),
+  PI_HANDOFF_HERDR_PING_TIMEOUT_MS: VARIABLES.PI_HANDOFF_HERDR_PING_TIMEOUT_MS.schema.optional(),
 });
 export type HandoffEnv = z.infer<typeof HandoffEnvSchema>;
 
@@ -71,10 +85,10 @@ export function validHandoffEnv(env: Readonly<Record<string, string | undefined>
   return valid;
 }
 
-function wholeMs(minimum: number) {
+function wholeMs(minimum: number, maximum: number = Number.MAX_SAFE_INTEGER) {
   return z
     .string()
     .regex(/^\d+$/)
     .transform(Number)
-    .pipe(z.number().int().min(minimum).max(Number.MAX_SAFE_INTEGER));
+    .pipe(z.number().int().min(minimum).max(maximum));
 }

@@ -33,8 +33,8 @@ import { isActionBusy } from "../manifest/store.ts";
 import type { ForkResult } from "../session/fork.ts";
 import { buildHandoffMessage, prepareTask } from "../session/handoff-message.ts";
 import { childSessionDir } from "../session/paths.ts";
-import { ChildLauncher, type LaunchOutcome } from "../launch/launcher.ts";
-import { buildLaunchCommand } from "../launch/launch-command.ts";
+import { cancelWindowLauncher, ChildLauncher, prepareWindowLauncher, type LaunchOutcome, type WindowLauncher } from "../launch/launcher.ts";
+import { launchCommandFor } from "../launch/launch-command.ts";
 import { ownerOf } from "../launch/owner.ts";
 import { postCreateFiles, postCreatePrelude, writeRunner } from "../launch/post-create.ts";
 import { DEFAULT_LAUNCH_TIMEOUTS } from "../launch/timeouts.ts";
@@ -43,6 +43,7 @@ import { armTimedKill, checkpoint, failsAt, InjectedFault, NO_FAULTS, type Fault
 import { describeFailure, describeRetained, describeSuccess, refusalText, withNotes, type Refusal, type RefusalCode } from "./notice.ts";
 import { planHandoff, type HandoffRequest, type Plan } from "./preconditions.ts";
 import { describeSetup, hasSetupWork, setUpWorktree, type SetupResult } from "./setup.ts";
+import { whileWaiting } from "../mux/backoff.ts";
 
 export type { HandoffDeps, MuxChoice } from "./deps.ts";
 export type { HandoffRequest, ParentSnapshot } from "./preconditions.ts";
@@ -103,8 +104,10 @@ export class HandoffTransaction {
     try {
       manifest = await this.provision(plan, manifest);
       checkpoint(this.faults, "worktree");
-      // The new pane's shell starts up while the worktree is set up and the conversation is copied.
-      const shellReady = plan.mux.waitForShell(manifest.mux, { timeoutMs: this.deps.timeouts.shellMs });
+      // A pane that runs a shell (not the launcher) starts it up while the worktree is set up and
+      // the conversation is copied.
+      const shellReady =
+        manifest.launch?.windowCommand === true ? undefined : plan.mux.waitForShell(manifest.mux, { timeoutMs: this.deps.timeouts.shellMs });
       manifest = await this.setUp(plan, manifest);
       manifest = await this.forkSession(plan, manifest, request);
       checkpoint(this.faults, "fork");
@@ -169,17 +172,27 @@ export class HandoffTransaction {
     return { ok: true, manifest };
   }
 
-  /** Step 2: worktree and pane, unfocused. */
+  /**
+   * Step 2: worktree and pane, unfocused. Where the backend can (tmux), the pane's command is the
+   * launcher, written first, which waits for the launch step: nothing is ever typed there.
+   */
   private async provision(plan: Plan, manifest: Manifest): Promise<Manifest> {
     this.enter("worktree", `Creating worktree ${plan.worktreePath}`);
-    const created = await plan.mux.createWorkspace({
+    let window: WindowLauncher;
+    try {
+      window = await prepareWindowLauncher(this.deps.store, manifest, this.deps.timeouts);
+    } catch (error) {
+      throw new StepFailure("worktree", `Could not write the launcher beside the manifest: ${errorMessage(error)}`);
+    }
+    const created = await this.whileStep("worktree", `Creating worktree ${plan.worktreePath}`, plan.mux.createWorkspace({
       mainCheckout: plan.repo.mainCheckout,
       branch: plan.branch,
       baseSha: plan.base.sha,
       worktreePath: plan.worktreePath,
       label: plan.branch,
+      command: window.command,
       ...(plan.existing ? { existingBranch: true } : {}),
-    });
+    }));
     if (!created.ok) {
       if (created.partial !== undefined) {
         const partial = created.partial;
@@ -194,6 +207,7 @@ export class HandoffTransaction {
     const recordWorkspace = (m: Manifest): void => {
       m.mux = created.location;
       m.worktree = { path: created.worktreePath };
+      m.launch = { launcherFile: window.files.script, ...(created.commandStarted === true ? { windowCommand: true } : {}) };
     };
     // A branch that appeared between the checks and the create would be checked out as it is
     // (Herdr ignores --base for an existing branch): the worktree must sit at the base commit.
@@ -302,6 +316,8 @@ export class HandoffTransaction {
         ...(request.thinkingLevel !== undefined ? { thinkingLevel: request.thinkingLevel } : {}),
         extraArgs: [...request.extraPiArgs],
         approve: request.projectTrusted,
+        // Chosen once, here: the launch (and any relaunch) passes --session-dir from this record.
+        sessionDir,
       };
     };
     if (failsAt(this.faults, "fork")) {
@@ -312,26 +328,22 @@ export class HandoffTransaction {
   }
 
   /**
-   * Steps 4 to 6 through the shared `ChildLauncher`: the command is built, recorded and typed
-   * once the pane's shell is ready, then the child is confirmed and, if asked, focused.
+   * Steps 4 to 6 through the shared `ChildLauncher`: what to start is derived from the manifest
+   * (`launchCommandFor`), the launcher started (by the window itself, or a short typed line once
+   * the pane's shell is ready), then the child is confirmed and, if asked, focused.
    */
   private async launch(
     plan: Plan,
     manifest: Manifest,
     request: HandoffRequest,
-    shellReady: Promise<MuxResult<object>>,
+    shellReady: Promise<MuxResult<object>> | undefined,
   ): Promise<LaunchOutcome> {
-    const childSessionFile = manifest.child.sessionFile;
-    if (childSessionFile === undefined) throw new StepFailure("launch", "The child session file was not recorded.");
-    const sessionDir = childSessionDir({
-      parentSessionDir: request.parent.sessionDir,
-      parentCwd: request.parent.cwd,
-      worktreePath: manifest.worktree.path,
-      agentDir: request.agentDir,
-    });
-    // postCreate commands go on the typed line before Pi, through a runner that records how they
-    // ended (post-create.ts). Not with the confirm fault, whose line starts nothing at all.
-    const commands = failsAt(this.faults, "confirm") ? undefined : plan.config.postCreate;
+    const derived = launchCommandFor(manifest, { piCommand: request.piCommand, agentDir: request.agentDir, env: request.env });
+    if (!derived.ok) throw new StepFailure("launch", derived.message);
+    // postCreate commands run in the launcher before Pi, through a runner that records how they
+    // ended (post-create.ts). Not with the confirm fault, whose launcher starts nothing at all.
+    const startNothing = failsAt(this.faults, "confirm");
+    const commands = startNothing ? undefined : plan.config.postCreate;
     const hookFiles = postCreateFiles(this.deps.store.pathFor(manifest.id));
     if (commands !== undefined) {
       try {
@@ -339,26 +351,6 @@ export class HandoffTransaction {
       } catch (error) {
         throw new StepFailure("launch", `Could not write the postCreate runner ${hookFiles.runnerFile}: ${errorMessage(error)}`);
       }
-    }
-    let command: string;
-    try {
-      command = buildLaunchCommand({
-        piCommand: request.piCommand,
-        worktreePath: manifest.worktree.path,
-        childSessionFile,
-        ...(sessionDir.custom ? { sessionDir: sessionDir.dir } : {}),
-        agentDir: request.agentDir,
-        handoffId: manifest.id,
-        model: plan.model,
-        ...(request.thinkingLevel !== undefined ? { thinkingLevel: request.thinkingLevel } : {}),
-        approve: request.projectTrusted,
-        extraArgs: request.extraPiArgs,
-        parentEnv: request.env,
-        muxKind: manifest.mux.kind,
-        ...(commands !== undefined ? { prelude: postCreatePrelude(hookFiles, commands) } : {}),
-      });
-    } catch (error) {
-      throw new StepFailure("launch", errorMessage(error));
     }
     const launcher = new ChildLauncher({
       store: this.deps.store,
@@ -369,26 +361,33 @@ export class HandoffTransaction {
         if (step === "confirm" || step === "focus") this.lateStep = step;
         this.enter(step, text);
       },
+      // The status line shows each wait as it runs.
+      tick: (step, text) => this.deps.progress(step, text),
     });
     const outcome = await launcher.launch({
       mux: plan.mux,
       manifest,
-      command,
-      shellReady,
+      command: derived.command,
+      windowCommand: manifest.launch?.windowCommand === true,
+      ...(shellReady !== undefined ? { shellReady } : {}),
       focus: request.args.focus,
       beforeType: () => {
         this.injectFault("launch");
         checkpoint(this.faults, "launching");
       },
       afterStep: (step) => checkpoint(this.faults, step),
-      // The confirm fault types a harmless line instead of Pi, so no child ever acknowledges.
-      ...(failsAt(this.faults, "confirm") ? { typedLine: ": pi-handoff-worktree fault: no child" } : {}),
+      ...(startNothing ? { startNothing: true } : {}),
       ...(commands !== undefined
         ? {
             patch: (m: Manifest) => {
               m.setup = { ...m.setup, postCreate: { commands: [...commands], statusFile: hookFiles.statusFile } };
             },
-            postCreate: { statusFile: hookFiles.statusFile, commands, timeoutMs: this.deps.timeouts.postCreateMs ?? DEFAULT_LAUNCH_TIMEOUTS.postCreateMs },
+            postCreate: {
+              prelude: postCreatePrelude(hookFiles, commands),
+              statusFile: hookFiles.statusFile,
+              commands,
+              timeoutMs: this.deps.timeouts.postCreateMs ?? DEFAULT_LAUNCH_TIMEOUTS.postCreateMs,
+            },
           }
         : {}),
     });
@@ -404,6 +403,13 @@ export class HandoffTransaction {
     return outcome;
   }
 
+  /** A step's outside wait, shown in the status line as it runs (the elapsed seconds). */
+  private whileStep<T>(step: HandoffStep, text: string, promise: Promise<T>): Promise<T> {
+    return whileWaiting(promise, () => this.deps.now().getTime(), (elapsed) =>
+      this.deps.progress(step, `${text} (${Math.round(elapsed / 1000)} s)`),
+    );
+  }
+
   private enter(step: HandoffStep, text: string): void {
     this.currentStep = step;
     this.deps.progress(step, text);
@@ -414,6 +420,9 @@ export class HandoffTransaction {
     // realpath, a reconciled create its own path): the recorded path is the one that exists.
     const recorded = await this.deps.store.read(id);
     const worktreePath = recorded.ok ? recorded.manifest.worktree.path : plan.worktreePath;
+    // A window whose launcher waits for the launch step is told that none comes: it leaves the
+    // user's shell in the pane at once.
+    if (recorded.ok) await cancelWindowLauncher(this.deps.store, recorded.manifest, `Handoff ${id} failed at the ${step} step, so no Pi was started here; pi-handoff inspect ${id} shows what exists.`);
     let gitState: Manifest["gitState"];
     try {
       gitState = await this.deps.git.captureState(worktreePath, plan.base.sha);

@@ -1,5 +1,6 @@
 /**
- * The one command line typed into the new pane to start the child Pi.
+ * How the child Pi is started: `launchCommandFor(manifest)` derives the command from the manifest,
+ * and `shellQuote` quotes every word the launcher (launcher-file.ts) holds.
  *
  * Invariants:
  * - Every word is quoted for a POSIX shell (single quotes; `'` as `'\''`), so no value can
@@ -11,11 +12,12 @@
  *   scrollback would show secrets).
  */
 import { realpathSync, statSync } from "node:fs";
-import { isAbsolute, resolve } from "node:path";
-import type { MuxKind } from "../manifest/schema.ts";
+import { dirname, isAbsolute, resolve } from "node:path";
+import type { Manifest } from "../manifest/schema.ts";
 import { HERDR_CHILD_ENV } from "../mux/herdr-protocol.ts";
 import { HANDOFF_ID_ENV } from "../mux/types.ts";
 import { hasControlCharacter } from "../text.ts";
+import { defaultSessionDir } from "../session/paths.ts";
 
 
 /** Pi configuration variables a child must share with its parent to behave the same. */
@@ -35,52 +37,93 @@ export function shellQuote(word: string): string {
   return `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
-export interface LaunchCommandInput {
-  /** How to start Pi: e.g. [process.execPath, <pi cli.js>]. */
-  piCommand: readonly string[];
-  worktreePath: string;
-  childSessionFile: string;
-  /** Passed as --session-dir when the parent uses a custom session directory. */
-  sessionDir?: string;
-  agentDir: string;
+/**
+ * Everything that starts a handoff's child, derived from what its manifest records: the directory,
+ * the variables set for Pi alone, and Pi's argv. Rendered into the launcher (launcher-file.ts),
+ * never typed.
+ */
+export interface LaunchCommand {
   handoffId: string;
-  model: { provider: string; id: string };
-  thinkingLevel?: string;
-  /** Trust project-local files for this run (only when the parent's project is trusted). */
-  approve: boolean;
-  /** Flags mirrored from the parent's command line (extensions, offline). */
-  extraArgs: readonly string[];
-  parentEnv: NodeJS.ProcessEnv;
-  /** The backend the child runs on: inside Herdr the child also gets Herdr's agent hint (HERDR_AGENT=pi). */
-  muxKind?: MuxKind;
-  /**
-   * A command (as words) that runs in the worktree first; Pi starts only if it succeeds (the
-   * postCreate runner, see post-create.ts). Quoted like every other word.
-   */
-  prelude?: readonly string[];
+  cwd: string;
+  /** `NAME=value` pairs set for Pi only, in order: agent dir, forwarded Pi settings, the marker. */
+  env: Array<[string, string]>;
+  /** Pi's argv, starting with the executable. */
+  argv: string[];
 }
 
-export function buildLaunchCommand(input: LaunchCommandInput): string {
-  const env: string[] = [`PI_CODING_AGENT_DIR=${input.agentDir}`];
-  for (const name of FORWARDED_ENV) {
-    const value = input.parentEnv[name];
-    if (value !== undefined && value !== "") env.push(`${name}=${value}`);
+/** What the environment launching the child contributes (the rest comes from the manifest). */
+export interface LaunchEnvironment {
+  /** How to start Pi here: e.g. [process.execPath, <pi cli.js>]. */
+  piCommand: readonly string[];
+  /** The agent dir the child uses (the one holding the manifests). */
+  agentDir: string;
+  /** The launching process's environment: only Pi's own settings are forwarded from it. */
+  env: NodeJS.ProcessEnv;
+}
+
+export type LaunchCommandResult =
+  | { ok: true; command: LaunchCommand }
+  | { ok: false; code: "no_child_session" | "no_launch_settings" | "no_pi" | "bad_command"; message: string };
+
+/**
+ * The one derivation of the child's launch, for the handoff and for recovery's relaunch alike:
+ * the child session, its session dir (recorded at fork time; for a manifest from before that, a
+ * session outside Pi's default dir for the worktree means a custom one), the model, thinking
+ * level, mirrored flags and approval as recorded, and the handoff marker. `HERDR_AGENT=pi` on Herdr.
+ */
+export function launchCommandFor(manifest: Manifest, environment: LaunchEnvironment): LaunchCommandResult {
+  const { child } = manifest;
+  const sessionFile = child.sessionFile;
+  if (sessionFile === undefined) {
+    return { ok: false, code: "no_child_session", message: `Handoff ${manifest.id} has no child session (it stopped at ${manifest.state}), so there is nothing to start.` };
   }
-  env.push(`${HANDOFF_ID_ENV}=${input.handoffId}`);
-  if (input.muxKind === "herdr") for (const [name, value] of Object.entries(HERDR_CHILD_ENV)) env.push(`${name}=${value}`);
-  const args = [
-    ...input.piCommand,
+  if (child.model === undefined) {
+    return {
+      ok: false,
+      code: "no_launch_settings",
+      message: `Handoff ${manifest.id} was recorded without its model and launch settings, so it cannot be started safely; start it by hand in its worktree with: pi --session ${sessionFile}.`,
+    };
+  }
+  if (environment.piCommand.length === 0) {
+    return { ok: false, code: "no_pi", message: "No pi executable was found on PATH (nor a Pi package next to this one); put pi on PATH and try again." };
+  }
+  const sessionDir = child.sessionDir ?? legacySessionDir(sessionFile, manifest.worktree.path, environment.agentDir);
+  const env: Array<[string, string]> = [["PI_CODING_AGENT_DIR", environment.agentDir]];
+  for (const name of FORWARDED_ENV) {
+    const value = environment.env[name];
+    if (value !== undefined && value !== "") env.push([name, value]);
+  }
+  env.push([HANDOFF_ID_ENV, manifest.id]);
+  // Herdr recognises the agent in a pane by this (its own hooks and status).
+  if (manifest.mux.kind === "herdr") env.push(...Object.entries(HERDR_CHILD_ENV));
+  const argv = [
+    ...environment.piCommand,
     "--session",
-    input.childSessionFile,
-    ...(input.sessionDir !== undefined ? ["--session-dir", input.sessionDir] : []),
+    sessionFile,
+    ...(sessionDir.custom ? ["--session-dir", sessionDir.dir] : []),
     "--model",
-    `${input.model.provider}/${input.model.id}`,
-    ...(input.thinkingLevel !== undefined ? ["--thinking", input.thinkingLevel] : []),
-    ...(input.approve ? ["--approve"] : []),
-    ...input.extraArgs,
+    `${child.model.provider}/${child.model.id}`,
+    ...(child.thinkingLevel !== undefined ? ["--thinking", child.thinkingLevel] : []),
+    ...(child.approve === true ? ["--approve"] : []),
+    ...(child.extraArgs ?? []),
   ];
-  const prelude = input.prelude !== undefined && input.prelude.length > 0 ? ` && ${input.prelude.map(shellQuote).join(" ")}` : "";
-  return `cd ${shellQuote(input.worktreePath)}${prelude} && env ${[...env, ...args].map(shellQuote).join(" ")}`;
+  const command: LaunchCommand = { handoffId: manifest.id, cwd: manifest.worktree.path, env, argv };
+  const unquotable = [command.cwd, ...env.map(([name, value]) => `${name}=${value}`), ...argv].find((word) => hasControlCharacter(word));
+  if (unquotable !== undefined) {
+    return { ok: false, code: "bad_command", message: `The launch of handoff ${manifest.id} holds a value with a control character, which cannot be passed safely: ${JSON.stringify(unquotable)}.` };
+  }
+  return { ok: true, command };
+}
+
+/** A manifest from before `child.sessionDir` was recorded: its session's dir against Pi's default. */
+function legacySessionDir(sessionFile: string, worktreePath: string, agentDir: string): { dir: string; custom: boolean } {
+  const dir = dirname(sessionFile);
+  return { dir, custom: dir !== defaultSessionDir(worktreePath, agentDir) };
+}
+
+/** `env NAME=value... pi ...`, every word quoted: how the launcher runs Pi. */
+export function envInvocation(command: LaunchCommand): string {
+  return ["env", ...command.env.map(([name, value]) => `${name}=${value}`), ...command.argv].map(shellQuote).join(" ");
 }
 
 /**

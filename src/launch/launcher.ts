@@ -1,26 +1,58 @@
 /**
  * Starting a handoff's child Pi in its pane, confirming that it started, then focusing it: steps
  * 4-6 of the handoff, shared by the transaction and by recovery's relaunch so both follow one path.
+ * What is started lives in the launcher file (launcher-file.ts); this module gets it going and
+ * watches it.
  *
  * Invariants:
- * - Nothing is typed before the pane's shell owns the terminal, and the manifest says `launching`
- *   (with the exact command) before anything is typed.
+ * - The manifest says `launching` (with the line that starts the launcher by hand, `child.command`)
+ *   before the launcher is let go or anything is typed; its params exist before that, so the line
+ *   works by hand from then on.
+ * - A window that runs the launcher as its command gets a go-ahead, nothing typed. Otherwise the
+ *   line is typed once the pane's shell looks ready (a hint only: Herdr's `shell_pid` proves
+ *   nothing while rc files run), and the launcher must announce its start within `startMs`; the
+ *   line is typed again until it does, at most `attempts` times in all. No start: `launch_unconfirmed`
+ *   at once, with exactly what was typed and seen, instead of waiting for the confirm timeout.
  * - A launch is confirmed only by the child's acknowledgement in the manifest or, failing that, by a
  *   process in the pane named `pi` whose cwd is the worktree and whose environment carries this
- *   handoff's marker. No evidence before the deadline: `launch_unconfirmed`, with the reason.
+ *   handoff's marker. A launcher whose Pi is already gone ends the wait at once.
+ * - An acknowledgement that lands while the launch is being called unconfirmed wins: the outcome
+ *   is `running`; a handoff settled by someone else meanwhile is reported as it is.
  * - Focus happens only after confirmation; a focus failure is recorded, never a launch failure.
  * - Only a confirmed child's session is reported to the multiplexer (`reportChildSession`, for
  *   Herdr's own restore); its outcome changes nothing.
- * - With postCreate commands on the line, their recorded exit status decides first: a failure is
- *   returned (Pi was not started, `&&`), success starts the confirm deadline; a status file that
- *   never comes ends as `launch_unconfirmed`, like a child that never acknowledges.
+ * - With postCreate commands, their recorded exit status decides first: a failure is returned
+ *   (Pi was not started), success starts the confirm deadline; a status file that never comes
+ *   ends as `launch_unconfirmed`, like a child that never acknowledges.
+ * - Every wait polls with back-off (mux/backoff.ts) and shows itself in the status line as it
+ *   runs: what it waits for, the time spent and its limit.
  * - Expected failures are values; only the caller's own hooks (`beforeType`) throw through here.
  */
+import { existsSync, watch, type FSWatcher } from "node:fs";
+import { rm } from "node:fs/promises";
 import type { HandoffStep, Manifest } from "../manifest/schema.ts";
 import type { ManifestStore } from "../manifest/store.ts";
+import { backoff, whileWaiting } from "../mux/backoff.ts";
 import type { Multiplexer, MuxResult, PaneProcess } from "../mux/types.ts";
+import { describePaneProcess } from "../process/pane-process.ts";
+import { processFacts } from "../process/facts.ts";
+import type { LaunchCommand } from "./launch-command.ts";
+import {
+  cancelLauncher,
+  dropLauncherLock,
+  launcherFiles,
+  newLaunchToken,
+  readLauncherLock,
+  readLauncherNote,
+  releaseWindowLauncher,
+  typedLauncherLine,
+  writeLauncher,
+  writeLauncherParams,
+  type LauncherFiles,
+} from "./launcher-file.ts";
 import { readPostCreateStatus } from "./post-create.ts";
-import type { LaunchTimeouts } from "./timeouts.ts";
+import { errorClause } from "../errors.ts";
+import { withDefaults, type LaunchTimeouts } from "./timeouts.ts";
 
 export type { LaunchTimeouts } from "./timeouts.ts";
 
@@ -28,18 +60,26 @@ export interface ChildLauncherDeps {
   store: ManifestStore;
   now(): Date;
   sleep(ms: number): Promise<void>;
+  /** Each stage of the launch as it begins. */
   progress(step: HandoffStep, text: string): void;
+  /** A wait as it runs (what, the time spent and its limit), for a status line; absent: not shown. */
+  tick?(step: HandoffStep, text: string): void;
   timeouts: LaunchTimeouts;
 }
 
 export interface LaunchRequest {
   mux: Multiplexer;
-  /** The manifest as it is now; its `mux` location is the pane the command goes to. */
+  /** The manifest as it is now; its `mux` location is the pane the launcher runs in. */
   manifest: Manifest;
-  /** The command line that starts the child (see `buildLaunchCommand`); recorded as `child.command`. */
-  command: string;
+  /** What to start (`launchCommandFor`); rendered into the launcher's params. */
+  command: LaunchCommand;
   /** Bring the child's window to the front once it is confirmed. */
   focus: boolean;
+  /**
+   * The pane was created with the launcher as its command (`prepareWindowLauncher`): nothing is
+   * typed unless that launcher does not start.
+   */
+  windowCommand?: boolean;
   /** A readiness wait the caller started earlier (so it overlaps other work); else one starts now. */
   shellReady?: Promise<MuxResult<object>>;
   /** More changes recorded with the `launching` state (launch settings, clearing an old child's pid). */
@@ -48,105 +88,234 @@ export interface LaunchRequest {
   note?: string;
   /** Runs once `launching` is recorded, before anything is typed (the transaction's fault hook). */
   beforeType?: () => void;
-  /** What to type instead of `command` (the transaction's confirm fault: a line that starts nothing). */
-  typedLine?: string;
+  /** The transaction's confirm fault: the launcher runs and announces itself but starts nothing. */
+  startNothing?: boolean;
   /** Runs once each step is done and recorded (the transaction's crash points, see fault.ts). */
   afterStep?: (step: "launch" | "confirm" | "focus") => void;
   /**
-   * The typed line runs postCreate commands before Pi (post-create.ts): wait for their status file
+   * postCreate commands run by the launcher before Pi (post-create.ts): wait for their status file
    * first, then confirm as usual (the confirm deadline starts once they succeeded).
    */
-  postCreate?: { statusFile: string; commands: readonly string[]; timeoutMs: number };
+  postCreate?: { prelude: readonly string[]; statusFile: string; commands: readonly string[]; timeoutMs: number };
 }
 
 export type LaunchOutcome =
   /** Confirmed (and focused, or the focus failure recorded in `manifest.focus`). */
   | { code: "running"; manifest: Manifest }
-  /** Typed, but no evidence of a child before the deadline; the manifest says `launch_unconfirmed`. */
+  /** No launcher started, or no evidence of a child before the deadline; the manifest says `launch_unconfirmed`. */
   | { code: "launch_unconfirmed"; manifest: Manifest; message: string }
   /** The shell never got ready: nothing was typed and the manifest was not changed. */
   | { code: "shell_not_ready"; message: string }
-  /** The manifest says `launching` but the command could not be typed; the caller records the failure. */
+  /** The manifest says `launching` but the line could not be typed (or the launcher written); the caller records the failure. */
   | { code: "type_failed"; manifest: Manifest; message: string }
   /** A postCreate command failed, so Pi was not started; the caller records the failure. */
   | { code: "post_create_failed"; manifest: Manifest; message: string; exitStatus: number; command: number };
 
+/** What a window created with the launcher as its command runs (the backend appends the user's shell). */
+export interface WindowLauncher {
+  files: LauncherFiles;
+  command: string[];
+}
+
+/**
+ * Writes the launcher before its window exists, so the window can run it as its command; it then
+ * waits for its params (the launch step) while this process lives, at most `paramsWaitMs`.
+ */
+export async function prepareWindowLauncher(store: ManifestStore, manifest: Manifest, timeouts: LaunchTimeouts): Promise<WindowLauncher> {
+  const files = launcherFiles(store.pathFor(manifest.id));
+  await writeLauncher({ handoffId: manifest.id, files, ownerPid: process.pid, paramsWaitMs: withDefaults(timeouts).paramsWaitMs });
+  // The go-ahead of an earlier launch would start the new window at once, with old settings: the
+  // window must wait for this launch's own.
+  await rm(files.window, { force: true });
+  return { files, command: ["/bin/sh", files.script, "window"] };
+}
+
+/**
+ * After a failure: a window whose launcher still waits for its launch step is told that none
+ * comes (it then leaves the user's shell in the pane). A launch that already went ahead is left
+ * alone; a write that fails only leaves the launcher to its own bounded wait.
+ */
+export async function cancelWindowLauncher(store: ManifestStore, manifest: Manifest, message: string): Promise<void> {
+  if (manifest.launch?.windowCommand !== true) return;
+  const files = launcherFiles(store.pathFor(manifest.id));
+  if (existsSync(files.window)) return;
+  await cancelLauncher(files, message).catch(() => undefined);
+}
+
+/** What the launcher was seen doing after this launch's params were written. */
+type StartSeen = { code: "started"; pid: number } | { code: "refused"; pid: number } | { code: "none" };
+
 export class ChildLauncher {
   private readonly deps: ChildLauncherDeps;
+  private readonly timeouts: Required<LaunchTimeouts>;
 
   constructor(deps: ChildLauncherDeps) {
     this.deps = deps;
+    this.timeouts = withDefaults(deps.timeouts);
   }
 
   /** Steps 4 to 6: start, confirm, focus. */
   async launch(request: LaunchRequest): Promise<LaunchOutcome> {
     const { mux, manifest } = request;
-    this.deps.progress("launch", "Waiting for the new pane's shell");
-    const ready = await (request.shellReady ?? mux.waitForShell(manifest.mux, { timeoutMs: this.deps.timeouts.shellMs }));
-    if (!ready.ok) return { code: "shell_not_ready", message: ready.message };
+    const files = launcherFiles(this.deps.store.pathFor(manifest.id));
+    const windowCommand = request.windowCommand === true;
+    if (!windowCommand) {
+      this.deps.progress("launch", "Waiting for the new pane's shell");
+      const ready = await this.waitWithProgress(
+        request.shellReady ?? mux.waitForShell(manifest.mux, { timeoutMs: this.timeouts.shellMs }),
+        "Waiting for the new pane's shell",
+        this.timeouts.shellMs,
+      );
+      if (!ready.ok) return { code: "shell_not_ready", message: ready.message };
+    }
 
+    let line: string;
+    try {
+      if (!windowCommand) {
+        await writeLauncher({ handoffId: manifest.id, files, ownerPid: process.pid, paramsWaitMs: this.timeouts.paramsWaitMs });
+      }
+      line = await typedLauncherLine(files, manifest.id);
+      await this.dropForeignLock(files, manifest);
+    } catch (error) {
+      return { code: "shell_not_ready", message: `Could not write the launcher ${files.script}: ${errorClause(error)}.` };
+    }
+    // The params first: the line recorded as `child.command` must work by hand from now on, even
+    // if this launch stops right here (a window's launcher waits for its go-ahead regardless).
+    const token = newLaunchToken();
+    try {
+      await writeLauncherParams(files, {
+        token,
+        command: request.command,
+        ...(request.postCreate !== undefined ? { prelude: request.postCreate.prelude } : {}),
+        ...(request.startNothing === true ? { startNothing: true } : {}),
+      });
+    } catch (error) {
+      return { code: "shell_not_ready", message: `Could not write the launch parameters ${files.params}: ${errorClause(error)}.` };
+    }
     const launching = await this.deps.store.transition(
       manifest.id,
       "launching",
       (m) => {
         request.patch?.(m);
-        m.child = { ...m.child, command: request.command };
+        m.child = { ...m.child, command: line };
+        m.launch = { launcherFile: files.script, ...(windowCommand ? { windowCommand: true } : {}), typed: 0 };
       },
       request.note,
     );
-    this.deps.progress("launch", "Starting Pi in the new pane");
     request.beforeType?.();
-    const typed = await mux.run(launching.mux, request.typedLine ?? request.command);
-    if (!typed.ok) return { code: "type_failed", manifest: launching, message: typed.message };
+    const started = await this.start(mux, launching, files, token, line, windowCommand);
+    if (started.code === "type_failed") return started;
+    if (started.code === "not_started") return this.unconfirmed(started.manifest, "launch", started.message);
+    let current = started.manifest;
     request.afterStep?.("launch");
 
     if (request.postCreate !== undefined) {
       this.deps.progress("launch", `Running ${request.postCreate.commands.length} postCreate command(s) in the new pane`);
-      const hooks = await this.waitForPostCreate(request.postCreate, launching);
-      if (hooks.code === "failed") return { ...hooks, code: "post_create_failed", manifest: launching };
-      if (hooks.code === "timeout") {
-        const unconfirmed = await this.deps.store.transition(
-          launching.id,
-          "launch_unconfirmed",
-          (m) => {
-            m.error = { step: "confirm", message: hooks.message, at: this.isoNow() };
-          },
-          hooks.message,
-        );
-        return { code: "launch_unconfirmed", manifest: unconfirmed, message: hooks.message };
-      }
+      const hooks = await this.waitForPostCreate(request.postCreate, current);
+      if (hooks.code === "failed") return { ...hooks, code: "post_create_failed", manifest: current };
+      if (hooks.code === "timeout") return this.unconfirmed(current, "confirm", hooks.message);
     }
 
-    this.deps.progress("confirm", "Waiting for the new Pi to start");
-    const confirmed = await this.confirm(mux, launching);
+    const confirmed = await this.confirm(mux, current, files);
     if (!confirmed.ok) {
       // Changed by someone else meanwhile (removed, failed): reported, not overwritten.
       if (confirmed.manifest !== undefined) return { code: "launch_unconfirmed", manifest: confirmed.manifest, message: confirmed.message };
-      const unconfirmed = await this.deps.store.transition(
-        launching.id,
-        "launch_unconfirmed",
-        (m) => {
-          m.error = { step: "confirm", message: confirmed.message, at: this.isoNow() };
-        },
-        confirmed.message,
-      );
-      return { code: "launch_unconfirmed", manifest: unconfirmed, message: confirmed.message };
+      return this.unconfirmed(current, "confirm", confirmed.message);
     }
+    current = confirmed.manifest;
     request.afterStep?.("confirm");
     // Only a confirmed child is reported, so the multiplexer's own restore (Herdr resumes the
     // reported session after a restart) never resumes a session nobody runs. Best effort: the
     // handoff does not depend on it, and it runs beside the focus so the user waits no longer.
-    const sessionFile = confirmed.manifest.child.sessionFile;
-    const reported = mux.reportChildSession !== undefined && sessionFile !== undefined ? mux.reportChildSession(confirmed.manifest.mux, sessionFile) : undefined;
+    const sessionFile = current.child.sessionFile;
+    const reported = mux.reportChildSession !== undefined && sessionFile !== undefined ? mux.reportChildSession(current.mux, sessionFile) : undefined;
     if (!request.focus) {
       await reported;
-      return { code: "running", manifest: confirmed.manifest };
+      return { code: "running", manifest: current };
     }
     this.deps.progress("focus", "Switching to the new window");
-    const focused = await this.focus(mux, confirmed.manifest);
+    const focused = await this.focus(mux, current);
     await reported;
     request.afterStep?.("focus");
     return { code: "running", manifest: focused };
+  }
+
+  /**
+   * The launcher must announce its start within `startMs` of each typing (or of the params, for a
+   * window that runs it already); a line lost to a shell still starting up is typed again, at most
+   * `attempts` times in all. Exactly what was typed and seen is recorded and reported.
+   */
+  private async start(
+    mux: Multiplexer,
+    manifest: Manifest,
+    files: LauncherFiles,
+    token: string,
+    line: string,
+    windowCommand: boolean,
+  ): Promise<{ code: "started"; manifest: Manifest } | { code: "not_started"; manifest: Manifest; message: string } | { code: "type_failed"; manifest: Manifest; message: string }> {
+    const { attempts, startMs } = this.timeouts;
+    let seen: StartSeen = { code: "none" };
+    let typed = 0;
+    let current = manifest;
+    if (windowCommand) {
+      this.deps.progress("launch", "Starting Pi in the new window");
+      try {
+        await releaseWindowLauncher(files, token);
+      } catch (error) {
+        return { code: "type_failed", manifest: current, message: `Could not signal the window's launcher through ${files.window}: ${errorClause(error)}.` };
+      }
+      seen = await this.waitForStart(files, token, "Waiting for the window's launcher to start");
+    }
+    while (seen.code === "none" && typed < attempts) {
+      this.deps.progress("launch", typed === 0 ? "Starting Pi in the new pane" : `No launcher started; typing the launch line again (${typed + 1} of ${attempts})`);
+      const result = await mux.run(current.mux, line);
+      if (!result.ok) return { code: "type_failed", manifest: current, message: result.message };
+      typed += 1;
+      const count = typed;
+      current = await this.deps.store.update(current.id, (m) => {
+        if (m.launch !== undefined) m.launch.typed = count;
+      });
+      seen = await this.waitForStart(files, token, `Waiting for the launcher to start (typed ${typed} of ${attempts})`);
+    }
+    if (seen.code === "none") {
+      const where = windowCommand ? "the window's own launcher did not start, and " : "";
+      return {
+        code: "not_started",
+        manifest: current,
+        message: `No launcher started in the new pane: ${where}the launch line (${line}) was typed ${typed} time(s), ${startMs / 1000} s apart, and no start was announced in ${files.started}; the shell there may still be starting or may have lost the input.`,
+      };
+    }
+    const at = this.isoNow();
+    const pid = seen.pid;
+    current = await this.deps.store.update(current.id, (m) => {
+      if (m.launch !== undefined) m.launch = { ...m.launch, startedAt: at, startedPid: pid };
+    });
+    return { code: "started", manifest: current };
+  }
+
+  /** Polls (backing off) for this launch's start or refusal note, up to `startMs`. */
+  private async waitForStart(files: LauncherFiles, token: string, label: string): Promise<StartSeen> {
+    const limit = this.timeouts.startMs;
+    const seen = await this.poll(label, limit, async () => {
+      const started = await readLauncherNote(files.started, token);
+      if (started !== undefined) return { code: "started" as const, pid: started.pid };
+      const refused = await readLauncherNote(files.refused, token);
+      return refused !== undefined ? { code: "refused" as const, pid: refused.pid } : undefined;
+    });
+    return seen ?? { code: "none" };
+  }
+
+  /**
+   * A lock left by a launcher or Pi that is gone, or whose pid now belongs to a process outside the
+   * worktree (a reused pid), would make the new launcher refuse: it is dropped. A live holder in the
+   * worktree is left alone (the launcher then refuses and says so).
+   */
+  private async dropForeignLock(files: LauncherFiles, manifest: Manifest): Promise<void> {
+    const holder = await readLauncherLock(files);
+    if (holder === undefined) return;
+    const described = await describePaneProcess(holder);
+    if (described !== undefined && described.cwd === manifest.worktree.path) return;
+    await dropLauncherLock(files, holder);
   }
 
   /**
@@ -157,52 +326,59 @@ export class ChildLauncher {
     hooks: NonNullable<LaunchRequest["postCreate"]>,
     manifest: Manifest,
   ): Promise<{ code: "passed" } | { code: "failed"; message: string; exitStatus: number; command: number } | { code: "timeout"; message: string }> {
-    const deadline = this.deps.now().getTime() + hooks.timeoutMs;
-    for (;;) {
+    const outcome = await this.poll(`Running ${hooks.commands.length} postCreate command(s) in the new pane`, hooks.timeoutMs, async () => {
       const status = await readPostCreateStatus(hooks.statusFile);
-      if (status !== undefined) {
-        if (status.exitStatus === 0) return { code: "passed" };
-        const total = hooks.commands.length;
-        const command = hooks.commands[status.command - 1];
-        const which = command !== undefined ? `command ${status.command} of ${total} (${JSON.stringify(command)})` : "command";
-        return {
-          code: "failed",
-          exitStatus: status.exitStatus,
-          command: status.command,
-          message: `The postCreate ${which} failed with exit status ${status.exitStatus} in the new pane, so Pi was not started.`,
-        };
-      }
+      if (status !== undefined) return status;
       const current = await this.deps.store.read(manifest.id);
-      if (current.ok && current.manifest.state === "running" && current.manifest.child.ackAt !== undefined) return { code: "passed" };
-      if (this.deps.now().getTime() >= deadline) break;
-      await this.deps.sleep(this.deps.timeouts.pollMs);
+      return current.ok && current.manifest.state === "running" && current.manifest.child.ackAt !== undefined ? { exitStatus: 0, command: 0 } : undefined;
+    });
+    if (outcome === undefined) {
+      return {
+        code: "timeout",
+        message: `The postCreate commands had not finished after ${Math.round(hooks.timeoutMs / 1000)} s; they may still be running in the new pane, and Pi starts there when they succeed.`,
+      };
     }
+    if (outcome.exitStatus === 0) return { code: "passed" };
+    const total = hooks.commands.length;
+    const command = hooks.commands[outcome.command - 1];
+    const which = command !== undefined ? `command ${outcome.command} of ${total} (${JSON.stringify(command)})` : "command";
     return {
-      code: "timeout",
-      message: `The postCreate commands had not finished after ${Math.round(hooks.timeoutMs / 1000)} s; they may still be running in the new pane, and Pi starts there when they succeed.`,
+      code: "failed",
+      exitStatus: outcome.exitStatus,
+      command: outcome.command,
+      message: `The postCreate ${which} failed with exit status ${outcome.exitStatus} in the new pane, so Pi was not started.`,
     };
   }
 
-  /** Step 5: the child's acknowledgement, or failing that a process probe. */
+  /**
+   * Step 5: the child's acknowledgement, or failing that a process probe. A launcher whose Pi is
+   * already gone (its lock released, or its pid dead) ends the wait at once: nothing will confirm.
+   */
   private async confirm(
     mux: Multiplexer,
     manifest: Manifest,
+    files: LauncherFiles,
   ): Promise<{ ok: true; manifest: Manifest } | { ok: false; message: string; manifest?: Manifest }> {
-    const deadline = this.deps.now().getTime() + this.deps.timeouts.confirmMs;
-    for (;;) {
+    this.deps.progress("confirm", "Waiting for the new Pi to start");
+    const limit = this.timeouts.confirmMs;
+    const seen = await this.poll("Waiting for the new Pi to confirm", limit, async () => {
       const current = await this.deps.store.read(manifest.id);
       if (current.ok && current.manifest.state === "running" && current.manifest.child.ackAt !== undefined) {
-        return { ok: true, manifest: current.manifest };
+        return { code: "acknowledged" as const, manifest: current.manifest };
       }
-      if (this.deps.now().getTime() >= deadline) break;
-      await this.deps.sleep(this.deps.timeouts.pollMs);
-    }
+      const holder = await readLauncherLock(files);
+      return holder === undefined || !(await processFacts().isAlive(holder)) ? { code: "exited" as const } : undefined;
+    });
+    if (seen?.code === "acknowledged") return { ok: true, manifest: seen.manifest };
     const probed = await mux.probe(manifest.mux);
     const child = probed.ok ? findChildProcess(probed.processes, manifest) : undefined;
     if (child === undefined) {
       return {
         ok: false,
-        message: `The new Pi did not confirm its start within ${Math.round(this.deps.timeouts.confirmMs / 1000)} s and no Pi process was found in the new pane.`,
+        message:
+          seen?.code === "exited"
+            ? "The launcher started, but its Pi exited (or never started) before confirming; the new pane shows why."
+            : `The new Pi did not confirm its start within ${Math.round(limit / 1000)} s and no Pi process was found in the new pane.`,
       };
     }
     const running = await this.deps.store.update(manifest.id, (m) => {
@@ -219,6 +395,59 @@ export class ChildLauncher {
     return { ok: true, manifest: running };
   }
 
+  /**
+   * Polls `probe` until it answers or `limitMs` passed, backing off from `pollMs` to 500 ms, and
+   * shows the wait in the status line as it runs (`<label> (<elapsed> s of <limit> s)`).
+   */
+  private async poll<T>(label: string, limitMs: number, probe: () => Promise<T | undefined>): Promise<T | undefined> {
+    const started = this.deps.now().getTime();
+    const delays = backoff(started + limitMs, { initialMs: this.timeouts.pollMs });
+    // What is waited for lands in the store's directory (the manifest, the launcher's notes): a
+    // change there wakes the poll at once, so backing off never delays seeing it.
+    const changes = watchDirectory(this.deps.store.dir);
+    try {
+      for (;;) {
+        const value = await probe();
+        if (value !== undefined) return value;
+        const now = this.deps.now().getTime();
+        const delay = delays.next(now);
+        if (delay === undefined) return undefined;
+        this.deps.tick?.(this.stepOf(label), `${label} (${formatSeconds(now - started)} of ${formatSeconds(limitMs)})`);
+        await Promise.race([this.deps.sleep(delay), changes.next()]);
+      }
+    } finally {
+      changes.close();
+    }
+  }
+
+  /** Awaits `promise`, showing the wait in the status line about once a second. */
+  private waitWithProgress<T>(promise: Promise<T>, label: string, limitMs: number): Promise<T> {
+    return whileWaiting(promise, () => this.deps.now().getTime(), (elapsed) =>
+      this.deps.tick?.("launch", `${label} (${formatSeconds(elapsed)} of ${formatSeconds(limitMs)})`),
+    );
+  }
+
+  private stepOf(label: string): HandoffStep {
+    return label.startsWith("Waiting for the new Pi") ? "confirm" : "launch";
+  }
+
+  /**
+   * Records `launch_unconfirmed`, unless the state moved on meanwhile: an acknowledgement that
+   * landed after the last poll wins (the child runs), and a handoff settled by someone else is
+   * reported as it is, not overwritten.
+   */
+  private async unconfirmed(manifest: Manifest, step: "launch" | "confirm", message: string): Promise<LaunchOutcome> {
+    const at = this.isoNow();
+    const unconfirmed = await this.deps.store.update(manifest.id, (m) => {
+      if (m.state !== "launching") return;
+      m.state = "launch_unconfirmed";
+      m.history.push({ state: "launch_unconfirmed", at, note: message });
+      m.error = { step, message, at };
+    });
+    if (unconfirmed.state === "running" && unconfirmed.child.ackAt !== undefined) return { code: "running", manifest: unconfirmed };
+    return { code: "launch_unconfirmed", manifest: unconfirmed, message };
+  }
+
   /** Step 6: only after confirmation; the outcome is recorded either way. */
   private async focus(mux: Multiplexer, manifest: Manifest): Promise<Manifest> {
     const focused = await mux.focus(manifest.mux);
@@ -230,6 +459,45 @@ export class ChildLauncher {
   private isoNow(): string {
     return this.deps.now().toISOString();
   }
+}
+
+/**
+ * Changes in `dir` as a stream of wake-ups; where the platform cannot watch (or the directory is
+ * gone), it never wakes and the poll falls back to its back-off alone.
+ */
+function watchDirectory(dir: string): { next(): Promise<void>; close(): void } {
+  let wake: (() => void) | undefined;
+  let pending = false;
+  let watcher: FSWatcher | undefined;
+  try {
+    watcher = watch(dir, { persistent: false }, () => {
+      pending = true;
+      wake?.();
+    });
+    watcher.on("error", () => watcher?.close());
+  } catch {
+    watcher = undefined;
+  }
+  return {
+    next: () => {
+      if (pending) {
+        pending = false;
+        return Promise.resolve();
+      }
+      return new Promise<void>((resolve) => {
+        wake = () => {
+          pending = false;
+          wake = undefined;
+          resolve();
+        };
+      });
+    },
+    close: () => watcher?.close(),
+  };
+}
+
+function formatSeconds(ms: number): string {
+  return `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
 }
 
 /** The child among a pane's processes: named `pi`, in the worktree, carrying this handoff's marker. */

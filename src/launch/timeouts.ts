@@ -1,44 +1,70 @@
 /**
- * How long the launch waits for each thing outside it, and where those bounds come from: one
- * place for the defaults and for the variables that change them, read by the handoff and by
- * recovery alike.
+ * How long the launch waits for each thing outside it: the defaults, and the variables that change
+ * them (from the one table of waits, config/waits.ts), read by the handoff and by recovery alike
+ * (documented in the README and in docs/launch-contract.md).
  *
  * Invariants:
  * - Every wait of the launch is named here, with its default; no other module reads a
- *   `PI_HANDOFF_*_TIMEOUT_MS` variable.
+ *   `PI_HANDOFF_*` wait variable.
  * - The variables are validated by config/env.ts (their one schema); an entry point refuses an
  *   unusable one before it waits for anything (`readHandoffEnv`), so here one that is not valid
  *   can only leave the default in place.
+ * - No wait is unbounded, and none is longer than its documented maximum.
  */
-import { validHandoffEnv } from "../config/env.ts";
+import { readWaits, WAIT_SETTINGS, type WaitKey } from "../config/waits.ts";
 
 export interface LaunchTimeouts {
-  /** How long the pane's shell may take to own the terminal. */
+  /** How long the pane's shell may take to own the terminal before the line is typed. */
   shellMs: number;
-  /** How long to wait for the child's acknowledgement before probing the pane. */
+  /** Once the launcher started, how long to wait for the child's acknowledgement before probing the pane. */
   confirmMs: number;
-  /** How often the manifest is read while waiting. */
+  /** The first (shortest) polling interval; polls back off from it to 500 ms (mux/backoff.ts). */
   pollMs: number;
   /** How long the settings' postCreate commands may run before Pi starts. */
   postCreateMs?: number;
+  /** After each typing (or the go-ahead of a window's launcher), how long to wait for the launcher to announce its start. */
+  startMs?: number;
+  /** How many times the launch line is typed when no launcher starts. */
+  attempts?: number;
+  /** How long a window's launcher waits for its launch step (while the handoff's process lives). */
+  paramsWaitMs?: number;
 }
 
-export const DEFAULT_LAUNCH_TIMEOUTS = { shellMs: 15_000, confirmMs: 45_000, pollMs: 50, postCreateMs: 600_000 } as const satisfies Required<LaunchTimeouts>;
+const LAUNCH_KEYS = ["shellMs", "startMs", "attempts", "confirmMs", "postCreateMs", "paramsWaitMs"] as const satisfies readonly WaitKey[];
+
+/** The launch's settings (variables and defaults), from the one table of waits. */
+export const LAUNCH_SETTINGS = WAIT_SETTINGS.filter((setting) => (LAUNCH_KEYS as readonly string[]).includes(setting.key));
+
+export const DEFAULT_LAUNCH_TIMEOUTS = {
+  shellMs: 15_000,
+  confirmMs: 45_000,
+  pollMs: 50,
+  postCreateMs: 600_000,
+  startMs: 3_000,
+  attempts: 3,
+  paramsWaitMs: 300_000,
+} as const satisfies Required<LaunchTimeouts>;
 
 /** The variable that overrides each wait. */
-export const LAUNCH_TIMEOUT_ENV = {
-  shellMs: "PI_HANDOFF_SHELL_TIMEOUT_MS",
-  confirmMs: "PI_HANDOFF_CONFIRM_TIMEOUT_MS",
-  postCreateMs: "PI_HANDOFF_POST_CREATE_TIMEOUT_MS",
-} as const satisfies Partial<Record<keyof LaunchTimeouts, string>>;
+export const LAUNCH_TIMEOUT_ENV = Object.fromEntries(LAUNCH_SETTINGS.map((setting) => [setting.key, setting.variable])) as Record<
+  (typeof LAUNCH_KEYS)[number],
+  (typeof LAUNCH_SETTINGS)[number]["variable"]
+>;
+
+/** Every wait with its default filled in. */
+export function withDefaults(timeouts: LaunchTimeouts): Required<LaunchTimeouts> {
+  return {
+    shellMs: timeouts.shellMs,
+    confirmMs: timeouts.confirmMs,
+    pollMs: timeouts.pollMs,
+    postCreateMs: timeouts.postCreateMs ?? DEFAULT_LAUNCH_TIMEOUTS.postCreateMs,
+    startMs: timeouts.startMs ?? DEFAULT_LAUNCH_TIMEOUTS.startMs,
+    attempts: timeouts.attempts ?? DEFAULT_LAUNCH_TIMEOUTS.attempts,
+    paramsWaitMs: timeouts.paramsWaitMs ?? DEFAULT_LAUNCH_TIMEOUTS.paramsWaitMs,
+  };
+}
 
 /** The launch waits: the defaults, each overridden by its variable when that holds a valid value. */
-export function launchTimeoutsFromEnv(env: NodeJS.ProcessEnv): LaunchTimeouts {
-  const valid = validHandoffEnv(env, Object.values(LAUNCH_TIMEOUT_ENV));
-  return {
-    shellMs: valid[LAUNCH_TIMEOUT_ENV.shellMs] ?? DEFAULT_LAUNCH_TIMEOUTS.shellMs,
-    confirmMs: valid[LAUNCH_TIMEOUT_ENV.confirmMs] ?? DEFAULT_LAUNCH_TIMEOUTS.confirmMs,
-    pollMs: DEFAULT_LAUNCH_TIMEOUTS.pollMs,
-    postCreateMs: valid[LAUNCH_TIMEOUT_ENV.postCreateMs] ?? DEFAULT_LAUNCH_TIMEOUTS.postCreateMs,
-  };
+export function launchTimeoutsFromEnv(env: Readonly<Record<string, string | undefined>>): Required<LaunchTimeouts> {
+  return { ...readWaits(env, LAUNCH_KEYS), pollMs: DEFAULT_LAUNCH_TIMEOUTS.pollMs };
 }

@@ -207,8 +207,27 @@ export const ManifestSchema = z.strictObject({
       extraArgs: z.array(z.string()).optional(),
       /** Whether the child was started with `--approve` (only when the parent's project was trusted). */
       approve: z.boolean().optional(),
+      /**
+       * The child session's directory, chosen once at fork time; `custom` when it is not Pi's
+       * default for the worktree (then the child gets `--session-dir`). Absent in older manifests.
+       */
+      sessionDir: z.strictObject({ dir: z.string(), custom: z.boolean() }).optional(),
     })
     .default({}),
+  /**
+   * The latest launch: the launcher file beside the manifest, whether the window was created with
+   * it as its command (tmux, nothing typed) or how many times its line was typed, and when the
+   * launcher announced its start. Absent in older manifests and before the launch step.
+   */
+  launch: z
+    .strictObject({
+      launcherFile: z.string(),
+      windowCommand: z.boolean().optional(),
+      typed: z.number().int().nonnegative().optional(),
+      startedAt: isoTime.optional(),
+      startedPid: z.number().int().positive().optional(),
+    })
+    .optional(),
   task: z.string().optional(),
   setup: SetupSchema.optional(),
   /** Optional: manifests written before it existed still parse (they get the 2-minute grace alone). */

@@ -14,11 +14,9 @@ import type { MuxKind } from "../manifest/schema.ts";
 import { HerdrMultiplexer } from "./herdr.ts";
 import { TmuxMultiplexer } from "./tmux.ts";
 import type { Multiplexer } from "./types.ts";
+import { readWaits } from "../config/waits.ts";
 
 export type MuxSelection = { ok: true; mux: Multiplexer } | { ok: false; message: string };
-
-/** How long the Herdr server may take to answer the availability check. */
-export const HERDR_PING_TIMEOUT_MS = 3_000;
 
 export function preferredMuxKind(explicit: MuxKind | undefined, env: Readonly<Record<string, string | undefined>>): MuxKind | undefined {
   if (explicit !== undefined) return explicit;
@@ -35,14 +33,15 @@ export async function selectMultiplexer(
 ): Promise<MuxSelection> {
   const wanted = preferredMuxKind(explicit, env);
   if (wanted === "herdr") {
-    const herdr = HerdrMultiplexer.fromEnvironment(env);
-    const timeoutMs = options.herdrPingTimeoutMs ?? HERDR_PING_TIMEOUT_MS;
+    const waits = readWaits(env, ["muxCallMs", "herdrWorktreeMs", "herdrPingMs"]);
+    const herdr = HerdrMultiplexer.fromEnvironment(env, { timeoutMs: waits.muxCallMs, worktreeTimeoutMs: waits.herdrWorktreeMs });
+    const timeoutMs = options.herdrPingTimeoutMs ?? waits.herdrPingMs;
     const answered = await herdr.ping({ timeoutMs });
     if (answered.ok) return { ok: true, mux: herdr };
     return { ok: false, message: herdrUnavailable(answered.code, answered.message, herdr, timeoutMs) };
   }
   if (wanted === "tmux") {
-    const tmux = TmuxMultiplexer.fromEnvironment(env, git);
+    const tmux = TmuxMultiplexer.fromEnvironment(env, git, { timeoutMs: readWaits(env, ["muxCallMs"]).muxCallMs });
     if (tmux === undefined) {
       return { ok: false, message: "This Pi is not running inside tmux ($TMUX and $TMUX_PANE are not set); start Pi in a tmux pane." };
     }

@@ -13,6 +13,7 @@ import type { MuxLocation } from "../manifest/schema.ts";
 import { HerdrMultiplexer } from "./herdr.ts";
 import { TmuxMultiplexer } from "./tmux.ts";
 import type { RecoverableMultiplexer } from "./types.ts";
+import { readWaits } from "../config/waits.ts";
 
 export interface MuxForLocationDeps {
   /** The caller's environment: its own tmux (`$TMUX`, `$TMUX_PANE`) is where a window is reopened when the recorded session is gone. */
@@ -27,7 +28,9 @@ export type MuxForLocation =
   | { ok: false; code: "no_server" | "unsupported"; message: string };
 
 export function muxForLocation(location: MuxLocation, deps: MuxForLocationDeps): MuxForLocation {
-  const options = deps.timeoutMs === undefined ? {} : { timeoutMs: deps.timeoutMs };
+  // The caller's bound per call, else the user's setting; Herdr's worktree operations have their own.
+  const waits = readWaits(deps.env, ["muxCallMs", "herdrWorktreeMs"]);
+  const options = { timeoutMs: deps.timeoutMs ?? waits.muxCallMs };
   switch (location.kind) {
     case "tmux": {
       // The caller's own tmux, when it runs in one: tmux locations name their socket, and a
@@ -59,7 +62,7 @@ export function muxForLocation(location: MuxLocation, deps: MuxForLocationDeps):
         ok: true,
         mux: HerdrMultiplexer.fromEnvironment(
           location.socketPath === undefined ? deps.env : { ...deps.env, HERDR_SOCKET_PATH: location.socketPath },
-          { ...options, git: deps.git },
+          { ...options, worktreeTimeoutMs: waits.herdrWorktreeMs, git: deps.git },
         ),
       };
   }

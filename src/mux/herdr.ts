@@ -77,13 +77,13 @@ import type {
 import { describePaneProcesses } from "../process/pane-process.ts";
 import { errorClause } from "../errors.ts";
 import { hasControlCharacter, oneLine, stripPeriod } from "../text.ts";
+import { backoff } from "./backoff.ts";
 
 const DEFAULT_TIMEOUT_MS = 5_000;
 /** `worktree create/open/remove` block while the server runs git on a whole checkout. */
 const DEFAULT_WORKTREE_TIMEOUT_MS = 120_000;
 /** How long a create whose answer was lost may still complete in Herdr's server thread. */
 const DEFAULT_LATE_COMPLETION_MS = 20_000;
-const SHELL_SAMPLE_INTERVAL_MS = 50;
 const SHELL_STABLE_SAMPLES = 3;
 /**
  * After a restart (the pane answered pane_not_found first) Herdr may type `pi --session <path>` into
@@ -222,6 +222,9 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     if (!pane.ok) return pane;
     const deadline = Date.now() + options.timeoutMs;
     const notFound = new PaneNotFoundGrace();
+    // Back off while the shell is not ready (a slow server is not loaded by the wait), and sample
+    // closely once it looks ready, so the stable samples come quickly.
+    const delays = backoff(deadline);
     let stableSamples = 0;
     let sampled = false;
     let restarted = false;
@@ -254,8 +257,10 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
         const settled = !restarted || Date.now() - stableSince >= SHELL_SETTLE_AFTER_RESTART_MS;
         if (stableSamples >= SHELL_STABLE_SAMPLES && settled) return { ok: true };
       }
-      if (Date.now() + SHELL_SAMPLE_INTERVAL_MS >= deadline) break;
-      await sleep(SHELL_SAMPLE_INTERVAL_MS);
+      if (stableSamples > 0) delays.reset();
+      const delay = delays.next(Date.now());
+      if (delay === undefined) break;
+      await sleep(delay);
     }
     const waited = `The shell in Herdr pane ${pane.paneId} did not become ready within ${formatDuration(options.timeoutMs)}`;
     const cause = lastFailure ?? lastTimeout;

@@ -38,6 +38,7 @@ import { describePaneProcesses } from "../process/pane-process.ts";
 import { isDirectory } from "../fs/probe.ts";
 import { errorClause } from "../errors.ts";
 import { hasControlCharacter, oneLine, stripPeriod } from "../text.ts";
+import { backoff } from "./backoff.ts";
 
 const DEFAULT_TIMEOUT_MS = 5_000;
 const SHELL_SAMPLE_INTERVAL_MS = 20;
@@ -150,7 +151,7 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
     }
 
     const partial = { worktreePath: request.worktreePath };
-    const created = await this.#newWindow(this.socketPath, session.sessionId, request.worktreePath, request.label);
+    const created = await this.#newWindow(this.socketPath, session.sessionId, request.worktreePath, request.label, request.command);
     if (!created.ok) {
       return {
         ok: false,
@@ -159,7 +160,7 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
         partial,
       };
     }
-    return { ok: true, location: created.location, worktreePath: request.worktreePath };
+    return { ok: true, location: created.location, worktreePath: request.worktreePath, ...(created.commandStarted ? { commandStarted: true } : {}) };
   }
 
   /**
@@ -167,7 +168,7 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
    * when that session still exists, otherwise in the session this backend targets (the tmux the
    * caller runs in).
    */
-  async reopenWorkspace(request: ReopenWorkspaceRequest): Promise<MuxResult<{ location: TmuxLocation }>> {
+  async reopenWorkspace(request: ReopenWorkspaceRequest): Promise<MuxResult<{ location: TmuxLocation; commandStarted?: boolean }>> {
     const previous = asTmuxLocation(request.previous);
     if (!previous.ok) return previous;
     if (!(await isDirectory(request.worktreePath))) {
@@ -186,9 +187,9 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
         lastFailure = session;
         continue;
       }
-      const created = await this.#newWindow(candidate.socketPath, session.sessionId, request.worktreePath, request.label);
+      const created = await this.#newWindow(candidate.socketPath, session.sessionId, request.worktreePath, request.label, request.command);
       if (!created.ok) return created;
-      return { ok: true, location: created.location };
+      return { ok: true, location: created.location, ...(created.commandStarted ? { commandStarted: true } : {}) };
     }
     return {
       ok: false,
@@ -265,12 +266,24 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
     return { ok: true };
   }
 
+  /**
+   * A window (unfocused); with `command`, the window runs it followed by the shell tmux would have
+   * started there (`default-command` through `default-shell`, else `default-shell` as a login
+   * shell), so the pane goes on as the user's shell. tmux expands no format in a command's words.
+   */
   async #newWindow(
     socketPath: string,
     sessionId: string,
     cwd: string,
     label: string,
-  ): Promise<{ ok: true; location: TmuxLocation } | MuxFailure> {
+    command?: readonly string[],
+  ): Promise<{ ok: true; location: TmuxLocation; commandStarted: boolean } | MuxFailure> {
+    let windowCommand: string[] = [];
+    if (command !== undefined && command.length > 0) {
+      const shell = await this.#userShell(socketPath, sessionId);
+      if (!shell.ok) return shell;
+      windowCommand = ["--", ...command, ...shell.argv];
+    }
     const created = await this.#tmux(socketPath, [
       "new-window",
       "-d",
@@ -284,6 +297,7 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
       "-P",
       "-F",
       "#{session_id} #{window_id} #{pane_id}",
+      ...windowCommand,
     ]);
     if (!created.ok) return created;
     const [shownSession, windowId, paneId] = created.stdout.trim().split(" ");
@@ -294,7 +308,17 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
         message: `tmux reported an unexpected window description: ${JSON.stringify(created.stdout)}.`,
       };
     }
-    return { ok: true, location: { kind: "tmux", socketPath, sessionId: shownSession, windowId, paneId } };
+    return { ok: true, location: { kind: "tmux", socketPath, sessionId: shownSession, windowId, paneId }, commandStarted: windowCommand.length > 0 };
+  }
+
+  /** The argv of the shell tmux starts in a new window of `sessionId` (see `#newWindow`). */
+  async #userShell(socketPath: string, sessionId: string): Promise<{ ok: true; argv: string[] } | MuxFailure> {
+    const shown = await this.#tmux(socketPath, ["display-message", "-p", "-t", `${sessionId}:`, "#{default-shell}\n#{default-command}"]);
+    if (!shown.ok) return shown;
+    const [shell = "", ...rest] = shown.stdout.split("\n");
+    const defaultCommand = rest.join("\n").trim();
+    const program = shell.trim() !== "" ? shell.trim() : "/bin/sh";
+    return { ok: true, argv: defaultCommand !== "" ? [program, "-c", defaultCommand] : [program, "-l"] };
   }
 
   async waitForShell(location: MuxLocation, options: { timeoutMs: number }): Promise<MuxResult<object>> {
@@ -303,8 +327,16 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
     const deadline = Date.now() + options.timeoutMs;
     const remaining = (): number => Math.max(1, deadline - Date.now());
 
-    let panePid = await this.#panePid(pane.socketPath, pane.paneId, remaining());
+    // Back off while the shell is not ready; sample closely once it looks ready (see backoff.ts).
+    const delays = backoff(deadline);
     let stableSamples = 0;
+    const pause = async (): Promise<boolean> => {
+      const delay = stableSamples > 0 ? Math.min(SHELL_SAMPLE_INTERVAL_MS, deadline - Date.now()) : delays.next(Date.now());
+      if (delay === undefined || delay <= 0) return false;
+      await sleep(delay);
+      return true;
+    };
+    let panePid = await this.#panePid(pane.socketPath, pane.paneId, remaining());
     for (;;) {
       if (!panePid.ok) {
         if (panePid.code === "timeout") break;
@@ -314,8 +346,7 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
       if (stat === undefined) {
         // The pane's process is gone: the pane was closed or respawned; ask tmux again.
         stableSamples = 0;
-        if (Date.now() + SHELL_SAMPLE_INTERVAL_MS > deadline) break;
-        await sleep(SHELL_SAMPLE_INTERVAL_MS);
+        if (!(await pause())) break;
         panePid = await this.#panePid(pane.socketPath, pane.paneId, remaining());
         continue;
       }
@@ -323,8 +354,7 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
       // consecutive samples skip the moment between fork and exec of a startup command.
       stableSamples = stat.tpgid === stat.pid ? stableSamples + 1 : 0;
       if (stableSamples >= SHELL_STABLE_SAMPLES) return { ok: true };
-      if (Date.now() + SHELL_SAMPLE_INTERVAL_MS > deadline) break;
-      await sleep(SHELL_SAMPLE_INTERVAL_MS);
+      if (!(await pause())) break;
     }
     return {
       ok: false,

@@ -36,12 +36,20 @@ export interface CreateWorkspaceRequest {
    * the commit the caller found it at); otherwise it is created at `baseSha`.
    */
   existingBranch?: boolean;
+  /**
+   * What the new pane runs instead of a bare shell, where the backend can start a command (tmux):
+   * the handoff's launcher. The backend appends the user's own shell to it, as an argv, so the pane
+   * goes on as that shell once the command is done. A backend that cannot ignores it.
+   */
+  command?: readonly string[];
 }
 
 export interface CreatedWorkspace {
   location: MuxLocation;
   /** The worktree path as the backend reports it. */
   worktreePath: string;
+  /** The pane runs the request's `command` (else it runs a shell and the command must be typed). */
+  commandStarted?: boolean;
 }
 
 export interface PaneProcess {
@@ -87,6 +95,8 @@ export interface ReopenWorkspaceRequest {
   label: string;
   /** Where the workspace was before it was closed (socket, session), to reopen it in the same place. */
   previous: MuxLocation;
+  /** As `CreateWorkspaceRequest.command`. */
+  command?: readonly string[];
 }
 
 /**
@@ -123,7 +133,7 @@ export interface RecoverableMultiplexer extends Multiplexer {
    */
   workspaceState(location: MuxLocation): Promise<WorkspaceState>;
   /** A new workspace/window (unfocused) for a worktree whose old one was closed. */
-  reopenWorkspace(request: ReopenWorkspaceRequest): Promise<MuxResult<{ location: MuxLocation }>>;
+  reopenWorkspace(request: ReopenWorkspaceRequest): Promise<MuxResult<{ location: MuxLocation; commandStarted?: boolean }>>;
   /**
    * Close the workspace/window (if still open) and remove the worktree checkout. Never deletes
    * the branch. Without `force`, a checkout with uncommitted changes is refused, not removed.

@@ -248,7 +248,7 @@ function statusOf(facts: HandoffFacts, worktree: WorktreeFact, writers: LiveWrit
     return { code: "failed", step: error?.step ?? "launch", message: error?.message ?? "no error was recorded", worktreeCreated: true };
   }
   if (manifest.state === "launch_unconfirmed") {
-    return { code: "unconfirmed", step: "confirm", message: error?.message ?? "the child never confirmed its start" };
+    return { code: "unconfirmed", step: error?.step === "launch" ? "launch" : "confirm", message: error?.message ?? "the child never confirmed its start" };
   }
   if (nextStep !== undefined) return { code: "unfinished", step: nextStep, inProgress: false, ...owner };
   return facts.workspace.code === "open" ? { code: "no_child" } : { code: "workspace_closed" };

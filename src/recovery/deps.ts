@@ -15,8 +15,6 @@ import { landKillPointFromEnv, type LandDeps } from "./land.ts";
 
 /** Per git call; recovery only reads and removes, never checks out a whole tree. */
 export const RECOVERY_GIT_TIMEOUT_MS = 15_000;
-/** Per multiplexer call. */
-export const RECOVERY_MUX_TIMEOUT_MS = 5_000;
 
 export type RecoveryDeps = InventoryDeps & { git: SimpleGitPort; env: NodeJS.ProcessEnv };
 
@@ -28,7 +26,8 @@ export function createRecoveryDeps(env: NodeJS.ProcessEnv, now: () => Date = () 
     agentDir,
     git,
     env,
-    muxFor: (location) => muxForLocation(location, { env, git, timeoutMs: RECOVERY_MUX_TIMEOUT_MS }),
+    // Per multiplexer call: PI_HANDOFF_MUX_TIMEOUT_MS, else 5 s (config/waits.ts).
+    muxFor: (location) => muxForLocation(location, { env, git }),
     now,
   };
 }

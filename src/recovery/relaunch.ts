@@ -17,17 +17,15 @@
  *   (`ManifestStore.withActionLock`); a second relaunch, a removal or the handoff itself is
  *   refused at once (`busy`), naming what holds it, so no second line is ever typed.
  */
-import { dirname } from "node:path";
 import { readHandoffEnv } from "../config/env.ts";
-import { ChildLauncher, type LaunchTimeouts } from "../launch/launcher.ts";
+import { ChildLauncher, prepareWindowLauncher, type LaunchTimeouts, type WindowLauncher } from "../launch/launcher.ts";
+import { launchCommandFor } from "../launch/launch-command.ts";
 import { LAUNCH_TIMEOUT_ENV } from "../launch/timeouts.ts";
-import { buildLaunchCommand } from "../launch/launch-command.ts";
 import { describeLocation } from "../mux/describe.ts";
 import type { HandoffStep, Manifest } from "../manifest/schema.ts";
 import { isActionBusy, type ManifestStore } from "../manifest/store.ts";
 import { readSessionLease } from "../launch/lease.ts";
 import { ownerOf } from "../launch/owner.ts";
-import { defaultSessionDir } from "../session/paths.ts";
 import { isInProgress } from "./classify.ts";
 import type { GatherDeps } from "./gather.ts";
 import { inspectHandoff } from "./inventory.ts";
@@ -43,6 +41,8 @@ export interface RelaunchDeps extends GatherDeps {
   piCommand: readonly string[] | undefined;
   sleep(ms: number): Promise<void>;
   progress(step: HandoffStep, text: string): void;
+  /** A wait as it runs, for a status line (`/handoffs`); the CLI prints stages only. */
+  tick?(step: HandoffStep, text: string): void;
   timeouts: LaunchTimeouts;
 }
 
@@ -113,38 +113,8 @@ async function relaunchLocked(deps: RelaunchDeps, id: string, options: { focus: 
   if (report.worktree.code !== "present") {
     return refuse("worktree_not_present", `The worktree ${manifest.worktree.path} of handoff ${id} is ${describeWorktree(report.worktree)}, so Pi cannot be started in it.`);
   }
-  const model = manifest.child.model;
-  if (model === undefined) {
-    return refuse(
-      "no_launch_settings",
-      `Handoff ${id} was recorded without its model and launch settings, so it cannot be relaunched safely; start it by hand in its worktree with: pi --session ${childSessionFile}.`,
-    );
-  }
-  if (deps.piCommand === undefined || deps.piCommand.length === 0) {
-    return refuse("no_pi", "No pi executable was found on PATH (nor a Pi package next to this one); put pi on PATH and try again.");
-  }
-
-  let command: string;
-  try {
-    const sessionDir = dirname(childSessionFile);
-    command = buildLaunchCommand({
-      piCommand: deps.piCommand,
-      worktreePath: manifest.worktree.path,
-      childSessionFile,
-      // The handoff passed --session-dir only when the child's sessions live outside Pi's default dir.
-      ...(sessionDir !== defaultSessionDir(manifest.worktree.path, deps.agentDir) ? { sessionDir } : {}),
-      agentDir: deps.agentDir,
-      handoffId: manifest.id,
-      model,
-      ...(manifest.child.thinkingLevel === undefined ? {} : { thinkingLevel: manifest.child.thinkingLevel }),
-      approve: manifest.child.approve ?? false,
-      extraArgs: manifest.child.extraArgs ?? [],
-      parentEnv: deps.env,
-      muxKind: manifest.mux.kind,
-    });
-  } catch (error) {
-    return refuse("bad_command", `The launch command for handoff ${id} could not be built: ${errorMessage(error)}`);
-  }
+  const derived = launchCommandFor(manifest, { piCommand: deps.piCommand ?? [], agentDir: deps.agentDir, env: deps.env });
+  if (!derived.ok) return refuse(derived.code, derived.message);
 
   const muxFound = deps.muxFor(manifest.mux);
   if (!muxFound.ok) return refuse("no_multiplexer", muxFound.message);
@@ -163,14 +133,23 @@ async function relaunchLocked(deps: RelaunchDeps, id: string, options: { focus: 
       m.mux = report.mux;
     });
   }
+  let windowCommand = false;
   if (report.workspace.code !== "open") {
     deps.progress("worktree", "Opening a new window for the worktree");
+    // Where the backend can, the new window runs the launcher itself: nothing is typed there.
+    let window: WindowLauncher;
+    try {
+      window = await prepareWindowLauncher(deps.store, manifest, deps.timeouts);
+    } catch (error) {
+      return { code: "failed", reason: "reopen_failed", manifest, message: `Could not write the launcher for handoff ${id}: ${errorMessage(error)}.` };
+    }
     const opened = await mux.reopenWorkspace({
       mainCheckout: manifest.repo.root,
       worktreePath: manifest.worktree.path,
       branch: manifest.branch,
       label: manifest.branch,
       previous: manifest.mux,
+      command: window.command,
     });
     if (!opened.ok) {
       return { code: "failed", reason: "reopen_failed", manifest, message: `Could not reopen a window for handoff ${id}: ${opened.message}` };
@@ -179,6 +158,7 @@ async function relaunchLocked(deps: RelaunchDeps, id: string, options: { focus: 
       m.mux = opened.location;
     });
     reopened = true;
+    windowCommand = opened.commandStarted === true;
   }
 
   // Re-checked right before typing: a Pi started on the session since the inventory (by hand, or
@@ -196,12 +176,14 @@ async function relaunchLocked(deps: RelaunchDeps, id: string, options: { focus: 
     now: () => deps.now(),
     sleep: (ms) => deps.sleep(ms),
     progress: (step, text) => deps.progress(step, text),
+    ...(deps.tick !== undefined ? { tick: deps.tick } : {}),
     timeouts: deps.timeouts,
   });
   const launched = await launcher.launch({
     mux,
     manifest: current,
-    command,
+    command: derived.command,
+    windowCommand,
     focus: options.focus,
     note: reopened ? `relaunched in a reopened window (${describeLocation(current.mux)})` : "relaunched",
     patch: (m) => {
@@ -227,7 +209,7 @@ async function relaunchLocked(deps: RelaunchDeps, id: string, options: { focus: 
       return {
         code: "launch_unconfirmed",
         manifest: launched.manifest,
-        message: `${launched.message} Look at ${describeLocation(launched.manifest.mux)}; the command typed there was: ${command}`,
+        message: `${launched.message} Look at ${describeLocation(launched.manifest.mux)}; to start it by hand, run there: ${launched.manifest.child.command ?? "?"}`,
       };
     case "shell_not_ready":
       return { code: "failed", reason: "shell_not_ready", manifest: current, message: `${launched.message} Nothing was typed; handoff ${id} is unchanged.` };

@@ -125,7 +125,8 @@ export const HandoffStatusSchema = z.discriminatedUnion("code", [
   z.strictObject({ code: z.literal("prunable") }),
   z.strictObject({ code: z.literal("orphaned_checkout"), reason: z.string() }),
   /** Typed, but the child never confirmed its start. */
-  z.strictObject({ code: z.literal("unconfirmed"), step: z.literal("confirm"), message: z.string() }),
+  // `launch`: the line was typed and no launcher started; `confirm`: it started, nothing confirmed.
+  z.strictObject({ code: z.literal("unconfirmed"), step: z.enum(["launch", "confirm"]), message: z.string() }),
   /** The worktree is there, no Pi runs on it, and its window/workspace is closed. */
   z.strictObject({ code: z.literal("workspace_closed") }),
   /** The worktree and its window are there, but no Pi runs on it. */

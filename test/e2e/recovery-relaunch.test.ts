@@ -120,8 +120,12 @@ describe("pi-handoff relaunch with the real Pi", () => {
     expect(realpathSync(readlinkSync(`/proc/${secondPid}/cwd`))).toBe(first.worktree.path);
     expect(readFileSync(`/proc/${secondPid}/environ`, "utf8").split("\0")).toContain(`PI_HANDOFF_ID=${first.id}`);
     expect(second.child.sessionFile).toBe(childFile);
-    expect(second.child.command).toContain(`--session ${childFile} --model faux/faux-1`);
-    expect(second.child.command).toContain(`--extension ${EXTENSION_ENTRY}`);
+    // Started by its launcher (typed into the pane's shell): the params it ran hold the flags.
+    const stem = store.pathFor(first.id).replace(/\.json$/, "");
+    expect(second.child.command).toBe(`sh ${stem}.launch.sh`);
+    const params = readFileSync(`${stem}.launch.params`, "utf8");
+    expect(params).toContain(`--session ${childFile} --model faux/faux-1`);
+    expect(params).toContain(`--extension ${EXTENSION_ENTRY}`);
 
     // It carries on the conversation in that session.
     if (second.mux.kind !== "tmux") throw new Error("expected tmux");

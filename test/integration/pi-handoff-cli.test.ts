@@ -329,8 +329,8 @@ describe("relaunch", () => {
     );
     expect(relaunched.stderr).toBe("launch: Waiting for the new pane's shell\nlaunch: Starting Pi in the new pane\nconfirm: Waiting for the new Pi to start\n");
     expect(isProcessAlive(secondPid)).toBe(true);
-    // The Pi on PATH (a node script) runs with the CLI's own Node.
-    expect(after.child.command).toContain(` ${NODE_BIN} ${STAND_IN_PI} --session `);
+    // The Pi on PATH (a node script) runs with the CLI's own Node: the launcher's params say so.
+    expect(readFileSync(rig.store.pathFor(manifest.id).replace(/\.json$/, ".launch.params"), "utf8")).toContain(` ${NODE_BIN} ${STAND_IN_PI} --session `);
     await killAndWait(secondPid);
   });
 });

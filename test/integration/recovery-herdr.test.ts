@@ -261,7 +261,8 @@ describe("the inventory on real states (Herdr)", () => {
     expect(report.status).toEqual({
       code: "unconfirmed",
       step: "confirm",
-      message: "The new Pi did not confirm its start within 0 s and no Pi process was found in the new pane.",
+      // The launcher ran and started nothing (the fault): said at once, not after the timeout.
+      message: "The launcher started, but its Pi exited (or never started) before confirming; the new pane shows why.",
     });
     expect(report.actions).toEqual(["relaunch", "focus", "remove"]);
 

@@ -162,7 +162,8 @@ describe("the inventory on real states (tmux)", () => {
     expect(report.status).toEqual({
       code: "unconfirmed",
       step: "confirm",
-      message: "The new Pi did not confirm its start within 0 s and no Pi process was found in the new pane.",
+      // The window's launcher ran and started nothing (the fault): said at once, not after the timeout.
+      message: "The launcher started, but its Pi exited (or never started) before confirming; the new pane shows why.",
     });
     expect(report.actions).toEqual(["relaunch", "focus", "remove"]);
 
@@ -217,8 +218,15 @@ describe("relaunch on tmux", () => {
       ["launching", "relaunched"],
       ["running", `acknowledged by pid ${secondPid}`],
     ]);
-    expect(after.child.command).toContain(`cd ${after.worktree.path} && env PI_CODING_AGENT_DIR=${rig.agentDir} PI_HANDOFF_ID=${manifest.id} ${NODE_BIN} ${STAND_IN_PI} --session ${after.child.sessionFile}`);
-    expect(after.child.command).toContain("--model faux/faux-1 --thinking medium");
+    // The window's launcher gave the pane back to the shell when the first Pi died: the short
+    // line was typed there once, and its params hold the command rebuilt for this environment.
+    const launcherFile = manifestPath.replace(/\.json$/, ".launch.sh");
+    expect(after.child.command).toBe(`sh ${launcherFile}`);
+    expect(after.launch).toMatchObject({ launcherFile, typed: 1 });
+    const params = readFileSync(manifestPath.replace(/\.json$/, ".launch.params"), "utf8");
+    expect(params).toContain(`launch_cwd=${after.worktree.path}\n`);
+    expect(params).toContain(`launch_exec_pi() { exec env PI_CODING_AGENT_DIR=${rig.agentDir} PI_HANDOFF_ID=${manifest.id} ${NODE_BIN} ${STAND_IN_PI} --session ${after.child.sessionFile}`);
+    expect(params).toContain("--model faux/faux-1 --thinking medium");
     expect(after.mux).toEqual(manifest.mux);
     expect(after.focus).toEqual({ at: expect.any(String) });
     expect((await rig.tmux.tmux(["display-message", "-p", "-t", tmuxLocation(after).windowId, "#{window_active}"])).trim()).toBe("1");

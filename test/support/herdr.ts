@@ -44,6 +44,15 @@ export interface HerdrDoubleOptions {
   version?: string;
   /** How long each new pane's shell start-up job holds the foreground and swallows typed input. */
   shellDelayMs?: number;
+  /**
+   * How long each new pane's shell start-up runs builtins only (the shell owns the foreground from
+   * the first instant, so readiness cannot be seen) while it reads and discards what is typed.
+   */
+  shellSwallowMs?: number;
+  /** The same start-up, lasting until this file exists (a test decides when the shell is up). */
+  shellSwallowUntil?: string;
+  /** A terminal line limit: typed text beyond `lineCap - 1` bytes is dropped (1024 on macOS). */
+  lineCap?: number;
   /** Refuse every worktree command without `--trust-repository`, as an untrusted repository does. */
   requireTrust?: boolean;
   /** Mint ids as Herdr up to 0.6.10 did (lowercase hex workspace ids, `<ws>:<n>` tabs, `<ws>-<n>` panes). */
@@ -149,6 +158,12 @@ export async function startHerdrDouble(options: HerdrDoubleOptions = {}): Promis
       options.version ?? "0.9.2",
       "--shell-delay-ms",
       String(options.shellDelayMs ?? 0),
+      "--shell-swallow-ms",
+      String(options.shellSwallowMs ?? 0),
+      "--shell-swallow-until",
+      options.shellSwallowUntil ?? "",
+      "--line-cap",
+      String(options.lineCap ?? 0),
       "--require-trust",
       options.requireTrust === true ? "1" : "0",
       "--first-workspace-number",

@@ -70,6 +70,8 @@ export interface HandoffOptions {
   focus?: boolean;
   /** Hand off into a branch that already exists (`--existing`). */
   existing?: boolean;
+  /** Pi flags mirrored from the parent's command line (default none). */
+  extraPiArgs?: string[];
 }
 
 interface RigCore {
@@ -116,7 +118,7 @@ function createRigCore(prefix: string): RigCore {
       projectTrusted: false,
       agentDir,
       piCommand: [NODE_BIN, STAND_IN_PI],
-      extraPiArgs: [],
+      extraPiArgs: options.extraPiArgs ?? [],
       env,
     });
     // The child may still be letting go of the manifest's lock after its acknowledgement; a test
@@ -167,11 +169,11 @@ function rigFrom(core: RigCore, handoff: RecoveryRigBase["handoff"], cleanup: ()
   };
 }
 
-export async function createRecoveryRig(): Promise<RecoveryRig> {
+export async function createRecoveryRig(options: { rcFile?: string } = {}): Promise<RecoveryRig> {
   const core = createRigCore("phw-recovery-");
   let tmux: PrivateTmux;
   try {
-    tmux = await startPrivateTmux({ env: { HOME: core.repo.home } });
+    tmux = await startPrivateTmux({ env: { HOME: core.repo.home }, ...(options.rcFile !== undefined ? { rcFile: options.rcFile } : {}) });
   } catch (error) {
     core.repo.cleanup();
     throw error;
@@ -198,7 +200,9 @@ export async function createRecoveryRig(): Promise<RecoveryRig> {
  * `legacyIds`: the double mints Herdr <= 0.6.10 ids. `piOnPath`: the panes find a `pi` (the stand-in)
  * on PATH, as Herdr's own resume after a restart needs (it types a bare `pi --session <file>`).
  */
-export async function createHerdrRecoveryRig(options: { shellDelayMs?: number; legacyIds?: boolean; piOnPath?: boolean } = {}): Promise<HerdrRecoveryRig> {
+export async function createHerdrRecoveryRig(
+  options: { shellDelayMs?: number; legacyIds?: boolean; piOnPath?: boolean; shellSwallowMs?: number; shellSwallowUntil?: string; lineCap?: number } = {},
+): Promise<HerdrRecoveryRig> {
   const core = createRigCore("phw-recovery-herdr-");
   let herdr: HerdrDouble;
   try {
@@ -209,7 +213,14 @@ export async function createHerdrRecoveryRig(options: { shellDelayMs?: number; l
       writeFileSync(join(bin, "pi"), `#!/bin/sh\nexec ${shellQuote(NODE_BIN)} ${shellQuote(STAND_IN_PI)} "$@"\n`, { mode: 0o755 });
       env.PATH = `${bin}:${env.PATH ?? "/usr/bin:/bin"}`;
     }
-    herdr = await startHerdrDouble({ env, shellDelayMs: options.shellDelayMs ?? 0, legacyIds: options.legacyIds === true });
+    herdr = await startHerdrDouble({
+      env,
+      shellDelayMs: options.shellDelayMs ?? 0,
+      legacyIds: options.legacyIds === true,
+      ...(options.shellSwallowMs !== undefined ? { shellSwallowMs: options.shellSwallowMs } : {}),
+      ...(options.shellSwallowUntil !== undefined ? { shellSwallowUntil: options.shellSwallowUntil } : {}),
+      ...(options.lineCap !== undefined ? { lineCap: options.lineCap } : {}),
+    });
   } catch (error) {
     core.repo.cleanup();
     throw error;

@@ -19,10 +19,11 @@ import { TmuxMultiplexer } from "../../src/mux/tmux.ts";
 import { InventoryReportSchema, type HandoffReport, type InventoryReport } from "../../src/recovery/report-schema.ts";
 import { forkActiveBranch } from "../../src/session/fork.ts";
 import { defaultSessionDir } from "../../src/session/paths.ts";
+import { launchFileOwner } from "../../src/launch/launcher-file.ts";
 import type { DriverConfig, DriverResult } from "./fixtures/handoff-driver.ts";
 import { isolatedGitEnv, makeTempDir, removeTempDir, type TempRepo } from "./git-repo.ts";
 import { keptInSandbox, NODE_BIN, PROJECT_ROOT, readEntries } from "./pi.ts";
-import { startPrivateTmux, type PrivateTmux } from "./tmux.ts";
+import { startPrivateTmux, waitFor, type PrivateTmux } from "./tmux.ts";
 import { createParentConversation } from "./parent-session.ts";
 
 export const HANDOFF_DRIVER = join(PROJECT_ROOT, "test", "support", "fixtures", "handoff-driver.ts");
@@ -151,7 +152,14 @@ export async function collectArtifacts(input: {
   const exclude = new Set(input.excludeSessions ?? []);
   return {
     manifests: storeEntries.filter((name) => name.endsWith(".json") && !name.startsWith(".")).map((name) => name.slice(0, -5)).sort(),
-    storeLeftovers: storeEntries.filter((name) => !(name.endsWith(".json") && !name.startsWith("."))).sort(),
+    // A manifest's own launch files (launcher, params, start notes, postCreate runner) are explained by it.
+    storeLeftovers: storeEntries
+      .filter((name) => !(name.endsWith(".json") && !name.startsWith(".")))
+      .filter((name) => {
+        const owner = launchFileOwner(name);
+        return owner === undefined || !storeEntries.includes(`${owner}.json`);
+      })
+      .sort(),
     gitWorktrees: gitWorktrees.sort(),
     worktreeDirs: existsSync(worktreeRoot) ? readdirSync(worktreeRoot).map((name) => join(worktreeRoot, name)).sort() : [],
     branches: repo.run(["for-each-ref", "--format=%(refname:short)", "refs/heads"]).split("\n").filter((line) => line !== "").sort(),
@@ -266,7 +274,17 @@ export async function createWorld(options: { repoName?: string; prefix?: string 
     const sessionDir = defaultSessionDir(repo.root, agentDir);
     const parent = parentOf(createParentConversation(repo.root, sessionDir).sessionFile, repo.root);
 
-    const handoff: World["handoff"] = (input) =>
+    const handoff: World["handoff"] = async (input) => {
+      const outcome = await runTransaction(input);
+      // The child lets go of the manifest's lock just after its acknowledgement, which the launch
+      // may see first: wait for that, so a lock left behind means a real stale one.
+      if ("manifest" in outcome) {
+        const lock = `${store.pathFor(outcome.manifest.id)}.lock`;
+        await waitFor(() => !existsSync(lock), { timeoutMs: 10_000, description: `the lock ${lock} to be released` });
+      }
+      return outcome;
+    };
+    const runTransaction: World["handoff"] = (input) =>
       new HandoffTransaction({
         git,
         store,

@@ -13,6 +13,8 @@ export interface PrivateTmuxOptions {
   shell?: "bash" | "sh";
   /** Extra variables for the server's (and so every pane's) environment. */
   env?: Record<string, string>;
+  /** An rc file for the panes' bash (`--rcfile`), e.g. a slow start-up that swallows typed input. */
+  rcFile?: string;
 }
 
 export interface PrivateTmux {
@@ -37,7 +39,8 @@ export async function startPrivateTmux(options: PrivateTmuxOptions = {}): Promis
   const home = join(rootDir, "home");
   await mkdir(home);
   const socketPath = join(rootDir, "sock");
-  const shellCommand = options.shell === "sh" ? ["/bin/sh"] : ["/bin/bash", "--norc", "--noprofile"];
+  const shellCommand =
+    options.shell === "sh" ? ["/bin/sh"] : options.rcFile !== undefined ? ["/bin/bash", "--noprofile", "--rcfile", options.rcFile, "-i"] : ["/bin/bash", "--norc", "--noprofile"];
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
     HOME: home,

@@ -1,42 +1,20 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { buildLaunchCommand, currentPiCommand, mirroredPiFlags, shellQuote } from "../../src/launch/launch-command.ts";
+import { currentPiCommand, mirroredPiFlags, shellQuote } from "../../src/launch/launch-command.ts";
+import { hostileWords } from "../support/hostile-words.ts";
 
 const root = realpathSync(mkdtempSync(join(tmpdir(), "launch-cmd-")));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-// Stands in for Pi: records its argv, cwd and the forwarded environment as JSON.
+// A script for currentPiCommand to find on disk.
 const recorder = join(root, "record.cjs");
-writeFileSync(
-  recorder,
-  `require("fs").writeFileSync(process.env.RECORD_TO, JSON.stringify({ argv: process.argv.slice(2), cwd: process.cwd(),
-  agentDir: process.env.PI_CODING_AGENT_DIR, handoffId: process.env.PI_HANDOFF_ID, offline: process.env.PI_OFFLINE }));`,
-);
+writeFileSync(recorder, "");
 
 const canary = join(root, "canary");
-const hostile = [
-  "plain",
-  "with space",
-  "it's",
-  'double "quoted"',
-  `$(touch ${canary})`,
-  `\`touch ${canary}\``,
-  `; touch ${canary}`,
-  `| touch ${canary} &`,
-  "back\\slash",
-  "$HOME and ${PATH}",
-  "*glob?[x]",
-  "ünïcödé-名前-🚀",
-  "-leading-dash",
-  "!history",
-  "~tilde",
-  "'",
-  "''",
-  "",
-];
+const hostile = hostileWords(canary);
 
 describe("shellQuote", () => {
   it.each(["sh", "bash"])("round-trips every hostile word through a real %s without running anything", (shell) => {
@@ -50,68 +28,6 @@ describe("shellQuote", () => {
   it("refuses control characters, which a terminal would act on", () => {
     expect(() => shellQuote("a\nb")).toThrow(/control character/);
     expect(() => shellQuote("a\u001b[2Jb")).toThrow(/control character/);
-  });
-});
-
-describe("buildLaunchCommand", () => {
-  it.each(hostile.filter((w) => w !== "" && !w.includes("/")))("starts Pi with exact arguments in a worktree named %j", (name) => {
-    const worktree = join(root, `wt ${name}`);
-    mkdirSync(worktree, { recursive: true });
-    const recordTo = join(root, "record.json");
-    rmSync(recordTo, { force: true });
-    const command = buildLaunchCommand({
-      piCommand: [process.execPath, recorder],
-      worktreePath: worktree,
-      childSessionFile: join(root, `session ${name}.jsonl`),
-      agentDir: join(root, `agent ${name}`),
-      handoffId: "20261130-120000-x-abcd",
-      model: { provider: "faux", id: `model ${name}` },
-      thinkingLevel: "high",
-      approve: true,
-      extraArgs: ["--extension", join(root, `ext ${name}.ts`)],
-      parentEnv: { PI_OFFLINE: "1", SECRET_TOKEN: "do-not-forward" },
-    });
-    expect(command).not.toContain("do-not-forward");
-    execFileSync("bash", ["-c", command], { env: { ...process.env, RECORD_TO: recordTo } });
-    const recorded = JSON.parse(readFileSync(recordTo, "utf8"));
-    expect(recorded).toEqual({
-      argv: [
-        "--session",
-        join(root, `session ${name}.jsonl`),
-        "--model",
-        `faux/model ${name}`,
-        "--thinking",
-        "high",
-        "--approve",
-        "--extension",
-        join(root, `ext ${name}.ts`),
-      ],
-      cwd: worktree,
-      agentDir: join(root, `agent ${name}`),
-      handoffId: "20261130-120000-x-abcd",
-      offline: "1",
-    });
-    expect(existsSync(canary)).toBe(false);
-  });
-});
-
-describe("the child's environment per backend", () => {
-  it("inside Herdr the child also gets HERDR_AGENT=pi (Herdr's agent hint); on tmux it does not", () => {
-    const input = {
-      piCommand: ["pi"],
-      worktreePath: root,
-      childSessionFile: join(root, "s.jsonl"),
-      agentDir: join(root, "agent"),
-      handoffId: "20261130-120000-x-abcd",
-      model: { provider: "faux", id: "m" },
-      approve: false,
-      extraArgs: [],
-      parentEnv: {},
-    };
-    expect(buildLaunchCommand({ ...input, muxKind: "herdr" })).toBe(
-      `cd ${root} && env PI_CODING_AGENT_DIR=${root}/agent PI_HANDOFF_ID=20261130-120000-x-abcd HERDR_AGENT=pi pi --session ${root}/s.jsonl --model faux/m`,
-    );
-    expect(buildLaunchCommand({ ...input, muxKind: "tmux" })).not.toContain("HERDR_AGENT");
   });
 });
 

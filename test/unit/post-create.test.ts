@@ -1,13 +1,12 @@
 /**
  * The postCreate runner with a real /bin/sh and bash: commands run in order in the worktree with the
- * handoff's variables, the status file records how they ended (atomically, once), and the typed line
- * built by buildLaunchCommand starts "Pi" only when every command succeeded, whatever the paths hold.
+ * handoff's variables, the status file records how they ended (atomically, once). That the launcher
+ * starts "Pi" only when every command succeeded is in launcher-file.test.ts.
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { buildLaunchCommand } from "../../src/launch/launch-command.ts";
 import { postCreateFiles, postCreatePrelude, readPostCreateStatus, writeRunner } from "../../src/launch/post-create.ts";
 import { makeTempDir, removeTempDir } from "../support/git-repo.ts";
 
@@ -66,30 +65,6 @@ describe("postCreate runner", () => {
     const run = spawnSync("/bin/sh", postCreatePrelude(files, ["kill -INT $PPID; sleep 0.2"]).slice(1), { cwd: worktree, encoding: "utf8", timeout: 10_000 });
     expect(run.status).toBe(130);
     expect(await readPostCreateStatus(files.statusFile)).toEqual({ exitStatus: 130, command: 1 });
-  });
-
-  it.each([
-    ["all succeed", ["true"], true],
-    ["one fails", ["true", "false"], false],
-  ])("the typed line starts Pi only when %s (bash)", async (_label, commands, started) => {
-    const files = await runner();
-    const line = buildLaunchCommand({
-      // A stand-in for Pi: marks that it started, in the directory it was started in.
-      piCommand: ["/bin/sh", "-c", "printf started > pi-ran", "sh"],
-      worktreePath: worktree,
-      childSessionFile: "/s/child.jsonl",
-      agentDir: "/agent",
-      handoffId: "h-1",
-      model: { provider: "faux", id: "faux-1" },
-      approve: false,
-      extraArgs: [],
-      parentEnv: {},
-      prelude: postCreatePrelude(files, commands),
-    });
-    expect(line.startsWith(`cd '${worktree.replace(/'/g, `'\\''`)}' && /bin/sh `)).toBe(true);
-    spawnSync("/bin/bash", ["--norc", "--noprofile", "-c", line], { cwd: dir, encoding: "utf8", timeout: 10_000 });
-    expect(existsSync(join(worktree, "pi-ran"))).toBe(started);
-    expect((await readPostCreateStatus(files.statusFile))?.exitStatus).toBe(started ? 0 : 1);
   });
 
   it("reads no status before the runner wrote one, nor a malformed one", async () => {

@@ -2,7 +2,7 @@
  * The transaction's decisions with fakes for git, the multiplexer and the fork (a real manifest
  * store in a temp dir): call order, refusals that touch nothing, the probe fallback, and failures.
  */
-import { mkdtempSync, realpathSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -52,22 +52,55 @@ class FakeGit implements GitPort {
   }
 }
 
+/**
+ * What the launcher does when it runs, for a pane without processes: it announces its start with
+ * this launch's token and holds its lock (this live process stands in for it). Returns whether its
+ * params start Pi (not the confirm fault's "start nothing").
+ */
+function launcherRuns(script: string): boolean {
+  const params = readFileSync(script.replace(/\.sh$/, ".params"), "utf8");
+  const token = /^launch_token=(\S+)$/m.exec(params)?.[1] ?? "?";
+  writeFileSync(script.replace(/\.sh$/, ".started"), `${token} ${process.pid}\n`);
+  writeFileSync(script.replace(/\.sh$/, ".pid"), `${process.pid}\n`);
+  return params.includes("launch_exec_pi() { exec env");
+}
+
 class FakeMux implements Multiplexer {
   readonly kind = "tmux" as const;
   calls: string[] = [];
-  createResult: MuxResult<{ location: MuxLocation; worktreePath: string }> | undefined;
+  createResult: MuxResult<{ location: MuxLocation; worktreePath: string; commandStarted?: boolean }> | undefined;
   shellReady = true;
   focusOk = true;
   processes: PaneProcess[] = [];
-  onRun: (line: string) => Promise<void> = async () => {};
+  /** How many typed lines the pane's shell loses (a start-up that swallows input). */
+  swallow = 0;
+  typed: string[] = [];
+  /** Whether the window runs the request's command (as tmux does): the launcher then starts by itself. */
+  runsCommand = false;
+  windowWatch: NodeJS.Timeout | undefined;
+  onRun: (line: string, startsPi: boolean) => Promise<void> = async () => {};
   async createWorkspace(request: CreateWorkspaceRequest) {
     this.calls.push("createWorkspace");
     mkdirSync(request.worktreePath, { recursive: true });
+    const script = request.command?.[1];
+    if (this.runsCommand && script !== undefined) {
+      // The window's launcher waits for the launch step's go-ahead, then runs.
+      this.windowWatch = setInterval(() => {
+        const signal = script.replace(/\.sh$/, ".window");
+        if (!existsSync(signal)) return;
+        clearInterval(this.windowWatch);
+        if (!readFileSync(signal, "utf8").startsWith("window_go=")) return;
+        const startsPi = launcherRuns(script);
+        this.calls.push("window launcher");
+        void this.onRun("", startsPi);
+      }, 5);
+    }
     return (
       this.createResult ?? {
         ok: true as const,
         location: { kind: "tmux" as const, socketPath: "/tmp/sock", sessionId: "$1", windowId: "@7", paneId: "%7" },
         worktreePath: request.worktreePath,
+        ...(this.runsCommand ? { commandStarted: true } : {}),
       }
     );
   }
@@ -77,7 +110,13 @@ class FakeMux implements Multiplexer {
   }
   async run(_location: MuxLocation, line: string) {
     this.calls.push("run");
-    await this.onRun(line);
+    this.typed.push(line);
+    if (this.swallow > 0) {
+      this.swallow -= 1;
+      return { ok: true as const };
+    }
+    const script = /^sh (\S+)$/.exec(line)?.[1];
+    await this.onRun(line, script !== undefined && launcherRuns(script));
     return { ok: true as const };
   }
   async probe() {
@@ -112,7 +151,10 @@ describe("HandoffTransaction", () => {
     forks = [];
     calls = mux.calls;
   });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  afterEach(() => {
+    clearInterval(mux.windowWatch);
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   function deps(overrides: Partial<HandoffDeps> = {}): HandoffDeps {
     return {
@@ -129,7 +171,7 @@ describe("HandoffTransaction", () => {
       now: () => new Date(),
       sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
       progress: () => {},
-      timeouts: { shellMs: 1000, confirmMs: 300, pollMs: 10 },
+      timeouts: { shellMs: 1000, confirmMs: 300, pollMs: 10, startMs: 200, attempts: 3 },
       ...overrides,
     };
   }
@@ -153,13 +195,14 @@ describe("HandoffTransaction", () => {
 
   /** The child's side, as the real extension does it, once the command is typed. */
   function childAcknowledgesOnRun(): void {
-    mux.onRun = async (line) => {
-      // Only a line that starts Pi (with the handoff marker) brings up a child.
-      if (!line.includes("PI_HANDOFF_ID=")) return;
+    mux.onRun = async (_line, startsPi) => {
+      // Only a launcher that starts Pi brings up a child.
+      if (!startsPi) return;
       const details = forks[0]?.message.details;
       if (details === undefined) throw new Error("no fork happened");
-      await acknowledgeHandoff({ store, details, sessionFile: join(dir, "child.jsonl"), pid: 4242, now: () => new Date() });
+      // Noted first: the launch may see the acknowledgement in the store before this returns.
       calls.push("ack");
+      await acknowledgeHandoff({ store, details, sessionFile: join(dir, "child.jsonl"), pid: 4242, now: () => new Date() });
     };
   }
 
@@ -373,5 +416,71 @@ describe("HandoffTransaction", () => {
     const manifest = "manifest" in outcome ? outcome.manifest : undefined;
     expect(manifest?.error?.step).toBe(step);
     expect(calls).not.toContain("focus");
+  });
+
+  it("types the short launch line again when the shell lost it, and reaches running", async () => {
+    childAcknowledgesOnRun();
+    mux.swallow = 1;
+    const outcome = await new HandoffTransaction(deps()).run(request());
+    expect(outcome.code, outcome.message).toBe("running");
+    if (outcome.code !== "running") return;
+    const line = `sh ${store.pathFor(outcome.manifest.id).replace(/\.json$/, ".launch.sh")}`;
+    expect(mux.typed).toEqual([line, line]);
+    expect(outcome.manifest.child.command).toBe(line);
+    expect(outcome.manifest.launch).toMatchObject({ typed: 2, startedPid: process.pid, startedAt: expect.any(String) });
+    expect(calls).toEqual(["createWorkspace", "waitForShell", "fork", "run", "run", "ack", "focus"]);
+  });
+
+  it("stops typing after the bounded number of attempts and reports exactly what it did and saw", async () => {
+    childAcknowledgesOnRun();
+    mux.swallow = 99;
+    const progress: string[] = [];
+    const outcome = await new HandoffTransaction(deps({ progress: (step, text) => progress.push(`${step}: ${text}`) })).run(request());
+    expect(outcome.code).toBe("launch_unconfirmed");
+    if (outcome.code !== "launch_unconfirmed") return;
+    expect(mux.typed).toHaveLength(3);
+    const files = store.pathFor(outcome.manifest.id).replace(/\.json$/, "");
+    expect(outcome.manifest.error).toEqual({
+      step: "launch",
+      at: expect.any(String),
+      message: `No launcher started in the new pane: the launch line (sh ${files}.launch.sh) was typed 3 time(s), 0.2 s apart, and no start was announced in ${files}.launch.started; the shell there may still be starting or may have lost the input.`,
+    });
+    expect(outcome.manifest.launch).toEqual({ launcherFile: `${files}.launch.sh`, typed: 3 });
+    expect(calls).not.toContain("probe");
+    // The wait is shown as it runs: elapsed against its limit, and which typing it is.
+    expect(progress).toContain("launch: No launcher started; typing the launch line again (3 of 3)");
+    expect(progress.some((text) => /^launch: Waiting for the launcher to start \(typed 2 of 3\) \(0\.\d s of 0\.2 s\)$/.test(text))).toBe(true);
+  });
+
+  it("types nothing when the window runs the launcher itself, and waits for no shell", async () => {
+    childAcknowledgesOnRun();
+    mux.runsCommand = true;
+    const outcome = await new HandoffTransaction(deps()).run(request());
+    expect(outcome.code, outcome.message).toBe("running");
+    expect(calls).toEqual(["createWorkspace", "fork", "window launcher", "ack", "focus"]);
+    expect(mux.typed).toEqual([]);
+    if (outcome.code !== "running") return;
+    expect(outcome.manifest.launch).toMatchObject({ windowCommand: true, typed: 0, startedPid: process.pid });
+  });
+
+  it("tells a window's waiting launcher that nothing comes when the handoff fails before the launch", async () => {
+    mux.runsCommand = true;
+    const outcome = await new HandoffTransaction(deps({ faults: { failAt: "fork" } })).run(request());
+    expect(outcome.code).toBe("failed");
+    if (outcome.code !== "failed") return;
+    const signal = readFileSync(store.pathFor(outcome.manifest.id).replace(/\.json$/, ".launch.window"), "utf8");
+    expect(signal).toBe(`window_cancelled='Handoff ${outcome.manifest.id} failed at the fork step, so no Pi was started here; pi-handoff inspect ${outcome.manifest.id} shows what exists.'\n`);
+  });
+
+  it("refuses a launch wait set to something unusable before touching anything", async () => {
+    const outcome = await new HandoffTransaction(deps()).run(request({}, { env: { PI_HANDOFF_LAUNCH_ATTEMPTS: "many" } }));
+    expect(outcome).toEqual({
+      ok: false,
+      code: "refused",
+      reason: "environment",
+      message: 'PI_HANDOFF_LAUNCH_ATTEMPTS is "many", but it must be a whole number from 1 to 10 (such as 3); set it so, or unset it.',
+    });
+    expect(calls).toEqual([]);
+    expect(await store.list()).toEqual([]);
   });
 });

@@ -406,6 +406,8 @@ function paneEnvironment(paths, state, ws, tabId, paneId) {
   };
   if (state.sessionName !== undefined) vars.HERDR_SESSION = state.sessionName;
   if (state.shellDelayMs > 0) vars.HERDR_DOUBLE_SHELL_DELAY_S = (state.shellDelayMs / 1000).toFixed(3);
+  if (state.shellSwallowMs > 0) vars.HERDR_DOUBLE_SWALLOW_S = (state.shellSwallowMs / 1000).toFixed(3);
+  if (state.shellSwallowUntil) vars.HERDR_DOUBLE_SWALLOW_UNTIL = state.shellSwallowUntil;
   return vars;
 }
 
@@ -1140,8 +1142,12 @@ function parsePaneText(args, usage) {
   return { paneId: args[0], text: args.slice(1).join(" "), keys: args.slice(1) };
 }
 
-function typeInto(ctx, pane, text, keys) {
+function typeInto(ctx, pane, text, keys, capped = false) {
   const { paths, state } = ctx;
+  if (capped && state.lineCap > 0 && Buffer.byteLength(text) > state.lineCap - 1) {
+    // The tty keeps the first MAX_CANON - 1 bytes of a line and drops the rest; Enter still submits.
+    text = Buffer.from(text).subarray(0, state.lineCap - 1).toString("utf8").replace(/\uFFFD$/, "");
+  }
   if (text !== "") tmux(paths, state, ["send-keys", "-t", pane.tmuxPaneId, "-l", "--", text]);
   for (const key of keys) tmux(paths, state, ["send-keys", "-t", pane.tmuxPaneId, key]);
   pane.revision += 1;
@@ -1231,7 +1237,7 @@ const COMMANDS = {
     id: "cli:request",
     fireAndForget: true,
     parse: (args) => parsePaneText(args, "usage: herdr pane run <pane_id> <command>"),
-    run: (ctx, { paneId, text }) => typeInto(ctx, requirePane(ctx.state, paneId), text, ["Enter"]),
+    run: (ctx, { paneId, text }) => typeInto(ctx, requirePane(ctx.state, paneId), text, ["Enter"], true),
   },
   "pane send-text": {
     id: "cli:request",
@@ -1349,7 +1355,14 @@ function adminStart(paths, options, sessionName) {
       "  set -m",
       '  ( while read -r -t "$HERDR_DOUBLE_SHELL_DELAY_S" _swallowed; do :; done )',
       "fi",
-      "unset HERDR_DOUBLE_SHELL_DELAY_S",
+      'if [ -n "${HERDR_DOUBLE_SWALLOW_S:-}" ]; then',
+      "  # A start-up that runs only builtins (as shell plugins do): the shell itself owns the foreground",
+      "  # from the first instant, and everything typed before its prompt is read and thrown away.",
+      '  read -r -t "$HERDR_DOUBLE_SWALLOW_S" -d "" _swallowed',
+      "fi",
+      "# The same start-up, for as long as a test says: until its file exists.",
+      'while [ -n "${HERDR_DOUBLE_SWALLOW_UNTIL:-}" ] && [ ! -e "$HERDR_DOUBLE_SWALLOW_UNTIL" ]; do read -r -t 0.1 -d "" _swallowed; done',
+      "unset HERDR_DOUBLE_SHELL_DELAY_S HERDR_DOUBLE_SWALLOW_S HERDR_DOUBLE_SWALLOW_UNTIL _swallowed",
       "",
     ].join("\n"),
   );
@@ -1359,6 +1372,10 @@ function adminStart(paths, options, sessionName) {
     requireTrust: options["require-trust"] === "1",
     legacyIds: options["legacy-ids"] === "1",
     shellDelayMs: Number(options["shell-delay-ms"] ?? "0"),
+    shellSwallowMs: Number(options["shell-swallow-ms"] ?? "0"),
+    shellSwallowUntil: options["shell-swallow-until"] || undefined,
+    // A terminal's canonical line limit (1024 bytes on macOS): a longer typed line is cut there.
+    lineCap: Number(options["line-cap"] ?? "0"),
     sessionName,
     worktreesDirectory: join(home, ".herdr", "worktrees"),
     serverEnv,

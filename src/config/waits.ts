@@ -1,0 +1,42 @@
+/**
+ * Every wait on an outside system that a user can change: its variable and default, in one table
+ * (the README's settings table lists the same, checked by test/unit/launch-timeouts.test.ts). What
+ * a value may hold is env.ts's schema, the only definition; an entry point refuses an unusable one
+ * (`readHandoffEnv`) before anything waits. `launch/timeouts.ts` reads the launch's waits from here,
+ * `mux/detect.ts` and `mux/for-location.ts` the multiplexer calls'.
+ *
+ * Invariants:
+ * - Pure: reads only the environment it is given.
+ * - A value that is not valid leaves the default in place (it was refused at the entry point).
+ */
+import { validHandoffEnv, type HandoffEnvName } from "./env.ts";
+
+export interface WaitSetting {
+  key: string;
+  variable: HandoffEnvName;
+  fallback: number;
+}
+
+/** Every setting, in the order the README documents them. */
+export const WAIT_SETTINGS = [
+  { key: "shellMs", variable: "PI_HANDOFF_SHELL_TIMEOUT_MS", fallback: 15_000 },
+  { key: "startMs", variable: "PI_HANDOFF_LAUNCH_START_TIMEOUT_MS", fallback: 3_000 },
+  { key: "attempts", variable: "PI_HANDOFF_LAUNCH_ATTEMPTS", fallback: 3 },
+  { key: "confirmMs", variable: "PI_HANDOFF_CONFIRM_TIMEOUT_MS", fallback: 45_000 },
+  { key: "postCreateMs", variable: "PI_HANDOFF_POST_CREATE_TIMEOUT_MS", fallback: 600_000 },
+  { key: "paramsWaitMs", variable: "PI_HANDOFF_LAUNCHER_WAIT_MS", fallback: 300_000 },
+  { key: "muxCallMs", variable: "PI_HANDOFF_MUX_TIMEOUT_MS", fallback: 5_000 },
+  { key: "herdrWorktreeMs", variable: "PI_HANDOFF_HERDR_WORKTREE_TIMEOUT_MS", fallback: 120_000 },
+  { key: "herdrPingMs", variable: "PI_HANDOFF_HERDR_PING_TIMEOUT_MS", fallback: 3_000 },
+] as const satisfies readonly WaitSetting[];
+
+export type WaitKey = (typeof WAIT_SETTINGS)[number]["key"];
+
+/** The value of each named wait: its variable when valid, else its default. */
+export function readWaits<K extends WaitKey>(env: Readonly<Record<string, string | undefined>>, keys: readonly K[]): Record<K, number> {
+  const settings = WAIT_SETTINGS.filter((setting) => (keys as readonly string[]).includes(setting.key));
+  const valid = validHandoffEnv(env, settings.map((setting) => setting.variable)) as Partial<Record<HandoffEnvName, number>>;
+  const values = {} as Record<K, number>;
+  for (const setting of settings) values[setting.key as K] = valid[setting.variable] ?? setting.fallback;
+  return values;
+}

@@ -1,0 +1,266 @@
+/**
+ * The launcher: a small POSIX sh script beside the manifest that starts a handoff's child Pi, so
+ * what reaches the pane is short and of bounded length whatever the paths are (`sh '<launcher>'`
+ * typed, or the tmux window's own command), instead of a line that grows with every path and flag
+ * and that a tty cuts at its line limit (1024 bytes on macOS).
+ *
+ * Files, all beside the manifest (`<stem>` is the manifest path without `.json`):
+ * - `<stem>.launch.sh`: the launcher's fixed logic, written once per handoff;
+ * - `<stem>.launch.params`: what to start (directory, postCreate prelude, `env ... pi ...`) and the
+ *   launch token, written atomically at each launch step; the launcher sources it;
+ * - `<stem>.launch.window`: for a launcher that is the window's command, the go-ahead of the
+ *   launch step (`window_go=<token>`) or the word that none comes (`window_cancelled=<why>`);
+ * - `<stem>.launch.pid`: the lock, the pid of the launcher (the pane's command) or of Pi (typed);
+ * - `<stem>.launch.started`: `<token> <pid>`, the launcher's announcement that it started;
+ * - `<stem>.launch.refused`: `<token> <pid>`, a run that found another one's Pi alive.
+ *
+ * Invariants:
+ * - Every word in the params file is quoted by `shellQuote` (tested against a hostile corpus with
+ *   a real shell); the launcher itself holds only quoted paths and fixed text.
+ * - Idempotent: a second run while the first one's launcher or Pi lives exits at once (the lock is
+ *   created with `set -C`, atomic, and checked with `kill -0`, which needs no /proc), and says so.
+ * - It announces its start before anything else happens, so the parent can tell "typed but never
+ *   ran" (lost input) from "ran": only then is typing again considered.
+ * - Input typed behind the launch line (a retyped line that was only late, not lost) is drained
+ *   before Pi starts, so it never lands in Pi's editor.
+ * - As the window's command, it waits for the launch step's go-ahead while the handoff's process
+ *   lives (bounded), and whatever happens then leaves the user's shell in the pane. Run by hand
+ *   (typed), it needs only the params, so a launch that failed can still be started by hand.
+ * - The typed line stays short: when `sh '<launcher>'` would be long (a deep agent dir), it names
+ *   a link in a private directory under /tmp instead (owned by this user, mode 0700).
+ */
+import { randomBytes } from "node:crypto";
+import { lstat, mkdir, readFile, readlink, symlink, unlink } from "node:fs/promises";
+import { join } from "node:path";
+import { writeFileAtomic } from "../fs/atomic-write.ts";
+import { CONTROL_CHARACTERS } from "../text.ts";
+import { envInvocation, shellQuote, type LaunchCommand } from "./launch-command.ts";
+
+/** Longest typed line that names the launcher directly; longer ones go through the short link. */
+export const MAX_DIRECT_LINE = 200;
+/** Where the short links live: a fixed, short directory, whatever `$TMPDIR` or the agent dir are. */
+const SHORT_LINK_ROOT = "/tmp";
+
+export interface LauncherFiles {
+  script: string;
+  params: string;
+  window: string;
+  lock: string;
+  started: string;
+  refused: string;
+}
+
+/**
+ * The handoff a file beside the manifests belongs to, when it is one of its launch files (the
+ * launcher's and the postCreate runner's), so a store listing can explain it.
+ */
+export function launchFileOwner(name: string): string | undefined {
+  return /^(.+)\.(?:launch\.(?:sh|params|window|pid|started|refused)|post-create\.(?:sh|status))$/.exec(name)?.[1];
+}
+
+export function launcherFiles(manifestPath: string): LauncherFiles {
+  const stem = manifestPath.replace(/\.json$/, "");
+  return {
+    script: `${stem}.launch.sh`,
+    params: `${stem}.launch.params`,
+    window: `${stem}.launch.window`,
+    lock: `${stem}.launch.pid`,
+    started: `${stem}.launch.started`,
+    refused: `${stem}.launch.refused`,
+  };
+}
+
+export interface LauncherScriptInput {
+  handoffId: string;
+  files: LauncherFiles;
+  /** As the window's command: wait for the params while this process (the handoff's) lives... */
+  ownerPid: number;
+  /** ...and at most this long. */
+  paramsWaitMs: number;
+}
+
+/**
+ * The launcher. `sh <launcher>` (typed) ends by exec'ing Pi. `sh <launcher> window <argv...>`
+ * (the window's command) runs Pi as its child and then execs `<argv...>`, the user's shell.
+ */
+export function launcherScript(input: LauncherScriptInput): string {
+  const { files } = input;
+  const ticks = Math.max(1, Math.ceil(input.paramsWaitMs / 100));
+  return [
+    `# Written by pi-handoff-worktree: starts the child Pi of handoff ${input.handoffId}. Run it with sh;`,
+    "# a second run while that Pi lives exits at once. What it starts is in the params file beside it.",
+    `id=${shellQuote(input.handoffId)}`,
+    `params=${shellQuote(files.params)}`,
+    `window_file=${shellQuote(files.window)}`,
+    `lock=${shellQuote(files.lock)}`,
+    `started=${shellQuote(files.started)}`,
+    `refused=${shellQuote(files.refused)}`,
+    `owner_pid=${input.ownerPid}`,
+    `wait_ticks=${ticks}`,
+    "mode=typed",
+    'if [ "${1:-}" = window ]; then mode=window; shift; fi',
+    // As the pane's own process, an interrupt meant for Pi or a postCreate command must not end it
+    // (the pane would close): a handler, not an ignore, so the commands it runs still get it.
+    'if [ "$mode" = window ]; then trap : INT QUIT; fi',
+    "say() { printf '[pi-handoff] %s\\n' \"$*\"; }",
+    "note() { printf '%s %s\\n' \"${launch_token:-?}\" \"$2\" > \"$1.$$.tmp\" && mv -f \"$1.$$.tmp\" \"$1\"; }",
+    'release() { if [ "$(cat "$lock" 2>/dev/null)" = "$$" ]; then rm -f "$lock"; fi; }',
+    // A tenth of a second where `sleep` takes fractions (GNU, BSD, busybox); else a whole one, counted as ten.
+    "nap() { sleep 0.1 2>/dev/null && return 0; sleep 1; waited=$((waited + 9)); }",
+    "launch_main() {",
+    '  if [ "$mode" = window ]; then',
+    '    if [ ! -f "$window_file" ]; then say "Preparing handoff $id; its Pi starts here in a moment."; fi',
+    "    waited=0",
+    '    while [ ! -f "$window_file" ]; do',
+    '      if ! kill -0 "$owner_pid" 2>/dev/null; then say "The handoff stopped before starting Pi here (see: pi-handoff list)."; return 1; fi',
+    '      if [ "$waited" -ge "$wait_ticks" ]; then say "Gave up waiting for handoff $id to start Pi here (see: pi-handoff list)."; return 1; fi',
+    "      nap",
+    "      waited=$((waited + 1))",
+    "    done",
+    '    . "$window_file" || return 1',
+    '    if [ -n "${window_cancelled:-}" ]; then say "$window_cancelled"; return 1; fi',
+    "  fi",
+    '  if [ ! -f "$params" ]; then say "Nothing to start yet for handoff $id (no $params)."; return 1; fi',
+    '  . "$params" || return 1',
+    // The lock: created atomically; a live holder means this handoff's Pi runs (or is starting).
+    "  if ! (set -C; printf '%s\\n' \"$$\" > \"$lock\") 2>/dev/null; then",
+    '    holder=$(cat "$lock" 2>/dev/null)',
+    '    if [ -n "$holder" ] && kill -0 "$holder" 2>/dev/null; then',
+    '      note "$refused" "$holder"',
+    '      say "The Pi of handoff $id already runs (pid $holder), so no second one was started."',
+    "      return 0",
+    "    fi",
+    '    rm -f "$lock"',
+    "    if ! (set -C; printf '%s\\n' \"$$\" > \"$lock\") 2>/dev/null; then say \"Another launcher of handoff $id just started; nothing was started.\"; return 0; fi",
+    "  fi",
+    '  note "$started" "$$"',
+    // Typed input queued behind this line (a launch line typed again because the first was late)
+    // must not reach Pi's editor: read whatever is pending, without waiting.
+    '  if [ -t 0 ] && saved_tty=$(stty -g 2>/dev/null); then',
+    "    stty -icanon min 0 time 0 2>/dev/null && dd bs=65536 count=4 of=/dev/null 2>/dev/null",
+    '    stty "$saved_tty" 2>/dev/null',
+    "  fi",
+    '  if ! cd "$launch_cwd"; then release; say "Cannot enter $launch_cwd, so Pi was not started."; return 1; fi',
+    "  if ! launch_prelude; then release; return 1; fi",
+    '  if [ "$mode" = window ]; then',
+    "    launch_pi",
+    "    status=$?",
+    "    release",
+    "    return $status",
+    "  fi",
+    // Typed: Pi replaces this shell, so the lock names Pi's own pid from now on.
+    "  launch_exec_pi",
+    "}",
+    "launch_main",
+    "status=$?",
+    'if [ "$mode" = window ] && [ "$#" -gt 0 ]; then exec "$@"; fi',
+    "exit $status",
+    "",
+  ].join("\n");
+}
+
+export interface LauncherParams {
+  /** Identifies this launch step, so a start marker of an earlier one never counts. */
+  token: string;
+  command: LaunchCommand;
+  /** Words run in the worktree before Pi; Pi starts only if they succeed (post-create.ts). */
+  prelude?: readonly string[];
+  /** The confirm fault: start nothing (the launcher still announces its start). */
+  startNothing?: boolean;
+}
+
+/** The params file: every value quoted; `launch_pi` runs Pi as a child, `launch_exec_pi` becomes it. */
+export function launcherParams(params: LauncherParams): string {
+  const invocation = envInvocation(params.command);
+  const prelude = params.prelude !== undefined && params.prelude.length > 0 ? params.prelude.map(shellQuote).join(" ") : ":";
+  return [
+    `# Written by pi-handoff-worktree at the launch step of handoff ${params.command.handoffId}; sourced by its launcher.`,
+    `launch_token=${shellQuote(params.token)}`,
+    `launch_cwd=${shellQuote(params.command.cwd)}`,
+    `launch_prelude() { ${prelude}; }`,
+    ...(params.startNothing === true
+      ? ["# The confirm fault (PI_HANDOFF_FAULT=confirm): nothing is started.", "launch_pi() { :; }", "launch_exec_pi() { return 0; }"]
+      : [`launch_pi() { ${invocation}; }`, `launch_exec_pi() { exec ${invocation}; }`]),
+    "",
+  ].join("\n");
+}
+
+export function newLaunchToken(): string {
+  return randomBytes(6).toString("hex");
+}
+
+export async function writeLauncher(input: LauncherScriptInput): Promise<void> {
+  await writeFileAtomic(input.files.script, launcherScript(input));
+}
+
+export async function writeLauncherParams(files: LauncherFiles, params: LauncherParams): Promise<void> {
+  await writeFileAtomic(files.params, launcherParams(params));
+}
+
+/** Lets a launcher waiting as the window's command go ahead with the params of launch `token`. */
+export async function releaseWindowLauncher(files: LauncherFiles, token: string): Promise<void> {
+  await writeFileAtomic(files.window, `window_go=${shellQuote(token)}\n`);
+}
+
+/** Tells a launcher waiting as the window's command that nothing will start (the handoff failed). */
+export async function cancelLauncher(files: LauncherFiles, message: string): Promise<void> {
+  await writeFileAtomic(files.window, `window_cancelled=${shellQuote(message.replace(new RegExp(CONTROL_CHARACTERS.source, "g"), " "))}\n`);
+}
+
+/** A `<token> <pid>` note of the launcher, when it is this launch's. */
+export async function readLauncherNote(file: string, token: string): Promise<{ pid: number } | undefined> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch {
+    return undefined;
+  }
+  const match = /^(\S+) (\d+)\n?$/.exec(text);
+  if (match === null || match[1] !== token) return undefined;
+  return { pid: Number(match[2]) };
+}
+
+/** The lock's pid, if there is one. */
+export async function readLauncherLock(files: LauncherFiles): Promise<number | undefined> {
+  try {
+    const pid = Number((await readFile(files.lock, "utf8")).trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Drops a lock whose holder the caller found is not this handoff's launcher or Pi (a reused pid). */
+export async function dropLauncherLock(files: LauncherFiles, pid: number): Promise<void> {
+  if ((await readLauncherLock(files)) === pid) await unlink(files.lock).catch(() => undefined);
+}
+
+/**
+ * The line typed into a pane: `sh <launcher>`, bounded in length. A launcher whose path would make
+ * it longer than `MAX_DIRECT_LINE` is named through a link `/tmp/pi-handoff-<uid>/<id>` instead.
+ */
+export async function typedLauncherLine(files: LauncherFiles, handoffId: string): Promise<string> {
+  const direct = `sh ${shellQuote(files.script)}`;
+  if (Buffer.byteLength(direct) <= MAX_DIRECT_LINE) return direct;
+  return `sh ${shellQuote(await shortLink(files.script, handoffId))}`;
+}
+
+async function shortLink(target: string, handoffId: string): Promise<string> {
+  const uid = process.getuid?.() ?? 0;
+  const dir = join(SHORT_LINK_ROOT, `pi-handoff-${uid}`);
+  await mkdir(dir, { mode: 0o700 }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== "EEXIST") throw error;
+  });
+  // Someone else's directory (or a link to one) must not decide what this user's pane runs.
+  const info = await lstat(dir);
+  if (!info.isDirectory() || (process.getuid !== undefined && info.uid !== uid) || (info.mode & 0o077) !== 0) {
+    throw new Error(`${dir} is not a private directory of this user, so the launcher cannot be linked there.`);
+  }
+  const link = join(dir, handoffId);
+  const current = await readlink(link).catch(() => undefined);
+  if (current !== target) {
+    if (current !== undefined) await unlink(link);
+    await symlink(target, link);
+  }
+  return link;
+}

@@ -1,0 +1,284 @@
+/**
+ * The launcher file with a real /bin/sh (and bash as the typing shell): it starts "Pi" (a recorder
+ * standing in for it) with exact words whatever the paths hold, in the worktree, with only Pi's
+ * own variables; a second run while the first one's Pi lives exits at once; a stale lock is taken
+ * over; as a window's command it waits for its params, gives up when the handoff's process is gone
+ * or cancelled, and always ends in the shell it was given; postCreate commands gate Pi; and the
+ * typed line stays short however deep the agent dir is.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { launchCommandFor, type LaunchCommand } from "../../src/launch/launch-command.ts";
+import {
+  cancelLauncher,
+  launcherFiles,
+  MAX_DIRECT_LINE,
+  readLauncherNote,
+  releaseWindowLauncher,
+  typedLauncherLine,
+  writeLauncher,
+  writeLauncherParams,
+  type LauncherFiles,
+} from "../../src/launch/launcher-file.ts";
+import { postCreateFiles, postCreatePrelude, readPostCreateStatus, writeRunner } from "../../src/launch/post-create.ts";
+import type { Manifest } from "../../src/manifest/schema.ts";
+import { makeTempDir, removeTempDir } from "../support/git-repo.ts";
+import { hostileWords } from "../support/hostile-words.ts";
+import { waitFor } from "../support/tmux.ts";
+
+const ID = "20261201-070000-feat-x-abcd";
+// Names a directory can have: every hostile word but the empty ones and those with a slash.
+const hostile = hostileWords("CANARY").filter((word) => word !== "" && word !== "''" && !word.includes("/"));
+
+describe("the launcher", () => {
+  let dir: string;
+  let store: string;
+  let files: LauncherFiles;
+  let recorder: string;
+
+  beforeEach(() => {
+    dir = makeTempDir("phw-launcher-");
+    store = join(dir, "store 'q' $(x)");
+    mkdirSync(store, { recursive: true });
+    files = launcherFiles(join(store, `${ID}.json`));
+    // Stands in for Pi: records argv, cwd and the environment it got; stays alive while HOLD exists.
+    recorder = join(dir, "record.cjs");
+    writeFileSync(
+      recorder,
+      `const fs = require("fs");
+fs.writeFileSync(process.env.RECORD_TO, JSON.stringify({ argv: process.argv.slice(2), cwd: process.cwd(), pid: process.pid,
+  agentDir: process.env.PI_CODING_AGENT_DIR, handoffId: process.env.PI_HANDOFF_ID, offline: process.env.PI_OFFLINE,
+  herdrAgent: process.env.HERDR_AGENT, secret: process.env.SECRET_TOKEN }));
+const hold = process.env.HOLD; if (hold) { const t = setInterval(() => { if (!fs.existsSync(hold)) clearInterval(t); }, 20); }`,
+    );
+  });
+  afterEach(() => removeTempDir(dir));
+
+  function manifest(worktree: string, overrides: Partial<Manifest["child"]> = {}, kind: "tmux" | "herdr" = "tmux"): Manifest {
+    return {
+      version: 1,
+      id: ID,
+      createdAt: "2026-12-01T07:00:00.000Z",
+      updatedAt: "2026-12-01T07:00:00.000Z",
+      state: "forked",
+      history: [{ state: "forked", at: "2026-12-01T07:00:00.000Z" }],
+      branch: "feat/x",
+      base: { ref: "HEAD", sha: "a".repeat(40) },
+      repo: { root: dir, commonDir: join(dir, ".git") },
+      parent: { sessionFile: join(dir, "parent.jsonl"), sessionId: "p", leafId: "l", cwd: dir },
+      worktree: { path: worktree },
+      mux: { kind },
+      child: {
+        sessionFile: join(dir, "session it's.jsonl"),
+        model: { provider: "faux", id: "model $(x)" },
+        thinkingLevel: "high",
+        approve: true,
+        extraArgs: ["--extension", join(dir, "ext 'e'.ts")],
+        sessionDir: { dir: join(dir, "sessions $(y)"), custom: true },
+        ...overrides,
+      },
+    };
+  }
+
+  function derive(m: Manifest): LaunchCommand {
+    const derived = launchCommandFor(m, {
+      piCommand: [process.execPath, recorder],
+      agentDir: join(dir, "agent 'a'"),
+      env: { PI_OFFLINE: "1", SECRET_TOKEN: "do-not-forward" },
+    });
+    if (!derived.ok) throw new Error(derived.message);
+    return derived.command;
+  }
+
+  async function prepare(command: LaunchCommand, token = "tok1", extra: { prelude?: readonly string[] } = {}): Promise<void> {
+    await writeLauncher({ handoffId: ID, files, ownerPid: process.pid, paramsWaitMs: 5_000 });
+    await writeLauncherParams(files, { token, command, ...extra });
+  }
+
+  /** `sh <launcher>` typed into bash, as a pane's shell would run it. */
+  function typed(env: Record<string, string>): ReturnType<typeof spawnSync> {
+    return spawnSync("/bin/bash", ["--norc", "--noprofile", "-c", `sh '${files.script.replace(/'/g, `'\\''`)}'`], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
+      encoding: "utf8",
+      timeout: 15_000,
+    });
+  }
+
+  it.each(hostile)("starts Pi with exact words in a worktree named %j", async (name) => {
+    const worktree = join(dir, `wt ${name}`);
+    mkdirSync(worktree, { recursive: true });
+    await prepare(derive(manifest(worktree)));
+    const recordTo = join(dir, "record.json");
+    const run = typed({ RECORD_TO: recordTo, SECRET_TOKEN: "in-the-shell" });
+    expect(run.status, String(run.stderr)).toBe(0);
+    const recorded = JSON.parse(readFileSync(recordTo, "utf8"));
+    expect(recorded).toMatchObject({
+      argv: [
+        "--session",
+        join(dir, "session it's.jsonl"),
+        "--session-dir",
+        join(dir, "sessions $(y)"),
+        "--model",
+        "faux/model $(x)",
+        "--thinking",
+        "high",
+        "--approve",
+        "--extension",
+        join(dir, "ext 'e'.ts"),
+      ],
+      cwd: worktree,
+      agentDir: join(dir, "agent 'a'"),
+      handoffId: ID,
+      offline: "1",
+    });
+    // Typed: the launcher became Pi, so the start it announced names Pi's own pid.
+    expect(await readLauncherNote(files.started, "tok1")).toEqual({ pid: recorded.pid });
+    expect(readFileSync(files.params, "utf8")).not.toContain("do-not-forward");
+    expect(existsSync(join(dir, "CANARY"))).toBe(false);
+    expect(existsSync(join(worktree, "CANARY"))).toBe(false);
+  });
+
+  it("sets HERDR_AGENT=pi on Herdr only, and passes --session-dir only for a custom dir", async () => {
+    const worktree = join(dir, "wt");
+    mkdirSync(worktree);
+    const herdr = derive(manifest(worktree, { sessionDir: { dir: join(dir, "s"), custom: false } }, "herdr"));
+    expect(herdr.env).toContainEqual(["HERDR_AGENT", "pi"]);
+    expect(herdr.argv).not.toContain("--session-dir");
+    expect(derive(manifest(worktree)).env.map(([name]) => name)).not.toContain("HERDR_AGENT");
+  });
+
+  it("derives the session dir of a manifest from before it was recorded from the session's place", () => {
+    const worktree = join(dir, "wt");
+    const agentDir = join(dir, "agent 'a'");
+    const legacy = manifest(worktree, { sessionDir: undefined, sessionFile: join(dir, "custom", "s.jsonl") });
+    delete legacy.child.sessionDir;
+    const derived = launchCommandFor(legacy, { piCommand: ["pi"], agentDir, env: {} });
+    expect(derived.ok && derived.command.argv.slice(0, 5)).toEqual(["pi", "--session", join(dir, "custom", "s.jsonl"), "--session-dir", join(dir, "custom")]);
+    expect(launchCommandFor(manifest(worktree, { model: undefined }), { piCommand: ["pi"], agentDir, env: {} })).toMatchObject({ ok: false, code: "no_launch_settings" });
+    expect(launchCommandFor(manifest(worktree, { sessionFile: "a\nb" }), { piCommand: ["pi"], agentDir, env: {} })).toMatchObject({ ok: false, code: "bad_command" });
+  });
+
+  it("exits at once, saying so, when run again while its Pi lives; takes over a stale lock", async () => {
+    const worktree = join(dir, "wt");
+    mkdirSync(worktree);
+    await prepare(derive(manifest(worktree)));
+    const hold = join(dir, "hold");
+    writeFileSync(hold, "");
+    const recordTo = join(dir, "first.json");
+    const first = spawn("/bin/sh", [files.script], { cwd: dir, env: { PATH: process.env.PATH ?? "", RECORD_TO: recordTo, HOLD: hold }, stdio: "ignore" });
+    const firstPid = first.pid ?? 0;
+    await waitFor(() => existsSync(recordTo), { description: "the first Pi" });
+    expect(readFileSync(files.lock, "utf8")).toBe(`${firstPid}\n`);
+
+    const second = typed({ RECORD_TO: join(dir, "second.json") });
+    expect(second.status).toBe(0);
+    expect(second.stdout).toContain(`The Pi of handoff ${ID} already runs (pid ${firstPid}), so no second one was started.`);
+    expect(existsSync(join(dir, "second.json"))).toBe(false);
+    expect(await readLauncherNote(files.refused, "tok1")).toEqual({ pid: firstPid });
+
+    // The first Pi exits; its lock stays behind (typed, Pi replaced the launcher) and is stale now.
+    const exited = new Promise((resolve) => first.on("exit", resolve));
+    rmSync(hold);
+    await exited;
+    await writeLauncherParams(files, { token: "tok2", command: derive(manifest(worktree)) });
+    const third = typed({ RECORD_TO: join(dir, "third.json") });
+    expect(third.status, String(third.stderr)).toBe(0);
+    const thirdPid = JSON.parse(readFileSync(join(dir, "third.json"), "utf8")).pid;
+    expect(await readLauncherNote(files.started, "tok2")).toEqual({ pid: thirdPid });
+  });
+
+  it("as the window's command: waits for its params, runs Pi, then becomes the shell it was given", async () => {
+    const worktree = join(dir, "wt");
+    mkdirSync(worktree);
+    await writeLauncher({ handoffId: ID, files, ownerPid: process.pid, paramsWaitMs: 10_000 });
+    const after = join(dir, "after");
+    const recordTo = join(dir, "rec.json");
+    const hold = join(dir, "hold");
+    writeFileSync(hold, "");
+    const window = spawn("/bin/sh", [files.script, "window", "/bin/sh", "-c", `echo "$$" > '${after}'`], {
+      cwd: worktree,
+      env: { PATH: process.env.PATH ?? "", RECORD_TO: recordTo, HOLD: hold },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    window.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => window.on("exit", resolve));
+    await waitFor(() => out.includes("its Pi starts here in a moment"), { description: "the waiting launcher" });
+    // Params alone (written before the launch step records launching) do not start it: the go-ahead does.
+    await writeLauncherParams(files, { token: "w1", command: derive(manifest(worktree)) });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(existsSync(recordTo)).toBe(false);
+    await releaseWindowLauncher(files, "w1");
+    await waitFor(() => existsSync(recordTo), { description: "Pi under the window's launcher" });
+    // An interrupt while Pi runs does not end the pane's own process.
+    process.kill(window.pid ?? 0, "SIGINT");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    rmSync(hold);
+    expect(await exited).toBe(0);
+    const recorded = JSON.parse(readFileSync(recordTo, "utf8"));
+    expect(recorded.cwd).toBe(worktree);
+    // The launcher ran Pi as its child, released its lock, then exec'd the shell (same pid).
+    expect(await readLauncherNote(files.started, "w1")).toEqual({ pid: window.pid });
+    expect(recorded.pid).not.toBe(window.pid);
+    expect(readFileSync(after, "utf8").trim()).toBe(String(window.pid));
+    expect(existsSync(files.lock)).toBe(false);
+  });
+
+  it.each(["cancelled", "owner gone", "wait over"] as const)("as the window's command: starts nothing when %s, and leaves the shell", async (why) => {
+    const owner = why === "owner gone" ? spawnSync("/bin/sh", ["-c", "echo $$"], { encoding: "utf8" }).stdout.trim() : String(process.pid);
+    await writeLauncher({ handoffId: ID, files, ownerPid: Number(owner), paramsWaitMs: why === "wait over" ? 1_000 : 20_000 });
+    // Params exist in every case (a launch that stopped after writing them): only the go-ahead starts Pi.
+    await writeLauncherParams(files, { token: "c1", command: derive(manifest(join(dir, "wt"))) });
+    if (why === "cancelled") await cancelLauncher(files, "Handoff x failed at the fork step, so no Pi was started here.");
+    const after = join(dir, "after");
+    const run = spawnSync("/bin/sh", [files.script, "window", "/bin/sh", "-c", `echo shell > '${after}'`], { cwd: dir, encoding: "utf8", timeout: 15_000 });
+    expect(run.stdout).toContain(
+      why === "cancelled"
+        ? "Handoff x failed at the fork step, so no Pi was started here."
+        : why === "owner gone"
+          ? "The handoff stopped before starting Pi here"
+          : `Gave up waiting for handoff ${ID} to start Pi here`,
+    );
+    expect(readFileSync(after, "utf8")).toBe("shell\n");
+    expect(existsSync(files.started)).toBe(false);
+  });
+
+  it.each([
+    ["all succeed", ["true"], true],
+    ["one fails", ["true", "false"], false],
+  ])("starts Pi only when the postCreate commands %s", async (_label, commands, started) => {
+    const worktree = join(dir, "wt 'q'");
+    mkdirSync(worktree);
+    const hooks = postCreateFiles(join(store, `${ID}.json`));
+    await writeRunner(hooks, { handoffId: ID, mainCheckout: dir, worktreePath: worktree, branch: "feat/x" });
+    await prepare(derive(manifest(worktree)), "tok1", { prelude: postCreatePrelude(hooks, commands) });
+    const recordTo = join(dir, "rec.json");
+    const run = typed({ RECORD_TO: recordTo });
+    expect(existsSync(recordTo)).toBe(started);
+    expect(run.status).toBe(started ? 0 : 1);
+    expect((await readPostCreateStatus(hooks.statusFile))?.exitStatus).toBe(started ? 0 : 1);
+    // A failure releases the lock, so the user can run the line again once it is fixed.
+    if (!started) expect(existsSync(files.lock)).toBe(false);
+  });
+
+  it("keeps the typed line short however deep the agent dir is, and the line still starts Pi", async () => {
+    const deep = join(dir, ...Array.from({ length: 40 }, (_, i) => `level-${i}-${"d".repeat(20)}`));
+    mkdirSync(deep, { recursive: true });
+    files = launcherFiles(join(deep, `${ID}.json`));
+    const worktree = join(dir, "wt");
+    mkdirSync(worktree);
+    await prepare(derive(manifest(worktree)));
+    const line = await typedLauncherLine(files, ID);
+    expect(files.script.length).toBeGreaterThan(1024);
+    expect(Buffer.byteLength(line)).toBeLessThanOrEqual(MAX_DIRECT_LINE);
+    const recordTo = join(dir, "rec.json");
+    const run = spawnSync("/bin/bash", ["--norc", "--noprofile", "-c", line], { cwd: dir, env: { PATH: process.env.PATH ?? "", RECORD_TO: recordTo }, encoding: "utf8", timeout: 15_000 });
+    expect(run.status, String(run.stderr)).toBe(0);
+    expect(JSON.parse(readFileSync(recordTo, "utf8")).argv).toContain("--approve");
+    // A launcher with a short path is named directly.
+    expect(await typedLauncherLine(launcherFiles("/a/b.json"), ID)).toBe("sh /a/b.launch.sh");
+  });
+});
