@@ -18,7 +18,7 @@
  * - Every word in the params file is quoted by `shellQuote` (tested against a hostile corpus with
  *   a real shell); the launcher itself holds only quoted paths and fixed text.
  * - Idempotent: a second run while the first one's launcher or Pi lives exits at once (the lock is
- *   created with `set -C`, atomic, and checked with `kill -0`, which needs no /proc), and says so.
+ *   created with `set -C`, atomic, and checked with `kill -0`, which needs no process table), and says so.
  * - It announces its start before anything else happens, so the parent can tell "typed but never
  *   ran" (lost input) from "ran": only then is typing again considered.
  * - Input typed behind the launch line (a retyped line that was only late, not lost) is drained

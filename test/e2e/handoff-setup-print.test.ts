@@ -223,7 +223,7 @@ describe("/handoff-worktree worktree setup with the real Pi", () => {
     const before = await snapshot();
     const run = handoff("never-made");
     expect(run.status).toBe(1);
-    expect(run.stderr.trim().split("\n").at(-1)).toBe(`Unknown key "postCreat" in ${userConfig}; the keys are worktreeDir, branchPrefix, copy, symlink, postCreate, mux.`);
+    expect(run.stderr.trim().split("\n").at(-1)).toBe(`Unknown key "postCreat" in ${userConfig}; the keys are worktreeDir, branchPrefix, copy, symlink, postCreate, mux, reportsTriggerTurn.`);
     expect(await snapshot()).toEqual(before);
     writeFileSync(userConfig, "{}");
   });

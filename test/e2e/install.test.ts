@@ -150,7 +150,7 @@ describe("installed as the README says", () => {
       // The installed pi-handoff finds it.
       const listed = run(join(sandbox.agentDir, "npm", "node_modules", ".bin", "pi-handoff"), ["list"], repo.root, sandbox.env);
       expect(listed.stderr).toBe("");
-      expect(listed.stdout).toMatch(new RegExp(`\\n${manifest.id} +child running \\(pid ${manifest.child.pid}\\) +install/first `));
+      expect(listed.stdout).toMatch(new RegExp(`\\n${manifest.id} +child running \\(pid ${manifest.child.pid}\\) +.+? +install/first `));
       await killAndWait(manifest.child.pid ?? 0);
     });
   });

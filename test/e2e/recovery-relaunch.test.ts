@@ -188,7 +188,7 @@ describe("pi-handoff relaunch with the real Pi", () => {
     expect(cli(["relaunch", manifest.id])).toEqual({
       status: 1,
       stdout: "",
-      stderr: `pi-handoff: Handoff ${manifest.id} already has a live Pi on its session (pid ${handPid}), so no second one was started.\n`,
+      stderr: `pi-handoff relaunch: Handoff ${manifest.id} already has a live Pi on its session (pid ${handPid}), so no second one was started.\n`,
     });
 
     // A second Pi on the same session warns in its TUI and leaves the lease where it is.
@@ -217,7 +217,7 @@ describe("pi-handoff relaunch with the real Pi", () => {
       description: "the takeover notice",
     });
     expect(cli(["relaunch", manifest.id]).stderr).toBe(
-      `pi-handoff: Handoff ${manifest.id} already has a live Pi on its session (pid ${secondPid}), so no second one was started.\n`,
+      `pi-handoff relaunch: Handoff ${manifest.id} already has a live Pi on its session (pid ${secondPid}), so no second one was started.\n`,
     );
 
     // No Pi left: relaunch is allowed again.
