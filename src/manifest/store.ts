@@ -47,6 +47,8 @@ const ACTION_LOCK_SUFFIX = ".action";
 export const TEMP_MAX_AGE_MS = 10 * 60_000;
 /** `.<name>.<pid>.<8 hex>.tmp`, as `tempPathBeside` names them. */
 const TEMP_PATTERN = /^\.(.+)\.(\d+)\.[0-9a-f]{8}\.tmp$/;
+/** A handoff's own note written by a shell (`<id>.<what>.<pid>.tmp`, then renamed): the launcher's. */
+const HANDOFF_TEMP_PATTERN = /^([^.]+\.[^/]+)\.(\d+)\.tmp$/;
 
 /** What holds a handoff: the actions that decide and act on one handoff. */
 export const HANDOFF_ACTIONS = ["handoff", "relaunch", "remove", "prune", "focus", "land"] as const;
@@ -338,20 +340,19 @@ export class ManifestStore {
    */
   async leftovers(): Promise<StoreLeftover[]> {
     const names = await this.entries();
-    // Manifests, and the files a handoff keeps beside its manifest (the postCreate runner and status).
-    const owned = new Set(
-      names
-        .filter((name) => name.endsWith(MANIFEST_SUFFIX) && !name.startsWith("."))
-        .flatMap((name) => {
-          const stem = name.slice(0, -MANIFEST_SUFFIX.length);
-          return [name, `${stem}.post-create.sh`, `${stem}.post-create.status`];
-        }),
-    );
+    // Manifests, and the files a handoff keeps beside its manifest (`<id>.<what>`: the launcher and
+    // its notes, the postCreate runner and status). Ids hold no dot, so the owner is the first word.
+    const ids = new Set(names.filter((name) => name.endsWith(MANIFEST_SUFFIX) && !name.startsWith(".")).map((name) => name.slice(0, -MANIFEST_SUFFIX.length)));
+    const ownerOf = (name: string): string | undefined => {
+      const id = name.slice(0, name.indexOf("."));
+      return ids.has(id) ? id : undefined;
+    };
     // File ages are against the real clock (the mtimes are), whatever clock stamps the manifests.
     const now = Date.now();
     const found: StoreLeftover[] = [];
     for (const name of names.sort()) {
-      if (owned.has(name)) continue;
+      const temp = TEMP_PATTERN.exec(name) ?? HANDOFF_TEMP_PATTERN.exec(name);
+      if (temp === null && !name.endsWith(".lock") && ownerOf(name) !== undefined) continue;
       const path = join(this.dir, name);
       let info;
       try {
@@ -360,7 +361,6 @@ export class ManifestStore {
         continue; // Gone since the listing.
       }
       const age = now - info.mtimeMs;
-      const temp = TEMP_PATTERN.exec(name);
       if (temp !== null && info.isFile()) {
         const pid = Number(temp[2]);
         const alive = await this.processAlive({ pid });

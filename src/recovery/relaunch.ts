@@ -18,7 +18,7 @@
  *   refused at once (`busy`), naming what holds it, so no second line is ever typed.
  */
 import { readHandoffEnv } from "../config/env.ts";
-import { ChildLauncher, prepareWindowLauncher, type LaunchTimeouts, type WindowLauncher } from "../launch/launcher.ts";
+import { ChildLauncher, prepareWindowLauncher, type LaunchOutcome, type LaunchTimeouts, type WindowLauncher } from "../launch/launcher.ts";
 import { launchCommandFor } from "../launch/launch-command.ts";
 import { LAUNCH_TIMEOUT_ENV } from "../launch/timeouts.ts";
 import { describeLocation } from "../mux/describe.ts";
@@ -29,6 +29,7 @@ import { ownerOf } from "../launch/owner.ts";
 import { isInProgress } from "./classify.ts";
 import type { GatherDeps } from "./gather.ts";
 import { inspectHandoff } from "./inventory.ts";
+import type { HandoffReport } from "./report-schema.ts";
 import { errorMessage } from "../errors.ts";
 
 export interface RelaunchDeps extends GatherDeps {
@@ -81,12 +82,9 @@ export async function relaunchHandoff(deps: RelaunchDeps, id: string, options: {
   return isActionBusy(outcome) ? { code: "refused", reason: "busy", message: outcome.message } : outcome;
 }
 
-async function relaunchLocked(deps: RelaunchDeps, id: string, options: { focus: boolean }): Promise<RelaunchOutcome> {
-  const inspected = await inspectHandoff(deps, id);
-  if (inspected.code !== "found") return { code: "refused", reason: inspected.code, message: inspected.message };
-  const { report, manifest } = inspected;
+/** Why the handoff as the inventory sees it may not be relaunched now; undefined: it may. */
+function relaunchRefusal(report: HandoffReport, manifest: Manifest, id: string): RelaunchOutcome | undefined {
   const refuse = (reason: RelaunchRefusal, message: string): RelaunchOutcome => ({ code: "refused", reason, message });
-
   if (report.status.code === "removed") return refuse("removed", `Handoff ${id} was removed, so it cannot be relaunched.`);
   if (report.status.code === "child_running") {
     const pids = report.status.writers.map((writer) => writer.pid).join(", ");
@@ -113,6 +111,17 @@ async function relaunchLocked(deps: RelaunchDeps, id: string, options: { focus: 
   if (report.worktree.code !== "present") {
     return refuse("worktree_not_present", `The worktree ${manifest.worktree.path} of handoff ${id} is ${describeWorktree(report.worktree)}, so Pi cannot be started in it.`);
   }
+  return undefined;
+}
+
+async function relaunchLocked(deps: RelaunchDeps, id: string, options: { focus: boolean }): Promise<RelaunchOutcome> {
+  const inspected = await inspectHandoff(deps, id);
+  if (inspected.code !== "found") return { code: "refused", reason: inspected.code, message: inspected.message };
+  const { report, manifest } = inspected;
+  const refusal = relaunchRefusal(report, manifest, id);
+  if (refusal !== undefined) return refusal;
+  const childSessionFile = manifest.child.sessionFile ?? "";
+  const refuse = (reason: RelaunchRefusal, message: string): RelaunchOutcome => ({ code: "refused", reason, message });
   const derived = launchCommandFor(manifest, { piCommand: deps.piCommand ?? [], agentDir: deps.agentDir, env: deps.env });
   if (!derived.ok) return refuse(derived.code, derived.message);
 
@@ -196,6 +205,11 @@ async function relaunchLocked(deps: RelaunchDeps, id: string, options: { focus: 
       delete m.focus;
     },
   });
+  return relaunchOutcome(deps, id, childSessionFile, current, launched);
+}
+
+/** What the user is told once the launch ran; a launch that could not type is recorded as failed. */
+async function relaunchOutcome(deps: RelaunchDeps, id: string, childSessionFile: string, current: Manifest, launched: LaunchOutcome): Promise<RelaunchOutcome> {
   switch (launched.code) {
     case "running": {
       const focusError = launched.manifest.focus !== undefined && "error" in launched.manifest.focus ? ` Could not switch to it: ${launched.manifest.focus.error}` : "";

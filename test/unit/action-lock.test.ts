@@ -199,6 +199,17 @@ describe("leftovers and the sweep", () => {
     expect((await store.read(id)).ok).toBe(true);
   });
 
+  it("counts a handoff's launcher files as its own, and a dead launcher's note temp file as a temp file", async () => {
+    const id = await createHandoff();
+    const dead = await deadPid();
+    const own = [".launch.sh", ".launch.params", ".launch.window", ".launch.pid", ".launch.started", ".launch.refused"].map((suffix) => `${id}${suffix}`);
+    const noteTemp = `${id}.launch.started.${dead}.tmp`;
+    for (const name of [...own, noteTemp]) await writeFile(join(store.dir, name), "x");
+    expect((await store.leftovers()).map((entry) => [entry.name, entry.kind, entry.abandoned])).toEqual([[noteTemp, "temp", true]]);
+    expect((await store.sweepLeftovers()).map((entry) => entry.name)).toEqual([noteTemp]);
+    expect((await readdir(store.dir)).sort()).toEqual([`${id}.json`, ...own].sort());
+  });
+
   it("does not sweep the action lock of a live holder", async () => {
     const id = await createHandoff();
     const holder = await holderProcess(id, "remove");
