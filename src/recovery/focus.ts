@@ -6,17 +6,24 @@
  * - Changes nothing but which window is shown: no manifest write, no process started.
  * - Only a window the inventory sees open is focused; a closed one is refused in one sentence that
  *   names the command that reopens it.
+ * - One actor: it holds the handoff's action lock while it looks and switches, so it never
+ *   switches to a window a relaunch or a removal is changing at that moment.
  */
 import { describeLocation } from "../mux/describe.ts";
 import type { GatherDeps } from "./gather.ts";
 import { inspectHandoff } from "./inventory.ts";
-import type { ManifestStore } from "../manifest/store.ts";
+import { isActionBusy, type ManifestStore } from "../manifest/store.ts";
 
 export type FocusOutcome =
   | { ok: true; message: string }
-  | { ok: false; code: "not_found" | "invalid" | "not_open" | "failed"; message: string };
+  | { ok: false; code: "not_found" | "invalid" | "not_open" | "failed" | "busy"; message: string };
 
 export async function focusHandoff(deps: GatherDeps & { store: ManifestStore }, id: string): Promise<FocusOutcome> {
+  const outcome = await deps.store.withActionLock(id, "focus", () => focusLocked(deps, id));
+  return isActionBusy(outcome) ? { ok: false, code: "busy", message: outcome.message } : outcome;
+}
+
+async function focusLocked(deps: GatherDeps & { store: ManifestStore }, id: string): Promise<FocusOutcome> {
   const inspected = await inspectHandoff(deps, id);
   if (inspected.code !== "found") return { ok: false, code: inspected.code, message: inspected.message };
   const { report, manifest } = inspected;

@@ -23,7 +23,7 @@ import type { CommitDetail, LandGit } from "../git/land.ts";
 import type { SimpleGitPort } from "../git/git.ts";
 import type { ChildReportStore } from "../manifest/child-reports.ts";
 import { canSettleLanding, LAND_STRATEGIES, type LandStrategy, type Landing, type Manifest } from "../manifest/schema.ts";
-import type { ManifestStore } from "../manifest/store.ts";
+import { isActionBusy, type ManifestStore } from "../manifest/store.ts";
 import { errorClause, errorSentence } from "../errors.ts";
 import { isInProgress } from "./classify.ts";
 import type { GatherDeps } from "./gather.ts";
@@ -89,6 +89,8 @@ export interface LandPlan {
 }
 
 export type LandRefusal =
+  /** Another command acts on the handoff right now (its action lock). */
+  | "busy"
   | "not_found"
   | "invalid"
   | "removed"
@@ -305,8 +307,20 @@ export function describeLandPlan(plan: LandPlan): string[] {
   return lines;
 }
 
-/** Lands handoff `id` (or, with `dryRun`, says what it would do). */
+/**
+ * Lands handoff `id` (or, with `dryRun`, says what it would do), as the one actor on it (the
+ * handoff's action lock); `--remove` then retires the worktree, taking the lock itself.
+ */
 export async function landHandoff(deps: LandDeps, id: string, request: LandRequest, now: () => Date = () => new Date()): Promise<LandOutcome> {
+  const landed = await deps.store.withActionLock(id, "land", () => landLocked(deps, id, request, now));
+  if (isActionBusy(landed)) return { ok: false, code: "busy", message: landed.message };
+  if (landed.code !== "landed" || !request.remove || request.dryRun) return landed;
+  const removal = await removeHandoff(deps, id, { force: false, deleteBranch: request.deleteBranch, landedTip: landed.plan.branchTip });
+  const removed = removal.code === "removed" ? removal.message : `The worktree was not removed: ${removal.message}`;
+  return { ...landed, message: `${landed.message} ${removed}`, removal };
+}
+
+async function landLocked(deps: LandDeps, id: string, request: LandRequest, now: () => Date): Promise<LandOutcome> {
   const settled = await settleInterrupted(deps, id, now);
   const planned = await planLanding(deps, id, request);
   if (!planned.ok && planned.code === "nothing_to_land" && settled !== undefined) {
@@ -363,10 +377,7 @@ export async function landHandoff(deps: LandDeps, id: string, request: LandReque
     `Landed ${plan.commits.length} commit(s) of ${plan.branch} into ${plan.into} (${plan.strategy}): ${plan.into} is now at ${plan.to}.`,
     ...(told === undefined ? [] : [told]),
   ];
-  if (!request.remove) return { ok: true, code: "landed", plan, message: message.join(" ") };
-  const removal = await removeHandoff(deps, id, { force: false, deleteBranch: request.deleteBranch, landedTip: plan.branchTip });
-  message.push(removal.code === "removed" ? removal.message : `The worktree was not removed: ${removal.message}`);
-  return { ok: true, code: "landed", plan, message: message.join(" "), removal };
+  return { ok: true, code: "landed", plan, message: message.join(" ") };
 }
 
 function samePlan(a: LandPlan, b: LandPlan): boolean {

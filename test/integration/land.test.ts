@@ -51,6 +51,18 @@ describe("land strategies", () => {
     expect(reports[0]?.commits.map((c) => c.sha)).toEqual([first, second]);
   });
 
+  it("answers at once while another command acts on the handoff, and changes nothing", async () => {
+    const r = await setup();
+    r.commitInWorktree("a.txt", "a\n", "add a");
+    const before = r.snapshot();
+    const deps = r.deps();
+    const answer = await deps.store.withActionLock(r.id, "relaunch", () => landHandoff(deps, r.id, { ...plain, remove: true }));
+    expect(answer).toMatchObject({ ok: false, code: "busy" });
+    expect(answer.message).toMatch(new RegExp(`^Handoff ${r.id} is busy: process ${process.pid} is relaunching it`));
+    expect(r.snapshot()).toEqual(before);
+    expect((await r.read()).landings).toBeUndefined();
+  });
+
   it("moves a target checked out nowhere with update-ref, leaving the main checkout byte-identical", async () => {
     const r = await setup();
     r.repo.run(["branch", "release"]);

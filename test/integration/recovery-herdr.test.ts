@@ -31,6 +31,7 @@ import {
   type HerdrRecoveryRig,
 } from "../support/recovery-rig.ts";
 import { waitFor } from "../support/tmux.ts";
+import { focusHandoff } from "../../src/recovery/focus.ts";
 
 const BIN = join(PROJECT_ROOT, "bin", "pi-handoff.mjs");
 
@@ -308,6 +309,11 @@ describe("focus on Herdr", () => {
     const manifest = runningManifest(await rig.handoff("feat/focus", { focus: false }));
     const { workspaceId, paneId } = herdrLocation(manifest);
     const other = await rig.herdr.openWorkspace(rig.repo.dir, "elsewhere");
+    expect((await workspaces()).find((ws) => ws.workspace_id === workspaceId)?.focused).toBe(false);
+    // While another command acts on the handoff, focus answers at once and switches nothing.
+    const busy = await rig.store.withActionLock(manifest.id, "relaunch", () => focusHandoff({ ...rig.recoveryDeps(), store: rig.store }, manifest.id));
+    expect(busy).toMatchObject({ ok: false, code: "busy" });
+    expect(busy.message).toMatch(new RegExp(`^Handoff ${manifest.id} is busy: process ${process.pid} is relaunching it`));
     expect((await workspaces()).find((ws) => ws.workspace_id === workspaceId)?.focused).toBe(false);
     const run = cli(["focus", "feat/focus"]);
     expect(run).toEqual({ status: 0, stdout: `Switched to handoff ${manifest.id}: Herdr workspace ${workspaceId} (pane ${paneId}).\n`, stderr: "" });
