@@ -263,7 +263,12 @@ describe("relaunch on tmux", () => {
     await killAndWait(manifest.child.pid ?? 0);
     const manifestPath = rig.store.pathFor(manifest.id);
     const before = readFileSync(manifestPath, "utf8");
-    const paneBefore = await rig.tmux.capturePane(manifest.mux.kind === "tmux" ? (manifest.mux.paneId ?? "") : "");
+    // The window's launcher hands the pane to its shell once the child is gone: wait for its prompt.
+    const paneId = manifest.mux.kind === "tmux" ? (manifest.mux.paneId ?? "") : "";
+    const paneBefore = await waitFor(async () => {
+      const screen = await rig.tmux.capturePane(paneId);
+      return /[#$] *\n*$/.test(screen) ? screen : undefined;
+    }, { timeoutMs: 15_000, description: "the shell's prompt in the child's pane" });
     // The inventory sees no lease; by the time the launch would type, a Pi (pid 4242) holds it.
     const answers: SessionLease[] = [{ state: "none" }, { state: "live", pid: 4242, heartbeatAt: new Date().toISOString() }];
     const readLease = async (): Promise<SessionLease> => answers.shift() ?? { state: "none" };
@@ -275,7 +280,7 @@ describe("relaunch on tmux", () => {
     });
     expect(answers).toEqual([]);
     expect(readFileSync(manifestPath, "utf8")).toBe(before);
-    expect(await rig.tmux.capturePane(manifest.mux.kind === "tmux" ? (manifest.mux.paneId ?? "") : "")).toBe(paneBefore);
+    expect(await rig.tmux.capturePane(paneId)).toBe(paneBefore);
   });
 
   it("refuses, with the reason, when it cannot be checked whether a Pi writes the session", async () => {
