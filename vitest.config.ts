@@ -18,7 +18,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // e2e tests start real Pi processes and tmux servers; two cores cannot run many at once.
-    maxWorkers: 2,
+    maxWorkers: 3,
     fileParallelism: true,
     projects: [
       { extends: true, test: { name: "default", include: ["test/**/*.test.ts"] } },

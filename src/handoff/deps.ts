@@ -20,7 +20,7 @@ import { selectMultiplexer } from "../mux/detect.ts";
 import type { Multiplexer } from "../mux/types.ts";
 import type { ForkRequest, ForkResult, SessionHost } from "../session/fork.ts";
 import { ForkWorker, locatePiSessionModule, runFork } from "../session/fork-runner.ts";
-import { faultPlanFromEnv, type FaultPlan } from "./faults.ts";
+import { faultPlanFromEnv, type FaultPlan } from "../faults.ts";
 
 export type MuxChoice = { ok: true; mux: Multiplexer } | { ok: false; message: string };
 

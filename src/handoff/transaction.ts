@@ -39,7 +39,7 @@ import { ownerOf } from "../launch/owner.ts";
 import { postCreateFiles, postCreatePrelude, writeRunner } from "../launch/post-create.ts";
 import { DEFAULT_LAUNCH_TIMEOUTS } from "../launch/timeouts.ts";
 import type { HandoffDeps } from "./deps.ts";
-import { armTimedKill, checkpoint, failsAt, InjectedFault, NO_FAULTS, type FaultPlan } from "./faults.ts";
+import { armTimedKill, checkpoint, failsAt, InjectedFault, NO_FAULTS, type FaultPlan } from "../faults.ts";
 import { describeFailure, describeRetained, describeSuccess, refusalText, withNotes, type Refusal, type RefusalCode } from "./notice.ts";
 import { planHandoff, type HandoffRequest, type Plan } from "./preconditions.ts";
 import { describeSetup, hasSetupWork, setUpWorktree, type SetupResult } from "./setup.ts";
@@ -363,6 +363,7 @@ export class HandoffTransaction {
       },
       // The status line shows each wait as it runs.
       tick: (step, text) => this.deps.progress(step, text),
+      faults: this.faults,
     });
     const outcome = await launcher.launch({
       mux: plan.mux,
@@ -371,12 +372,6 @@ export class HandoffTransaction {
       windowCommand: manifest.launch?.windowCommand === true,
       ...(shellReady !== undefined ? { shellReady } : {}),
       focus: request.args.focus,
-      beforeType: () => {
-        this.injectFault("launch");
-        checkpoint(this.faults, "launching");
-      },
-      afterStep: (step) => checkpoint(this.faults, step),
-      ...(startNothing ? { startNothing: true } : {}),
       ...(commands !== undefined
         ? {
             patch: (m: Manifest) => {

@@ -26,7 +26,8 @@
  *   ends as `launch_unconfirmed`, like a child that never acknowledges.
  * - Every wait polls with back-off (mux/backoff.ts) and shows itself in the status line as it
  *   runs: what it waits for, the time spent and its limit.
- * - Expected failures are values; only the caller's own hooks (`beforeType`) throw through here.
+ * - Expected failures are values; only an injected test fault (`InjectedFault`, from the deps'
+ *   fault plan) throws through here.
  */
 import { existsSync, watch, type FSWatcher } from "node:fs";
 import { rm } from "node:fs/promises";
@@ -53,6 +54,7 @@ import {
 import { readPostCreateStatus } from "./post-create.ts";
 import { errorClause } from "../errors.ts";
 import { withDefaults, type LaunchTimeouts } from "./timeouts.ts";
+import { checkpoint, failsAt, injectFault, NO_FAULTS, type FaultPlan } from "../faults.ts";
 
 export type { LaunchTimeouts } from "./timeouts.ts";
 
@@ -65,6 +67,8 @@ export interface ChildLauncherDeps {
   /** A wait as it runs (what, the time spent and its limit), for a status line; absent: not shown. */
   tick?(step: HandoffStep, text: string): void;
   timeouts: LaunchTimeouts;
+  /** Where tests make the launch fail or the process die (src/faults.ts); none by default. */
+  faults?: FaultPlan;
 }
 
 export interface LaunchRequest {
@@ -86,12 +90,6 @@ export interface LaunchRequest {
   patch?: (manifest: Manifest) => void;
   /** A note for the `launching` history entry. */
   note?: string;
-  /** Runs once `launching` is recorded, before anything is typed (the transaction's fault hook). */
-  beforeType?: () => void;
-  /** The transaction's confirm fault: the launcher runs and announces itself but starts nothing. */
-  startNothing?: boolean;
-  /** Runs once each step is done and recorded (the transaction's crash points, see fault.ts). */
-  afterStep?: (step: "launch" | "confirm" | "focus") => void;
   /**
    * postCreate commands run by the launcher before Pi (post-create.ts): wait for their status file
    * first, then confirm as usual (the confirm deadline starts once they succeeded).
@@ -148,10 +146,12 @@ type StartSeen = { code: "started"; pid: number } | { code: "refused"; pid: numb
 export class ChildLauncher {
   private readonly deps: ChildLauncherDeps;
   private readonly timeouts: Required<LaunchTimeouts>;
+  private readonly faults: FaultPlan;
 
   constructor(deps: ChildLauncherDeps) {
     this.deps = deps;
     this.timeouts = withDefaults(deps.timeouts);
+    this.faults = deps.faults ?? NO_FAULTS;
   }
 
   /** Steps 4 to 6: start, confirm, focus. */
@@ -187,7 +187,7 @@ export class ChildLauncher {
         token,
         command: request.command,
         ...(request.postCreate !== undefined ? { prelude: request.postCreate.prelude } : {}),
-        ...(request.startNothing === true ? { startNothing: true } : {}),
+        ...(failsAt(this.faults, "confirm") ? { startNothing: true } : {}),
       });
     } catch (error) {
       return { code: "shell_not_ready", message: `Could not write the launch parameters ${files.params}: ${errorClause(error)}.` };
@@ -202,12 +202,13 @@ export class ChildLauncher {
       },
       request.note,
     );
-    request.beforeType?.();
+    injectFault(this.faults, "launch");
+    checkpoint(this.faults, "launching");
     const started = await this.start(mux, launching, files, token, line, windowCommand);
     if (started.code === "type_failed") return started;
     if (started.code === "not_started") return this.unconfirmed(started.manifest, "launch", started.message);
     let current = started.manifest;
-    request.afterStep?.("launch");
+    checkpoint(this.faults, "launch");
 
     if (request.postCreate !== undefined) {
       this.deps.progress("launch", `Running ${request.postCreate.commands.length} postCreate command(s) in the new pane`);
@@ -223,7 +224,7 @@ export class ChildLauncher {
       return this.unconfirmed(current, "confirm", confirmed.message);
     }
     current = confirmed.manifest;
-    request.afterStep?.("confirm");
+    checkpoint(this.faults, "confirm");
     // Only a confirmed child is reported, so the multiplexer's own restore (Herdr resumes the
     // reported session after a restart) never resumes a session nobody runs. Best effort: the
     // handoff does not depend on it, and it runs beside the focus so the user waits no longer.
@@ -236,7 +237,7 @@ export class ChildLauncher {
     this.deps.progress("focus", "Switching to the new window");
     const focused = await this.focus(mux, current);
     await reported;
-    request.afterStep?.("focus");
+    checkpoint(this.faults, "focus");
     return { code: "running", manifest: focused };
   }
 

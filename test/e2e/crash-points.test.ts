@@ -1,6 +1,6 @@
 /**
  * Crash consistency: a handoff killed with SIGKILL at every step boundary
- * (`PI_HANDOFF_FAULT=kill-after:<point>`, src/handoff/faults.ts). The fork and launch points are
+ * (`PI_HANDOFF_FAULT=kill-after:<point>`, src/faults.ts). The fork and launch points are
  * killed inside the real Pi (print mode); the others inside a separate process running the real
  * transaction with the stand-in child (fixtures/handoff-driver.ts). After each kill, with the
  * recovery CLI as a real process:
@@ -21,7 +21,7 @@ import { createHash } from "node:crypto";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { KillPoint } from "../../src/handoff/faults.ts";
+import type { KillPoint } from "../../src/faults.ts";
 import type { HandoffState, Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import type { HandoffReport } from "../../src/recovery/report-schema.ts";

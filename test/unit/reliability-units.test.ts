@@ -6,7 +6,7 @@
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { branchNameLengthProblem, MAX_BRANCH_PART_BYTES } from "../../src/git/ref-name.ts";
-import { faultPlanFromEnv, KILL_POINTS, seededFraction } from "../../src/handoff/faults.ts";
+import { faultPlanFromEnv, KILL_POINTS, seededFraction } from "../../src/faults.ts";
 import { isOwnerAlive, ownerOf } from "../../src/launch/owner.ts";
 import { newManifest } from "../../src/manifest/factory.ts";
 import { ManifestSchema, type Manifest } from "../../src/manifest/schema.ts";

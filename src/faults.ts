@@ -23,7 +23,7 @@
  * Invariants: without a plan (the default) nothing here does anything; production requests carry
  * no fault fields, only the deps do.
  */
-import { HANDOFF_STEPS, type HandoffStep } from "../manifest/schema.ts";
+import { HANDOFF_STEPS, type HandoffStep } from "./manifest/schema.ts";
 
 export const KILL_POINTS = ["manifest", "window", "worktree", "session", "fork", "launching", "launch", "confirm", "focus"] as const;
 export type KillPoint = (typeof KILL_POINTS)[number];
