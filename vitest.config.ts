@@ -17,7 +17,8 @@ export default defineConfig({
   test: {
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    // e2e tests start real Pi processes and tmux servers; two cores cannot run many at once.
+    // e2e tests start real Pi processes and tmux servers and mostly wait on them (the suite keeps
+    // about one core busy): three at once on two cores, not more.
     maxWorkers: 3,
     fileParallelism: true,
     projects: [
