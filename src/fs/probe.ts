@@ -1,7 +1,7 @@
 /**
  * Small read-only questions about the file system, answered without throwing.
  */
-import { stat } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
 
 /** The `code` of a Node system error (`ENOENT`, `EEXIST`, ...), if it has one. */
 export function errorCode(error: unknown): string | undefined {
@@ -22,5 +22,14 @@ export async function isFile(path: string): Promise<boolean> {
     return (await stat(path)).isFile();
   } catch {
     return false;
+  }
+}
+
+/** A file's text, or undefined when it cannot be read (missing, a directory, no permission). */
+export async function readTextIfPresent(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, "utf8");
+  } catch {
+    return undefined;
   }
 }

@@ -29,6 +29,7 @@ import { gitCommandName, runGit } from "./runner.ts";
 import type { GitState } from "../manifest/schema.ts";
 import type { CommitSummary, GitPort, RecoveryGitPort, RepositoryInfo, WorktreeEntry, WorktreeStatus } from "./types.ts";
 import { asError } from "../errors.ts";
+import { errorCode } from "../fs/probe.ts";
 
 export interface SimpleGitPortOptions {
   /** Deadline for each read call, in milliseconds. Default 30 s. */
@@ -515,7 +516,7 @@ async function pathExists(target: string): Promise<boolean> {
     await lstat(target);
     return true;
   } catch (error) {
-    if (error instanceof Error && "code" in error && error.code === "ENOENT") return false;
+    if (errorCode(error) === "ENOENT") return false;
     throw error;
   }
 }

@@ -35,6 +35,7 @@ import { join } from "node:path";
 import { writeFileAtomic } from "../fs/atomic-write.ts";
 import { CONTROL_CHARACTERS } from "../text.ts";
 import { envInvocation, shellQuote, type LaunchCommand } from "./launch-command.ts";
+import { readTextIfPresent } from "../fs/probe.ts";
 
 /** Longest typed line that names the launcher directly; longer ones go through the short link. */
 export const MAX_DIRECT_LINE = 200;
@@ -209,12 +210,8 @@ export async function cancelLauncher(files: LauncherFiles, message: string): Pro
 
 /** A `<token> <pid>` note of the launcher, when it is this launch's. */
 export async function readLauncherNote(file: string, token: string): Promise<{ pid: number } | undefined> {
-  let text: string;
-  try {
-    text = await readFile(file, "utf8");
-  } catch {
-    return undefined;
-  }
+  const text = await readTextIfPresent(file);
+  if (text === undefined) return undefined;
   const match = /^(\S+) (\d+)\n?$/.exec(text);
   if (match === null || match[1] !== token) return undefined;
   return { pid: Number(match[2]) };

@@ -15,9 +15,9 @@
  * - The runner and status file live beside the manifest (`<id>.post-create.sh`/`.status`), never in
  *   the worktree, so they neither dirty it nor get carried anywhere; a new handoff id is new files.
  */
-import { readFile } from "node:fs/promises";
 import { shellQuote } from "./launch-command.ts";
 import { writeFileAtomic } from "../fs/atomic-write.ts";
+import { readTextIfPresent } from "../fs/probe.ts";
 
 export const POST_CREATE_SHELL = "/bin/sh";
 
@@ -103,12 +103,8 @@ export function postCreatePrelude(files: PostCreateFiles, commands: readonly str
 
 /** The recorded outcome, or undefined while the commands run (or before the line ran at all). */
 export async function readPostCreateStatus(statusFile: string): Promise<PostCreateStatus | undefined> {
-  let text: string;
-  try {
-    text = await readFile(statusFile, "utf8");
-  } catch {
-    return undefined;
-  }
+  const text = await readTextIfPresent(statusFile);
+  if (text === undefined) return undefined;
   const match = /^(\d+) (\d+)\n?$/.exec(text);
   if (match === null) return undefined;
   return { exitStatus: Number(match[1]), command: Number(match[2]) };

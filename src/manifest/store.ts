@@ -27,7 +27,7 @@ import { join, resolve } from "node:path";
 import { lock } from "proper-lockfile";
 import { z } from "zod";
 import { writeFileAtomic } from "../fs/atomic-write.ts";
-import { errorCode } from "../fs/probe.ts";
+import { errorCode, readTextIfPresent } from "../fs/probe.ts";
 import { isOwnerAlive, ownerOf } from "../launch/owner.ts";
 import { type HandoffState, type Manifest, type ManifestOwner, ManifestSchema, MANIFEST_VERSION, canTransition } from "./schema.ts";
 import { errorMessage } from "../errors.ts";
@@ -582,12 +582,8 @@ async function readManifestFile(path: string, id: string): Promise<ReadResult> {
 }
 
 async function readActionHolder(path: string): Promise<ActionHolder | undefined> {
-  let text: string;
-  try {
-    text = await readFile(path, "utf8");
-  } catch {
-    return undefined;
-  }
+  const text = await readTextIfPresent(path);
+  if (text === undefined) return undefined;
   try {
     const parsed = ActionHolderSchema.safeParse(JSON.parse(text));
     return parsed.success ? parsed.data : undefined;
