@@ -299,12 +299,23 @@ describe("a handoff killed (SIGKILL) at every step boundary", () => {
     await expectExplainedByPrune(now.storeLeftovers);
     expect(sha256(parentFile)).toBe(parentBefore);
 
-    // Clean up as a person would: quit a running child, remove, prune.
+    // Clean up as a person would: quit a running child, remove, prune. The pane's launcher outlives
+    // the killed driver, so a child can start after the listing above: re-list and quit it each time.
     const report = reports[0];
     if (report !== undefined) {
-      if (report.status.code === "child_running") for (const writer of report.status.writers) await killAndWait(writer.pid);
-      const removed = await runCli(["remove", report.id, "--force"], cliEnv);
-      expect(removed.status, removed.stderr).toBe(0);
+      let refusal = "";
+      await waitFor(
+        async () => {
+          const current = (await listInventory(cliEnv, { all: true })).handoffs.find((handoff) => handoff.id === report.id);
+          if (current?.status.code === "child_running") for (const writer of current.status.writers) await killAndWait(writer.pid);
+          const removed = await runCli(["remove", report.id, "--force"], cliEnv);
+          if (removed.status === 0) return true;
+          refusal = removed.stderr;
+          expect(refusal).toContain("still has a live Pi");
+          return false;
+        },
+        { timeoutMs: 20_000, intervalMs: 200, description: "remove to succeed once the child is quit" },
+      );
     }
     // A lock the kill left inside the store's lock is swept once stale (proper-lockfile's rule, 10 s).
     await waitFor(
