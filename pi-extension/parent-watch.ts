@@ -6,7 +6,8 @@
  * Invariants:
  * - Decides nothing: states come from src/recovery/status.ts, delivery rules from delivery.ts.
  * - One unref'd poll per session (`PI_HANDOFF_WATCH_POLL_MS`, default 2 s), started at
- *   `session_start` and stopped at `session_shutdown`; each refresh reads bounded file tails only.
+ *   `session_start` and stopped at `session_shutdown`; each refresh reads bounded file tails, and
+ *   asks each Herdr server that holds a child once for its panes' `agent_status`.
  * - Reports are delivered only at idle points, once (ledger), without triggering a turn unless the
  *   settings ask for it (`reportsTriggerTurn`); a report written while this session was closed is
  *   delivered at its next start.
@@ -21,6 +22,7 @@ import { reportMessage, reportTriple, undeliveredReports } from "../src/lineage/
 import type { LineageEntryView } from "../src/lineage/types.ts";
 import { ChildReportStore } from "../src/manifest/child-reports.ts";
 import { ManifestStore } from "../src/manifest/store.ts";
+import { herdrAgentStatuses, type AgentStatusesOf } from "../src/mux/agent-statuses.ts";
 import { formatChildrenWidget } from "../src/recovery/format.ts";
 import { ownHandoffStatuses, type ParentIdentity } from "../src/recovery/watch.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
@@ -44,6 +46,7 @@ class ParentWatch {
   private readonly reports: ChildReportStore;
   private readonly parent: ParentIdentity;
   private readonly agentDir: string;
+  private readonly agentStatuses: AgentStatusesOf;
   private firstLook: NodeJS.Timeout | undefined;
   private stopped = false;
   private shown = false;
@@ -54,6 +57,7 @@ class ParentWatch {
     this.ctx = ctx;
     const agentDir = agentDirFromEnv(process.env);
     this.agentDir = agentDir;
+    this.agentStatuses = herdrAgentStatuses(process.env);
     this.store = ManifestStore.forAgentDir(agentDir);
     this.reports = ChildReportStore.forAgentDir(agentDir);
     const file = ctx.sessionManager.getSessionFile();
@@ -84,7 +88,11 @@ class ParentWatch {
 
   private async refresh(): Promise<void> {
     if (this.stopped) return;
-    const own = await ownHandoffStatuses({ store: this.store, now: () => new Date(), agentDir: this.agentDir }, this.parent, this.foreign);
+    const own = await ownHandoffStatuses(
+      { store: this.store, now: () => new Date(), agentDir: this.agentDir, agentStatuses: this.agentStatuses },
+      this.parent,
+      this.foreign,
+    );
     if (this.stopped) return;
     if (own.length > 0 || this.shown) {
       this.shown = own.length > 0;

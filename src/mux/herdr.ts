@@ -395,6 +395,17 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     return { kind: "herdr", ...socketOf(this.socketPath) };
   }
 
+  /**
+   * Herdr's `agent_status` of every pane on this server, by pane id (one `pane list`), for a
+   * parent's cheap refresh of its children. Read-only; a server that does not answer is a failure
+   * the caller shows as "not known".
+   */
+  async paneAgentStatuses(): Promise<MuxResult<{ statuses: ReadonlyMap<string, string> }>> {
+    const listed = await this.#call(["pane", "list"], PaneListSchema, "pane list", { socketPath: this.socketPath });
+    if (!listed.ok) return publicFailure(listed);
+    return { ok: true, statuses: new Map(listed.result.panes.map((pane) => [pane.pane_id, pane.agent_status])) };
+  }
+
   /** A workspace on the recorded server labelled `label` whose checkout is the worktree, with its root pane. Read-only. */
   async findUnrecordedWindow(location: MuxLocation, query: { label: string; worktreePath: string }): Promise<UnrecordedWindow> {
     const socketPath = (location.kind === "herdr" ? location.socketPath : undefined) ?? this.socketPath;

@@ -7,7 +7,8 @@
  * - Read-only, and bounded per handoff: one manifest read (the store's list; other sessions'
  *   manifests only the first time), one stat and one
  *   fixed-size read of the session's end (session/tail.ts), the lease file, and a few process reads
- *   for the recorded pid. No git, no multiplexer, no process-table scan: those are the inventory's.
+ *   for the recorded pid; at most one multiplexer call per Herdr server per refresh, through the
+ *   `agentStatuses` port. No git, no process-table scan: those are the inventory's.
  * - Handoffs are looked at a few at a time with a yield between them, so a refresh of many never
  *   holds the event loop for long (measured by `npm run bench`, section `childStatus`).
  * - A removed handoff is shown only for `REMOVED_SHOWN_MS` after its removal, then dropped.
@@ -15,6 +16,7 @@
 import type { Manifest } from "../manifest/schema.ts";
 import { readSessionLease, type SessionLease } from "../launch/lease.ts";
 import type { ManifestStore } from "../manifest/store.ts";
+import type { AgentStatusesOf } from "../mux/agent-statuses.ts";
 import { readSessionTail } from "../session/tail.ts";
 import { findWriters, type ProcessInfo } from "./classify.ts";
 import { describeProcess } from "./processes.ts";
@@ -35,8 +37,8 @@ export interface WatchDeps {
   agentDir?: string;
   readLease?: (sessionFile: string) => Promise<SessionLease>;
   describeProcess?: (pid: number) => Promise<ProcessInfo | undefined>;
-  /** Herdr's `agent_status` of a handoff's pane, where the caller knows it (optional). */
-  agentStatus?: (manifest: Manifest) => string | undefined;
+  /** Herdr's `agent_status` of the handoffs' panes, by handoff id, asked once per refresh (optional; mux/agent-statuses.ts). */
+  agentStatuses?: AgentStatusesOf;
   tailBytes?: number;
 }
 
@@ -75,17 +77,18 @@ export async function ownHandoffs(deps: Pick<WatchDeps, "store" | "now">, parent
 /** Each own handoff's child state, in the store's order (`foreign`: see `ownHandoffs`). */
 export async function ownHandoffStatuses(deps: WatchDeps, parent: ParentIdentity, foreign?: Set<string>): Promise<OwnHandoff[]> {
   const manifests = await ownHandoffs(deps, parent, foreign);
+  const agentStatuses = manifests.length === 0 || deps.agentStatuses === undefined ? new Map<string, string>() : await deps.agentStatuses(manifests);
   const results: OwnHandoff[] = [];
   for (let start = 0; start < manifests.length; start += BATCH) {
     const batch = manifests.slice(start, start + BATCH);
-    results.push(...(await Promise.all(batch.map((manifest) => statusOf(deps, manifest)))));
+    results.push(...(await Promise.all(batch.map((manifest) => statusOf(deps, manifest, agentStatuses.get(manifest.id))))));
     // Let timers, input and rendering run between batches.
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
   return results;
 }
 
-async function statusOf(deps: WatchDeps, manifest: Manifest): Promise<OwnHandoff> {
+async function statusOf(deps: WatchDeps, manifest: Manifest, agentStatus: string | undefined): Promise<OwnHandoff> {
   const removed = manifest.state === "removed";
   const sessionFile = removed ? undefined : manifest.child.sessionFile;
   const { agentDir } = deps;
@@ -97,7 +100,6 @@ async function statusOf(deps: WatchDeps, manifest: Manifest): Promise<OwnHandoff
   ]);
   // The child's live lease on its session, or its recorded pid still being its Pi.
   const live = lease?.state === "live" || findWriters(manifest, recorded, []).length > 0;
-  const agentStatus = deps.agentStatus?.(manifest);
   const status = decideChildStatus({
     manifest,
     live,

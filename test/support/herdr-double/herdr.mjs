@@ -27,8 +27,9 @@
  * - `--help`/`-h` counts only directly after the subcommand (src/cli/spec.rs `write_requested_help`);
  *   later it is an unknown option of the subcommand (exit 2).
  * - `pane report-agent-session` records the session of an official source (`herdr:pi`/`pi`) and
- *   `pane get` shows it as `agent_session`; `agent_status` is `idle` while a process named `pi`
- *   holds the pane's foreground, else `unknown` (src/agent_resume.rs, src/detect/manifests/pi.toml).
+ *   `pane get` shows it as `agent_session`; while a process named `pi` holds the pane's foreground,
+ *   `agent_status` is `working` when the screen shows "Working...", else `idle`; otherwise
+ *   `unknown` (src/agent_resume.rs, src/detect/manifests/pi.toml).
  * - Pane processes get HERDR_ENV=1, HERDR_PANE_ID, HERDR_TAB_ID, HERDR_WORKSPACE_ID,
  *   HERDR_SOCKET_PATH, HERDR_BIN_PATH, and never TMUX/TMUX_PANE (the private tmux is invisible).
  * - `worktree create` runs the real `git worktree add`; an existing local branch is checked out
@@ -514,7 +515,20 @@ function tabInfo(state, ws, tab) {
   };
 }
 
-function paneInfo(state, pane) {
+/**
+ * Herdr's Pi manifest (src/detect/manifests/pi.toml): `working` while the screen shows
+ * "Working...", else `idle`. A worktree's fresh root pane (no tmux paths at hand) runs no Pi yet.
+ */
+function piAgentStatus(paths, state, pane) {
+  if (paths === undefined) return "idle";
+  try {
+    return tmux(paths, state, ["capture-pane", "-p", "-t", pane.tmuxPaneId]).includes("Working...") ? "working" : "idle";
+  } catch {
+    return "idle";
+  }
+}
+
+function paneInfo(state, pane, paths) {
   const ws = findWorkspace(state, pane.workspaceId);
   const tab = ws?.tabs.find((t) => t.id === pane.tabId);
   const live = state.live.get(pane.tmuxPaneId);
@@ -531,7 +545,7 @@ function paneInfo(state, pane) {
     focused: state.focusedWorkspaceId === pane.workspaceId && ws?.activeTabId === pane.tabId && tab?.paneIds[0] === pane.id,
     cwd: live?.path || undefined,
     foreground_cwd: foregroundCwd,
-    agent_status: piDetected ? "idle" : "unknown",
+    agent_status: piDetected ? piAgentStatus(paths, state, pane) : "unknown",
     agent: piDetected ? "pi" : undefined,
     agent_session: pane.agentSession,
     revision: pane.revision,
@@ -1053,7 +1067,7 @@ function movePaneToNewWorkspace(paths, state, params) {
   state.workspaces.push(ws);
   pruneClosedPanes(paths, state);
   if (params.focus) state.focusedWorkspaceId = ws.id;
-  return { type: "pane_info", pane: paneInfo(state, moved) };
+  return { type: "pane_info", pane: paneInfo(state, moved, paths) };
 }
 
 function parseReportAgentSession(args) {
@@ -1211,22 +1225,22 @@ const COMMANDS = {
       if (!existsSync(cwd)) throw new ApiError("invalid_request", `cwd does not exist: ${cwd}`);
       const ws = openWorkspace(paths, state, { cwd, label: params.label ?? basename(cwd), env: params.env, focus: params.focus });
       const { tab, pane } = rootPane(state, ws);
-      return { type: "workspace_created", workspace: workspaceInfo(state, ws), tab: tabInfo(state, ws, tab), root_pane: paneInfo(state, pane) };
+      return { type: "workspace_created", workspace: workspaceInfo(state, ws), tab: tabInfo(state, ws, tab), root_pane: paneInfo(state, pane, paths) };
     },
   },
   "pane list": {
     id: "cli:pane:list",
     parse: parsePaneList,
-    run: ({ state }, { workspaceId }) => {
+    run: ({ paths, state }, { workspaceId }) => {
       if (workspaceId !== undefined) requireWorkspace(state, workspaceId);
       const panes = Object.values(state.panes).filter((pane) => workspaceId === undefined || pane.workspaceId === workspaceId);
-      return { type: "pane_list", panes: panes.map((pane) => paneInfo(state, pane)) };
+      return { type: "pane_list", panes: panes.map((pane) => paneInfo(state, pane, paths)) };
     },
   },
   "pane get": {
     id: "cli:pane:get",
     parse: (args) => parseOneId(args, "usage: herdr pane get <pane_id>"),
-    run: ({ state }, { id }) => ({ type: "pane_info", pane: paneInfo(state, requirePane(state, id)) }),
+    run: ({ paths, state }, { id }) => ({ type: "pane_info", pane: paneInfo(state, requirePane(state, id), paths) }),
   },
   "pane process-info": {
     id: "cli:pane:process_info",

@@ -1,0 +1,45 @@
+/**
+ * What Herdr itself says each handoff child's agent is doing (`agent_status`: idle, working,
+ * blocked, done, unknown), for the parent's live view of its children (recovery/watch.ts).
+ *
+ * Invariants:
+ * - Read-only: one `herdr pane list` per Herdr server that holds a live child, per refresh; tmux
+ *   knows no agent status and is never asked.
+ * - Optional evidence: a server that does not answer, or a pane it no longer lists, leaves that
+ *   child without a status (the session tail and the lease decide alone); nothing here throws.
+ * - Each call is bounded by the user's multiplexer wait (`PI_HANDOFF_MUX_TIMEOUT_MS`).
+ */
+import { readWaits } from "../config/waits.ts";
+import type { Manifest } from "../manifest/schema.ts";
+import { HerdrMultiplexer } from "./herdr.ts";
+
+/** Handoff id -> Herdr's `agent_status` of its pane, for the manifests Herdr can say something about. */
+export type AgentStatusesOf = (manifests: readonly Manifest[]) => Promise<ReadonlyMap<string, string>>;
+
+export function herdrAgentStatuses(env: Readonly<Record<string, string | undefined>>): AgentStatusesOf {
+  const { muxCallMs } = readWaits(env, ["muxCallMs"]);
+  return async (manifests) => {
+    // Pane ids are per server: group the live Herdr children by the socket their manifest records.
+    const bySocket = new Map<string | undefined, { id: string; paneId: string }[]>();
+    for (const manifest of manifests) {
+      const mux = manifest.mux;
+      if (manifest.state === "removed" || mux.kind !== "herdr" || mux.paneId === undefined) continue;
+      const group = bySocket.get(mux.socketPath) ?? [];
+      group.push({ id: manifest.id, paneId: mux.paneId });
+      bySocket.set(mux.socketPath, group);
+    }
+    const statuses = new Map<string, string>();
+    await Promise.all(
+      [...bySocket].map(async ([socketPath, children]) => {
+        const herdr = HerdrMultiplexer.fromEnvironment(socketPath === undefined ? env : { ...env, HERDR_SOCKET_PATH: socketPath }, { timeoutMs: muxCallMs });
+        const listed = await herdr.paneAgentStatuses();
+        if (!listed.ok) return;
+        for (const child of children) {
+          const status = listed.statuses.get(child.paneId);
+          if (status !== undefined) statuses.set(child.id, status);
+        }
+      }),
+    );
+    return statuses;
+  };
+}
