@@ -270,22 +270,15 @@ async function relaunch(deps: CliDeps, io: CliIo, id: string, focus: boolean): P
     id,
     { focus },
   );
-  if (outcome.code === "refused" && outcome.reason === "not_found") throw new UsageError(outcome.message, "relaunch");
-  if (outcome.code === "running") {
-    io.stdout(`${outcome.message}\n`);
-    return EXIT_OK;
-  }
-  throw new Refusal(outcome.message, "relaunch");
+  return finish(io, "relaunch", outcome.message, {
+    done: outcome.code === "running",
+    notFound: outcome.code === "refused" && outcome.reason === "not_found",
+  });
 }
 
 async function focus(deps: CliDeps, io: CliIo, id: string): Promise<number> {
   const outcome = await focusHandoff(deps, id);
-  if (!outcome.ok) {
-    if (outcome.code === "not_found") throw new UsageError(outcome.message, "focus");
-    throw new Refusal(outcome.message, "focus");
-  }
-  io.stdout(`${outcome.message}\n`);
-  return EXIT_OK;
+  return finish(io, "focus", outcome.message, { done: outcome.ok, notFound: !outcome.ok && outcome.code === "not_found" });
 }
 
 async function remove(deps: CliDeps, io: CliIo, id: string, options: RemoveOptions & { dryRun: boolean }): Promise<number> {
@@ -301,12 +294,21 @@ async function remove(deps: CliDeps, io: CliIo, id: string, options: RemoveOptio
     return EXIT_OK;
   }
   const outcome = await removeHandoff(deps, id, options, printPlan);
-  if (outcome.code === "refused" && outcome.reason === "not_found") throw new UsageError(outcome.message, "remove");
-  if (outcome.code === "removed") {
-    io.stdout(`${outcome.message}\n`);
-    return EXIT_OK;
-  }
-  throw new Refusal(outcome.message, "remove");
+  return finish(io, "remove", outcome.message, {
+    done: outcome.code === "removed",
+    notFound: outcome.code === "refused" && outcome.reason === "not_found",
+  });
+}
+
+/**
+ * The end of a command on one handoff: done prints its message (exit 0); an unknown handoff is
+ * bad input (exit 2); anything else is a refusal or failure (exit 1).
+ */
+function finish(io: CliIo, command: RecoveryCommand, message: string, outcome: { done: boolean; notFound: boolean }): number {
+  if (outcome.notFound) throw new UsageError(message, command);
+  if (!outcome.done) throw new Refusal(message, command);
+  io.stdout(`${message}\n`);
+  return EXIT_OK;
 }
 
 async function prune(deps: CliDeps, io: CliIo, dryRun: boolean): Promise<number> {

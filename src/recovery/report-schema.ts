@@ -18,6 +18,16 @@ export const RECOVERY_JSON_VERSION = 1;
 const sha = z.string().regex(/^[0-9a-f]{40,64}$/);
 const isoTime = z.string().datetime({ offset: true });
 
+/** A variant that carries nothing but its code (a fresh object each time: the JSON Schema inlines it). */
+function bare<const Code extends string>(code: Code) {
+  return z.strictObject({ code: z.literal(code) });
+}
+
+/** The variant of a fact that could not be read, with the sentence saying why. */
+function unreadable() {
+  return z.strictObject({ code: z.literal("unknown"), message: z.string() });
+}
+
 export const CommitSummarySchema = z.strictObject({ sha, subject: z.string() });
 export type CommitSummaryJson = z.infer<typeof CommitSummarySchema>;
 
@@ -47,11 +57,11 @@ export type LiveWriter = z.infer<typeof LiveWriterSchema>;
 /** The checkout on disk, compared with what git says about it. */
 export const WorktreeFactSchema = z.discriminatedUnion("code", [
   /** The directory exists and git lists it as a worktree on the handoff's branch. */
-  z.strictObject({ code: z.literal("present") }),
+  bare("present"),
   /** The directory is gone and git no longer lists it (or it was never created). */
-  z.strictObject({ code: z.literal("missing") }),
+  bare("missing"),
   /** The directory is gone but git still lists it: `git worktree prune` would drop the entry. */
-  z.strictObject({ code: z.literal("prunable") }),
+  bare("prunable"),
   /** The directory exists but is not git's worktree of the handoff's branch any more. */
   z.strictObject({ code: z.literal("orphaned"), reason: z.string() }),
 ]);
@@ -72,11 +82,11 @@ export const WorkspaceFactSchema = z.discriminatedUnion("code", [
       })
       .optional(),
   }),
-  z.strictObject({ code: z.literal("closed") }),
+  bare("closed"),
   /** The handoff never got one (it failed before). */
-  z.strictObject({ code: z.literal("none") }),
+  bare("none"),
   /** The backend could not be asked (not running here, not supported). */
-  z.strictObject({ code: z.literal("unknown"), message: z.string() }),
+  unreadable(),
 ]);
 export type WorkspaceFact = z.infer<typeof WorkspaceFactSchema>;
 
@@ -93,8 +103,8 @@ export const BranchFactSchema = z.discriminatedUnion("code", [
     /** Commits since the base that no remote-tracking branch contains. */
     unpushed: CommitListSchema,
   }),
-  z.strictObject({ code: z.literal("gone") }),
-  z.strictObject({ code: z.literal("unknown"), message: z.string() }),
+  bare("gone"),
+  unreadable(),
 ]);
 export type BranchFact = z.infer<typeof BranchFactSchema>;
 
@@ -121,16 +131,16 @@ export const HandoffStatusSchema = z.discriminatedUnion("code", [
   }),
   /** The handoff failed at `step`; `worktreeCreated` is false when it failed before any worktree existed. */
   z.strictObject({ code: z.literal("failed"), step: HandoffStepSchema, message: z.string(), worktreeCreated: z.boolean() }),
-  z.strictObject({ code: z.literal("worktree_missing") }),
-  z.strictObject({ code: z.literal("prunable") }),
+  bare("worktree_missing"),
+  bare("prunable"),
   z.strictObject({ code: z.literal("orphaned_checkout"), reason: z.string() }),
   /** Typed, but the child never confirmed its start. */
   // `launch`: the line was typed and no launcher started; `confirm`: it started, nothing confirmed.
   z.strictObject({ code: z.literal("unconfirmed"), step: z.enum(["launch", "confirm"]), message: z.string() }),
   /** The worktree is there, no Pi runs on it, and its window/workspace is closed. */
-  z.strictObject({ code: z.literal("workspace_closed") }),
+  bare("workspace_closed"),
   /** The worktree and its window are there, but no Pi runs on it. */
-  z.strictObject({ code: z.literal("no_child") }),
+  bare("no_child"),
 ]);
 export type HandoffStatus = z.infer<typeof HandoffStatusSchema>;
 export type HandoffStatusCode = HandoffStatus["code"];
