@@ -28,7 +28,7 @@ import { describeProcess, scanPiProcesses, type ProcessScan } from "./processes.
 import { isDirectory, isFile } from "../fs/probe.ts";
 import { findForkedSession } from "../session/find-fork.ts";
 import { asError, errorSentence } from "../errors.ts";
-import { readSessionTail } from "../session/tail.ts";
+import { readSessionTail, type SessionTail } from "../session/tail.ts";
 
 /** How many commits of each kind a report lists (the total is always exact). */
 const LISTED_COMMITS = 50;
@@ -65,23 +65,44 @@ export class FactGatherer {
   async gather(manifest: Manifest): Promise<HandoffFacts> {
     const now = this.deps.now();
     const childSessionExists = manifest.child.sessionFile !== undefined && (await isFile(manifest.child.sessionFile));
-    if (manifest.state === "removed") {
-      // A removed handoff is a record; nothing of it is looked at again.
-      return {
-        manifest,
-        now,
-        worktreeDirectoryExists: await isDirectory(manifest.worktree.path),
-        registration: { code: "unknown", message: "not checked: the handoff was removed" },
-        workspace: { code: "unknown", message: "not checked: the handoff was removed" },
-        recordedProcess: undefined,
-        piProcesses: [],
-        branch: { code: "unknown", message: "not checked: the handoff was removed" },
-        changes: undefined,
-        childSessionExists,
-        problems: [],
-      };
-    }
+    if (manifest.state === "removed") return removedFacts(manifest, now, childSessionExists, await isDirectory(manifest.worktree.path));
+    // The order below is the order of `problems` in the report.
     const problems: string[] = [];
+    const read = await this.readings(manifest, childSessionExists);
+    if (read.registration.code === "unknown") problems.push(read.registration.message);
+    const unrecorded = await this.unrecorded(manifest, problems);
+    const workspace = unrecorded.location !== undefined ? ({ code: "open" } as const) : read.recordedWorkspace;
+    if (workspace.code === "unknown") problems.push(workspace.message);
+    if (read.processes.problem !== undefined) problems.push(read.processes.problem);
+    if (read.lease?.state === "unreadable") problems.push(read.lease.message);
+    if (read.branch.code === "unknown") problems.push(read.branch.message);
+    const landingTarget = await this.landingTarget(manifest, problems);
+    // A dead owner ends the in-progress grace of an unfinished handoff (classify.ts).
+    const ownerAlive = manifest.owner === undefined ? undefined : await (this.deps.ownerAlive ?? isOwnerAlive)(manifest.owner);
+    const changes = read.worktreeDirectoryExists ? await this.changes(manifest, problems) : undefined;
+    return {
+      manifest,
+      now,
+      worktreeDirectoryExists: read.worktreeDirectoryExists,
+      registration: read.registration,
+      workspace,
+      recordedProcess: read.recordedProcess,
+      piProcesses: read.processes.piProcesses,
+      branch: read.branch,
+      changes,
+      childSessionExists: childSessionExists || unrecorded.session !== undefined,
+      problems,
+      ...(ownerAlive === undefined ? {} : { ownerAlive }),
+      ...(read.lease === undefined ? {} : { lease: read.lease }),
+      ...(read.processes.problem === undefined ? {} : { processScanProblem: read.processes.problem }),
+      ...(read.childTail === undefined ? {} : { childTail: read.childTail }),
+      ...(landingTarget === undefined ? {} : { landingTarget }),
+      ...(unrecorded.location !== undefined || unrecorded.session !== undefined ? { unrecorded } : {}),
+    };
+  }
+
+  /** The facts that do not depend on one another, read at once. */
+  private async readings(manifest: Manifest, childSessionExists: boolean): Promise<Readings> {
     const sessionFile = manifest.child.sessionFile;
     const [lease, worktreeDirectoryExists, registration, recordedWorkspace, processes, recordedProcess, branch, childTail] = await Promise.all([
       sessionFile === undefined ? Promise.resolve(undefined) : (this.deps.readLease ?? ((file) => readSessionLease(this.deps.agentDir, file)))(sessionFile),
@@ -92,45 +113,19 @@ export class FactGatherer {
       manifest.child.pid === undefined ? Promise.resolve(undefined) : (this.deps.describeProcess ?? describeProcess)(manifest.child.pid),
       this.branch(manifest),
       // The end of the child's session only (a fixed window): what its turn is doing.
-      childSessionExists && manifest.child.sessionFile !== undefined ? readSessionTail(manifest.child.sessionFile) : Promise.resolve(undefined),
+      childSessionExists && sessionFile !== undefined ? readSessionTail(sessionFile) : Promise.resolve(undefined),
     ]);
-    if (registration.code === "unknown") problems.push(registration.message);
-    const unrecorded = await this.unrecorded(manifest, problems);
-    const workspace = unrecorded.location !== undefined ? ({ code: "open" } as const) : recordedWorkspace;
-    if (workspace.code === "unknown") problems.push(workspace.message);
-    if (processes.problem !== undefined) problems.push(processes.problem);
-    if (lease?.state === "unreadable") problems.push(lease.message);
-    if (branch.code === "unknown") problems.push(branch.message);
-    const landingTarget = await this.landingTarget(manifest, problems);
-    // A dead owner ends the in-progress grace of an unfinished handoff (classify.ts).
-    const ownerAlive = manifest.owner === undefined ? undefined : await (this.deps.ownerAlive ?? isOwnerAlive)(manifest.owner);
-    let changes: Changes | undefined;
-    if (worktreeDirectoryExists) {
-      try {
-        changes = await this.deps.git.worktreeStatus(manifest.worktree.path);
-      } catch (error) {
-        problems.push(`Could not read the uncommitted changes in ${manifest.worktree.path}: ${errorSentence(error)}`);
-      }
+    return { lease, worktreeDirectoryExists, registration, recordedWorkspace, processes, recordedProcess, branch, childTail };
+  }
+
+  /** Uncommitted work in the worktree; undefined (and a problem) when git could not say. */
+  private async changes(manifest: Manifest, problems: string[]): Promise<Changes | undefined> {
+    try {
+      return await this.deps.git.worktreeStatus(manifest.worktree.path);
+    } catch (error) {
+      problems.push(`Could not read the uncommitted changes in ${manifest.worktree.path}: ${errorSentence(error)}`);
+      return undefined;
     }
-    return {
-      manifest,
-      now,
-      worktreeDirectoryExists,
-      registration,
-      workspace,
-      recordedProcess,
-      piProcesses: processes.piProcesses,
-      branch,
-      changes,
-      childSessionExists: childSessionExists || unrecorded.session !== undefined,
-      problems,
-      ...(ownerAlive === undefined ? {} : { ownerAlive }),
-      ...(lease === undefined ? {} : { lease }),
-      ...(processes.problem === undefined ? {} : { processScanProblem: processes.problem }),
-      ...(childTail === undefined ? {} : { childTail }),
-      ...(landingTarget === undefined ? {} : { landingTarget }),
-      ...(unrecorded.location !== undefined || unrecorded.session !== undefined ? { unrecorded } : {}),
-    };
   }
 
   /** Where the target of a landing still marked `intended` is now: the one fact that says whether it happened. */
@@ -251,6 +246,36 @@ export class FactGatherer {
       return { code: "unknown", message: `Could not read branch ${manifest.branch} in ${root}: ${errorSentence(error)}` };
     }
   }
+}
+
+interface Readings {
+  lease: SessionLease | undefined;
+  worktreeDirectoryExists: boolean;
+  registration: WorktreeRegistration;
+  /** The recorded window's state (an unrecorded window found later overrides it). */
+  recordedWorkspace: WorkspaceFact;
+  processes: ProcessScan;
+  recordedProcess: ProcessInfo | undefined;
+  branch: BranchFact;
+  childTail: SessionTail | undefined;
+}
+
+/** A removed handoff is a record; nothing of it is looked at again. */
+function removedFacts(manifest: Manifest, now: Date, childSessionExists: boolean, worktreeDirectoryExists: boolean): HandoffFacts {
+  const notChecked = "not checked: the handoff was removed";
+  return {
+    manifest,
+    now,
+    worktreeDirectoryExists,
+    registration: { code: "unknown", message: notChecked },
+    workspace: { code: "unknown", message: notChecked },
+    recordedProcess: undefined,
+    piProcesses: [],
+    branch: { code: "unknown", message: notChecked },
+    changes: undefined,
+    childSessionExists,
+    problems: [],
+  };
 }
 
 /** Whether the handoff ever got a window/workspace (recorded ids). */
