@@ -19,9 +19,10 @@
  */
 import { readHandoffEnv } from "../config/env.ts";
 import { ChildLauncher, prepareWindowLauncher, type LaunchOutcome, type LaunchTimeouts, type WindowLauncher } from "../launch/launcher.ts";
-import { launchCommandFor } from "../launch/launch-command.ts";
+import { launchCommandFor, type LaunchCommand } from "../launch/launch-command.ts";
 import { LAUNCH_TIMEOUT_ENV } from "../launch/timeouts.ts";
 import { describeLocation } from "../mux/describe.ts";
+import type { RecoverableMultiplexer } from "../mux/types.ts";
 import type { HandoffStep, Manifest } from "../manifest/schema.ts";
 import { isActionBusy, type ManifestStore } from "../manifest/store.ts";
 import { readSessionLease } from "../launch/lease.ts";
@@ -84,24 +85,23 @@ export async function relaunchHandoff(deps: RelaunchDeps, id: string, options: {
 
 /** Why the handoff as the inventory sees it may not be relaunched now; undefined: it may. */
 function relaunchRefusal(report: HandoffReport, manifest: Manifest, id: string): RelaunchOutcome | undefined {
-  const refuse = (reason: RelaunchRefusal, message: string): RelaunchOutcome => ({ code: "refused", reason, message });
-  if (report.status.code === "removed") return refuse("removed", `Handoff ${id} was removed, so it cannot be relaunched.`);
+  if (report.status.code === "removed") return refused("removed", `Handoff ${id} was removed, so it cannot be relaunched.`);
   if (report.status.code === "child_running") {
     const pids = report.status.writers.map((writer) => writer.pid).join(", ");
-    return refuse("child_running", `Handoff ${id} already has a live Pi on its session (pid ${pids}), so no second one was started.`);
+    return refused("child_running", `Handoff ${id} already has a live Pi on its session (pid ${pids}), so no second one was started.`);
   }
   if (report.writerUnknown !== undefined) {
-    return refuse(
+    return refused(
       "writer_unknown",
       `Handoff ${id} was not relaunched because it could not be checked whether a Pi still writes its session: ${report.writerUnknown}.`,
     );
   }
   if (isInProgress(report)) {
-    return refuse("in_progress", `Handoff ${id} is still being set up (${report.state}, updated ${report.updatedAt}); try again once it has finished.`);
+    return refused("in_progress", `Handoff ${id} is still being set up (${report.state}, updated ${report.updatedAt}); try again once it has finished.`);
   }
   const childSessionFile = manifest.child.sessionFile;
   if (childSessionFile === undefined || !report.childSessionExists) {
-    return refuse(
+    return refused(
       "no_child_session",
       childSessionFile === undefined
         ? `Handoff ${id} has no child session (it stopped at ${report.state}), so there is nothing to relaunch.`
@@ -109,75 +109,97 @@ function relaunchRefusal(report: HandoffReport, manifest: Manifest, id: string):
     );
   }
   if (report.worktree.code !== "present") {
-    return refuse("worktree_not_present", `The worktree ${manifest.worktree.path} of handoff ${id} is ${describeWorktree(report.worktree)}, so Pi cannot be started in it.`);
+    return refused("worktree_not_present", `The worktree ${manifest.worktree.path} of handoff ${id} is ${describeWorktree(report.worktree)}, so Pi cannot be started in it.`);
   }
   return undefined;
 }
 
 async function relaunchLocked(deps: RelaunchDeps, id: string, options: { focus: boolean }): Promise<RelaunchOutcome> {
   const inspected = await inspectHandoff(deps, id);
-  if (inspected.code !== "found") return { code: "refused", reason: inspected.code, message: inspected.message };
+  if (inspected.code !== "found") return refused(inspected.code, inspected.message);
   const { report, manifest } = inspected;
   const refusal = relaunchRefusal(report, manifest, id);
   if (refusal !== undefined) return refusal;
   const childSessionFile = manifest.child.sessionFile ?? "";
-  const refuse = (reason: RelaunchRefusal, message: string): RelaunchOutcome => ({ code: "refused", reason, message });
   const derived = launchCommandFor(manifest, { piCommand: deps.piCommand ?? [], agentDir: deps.agentDir, env: deps.env });
-  if (!derived.ok) return refuse(derived.code, derived.message);
-
+  if (!derived.ok) return refused(derived.code, derived.message);
   const muxFound = deps.muxFor(manifest.mux);
-  if (!muxFound.ok) return refuse("no_multiplexer", muxFound.message);
-  const mux = muxFound.mux;
-
+  if (!muxFound.ok) return refused("no_multiplexer", muxFound.message);
   // A window that cannot be seen may still be there: opening another would start a second Pi
   // beside a live one, so nothing is started until the backend answers.
   if (report.workspace.code === "unknown") {
-    return refuse("workspace_unknown", `Handoff ${id} was not relaunched: ${report.workspace.message.replace(/\.$/, "")}; try again once the ${manifest.mux.kind} server answers.`);
+    return refused("workspace_unknown", `Handoff ${id} was not relaunched: ${report.workspace.message.replace(/\.$/, "")}; try again once the ${manifest.mux.kind} server answers.`);
   }
+  const window = await windowFor(deps, id, report, manifest, muxFound.mux);
+  if (window.code === "failed") return window;
+  const raced = await writerSinceInventory(deps, id, childSessionFile, window);
+  if (raced !== undefined) return raced;
+  const launched = await launchIn(deps, muxFound.mux, window, derived.command, options.focus);
+  return relaunchOutcome(deps, id, childSessionFile, window.manifest, launched);
+}
+
+function refused(reason: RelaunchRefusal, message: string): RelaunchOutcome {
+  return { code: "refused", reason, message };
+}
+
+/** The window the child is launched in, recorded in the manifest (`manifest` is then the current one). */
+type RelaunchWindow = { code: "ready"; manifest: Manifest; reopened: boolean; windowCommand: boolean };
+
+/** Records a window a killed step left unrecorded, or reopens a closed one; an open one is used as it is. */
+async function windowFor(
+  deps: RelaunchDeps,
+  id: string,
+  report: HandoffReport,
+  manifest: Manifest,
+  mux: RecoverableMultiplexer,
+): Promise<RelaunchWindow | Extract<RelaunchOutcome, { code: "failed" }>> {
   let current = manifest;
-  let reopened = false;
   if (report.unrecorded?.includes("window") === true) {
     // A window a killed step made but never recorded: record it, then launch in it.
     current = await deps.store.update(id, (m) => {
       m.mux = report.mux;
     });
   }
-  let windowCommand = false;
-  if (report.workspace.code !== "open") {
-    deps.progress("worktree", "Opening a new window for the worktree");
-    // Where the backend can, the new window runs the launcher itself: nothing is typed there.
-    let window: WindowLauncher;
-    try {
-      window = await prepareWindowLauncher(deps.store, manifest, deps.timeouts);
-    } catch (error) {
-      return { code: "failed", reason: "reopen_failed", manifest, message: `Could not write the launcher for handoff ${id}: ${errorMessage(error)}.` };
-    }
-    const opened = await mux.reopenWorkspace({
-      mainCheckout: manifest.repo.root,
-      worktreePath: manifest.worktree.path,
-      branch: manifest.branch,
-      label: manifest.branch,
-      previous: manifest.mux,
-      command: window.command,
-    });
-    if (!opened.ok) {
-      return { code: "failed", reason: "reopen_failed", manifest, message: `Could not reopen a window for handoff ${id}: ${opened.message}` };
-    }
-    current = await deps.store.update(id, (m) => {
-      m.mux = opened.location;
-    });
-    reopened = true;
-    windowCommand = opened.commandStarted === true;
+  if (report.workspace.code === "open") return { code: "ready", manifest: current, reopened: false, windowCommand: false };
+  deps.progress("worktree", "Opening a new window for the worktree");
+  // Where the backend can, the new window runs the launcher itself: nothing is typed there.
+  let window: WindowLauncher;
+  try {
+    window = await prepareWindowLauncher(deps.store, manifest, deps.timeouts);
+  } catch (error) {
+    return { code: "failed", reason: "reopen_failed", manifest, message: `Could not write the launcher for handoff ${id}: ${errorMessage(error)}.` };
   }
+  const opened = await mux.reopenWorkspace({
+    mainCheckout: manifest.repo.root,
+    worktreePath: manifest.worktree.path,
+    branch: manifest.branch,
+    label: manifest.branch,
+    previous: manifest.mux,
+    command: window.command,
+  });
+  if (!opened.ok) {
+    return { code: "failed", reason: "reopen_failed", manifest, message: `Could not reopen a window for handoff ${id}: ${opened.message}` };
+  }
+  current = await deps.store.update(id, (m) => {
+    m.mux = opened.location;
+  });
+  return { code: "ready", manifest: current, reopened: true, windowCommand: opened.commandStarted === true };
+}
 
-  // Re-checked right before typing: a Pi started on the session since the inventory (by hand, or
-  // by Herdr's restore while a window was reopened) holds its lease by now.
+/**
+ * Re-checked right before typing: a Pi started on the session since the inventory (by hand, or by
+ * Herdr's restore while a window was reopened) holds its lease by now. Undefined: none did.
+ */
+async function writerSinceInventory(deps: RelaunchDeps, id: string, childSessionFile: string, window: RelaunchWindow): Promise<RelaunchOutcome | undefined> {
   const leaseNow = await (deps.readLease ?? ((file: string) => readSessionLease(deps.agentDir, file)))(childSessionFile);
-  if (leaseNow.state === "live" || leaseNow.state === "unreadable") {
-    const why = leaseNow.state === "live" ? `a Pi (pid ${leaseNow.pid}) started on its session meanwhile` : leaseNow.message.replace(/\.$/, "");
-    return refuse(leaseNow.state === "live" ? "child_running" : "writer_unknown", `Handoff ${id} was not relaunched: ${why}${reopened ? `; the window opened for it stays in ${describeLocation(current.mux)}` : ""}.`);
-  }
+  if (leaseNow.state !== "live" && leaseNow.state !== "unreadable") return undefined;
+  const why = leaseNow.state === "live" ? `a Pi (pid ${leaseNow.pid}) started on its session meanwhile` : leaseNow.message.replace(/\.$/, "");
+  const left = window.reopened ? `; the window opened for it stays in ${describeLocation(window.manifest.mux)}` : "";
+  return refused(leaseNow.state === "live" ? "child_running" : "writer_unknown", `Handoff ${id} was not relaunched: ${why}${left}.`);
+}
 
+/** Runs the handoff's own launch path in the window, as this process (the new owner). */
+async function launchIn(deps: RelaunchDeps, mux: RecoverableMultiplexer, window: RelaunchWindow, command: LaunchCommand, focus: boolean): Promise<LaunchOutcome> {
   // This process now runs the handoff's launch: recovery elsewhere waits for it while it lives.
   const owner = await ownerOf();
   const launcher = new ChildLauncher({
@@ -188,13 +210,13 @@ async function relaunchLocked(deps: RelaunchDeps, id: string, options: { focus: 
     ...(deps.tick !== undefined ? { tick: deps.tick } : {}),
     timeouts: deps.timeouts,
   });
-  const launched = await launcher.launch({
+  return launcher.launch({
     mux,
-    manifest: current,
-    command: derived.command,
-    windowCommand,
-    focus: options.focus,
-    note: reopened ? `relaunched in a reopened window (${describeLocation(current.mux)})` : "relaunched",
+    manifest: window.manifest,
+    command,
+    windowCommand: window.windowCommand,
+    focus,
+    note: window.reopened ? `relaunched in a reopened window (${describeLocation(window.manifest.mux)})` : "relaunched",
     patch: (m) => {
       m.owner = owner;
       // The previous child's evidence and outcome describe a launch that is over.
@@ -205,7 +227,6 @@ async function relaunchLocked(deps: RelaunchDeps, id: string, options: { focus: 
       delete m.focus;
     },
   });
-  return relaunchOutcome(deps, id, childSessionFile, current, launched);
 }
 
 /** What the user is told once the launch ran; a launch that could not type is recorded as failed. */
