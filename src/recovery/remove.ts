@@ -88,6 +88,23 @@ export async function planRemoval(deps: RemovalDeps, id: string, options: Remove
   const inspected = await inspectHandoff(deps, id);
   if (inspected.code !== "found") return { code: "refused", reason: inspected.code, message: inspected.message };
   const { report, manifest } = inspected;
+  const refusal = removalRefusal(report, id);
+  if (refusal !== undefined) return refusal;
+  const plan = removalPlanOf(manifest, report, options);
+  const stakes = options.force ? [] : stakesNeedingForce(plan, options);
+  if (stakes.length > 0) {
+    return {
+      code: "refused",
+      reason: "needs_force",
+      message: `Handoff ${id} has ${stakes.join(" and ")}; nothing was removed (add --force to remove it anyway: the files listed are deleted, the commits stay on branch ${manifest.branch}).`,
+      plan,
+    };
+  }
+  return { code: "planned", plan };
+}
+
+/** Why nothing of the handoff may be removed now, whatever is at stake; undefined: it may. */
+function removalRefusal(report: HandoffReport, id: string): Extract<PlanOutcome, { code: "refused" }> | undefined {
   const status = report.status;
   if (status.code === "removed") return { code: "refused", reason: "removed", message: `Handoff ${id} was already removed.` };
   if (status.code === "child_running") {
@@ -101,7 +118,10 @@ export async function planRemoval(deps: RemovalDeps, id: string, options: Remove
   if (isInProgress(report)) {
     return { code: "refused", reason: "in_progress", message: `Handoff ${id} is still being set up (${report.state}); try again once it has finished.` };
   }
+  return undefined;
+}
 
+function removalPlanOf(manifest: Manifest, report: HandoffReport, options: RemoveOptions): RemovalPlan {
   const worktree: RemovalPlan["worktree"] =
     report.worktree.code === "present"
       ? "remove"
@@ -115,35 +135,28 @@ export async function planRemoval(deps: RemovalDeps, id: string, options: Remove
       ? { dirty: report.changes.dirtyFiles, untracked: report.changes.untrackedFiles }
       : { dirty: [], untracked: [] };
   const branchState = report.branchState;
-  const unmerged = branchState.code === "present" ? branchState.unmerged : undefined;
-  const branch = planBranch(manifest, report, options.deleteBranch);
-  const plan: RemovalPlan = {
+  return {
     manifest,
     report,
     worktree,
     lostFiles,
-    unmerged,
-    branch,
+    unmerged: branchState.code === "present" ? branchState.unmerged : undefined,
+    branch: planBranch(manifest, report, options.deleteBranch),
     closesWorkspace: worktree !== "already_gone" && worktree !== "leave_orphaned" && report.workspace.code === "open",
   };
+}
 
-  if (!options.force) {
-    const stakes: string[] = [];
-    const changed = lostFiles.dirty.length + lostFiles.untracked.length;
-    if (changed > 0) stakes.push(`${changed} uncommitted or untracked file(s)`);
-    const landed = options.landedTip !== undefined && branchState.code === "present" && branchState.tip === options.landedTip;
-    if (unmerged !== undefined && unmerged.total > 0 && !landed) stakes.push(`${unmerged.total} commit(s) not merged into ${branchStateTarget(report)}`);
-    if (report.changes === undefined && worktree === "remove") stakes.push("changes that could not be read");
-    if (stakes.length > 0) {
-      return {
-        code: "refused",
-        reason: "needs_force",
-        message: `Handoff ${id} has ${stakes.join(" and ")}; nothing was removed (add --force to remove it anyway: the files listed are deleted, the commits stay on branch ${manifest.branch}).`,
-        plan,
-      };
-    }
-  }
-  return { code: "planned", plan };
+/** The work a removal without `force` would lose (or could not check), one phrase each. */
+function stakesNeedingForce(plan: RemovalPlan, options: RemoveOptions): string[] {
+  const { report, lostFiles, unmerged } = plan;
+  const branchState = report.branchState;
+  const stakes: string[] = [];
+  const changed = lostFiles.dirty.length + lostFiles.untracked.length;
+  if (changed > 0) stakes.push(`${changed} uncommitted or untracked file(s)`);
+  const landed = options.landedTip !== undefined && branchState.code === "present" && branchState.tip === options.landedTip;
+  if (unmerged !== undefined && unmerged.total > 0 && !landed) stakes.push(`${unmerged.total} commit(s) not merged into ${branchStateTarget(report)}`);
+  if (report.changes === undefined && plan.worktree === "remove") stakes.push("changes that could not be read");
+  return stakes;
 }
 
 /**
@@ -176,30 +189,37 @@ export function branchDeletionOffer(plan: RemovalPlan): { question: string; deta
 
 /** Plain lines that say exactly what a removal would do and lose (shown before it is done, or instead of it). */
 export function describeRemovalPlan(plan: RemovalPlan): string[] {
-  const { manifest, report, lostFiles, unmerged } = plan;
-  const lines: string[] = [];
-  switch (plan.worktree) {
-    case "remove":
-      lines.push(`The worktree ${manifest.worktree.path} would be deleted${plan.closesWorkspace ? " and its window closed" : ""}.`);
-      break;
-    case "unregister":
-      lines.push(`The worktree ${manifest.worktree.path} is already gone; git's entry for it would be dropped.`);
-      break;
-    case "already_gone":
-      lines.push(`The worktree ${manifest.worktree.path} is already gone.`);
-      break;
-    case "leave_orphaned":
-      lines.push(
-        `The directory ${manifest.worktree.path} would be left in place: ${report.worktree.code === "orphaned" ? report.worktree.reason : "git does not know it"}; delete it yourself if you do not need it.`,
-      );
-      break;
-  }
+  const { report } = plan;
+  const lines = [worktreeLine(plan)];
   if (report.unrecorded?.includes("window")) {
     lines.push(`Its window (${describeLocation(report.mux)}) was made but never recorded (the handoff was killed first); it was found by its name and is treated as the handoff's.`);
   }
   if (report.unrecorded?.includes("session")) {
     lines.push(`Its child session ${report.childSessionFile ?? "?"} was written but never recorded (the handoff was killed first); it is kept and recorded.`);
   }
+  lines.push(...lossLines(plan), branchLine(plan));
+  if (report.workspace.code === "open" && !plan.closesWorkspace) {
+    lines.push("Its window would stay open (it is no longer the worktree's); close it yourself.");
+  }
+  return lines;
+}
+
+function worktreeLine({ manifest, report, worktree, closesWorkspace }: RemovalPlan): string {
+  switch (worktree) {
+    case "remove":
+      return `The worktree ${manifest.worktree.path} would be deleted${closesWorkspace ? " and its window closed" : ""}.`;
+    case "unregister":
+      return `The worktree ${manifest.worktree.path} is already gone; git's entry for it would be dropped.`;
+    case "already_gone":
+      return `The worktree ${manifest.worktree.path} is already gone.`;
+    case "leave_orphaned":
+      return `The directory ${manifest.worktree.path} would be left in place: ${report.worktree.code === "orphaned" ? report.worktree.reason : "git does not know it"}; delete it yourself if you do not need it.`;
+  }
+}
+
+/** The files lost for good, and the unmerged commits that stay on the kept branch. */
+function lossLines({ manifest, report, lostFiles, unmerged }: RemovalPlan): string[] {
+  const lines: string[] = [];
   const changed = lostFiles.dirty.length + lostFiles.untracked.length;
   if (changed > 0) {
     lines.push(`Would be lost for good (${changed} file(s) with uncommitted work):`);
@@ -211,30 +231,24 @@ export function describeRemovalPlan(plan: RemovalPlan): string[] {
     for (const commit of unmerged.commits) lines.push(`  ${commit.sha.slice(0, 12)} ${commit.subject}`);
     if (unmerged.commits.length < unmerged.total) lines.push(`  ... and ${unmerged.total - unmerged.commits.length} more`);
   }
-  switch (plan.branch.code) {
-    case "keep":
-      lines.push(`Branch ${manifest.branch} would be kept.`);
-      break;
-    case "keep_preexisting":
-      lines.push(`Branch ${manifest.branch} would be kept: it existed before this handoff (--existing), so it is not this handoff's to delete.`);
-      break;
-    case "delete":
-      lines.push(`Branch ${manifest.branch} would be deleted: everything on it is in ${plan.branch.mergeTarget.ref}.`);
-      break;
-    case "keep_unmerged":
-      lines.push(`Branch ${manifest.branch} would be kept: it has ${plan.branch.unmerged} unmerged commit(s), and an unmerged branch is never deleted, even with --force.`);
-      break;
-    case "gone":
-      lines.push(`Branch ${manifest.branch} no longer exists.`);
-      break;
-    case "unknown":
-      lines.push(`Branch ${manifest.branch} would be kept: ${plan.branch.message}`);
-      break;
-  }
-  if (report.workspace.code === "open" && !plan.closesWorkspace) {
-    lines.push("Its window would stay open (it is no longer the worktree's); close it yourself.");
-  }
   return lines;
+}
+
+function branchLine({ manifest, branch }: RemovalPlan): string {
+  switch (branch.code) {
+    case "keep":
+      return `Branch ${manifest.branch} would be kept.`;
+    case "keep_preexisting":
+      return `Branch ${manifest.branch} would be kept: it existed before this handoff (--existing), so it is not this handoff's to delete.`;
+    case "delete":
+      return `Branch ${manifest.branch} would be deleted: everything on it is in ${branch.mergeTarget.ref}.`;
+    case "keep_unmerged":
+      return `Branch ${manifest.branch} would be kept: it has ${branch.unmerged} unmerged commit(s), and an unmerged branch is never deleted, even with --force.`;
+    case "gone":
+      return `Branch ${manifest.branch} no longer exists.`;
+    case "unknown":
+      return `Branch ${manifest.branch} would be kept: ${branch.message}`;
+  }
 }
 
 /**
@@ -260,6 +274,7 @@ async function removeLocked(
   options: RemoveOptions,
   onPlan: (plan: RemovalPlan) => boolean | void,
 ): Promise<RemoveOutcome> {
+  // Planned under the lock, so the plan shown is the one carried out.
   const planned = await planRemoval(deps, id, options);
   if (planned.code === "refused") {
     if (planned.plan !== undefined) onPlan(planned.plan);
@@ -269,59 +284,80 @@ async function removeLocked(
   if (onPlan(plan) === false) {
     return { code: "refused", reason: "not_confirmed", message: `Handoff ${id} changed since it was shown; nothing was removed.`, plan };
   }
-  const { manifest } = plan;
-
-  let gitState: Manifest["gitState"];
-  if (plan.worktree === "remove") {
-    try {
-      gitState = await deps.git.captureState(manifest.worktree.path, manifest.base.sha);
-    } catch {
-      gitState = undefined; // Recorded when readable; the plan above already listed what is at stake.
-    }
-  }
-
-  let windowLeftOpen = false;
-  if (plan.worktree === "remove" || plan.worktree === "unregister") {
-    const request = { mainCheckout: manifest.repo.root, worktreePath: manifest.worktree.path, force: options.force };
-    // The recorded window, or the one a killed step made without recording it (found by its intent).
-    const location = plan.report.mux;
-    const mux = hasWorkspace(location) ? deps.muxFor(location) : undefined;
-    if (mux !== undefined && !mux.ok) {
-      // Its workspace belongs to a backend this process cannot drive: removing the checkout under
-      // it would leave that workspace in a deleted directory.
-      return { code: "failed", plan, message: `${mux.message} Handoff ${id} was not removed.` };
-    }
-    if (mux !== undefined) {
-      const removed = await mux.mux.removeWorktree(location, request);
-      if (!removed.ok) return { code: "failed", plan, message: `${removed.message} Handoff ${id} was not removed.` };
-      // The backend leaves open a window that no longer shows the worktree (someone uses it).
-      windowLeftOpen = plan.closesWorkspace && (await mux.mux.exists(location));
-    } else {
-      // No window was ever made: git alone removes the checkout.
-      try {
-        await deps.git.removeWorktree(request.mainCheckout, request.worktreePath, { force: request.force });
-      } catch (error) {
-        return { code: "failed", plan, message: `Could not remove the worktree: ${errorSentence(error)} Handoff ${id} was not removed.` };
-      }
-    }
-  }
-
+  const gitState = await gitStateBefore(deps, plan);
+  const worktree = await removeCheckout(deps, id, plan, options.force);
+  if (!worktree.ok) return { code: "failed", plan, message: worktree.message };
   const done: string[] = [];
-  if (plan.worktree === "remove") done.push(`deleted worktree ${manifest.worktree.path}`);
-  if (plan.worktree === "unregister") done.push(`dropped git's entry for ${manifest.worktree.path}`);
-  if (windowLeftOpen) done.push("left its window open (it no longer shows the worktree)");
-  if (plan.branch.code === "delete") {
-    try {
-      await deps.git.deleteBranch(manifest.repo.root, manifest.branch, { expectedTip: plan.branch.tip, mergedInto: plan.branch.mergeTarget.sha });
-      done.push(`deleted branch ${manifest.branch}`);
-    } catch (error) {
-      done.push(`kept branch ${manifest.branch} (${errorSentence(error).replace(/\.$/, "")})`);
-    }
-  } else if (plan.branch.code !== "gone") {
-    done.push(`kept branch ${manifest.branch}`);
-  }
+  if (plan.worktree === "remove") done.push(`deleted worktree ${plan.manifest.worktree.path}`);
+  if (plan.worktree === "unregister") done.push(`dropped git's entry for ${plan.manifest.worktree.path}`);
+  if (worktree.windowLeftOpen) done.push("left its window open (it no longer shows the worktree)");
+  const branch = await settleBranch(deps, plan);
+  if (branch !== undefined) done.push(branch);
+  const removed = await recordRemoval(deps, id, plan, gitState, done);
+  // Temp files a killed writer left beside this manifest go with it.
+  const swept = await deps.store.sweepLeftovers((leftover) => leftover.kind === "temp" && leftover.name.startsWith(`.${id}.json.`));
+  if (swept.length > 0) done.push(`deleted ${swept.length} temp file(s) a killed writer left in the store`);
+  return { code: "removed", manifest: removed, plan, message: `Removed handoff ${id}: ${done.join(", ")}.` };
+}
 
-  const removed = await deps.store.transition(
+/** The worktree's git state just before it goes, for the record (when readable). */
+async function gitStateBefore(deps: RemovalDeps, plan: RemovalPlan): Promise<Manifest["gitState"]> {
+  if (plan.worktree !== "remove") return undefined;
+  try {
+    return await deps.git.captureState(plan.manifest.worktree.path, plan.manifest.base.sha);
+  } catch {
+    return undefined; // Recorded when readable; the plan already listed what is at stake.
+  }
+}
+
+/** The worktree step of the plan: through the backend when there is a window, else git alone. */
+async function removeCheckout(
+  deps: RemovalDeps,
+  id: string,
+  plan: RemovalPlan,
+  force: boolean,
+): Promise<{ ok: true; windowLeftOpen: boolean } | { ok: false; message: string }> {
+  if (plan.worktree !== "remove" && plan.worktree !== "unregister") return { ok: true, windowLeftOpen: false };
+  const { manifest } = plan;
+  const request = { mainCheckout: manifest.repo.root, worktreePath: manifest.worktree.path, force };
+  // The recorded window, or the one a killed step made without recording it (found by its intent).
+  const location = plan.report.mux;
+  const mux = hasWorkspace(location) ? deps.muxFor(location) : undefined;
+  if (mux !== undefined && !mux.ok) {
+    // Its workspace belongs to a backend this process cannot drive: removing the checkout under
+    // it would leave that workspace in a deleted directory.
+    return { ok: false, message: `${mux.message} Handoff ${id} was not removed.` };
+  }
+  if (mux !== undefined) {
+    const removed = await mux.mux.removeWorktree(location, request);
+    if (!removed.ok) return { ok: false, message: `${removed.message} Handoff ${id} was not removed.` };
+    // The backend leaves open a window that no longer shows the worktree (someone uses it).
+    return { ok: true, windowLeftOpen: plan.closesWorkspace && (await mux.mux.exists(location)) };
+  }
+  // No window was ever made: git alone removes the checkout.
+  try {
+    await deps.git.removeWorktree(request.mainCheckout, request.worktreePath, { force: request.force });
+  } catch (error) {
+    return { ok: false, message: `Could not remove the worktree: ${errorSentence(error)} Handoff ${id} was not removed.` };
+  }
+  return { ok: true, windowLeftOpen: false };
+}
+
+/** Deletes the branch when the plan says so (git re-checks its tip and merge); what happened, for the record. */
+async function settleBranch(deps: RemovalDeps, plan: RemovalPlan): Promise<string | undefined> {
+  const { manifest, branch } = plan;
+  if (branch.code === "gone") return undefined;
+  if (branch.code !== "delete") return `kept branch ${manifest.branch}`;
+  try {
+    await deps.git.deleteBranch(manifest.repo.root, manifest.branch, { expectedTip: branch.tip, mergedInto: branch.mergeTarget.sha });
+    return `deleted branch ${manifest.branch}`;
+  } catch (error) {
+    return `kept branch ${manifest.branch} (${errorSentence(error).replace(/\.$/, "")})`;
+  }
+}
+
+function recordRemoval(deps: RemovalDeps, id: string, plan: RemovalPlan, gitState: Manifest["gitState"], done: readonly string[]): Promise<Manifest> {
+  return deps.store.transition(
     id,
     "removed",
     (m) => {
@@ -332,10 +368,6 @@ async function removeLocked(
     },
     `removed with pi-handoff: ${done.join(", ")}`,
   );
-  // Temp files a killed writer left beside this manifest go with it.
-  const swept = await deps.store.sweepLeftovers((leftover) => leftover.kind === "temp" && leftover.name.startsWith(`.${id}.json.`));
-  if (swept.length > 0) done.push(`deleted ${swept.length} temp file(s) a killed writer left in the store`);
-  return { code: "removed", manifest: removed, plan, message: `Removed handoff ${id}: ${done.join(", ")}.` };
 }
 
 /**
