@@ -218,6 +218,7 @@ function worktreeFact(facts: HandoffFacts): WorktreeFact {
   }
 }
 
+/** The verdict: the first check that applies decides, so the order of the checks below is the behaviour. */
 function statusOf(facts: HandoffFacts, worktree: WorktreeFact, writers: LiveWriter[]): HandoffStatus {
   const { manifest } = facts;
   if (manifest.state === "removed") {
