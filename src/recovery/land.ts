@@ -121,11 +121,57 @@ export type LandOutcome =
 
 const OTHER_STRATEGIES: readonly LandStrategy[] = ["rebase", "merge", "squash"];
 
+type LandPlanRefusal = Extract<LandPlanOutcome, { ok: false }>;
+
 /** What landing handoff `id` would do, or why it may not. Writes only unreferenced objects. */
 export async function planLanding(deps: LandDeps, id: string, request: Pick<LandRequest, "into" | "strategy" | "remove">): Promise<LandPlanOutcome> {
   const inspected = await inspectHandoff(deps, id);
   if (inspected.code !== "found") return { ok: false, code: inspected.code, message: inspected.message };
   const { report, manifest } = inspected;
+  // The order of the checks is behaviour: when several refusals apply, the first is the one told.
+  const refusal = handoffRefusal(report, manifest, id, request.remove);
+  if (refusal !== undefined) return refusal;
+  const branchState = report.branchState;
+  if (branchState.code !== "present") {
+    return { ok: false, code: "branch_gone", message: `Branch ${manifest.branch} of handoff ${id} ${branchState.code === "gone" ? "no longer exists" : `could not be read (${branchState.message})`}; nothing to land.` };
+  }
+  const dirty = worktreeRefusal(report, manifest);
+  if (dirty !== undefined) return dirty;
+  const repo = manifest.repo.root;
+  const target = await landingTarget(deps, manifest, id, request.into);
+  if (!target.ok) return target;
+  const { into, from } = target;
+  const branchTip = branchState.tip;
+  const details = await deps.landGit.commitsBetween(repo, from, branchTip);
+  if (details.length === 0) return { ok: false, code: "nothing_to_land", message: `Everything on ${manifest.branch} is already in ${into}; nothing to land.` };
+  const fastForward = await deps.git.isAncestor(repo, from, branchTip);
+  const strategy = strategyFor(request.strategy, fastForward, into, manifest.branch);
+  if (!strategy.ok) return strategy;
+  const built = await buildResult(deps.landGit, repo, { strategy: strategy.strategy, from, branchTip, details, fastForward, branch: manifest.branch, into, id });
+  if (!built.ok) return built;
+  const touched = await deps.landGit.changedPaths(repo, from, built.to);
+  const checkout = await targetCheckout(deps, repo, into, touched);
+  if (!checkout.ok) return checkout;
+  const plan: LandPlan = {
+    handoffId: id,
+    branch: manifest.branch,
+    repo,
+    into,
+    ...(checkout.path === undefined ? {} : { checkout: checkout.path }),
+    strategy: strategy.strategy,
+    from,
+    to: built.to,
+    branchTip,
+    commits: details.map((commit) => ({ sha: commit.sha, subject: commit.subject })),
+    created: built.created,
+    touched,
+    fastForward,
+  };
+  return { ok: true, plan, manifest, report };
+}
+
+/** Why the handoff as the inventory sees it may not land now (its record, its setup, its Pi); undefined: it may. */
+function handoffRefusal(report: HandoffReport, manifest: Manifest, id: string, remove: boolean): LandPlanRefusal | undefined {
   if (manifest.state === "removed") return { ok: false, code: "removed", message: `Handoff ${id} was removed; its branch ${manifest.branch} can be merged with git directly.` };
   if (isInProgress(report)) return { ok: false, code: "in_progress", message: `Handoff ${id} is still being set up (${report.state}); land it once it has started.` };
   const child = report.child;
@@ -136,7 +182,7 @@ export async function planLanding(deps: LandDeps, id: string, request: Pick<Land
       message: `Handoff ${id}'s Pi is in a turn (${CHILD_STATE_LABELS[child.state]}: ${child.basis}); nothing was landed. Let it finish (or stop its turn), then land again.`,
     };
   }
-  if (request.remove && report.status.code === "child_running") {
+  if (remove && report.status.code === "child_running") {
     const pids = report.status.writers.map((writer) => writer.pid).join(", ");
     return {
       ok: false,
@@ -144,41 +190,45 @@ export async function planLanding(deps: LandDeps, id: string, request: Pick<Land
       message: `Handoff ${id}'s Pi still runs (pid ${pids}), so its worktree cannot be removed; nothing was landed. Quit that Pi first, or land without --remove.`,
     };
   }
-  const branchState = report.branchState;
-  if (branchState.code !== "present") {
-    return { ok: false, code: "branch_gone", message: `Branch ${manifest.branch} of handoff ${id} ${branchState.code === "gone" ? "no longer exists" : `could not be read (${branchState.message})`}; nothing to land.` };
-  }
+  return undefined;
+}
+
+/** Uncommitted work in the handoff's worktree (or work that could not be read) refuses the landing. */
+function worktreeRefusal(report: HandoffReport, manifest: Manifest): LandPlanRefusal | undefined {
+  if (report.worktree.code !== "present") return undefined;
   const changes = report.changes;
-  if (report.worktree.code === "present") {
-    if (changes === undefined) return { ok: false, code: "worktree_dirty", message: `Could not read the uncommitted changes in ${manifest.worktree.path}; nothing was landed.` };
-    const uncommitted = [...changes.dirtyFiles, ...changes.untrackedFiles];
-    if (uncommitted.length > 0) {
-      return {
-        ok: false,
-        code: "worktree_dirty",
-        message: `The worktree ${manifest.worktree.path} has uncommitted changes (${listed(uncommitted)}); nothing was landed. Commit or stash them there, then land again.`,
-      };
-    }
-  }
+  if (changes === undefined) return { ok: false, code: "worktree_dirty", message: `Could not read the uncommitted changes in ${manifest.worktree.path}; nothing was landed.` };
+  const uncommitted = [...changes.dirtyFiles, ...changes.untrackedFiles];
+  if (uncommitted.length === 0) return undefined;
+  return {
+    ok: false,
+    code: "worktree_dirty",
+    message: `The worktree ${manifest.worktree.path} has uncommitted changes (${listed(uncommitted)}); nothing was landed. Commit or stash them there, then land again.`,
+  };
+}
+
+/** The branch to land into (`--into`, else the default) and its commit now. */
+async function landingTarget(deps: LandDeps, manifest: Manifest, id: string, requested: string | undefined): Promise<{ ok: true; into: string; from: string } | LandPlanRefusal> {
   const repo = manifest.repo.root;
-  const into = request.into ?? (await defaultTarget(deps, manifest));
+  const into = requested ?? (await defaultTarget(deps, manifest));
   if (into === undefined) {
     return { ok: false, code: "no_target", message: `Handoff ${id} started from ${manifest.base.ref}, which is not a branch; say which branch to land into with --into <branch>.` };
   }
   if (into === manifest.branch) return { ok: false, code: "no_target", message: `Cannot land ${manifest.branch} into itself; give another branch with --into.` };
   const from = (await deps.git.branchExists(repo, into)) ? await deps.git.resolveCommit(repo, `refs/heads/${into}`) : undefined;
   if (from === undefined) return { ok: false, code: "no_target", message: `There is no local branch ${JSON.stringify(into)} in ${repo}; give an existing one with --into.` };
-  const branchTip = branchState.tip;
-  const details = await deps.landGit.commitsBetween(repo, from, branchTip);
-  if (details.length === 0) return { ok: false, code: "nothing_to_land", message: `Everything on ${manifest.branch} is already in ${into}; nothing to land.` };
-  const fastForward = await deps.git.isAncestor(repo, from, branchTip);
-  const strategy = request.strategy ?? (fastForward ? "ff" : undefined);
+  return { ok: true, into, from };
+}
+
+/** The strategy asked for, else a fast-forward where one is possible; a target that moved on needs a choice. */
+function strategyFor(requested: LandStrategy | undefined, fastForward: boolean, into: string, branch: string): { ok: true; strategy: LandStrategy } | LandPlanRefusal {
+  const strategy = requested ?? (fastForward ? "ff" : undefined);
   if (strategy === undefined) {
     return {
       ok: false,
       code: "needs_strategy",
       choices: [...OTHER_STRATEGIES],
-      message: `${into} has moved on since ${manifest.branch} left it, so it cannot be fast-forwarded; nothing was landed. Choose how: --strategy rebase, merge or squash.`,
+      message: `${into} has moved on since ${branch} left it, so it cannot be fast-forwarded; nothing was landed. Choose how: --strategy rebase, merge or squash.`,
     };
   }
   if (strategy === "ff" && !fastForward) {
@@ -186,40 +236,24 @@ export async function planLanding(deps: LandDeps, id: string, request: Pick<Land
       ok: false,
       code: "not_fast_forward",
       choices: [...OTHER_STRATEGIES],
-      message: `${into} cannot be fast-forwarded to ${manifest.branch} (it has commits ${manifest.branch} lacks); nothing was landed. Use --strategy rebase, merge or squash.`,
+      message: `${into} cannot be fast-forwarded to ${branch} (it has commits ${branch} lacks); nothing was landed. Use --strategy rebase, merge or squash.`,
     };
   }
-  const built = await buildResult(deps.landGit, repo, { strategy, from, branchTip, details, fastForward, branch: manifest.branch, into, id });
-  if (!built.ok) return built;
-  const touched = await deps.landGit.changedPaths(repo, from, built.to);
+  return { ok: true, strategy };
+}
+
+/** Where `into` is checked out, if anywhere; uncommitted changes there in files the landing touches refuse it. */
+async function targetCheckout(deps: LandDeps, repo: string, into: string, touched: readonly string[]): Promise<{ ok: true; path: string | undefined } | LandPlanRefusal> {
   const checkout = (await deps.git.listWorktrees(repo)).find((worktree) => worktree.branch === into && !worktree.prunable)?.path;
-  if (checkout !== undefined) {
-    const status = await deps.git.worktreeStatus(checkout);
-    const clashing = [...status.dirtyFiles, ...status.untrackedFiles].filter((path) => touched.some((file) => touches(file, path)));
-    if (clashing.length > 0) {
-      return {
-        ok: false,
-        code: "target_dirty",
-        message: `${checkout} (where ${into} is checked out) has uncommitted changes in files the landing changes (${listed(clashing)}); nothing was landed. Commit or stash them there, then land again.`,
-      };
-    }
-  }
-  const plan: LandPlan = {
-    handoffId: id,
-    branch: manifest.branch,
-    repo,
-    into,
-    ...(checkout === undefined ? {} : { checkout }),
-    strategy,
-    from,
-    to: built.to,
-    branchTip,
-    commits: details.map((commit) => ({ sha: commit.sha, subject: commit.subject })),
-    created: built.created,
-    touched,
-    fastForward,
+  if (checkout === undefined) return { ok: true, path: undefined };
+  const status = await deps.git.worktreeStatus(checkout);
+  const clashing = [...status.dirtyFiles, ...status.untrackedFiles].filter((path) => touched.some((file) => touches(file, path)));
+  if (clashing.length === 0) return { ok: true, path: checkout };
+  return {
+    ok: false,
+    code: "target_dirty",
+    message: `${checkout} (where ${into} is checked out) has uncommitted changes in files the landing changes (${listed(clashing)}); nothing was landed. Commit or stash them there, then land again.`,
   };
-  return { ok: true, plan, manifest, report };
 }
 
 /** Whether a touched file and a dirty path (an untracked directory ends in `/`) are the same file. */
@@ -241,7 +275,7 @@ async function defaultTarget(deps: LandDeps, manifest: Manifest): Promise<string
 type BuildInput = { strategy: LandStrategy; from: string; branchTip: string; details: CommitDetail[]; fastForward: boolean; branch: string; into: string; id: string };
 
 /** The commit the target will point at, made in the object store only. */
-async function buildResult(landGit: LandGit, repo: string, input: BuildInput): Promise<{ ok: true; to: string; created: number } | Extract<LandPlanOutcome, { ok: false }>> {
+async function buildResult(landGit: LandGit, repo: string, input: BuildInput): Promise<{ ok: true; to: string; created: number } | LandPlanRefusal> {
   const { strategy, from, branchTip, details } = input;
   // A fast-forward, or a rebase onto a target that has not moved, keeps the branch's own commits.
   if (strategy === "ff" || (strategy === "rebase" && input.fastForward)) return { ok: true, to: branchTip, created: 0 };
@@ -273,7 +307,7 @@ async function buildResult(landGit: LandGit, repo: string, input: BuildInput): P
   return { ok: true, to, created: 1 };
 }
 
-function conflictRefusal(input: BuildInput, conflicts: string[]): Extract<LandPlanOutcome, { ok: false }> {
+function conflictRefusal(input: BuildInput, conflicts: string[]): LandPlanRefusal {
   return {
     ok: false,
     code: "conflict",
@@ -329,19 +363,37 @@ async function landLocked(deps: LandDeps, id: string, request: LandRequest, now:
   }
   if (!planned.ok) return planned;
   const { plan, manifest } = planned;
-  if (request.dryRun) {
-    const lines = describeLandPlan(plan);
-    if (request.remove) lines.push(`Then remove the handoff's worktree (branch ${plan.branch} ${request.deleteBranch ? "deleted if merged" : "kept"}).`);
-    return { ok: true, code: "dry_run", plan, message: `Dry run, nothing changed. Would:\n${lines.join("\n")}` };
-  }
-
+  if (request.dryRun) return dryRunOutcome(plan, request);
   // Checked again right before acting: someone may have committed, or the child started a turn.
   const again = await planLanding(deps, id, { into: plan.into, strategy: plan.strategy, remove: request.remove });
   if (!again.ok) return { ...again, plan };
   if (!samePlan(again.plan, plan)) {
     return { ok: false, code: "moved", plan, message: `${plan.into} or ${plan.branch} changed while the landing was being prepared; nothing was landed. Run it again.` };
   }
+  // The steps below are the crash-safe sequence of the header: intent, move, record, tell.
+  const intent = await recordIntent(deps, id, plan, now);
+  checkpoint(deps.killAfter, "land-intent");
+  const notMoved = await moveTarget(deps, id, plan, now);
+  if (notMoved !== undefined) return notMoved;
+  checkpoint(deps.killAfter, "land-target");
+  await settleLanding(deps, id, now);
+  checkpoint(deps.killAfter, "land-record");
+  const told = await tellParent(deps, manifest, intent, now);
+  const message = [
+    `Landed ${plan.commits.length} commit(s) of ${plan.branch} into ${plan.into} (${plan.strategy}): ${plan.into} is now at ${plan.to}.`,
+    ...(told === undefined ? [] : [told]),
+  ];
+  return { ok: true, code: "landed", plan, message: message.join(" ") };
+}
 
+function dryRunOutcome(plan: LandPlan, request: LandRequest): LandOutcome {
+  const lines = describeLandPlan(plan);
+  if (request.remove) lines.push(`Then remove the handoff's worktree (branch ${plan.branch} ${request.deleteBranch ? "deleted if merged" : "kept"}).`);
+  return { ok: true, code: "dry_run", plan, message: `Dry run, nothing changed. Would:\n${lines.join("\n")}` };
+}
+
+/** Records the landing as `intended` (old and new commit) before the target moves. */
+async function recordIntent(deps: LandDeps, id: string, plan: LandPlan, now: () => Date): Promise<Landing> {
   const intent: Landing = {
     state: "intended",
     at: now().toISOString(),
@@ -356,28 +408,24 @@ async function landLocked(deps: LandDeps, id: string, request: LandRequest, now:
   await deps.store.update(id, (m) => {
     m.landings = [...(m.landings ?? []), intent];
   });
-  checkpoint(deps.killAfter, "land-intent");
+  return intent;
+}
 
+/**
+ * Moves the target (with its checkout's files, if it has one) by one fast-forward; undefined when
+ * it moved. A failed move is settled at once from where the target is now.
+ */
+async function moveTarget(deps: LandDeps, id: string, plan: LandPlan, now: () => Date): Promise<LandOutcome | undefined> {
   try {
     if (plan.checkout !== undefined) await deps.landGit.fastForwardCheckout(plan.checkout, plan.into, { from: plan.from, to: plan.to });
     else await deps.landGit.updateBranch(plan.repo, plan.into, { from: plan.from, to: plan.to }, `pi-handoff land ${id} (${plan.strategy})`);
+    return undefined;
   } catch (error) {
     const settled = await settleLanding(deps, id, now);
-    if (settled !== "landed") {
-      const where = settled === "abandoned" ? `${plan.into} is still at ${plan.from.slice(0, 12)}` : `${plan.into} moved meanwhile; pi-handoff inspect ${id} shows where`;
-      return { ok: false, code: "failed", plan, message: `Could not move ${plan.into}: ${errorClause(error)}; nothing was landed (${where}).` };
-    }
+    if (settled === "landed") return undefined;
+    const where = settled === "abandoned" ? `${plan.into} is still at ${plan.from.slice(0, 12)}` : `${plan.into} moved meanwhile; pi-handoff inspect ${id} shows where`;
+    return { ok: false, code: "failed", plan, message: `Could not move ${plan.into}: ${errorClause(error)}; nothing was landed (${where}).` };
   }
-  checkpoint(deps.killAfter, "land-target");
-  await settleLanding(deps, id, now);
-  checkpoint(deps.killAfter, "land-record");
-
-  const told = await tellParent(deps, manifest, intent, now);
-  const message = [
-    `Landed ${plan.commits.length} commit(s) of ${plan.branch} into ${plan.into} (${plan.strategy}): ${plan.into} is now at ${plan.to}.`,
-    ...(told === undefined ? [] : [told]),
-  ];
-  return { ok: true, code: "landed", plan, message: message.join(" ") };
 }
 
 function samePlan(a: LandPlan, b: LandPlan): boolean {
