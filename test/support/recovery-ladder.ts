@@ -16,7 +16,6 @@ import { join } from "node:path";
 import { expect } from "vitest";
 import type { HandoffOutcome } from "../../src/handoff/transaction.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
-import type { RecoveryDeps } from "../../src/recovery/deps.ts";
 import { inspectHandoff } from "../../src/recovery/inventory.ts";
 import { HandoffReportSchema, type HandoffReport } from "../../src/recovery/report-schema.ts";
 import { relaunchHandoff } from "../../src/recovery/relaunch.ts";
@@ -24,7 +23,7 @@ import { isProcessAlive, killAndWait, runningManifest, type RecoveryRigBase } fr
 import { waitFor } from "./tmux.ts";
 
 /** The inventory's report on one handoff, checked against its schema. */
-export async function judge(deps: RecoveryDeps, id: string): Promise<HandoffReport> {
+export async function judge(deps: Parameters<typeof inspectHandoff>[0], id: string): Promise<HandoffReport> {
   const inspected = await inspectHandoff(deps, id);
   if (inspected.code !== "found") throw new Error(inspected.message);
   return HandoffReportSchema.parse(inspected.report);
@@ -66,7 +65,8 @@ export interface LadderBackend {
   closeWindow(manifest: Manifest): Promise<void>;
   /** The ids of every window open on the backend now. */
   openWindowIds(): Promise<string[]>;
-  isFocused(window: LadderWindow): Promise<boolean>;
+  /** Whether the window has the focus (undefined: the backend does not list it). */
+  isFocused(window: LadderWindow): Promise<boolean | undefined>;
   /** A handoff the backend fails before any worktree exists. */
   failBeforeWorktree(branch: string): Promise<HandoffOutcome>;
   /** Makes another window the active one (so a relaunch's focus is observable); returns its cleanup. */
