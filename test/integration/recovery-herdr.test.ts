@@ -21,17 +21,7 @@ import { relaunchHandoff } from "../../src/recovery/relaunch.ts";
 import { describeRemovalPlan, removeHandoff, type RemovalPlan } from "../../src/recovery/remove.ts";
 import type { HerdrCall } from "../support/herdr.ts";
 import { NODE_BIN, PROJECT_ROOT } from "../support/pi.ts";
-import {
-  judge,
-  nameFailedSteps,
-  piProcessesIn,
-  relaunchAfterTheChildDied,
-  relaunchIntoAReopenedWindow,
-  waitForExit,
-  walkStateLadder,
-  type LadderBackend,
-  type LadderWindow,
-} from "../support/recovery-ladder.ts";
+import * as ladder from "../support/recovery-ladder.ts";
 import {
   createHerdrRecoveryRig,
   isProcessAlive,
@@ -86,7 +76,7 @@ async function workspacesOf(path: string): Promise<string[]> {
 /** `herdr workspace close`, then wait until the child it hung up is gone. */
 async function closeWorkspace(workspaceId: string, childPid: number | undefined): Promise<void> {
   await rig.herdr.result(["workspace", "close", workspaceId]);
-  await waitForExit(childPid, `pid ${childPid} to die with workspace ${workspaceId}`);
+  await ladder.waitForExit(childPid, `pid ${childPid} to die with workspace ${workspaceId}`);
 }
 
 /** The worktree-level Herdr calls since the log was cleared (not the `--help` probe), as `group command` plus arguments. */
@@ -121,12 +111,12 @@ async function remove(id: string, options: { force?: boolean; deleteBranch?: boo
 }
 
 /** A handoff's Herdr workspace as the shared ladder names windows. */
-function herdrWindow(manifest: Manifest): LadderWindow {
+function herdrWindow(manifest: Manifest): ladder.LadderWindow {
   const { workspaceId, paneId } = herdrLocation(manifest);
   return { id: workspaceId, paneId };
 }
 
-const herdr: LadderBackend = {
+const herdr: ladder.LadderBackend = {
   launchedEvidence: ["recorded_pid", "marker", "cwd", "herdr_agent"],
   // Herdr sees Pi in the pane, on the session the launch reported to it.
   openWorkspace: (manifest) => ({ code: "open", agent: { status: "idle", sessionFile: manifest.child.sessionFile, pids: [manifest.child.pid ?? 0] } }),
@@ -184,9 +174,9 @@ const herdr: LadderBackend = {
 };
 
 describe("the inventory on real states (Herdr)", () => {
-  it("follows one handoff through every state a person can leave it in", () => walkStateLadder(rig, herdr));
+  it("follows one handoff through every state a person can leave it in", () => ladder.walkStateLadder(rig, herdr));
 
-  it("names the step of a handoff that failed or was never confirmed", () => nameFailedSteps(rig, herdr));
+  it("names the step of a handoff that failed or was never confirmed", () => ladder.nameFailedSteps(rig, herdr));
 
   it("names the worktree step when Herdr made the checkout but no workspace, and git alone removes that checkout", async () => {
     // Herdr made the checkout but no workspace (worktree_open_failed): the checkout is recorded.
@@ -194,7 +184,7 @@ describe("the inventory on real states (Herdr)", () => {
     const noWorkspace = await rig.handoff("feat/no-workspace");
     rig.herdr.clearFaults();
     if (noWorkspace.code !== "failed") throw new Error(`expected a failure, got ${noWorkspace.code}`);
-    const report = await judge(rig.recoveryDeps(), noWorkspace.manifest.id);
+    const report = await ladder.judge(rig.recoveryDeps(), noWorkspace.manifest.id);
     expect(report.status).toMatchObject({ code: "failed", step: "worktree", worktreeCreated: true });
     expect(report.worktree).toEqual({ code: "present" });
     expect(report.workspace).toEqual({ code: "none" });
@@ -221,7 +211,7 @@ describe("a Herdr server that does not answer", () => {
     const before = readFileSync(rig.store.pathFor(manifest.id), "utf8");
     const down = `The Herdr server is not running: no herdr server is running at ${socket}; run \`herdr\` to start one.`;
 
-    const report = await judge(rig.recoveryDeps(), manifest.id);
+    const report = await ladder.judge(rig.recoveryDeps(), manifest.id);
     expect(report.workspace).toEqual({ code: "unknown", message: `Could not see the handoff's window: ${down}` });
     expect(report.problems).toEqual([`Could not see the handoff's window: ${down}`]);
 
@@ -258,9 +248,9 @@ describe("focus on Herdr", () => {
 });
 
 describe("relaunch on Herdr", () => {
-  it("refuses while the child lives (by pid), relaunches in its workspace after it died", () => relaunchAfterTheChildDied(rig, herdr));
+  it("refuses while the child lives (by pid), relaunches in its workspace after it died", () => ladder.relaunchAfterTheChildDied(rig, herdr));
 
-  it("reopens a closed workspace with `worktree open`, then launches and confirms there", () => relaunchIntoAReopenedWindow(rig, herdr));
+  it("reopens a closed workspace with `worktree open`, then launches and confirms there", () => ladder.relaunchIntoAReopenedWindow(rig, herdr));
 
   it("treats a Pi that Herdr re-ran on the session after a restart as the writer, with or without the marker", async () => {
     const manifest = runningManifest(await rig.handoff("feat/restarted", { focus: false }));
@@ -279,12 +269,12 @@ describe("relaunch on Herdr", () => {
     const rerun = (extra: string): string =>
       `${extra}${shellQuote(NODE_BIN)} ${shellQuote(STAND_IN_PI)} --session ${shellQuote(childFile)}`;
     await rig.herdr.herdr(["pane", "run", restoredPane, rerun("STAND_IN_PI_NO_ACK=1 ")]);
-    const rerunPid = await waitFor(() => piProcessesIn(worktree)[0], { timeoutMs: 15_000, description: "the re-run Pi" });
+    const rerunPid = await waitFor(() => ladder.piProcessesIn(worktree)[0], { timeoutMs: 15_000, description: "the re-run Pi" });
     expect(environOf(rerunPid).some((line) => line.startsWith("PI_HANDOFF_ID="))).toBe(false);
 
     const manifestPath = rig.store.pathFor(manifest.id);
     const before = readFileSync(manifestPath, "utf8");
-    let report = await judge(rig.recoveryDeps(), manifest.id);
+    let report = await ladder.judge(rig.recoveryDeps(), manifest.id);
     expect(report.status).toEqual({ code: "child_running", writers: [{ pid: rerunPid, evidence: ["cwd"] }] });
     // The recorded pane went with the old workspace; the restored one is not the handoff's record.
     expect(report.workspace).toEqual({ code: "closed" });
@@ -296,7 +286,7 @@ describe("relaunch on Herdr", () => {
     const removal = await remove(manifest.id, { force: true });
     expect(removal.outcome).toMatchObject({ code: "refused", reason: "child_running" });
     expect(readFileSync(manifestPath, "utf8")).toBe(before);
-    expect(piProcessesIn(worktree)).toEqual([rerunPid]);
+    expect(ladder.piProcessesIn(worktree)).toEqual([rerunPid]);
     expect(existsSync(worktree)).toBe(true);
 
     // With this extension installed for every Pi, the re-run Pi acknowledges: its pid is recorded.
@@ -306,7 +296,7 @@ describe("relaunch on Herdr", () => {
       const current = await rig.read(manifest.id);
       return current.child.pid !== manifest.child.pid && current.child.pid !== rerunPid ? current.child.pid : undefined;
     }, { timeoutMs: 15_000, description: "the re-run Pi's acknowledgement" });
-    report = await judge(rig.recoveryDeps(), manifest.id);
+    report = await ladder.judge(rig.recoveryDeps(), manifest.id);
     expect(report.status).toEqual({ code: "child_running", writers: [{ pid: ackedPid, evidence: ["recorded_pid", "cwd"] }] });
     expect((await relaunchHandoff(rig.relaunchDeps(), manifest.id, { focus: false })).code).toBe("refused");
 
@@ -475,11 +465,11 @@ describe("recovery on Herdr as its source behaves: legacy ids, moved panes, rest
     const pid = manifest.child.pid ?? 0;
     expect(environOf(pid)).toContain("HERDR_AGENT=pi");
 
-    let report = await judge(source.recoveryDeps(), manifest.id);
+    let report = await ladder.judge(source.recoveryDeps(), manifest.id);
     expect(report.status).toEqual({ code: "child_running", writers: [{ pid, evidence: ["recorded_pid", "marker", "cwd", "herdr_agent"] }] });
     expect(formatReport(report)).toContain(`  window:        Herdr workspace ${workspaceId} (pane ${paneId}) (open (Herdr: agent idle on the child session))`);
     await killAndWait(pid);
-    report = await judge(source.recoveryDeps(), manifest.id);
+    report = await ladder.judge(source.recoveryDeps(), manifest.id);
     expect(report.status).toEqual({ code: "no_child" });
     const relaunched = await relaunchHandoff(source.relaunchDeps(), manifest.id, { focus: false });
     if (relaunched.code !== "running") throw new Error(relaunched.message);
@@ -502,7 +492,7 @@ describe("recovery on Herdr as its source behaves: legacy ids, moved panes, rest
     const moved = ((await source.herdr.result(["pane", "move", old.paneId, "--new-workspace"])) as { pane: { pane_id: string; tab_id: string; workspace_id: string } }).pane;
     const now = { kind: "herdr", socketPath: old.socketPath, workspaceId: moved.workspace_id, tabId: moved.tab_id, paneId: moved.pane_id };
 
-    const report = await judge(source.recoveryDeps(), manifest.id);
+    const report = await ladder.judge(source.recoveryDeps(), manifest.id);
     expect(report.status).toEqual({ code: "child_running", writers: [{ pid, evidence: ["recorded_pid", "marker", "cwd", "herdr_agent"] }] });
     expect(report.mux).toEqual(now);
     expect((await source.read(manifest.id)).mux).toEqual(now);
@@ -512,7 +502,7 @@ describe("recovery on Herdr as its source behaves: legacy ids, moved panes, rest
     const relaunched = await relaunchHandoff(source.relaunchDeps(), manifest.id, { focus: false });
     if (relaunched.code !== "running") throw new Error(relaunched.message);
     expect(relaunched.manifest.mux).toEqual(now);
-    expect(piProcessesIn(worktree)).toEqual([relaunched.manifest.child.pid]);
+    expect(ladder.piProcessesIn(worktree)).toEqual([relaunched.manifest.child.pid]);
     await killAndWait(relaunched.manifest.child.pid ?? 0);
   });
 
@@ -523,7 +513,7 @@ describe("recovery on Herdr as its source behaves: legacy ids, moved panes, rest
     await source.herdr.restart({ blindMs: 750 });
     await waitFor(() => !isProcessAlive(pid), { timeoutMs: 10_000, description: "the old child to end with the restart" });
     // Herdr typed a bare `pi --session <file>`: no handoff marker, no flags of the handoff.
-    const resumed = await waitFor(() => piProcessesIn(worktree)[0], { timeoutMs: 15_000, description: "the Pi Herdr resumed" });
+    const resumed = await waitFor(() => ladder.piProcessesIn(worktree)[0], { timeoutMs: 15_000, description: "the Pi Herdr resumed" });
     expect(environOf(resumed).some((line) => line.startsWith("PI_HANDOFF_ID="))).toBe(false);
 
     // Recovery where process details cannot be read (no /proc): Herdr's agent view names the writer.
@@ -533,13 +523,13 @@ describe("recovery on Herdr as its source behaves: legacy ids, moved panes, rest
       describeProcess: async () => undefined,
     };
     const report = await waitFor(async () => {
-      const judged = await judge(blind, manifest.id);
+      const judged = await ladder.judge(blind, manifest.id);
       return judged.status.code === "child_running" ? judged : undefined;
     }, { timeoutMs: 10_000, description: "Herdr to see the resumed Pi" });
     expect(report.status).toEqual({ code: "child_running", writers: [{ pid: resumed, evidence: ["herdr_agent"] }] });
     const refused = await relaunchHandoff(blind, manifest.id, { focus: false });
     expect(refused).toMatchObject({ code: "refused", reason: "child_running" });
-    expect(piProcessesIn(worktree)).toEqual([resumed]);
+    expect(ladder.piProcessesIn(worktree)).toEqual([resumed]);
     await killAndWait(resumed);
   });
 });

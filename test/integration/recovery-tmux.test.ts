@@ -13,17 +13,7 @@ import type { Manifest } from "../../src/manifest/schema.ts";
 import { muxForLocation } from "../../src/mux/for-location.ts";
 import { relaunchHandoff } from "../../src/recovery/relaunch.ts";
 import { NODE_BIN } from "../support/pi.ts";
-import {
-  judge,
-  nameFailedSteps,
-  piProcessesIn,
-  relaunchAfterTheChildDied,
-  relaunchIntoAReopenedWindow,
-  waitForExit,
-  walkStateLadder,
-  type LadderBackend,
-  type LadderWindow,
-} from "../support/recovery-ladder.ts";
+import * as ladder from "../support/recovery-ladder.ts";
 import { createRecoveryRig, killAndWait, runningManifest, STAND_IN_PI, type RecoveryRig } from "../support/recovery-rig.ts";
 import { waitFor } from "../support/tmux.ts";
 
@@ -36,7 +26,7 @@ afterAll(async () => {
   await rig?.cleanup();
 });
 
-function tmuxLocation(manifest: Manifest): LadderWindow {
+function tmuxLocation(manifest: Manifest): ladder.LadderWindow {
   if (manifest.mux.kind !== "tmux" || manifest.mux.windowId === undefined || manifest.mux.paneId === undefined) {
     throw new Error(`expected a tmux window in ${JSON.stringify(manifest.mux)}`);
   }
@@ -47,14 +37,14 @@ async function windowIds(): Promise<string[]> {
   return (await rig.tmux.tmux(["list-windows", "-a", "-F", "#{window_id}"])).split("\n").filter(Boolean);
 }
 
-const tmux: LadderBackend = {
+const tmux: ladder.LadderBackend = {
   launchedEvidence: ["recorded_pid", "marker", "cwd"],
   openWorkspace: () => ({ code: "open" }),
   window: tmuxLocation,
   describeWindow: (manifest) => `tmux window ${tmuxLocation(manifest).id} (pane ${tmuxLocation(manifest).paneId})`,
   closeWindow: async (manifest) => {
     await rig.tmux.tmux(["kill-window", "-t", tmuxLocation(manifest).id]);
-    await waitForExit(manifest.child.pid, "the child to die with its window");
+    await ladder.waitForExit(manifest.child.pid, "the child to die with its window");
   },
   openWindowIds: windowIds,
   isFocused: async (window) => (await rig.tmux.tmux(["display-message", "-p", "-t", window.id, "#{window_active}"])).trim() === "1",
@@ -90,28 +80,28 @@ const tmux: LadderBackend = {
 };
 
 describe("the inventory on real states (tmux)", () => {
-  it("follows one handoff through every state a person can leave it in", () => walkStateLadder(rig, tmux));
+  it("follows one handoff through every state a person can leave it in", () => ladder.walkStateLadder(rig, tmux));
 
   it("calls a checkout that is no longer the branch's worktree an orphaned checkout", async () => {
     const manifest = runningManifest(await rig.handoff("feat/orphan"));
     await killAndWait(manifest.child.pid ?? 0);
     rig.repo.run(["checkout", "-q", "-b", "side"], { cwd: manifest.worktree.path });
-    let report = await judge(rig.recoveryDeps(), manifest.id);
+    let report = await ladder.judge(rig.recoveryDeps(), manifest.id);
     expect(report.status).toEqual({ code: "orphaned_checkout", reason: "it has branch side checked out, not feat/orphan" });
     expect(report.actions).not.toContain("relaunch");
 
     // git forgets the worktree altogether (its admin dir is gone), the directory stays.
     const adminDir = rig.repo.run(["rev-parse", "--git-dir"], { cwd: manifest.worktree.path });
     rmSync(adminDir, { recursive: true, force: true });
-    report = await judge(rig.recoveryDeps(), manifest.id);
+    report = await ladder.judge(rig.recoveryDeps(), manifest.id);
     expect(report.status).toEqual({ code: "orphaned_checkout", reason: "git does not list it as a worktree of the repository" });
   });
 
-  it("names the step of a handoff that failed or was never confirmed", () => nameFailedSteps(rig, tmux));
+  it("names the step of a handoff that failed or was never confirmed", () => ladder.nameFailedSteps(rig, tmux));
 });
 
 describe("relaunch on tmux", () => {
-  it("refuses while the child lives (by pid), relaunches after it died with a rebuilt command", () => relaunchAfterTheChildDied(rig, tmux));
+  it("refuses while the child lives (by pid), relaunches after it died with a rebuilt command", () => ladder.relaunchAfterTheChildDied(rig, tmux));
 
   it("refuses while a Pi without the marker runs in the worktree (as Herdr restarts it)", async () => {
     const manifest = runningManifest(await rig.handoff("feat/restarted"));
@@ -123,8 +113,8 @@ describe("relaunch on tmux", () => {
     });
     try {
       const pid = restarted.pid ?? 0;
-      await waitFor(() => piProcessesIn(manifest.worktree.path).includes(pid), { description: "the restarted pi" });
-      const report = await judge(rig.recoveryDeps(), manifest.id);
+      await waitFor(() => ladder.piProcessesIn(manifest.worktree.path).includes(pid), { description: "the restarted pi" });
+      const report = await ladder.judge(rig.recoveryDeps(), manifest.id);
       expect(report.status).toEqual({ code: "child_running", writers: [{ pid, evidence: ["cwd"] }] });
       const refused = await relaunchHandoff(rig.relaunchDeps(), manifest.id, { focus: false });
       expect(refused).toMatchObject({ code: "refused", reason: "child_running" });
@@ -178,14 +168,14 @@ describe("relaunch on tmux", () => {
     expect(readFileSync(rig.store.pathFor(manifest.id), "utf8")).toBe(before);
   });
 
-  it("reopens a closed window, then launches and confirms there", () => relaunchIntoAReopenedWindow(rig, tmux));
+  it("reopens a closed window, then launches and confirms there", () => ladder.relaunchIntoAReopenedWindow(rig, tmux));
 
   it("reopens in the caller's tmux when the recorded session is gone, and changes nothing when there is none", async () => {
     const otherSession = (await rig.tmux.tmux(["new-session", "-d", "-s", "other", "-P", "-F", "#{session_id}"])).trim();
     const manifest = runningManifest(await rig.handoff("feat/lost-session", { targetSession: otherSession, focus: false }));
     expect(manifest.mux).toMatchObject({ sessionId: otherSession });
     await rig.tmux.tmux(["kill-session", "-t", otherSession]);
-    await waitForExit(manifest.child.pid, "the child to die with its session");
+    await ladder.waitForExit(manifest.child.pid, "the child to die with its session");
 
     // Outside tmux, with the recorded session gone, there is nowhere to open a window.
     const before = readFileSync(rig.store.pathFor(manifest.id), "utf8");
