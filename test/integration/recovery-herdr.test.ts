@@ -7,21 +7,21 @@
  * Herdr's own commands (`worktree open`, `worktree remove --workspace`).
  *
  * The recovery side runs as a shell outside Herdr would: no HERDR_* variables, `herdr` on PATH,
- * the server found through the socket each manifest recorded.
+ * the server found through the socket each manifest recorded. The ladder every backend shares is
+ * test/support/recovery-ladder.ts (its Herdr hooks are below); what is Herdr's own is here.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { shellQuote } from "../../src/launch/launch-command.ts";
 import type { HerdrLocation, Manifest } from "../../src/manifest/schema.ts";
 import { formatReport } from "../../src/recovery/format.ts";
-import { inspectHandoff } from "../../src/recovery/inventory.ts";
-import { HandoffReportSchema, type HandoffReport } from "../../src/recovery/report-schema.ts";
 import { relaunchHandoff } from "../../src/recovery/relaunch.ts";
 import { describeRemovalPlan, removeHandoff, type RemovalPlan } from "../../src/recovery/remove.ts";
 import type { HerdrCall } from "../support/herdr.ts";
 import { NODE_BIN, PROJECT_ROOT } from "../support/pi.ts";
+import * as ladder from "../support/recovery-ladder.ts";
 import {
   createHerdrRecoveryRig,
   isProcessAlive,
@@ -50,12 +50,6 @@ afterAll(async () => {
   expect(withJson).toEqual([]);
 });
 
-async function judge(id: string): Promise<HandoffReport> {
-  const inspected = await inspectHandoff(rig.recoveryDeps(), id);
-  if (inspected.code !== "found") throw new Error(inspected.message);
-  return HandoffReportSchema.parse(inspected.report);
-}
-
 function herdrLocation(manifest: Manifest): Required<Pick<HerdrLocation, "workspaceId" | "paneId" | "socketPath">> {
   const mux = manifest.mux;
   if (mux.kind !== "herdr" || mux.workspaceId === undefined || mux.paneId === undefined || mux.socketPath === undefined) {
@@ -82,9 +76,7 @@ async function workspacesOf(path: string): Promise<string[]> {
 /** `herdr workspace close`, then wait until the child it hung up is gone. */
 async function closeWorkspace(workspaceId: string, childPid: number | undefined): Promise<void> {
   await rig.herdr.result(["workspace", "close", workspaceId]);
-  if (childPid !== undefined) {
-    await waitFor(() => !isProcessAlive(childPid), { timeoutMs: 10_000, description: `pid ${childPid} to die with workspace ${workspaceId}` });
-  }
+  await ladder.waitForExit(childPid, `pid ${childPid} to die with workspace ${workspaceId}`);
 }
 
 /** The worktree-level Herdr calls since the log was cleared (not the `--help` probe), as `group command` plus arguments. */
@@ -93,21 +85,6 @@ function worktreeCalls(): string[][] {
     .calls()
     .filter((call: HerdrCall) => call.argv[0] === "worktree" && call.argv[2] !== "--help")
     .map((call) => call.argv);
-}
-
-/** Every live process named `pi` whose cwd is in the worktree (what a second writer would be). */
-function piProcessesIn(worktree: string): number[] {
-  const pids: number[] = [];
-  for (const name of readdirSync("/proc").filter((entry) => /^\d+$/.test(entry))) {
-    try {
-      if (readFileSync(`/proc/${name}/comm`, "utf8").trim() !== "pi") continue;
-      const cwd = realpathSync(readlinkSync(`/proc/${name}/cwd`));
-      if (cwd === worktree || cwd.startsWith(`${worktree}/`)) pids.push(Number(name));
-    } catch {
-      // exited while we looked
-    }
-  }
-  return pids.sort((a, b) => a - b);
 }
 
 function environOf(pid: number): string[] {
@@ -133,141 +110,88 @@ async function remove(id: string, options: { force?: boolean; deleteBranch?: boo
   return { outcome, shown: plans.flatMap(describeRemovalPlan) };
 }
 
-describe("the inventory on real states (Herdr)", () => {
-  it("follows one handoff through every state a person can leave it in", async () => {
-    const manifest = runningManifest(await rig.handoff("feat/states"));
-    const worktree = manifest.worktree.path;
-    const pid = manifest.child.pid ?? 0;
+/** A handoff's Herdr workspace as the shared ladder names windows. */
+function herdrWindow(manifest: Manifest): ladder.LadderWindow {
+  const { workspaceId, paneId } = herdrLocation(manifest);
+  return { id: workspaceId, paneId };
+}
+
+const herdr: ladder.LadderBackend = {
+  launchedEvidence: ["recorded_pid", "marker", "cwd", "herdr_agent"],
+  // Herdr sees Pi in the pane, on the session the launch reported to it.
+  openWorkspace: (manifest) => ({ code: "open", agent: { status: "idle", sessionFile: manifest.child.sessionFile, pids: [manifest.child.pid ?? 0] } }),
+  window: herdrWindow,
+  describeWindow: (manifest) => `Herdr workspace ${herdrWindow(manifest).id} (pane ${herdrWindow(manifest).paneId})`,
+  closeWindow: (manifest) => closeWorkspace(herdrWindow(manifest).id, manifest.child.pid),
+  openWindowIds: async () => (await workspaces()).map((ws) => ws.workspace_id),
+  isFocused: async (window) => (await workspaces()).find((ws) => ws.workspace_id === window.id)?.focused,
+  failBeforeWorktree: async (branch) => {
+    // Herdr refuses the worktree.
+    rig.herdr.setFaults({ "worktree create": { error: "worktree_create_failed", message: "fatal: untrusted repository" } });
+    try {
+      return await rig.handoff(branch);
+    } finally {
+      rig.herdr.clearFaults();
+    }
+  },
+  focusElsewhere: async () => {
+    const other = await rig.herdr.openWorkspace(rig.repo.dir, "elsewhere");
+    return async () => {
+      await rig.herdr.result(["workspace", "close", other.workspaceId]);
+    };
+  },
+  checkLaunched: async (manifest) => {
     const { workspaceId, paneId, socketPath } = herdrLocation(manifest);
     expect(socketPath).toBe(rig.herdr.socketPath);
     expect(paneId).toBe(`${workspaceId}:p1`);
     // The child runs in the Herdr pane, marked with the handoff id.
-    expect(environOf(pid)).toEqual(expect.arrayContaining([`HERDR_PANE_ID=${paneId}`, `PI_HANDOFF_ID=${manifest.id}`]));
+    expect(environOf(manifest.child.pid ?? 0)).toEqual(expect.arrayContaining([`HERDR_PANE_ID=${paneId}`, `PI_HANDOFF_ID=${manifest.id}`]));
+  },
+  beforeRelaunch: async () => {
+    rig.herdr.clearCalls();
+  },
+  checkRelaunched: async (manifest, after) => {
+    const { paneId } = herdrLocation(manifest);
+    expect(environOf(after.child.pid ?? 0)).toEqual(expect.arrayContaining([`HERDR_PANE_ID=${paneId}`, `PI_HANDOFF_ID=${manifest.id}`]));
+    // The workspace was open: no worktree command was needed, and the command went to its pane.
+    expect(worktreeCalls()).toEqual([]);
+    const typed = rig.herdr.calls().filter((call) => call.argv[0] === "pane" && call.argv[1] === "run");
+    expect(typed.map((call) => call.argv.slice(2))).toEqual([[paneId, after.child.command]]);
+  },
+  beforeReopen: async (manifest) => {
+    expect(await workspacesOf(manifest.worktree.path)).toEqual([]);
+    rig.herdr.clearCalls();
+  },
+  checkReopened: async (manifest, after) => {
+    const reopened = herdrLocation(after);
+    expect(reopened.socketPath).toBe(rig.herdr.socketPath);
+    expect(await workspacesOf(manifest.worktree.path)).toEqual([reopened.workspaceId]);
+    expect(worktreeCalls()).toEqual([
+      ["worktree", "open", "--cwd", rig.repo.root, "--path", manifest.worktree.path, "--label", "feat/reopen", "--no-focus", "--trust-repository"],
+    ]);
+    expect(environOf(after.child.pid ?? 0)).toEqual(expect.arrayContaining([`HERDR_PANE_ID=${reopened.paneId}`, `HERDR_WORKSPACE_ID=${reopened.workspaceId}`]));
+  },
+};
 
-    let report = await judge(manifest.id);
-    expect(report.status).toEqual({ code: "child_running", writers: [{ pid, evidence: ["recorded_pid", "marker", "cwd", "herdr_agent"] }] });
-    expect(report.actions).toEqual(["focus"]);
-    // Herdr sees Pi in the pane, on the session the launch reported to it.
-    expect(report.workspace).toEqual({ code: "open", agent: { status: "idle", sessionFile: manifest.child.sessionFile, pids: [pid] } });
-    expect(report.worktree).toEqual({ code: "present" });
-    expect(report.problems).toEqual([]);
+describe("the inventory on real states (Herdr)", () => {
+  it("follows one handoff through every state a person can leave it in", () => ladder.walkStateLadder(rig, herdr));
 
-    // The child exits: its shell is back in the pane.
-    await killAndWait(pid);
-    report = await judge(manifest.id);
-    expect(report.status).toEqual({ code: "no_child" });
-    expect(report.actions).toEqual(["relaunch", "focus", "remove"]);
-    expect(report.flags).toEqual([]);
+  it("names the step of a handoff that failed or was never confirmed", () => ladder.nameFailedSteps(rig, herdr));
 
-    // The workspace is closed in Herdr; the checkout stays.
-    await closeWorkspace(workspaceId, undefined);
-    report = await judge(manifest.id);
-    expect(report.status).toEqual({ code: "workspace_closed" });
-    expect(report.workspace).toEqual({ code: "closed" });
-    expect(report.actions).toEqual(["relaunch", "remove"]);
-    expect(existsSync(worktree)).toBe(true);
-
-    // Uncommitted work.
-    writeFileSync(join(worktree, "README.md"), "# changed in the worktree\n");
-    writeFileSync(join(worktree, "notes.txt"), "new file\n");
-    report = await judge(manifest.id);
-    expect(report.flags).toEqual(["dirty", "untracked"]);
-    expect(report.changes).toEqual({ dirtyFiles: ["README.md"], untrackedFiles: ["notes.txt"] });
-
-    // Committed, not merged (and there is no remote, so not pushed either).
-    rig.repo.run(["add", "-A"], { cwd: worktree });
-    rig.repo.run(["commit", "-q", "-m", "work in the worktree"], { cwd: worktree });
-    const tip = rig.repo.run(["rev-parse", "HEAD"], { cwd: worktree });
-    report = await judge(manifest.id);
-    expect(report.flags).toEqual(["unpushed", "unmerged"]);
-    expect(report.branchState).toEqual({
-      code: "present",
-      tip,
-      mergeTarget: { ref: "HEAD", sha: manifest.base.sha },
-      aheadOfBase: 1,
-      unmerged: { total: 1, commits: [{ sha: tip, subject: "work in the worktree" }] },
-      unpushed: { total: 1, commits: [{ sha: tip, subject: "work in the worktree" }] },
-    });
-
-    // Merged into the base (the main checkout's HEAD).
-    rig.repo.run(["merge", "-q", "--ff-only", "feat/states"]);
-    report = await judge(manifest.id);
-    expect(report.flags).toEqual(["unpushed", "merged"]);
-    expect(report.branchState).toMatchObject({ mergeTarget: { ref: "HEAD", sha: tip }, unmerged: { total: 0 } });
-
-    // The worktree directory is deleted: git still lists it, then no longer after a prune.
-    rmSync(worktree, { recursive: true, force: true });
-    report = await judge(manifest.id);
-    expect(report.status).toEqual({ code: "prunable" });
-    expect(report.actions).toEqual(["remove", "prune"]);
-    rig.repo.run(["worktree", "prune"]);
-    report = await judge(manifest.id);
-    expect(report.status).toEqual({ code: "worktree_missing" });
-    expect(report.actions).toEqual(["remove", "prune"]);
-    expect(report.changes).toBeUndefined();
-  });
-
-  it("names the step of a handoff that failed or was never confirmed", async () => {
-    // Herdr refuses the worktree: nothing but the manifest exists.
-    rig.herdr.setFaults({ "worktree create": { error: "worktree_create_failed", message: "fatal: untrusted repository" } });
-    const early = await rig.handoff("feat/early");
-    rig.herdr.clearFaults();
-    if (early.code !== "failed") throw new Error(`expected a failure, got ${early.code}`);
-    let report = await judge(early.manifest.id);
-    expect(report.status).toMatchObject({ code: "failed", step: "worktree", worktreeCreated: false });
-    expect(report.worktree).toEqual({ code: "missing" });
-    expect(report.workspace).toEqual({ code: "none" });
-    expect(report.actions).toEqual(["remove", "prune"]);
-
+  it("names the worktree step when Herdr made the checkout but no workspace, and git alone removes that checkout", async () => {
     // Herdr made the checkout but no workspace (worktree_open_failed): the checkout is recorded.
     rig.herdr.setFaults({ "worktree create": { error: "worktree_open_failed", message: "pty spawn failed" } });
     const noWorkspace = await rig.handoff("feat/no-workspace");
     rig.herdr.clearFaults();
     if (noWorkspace.code !== "failed") throw new Error(`expected a failure, got ${noWorkspace.code}`);
-    report = await judge(noWorkspace.manifest.id);
+    const report = await ladder.judge(rig.recoveryDeps(), noWorkspace.manifest.id);
     expect(report.status).toMatchObject({ code: "failed", step: "worktree", worktreeCreated: true });
     expect(report.worktree).toEqual({ code: "present" });
     expect(report.workspace).toEqual({ code: "none" });
     // No child session was forked, so there is nothing to relaunch.
     expect(report.actions).toEqual(["remove"]);
 
-    const atFork = await rig.handoff("feat/at-fork", { faultAt: "fork" });
-    if (atFork.code !== "failed") throw new Error(`expected a failure, got ${atFork.code}`);
-    report = await judge(atFork.manifest.id);
-    expect(report.status).toEqual({
-      code: "failed",
-      step: "fork",
-      message: "Injected fault at the fork step (PI_HANDOFF_FAULT).",
-      worktreeCreated: true,
-    });
-    expect(report.workspace).toEqual({ code: "open" });
-    // The session was written before the fault: the child can be started on it.
-    expect(report.actions).toEqual(["relaunch", "focus", "remove"]);
-
-    const atLaunch = await rig.handoff("feat/at-launch", { faultAt: "launch" });
-    if (atLaunch.code !== "failed") throw new Error(`expected a failure, got ${atLaunch.code}`);
-    report = await judge(atLaunch.manifest.id);
-    expect(report.status).toEqual({
-      code: "failed",
-      step: "launch",
-      message: "Injected fault at the launch step (PI_HANDOFF_FAULT).",
-      worktreeCreated: true,
-    });
-    expect(report.actions).toEqual(["relaunch", "focus", "remove"]);
-
-    const unconfirmed = await rig.handoff("feat/unconfirmed", { faultAt: "confirm", confirmMs: 300 });
-    expect(unconfirmed.code).toBe("launch_unconfirmed");
-    if (unconfirmed.code !== "launch_unconfirmed") return;
-    report = await judge(unconfirmed.manifest.id);
-    expect(report.status).toEqual({
-      code: "unconfirmed",
-      step: "confirm",
-      // The launcher ran and started nothing (the fault): said at once, not after the timeout.
-      message: "The launcher started, but its Pi exited (or never started) before confirming; the new pane shows why.",
-    });
-    expect(report.actions).toEqual(["relaunch", "focus", "remove"]);
-
-    // The checkout without a workspace is removed by git alone (there is no workspace to remove it through).
+    // There is no workspace to remove it through: git alone removes it.
     const removed = await remove(noWorkspace.manifest.id);
     expect(removed.outcome.code).toBe("removed");
     expect(existsSync(noWorkspace.manifest.worktree.path)).toBe(false);
@@ -287,7 +211,7 @@ describe("a Herdr server that does not answer", () => {
     const before = readFileSync(rig.store.pathFor(manifest.id), "utf8");
     const down = `The Herdr server is not running: no herdr server is running at ${socket}; run \`herdr\` to start one.`;
 
-    const report = await judge(manifest.id);
+    const report = await ladder.judge(rig.recoveryDeps(), manifest.id);
     expect(report.workspace).toEqual({ code: "unknown", message: `Could not see the handoff's window: ${down}` });
     expect(report.problems).toEqual([`Could not see the handoff's window: ${down}`]);
 
@@ -324,81 +248,9 @@ describe("focus on Herdr", () => {
 });
 
 describe("relaunch on Herdr", () => {
-  it("refuses while the child lives (by pid), relaunches in its workspace after it died", async () => {
-    const manifest = runningManifest(await rig.handoff("feat/relaunch"));
-    const { workspaceId, paneId } = herdrLocation(manifest);
-    const firstPid = manifest.child.pid ?? 0;
-    const manifestPath = rig.store.pathFor(manifest.id);
-    const before = readFileSync(manifestPath, "utf8");
+  it("refuses while the child lives (by pid), relaunches in its workspace after it died", () => ladder.relaunchAfterTheChildDied(rig, herdr));
 
-    const refused = await relaunchHandoff(rig.relaunchDeps(), manifest.id, { focus: true });
-    expect(refused).toEqual({
-      code: "refused",
-      reason: "child_running",
-      message: `Handoff ${manifest.id} already has a live Pi on its session (pid ${firstPid}), so no second one was started.`,
-    });
-    expect(readFileSync(manifestPath, "utf8")).toBe(before);
-    expect(piProcessesIn(manifest.worktree.path)).toEqual([firstPid]);
-
-    await killAndWait(firstPid);
-    // Another workspace has the focus now, so the relaunch's focus is observable.
-    const other = await rig.herdr.openWorkspace(rig.repo.dir, "elsewhere");
-    rig.herdr.clearCalls();
-    const relaunched = await relaunchHandoff(rig.relaunchDeps(), manifest.id, { focus: true });
-    expect(relaunched.code).toBe("running");
-    if (relaunched.code !== "running") return;
-    const after = relaunched.manifest;
-    const secondPid = after.child.pid ?? 0;
-    expect(secondPid).not.toBe(firstPid);
-    expect(piProcessesIn(manifest.worktree.path)).toEqual([secondPid]);
-    expect(after.mux).toEqual(manifest.mux);
-    expect(environOf(secondPid)).toEqual(expect.arrayContaining([`HERDR_PANE_ID=${paneId}`, `PI_HANDOFF_ID=${manifest.id}`]));
-    expect(after.history.slice(-2).map((h) => [h.state, h.note])).toEqual([
-      ["launching", "relaunched"],
-      ["running", `acknowledged by pid ${secondPid}`],
-    ]);
-    // The workspace was open: no worktree command was needed, and the command went to its pane.
-    expect(worktreeCalls()).toEqual([]);
-    const typed = rig.herdr.calls().filter((call) => call.argv[0] === "pane" && call.argv[1] === "run");
-    expect(typed.map((call) => call.argv.slice(2))).toEqual([[paneId, after.child.command]]);
-    expect((await workspaces()).find((ws) => ws.workspace_id === workspaceId)?.focused).toBe(true);
-    expect(relaunched.message).toBe(
-      `Relaunched handoff ${manifest.id}: Pi pid ${secondPid} runs on ${after.child.sessionFile} in Herdr workspace ${workspaceId} (pane ${paneId}).`,
-    );
-    await killAndWait(secondPid);
-    await rig.herdr.result(["workspace", "close", other.workspaceId]);
-  });
-
-  it("reopens a closed workspace with `worktree open`, then launches and confirms there", async () => {
-    const manifest = runningManifest(await rig.handoff("feat/reopen", { focus: false }));
-    const old = herdrLocation(manifest);
-    // Closing the workspace hangs up the child with it.
-    await closeWorkspace(old.workspaceId, manifest.child.pid);
-    expect(await workspacesOf(manifest.worktree.path)).toEqual([]);
-
-    rig.herdr.clearCalls();
-    const relaunched = await relaunchHandoff(rig.relaunchDeps(), manifest.id, { focus: false });
-    expect(relaunched.code).toBe("running");
-    if (relaunched.code !== "running") return;
-    const reopened = herdrLocation(relaunched.manifest);
-    expect(reopened.workspaceId).not.toBe(old.workspaceId);
-    expect(reopened.socketPath).toBe(rig.herdr.socketPath);
-    expect(await workspacesOf(manifest.worktree.path)).toEqual([reopened.workspaceId]);
-    expect(worktreeCalls()).toEqual([
-      ["worktree", "open", "--cwd", rig.repo.root, "--path", manifest.worktree.path, "--label", "feat/reopen", "--no-focus", "--trust-repository"],
-    ]);
-    expect(relaunched.manifest.history.at(-2)).toMatchObject({
-      state: "launching",
-      note: `relaunched in a reopened window (Herdr workspace ${reopened.workspaceId} (pane ${reopened.paneId}))`,
-    });
-    // The new child runs in the reopened pane, in the worktree.
-    const pid = relaunched.manifest.child.pid ?? 0;
-    expect(environOf(pid)).toEqual(expect.arrayContaining([`HERDR_PANE_ID=${reopened.paneId}`, `HERDR_WORKSPACE_ID=${reopened.workspaceId}`]));
-    expect(realpathSync(readlinkSync(`/proc/${pid}/cwd`))).toBe(manifest.worktree.path);
-    expect(relaunched.manifest.focus).toBeUndefined();
-    expect((await workspaces()).find((ws) => ws.workspace_id === reopened.workspaceId)?.focused).toBe(false);
-    await killAndWait(pid);
-  });
+  it("reopens a closed workspace with `worktree open`, then launches and confirms there", () => ladder.relaunchIntoAReopenedWindow(rig, herdr));
 
   it("treats a Pi that Herdr re-ran on the session after a restart as the writer, with or without the marker", async () => {
     const manifest = runningManifest(await rig.handoff("feat/restarted", { focus: false }));
@@ -417,12 +269,12 @@ describe("relaunch on Herdr", () => {
     const rerun = (extra: string): string =>
       `${extra}${shellQuote(NODE_BIN)} ${shellQuote(STAND_IN_PI)} --session ${shellQuote(childFile)}`;
     await rig.herdr.herdr(["pane", "run", restoredPane, rerun("STAND_IN_PI_NO_ACK=1 ")]);
-    const rerunPid = await waitFor(() => piProcessesIn(worktree)[0], { timeoutMs: 15_000, description: "the re-run Pi" });
+    const rerunPid = await waitFor(() => ladder.piProcessesIn(worktree)[0], { timeoutMs: 15_000, description: "the re-run Pi" });
     expect(environOf(rerunPid).some((line) => line.startsWith("PI_HANDOFF_ID="))).toBe(false);
 
     const manifestPath = rig.store.pathFor(manifest.id);
     const before = readFileSync(manifestPath, "utf8");
-    let report = await judge(manifest.id);
+    let report = await ladder.judge(rig.recoveryDeps(), manifest.id);
     expect(report.status).toEqual({ code: "child_running", writers: [{ pid: rerunPid, evidence: ["cwd"] }] });
     // The recorded pane went with the old workspace; the restored one is not the handoff's record.
     expect(report.workspace).toEqual({ code: "closed" });
@@ -434,7 +286,7 @@ describe("relaunch on Herdr", () => {
     const removal = await remove(manifest.id, { force: true });
     expect(removal.outcome).toMatchObject({ code: "refused", reason: "child_running" });
     expect(readFileSync(manifestPath, "utf8")).toBe(before);
-    expect(piProcessesIn(worktree)).toEqual([rerunPid]);
+    expect(ladder.piProcessesIn(worktree)).toEqual([rerunPid]);
     expect(existsSync(worktree)).toBe(true);
 
     // With this extension installed for every Pi, the re-run Pi acknowledges: its pid is recorded.
@@ -444,7 +296,7 @@ describe("relaunch on Herdr", () => {
       const current = await rig.read(manifest.id);
       return current.child.pid !== manifest.child.pid && current.child.pid !== rerunPid ? current.child.pid : undefined;
     }, { timeoutMs: 15_000, description: "the re-run Pi's acknowledgement" });
-    report = await judge(manifest.id);
+    report = await ladder.judge(rig.recoveryDeps(), manifest.id);
     expect(report.status).toEqual({ code: "child_running", writers: [{ pid: ackedPid, evidence: ["recorded_pid", "cwd"] }] });
     expect((await relaunchHandoff(rig.relaunchDeps(), manifest.id, { focus: false })).code).toBe("refused");
 
@@ -601,11 +453,6 @@ describe("recovery on Herdr as its source behaves: legacy ids, moved panes, rest
     await source?.cleanup();
   });
 
-  async function judgeOn(deps: Parameters<typeof inspectHandoff>[0], id: string): Promise<HandoffReport> {
-    const inspected = await inspectHandoff(deps, id);
-    if (inspected.code !== "found") throw new Error(inspected.message);
-    return HandoffReportSchema.parse(inspected.report);
-  }
 
   it("with legacy hex ids the whole handoff, recovery and removal work, and the child's session is reported to Herdr", async () => {
     const manifest = runningManifest(await source.handoff("legacy/ids", { focus: false }));
@@ -618,11 +465,11 @@ describe("recovery on Herdr as its source behaves: legacy ids, moved panes, rest
     const pid = manifest.child.pid ?? 0;
     expect(environOf(pid)).toContain("HERDR_AGENT=pi");
 
-    let report = await judgeOn(source.recoveryDeps(), manifest.id);
+    let report = await ladder.judge(source.recoveryDeps(), manifest.id);
     expect(report.status).toEqual({ code: "child_running", writers: [{ pid, evidence: ["recorded_pid", "marker", "cwd", "herdr_agent"] }] });
     expect(formatReport(report)).toContain(`  window:        Herdr workspace ${workspaceId} (pane ${paneId}) (open (Herdr: agent idle on the child session))`);
     await killAndWait(pid);
-    report = await judgeOn(source.recoveryDeps(), manifest.id);
+    report = await ladder.judge(source.recoveryDeps(), manifest.id);
     expect(report.status).toEqual({ code: "no_child" });
     const relaunched = await relaunchHandoff(source.relaunchDeps(), manifest.id, { focus: false });
     if (relaunched.code !== "running") throw new Error(relaunched.message);
@@ -645,7 +492,7 @@ describe("recovery on Herdr as its source behaves: legacy ids, moved panes, rest
     const moved = ((await source.herdr.result(["pane", "move", old.paneId, "--new-workspace"])) as { pane: { pane_id: string; tab_id: string; workspace_id: string } }).pane;
     const now = { kind: "herdr", socketPath: old.socketPath, workspaceId: moved.workspace_id, tabId: moved.tab_id, paneId: moved.pane_id };
 
-    const report = await judgeOn(source.recoveryDeps(), manifest.id);
+    const report = await ladder.judge(source.recoveryDeps(), manifest.id);
     expect(report.status).toEqual({ code: "child_running", writers: [{ pid, evidence: ["recorded_pid", "marker", "cwd", "herdr_agent"] }] });
     expect(report.mux).toEqual(now);
     expect((await source.read(manifest.id)).mux).toEqual(now);
@@ -655,7 +502,7 @@ describe("recovery on Herdr as its source behaves: legacy ids, moved panes, rest
     const relaunched = await relaunchHandoff(source.relaunchDeps(), manifest.id, { focus: false });
     if (relaunched.code !== "running") throw new Error(relaunched.message);
     expect(relaunched.manifest.mux).toEqual(now);
-    expect(piProcessesIn(worktree)).toEqual([relaunched.manifest.child.pid]);
+    expect(ladder.piProcessesIn(worktree)).toEqual([relaunched.manifest.child.pid]);
     await killAndWait(relaunched.manifest.child.pid ?? 0);
   });
 
@@ -666,7 +513,7 @@ describe("recovery on Herdr as its source behaves: legacy ids, moved panes, rest
     await source.herdr.restart({ blindMs: 750 });
     await waitFor(() => !isProcessAlive(pid), { timeoutMs: 10_000, description: "the old child to end with the restart" });
     // Herdr typed a bare `pi --session <file>`: no handoff marker, no flags of the handoff.
-    const resumed = await waitFor(() => piProcessesIn(worktree)[0], { timeoutMs: 15_000, description: "the Pi Herdr resumed" });
+    const resumed = await waitFor(() => ladder.piProcessesIn(worktree)[0], { timeoutMs: 15_000, description: "the Pi Herdr resumed" });
     expect(environOf(resumed).some((line) => line.startsWith("PI_HANDOFF_ID="))).toBe(false);
 
     // Recovery where process details cannot be read (no /proc): Herdr's agent view names the writer.
@@ -676,13 +523,13 @@ describe("recovery on Herdr as its source behaves: legacy ids, moved panes, rest
       describeProcess: async () => undefined,
     };
     const report = await waitFor(async () => {
-      const judged = await judgeOn(blind, manifest.id);
+      const judged = await ladder.judge(blind, manifest.id);
       return judged.status.code === "child_running" ? judged : undefined;
     }, { timeoutMs: 10_000, description: "Herdr to see the resumed Pi" });
     expect(report.status).toEqual({ code: "child_running", writers: [{ pid: resumed, evidence: ["herdr_agent"] }] });
     const refused = await relaunchHandoff(blind, manifest.id, { focus: false });
     expect(refused).toMatchObject({ code: "refused", reason: "child_running" });
-    expect(piProcessesIn(worktree)).toEqual([resumed]);
+    expect(ladder.piProcessesIn(worktree)).toEqual([resumed]);
     await killAndWait(resumed);
   });
 });
