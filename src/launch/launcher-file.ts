@@ -36,6 +36,7 @@ import { writeFileAtomic } from "../fs/atomic-write.ts";
 import { CONTROL_CHARACTERS } from "../text.ts";
 import { envInvocation, shellQuote, type LaunchCommand } from "./launch-command.ts";
 import { readTextIfPresent } from "../fs/probe.ts";
+import { unlinkIfPresent } from "../fs/unlink.ts";
 
 /** Longest typed line that names the launcher directly; longer ones go through the short link. */
 export const MAX_DIRECT_LINE = 200;
@@ -242,9 +243,25 @@ export async function typedLauncherLine(files: LauncherFiles, handoffId: string)
   return `sh ${shellQuote(await shortLink(files.script, handoffId))}`;
 }
 
+/**
+ * Deletes a retired handoff's launcher files and its short link (only a link that still names this
+ * launcher: the id is unique, but the link is in a shared place). Returns how many went.
+ */
+export async function deleteLauncherFiles(files: LauncherFiles, handoffId: string): Promise<number> {
+  let deleted = 0;
+  for (const file of Object.values(files)) if (await unlinkIfPresent(file)) deleted += 1;
+  const link = join(shortLinkDir(), handoffId);
+  if ((await readlink(link).catch(() => undefined)) === files.script && (await unlinkIfPresent(link))) deleted += 1;
+  return deleted;
+}
+
+function shortLinkDir(): string {
+  return join(SHORT_LINK_ROOT, `pi-handoff-${process.getuid?.() ?? 0}`);
+}
+
 async function shortLink(target: string, handoffId: string): Promise<string> {
   const uid = process.getuid?.() ?? 0;
-  const dir = join(SHORT_LINK_ROOT, `pi-handoff-${uid}`);
+  const dir = shortLinkDir();
   await mkdir(dir, { mode: 0o700 }).catch((error: NodeJS.ErrnoException) => {
     if (error.code !== "EEXIST") throw error;
   });

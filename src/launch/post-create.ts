@@ -18,6 +18,7 @@
 import { shellQuote } from "./launch-command.ts";
 import { writeFileAtomic } from "../fs/atomic-write.ts";
 import { readTextIfPresent } from "../fs/probe.ts";
+import { unlinkIfPresent } from "../fs/unlink.ts";
 
 export const POST_CREATE_SHELL = "/bin/sh";
 
@@ -92,6 +93,13 @@ export function runnerScript(input: RunnerInput): string {
 }
 
 /** Writes the runner (replacing one from an earlier attempt at this same handoff). */
+/** Deletes a retired handoff's runner and status file; how many went. */
+export async function deletePostCreateFiles(files: PostCreateFiles): Promise<number> {
+  let deleted = 0;
+  for (const file of [files.runnerFile, files.statusFile]) if (await unlinkIfPresent(file)) deleted += 1;
+  return deleted;
+}
+
 export async function writeRunner(files: PostCreateFiles, input: Omit<RunnerInput, "statusFile">): Promise<void> {
   await writeFileAtomic(files.runnerFile, runnerScript({ ...input, statusFile: files.statusFile }));
 }

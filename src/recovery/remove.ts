@@ -19,9 +19,10 @@
  * - One actor: a removal (its re-check and its action) and each prune retirement run under the
  *   handoff's action lock; while another command holds it they are refused at once (`busy`).
  * - The store's own leftovers (temp files of dead writers, dead holders' action locks, stale lock
- *   directories: `ManifestStore.leftovers`) are listed by `prune` and swept by it; a removal sweeps
- *   its own handoff's.
+ *   directories: `ManifestStore.leftovers`) are listed by `prune` and swept by it; a retirement
+ *   (remove, or prune) sweeps its own handoff's, and deletes its launch files (launch/retire.ts).
  */
+import { deleteLaunchFiles } from "../launch/retire.ts";
 import type { Manifest } from "../manifest/schema.ts";
 import { isActionBusy, type ManifestStore, type StoreLeftover } from "../manifest/store.ts";
 import { hasWorkspace, type GatherDeps } from "./gather.ts";
@@ -294,9 +295,7 @@ async function removeLocked(
   const branch = await settleBranch(deps, plan);
   if (branch !== undefined) done.push(branch);
   const removed = await recordRemoval(deps, id, plan, gitState, done);
-  // Temp files a killed writer left beside this manifest go with it.
-  const swept = await deps.store.sweepLeftovers((leftover) => leftover.kind === "temp" && leftover.name.startsWith(`.${id}.json.`));
-  if (swept.length > 0) done.push(`deleted ${swept.length} temp file(s) a killed writer left in the store`);
+  await retireStoreFiles(deps, id, done);
   return { code: "removed", manifest: removed, plan, message: `Removed handoff ${id}: ${done.join(", ")}.` };
 }
 
@@ -354,6 +353,16 @@ async function settleBranch(deps: RemovalDeps, plan: RemovalPlan): Promise<strin
   } catch (error) {
     return `kept branch ${manifest.branch} (${errorSentence(error).replace(/\.$/, "")})`;
   }
+}
+
+/**
+ * What goes with a retired handoff from the store (its record stays): the temp files a killed
+ * writer left beside its manifest, and its launch files (launch/retire.ts). Says what went in `done`.
+ */
+async function retireStoreFiles(deps: RemovalDeps, id: string, done: string[]): Promise<void> {
+  const swept = await deps.store.sweepLeftovers((leftover) => leftover.kind === "temp" && leftover.name.startsWith(`.${id}.json.`));
+  if (swept.length > 0) done.push(`deleted ${swept.length} temp file(s) a killed writer left in the store`);
+  await deleteLaunchFiles(deps.store.pathFor(id), id);
 }
 
 function recordRemoval(deps: RemovalDeps, id: string, plan: RemovalPlan, gitState: Manifest["gitState"], done: readonly string[]): Promise<Manifest> {
@@ -457,6 +466,7 @@ export async function executePrune(deps: InventoryDeps, actions: readonly PruneA
           const current = await inspectHandoff(deps, action.id);
           if (current.code !== "found" || !isPrunable(current.report) || !current.report.actions.includes("prune")) return false;
           await deps.store.transition(action.id, "removed", undefined, `pruned with pi-handoff: ${describePruneAction(action).join(" ")}`);
+          await retireStoreFiles(deps, action.id, []);
           return true;
         });
         if (isActionBusy(retired)) {

@@ -3,7 +3,7 @@
  * --dry-run` names every entry (deleted or kept, and why) and changes nothing; `prune` deletes
  * only the abandoned ones (a dead writer's temp file, a dead holder's action lock), never a live
  * writer's temp file or a file the store does not write; `remove` deletes its handoff's dead
- * writers' temp files. The temp files are the ones `writeFileAtomic` leaves when its process is
+ * writers' temp files and its launch files, and keeps its manifest. The temp files are the ones `writeFileAtomic` leaves when its process is
  * SIGKILLed between the hard link and the removal (same name pattern, real dead and live pids).
  */
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
@@ -60,11 +60,15 @@ describe("the store's leftovers", () => {
     // A removal sweeps the dead writers' temp files beside its own manifest, nothing else.
     const deadAgain = `.${manifest.id}.json.${dead}.3a3b3c3d.tmp`;
     writeFileSync(join(dir, deadAgain), "{");
+    const ownFiles = () => entries().filter((name) => name.startsWith(`${manifest.id}.`));
+    expect(ownFiles()).toEqual(expect.arrayContaining([`${manifest.id}.json`, `${manifest.id}.launch.params`, `${manifest.id}.launch.sh`, `${manifest.id}.launch.started`]));
     const removed = await runCli(["remove", manifest.id], world.env);
     expect(removed.status, removed.stderr).toBe(0);
     expect(removed.stdout).toContain("deleted 1 temp file(s) a killed writer left in the store");
     expect(existsSync(join(dir, deadAgain))).toBe(false);
     expect(existsSync(join(dir, liveOwn))).toBe(true);
     expect(existsSync(join(dir, "notes.txt"))).toBe(true);
+    // Its launch files go too (it is never launched again); the manifest stays as the record.
+    expect(ownFiles()).toEqual([`${manifest.id}.json`]);
   });
 });

@@ -7,7 +7,7 @@
  * typed line stays short however deep the agent dir is.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { launchCommandFor, type LaunchCommand } from "../../src/launch/launch-command.ts";
@@ -23,6 +23,7 @@ import {
   type LauncherFiles,
 } from "../../src/launch/launcher-file.ts";
 import { postCreateFiles, postCreatePrelude, readPostCreateStatus, writeRunner } from "../../src/launch/post-create.ts";
+import { deleteLaunchFiles } from "../../src/launch/retire.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { makeTempDir, removeTempDir } from "../support/git-repo.ts";
 import { hostileWords } from "../support/hostile-words.ts";
@@ -280,5 +281,15 @@ const hold = process.env.HOLD; if (hold) { const t = setInterval(() => { if (!fs
     expect(JSON.parse(readFileSync(recordTo, "utf8")).argv).toContain("--approve");
     // A launcher with a short path is named directly.
     expect(await typedLauncherLine(launcherFiles("/a/b.json"), ID)).toBe("sh /a/b.launch.sh");
+    // Retired, the handoff's launch files and its link go; its manifest and others' files stay.
+    const link = line.slice("sh ".length).replace(/^'|'$/g, "");
+    expect(readlinkSync(link)).toBe(files.script);
+    writeFileSync(join(deep, `${ID}.json`), "{}");
+    writeFileSync(join(deep, "other-id.launch.sh"), "");
+    const deleted = await deleteLaunchFiles(join(deep, `${ID}.json`), ID);
+    expect(existsSync(link) || existsSync(files.script) || existsSync(files.params) || existsSync(files.started)).toBe(false);
+    expect(readdirSync(deep).sort()).toEqual([`${ID}.json`, "other-id.launch.sh"]);
+    expect(deleted).toBeGreaterThanOrEqual(4);
+    expect(await deleteLaunchFiles(join(deep, `${ID}.json`), ID)).toBe(0);
   });
 });

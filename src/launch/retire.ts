@@ -1,0 +1,17 @@
+/**
+ * What a handoff's launch leaves beside its manifest (the launcher, its notes and lock, the
+ * postCreate runner and status) and in the short-link directory, deleted once the handoff is
+ * retired: a removed handoff is never launched again, and its record (the manifest) is what stays.
+ *
+ * Invariants:
+ * - Called only after the manifest says `removed` (a relaunch refuses a removed handoff), under
+ *   the handoff's action lock, so no launch of it runs meanwhile.
+ * - Deletes only files named from the manifest's own path and id; the manifest itself stays.
+ */
+import { deleteLauncherFiles, launcherFiles } from "./launcher-file.ts";
+import { deletePostCreateFiles, postCreateFiles } from "./post-create.ts";
+
+/** Deletes a retired handoff's launch files; how many went. */
+export async function deleteLaunchFiles(manifestPath: string, handoffId: string): Promise<number> {
+  return (await deleteLauncherFiles(launcherFiles(manifestPath), handoffId)) + (await deletePostCreateFiles(postCreateFiles(manifestPath)));
+}
