@@ -27,7 +27,7 @@ import { join, resolve } from "node:path";
 import { lock } from "proper-lockfile";
 import { z } from "zod";
 import { writeFileAtomic } from "../fs/atomic-write.ts";
-import { errorCode, readTextIfPresent } from "../fs/probe.ts";
+import { errorCode, readTextIfPresent, unlessMissing } from "../fs/probe.ts";
 import { isOwnerAlive, ownerOf } from "../launch/owner.ts";
 import { type HandoffState, type Manifest, type ManifestOwner, ManifestSchema, MANIFEST_VERSION, canTransition } from "./schema.ts";
 import { errorMessage } from "../errors.ts";
@@ -593,13 +593,7 @@ async function readActionHolder(path: string): Promise<ActionHolder | undefined>
 }
 
 async function unlinkIfPresent(path: string): Promise<boolean> {
-  try {
-    await unlink(path);
-    return true;
-  } catch (error) {
-    if (errorCode(error) === "ENOENT") return false;
-    throw error;
-  }
+  return unlessMissing(() => unlink(path));
 }
 
 function alreadyExists(id: string, path: string, cause?: unknown): ManifestStoreError {
