@@ -386,6 +386,23 @@ async function runFiles(
   return { outputs, sessionFiles, archivedText };
 }
 
+/** The children's outputs of a result, as one text (empty when none has any). */
+function childOutputs(payload: ResultPayload | undefined): string {
+  return (payload?.results ?? [])
+    .map((child) => child.output)
+    .filter((output): output is string => typeof output === "string" && output.trim().length > 0)
+    .join("\n\n");
+}
+
+/** How to look at a run: pi-subagents' own status call, then the files that show it. */
+function inspectSteps(runId: string, resultFile: string | undefined, statusFile: string | undefined, firstOutput: string | undefined): string[] {
+  const inspect = [`subagent({ action: "status", id: "${runId}" }) (with pi-subagents loaded)`];
+  if (resultFile !== undefined) inspect.push(`read ${resultFile}`);
+  if (statusFile !== undefined) inspect.push(`read ${statusFile}`);
+  if (firstOutput !== undefined) inspect.push(`read ${firstOutput}`);
+  return inspect;
+}
+
 async function describeRun(
   dirs: PiSubagentsDirs,
   runId: string,
@@ -404,20 +421,10 @@ async function describeRun(
   const dir = runDir(dirs, runId);
   const { outputs, sessionFiles, archivedText } = await runFiles(dirs, runId, input);
 
-  const summaryText =
-    archivedText ??
-    payload?.summary ??
-    (payload?.results ?? [])
-      .map((child) => child.output)
-      .filter((output): output is string => typeof output === "string" && output.trim().length > 0)
-      .join("\n\n");
+  const summaryText = archivedText ?? payload?.summary ?? childOutputs(payload);
   const errorText = payload?.error ?? status?.error ?? (payload?.results ?? []).map((child) => child.error).find((e) => typeof e === "string");
   const statusFile = status === undefined ? undefined : statusPath(dirs, runId);
-  const inspect = [`subagent({ action: "status", id: "${runId}" }) (with pi-subagents loaded)`];
-  if (result !== undefined) inspect.push(`read ${result.path}`);
-  if (statusFile !== undefined) inspect.push(`read ${statusFile}`);
-  const firstOutput = [...outputs][0];
-  if (firstOutput !== undefined) inspect.push(`read ${firstOutput}`);
+  const inspect = inspectSteps(runId, result?.path, statusFile, [...outputs][0]);
 
   let progress = progressOf(status);
   if (outcome === "interrupted") {
