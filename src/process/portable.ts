@@ -22,7 +22,7 @@ import { execa } from "execa";
 import { errorClause } from "../errors.ts";
 import { HANDOFF_ID_ENV } from "../mux/types.ts";
 import { PROCESS_CALL_TIMEOUT_MS, type DescribedProcess, type ProcessDescriptions, type ProcessFacts, type ProcessStatus } from "./facts.ts";
-import { descendantsOf } from "./table.ts";
+import { descendantsOf, signalFinds } from "./table.ts";
 
 /** One row of `ps -o pid=,ppid=,pgid=,tpgid=,state=,lstart=,comm=`. */
 export interface PsRow extends ProcessStatus {
@@ -163,16 +163,6 @@ function parsePidTable(stdout: string): { pid: number; ppid: number }[] {
     .map((line) => /^\s*(\d+)\s+(\d+)\s*$/.exec(line))
     .filter((match) => match !== null)
     .map((match) => ({ pid: Number(match[1]), ppid: Number(match[2]) }));
-}
-
-/** Whether signal 0 finds `pid`; EPERM means it exists but belongs to someone else. */
-function signalFinds(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
 }
 
 /**
