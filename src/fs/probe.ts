@@ -1,5 +1,6 @@
 /**
- * Small read-only questions about the file system, answered without throwing.
+ * Small read-only questions about the file system, answered without throwing, and the one rule
+ * for an operation on a path that may already be gone.
  */
 import { readFile, stat } from "node:fs/promises";
 
@@ -31,5 +32,19 @@ export async function readTextIfPresent(path: string): Promise<string | undefine
     return await readFile(path, "utf8");
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * Runs `operation` on a path that may not exist: true when it ran, false when the path is missing
+ * (`ENOENT`); any other failure is thrown, since it says something is wrong, not absent.
+ */
+export async function unlessMissing(operation: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await operation();
+    return true;
+  } catch (error) {
+    if (errorCode(error) === "ENOENT") return false;
+    throw error;
   }
 }

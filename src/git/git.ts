@@ -29,7 +29,7 @@ import { gitCommandName, runGit } from "./runner.ts";
 import type { GitState } from "../manifest/schema.ts";
 import type { CommitSummary, GitPort, RecoveryGitPort, RepositoryInfo, WorktreeEntry, WorktreeStatus } from "./types.ts";
 import { asError } from "../errors.ts";
-import { errorCode } from "../fs/probe.ts";
+import { unlessMissing } from "../fs/probe.ts";
 
 export interface SimpleGitPortOptions {
   /** Deadline for each read call, in milliseconds. Default 30 s. */
@@ -512,11 +512,5 @@ async function isEmptyDirectory(target: string): Promise<boolean> {
 }
 
 async function pathExists(target: string): Promise<boolean> {
-  try {
-    await lstat(target);
-    return true;
-  } catch (error) {
-    if (errorCode(error) === "ENOENT") return false;
-    throw error;
-  }
+  return unlessMissing(() => lstat(target));
 }

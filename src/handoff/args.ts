@@ -8,7 +8,7 @@
  * so "not asked" and "asked for the default" read the same everywhere. Anything dash-led that is
  * not an option (`-m`) is refused as an unknown option, never taken as a branch or a base.
  */
-import { splitCommandLine } from "../command-line-words.ts";
+import { splitCommandLine, type Word } from "../command-line-words.ts";
 import type { MuxKind } from "../manifest/schema.ts";
 
 export const HANDOFF_USAGE =
@@ -62,47 +62,10 @@ export type ParsedHandoffArgs =
 export function parseHandoffArgs(raw: string): ParsedHandoffArgs {
   const split = splitCommandLine(raw);
   if (!split.ok) return { ok: false, message: split.message };
-  const { words, rest: task } = split;
-  const positional: string[] = [];
-  let mux: MuxKind | undefined;
-  let focus = true;
-  let carry: CarryMode | undefined;
-  let existing = false;
-  let fetch = false;
-  let approvePostCreate = false;
-  for (let i = 0; i < words.length; i++) {
-    const { text: word, quoted } = words[i] ?? { text: "", quoted: true };
-    if (quoted) {
-      positional.push(word);
-    } else if (word === "--help" || word === "-h") {
-      return { ok: true, help: true };
-    } else if (word === "--no-focus") {
-      focus = false;
-    } else if (word === "--carry" || word.startsWith("--carry=")) {
-      const value = word === "--carry" ? "tracked" : word.slice("--carry=".length);
-      if (value !== "tracked" && value !== "all") {
-        return { ok: false, message: `--carry takes no value or =all, not ${JSON.stringify(value)}.` };
-      }
-      carry = value;
-    } else if (word === "--existing") {
-      existing = true;
-    } else if (word === "--fetch") {
-      fetch = true;
-    } else if (word === "--approve-post-create") {
-      approvePostCreate = true;
-    } else if (word === "--mux" || word.startsWith("--mux=")) {
-      const value = word === "--mux" ? words[++i]?.text : word.slice("--mux=".length);
-      if (value !== "tmux" && value !== "herdr") {
-        return { ok: false, message: `--mux takes tmux or herdr, not ${value === undefined ? "nothing" : JSON.stringify(value)}.` };
-      }
-      mux = value;
-    } else if (word.startsWith("-") && word !== "-") {
-      // `-m tmux` is a mistyped option, not a branch or a base: a dash-led name would be refused by git anyway.
-      return { ok: false, message: `Unknown option ${JSON.stringify(word)}; usage: ${HANDOFF_USAGE}.` };
-    } else {
-      positional.push(word);
-    }
-  }
+  const read = readWords(split.words);
+  if (!read.ok || "help" in read) return read;
+  const { flags, positional } = read;
+  const task = split.rest;
   const [branch, base, ...extra] = positional;
   if (branch === undefined || branch === "") return { ok: false, message: `Name the new branch: ${HANDOFF_USAGE}.` };
   if (extra.length > 0) {
@@ -118,12 +81,62 @@ export function parseHandoffArgs(raw: string): ParsedHandoffArgs {
       base: base ?? "HEAD",
       baseGiven: base !== undefined,
       ...(task !== undefined ? { task } : {}),
-      ...(mux !== undefined ? { mux } : {}),
-      focus,
-      ...(carry !== undefined ? { carry } : {}),
-      ...(existing ? { existing } : {}),
-      ...(fetch ? { fetch } : {}),
-      ...(approvePostCreate ? { approvePostCreate } : {}),
+      ...(flags.mux !== undefined ? { mux: flags.mux } : {}),
+      focus: flags.focus,
+      ...(flags.carry !== undefined ? { carry: flags.carry } : {}),
+      ...(flags.existing ? { existing: true } : {}),
+      ...(flags.fetch ? { fetch: true } : {}),
+      ...(flags.approvePostCreate ? { approvePostCreate: true } : {}),
     },
   };
+}
+
+/** The options as read, before the words before the task are known to be right. */
+interface Flags {
+  mux?: MuxKind;
+  focus: boolean;
+  carry?: CarryMode;
+  existing: boolean;
+  fetch: boolean;
+  approvePostCreate: boolean;
+}
+
+/** Options and positional words (a quoted word is always positional); `--help` wins at once. */
+function readWords(words: readonly Word[]): { ok: true; flags: Flags; positional: string[] } | { ok: true; help: true } | { ok: false; message: string } {
+  const positional: string[] = [];
+  const flags: Flags = { focus: true, existing: false, fetch: false, approvePostCreate: false };
+  for (let i = 0; i < words.length; i++) {
+    const { text: word, quoted } = words[i] ?? { text: "", quoted: true };
+    if (quoted) {
+      positional.push(word);
+    } else if (word === "--help" || word === "-h") {
+      return { ok: true, help: true };
+    } else if (word === "--no-focus") {
+      flags.focus = false;
+    } else if (word === "--carry" || word.startsWith("--carry=")) {
+      const value = word === "--carry" ? "tracked" : word.slice("--carry=".length);
+      if (value !== "tracked" && value !== "all") {
+        return { ok: false, message: `--carry takes no value or =all, not ${JSON.stringify(value)}.` };
+      }
+      flags.carry = value;
+    } else if (word === "--existing") {
+      flags.existing = true;
+    } else if (word === "--fetch") {
+      flags.fetch = true;
+    } else if (word === "--approve-post-create") {
+      flags.approvePostCreate = true;
+    } else if (word === "--mux" || word.startsWith("--mux=")) {
+      const value = word === "--mux" ? words[++i]?.text : word.slice("--mux=".length);
+      if (value !== "tmux" && value !== "herdr") {
+        return { ok: false, message: `--mux takes tmux or herdr, not ${value === undefined ? "nothing" : JSON.stringify(value)}.` };
+      }
+      flags.mux = value;
+    } else if (word.startsWith("-") && word !== "-") {
+      // `-m tmux` is a mistyped option, not a branch or a base: a dash-led name would be refused by git anyway.
+      return { ok: false, message: `Unknown option ${JSON.stringify(word)}; usage: ${HANDOFF_USAGE}.` };
+    } else {
+      positional.push(word);
+    }
+  }
+  return { ok: true, flags, positional };
 }

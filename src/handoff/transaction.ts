@@ -31,9 +31,9 @@ import type { MuxResult } from "../mux/types.ts";
 import { muxLabel } from "../mux/label.ts";
 import { isActionBusy } from "../manifest/store.ts";
 import type { ForkResult } from "../session/fork.ts";
-import { buildHandoffMessage, prepareTask } from "../session/handoff-message.ts";
+import { buildHandoffMessage, prepareTask, type HandoffMessage } from "../session/handoff-message.ts";
 import { childSessionDir } from "../session/paths.ts";
-import { cancelWindowLauncher, ChildLauncher, prepareWindowLauncher, type LaunchOutcome, type WindowLauncher } from "../launch/launcher.ts";
+import { cancelWindowLauncher, ChildLauncher, prepareWindowLauncher, type LaunchOutcome, type LaunchRequest, type WindowLauncher } from "../launch/launcher.ts";
 import { launchCommandFor } from "../launch/launch-command.ts";
 import { ownerOf } from "../launch/owner.ts";
 import { postCreateFiles, postCreatePrelude, writeRunner } from "../launch/post-create.ts";
@@ -270,24 +270,7 @@ export class HandoffTransaction {
       worktreePath: manifest.worktree.path,
       agentDir: request.agentDir,
     });
-    const message = buildHandoffMessage({
-      handoffId: manifest.id,
-      manifestPath: this.deps.store.pathFor(manifest.id),
-      branch: plan.branch,
-      baseRef: plan.base.ref,
-      baseSha: plan.base.sha,
-      worktreePath: manifest.worktree.path,
-      mainCheckout: plan.repo.mainCheckout,
-      parentSessionFile: plan.parentSessionFile,
-      ...(request.args.task !== undefined ? { task: request.args.task } : {}),
-      ...(plan.existing ? { existingBranch: true } : {}),
-      setupNotes: [
-        ...plan.notes,
-        ...(plan.config.postCreate !== undefined
-          ? [`Before this Pi started, these postCreate commands ran in this worktree and succeeded: ${plan.config.postCreate.join("; ")}`]
-          : []),
-      ],
-    });
+    const message = this.handoffMessage(plan, manifest, request);
     // The file name is Pi's choice: the directory is recorded first, so recovery can find the file.
     manifest = await this.deps.store.update(manifest.id, (m) => {
       m.intent = { ...m.intent, sessionDir: sessionDir.dir };
@@ -327,6 +310,28 @@ export class HandoffTransaction {
     return this.deps.store.transition(manifest.id, "forked", recordChild);
   }
 
+  /** The one message the child session gets: where it is, what it came from, its task and setup notes. */
+  private handoffMessage(plan: Plan, manifest: Manifest, request: HandoffRequest): HandoffMessage {
+    return buildHandoffMessage({
+      handoffId: manifest.id,
+      manifestPath: this.deps.store.pathFor(manifest.id),
+      branch: plan.branch,
+      baseRef: plan.base.ref,
+      baseSha: plan.base.sha,
+      worktreePath: manifest.worktree.path,
+      mainCheckout: plan.repo.mainCheckout,
+      parentSessionFile: plan.parentSessionFile,
+      ...(request.args.task !== undefined ? { task: request.args.task } : {}),
+      ...(plan.existing ? { existingBranch: true } : {}),
+      setupNotes: [
+        ...plan.notes,
+        ...(plan.config.postCreate !== undefined
+          ? [`Before this Pi started, these postCreate commands ran in this worktree and succeeded: ${plan.config.postCreate.join("; ")}`]
+          : []),
+      ],
+    });
+  }
+
   /**
    * Steps 4 to 6 through the shared `ChildLauncher`: what to start is derived from the manifest
    * (`launchCommandFor`), the launcher started (by the window itself, or a short typed line once
@@ -340,19 +345,58 @@ export class HandoffTransaction {
   ): Promise<LaunchOutcome> {
     const derived = launchCommandFor(manifest, { piCommand: request.piCommand, agentDir: request.agentDir, env: request.env });
     if (!derived.ok) throw new StepFailure("launch", derived.message);
-    // postCreate commands run in the launcher before Pi, through a runner that records how they
-    // ended (post-create.ts). Not with the confirm fault, whose launcher starts nothing at all.
-    const startNothing = failsAt(this.faults, "confirm");
-    const commands = startNothing ? undefined : plan.config.postCreate;
-    const hookFiles = postCreateFiles(this.deps.store.pathFor(manifest.id));
-    if (commands !== undefined) {
-      try {
-        await writeRunner(hookFiles, { handoffId: manifest.id, mainCheckout: plan.repo.mainCheckout, worktreePath: manifest.worktree.path, branch: plan.branch });
-      } catch (error) {
-        throw new StepFailure("launch", `Could not write the postCreate runner ${hookFiles.runnerFile}: ${errorMessage(error)}`);
-      }
+    const postCreate = await this.preparePostCreate(plan, manifest);
+    const outcome = await this.childLauncher().launch({
+      mux: plan.mux,
+      manifest,
+      command: derived.command,
+      windowCommand: manifest.launch?.windowCommand === true,
+      ...(shellReady !== undefined ? { shellReady } : {}),
+      focus: request.args.focus,
+      ...postCreate,
+    });
+    if (outcome.code === "shell_not_ready" || outcome.code === "type_failed") throw new StepFailure("launch", outcome.message);
+    if (outcome.code === "post_create_failed") {
+      await this.deps.store.update(outcome.manifest.id, (m) => {
+        if (m.setup?.postCreate !== undefined) {
+          m.setup.postCreate = { ...m.setup.postCreate, exitStatus: outcome.exitStatus, failedCommand: outcome.command };
+        }
+      });
+      throw new StepFailure("launch", outcome.message);
     }
-    const launcher = new ChildLauncher({
+    return outcome;
+  }
+
+  /**
+   * postCreate commands run in the launcher before Pi, through a runner that records how they
+   * ended (post-create.ts): the runner written, and what the launch request carries for them. Not
+   * with the confirm fault, whose launcher starts nothing at all.
+   */
+  private async preparePostCreate(plan: Plan, manifest: Manifest): Promise<Pick<LaunchRequest, "patch" | "postCreate">> {
+    const commands = failsAt(this.faults, "confirm") ? undefined : plan.config.postCreate;
+    if (commands === undefined) return {};
+    const hookFiles = postCreateFiles(this.deps.store.pathFor(manifest.id));
+    try {
+      await writeRunner(hookFiles, { handoffId: manifest.id, mainCheckout: plan.repo.mainCheckout, worktreePath: manifest.worktree.path, branch: plan.branch });
+    } catch (error) {
+      throw new StepFailure("launch", `Could not write the postCreate runner ${hookFiles.runnerFile}: ${errorMessage(error)}`);
+    }
+    return {
+      patch: (m: Manifest) => {
+        m.setup = { ...m.setup, postCreate: { commands: [...commands], statusFile: hookFiles.statusFile } };
+      },
+      postCreate: {
+        prelude: postCreatePrelude(hookFiles, commands),
+        statusFile: hookFiles.statusFile,
+        commands,
+        timeoutMs: this.deps.timeouts.postCreateMs ?? DEFAULT_LAUNCH_TIMEOUTS.postCreateMs,
+      },
+    };
+  }
+
+  /** The shared launcher, its progress feeding this transaction's steps and status line. */
+  private childLauncher(): ChildLauncher {
+    return new ChildLauncher({
       store: this.deps.store,
       now: () => this.deps.now(),
       sleep: (ms) => this.deps.sleep(ms),
@@ -365,37 +409,6 @@ export class HandoffTransaction {
       tick: (step, text) => this.deps.progress(step, text),
       faults: this.faults,
     });
-    const outcome = await launcher.launch({
-      mux: plan.mux,
-      manifest,
-      command: derived.command,
-      windowCommand: manifest.launch?.windowCommand === true,
-      ...(shellReady !== undefined ? { shellReady } : {}),
-      focus: request.args.focus,
-      ...(commands !== undefined
-        ? {
-            patch: (m: Manifest) => {
-              m.setup = { ...m.setup, postCreate: { commands: [...commands], statusFile: hookFiles.statusFile } };
-            },
-            postCreate: {
-              prelude: postCreatePrelude(hookFiles, commands),
-              statusFile: hookFiles.statusFile,
-              commands,
-              timeoutMs: this.deps.timeouts.postCreateMs ?? DEFAULT_LAUNCH_TIMEOUTS.postCreateMs,
-            },
-          }
-        : {}),
-    });
-    if (outcome.code === "shell_not_ready" || outcome.code === "type_failed") throw new StepFailure("launch", outcome.message);
-    if (outcome.code === "post_create_failed") {
-      await this.deps.store.update(outcome.manifest.id, (m) => {
-        if (m.setup?.postCreate !== undefined) {
-          m.setup.postCreate = { ...m.setup.postCreate, exitStatus: outcome.exitStatus, failedCommand: outcome.command };
-        }
-      });
-      throw new StepFailure("launch", outcome.message);
-    }
-    return outcome;
   }
 
   /** A step's outside wait, shown in the status line as it runs (the elapsed seconds). */

@@ -84,6 +84,7 @@ export interface LauncherScriptInput {
 /**
  * The launcher. `sh <launcher>` (typed) ends by exec'ing Pi. `sh <launcher> window <argv...>`
  * (the window's command) runs Pi as its child and then execs `<argv...>`, the user's shell.
+ * Long because it is one shell template, kept whole so it reads top to bottom as the script it writes.
  */
 export function launcherScript(input: LauncherScriptInput): string {
   const { files } = input;

@@ -160,38 +160,12 @@ export class ChildLauncher {
     const files = launcherFiles(this.deps.store.pathFor(manifest.id));
     const windowCommand = request.windowCommand === true;
     if (!windowCommand) {
-      this.deps.progress("launch", "Waiting for the new pane's shell");
-      const ready = await this.waitWithProgress(
-        request.shellReady ?? mux.waitForShell(manifest.mux, { timeoutMs: this.timeouts.shellMs }),
-        "Waiting for the new pane's shell",
-        this.timeouts.shellMs,
-      );
+      const ready = await this.shellReady(request);
       if (!ready.ok) return { code: "shell_not_ready", message: ready.message };
     }
-
-    let line: string;
-    try {
-      if (!windowCommand) {
-        await writeLauncher({ handoffId: manifest.id, files, ownerPid: process.pid, paramsWaitMs: this.timeouts.paramsWaitMs });
-      }
-      line = await typedLauncherLine(files, manifest.id);
-      await this.dropForeignLock(files, manifest);
-    } catch (error) {
-      return { code: "shell_not_ready", message: `Could not write the launcher ${files.script}: ${errorClause(error)}.` };
-    }
-    // The params first: the line recorded as `child.command` must work by hand from now on, even
-    // if this launch stops right here (a window's launcher waits for its go-ahead regardless).
-    const token = newLaunchToken();
-    try {
-      await writeLauncherParams(files, {
-        token,
-        command: request.command,
-        ...(request.postCreate !== undefined ? { prelude: request.postCreate.prelude } : {}),
-        ...(failsAt(this.faults, "confirm") ? { startNothing: true } : {}),
-      });
-    } catch (error) {
-      return { code: "shell_not_ready", message: `Could not write the launch parameters ${files.params}: ${errorClause(error)}.` };
-    }
+    const prepared = await this.prepare(request, files, windowCommand);
+    if (!prepared.ok) return { code: "shell_not_ready", message: prepared.message };
+    const { line, token } = prepared;
     const launching = await this.deps.store.transition(
       manifest.id,
       "launching",
@@ -207,7 +181,7 @@ export class ChildLauncher {
     const started = await this.start(mux, launching, files, token, line, windowCommand);
     if (started.code === "type_failed") return started;
     if (started.code === "not_started") return this.unconfirmed(started.manifest, "launch", started.message);
-    let current = started.manifest;
+    const current = started.manifest;
     checkpoint(this.faults, "launch");
 
     if (request.postCreate !== undefined) {
@@ -223,14 +197,61 @@ export class ChildLauncher {
       if (confirmed.manifest !== undefined) return { code: "launch_unconfirmed", manifest: confirmed.manifest, message: confirmed.message };
       return this.unconfirmed(current, "confirm", confirmed.message);
     }
-    current = confirmed.manifest;
     checkpoint(this.faults, "confirm");
+    return this.settleConfirmed(mux, confirmed.manifest, request.focus);
+  }
+
+  /** The new pane's shell, awaited where the caller started the wait (or from now), with progress. */
+  private async shellReady(request: LaunchRequest): Promise<MuxResult<object>> {
+    this.deps.progress("launch", "Waiting for the new pane's shell");
+    return this.waitWithProgress(
+      request.shellReady ?? request.mux.waitForShell(request.manifest.mux, { timeoutMs: this.timeouts.shellMs }),
+      "Waiting for the new pane's shell",
+      this.timeouts.shellMs,
+    );
+  }
+
+  /** The launcher (unless its window already runs it), the line that starts it, and this launch's params. */
+  private async prepare(
+    request: LaunchRequest,
+    files: LauncherFiles,
+    windowCommand: boolean,
+  ): Promise<{ ok: true; line: string; token: string } | { ok: false; message: string }> {
+    const { manifest } = request;
+    let line: string;
+    try {
+      if (!windowCommand) {
+        await writeLauncher({ handoffId: manifest.id, files, ownerPid: process.pid, paramsWaitMs: this.timeouts.paramsWaitMs });
+      }
+      line = await typedLauncherLine(files, manifest.id);
+      await this.dropForeignLock(files, manifest);
+    } catch (error) {
+      return { ok: false, message: `Could not write the launcher ${files.script}: ${errorClause(error)}.` };
+    }
+    // The params first: the line recorded as `child.command` must work by hand from now on, even
+    // if this launch stops right here (a window's launcher waits for its go-ahead regardless).
+    const token = newLaunchToken();
+    try {
+      await writeLauncherParams(files, {
+        token,
+        command: request.command,
+        ...(request.postCreate !== undefined ? { prelude: request.postCreate.prelude } : {}),
+        ...(failsAt(this.faults, "confirm") ? { startNothing: true } : {}),
+      });
+    } catch (error) {
+      return { ok: false, message: `Could not write the launch parameters ${files.params}: ${errorClause(error)}.` };
+    }
+    return { ok: true, line, token };
+  }
+
+  /** A confirmed child: its session reported to the multiplexer, and its window focused when asked. */
+  private async settleConfirmed(mux: Multiplexer, current: Manifest, focus: boolean): Promise<LaunchOutcome> {
     // Only a confirmed child is reported, so the multiplexer's own restore (Herdr resumes the
     // reported session after a restart) never resumes a session nobody runs. Best effort: the
     // handoff does not depend on it, and it runs beside the focus so the user waits no longer.
     const sessionFile = current.child.sessionFile;
     const reported = mux.reportChildSession !== undefined && sessionFile !== undefined ? mux.reportChildSession(current.mux, sessionFile) : undefined;
-    if (!request.focus) {
+    if (!focus) {
       await reported;
       return { code: "running", manifest: current };
     }

@@ -114,48 +114,62 @@ export function walkLineage(current: CurrentSessionInput, maxDepth = MAX_LINEAGE
       notes.push(`The lineage is deeper than ${maxDepth} sessions; older ancestors were not looked at.`);
       break;
     }
-    const isPath = looksLikePath(ref);
-    const file = isPath ? ref : findSessionFileById(ref, childFile);
-    const cycleKeys = [file === undefined ? undefined : `file:${canonical(file)}`, isPath ? undefined : `id:${ref}`].filter(
-      (key): key is string => key !== undefined,
-    );
-    if (cycleKeys.some((key) => seen.has(key))) {
-      notes.push(`The lineage loops back to ${ref}; the walk stopped there.`);
+    const step = stepUp({ depth, ref, forkedAt: childCreatedAt }, childFile, seen);
+    if (step.ancestor !== undefined) ancestors.push(step.ancestor);
+    if (step.kind === "stop") {
+      notes.push(step.note);
       break;
     }
-    const base = { depth, ref, forkedAt: childCreatedAt };
-    if (file === undefined) {
-      // A bare id whose file is not beside its child: known by id only, and its parent is unknown.
-      ancestors.push({ ...base, sessionId: ref, found: "id-only" });
-      notes.push(`Ancestor ${ref} is known only by its session id; its own ancestors were not followed.`);
-      break;
-    }
-    const read = readSessionHeader(file);
-    if (!read.ok) {
-      ancestors.push({ ...base, sessionFile: file, ...(isPath ? {} : { sessionId: ref }), found: read.code === "missing" ? "missing" : "invalid" });
-      notes.push(read.code === "missing" ? `Ancestor session ${file} is missing; the walk stopped there.` : read.message);
-      break;
-    }
-    const header = read.header;
-    if (seen.has(`id:${header.id}`)) {
-      notes.push(`The lineage loops back to session ${header.id}; the walk stopped there.`);
-      break;
-    }
-    const ancestor: Ancestor = {
-      ...base,
-      sessionFile: file,
-      sessionId: header.id,
-      createdAt: parseTime(header.timestamp),
-      cwd: header.cwd,
-      found: "file",
-    };
-    ancestors.push(ancestor);
-    remember(ancestor);
-    ref = header.parentSession;
-    childFile = file;
-    childCreatedAt = ancestor.createdAt;
+    remember(step.ancestor);
+    ref = step.parentRef;
+    childFile = step.file;
+    childCreatedAt = step.ancestor.createdAt;
   }
   return { current: currentIdentity, ancestors, notes };
+}
+
+type Step =
+  /** The walk ends here, with a note why (and the ancestor as far as it is known, if at all). */
+  | { kind: "stop"; ancestor?: Ancestor; note: string }
+  /** The ancestor was read from `file`; its own parent is `parentRef`. */
+  | { kind: "read"; ancestor: Ancestor; file: string; parentRef: string | undefined };
+
+/**
+ * One step up the chain: the session `base.ref` names (its child's file is `childFile`), unless
+ * it is one already `seen` (a cycle) or cannot be read.
+ */
+function stepUp(base: Pick<Ancestor, "depth" | "ref" | "forkedAt">, childFile: string | undefined, seen: ReadonlySet<string>): Step {
+  const { ref } = base;
+  const isPath = looksLikePath(ref);
+  const file = isPath ? ref : findSessionFileById(ref, childFile);
+  const cycleKeys = [file === undefined ? undefined : `file:${canonical(file)}`, isPath ? undefined : `id:${ref}`].filter(
+    (key): key is string => key !== undefined,
+  );
+  if (cycleKeys.some((key) => seen.has(key))) return { kind: "stop", note: `The lineage loops back to ${ref}; the walk stopped there.` };
+  if (file === undefined) {
+    // A bare id whose file is not beside its child: known by id only, and its parent is unknown.
+    return {
+      kind: "stop",
+      ancestor: { ...base, sessionId: ref, found: "id-only" },
+      note: `Ancestor ${ref} is known only by its session id; its own ancestors were not followed.`,
+    };
+  }
+  const read = readSessionHeader(file);
+  if (!read.ok) {
+    return {
+      kind: "stop",
+      ancestor: { ...base, sessionFile: file, ...(isPath ? {} : { sessionId: ref }), found: read.code === "missing" ? "missing" : "invalid" },
+      note: read.code === "missing" ? `Ancestor session ${file} is missing; the walk stopped there.` : read.message,
+    };
+  }
+  const header = read.header;
+  if (seen.has(`id:${header.id}`)) return { kind: "stop", note: `The lineage loops back to session ${header.id}; the walk stopped there.` };
+  return {
+    kind: "read",
+    ancestor: { ...base, sessionFile: file, sessionId: header.id, createdAt: parseTime(header.timestamp), cwd: header.cwd, found: "file" },
+    file,
+    parentRef: header.parentSession,
+  };
 }
 
 /**

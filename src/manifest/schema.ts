@@ -39,22 +39,21 @@ export const HistoryEntrySchema = z.strictObject({
 });
 export type HistoryEntry = z.infer<typeof HistoryEntrySchema>;
 
+/** A location's fields besides `kind`, all optional strings, in the order they are written. */
+function optionalStrings<K extends string>(...keys: K[]): Record<K, z.ZodOptional<z.ZodString>> {
+  return Object.fromEntries(keys.map((key) => [key, z.string().optional()])) as Record<K, z.ZodOptional<z.ZodString>>;
+}
+
+/** `socketPath`: absolute path of the tmux server socket the parent runs under. */
 export const TmuxLocationSchema = z.strictObject({
   kind: z.literal("tmux"),
-  /** Absolute path of the tmux server socket the parent runs under. */
-  socketPath: z.string().optional(),
-  sessionId: z.string().optional(),
-  windowId: z.string().optional(),
-  paneId: z.string().optional(),
+  ...optionalStrings("socketPath", "sessionId", "windowId", "paneId"),
 });
 export type TmuxLocation = z.infer<typeof TmuxLocationSchema>;
 
 export const HerdrLocationSchema = z.strictObject({
   kind: z.literal("herdr"),
-  socketPath: z.string().optional(),
-  workspaceId: z.string().optional(),
-  tabId: z.string().optional(),
-  paneId: z.string().optional(),
+  ...optionalStrings("socketPath", "workspaceId", "tabId", "paneId"),
 });
 export type HerdrLocation = z.infer<typeof HerdrLocationSchema>;
 

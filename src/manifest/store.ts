@@ -23,11 +23,12 @@
  */
 import { randomBytes } from "node:crypto";
 import { lstat, mkdir, readdir, readFile, rm, rmdir, unlink } from "node:fs/promises";
+import type { Stats } from "node:fs";
 import { join, resolve } from "node:path";
 import { lock } from "proper-lockfile";
 import { z } from "zod";
 import { writeFileAtomic } from "../fs/atomic-write.ts";
-import { errorCode, readTextIfPresent } from "../fs/probe.ts";
+import { errorCode, readTextIfPresent, unlessMissing } from "../fs/probe.ts";
 import { isOwnerAlive, ownerOf } from "../launch/owner.ts";
 import { type HandoffState, type Manifest, type ManifestOwner, ManifestSchema, MANIFEST_VERSION, canTransition } from "./schema.ts";
 import { errorMessage } from "../errors.ts";
@@ -360,55 +361,56 @@ export class ManifestStore {
       } catch {
         continue; // Gone since the listing.
       }
-      const age = now - info.mtimeMs;
-      if (temp !== null && info.isFile()) {
-        const pid = Number(temp[2]);
-        const alive = await this.processAlive({ pid });
-        const old = age > TEMP_MAX_AGE_MS;
-        found.push({
-          kind: "temp",
-          name,
-          path,
-          pid,
-          abandoned: !alive || old,
-          reason: !alive
-            ? `a temp file whose writer (pid ${pid}) is gone`
-            : old
-              ? `a temp file older than ${Math.round(TEMP_MAX_AGE_MS / 60_000)} minutes (pid ${pid} lives, but a writer keeps its temp file for milliseconds: the pid was reused)`
-              : `a temp file being written by pid ${pid}`,
-        });
-        continue;
-      }
-      if (name.startsWith(".") && name.endsWith(ACTION_LOCK_SUFFIX) && info.isFile()) {
-        const holder = await readActionHolder(path);
-        const alive = holder !== undefined && (await this.processAlive(holder));
-        found.push({
-          kind: "action_lock",
-          name,
-          path,
-          holder,
-          abandoned: !alive,
-          reason:
-            holder === undefined
-              ? "an unreadable action lock (its writer died while writing it)"
-              : `the action lock of handoff ${holder.id}: ${holder.action} by pid ${holder.pid} since ${holder.since}${alive ? "" : ", which is gone"}`,
-        });
-        continue;
-      }
-      if (name.endsWith(".lock") && info.isDirectory()) {
-        const stale = age > this.staleMs;
-        found.push({
-          kind: "lock",
-          name,
-          path,
-          abandoned: stale,
-          reason: stale ? "a lock left by a process that died holding it (stale: the next writer takes it over)" : "a lock held right now",
-        });
-        continue;
-      }
-      found.push({ kind: "unknown", name, path, abandoned: false, reason: "not a file this store writes; left alone" });
+      found.push(await this.describeLeftover(name, path, info, temp, now - info.mtimeMs));
     }
     return found;
+  }
+
+  /** What one leftover entry is (`temp`: its match of a temp-file pattern), and whether it is abandoned. */
+  private async describeLeftover(name: string, path: string, info: Stats, temp: RegExpExecArray | null, age: number): Promise<StoreLeftover> {
+    if (temp !== null && info.isFile()) {
+      const pid = Number(temp[2]);
+      const alive = await this.processAlive({ pid });
+      const old = age > TEMP_MAX_AGE_MS;
+      return {
+        kind: "temp",
+        name,
+        path,
+        pid,
+        abandoned: !alive || old,
+        reason: !alive
+          ? `a temp file whose writer (pid ${pid}) is gone`
+          : old
+            ? `a temp file older than ${Math.round(TEMP_MAX_AGE_MS / 60_000)} minutes (pid ${pid} lives, but a writer keeps its temp file for milliseconds: the pid was reused)`
+            : `a temp file being written by pid ${pid}`,
+      };
+    }
+    if (name.startsWith(".") && name.endsWith(ACTION_LOCK_SUFFIX) && info.isFile()) {
+      const holder = await readActionHolder(path);
+      const alive = holder !== undefined && (await this.processAlive(holder));
+      return {
+        kind: "action_lock",
+        name,
+        path,
+        holder,
+        abandoned: !alive,
+        reason:
+          holder === undefined
+            ? "an unreadable action lock (its writer died while writing it)"
+            : `the action lock of handoff ${holder.id}: ${holder.action} by pid ${holder.pid} since ${holder.since}${alive ? "" : ", which is gone"}`,
+      };
+    }
+    if (name.endsWith(".lock") && info.isDirectory()) {
+      const stale = age > this.staleMs;
+      return {
+        kind: "lock",
+        name,
+        path,
+        abandoned: stale,
+        reason: stale ? "a lock left by a process that died holding it (stale: the next writer takes it over)" : "a lock held right now",
+      };
+    }
+    return { kind: "unknown", name, path, abandoned: false, reason: "not a file this store writes; left alone" };
   }
 
   /**
@@ -593,13 +595,7 @@ async function readActionHolder(path: string): Promise<ActionHolder | undefined>
 }
 
 async function unlinkIfPresent(path: string): Promise<boolean> {
-  try {
-    await unlink(path);
-    return true;
-  } catch (error) {
-    if (errorCode(error) === "ENOENT") return false;
-    throw error;
-  }
+  return unlessMissing(() => unlink(path));
 }
 
 function alreadyExists(id: string, path: string, cause?: unknown): ManifestStoreError {

@@ -181,15 +181,13 @@ export const WorktreeRemovedSchema = z.object({
   forced: z.boolean(),
 });
 
-export const WorkspaceInfoResultSchema = z.object({
-  type: z.literal("workspace_info"),
-  workspace: WorkspaceInfoSchema,
-});
+/** A result that carries one value under one key: `{ type, [key]: value }`. */
+function resultOf<T extends string, K extends string, V extends z.ZodType>(type: T, key: K, value: V) {
+  return z.object({ type: z.literal(type), ...({ [key]: value } as Record<K, V>) });
+}
 
-export const WorkspaceListSchema = z.object({
-  type: z.literal("workspace_list"),
-  workspaces: z.array(WorkspaceInfoSchema),
-});
+export const WorkspaceInfoResultSchema = resultOf("workspace_info", "workspace", WorkspaceInfoSchema);
+export const WorkspaceListSchema = resultOf("workspace_list", "workspaces", z.array(WorkspaceInfoSchema));
 
 export const WorkspaceCreatedSchema = z.object({
   type: z.literal("workspace_created"),
@@ -198,20 +196,9 @@ export const WorkspaceCreatedSchema = z.object({
   root_pane: PaneInfoSchema,
 });
 
-export const PaneInfoResultSchema = z.object({
-  type: z.literal("pane_info"),
-  pane: PaneInfoSchema,
-});
-
-export const PaneListSchema = z.object({
-  type: z.literal("pane_list"),
-  panes: z.array(PaneInfoSchema),
-});
-
-export const PaneProcessInfoSchema = z.object({
-  type: z.literal("pane_process_info"),
-  process_info: ProcessInfoSchema,
-});
+export const PaneInfoResultSchema = resultOf("pane_info", "pane", PaneInfoSchema);
+export const PaneListSchema = resultOf("pane_list", "panes", z.array(PaneInfoSchema));
+export const PaneProcessInfoSchema = resultOf("pane_process_info", "process_info", ProcessInfoSchema);
 
 export const OkResultSchema = z.object({ type: z.literal("ok") });
 

@@ -456,51 +456,15 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     if (!herdr.ok) return herdr;
     const socketPath = herdr.location.socketPath ?? this.socketPath;
     const wanted = await canonicalPath(options.worktreePath);
-
-    // Herdr removes a worktree only through its live workspace; a recorded id may be stale (closed,
-    // or reused by another workspace after a server restart), so it must still show this checkout.
-    let workspaceId: string | undefined;
-    const recorded = herdr.location.workspaceId;
-    if (isHerdrId(recorded) && !(await this.#isOwnWorkspace(recorded, socketPath))) {
-      const shown = await this.#call(["workspace", "get", recorded], WorkspaceInfoResultSchema, "workspace get", { socketPath });
-      if (shown.ok) {
-        const checkout = shown.result.workspace.worktree?.checkout_path;
-        if (checkout !== undefined && (await canonicalPath(checkout)) === wanted) workspaceId = recorded;
-      } else if (shown.code !== "workspace_not_found") {
-        return publicFailure(shown);
-      }
-    }
-    let reopened = false;
+    const recorded = await this.#recordedWorkspace(herdr.location.workspaceId, wanted, socketPath);
+    if (!recorded.ok) return recorded;
     const trust = await this.#trustArgs();
-    if (workspaceId === undefined) {
-      const listed = await this.#call(["worktree", "list", "--cwd", options.mainCheckout, ...trust], WorktreeListSchema, "worktree list", { socketPath });
-      if (!listed.ok) return publicFailure(listed);
-      const entry = await findByPath(listed.result.worktrees, wanted);
-      if (entry === undefined) {
-        if (!existsSync(wanted)) return { ok: true };
-        return {
-          ok: false,
-          code: "not_linked_worktree",
-          message: `${options.worktreePath} exists but is not a worktree of ${options.mainCheckout}, so it was not removed.`,
-        };
-      }
-      // The workspace the list names may be the repository's own (Herdr #4293): only a verified one counts.
-      const listedId = entry.open_workspace_id;
-      if (listedId !== undefined && (await this.#childWorkspace(listedId, wanted, socketPath)).ok) {
-        workspaceId = listedId;
-      } else if (entry.is_prunable || !existsSync(wanted)) {
-        // The checkout is gone and no workspace shows it: Herdr cannot open (so cannot remove) it,
-        // and there is nothing left to lose in it; git alone drops its entry.
-        return this.#unregisterWithGit(options);
-      } else {
-        // Herdr cannot remove a worktree whose workspace is closed (upstream #4317): reopen it first.
-        const opened = await this.#openWorktree(options.mainCheckout, wanted, undefined, socketPath);
-        if (!opened.ok) return publicFailure(opened);
-        workspaceId = opened.location.workspaceId;
-        reopened = !opened.alreadyOpen;
-      }
-    }
-    if (workspaceId === undefined) return invalidLocation(`Herdr reported no workspace for ${options.worktreePath}.`);
+    const target: RemovalTarget =
+      recorded.workspaceId !== undefined
+        ? { kind: "workspace", workspaceId: recorded.workspaceId, reopened: false }
+        : await this.#listedWorkspace(options, wanted, socketPath, trust);
+    if (target.kind === "done") return target.result;
+    const { workspaceId, reopened } = target;
 
     const removed = await this.#call(
       ["worktree", "remove", "--workspace", workspaceId, ...(options.force ? ["--force"] : []), ...trust],
@@ -521,6 +485,63 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
       };
     }
     return publicFailure(removed);
+  }
+
+  /**
+   * The recorded workspace, when it still shows this checkout: Herdr removes a worktree only
+   * through its live workspace, and a recorded id may be stale (closed, or reused by another
+   * workspace after a server restart).
+   */
+  async #recordedWorkspace(recorded: string | undefined, wanted: string, socketPath: string | undefined): Promise<{ ok: true; workspaceId?: string } | MuxFailure> {
+    if (!isHerdrId(recorded) || (await this.#isOwnWorkspace(recorded, socketPath))) return { ok: true };
+    const shown = await this.#call(["workspace", "get", recorded], WorkspaceInfoResultSchema, "workspace get", { socketPath });
+    if (shown.ok) {
+      const checkout = shown.result.workspace.worktree?.checkout_path;
+      return checkout !== undefined && (await canonicalPath(checkout)) === wanted ? { ok: true, workspaceId: recorded } : { ok: true };
+    }
+    return shown.code === "workspace_not_found" ? { ok: true } : publicFailure(shown);
+  }
+
+  /**
+   * The workspace to remove the worktree through, found by `worktree list` (and opened when
+   * closed), or the removal's whole outcome when there is none to go through.
+   */
+  async #listedWorkspace(
+    options: { mainCheckout: string; worktreePath: string; force: boolean },
+    wanted: string,
+    socketPath: string | undefined,
+    trust: readonly string[],
+  ): Promise<RemovalTarget> {
+    const listed = await this.#call(["worktree", "list", "--cwd", options.mainCheckout, ...trust], WorktreeListSchema, "worktree list", { socketPath });
+    if (!listed.ok) return { kind: "done", result: publicFailure(listed) };
+    const entry = await findByPath(listed.result.worktrees, wanted);
+    if (entry === undefined) {
+      if (!existsSync(wanted)) return { kind: "done", result: { ok: true } };
+      return {
+        kind: "done",
+        result: {
+          ok: false,
+          code: "not_linked_worktree",
+          message: `${options.worktreePath} exists but is not a worktree of ${options.mainCheckout}, so it was not removed.`,
+        },
+      };
+    }
+    // The workspace the list names may be the repository's own (Herdr #4293): only a verified one counts.
+    const listedId = entry.open_workspace_id;
+    if (listedId !== undefined && (await this.#childWorkspace(listedId, wanted, socketPath)).ok) {
+      return { kind: "workspace", workspaceId: listedId, reopened: false };
+    }
+    if (entry.is_prunable || !existsSync(wanted)) {
+      // The checkout is gone and no workspace shows it: Herdr cannot open (so cannot remove) it,
+      // and there is nothing left to lose in it; git alone drops its entry.
+      return { kind: "done", result: await this.#unregisterWithGit(options) };
+    }
+    // Herdr cannot remove a worktree whose workspace is closed (upstream #4317): reopen it first.
+    const opened = await this.#openWorktree(options.mainCheckout, wanted, undefined, socketPath);
+    if (!opened.ok) return { kind: "done", result: publicFailure(opened) };
+    const workspaceId = opened.location.workspaceId;
+    if (workspaceId === undefined) return { kind: "done", result: invalidLocation(`Herdr reported no workspace for ${options.worktreePath}.`) };
+    return { kind: "workspace", workspaceId, reopened: !opened.alreadyOpen };
   }
 
   /** `git worktree remove` for a registered checkout whose directory is gone (see `removeWorktree`). */
@@ -636,6 +657,11 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
         },
       };
     }
+    return this.#adoptListed(entry, failure, base);
+  }
+
+  /** The one worktree `worktree list` shows for a lost create: taken when its own workspace and root pane are there. */
+  async #adoptListed(entry: HerdrWorktreeInfo, failure: CallFailure, base: string): Promise<{ final: boolean; outcome: MuxResult<CreatedWorkspace> }> {
     const worktreePath = await canonicalPath(entry.path);
     const workspaceId = entry.open_workspace_id;
     const own = workspaceId !== undefined ? await this.#childWorkspace(workspaceId, worktreePath, this.socketPath) : undefined;
@@ -824,6 +850,9 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
 
 /** A failure from one call: `detail` is Herdr's own message, for callers that phrase their own sentence. */
 type CallFailure = MuxFailure & { detail: string };
+
+/** What a removal goes through: a workspace of the worktree (`reopened` when opened for it), or nothing, its outcome known. */
+type RemovalTarget = { kind: "workspace"; workspaceId: string; reopened: boolean } | { kind: "done"; result: MuxResult<object> };
 
 function callFailure(code: string, message: string, detail = message): CallFailure {
   return { ok: false, code, message, detail };

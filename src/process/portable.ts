@@ -22,7 +22,7 @@ import { execa } from "execa";
 import { errorClause } from "../errors.ts";
 import { HANDOFF_ID_ENV } from "../mux/types.ts";
 import { PROCESS_CALL_TIMEOUT_MS, type DescribedProcess, type ProcessDescriptions, type ProcessFacts, type ProcessStatus } from "./facts.ts";
-import { descendantsOf } from "./table.ts";
+import { descendantsOf, signalFinds } from "./table.ts";
 
 /** One row of `ps -o pid=,ppid=,pgid=,tpgid=,state=,lstart=,comm=`. */
 export interface PsRow extends ProcessStatus {
@@ -132,7 +132,44 @@ function validPids(pids: readonly number[]): number[] {
   return [...new Set(pids.filter((pid) => Number.isInteger(pid) && pid > 0))];
 }
 
-/** Builds the portable implementation; tests pass captured output through `run`. */
+/** Each live process's cwd (lsof) and handoff marker (its environment, through ps), read at once. */
+async function describeLive(run: CommandRunner, envFlag: string, live: readonly PsRow[]): Promise<ProcessDescriptions> {
+  const list = live.map((entry) => entry.pid).join(",");
+  const [envAnswer, cwdAnswer] = await Promise.all([
+    run("ps", [envFlag, "-ww", "-o", "pid=,command=", "-p", list]),
+    run("lsof", ["-w", "-a", "-d", "cwd", "-p", list, "-Fn"]),
+  ]);
+  const markers = envAnswer.ok ? parseEnvironMarkers(envAnswer.stdout, HANDOFF_ID_ENV) : new Map<number, string>();
+  const cwds = cwdAnswer.ok ? parseLsofCwds(cwdAnswer.stdout) : new Map<number, string>();
+  const processes = await Promise.all(
+    live.map(async (entry): Promise<DescribedProcess> => {
+      const rawCwd = cwds.get(entry.pid);
+      const cwd = rawCwd === undefined ? undefined : await realpath(rawCwd).catch(() => undefined);
+      const handoffId = markers.get(entry.pid);
+      return { pid: entry.pid, name: entry.name, ...(cwd === undefined ? {} : { cwd }), ...(handoffId === undefined ? {} : { handoffId }) };
+    }),
+  );
+  const problems = [
+    ...(cwdAnswer.ok ? [] : [`working directories could not be read (${cwdAnswer.message})`]),
+    ...(envAnswer.ok ? [] : [`environments could not be read (${envAnswer.message})`]),
+  ];
+  return { processes, ...(problems.length === 0 ? {} : { problem: `Process ${problems.join(" and ")}.` }) };
+}
+
+/** `ps -o pid=,ppid=` output as rows; lines that are not two numbers are skipped. */
+function parsePidTable(stdout: string): { pid: number; ppid: number }[] {
+  return stdout
+    .split("\n")
+    .map((line) => /^\s*(\d+)\s+(\d+)\s*$/.exec(line))
+    .filter((match) => match !== null)
+    .map((match) => ({ pid: Number(match[1]), ppid: Number(match[2]) }));
+}
+
+/**
+ * Builds the portable implementation; tests pass captured output through `run`. A factory whose
+ * methods share `run` and the platform's environment flag: long only because it holds them, each
+ * longer step is a function of its own.
+ */
 export function createPortableFacts(options: { run?: CommandRunner; platform?: NodeJS.Platform } = {}): ProcessFacts {
   const run = options.run ?? defaultRunner;
   const envFlag = environmentFlag(options.platform ?? process.platform);
@@ -153,26 +190,7 @@ export function createPortableFacts(options: { run?: CommandRunner; platform?: N
     if (status === undefined) return { processes: [], problem: "ps could not be run, so the processes could not be described." };
     const live = status.filter((entry) => !entry.zombie);
     if (live.length === 0) return { processes: [] };
-    const list = live.map((entry) => entry.pid).join(",");
-    const [envAnswer, cwdAnswer] = await Promise.all([
-      run("ps", [envFlag, "-ww", "-o", "pid=,command=", "-p", list]),
-      run("lsof", ["-w", "-a", "-d", "cwd", "-p", list, "-Fn"]),
-    ]);
-    const markers = envAnswer.ok ? parseEnvironMarkers(envAnswer.stdout, HANDOFF_ID_ENV) : new Map<number, string>();
-    const cwds = cwdAnswer.ok ? parseLsofCwds(cwdAnswer.stdout) : new Map<number, string>();
-    const processes = await Promise.all(
-      live.map(async (entry): Promise<DescribedProcess> => {
-        const rawCwd = cwds.get(entry.pid);
-        const cwd = rawCwd === undefined ? undefined : await realpath(rawCwd).catch(() => undefined);
-        const handoffId = markers.get(entry.pid);
-        return { pid: entry.pid, name: entry.name, ...(cwd === undefined ? {} : { cwd }), ...(handoffId === undefined ? {} : { handoffId }) };
-      }),
-    );
-    const problems = [
-      ...(cwdAnswer.ok ? [] : [`working directories could not be read (${cwdAnswer.message})`]),
-      ...(envAnswer.ok ? [] : [`environments could not be read (${envAnswer.message})`]),
-    ];
-    return { processes, ...(problems.length === 0 ? {} : { problem: `Process ${problems.join(" and ")}.` }) };
+    return describeLive(run, envFlag, live);
   }
 
   return {
@@ -184,13 +202,7 @@ export function createPortableFacts(options: { run?: CommandRunner; platform?: N
       return status;
     },
     async isAlive(pid) {
-      if (!Number.isInteger(pid) || pid <= 0) return false;
-      try {
-        process.kill(pid, 0);
-      } catch (error) {
-        // EPERM means it exists but belongs to someone else.
-        if ((error as NodeJS.ErrnoException).code !== "EPERM") return false;
-      }
+      if (!Number.isInteger(pid) || pid <= 0 || !signalFinds(pid)) return false;
       const found = await rows([pid]);
       // ps unavailable: the signal said it exists, which is all that is known.
       if (found === undefined) return true;
@@ -208,12 +220,7 @@ export function createPortableFacts(options: { run?: CommandRunner; platform?: N
     async descendants(rootPid) {
       const answer = await run("ps", ["-A", "-ww", "-o", "pid=,ppid="]);
       if (!answer.ok) return [];
-      const table = answer.stdout
-        .split("\n")
-        .map((line) => /^\s*(\d+)\s+(\d+)\s*$/.exec(line))
-        .filter((match) => match !== null)
-        .map((match) => ({ pid: Number(match[1]), ppid: Number(match[2]) }));
-      return descendantsOf(rootPid, table);
+      return descendantsOf(rootPid, parsePidTable(answer.stdout));
     },
     describe,
     async findByName(name) {

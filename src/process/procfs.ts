@@ -11,7 +11,7 @@
 import { readdir, readFile, realpath } from "node:fs/promises";
 import type { DescribedProcess, ProcessDescriptions, ProcessFacts } from "./facts.ts";
 import { HANDOFF_ID_ENV } from "../mux/types.ts";
-import { descendantsOf } from "./table.ts";
+import { descendantsOf, signalFinds } from "./table.ts";
 
 const PROC_ROOT = "/proc";
 const BOOT_ID = "/proc/sys/kernel/random/boot_id";
@@ -126,13 +126,7 @@ function readBootTimeMs(): Promise<number | undefined> {
 
 /** Whether the process exists and is not a zombie. */
 export async function isAlive(pid: number): Promise<boolean> {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    // EPERM means it exists but belongs to someone else.
-    if ((error as NodeJS.ErrnoException).code !== "EPERM") return false;
-  }
+  if (!Number.isInteger(pid) || pid <= 0 || !signalFinds(pid)) return false;
   const stat = await readStat(pid);
   return stat === undefined || stat.state !== "Z";
 }

@@ -1,9 +1,20 @@
 /**
- * Process-table arithmetic shared by both process-facts implementations.
+ * What both process-facts implementations share: process-table arithmetic, and the one check that
+ * a pid exists (signal 0).
  *
- * Invariant: pure; a table read while processes come and go may hold cycles (a reused pid), which
- * never loop.
+ * Invariants: the arithmetic is pure; a table read while processes come and go may hold cycles (a
+ * reused pid), which never loop. `signalFinds` sends nothing (signal 0 only asks).
  */
+
+/** Whether signal 0 finds `pid`; EPERM means it exists but belongs to someone else. */
+export function signalFinds(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
 
 /** The descendants of `rootPid` in a process table given as pid/ppid pairs, breadth-first. */
 export function descendantsOf(rootPid: number, table: readonly { pid: number; ppid: number }[]): number[] {

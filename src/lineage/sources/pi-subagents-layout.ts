@@ -189,17 +189,13 @@ export const RunStatusSchema = z.looseObject({
 });
 export type RunStatus = z.infer<typeof RunStatusSchema>;
 
-export const TerminalMarkerSchema = z.looseObject({
-  version: z.literal(1),
-  runId: z.string().min(1),
-  sessionId: z.string().min(1),
-  endedAt: z.number().finite(),
-});
+/** What a terminal marker and a result-index entry both hold: whose run it is. */
+const runOfSession = { version: z.literal(1), runId: z.string().min(1), sessionId: z.string().min(1) };
+
+export const TerminalMarkerSchema = z.looseObject({ ...runOfSession, endedAt: z.number().finite() });
 
 export const ResultIndexEntrySchema = z.looseObject({
-  version: z.literal(1),
-  runId: z.string().min(1),
-  sessionId: z.string().min(1),
+  ...runOfSession,
   file: z.string(),
   writtenAt: z.number(),
   asyncDir: optionalString,

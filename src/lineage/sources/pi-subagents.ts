@@ -15,6 +15,7 @@
  * - Every file is decoded with a zod schema; a malformed file is skipped with a note.
  */
 import { dirname, isAbsolute, join } from "node:path";
+import type { z } from "zod";
 import { ownerIndex, type Ancestor } from "../ancestry.ts";
 import { pidLiveness, type PidLiveness } from "../liveness.ts";
 import { mapLimit } from "../../concurrency.ts";
@@ -79,6 +80,21 @@ interface Candidate {
 }
 
 /**
+ * The `*.json` records in `dir` (dot-files and names `keep` refuses skipped) that match `schema`.
+ * One that cannot be read or does not match is left out, with a note when `notes` is given; one
+ * that vanished meanwhile is no news.
+ */
+async function readRecords<S extends z.ZodType>(dir: string, schema: S, notes: string[] | undefined, keep: (name: string) => boolean = () => true): Promise<z.infer<S>[]> {
+  const files = (await listDir(dir, "files")).filter((name) => name.endsWith(".json") && !name.startsWith(".") && keep(name));
+  const records: z.infer<S>[] = [];
+  for (const read of await mapLimit(files, READ_CONCURRENCY, (name) => readJsonFile(join(dir, name), schema))) {
+    if (read.ok) records.push(read.value);
+    else if (notes !== undefined && read.code !== "missing") notes.push(`pi-subagents: ${read.message}`);
+  }
+  return records;
+}
+
+/**
  * The source, as a factory whose small inner functions share its options (roots, liveness):
  * long only because it holds them, each step is a function of its own.
  */
@@ -131,30 +147,16 @@ export function piSubagentsSource(options: PiSubagentsSourceOptions = {}): Linea
         return owner.forkedAt === undefined || !/^\d{16}-/.test(name) || endedAt > owner.forkedAt;
       };
       for (const dir of terminalRunsDirs(dirs, key)) {
-        const files = (await listDir(dir, "files")).filter((name) => name.endsWith(".json") && !name.startsWith(".") && endedAfterFork(name));
-        const markers = await mapLimit(files, READ_CONCURRENCY, (name) => readJsonFile(join(dir, name), TerminalMarkerSchema));
-        for (const marker of markers) {
-          if (marker.ok) {
-            if (marker.value.sessionId === key) add(marker.value.runId);
-          } else if (marker.code !== "missing") notes.push(`pi-subagents: ${marker.message}`);
-        }
+        for (const marker of await readRecords(dir, TerminalMarkerSchema, notes, endedAfterFork)) if (marker.sessionId === key) add(marker.runId);
       }
       // Results not yet delivered (or delivered but not yet removed), by owner session.
       for (const dir of resultIndexDirs(dirs, key)) {
-        const files = (await listDir(dir, "files")).filter((name) => name.endsWith(".json") && !name.startsWith("."));
-        const entries = await mapLimit(files, READ_CONCURRENCY, (name) => readJsonFile(join(dir, name), ResultIndexEntrySchema));
-        for (const entry of entries) {
-          if (entry.ok) {
-            if (entry.value.sessionId === key) add(entry.value.runId);
-          } else if (entry.code !== "missing") notes.push(`pi-subagents: ${entry.message}`);
-        }
+        for (const entry of await readRecords(dir, ResultIndexEntrySchema, notes)) if (entry.sessionId === key) add(entry.runId);
       }
       for (const dir of resultPendingDirs(dirs, key)) {
-        const files = (await listDir(dir, "files")).filter((name) => name.endsWith(".json") && !name.startsWith("."));
-        const payloads = await mapLimit(files, READ_CONCURRENCY, (name) => readJsonFile(join(dir, name), ResultPayloadSchema));
-        for (const payload of payloads) {
-          const runId = payload.ok ? (payload.value.runId ?? payload.value.id) : undefined;
-          if (payload.ok && runId !== undefined && payload.value.sessionId === key) add(runId);
+        for (const payload of await readRecords(dir, ResultPayloadSchema, undefined)) {
+          const runId = payload.runId ?? payload.id;
+          if (runId !== undefined && payload.sessionId === key) add(runId);
         }
       }
     }
@@ -384,6 +386,23 @@ async function runFiles(
   return { outputs, sessionFiles, archivedText };
 }
 
+/** The children's outputs of a result, as one text (empty when none has any). */
+function childOutputs(payload: ResultPayload | undefined): string {
+  return (payload?.results ?? [])
+    .map((child) => child.output)
+    .filter((output): output is string => typeof output === "string" && output.trim().length > 0)
+    .join("\n\n");
+}
+
+/** How to look at a run: pi-subagents' own status call, then the files that show it. */
+function inspectSteps(runId: string, resultFile: string | undefined, statusFile: string | undefined, firstOutput: string | undefined): string[] {
+  const inspect = [`subagent({ action: "status", id: "${runId}" }) (with pi-subagents loaded)`];
+  if (resultFile !== undefined) inspect.push(`read ${resultFile}`);
+  if (statusFile !== undefined) inspect.push(`read ${statusFile}`);
+  if (firstOutput !== undefined) inspect.push(`read ${firstOutput}`);
+  return inspect;
+}
+
 async function describeRun(
   dirs: PiSubagentsDirs,
   runId: string,
@@ -402,20 +421,10 @@ async function describeRun(
   const dir = runDir(dirs, runId);
   const { outputs, sessionFiles, archivedText } = await runFiles(dirs, runId, input);
 
-  const summaryText =
-    archivedText ??
-    payload?.summary ??
-    (payload?.results ?? [])
-      .map((child) => child.output)
-      .filter((output): output is string => typeof output === "string" && output.trim().length > 0)
-      .join("\n\n");
+  const summaryText = archivedText ?? payload?.summary ?? childOutputs(payload);
   const errorText = payload?.error ?? status?.error ?? (payload?.results ?? []).map((child) => child.error).find((e) => typeof e === "string");
   const statusFile = status === undefined ? undefined : statusPath(dirs, runId);
-  const inspect = [`subagent({ action: "status", id: "${runId}" }) (with pi-subagents loaded)`];
-  if (result !== undefined) inspect.push(`read ${result.path}`);
-  if (statusFile !== undefined) inspect.push(`read ${statusFile}`);
-  const firstOutput = [...outputs][0];
-  if (firstOutput !== undefined) inspect.push(`read ${firstOutput}`);
+  const inspect = inspectSteps(runId, result?.path, statusFile, [...outputs][0]);
 
   let progress = progressOf(status);
   if (outcome === "interrupted") {
