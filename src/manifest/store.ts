@@ -28,7 +28,8 @@ import { join, resolve } from "node:path";
 import { lock } from "proper-lockfile";
 import { z } from "zod";
 import { writeFileAtomic } from "../fs/atomic-write.ts";
-import { errorCode, readTextIfPresent, unlessMissing } from "../fs/probe.ts";
+import { errorCode, readTextIfPresent } from "../fs/probe.ts";
+import { unlinkIfPresent } from "../fs/unlink.ts";
 import { isOwnerAlive, ownerOf } from "../launch/owner.ts";
 import { type HandoffState, type Manifest, type ManifestOwner, ManifestSchema, MANIFEST_VERSION, canTransition } from "./schema.ts";
 import { errorMessage } from "../errors.ts";
@@ -592,10 +593,6 @@ async function readActionHolder(path: string): Promise<ActionHolder | undefined>
   } catch {
     return undefined;
   }
-}
-
-async function unlinkIfPresent(path: string): Promise<boolean> {
-  return unlessMissing(() => unlink(path));
 }
 
 function alreadyExists(id: string, path: string, cause?: unknown): ManifestStoreError {

@@ -4,7 +4,8 @@
  * Invariants:
  * - Nothing is removed while a Pi runs on the child session or in the worktree, or while the
  *   handoff is still being set up.
- * - Without `force`, uncommitted or untracked files and unmerged commits refuse the removal; the
+ * - Without `force`, uncommitted or untracked files, unmerged commits, and a checkout no one could
+ *   check for a running Pi (the writer check could not run, `writerUnknown`) refuse the removal; the
  *   plan (what would be lost, file by file and commit by commit) is handed to the caller BEFORE
  *   anything is done, with or without `force`.
  * - The branch is kept unless `deleteBranch` is asked AND nothing on it is unmerged; an unmerged
@@ -29,6 +30,7 @@ import { hasWorkspace, type GatherDeps } from "./gather.ts";
 import { isInProgress, isPrunable } from "./classify.ts";
 import { buildInventory, inspectHandoff, type InventoryDeps } from "./inventory.ts";
 import type { CommitList, HandoffReport } from "./report-schema.ts";
+import { stripPeriod } from "../text.ts";
 import { errorSentence } from "../errors.ts";
 import { describeLocation } from "../mux/describe.ts";
 
@@ -157,6 +159,8 @@ function stakesNeedingForce(plan: RemovalPlan, options: RemoveOptions): string[]
   const landed = options.landedTip !== undefined && branchState.code === "present" && branchState.tip === options.landedTip;
   if (unmerged !== undefined && unmerged.total > 0 && !landed) stakes.push(`${unmerged.total} commit(s) not merged into ${branchStateTarget(report)}`);
   if (report.changes === undefined && plan.worktree === "remove") stakes.push("changes that could not be read");
+  // A Pi no one could see may still be working in the checkout that would go.
+  if (report.writerUnknown !== undefined && plan.worktree === "remove") stakes.push(`a session that could not be checked for a running Pi (${stripPeriod(report.writerUnknown)})`);
   return stakes;
 }
 
@@ -199,6 +203,9 @@ export function describeRemovalPlan(plan: RemovalPlan): string[] {
     lines.push(`Its child session ${report.childSessionFile ?? "?"} was written but never recorded (the handoff was killed first); it is kept and recorded.`);
   }
   lines.push(...lossLines(plan), branchLine(plan));
+  if (report.writerUnknown !== undefined && plan.worktree === "remove") {
+    lines.push(`It could not be checked whether a Pi still works in it (${stripPeriod(report.writerUnknown)}); quit any Pi there first.`);
+  }
   if (report.workspace.code === "open" && !plan.closesWorkspace) {
     lines.push("Its window would stay open (it is no longer the worktree's); close it yourself.");
   }

@@ -6,12 +6,13 @@
  * ladder every backend shares is test/support/recovery-ladder.ts; what is tmux's own is here.
  */
 import { spawn } from "node:child_process";
-import { readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SessionLease } from "../../src/launch/lease.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { muxForLocation } from "../../src/mux/for-location.ts";
 import { relaunchHandoff } from "../../src/recovery/relaunch.ts";
+import { describeRemovalPlan, removeHandoff } from "../../src/recovery/remove.ts";
 import { NODE_BIN } from "../support/pi.ts";
 import * as ladder from "../support/recovery-ladder.ts";
 import { createRecoveryRig, killAndWait, runningManifest, STAND_IN_PI, type RecoveryRig } from "../support/recovery-rig.ts";
@@ -165,7 +166,21 @@ describe("relaunch on tmux", () => {
     const noTable = await relaunchHandoff({ ...rig.relaunchDeps(), scanProcesses: async () => ({ piProcesses: [], problem }) }, manifest.id, { focus: false });
     expect(noTable).toMatchObject({ code: "refused", reason: "writer_unknown" });
     expect(noTable.message).toBe(`Handoff ${manifest.id} was not relaunched because it could not be checked whether a Pi still writes its session: ${problem}`);
+    // Nor is its checkout removed under a Pi no one could see, unless the person says so.
+    const blind = { ...rig.recoveryDeps(), scanProcesses: async () => ({ piProcesses: [], problem }) };
+    const removal = await removeHandoff(blind, manifest.id, { force: false, deleteBranch: false });
+    expect(removal).toMatchObject({ code: "refused", reason: "needs_force" });
+    expect(removal.message).toBe(
+      `Handoff ${manifest.id} has a session that could not be checked for a running Pi (${problem.slice(0, -1)}); nothing was removed (add --force to remove it anyway: the files listed are deleted, the commits stay on branch feat/unknown-writer).`,
+    );
+    expect(removal.code === "refused" && removal.plan !== undefined ? describeRemovalPlan(removal.plan) : []).toContain(
+      `It could not be checked whether a Pi still works in it (${problem.slice(0, -1)}); quit any Pi there first.`,
+    );
     expect(readFileSync(rig.store.pathFor(manifest.id), "utf8")).toBe(before);
+    expect(existsSync(manifest.worktree.path)).toBe(true);
+    const forced = await removeHandoff(blind, manifest.id, { force: true, deleteBranch: false });
+    expect(forced.code, forced.message).toBe("removed");
+    expect(existsSync(manifest.worktree.path)).toBe(false);
   });
 
   it("reopens a closed window, then launches and confirms there", () => ladder.relaunchIntoAReopenedWindow(rig, tmux));
