@@ -14,6 +14,7 @@ import { ManifestStore } from "../../src/manifest/store.ts";
 import { REPORT_MESSAGE_TYPE } from "../../src/lineage/reports.ts";
 import type { TempRepo } from "./git-repo.ts";
 import { FAUX_MODEL, onlySessionFile, piTuiCommand, readEntries, runPiPrint, type PiSandbox } from "./pi.ts";
+import type { MuxRig } from "./mux-rig.ts";
 import { isProcessAlive } from "./recovery-rig.ts";
 import { waitFor } from "./tmux.ts";
 import { entriesOnly, HANDOFF_STARTED, PI_READY, submitLine, waitForScreen, type PaneDriver } from "./tui.ts";
@@ -21,15 +22,10 @@ import { entriesOnly, HANDOFF_STARTED, PI_READY, submitLine, waitForScreen, type
 /** The widget and report poll of the parent, short for the tests (the default is 2 s). */
 export const WATCH_POLL_ENV = { PI_HANDOFF_WATCH_POLL_MS: "200" };
 
-export interface ReturnTripWorld {
+/** A repository and Pi sandbox on one backend's rig (test/support/mux-rig.ts). */
+export interface ReturnTripWorld extends Pick<MuxRig, "parentPane" | "runInParentPane" | "childPane"> {
   sandbox: PiSandbox;
   repo: TempRepo;
-  /** The pane the parent Pi runs in. */
-  parentPane: PaneDriver;
-  /** Runs a shell line in the parent's pane. */
-  runInParentPane(line: string): Promise<void>;
-  /** The pane of a handoff's child, from its manifest. */
-  childPane(manifest: Manifest): PaneDriver;
 }
 
 interface ReportMessage {
