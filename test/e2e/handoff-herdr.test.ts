@@ -9,7 +9,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
-import { describe, expect, it, beforeAll } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { runHandoffScenario, useHandoffWorld } from "../support/handoff-scenario.ts";
