@@ -7,11 +7,10 @@
 import { readdirSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import type { Manifest } from "../../src/manifest/schema.ts";
-import { ManifestStore } from "../../src/manifest/store.ts";
-import { runHandoffScenario, useHandoffWorld } from "../support/handoff-scenario.ts";
+import { handOffUnfocused, runHandoffScenario, useHandoffWorld } from "../support/handoff-scenario.ts";
 import { startTmuxRig } from "../support/mux-rig.ts";
 import { piTuiCommand, readEntries, runPiPrint, FAUX_MODEL } from "../support/pi.ts";
-import { entriesOnly, HANDOFF_STARTED, PI_READY, submitLine, textOf, tmuxPane, waitForScreen } from "../support/tui.ts";
+import { entriesOnly, PI_READY, submitLine, textOf, tmuxPane, waitForScreen } from "../support/tui.ts";
 
 describe("/handoff-worktree on tmux with the real Pi", () => {
   const world = useHandoffWorld("phw-pi-", (sandbox) => startTmuxRig(sandbox));
@@ -37,27 +36,22 @@ describe("/handoff-worktree on tmux with the real Pi", () => {
     runPiPrint(sandbox, repo.root, ["--model", FAUX_MODEL, "--session-dir", `${sandbox.dir}/busy-sessions`, "opening question"]);
     const [file] = readdirSync(`${sandbox.dir}/busy-sessions`).map((name) => `${sandbox.dir}/busy-sessions/${name}`);
     if (file === undefined) throw new Error("no busy parent session");
-    const pane = (await tmux.tmux(["new-window", "-d", "-P", "-F", "#{pane_id}", "-t", `${tmux.sessionId}:`])).trim();
-    await tmux.tmux(["send-keys", "-t", pane, "-l", piTuiCommand(repo.root, ["--session", file, "--session-dir", `${sandbox.dir}/busy-sessions`])]);
-    await tmux.tmux(["send-keys", "-t", pane, "Enter"]);
-    await waitForScreen(tmuxPane(tmux, pane), PI_READY, "the busy parent TUI");
+    const pane = tmuxPane(tmux, (await tmux.tmux(["new-window", "-d", "-P", "-F", "#{pane_id}", "-t", `${tmux.sessionId}:`])).trim());
+    await pane.type(piTuiCommand(repo.root, ["--session", file, "--session-dir", `${sandbox.dir}/busy-sessions`]));
+    await pane.enter();
+    await waitForScreen(pane, PI_READY, "the busy parent TUI");
     // The faux model takes 3 s to answer anything that mentions "slow"; hand off while it works.
-    await submitLine(tmuxPane(tmux, pane), "a slow question", /Working/);
-    await submitLine(tmuxPane(tmux, pane), "/handoff-worktree feat/busy --no-focus", HANDOFF_STARTED);
-    const screen = await waitForScreen(tmuxPane(tmux, pane), /Handed off to branch feat\/busy|failed|did not confirm/, "the busy handoff's notice", 90_000);
-    expect(screen).toContain("Handed off to branch feat/busy");
-    const manifests = (await ManifestStore.forAgentDir(sandbox.agentDir).list()).filter((e) => e.ok && e.manifest.branch === "feat/busy");
-    const entry = manifests[0];
-    if (entry === undefined || !entry.ok) throw new Error("no manifest for feat/busy");
+    await submitLine(pane, "a slow question", /Working/);
+    const manifest = await handOffUnfocused(pane, sandbox.agentDir, "feat/busy");
     // The handoff started from the answer to the slow question: the turn finished first.
     const answer = entriesOnly(readEntries(file)).find((e) => e.type === "message" && textOf(e.message) === "faux reply to: a slow question");
     expect(answer).toBeDefined();
-    expect(entry.manifest.parent.leafId).toBe(answer?.id);
-    expect(Date.parse(entry.manifest.createdAt)).toBeGreaterThanOrEqual(Date.parse(answer?.timestamp ?? ""));
+    expect(manifest.parent.leafId).toBe(answer?.id);
+    expect(Date.parse(manifest.createdAt)).toBeGreaterThanOrEqual(Date.parse(answer?.timestamp ?? ""));
     // The custom session dir is kept for the child.
-    expect(entry.manifest.child.sessionFile?.startsWith(`${sandbox.dir}/busy-sessions/`)).toBe(true);
+    expect(manifest.child.sessionFile?.startsWith(`${sandbox.dir}/busy-sessions/`)).toBe(true);
     // --no-focus: the parent's window stays the active one.
-    expect(entry.manifest.focus).toBeUndefined();
-    expect(await childWindowActive(entry.manifest)).toBe("0");
+    expect(manifest.focus).toBeUndefined();
+    expect(await childWindowActive(manifest)).toBe("0");
   });
 });

@@ -17,7 +17,7 @@ import { createTempRepo, type TempRepo } from "./git-repo.ts";
 import type { MuxRig } from "./mux-rig.ts";
 import { createPiSandbox, piTuiCommand, readEntries, type PiSandbox } from "./pi.ts";
 import { waitFor } from "./tmux.ts";
-import { buildParentWithAbandonedBranch, entriesOnly, HANDOFF_STARTED, PI_READY, sha256OfFile, submitLine, textOf, waitForScreen } from "./tui.ts";
+import { buildParentWithAbandonedBranch, entriesOnly, HANDOFF_STARTED, PI_READY, sha256OfFile, submitLine, textOf, waitForScreen, type PaneDriver } from "./tui.ts";
 
 /** A repository with a tag `v1` one commit behind `main`, a Pi sandbox, and a rig, set up once per file. */
 export interface HandoffWorld<R extends MuxRig> {
@@ -124,6 +124,17 @@ async function expectChildAnswersOnlyUs(world: HandoffWorld<MuxRig>, manifest: M
     (e) => e.type === "message" && e.message.role === "assistant" && Date.parse(e.timestamp) > Date.parse(manifest.createdAt),
   );
   expect(answers.map((e) => (e.type === "message" ? textOf(e.message) : ""))).toEqual(["faux reply to: ping from the test"]);
+}
+
+/** Types `/handoff-worktree <branch> --no-focus` into `pane`, waits for its notice, and returns the running handoff's manifest. */
+export async function handOffUnfocused(pane: PaneDriver, agentDir: string, branch: string): Promise<Manifest> {
+  await submitLine(pane, `/handoff-worktree ${branch} --no-focus`, HANDOFF_STARTED);
+  const screen = await waitForScreen(pane, new RegExp(`Handed off to branch ${branch.replace("/", "\\/")}|failed|did not confirm`), "the handoff's notice", 90_000);
+  expect(screen).toContain(`Handed off to branch ${branch}`);
+  const listed = (await ManifestStore.forAgentDir(agentDir).list()).filter((entry) => entry.ok && entry.manifest.branch === branch);
+  const entry = listed[0];
+  if (entry === undefined || !entry.ok || entry.manifest.state !== "running") throw new Error(`The handoff to ${branch} is not running.`);
+  return entry.manifest;
 }
 
 /** Forks the active branch into a worktree, starts the child, confirms by its ack, then focuses it. */
