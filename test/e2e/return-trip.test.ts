@@ -6,57 +6,19 @@
  */
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
-import { startHerdrDouble } from "../support/herdr.ts";
+import { startHerdrRig, startTmuxRig, type MuxRig } from "../support/mux-rig.ts";
 import { createPiSandbox, type PiSandbox } from "../support/pi.ts";
 import { runReportWhileParentClosed, runReturnTrip, WATCH_POLL_ENV, type ReturnTripWorld } from "../support/return-trip.ts";
-import { startPrivateTmux } from "../support/tmux.ts";
-import { herdrPane, tmuxPane } from "../support/tui.ts";
 
-type Backend = { world: Omit<ReturnTripWorld, "sandbox" | "repo">; stop(): Promise<void> };
-
-const BACKENDS: Record<string, (sandbox: PiSandbox, repo: TempRepo) => Promise<Backend>> = {
-  tmux: async (sandbox) => {
-    const tmux = await startPrivateTmux({ env: sandbox.env });
-    const parentPane = tmuxPane(tmux, tmux.firstPaneId);
-    return {
-      world: {
-        parentPane,
-        runInParentPane: async (line) => {
-          await parentPane.type(line);
-          await parentPane.enter();
-        },
-        childPane: (manifest) => {
-          if (manifest.mux.kind !== "tmux" || manifest.mux.paneId === undefined) throw new Error("expected a tmux pane");
-          return tmuxPane(tmux, manifest.mux.paneId);
-        },
-      },
-      stop: () => tmux.kill(),
-    };
-  },
-  "the Herdr double": async (sandbox, repo) => {
-    const herdr = await startHerdrDouble({ env: sandbox.env });
-    const parent = await herdr.openWorkspace(repo.root, "parent");
-    return {
-      world: {
-        parentPane: herdrPane(herdr, parent.paneId),
-        runInParentPane: async (line) => {
-          const run = await herdr.herdr(["pane", "run", parent.paneId, line]);
-          if (run.exitCode !== 0) throw new Error(run.stderr);
-        },
-        childPane: (manifest) => {
-          if (manifest.mux.kind !== "herdr" || manifest.mux.paneId === undefined) throw new Error("expected a Herdr pane");
-          return herdrPane(herdr, manifest.mux.paneId);
-        },
-      },
-      stop: () => herdr.kill(),
-    };
-  },
+const BACKENDS: Record<string, (sandbox: PiSandbox, repo: TempRepo) => Promise<MuxRig>> = {
+  tmux: (sandbox) => startTmuxRig(sandbox),
+  "the Herdr double": (sandbox, repo) => startHerdrRig(sandbox, repo),
 };
 
 describe.each(Object.keys(BACKENDS))("the return trip on %s with the real Pi", (name) => {
   let sandbox: PiSandbox;
   let repo: TempRepo;
-  let backend: Backend | undefined;
+  let rig: MuxRig | undefined;
   let world: ReturnTripWorld;
 
   beforeAll(async () => {
@@ -65,12 +27,12 @@ describe.each(Object.keys(BACKENDS))("the return trip on %s with the real Pi", (
     repo = createTempRepo({ extraCommits: 1 });
     const start = BACKENDS[name];
     if (start === undefined) throw new Error(`no backend ${name}`);
-    backend = await start(sandbox, repo);
-    world = { sandbox, repo, ...backend.world };
+    rig = await start(sandbox, repo);
+    world = { sandbox, repo, ...rig };
   });
 
   afterAll(async () => {
-    await backend?.stop();
+    await rig?.stop();
     repo?.cleanup();
     sandbox?.cleanup();
   });

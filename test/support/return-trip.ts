@@ -9,27 +9,23 @@
  */
 import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
 import { expect } from "vitest";
-import type { Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { REPORT_MESSAGE_TYPE } from "../../src/lineage/reports.ts";
 import type { TempRepo } from "./git-repo.ts";
+import { handOffUnfocused } from "./handoff-scenario.ts";
 import { FAUX_MODEL, onlySessionFile, piTuiCommand, readEntries, runPiPrint, type PiSandbox } from "./pi.ts";
+import type { MuxRig } from "./mux-rig.ts";
 import { isProcessAlive } from "./recovery-rig.ts";
 import { waitFor } from "./tmux.ts";
-import { entriesOnly, HANDOFF_STARTED, PI_READY, submitLine, waitForScreen, type PaneDriver } from "./tui.ts";
+import { entriesOnly, PI_READY, submitLine, waitForScreen, type PaneDriver } from "./tui.ts";
 
 /** The widget and report poll of the parent, short for the tests (the default is 2 s). */
 export const WATCH_POLL_ENV = { PI_HANDOFF_WATCH_POLL_MS: "200" };
 
-export interface ReturnTripWorld {
+/** A repository and Pi sandbox on one backend's rig (test/support/mux-rig.ts). */
+export interface ReturnTripWorld extends Pick<MuxRig, "parentPane" | "runInParentPane" | "childPane"> {
   sandbox: PiSandbox;
   repo: TempRepo;
-  /** The pane the parent Pi runs in. */
-  parentPane: PaneDriver;
-  /** Runs a shell line in the parent's pane. */
-  runInParentPane(line: string): Promise<void>;
-  /** The pane of a handoff's child, from its manifest. */
-  childPane(manifest: Manifest): PaneDriver;
 }
 
 interface ReportMessage {
@@ -76,22 +72,13 @@ async function quit(pane: PaneDriver, pid: number | undefined, what: string): Pr
   }, { timeoutMs: 20_000, intervalMs: 500, description: `${what} (pid ${pid}) to quit` });
 }
 
-async function handOff(world: ReturnTripWorld, branch: string): Promise<Manifest> {
-  await submitLine(world.parentPane, `/handoff-worktree ${branch} --no-focus`, HANDOFF_STARTED);
-  await waitForScreen(world.parentPane, new RegExp(`Handed off to branch ${branch.replace("/", "\\/")}|failed|did not confirm`), "the handoff's notice", 90_000);
-  const listed = (await ManifestStore.forAgentDir(world.sandbox.agentDir).list()).filter((entry) => entry.ok && entry.manifest.branch === branch);
-  const entry = listed[0];
-  if (entry === undefined || !entry.ok || entry.manifest.state !== "running") throw new Error(`The handoff to ${branch} is not running.`);
-  return entry.manifest;
-}
-
 /** The first session: hand off, commit, watch, hear back, land with --remove. */
 export async function runReturnTrip(world: ReturnTripWorld): Promise<void> {
   const { repo, sandbox } = world;
   runPiPrint(sandbox, repo.root, ["--model", FAUX_MODEL, "first question"]);
   const parentFile = onlySessionFile(sandbox, repo.root);
   const parentPid = await startParent(world, parentFile);
-  const manifest = await handOff(world, "feat/trip");
+  const manifest = await handOffUnfocused(world.parentPane, sandbox.agentDir, "feat/trip");
   const worktree = manifest.worktree.path;
   const child = world.childPane(manifest);
   await waitForScreen(child, PI_READY, "the child TUI");
@@ -154,7 +141,7 @@ export async function runReportWhileParentClosed(world: ReturnTripWorld): Promis
   const { repo, sandbox } = world;
   const parentFile = onlySessionFile(sandbox, repo.root);
   const firstPid = await startParent(world, parentFile);
-  const manifest = await handOff(world, "feat/closed");
+  const manifest = await handOffUnfocused(world.parentPane, sandbox.agentDir, "feat/closed");
   const child = world.childPane(manifest);
   await waitForScreen(child, PI_READY, "the child TUI");
   const before = reportMessages(parentFile).length;
