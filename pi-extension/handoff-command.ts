@@ -11,7 +11,8 @@ import { HANDOFF_HELP, parseHandoffArgs } from "../src/handoff/args.ts";
 import { currentPiCommand, mirroredPiFlags } from "../src/launch/launch-command.ts";
 import { nextSteps } from "../src/handoff/next-steps.ts";
 import { createHandoffDeps } from "../src/handoff/deps.ts";
-import { HandoffTransaction, type HandoffOutcome } from "../src/handoff/transaction.ts";
+import { HandoffTransaction, type HandoffOutcome, type HandoffRequest } from "../src/handoff/transaction.ts";
+import type { HandoffConfig } from "../src/config/schema.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import { report } from "./report.ts";
 import { errorClause } from "../src/errors.ts";
@@ -53,26 +54,13 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
 
   const env = process.env;
   const agentDir = agentDirFromEnv(env);
-  // Settings first: an invalid file stops the handoff before anything is waited for or written.
-  const settings = await loadHandoffConfig({ cwd: ctx.cwd, agentDir, projectTrusted: ctx.isProjectTrusted() });
-  if (!settings.ok) return report(ctx, settings.message, "error");
-  for (const notice of settings.notices) report(ctx, notice, "info");
-  if (settings.repoPostCreate !== undefined) {
-    const approval = await approveRepoPostCreate({
-      agentDir,
-      hooks: settings.repoPostCreate,
-      approvedByFlag: parsed.args.approvePostCreate === true,
-      prompt: { hasUI: ctx.hasUI, confirm: (title, message) => ctx.ui.confirm(title, message) },
-    });
-    if (approval !== undefined) return report(ctx, approval, "error");
-  }
+  const config = await readSettings(ctx, agentDir, parsed.args.approvePostCreate === true);
+  if (config === undefined) return;
 
   if (!ctx.isIdle()) {
     ctx.ui.setStatus(STATUS_KEY, "handoff: waiting for the agent to finish");
     await ctx.waitForIdle();
   }
-  const sessionManager = ctx.sessionManager;
-  const sessionFile = sessionManager.getSessionFile();
   const { deps, dispose } = createHandoffDeps({
     env,
     agentDir,
@@ -83,33 +71,7 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
   const transaction = new HandoffTransaction(deps);
   let outcome: HandoffOutcome;
   try {
-    outcome = await transaction.run({
-      args: parsed.args,
-      parent: {
-        sessionFile,
-        sessionFileExists: sessionFile !== undefined && (await isFile(sessionFile)),
-        sessionId: sessionManager.getSessionId(),
-        leafId: sessionManager.getLeafId(),
-        cwd: ctx.cwd,
-        sessionDir: sessionManager.getSessionDir(),
-      },
-      model:
-        ctx.model !== undefined
-          ? {
-              provider: ctx.model.provider,
-              id: ctx.model.id,
-              available: ctx.modelRegistry.find(ctx.model.provider, ctx.model.id) !== undefined,
-            }
-          : undefined,
-      thinkingLevel: ctx.thinkingLevel ?? pi.getThinkingLevel(),
-      projectTrusted: ctx.isProjectTrusted(),
-      agentDir,
-      piCommand: currentPiCommand(),
-      extraPiArgs: mirroredPiFlags(process.argv, process.cwd()),
-      env,
-      config: settings.config,
-      printMode: !ctx.hasUI,
-    });
+    outcome = await transaction.run(await hostRequest(pi, ctx, { args: parsed.args, agentDir, env, config }));
   } catch (error) {
     // An unexpected failure (a lock that cannot be had, a store that cannot be written) must still
     // reach the user as one sentence, with where to look: nothing is deleted, the manifest says what exists.
@@ -127,3 +89,51 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
   report(ctx, [outcome.message, ...nextSteps(outcome, { env })].join("\n"), level);
 }
 
+/**
+ * The settings files, read first: an invalid file stops the handoff before anything is waited for
+ * or written, and a repository's postCreate commands are approved (or refused) here. Undefined:
+ * stopped, and the user was told why.
+ */
+async function readSettings(ctx: ExtensionCommandContext, agentDir: string, approvedByFlag: boolean): Promise<HandoffConfig | undefined> {
+  const settings = await loadHandoffConfig({ cwd: ctx.cwd, agentDir, projectTrusted: ctx.isProjectTrusted() });
+  if (!settings.ok) return void report(ctx, settings.message, "error");
+  for (const notice of settings.notices) report(ctx, notice, "info");
+  if (settings.repoPostCreate !== undefined) {
+    const approval = await approveRepoPostCreate({
+      agentDir,
+      hooks: settings.repoPostCreate,
+      approvedByFlag,
+      prompt: { hasUI: ctx.hasUI, confirm: (title, message) => ctx.ui.confirm(title, message) },
+    });
+    if (approval !== undefined) return void report(ctx, approval, "error");
+  }
+  return settings.config;
+}
+
+/** The host's state as the transaction's plain request: the parent session, model, and how this Pi was started. */
+async function hostRequest(
+  pi: ExtensionAPI,
+  ctx: ExtensionCommandContext,
+  given: Pick<HandoffRequest, "args" | "agentDir" | "env" | "config">,
+): Promise<HandoffRequest> {
+  const sessionManager = ctx.sessionManager;
+  const sessionFile = sessionManager.getSessionFile();
+  const model = ctx.model;
+  return {
+    ...given,
+    parent: {
+      sessionFile,
+      sessionFileExists: sessionFile !== undefined && (await isFile(sessionFile)),
+      sessionId: sessionManager.getSessionId(),
+      leafId: sessionManager.getLeafId(),
+      cwd: ctx.cwd,
+      sessionDir: sessionManager.getSessionDir(),
+    },
+    model: model === undefined ? undefined : { provider: model.provider, id: model.id, available: ctx.modelRegistry.find(model.provider, model.id) !== undefined },
+    thinkingLevel: ctx.thinkingLevel ?? pi.getThinkingLevel(),
+    projectTrusted: ctx.isProjectTrusted(),
+    piCommand: currentPiCommand(),
+    extraPiArgs: mirroredPiFlags(process.argv, process.cwd()),
+    printMode: !ctx.hasUI,
+  };
+}

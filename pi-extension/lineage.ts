@@ -39,10 +39,9 @@ import {
   summarizeDetails,
 } from "../src/lineage/messages.ts";
 import { defaultSources, newlyEnded, ownCompletionOwnerId, refreshRuns, scanSources, selectForResume, selectWatched } from "../src/lineage/scan.ts";
-import { cleanText, formatTime } from "../src/lineage/text.ts";
-import { deliveryKey, type AdoptedRun, type LineageEntryView, type LineageSource, type ScanContext } from "../src/lineage/types.ts";
+import type { AdoptedRun, LineageEntryView, LineageSource, ScanContext } from "../src/lineage/types.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
-import { open } from "node:fs/promises";
+import { answerAdoptedRuns, type AdoptedRunsState } from "../src/lineage/adopted-runs.ts";
 import { compactLineageText, type Styler } from "./renderers.ts";
 import { errorMessage } from "../src/errors.ts";
 
@@ -51,7 +50,6 @@ const SCAN_DELAY_MS = 50;
 const DEFAULT_POLL_MS = 2_000;
 /** A handoff child's kickoff normally starts its turn at once; after this, it is not coming. */
 const KICKOFF_GRACE_MS = 5_000;
-const TOOL_OUTPUT_TAIL_CHARS = 4_000;
 
 export interface LineageOptions {
   sources?: LineageSource[];
@@ -234,40 +232,23 @@ class LineageSession {
   }
 }
 
-function runLines(run: AdoptedRun): string[] {
-  const lines = [`[${run.source}] ${run.runId} — ${run.outcome} (${run.state}): ${run.title}`];
-  if (run.progress !== undefined) lines.push(`  progress: ${run.progress}`);
-  if (run.parentRunId !== undefined) lines.push(`  part of workflow run ${run.parentRunId}`);
-  lines.push(`  owner: ${run.owner.key} (${run.owner.depth} level${run.owner.depth === 1 ? "" : "s"} up)`);
-  const started = formatTime(run.startedAt);
-  const ended = formatTime(run.endedAt);
-  if (started !== undefined) lines.push(`  started: ${started}${run.pid === undefined ? "" : ` (pid ${run.pid})`}`);
-  if (ended !== undefined) lines.push(`  ended: ${ended}`);
-  if (run.success !== undefined) lines.push(`  success: ${run.success}`);
-  if (run.paths.runDir !== undefined) lines.push(`  directory: ${run.paths.runDir}`);
-  if (run.paths.status !== undefined) lines.push(`  status: ${run.paths.status}`);
-  if (run.paths.result !== undefined) lines.push(`  result: ${run.paths.result}`);
-  for (const output of run.paths.outputs) lines.push(`  output: ${output}`);
-  for (const file of run.paths.sessionFiles.slice(0, 5)) lines.push(`  session: ${file}`);
-  return lines;
-}
-
-/** The last `maxChars` characters of a text file, cleaned; undefined if it cannot be read. */
-async function tailOf(path: string, maxChars: number): Promise<string | undefined> {
-  let handle;
-  try {
-    handle = await open(path, "r");
-    const size = (await handle.stat()).size;
-    const length = Math.min(size, maxChars * 4);
-    const buffer = Buffer.alloc(length);
-    await handle.read(buffer, 0, length, size - length);
-    const text = buffer.toString("utf8");
-    return cleanText(text.slice(-maxChars), maxChars);
-  } catch {
-    return undefined;
-  } finally {
-    await handle?.close();
-  }
+/** The `adopted_runs` tool; its answers are src/lineage/adopted-runs.ts's, from the session's state. */
+function registerAdoptedRunsTool(pi: ExtensionAPI, state: () => Promise<AdoptedRunsState>): void {
+  pi.registerTool({
+    name: ADOPTED_RUNS_TOOL,
+    label: "Adopted runs",
+    description:
+      "List or inspect the background work this session adopted from the sessions it continues (pi-subagents runs, pi-workflows runs, earlier handoffs): state, progress, and where the status, result and output files are. action=list shows all; action=inspect with runId shows one run in full, with the end of its output log.",
+    promptSnippet: "List or inspect background runs adopted from earlier sessions",
+    parameters: Type.Object({
+      action: Type.String({ enum: ["list", "inspect"], description: "list: every adopted run; inspect: one run in full" }),
+      runId: Type.Optional(Type.String({ description: "For inspect: the run id (or a unique prefix)" })),
+    }),
+    async execute(_toolCallId, params) {
+      const answer = await answerAdoptedRuns(params, await state());
+      return { content: [{ type: "text", text: answer.text }], details: { runs: answer.runs }, ...(answer.isError === true ? { isError: true } : {}) };
+    },
+  });
 }
 
 export function registerLineage(pi: ExtensionAPI, options: LineageOptions = {}): void {
@@ -289,57 +270,13 @@ export function registerLineage(pi: ExtensionAPI, options: LineageOptions = {}):
     return box;
   });
 
-  const registerTool = (): void => pi.registerTool({
-    name: ADOPTED_RUNS_TOOL,
-    label: "Adopted runs",
-    description:
-      "List or inspect the background work this session adopted from the sessions it continues (pi-subagents runs, pi-workflows runs, earlier handoffs): state, progress, and where the status, result and output files are. action=list shows all; action=inspect with runId shows one run in full, with the end of its output log.",
-    promptSnippet: "List or inspect background runs adopted from earlier sessions",
-    parameters: Type.Object({
-      action: Type.String({ enum: ["list", "inspect"], description: "list: every adopted run; inspect: one run in full" }),
-      runId: Type.Optional(Type.String({ description: "For inspect: the run id (or a unique prefix)" })),
-    }),
-    async execute(_toolCallId, params) {
-      const current = session;
-      if (withoutLineage) {
-        return { content: [{ type: "text", text: "This session continues no earlier session (its header names no parent), so it has adopted nothing." }], details: { runs: [] } };
-      }
-      if (current === undefined || !current.hasScanned) {
-        return { content: [{ type: "text", text: "The lineage scan has not finished yet; try again in a moment." }], details: { runs: [] } };
-      }
-      const runs = await current.refreshAll();
-      if (params.action === "inspect") {
-        const wanted = params.runId ?? "";
-        const matches = runs.filter((run) => run.runId === wanted || (wanted.length >= 4 && run.runId.startsWith(wanted)));
-        const run = matches.length === 1 ? matches[0] : undefined;
-        if (run === undefined) {
-          const why = matches.length > 1 ? `"${wanted}" matches ${matches.length} runs; give more of the id.` : `No adopted run has the id "${wanted}".`;
-          return { content: [{ type: "text", text: `${why} ${ADOPTED_RUNS_TOOL} with action=list shows them all.` }], details: { runs: [] }, isError: true };
-        }
-        const lines = runLines(run);
-        if (run.summary !== undefined) lines.push("", "summary:", run.summary);
-        if (run.error !== undefined) lines.push("", `error: ${run.error}`);
-        lines.push("", "inspect:", ...run.inspect.map((hint) => `  ${hint}`));
-        const log = run.paths.outputs[0];
-        const tail = log === undefined ? undefined : await tailOf(log, TOOL_OUTPUT_TAIL_CHARS);
-        if (tail !== undefined && tail.length > 0) lines.push("", `end of ${log}:`, tail);
-        return { content: [{ type: "text", text: lines.join("\n") }], details: { runs: [deliveryKey(run)] } };
-      }
-      if (runs.length === 0) {
-        const notes = current.scanNotes();
-        return {
-          content: [{ type: "text", text: `No background work was adopted from earlier sessions.${notes.length > 0 ? `\nNotes:\n${notes.map((n) => `- ${n}`).join("\n")}` : ""}` }],
-          details: { runs: [] },
-        };
-      }
-      const order = ["active", "interrupted", "finished", "notice"];
-      const sorted = [...runs].sort((a, b) => order.indexOf(a.outcome) - order.indexOf(b.outcome));
-      const lines = sorted.flatMap((run) => [...runLines(run), ""]);
-      const notes = current.scanNotes();
-      if (notes.length > 0) lines.push("Notes from the scan:", ...notes.slice(0, 20).map((note) => `- ${note}`));
-      return { content: [{ type: "text", text: lines.join("\n").trimEnd() }], details: { runs: sorted.map(deliveryKey) } };
-    },
-  });
+  const lineageState = async (): Promise<AdoptedRunsState> => {
+    const current = session;
+    if (withoutLineage) return { code: "without_lineage" };
+    if (current === undefined || !current.hasScanned) return { code: "not_scanned" };
+    return { code: "scanned", runs: await current.refreshAll(), notes: current.scanNotes() };
+  };
+  const registerTool = (): void => registerAdoptedRunsTool(pi, lineageState);
 
   // Registered with the first session that has a lineage: a session without one has nothing to
   // adopt, and its model need not carry the tool's description in every request.
