@@ -12,6 +12,7 @@ import { ManifestStore } from "../src/manifest/store.ts";
 import { sendChildReport, type SendReportOutcome } from "../src/lineage/reports.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import { report } from "./report.ts";
+import { gitCallMs } from "../src/config/waits.ts";
 
 export const REPORT_TOOL = "handoff_report";
 const GIT_TIMEOUT_MS = 15_000;
@@ -26,7 +27,7 @@ async function send(ctx: ExtensionContext, input: { text: string; done?: string;
     {
       store: ManifestStore.forAgentDir(agentDir),
       reports: ChildReportStore.forAgentDir(agentDir),
-      git: new SimpleGitPort({ env: process.env, timeoutMs: GIT_TIMEOUT_MS }),
+      git: new SimpleGitPort({ env: process.env, timeoutMs: gitCallMs(process.env, GIT_TIMEOUT_MS) }),
       now: () => new Date(),
     },
     { handoffId: details.handoffId, ...input },

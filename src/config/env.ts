@@ -6,9 +6,9 @@
  * Invariants:
  * - Pure: reads the given environment object only.
  * - An unset or empty variable (`VAR= pi`) means "not set": the default applies.
- * - Durations are whole milliseconds above 0 (the lineage and watch polls at least 100; the
- *   launch's and the multiplexers' waits within the bounds the README gives, config/waits.ts has
- *   their defaults), the launch attempts a whole number from 1 to 10; the worktree root is
+ * - Durations are whole milliseconds within the bounds below, which the README's table states
+ *   (test/unit/docs.test.ts compares them; config/waits.ts has the defaults), the launch attempts
+ *   a whole number from 1 to 10; the worktree root is
  *   an absolute path (or `~/...`), since a relative one would put worktrees wherever Pi happens to
  *   run, inside the repository.
  * - `PI_HANDOFF_FAULT` (tests only) and the variables the package sets for its children
@@ -23,18 +23,26 @@ const VARIABLES = {
     schema: z.string().refine((value) => isAbsolute(value) || value === "~" || value.startsWith("~/")),
     expected: "an absolute path (such as ~/worktrees or /srv/worktrees): a relative one would put worktrees inside whatever directory Pi runs in",
   },
-  PI_HANDOFF_SHELL_TIMEOUT_MS: { schema: wholeMs(1), expected: "a whole number of milliseconds above 0 (such as 15000)" },
-  PI_HANDOFF_CONFIRM_TIMEOUT_MS: { schema: wholeMs(1), expected: "a whole number of milliseconds above 0 (such as 45000)" },
-  PI_HANDOFF_POST_CREATE_TIMEOUT_MS: { schema: wholeMs(1), expected: "a whole number of milliseconds above 0 (such as 600000)" },
-  PI_HANDOFF_LINEAGE_POLL_MS: { schema: wholeMs(100), expected: "a whole number of milliseconds, at least 100 (such as 2000)" },
-  PI_HANDOFF_WATCH_POLL_MS: { schema: wholeMs(100), expected: "a whole number of milliseconds, at least 100 (such as 2000)" },
-  PI_HANDOFF_LAUNCH_START_TIMEOUT_MS: { schema: wholeMs(100, 120_000), expected: "a whole number of milliseconds from 100 to 120000 (such as 3000)" },
-  PI_HANDOFF_LAUNCH_ATTEMPTS: { schema: wholeMs(1, 10), expected: "a whole number from 1 to 10 (such as 3)" },
-  PI_HANDOFF_LAUNCHER_WAIT_MS: { schema: wholeMs(1_000, 3_600_000), expected: "a whole number of milliseconds from 1000 to 3600000 (such as 300000)" },
-  PI_HANDOFF_MUX_TIMEOUT_MS: { schema: wholeMs(100, 120_000), expected: "a whole number of milliseconds from 100 to 120000 (such as 5000)" },
-  PI_HANDOFF_HERDR_WORKTREE_TIMEOUT_MS: { schema: wholeMs(1_000, 3_600_000), expected: "a whole number of milliseconds from 1000 to 3600000 (such as 120000)" },
-  PI_HANDOFF_HERDR_PING_TIMEOUT_MS: { schema: wholeMs(100, 60_000), expected: "a whole number of milliseconds from 100 to 60000 (such as 3000)" },
+  PI_HANDOFF_SHELL_TIMEOUT_MS: whole(100, 600_000, 15_000),
+  PI_HANDOFF_CONFIRM_TIMEOUT_MS: whole(100, 600_000, 45_000),
+  PI_HANDOFF_POST_CREATE_TIMEOUT_MS: whole(1_000, 86_400_000, 600_000),
+  PI_HANDOFF_LINEAGE_POLL_MS: whole(100, undefined, 2_000),
+  PI_HANDOFF_WATCH_POLL_MS: whole(100, undefined, 2_000),
+  PI_HANDOFF_LAUNCH_START_TIMEOUT_MS: whole(100, 120_000, 3_000),
+  PI_HANDOFF_LAUNCH_ATTEMPTS: whole(1, 10, 3, "number"),
+  PI_HANDOFF_LAUNCHER_WAIT_MS: whole(1_000, 3_600_000, 300_000),
+  PI_HANDOFF_MUX_TIMEOUT_MS: whole(100, 120_000, 5_000),
+  PI_HANDOFF_HERDR_WORKTREE_TIMEOUT_MS: whole(1_000, 3_600_000, 120_000),
+  PI_HANDOFF_HERDR_PING_TIMEOUT_MS: whole(100, 60_000, 3_000),
+  PI_HANDOFF_GIT_TIMEOUT_MS: whole(1_000, 3_600_000, 60_000),
+  PI_HANDOFF_GIT_FETCH_TIMEOUT_MS: whole(1_000, 3_600_000, 30_000),
+  PI_HANDOFF_GIT_WORKTREE_TIMEOUT_MS: whole(1_000, 86_400_000, 600_000),
 } as const;
+
+/** The bounds of each numeric variable, for the README's table (checked by test/unit/docs.test.ts). */
+export const NUMERIC_BOUNDS: Readonly<Partial<Record<HandoffEnvName, { minimum: number; maximum?: number }>>> = Object.fromEntries(
+  Object.entries(VARIABLES).flatMap(([name, variable]) => ("bounds" in variable ? [[name, variable.bounds]] : [])),
+);
 
 export type HandoffEnvName = keyof typeof VARIABLES;
 export const HANDOFF_ENV_NAMES = Object.keys(VARIABLES) as HandoffEnvName[];
@@ -53,6 +61,9 @@ export const HandoffEnvSchema = z.object({
   PI_HANDOFF_MUX_TIMEOUT_MS: VARIABLES.PI_HANDOFF_MUX_TIMEOUT_MS.schema.optional(),
   PI_HANDOFF_HERDR_WORKTREE_TIMEOUT_MS: VARIABLES.PI_HANDOFF_HERDR_WORKTREE_TIMEOUT_MS.schema.optional(),
   PI_HANDOFF_HERDR_PING_TIMEOUT_MS: VARIABLES.PI_HANDOFF_HERDR_PING_TIMEOUT_MS.schema.optional(),
+  PI_HANDOFF_GIT_TIMEOUT_MS: VARIABLES.PI_HANDOFF_GIT_TIMEOUT_MS.schema.optional(),
+  PI_HANDOFF_GIT_FETCH_TIMEOUT_MS: VARIABLES.PI_HANDOFF_GIT_FETCH_TIMEOUT_MS.schema.optional(),
+  PI_HANDOFF_GIT_WORKTREE_TIMEOUT_MS: VARIABLES.PI_HANDOFF_GIT_WORKTREE_TIMEOUT_MS.schema.optional(),
 });
 export type HandoffEnv = z.infer<typeof HandoffEnvSchema>;
 
@@ -85,10 +96,20 @@ export function validHandoffEnv(env: Readonly<Record<string, string | undefined>
   return valid;
 }
 
-function wholeMs(minimum: number, maximum: number = Number.MAX_SAFE_INTEGER) {
-  return z
-    .string()
-    .regex(/^\d+$/)
-    .transform(Number)
-    .pipe(z.number().int().min(minimum).max(maximum));
+/**
+ * A whole number (of milliseconds, unless `unit` says otherwise) from `minimum` to `maximum`, with
+ * the sentence that says so; `example` is the default, shown as "such as".
+ */
+function whole(minimum: number, maximum: number | undefined, example: number, unit: "milliseconds" | "number" = "milliseconds") {
+  const what = unit === "number" ? "a whole number" : "a whole number of milliseconds";
+  const range = maximum === undefined ? `, at least ${minimum}` : ` from ${minimum} to ${maximum}`;
+  return {
+    schema: z
+      .string()
+      .regex(/^\d+$/)
+      .transform(Number)
+      .pipe(z.number().int().min(minimum).max(maximum ?? Number.MAX_SAFE_INTEGER)),
+    expected: `${what}${range} (such as ${example})`,
+    bounds: maximum === undefined ? { minimum } : { minimum, maximum },
+  };
 }

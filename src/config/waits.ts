@@ -3,7 +3,7 @@
  * (the README's settings table lists the same, checked by test/unit/launch-timeouts.test.ts). What
  * a value may hold is env.ts's schema, the only definition; an entry point refuses an unusable one
  * (`readHandoffEnv`) before anything waits. `launch/timeouts.ts` reads the launch's waits from here,
- * `mux/detect.ts` and `mux/for-location.ts` the multiplexer calls'.
+ * `mux/detect.ts` and `mux/for-location.ts` the multiplexer calls', the composition roots git's.
  *
  * Invariants:
  * - Pure: reads only the environment it is given.
@@ -28,7 +28,19 @@ export const WAIT_SETTINGS = [
   { key: "muxCallMs", variable: "PI_HANDOFF_MUX_TIMEOUT_MS", fallback: 5_000 },
   { key: "herdrWorktreeMs", variable: "PI_HANDOFF_HERDR_WORKTREE_TIMEOUT_MS", fallback: 120_000 },
   { key: "herdrPingMs", variable: "PI_HANDOFF_HERDR_PING_TIMEOUT_MS", fallback: 3_000 },
+  { key: "gitFetchMs", variable: "PI_HANDOFF_GIT_FETCH_TIMEOUT_MS", fallback: 30_000 },
+  { key: "gitWorktreeMs", variable: "PI_HANDOFF_GIT_WORKTREE_TIMEOUT_MS", fallback: 600_000 },
 ] as const satisfies readonly WaitSetting[];
+
+/**
+ * The most one git call may take: `PI_HANDOFF_GIT_TIMEOUT_MS` when set, else the caller's own
+ * bound (recovery's reads are quick, a landing's merge may be slow), so one variable raises all
+ * of them on a slow disk or a huge repository. Completions keep their short bound: they answer
+ * while the user types.
+ */
+export function gitCallMs(env: Readonly<Record<string, string | undefined>>, callerDefault: number): number {
+  return validHandoffEnv(env, ["PI_HANDOFF_GIT_TIMEOUT_MS"]).PI_HANDOFF_GIT_TIMEOUT_MS ?? callerDefault;
+}
 
 export type WaitKey = (typeof WAIT_SETTINGS)[number]["key"];
 

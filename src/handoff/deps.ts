@@ -9,6 +9,7 @@
  * - Every port it builds carries its own per-call timeout.
  * - The fork worker started here is disposed by `dispose()`, whatever the handoff's outcome.
  */
+import { gitCallMs, readWaits } from "../config/waits.ts";
 import { setTimeout as sleep } from "node:timers/promises";
 import { SimpleGitPort } from "../git/git.ts";
 import { CheckoutGit } from "../git/checkout-git.ts";
@@ -51,10 +52,16 @@ export interface HandoffHost {
   status(text: string): void;
 }
 
+/** Per git call of a handoff (PI_HANDOFF_GIT_TIMEOUT_MS raises both): a read of refs and state... */
+const HANDOFF_GIT_TIMEOUT_MS = 30_000;
+/** ...and a snapshot, patch or apply of the parent checkout's changes (`--carry`), which may be large. */
+const CHECKOUT_GIT_TIMEOUT_MS = 60_000;
+
 /** The real deps of one handoff; `dispose` stops the fork worker (unused when it was refused early). */
 export function createHandoffDeps(host: HandoffHost): { deps: HandoffDeps; dispose(): void } {
   const { env } = host;
-  const git = new SimpleGitPort({ env });
+  const waits = readWaits(env, ["gitFetchMs", "gitWorktreeMs"]);
+  const git = new SimpleGitPort({ env, timeoutMs: gitCallMs(env, HANDOFF_GIT_TIMEOUT_MS), addWorktreeTimeoutMs: waits.gitWorktreeMs });
   const started = Date.now();
   const seconds = (): number => Math.round((Date.now() - started) / 1000);
   const sessionModulePath = locatePiSessionModule(host.piPackageDir);
@@ -65,7 +72,7 @@ export function createHandoffDeps(host: HandoffHost): { deps: HandoffDeps; dispo
     git,
     store: ManifestStore.forAgentDir(host.agentDir),
     selectMux: (explicit) => selectMultiplexer(explicit, env, git),
-    checkoutGit: new CheckoutGit({ env }),
+    checkoutGit: new CheckoutGit({ env, timeoutMs: gitCallMs(env, CHECKOUT_GIT_TIMEOUT_MS), fetchTimeoutMs: waits.gitFetchMs }),
     fork: (request) =>
       runFork(request, {
         worker: forkWorker,

@@ -4,6 +4,7 @@
  *
  * Invariants: constructs only; every port it builds carries its own per-call timeout.
  */
+import { gitCallMs } from "../config/waits.ts";
 import { SimpleGitPort } from "../git/git.ts";
 import { LandGit } from "../git/land.ts";
 import { ChildReportStore } from "../manifest/child-reports.ts";
@@ -13,14 +14,14 @@ import { agentDirFromEnv } from "../session/paths.ts";
 import type { InventoryDeps } from "./inventory.ts";
 import { landKillPointFromEnv, type LandDeps } from "./land.ts";
 
-/** Per git call; recovery only reads and removes, never checks out a whole tree. */
+/** Per git call (unless PI_HANDOFF_GIT_TIMEOUT_MS is set); recovery only reads and removes, never checks out a whole tree. */
 export const RECOVERY_GIT_TIMEOUT_MS = 15_000;
 
 export type RecoveryDeps = InventoryDeps & { git: SimpleGitPort; env: NodeJS.ProcessEnv };
 
 export function createRecoveryDeps(env: NodeJS.ProcessEnv, now: () => Date = () => new Date()): RecoveryDeps {
   const agentDir = agentDirFromEnv(env);
-  const git = new SimpleGitPort({ env, timeoutMs: RECOVERY_GIT_TIMEOUT_MS });
+  const git = new SimpleGitPort({ env, timeoutMs: gitCallMs(env, RECOVERY_GIT_TIMEOUT_MS) });
   return {
     store: ManifestStore.forAgentDir(agentDir),
     agentDir,
@@ -41,7 +42,7 @@ export function createLandDeps(env: NodeJS.ProcessEnv, now: () => Date = () => n
   const killAfter = landKillPointFromEnv(env);
   return {
     ...deps,
-    landGit: new LandGit({ env, timeoutMs: LAND_GIT_TIMEOUT_MS }),
+    landGit: new LandGit({ env, timeoutMs: gitCallMs(env, LAND_GIT_TIMEOUT_MS) }),
     reports: ChildReportStore.forAgentDir(deps.agentDir),
     ...(killAfter === undefined ? {} : { killAfter }),
   };

@@ -105,7 +105,7 @@ describe("/handoff-worktree in print mode with the real Pi", () => {
       const before = await snapshot();
       const run = handoff("feat/ok", { env: { PI_HANDOFF_CONFIRM_TIMEOUT_MS: "abc" } });
       expect(run.stderr.trim().split("\n").at(-1)).toBe(
-        'PI_HANDOFF_CONFIRM_TIMEOUT_MS is "abc", but it must be a whole number of milliseconds above 0 (such as 45000); set it so, or unset it.',
+        'PI_HANDOFF_CONFIRM_TIMEOUT_MS is "abc", but it must be a whole number of milliseconds from 100 to 600000 (such as 45000); set it so, or unset it.',
       );
       expect(run.status).toBe(1);
       expect(await snapshot()).toEqual(before);

@@ -317,7 +317,7 @@ describe("relaunch", () => {
     expect(cli(["relaunch", manifest.id, "--no-focus"], { env: { ...cliEnv, PI_HANDOFF_CONFIRM_TIMEOUT_MS: "abc" } })).toEqual({
       status: 1,
       stdout: "",
-      stderr: 'pi-handoff relaunch: PI_HANDOFF_CONFIRM_TIMEOUT_MS is "abc", but it must be a whole number of milliseconds above 0 (such as 45000); set it so, or unset it.\n',
+      stderr: 'pi-handoff relaunch: PI_HANDOFF_CONFIRM_TIMEOUT_MS is "abc", but it must be a whole number of milliseconds from 100 to 600000 (such as 45000); set it so, or unset it.\n',
     });
     expect((await rig.read(manifest.id)).child.pid).toBe(firstPid);
     const relaunched = cli(["relaunch", manifest.id, "--no-focus"]);

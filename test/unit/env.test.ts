@@ -11,7 +11,7 @@ import { leftBehindNote } from "../../src/handoff/notice.ts";
 import { DEFAULT_LAUNCH_TIMEOUTS, launchTimeoutsFromEnv } from "../../src/launch/timeouts.ts";
 import { PROJECT_ROOT } from "../support/pi.ts";
 
-const MS = "a whole number of milliseconds above 0";
+const MS = "a whole number of milliseconds from 100 to 600000";
 
 describe("readHandoffEnv", () => {
   it.each([
@@ -19,7 +19,11 @@ describe("readHandoffEnv", () => {
     ["PI_HANDOFF_CONFIRM_TIMEOUT_MS", "0", `${MS} (such as 45000)`],
     ["PI_HANDOFF_SHELL_TIMEOUT_MS", "-5", `${MS} (such as 15000)`],
     ["PI_HANDOFF_SHELL_TIMEOUT_MS", "1.5", `${MS} (such as 15000)`],
-    ["PI_HANDOFF_POST_CREATE_TIMEOUT_MS", "10s", `${MS} (such as 600000)`],
+    ["PI_HANDOFF_SHELL_TIMEOUT_MS", "600001", `${MS} (such as 15000)`],
+    ["PI_HANDOFF_POST_CREATE_TIMEOUT_MS", "10s", "a whole number of milliseconds from 1000 to 86400000 (such as 600000)"],
+    ["PI_HANDOFF_GIT_TIMEOUT_MS", "999", "a whole number of milliseconds from 1000 to 3600000 (such as 60000)"],
+    ["PI_HANDOFF_GIT_FETCH_TIMEOUT_MS", "soon", "a whole number of milliseconds from 1000 to 3600000 (such as 30000)"],
+    ["PI_HANDOFF_GIT_WORKTREE_TIMEOUT_MS", "0", "a whole number of milliseconds from 1000 to 86400000 (such as 600000)"],
     ["PI_HANDOFF_LINEAGE_POLL_MS", "50", "a whole number of milliseconds, at least 100 (such as 2000)"],
     [
       "PI_HANDOFF_WORKTREE_ROOT",

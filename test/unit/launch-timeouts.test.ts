@@ -4,7 +4,8 @@
  */
 import { describe, expect, it, vi } from "vitest";
 import { backoff, whileWaiting } from "../../src/mux/backoff.ts";
-import { readWaits, WAIT_SETTINGS } from "../../src/config/waits.ts";
+import { gitCallMs, readWaits, WAIT_SETTINGS } from "../../src/config/waits.ts";
+import { HANDOFF_ENV_NAMES, NUMERIC_BOUNDS } from "../../src/config/env.ts";
 import { readHandoffEnv } from "../../src/config/env.ts";
 import { DEFAULT_LAUNCH_TIMEOUTS, LAUNCH_SETTINGS, launchTimeoutsFromEnv } from "../../src/launch/timeouts.ts";
 
@@ -37,12 +38,22 @@ describe("launch waits from the environment", () => {
     const { readFileSync } = await import("node:fs");
     const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
     for (const setting of WAIT_SETTINGS) expect(readme).toContain(`| \`${setting.variable}\` | \`${setting.fallback}\` |`);
+    // Every variable has a row, and a number's row states the bounds the schema enforces.
+    for (const name of HANDOFF_ENV_NAMES) {
+      const row = readme.split("\n").find((line) => line.startsWith(`| \`${name}\` |`));
+      expect(row, name).toBeDefined();
+      const bounds = NUMERIC_BOUNDS[name];
+      if (bounds !== undefined) expect(row, name).toContain(bounds.maximum === undefined ? `(at least ${bounds.minimum})` : `${bounds.minimum} to ${bounds.maximum})`);
+    }
   });
 
   it("holds the launch's defaults equal to the table's, and reads the multiplexer's waits from it too", () => {
     for (const setting of LAUNCH_SETTINGS) expect(DEFAULT_LAUNCH_TIMEOUTS[setting.key as keyof typeof DEFAULT_LAUNCH_TIMEOUTS]).toBe(setting.fallback);
     expect(readWaits({}, ["muxCallMs", "herdrWorktreeMs"])).toEqual({ muxCallMs: 5_000, herdrWorktreeMs: 120_000 });
     expect(readWaits({ PI_HANDOFF_HERDR_WORKTREE_TIMEOUT_MS: "30000" }, ["herdrWorktreeMs"])).toEqual({ herdrWorktreeMs: 30_000 });
+    // One variable raises every git call's own bound; unset (or unusable) leaves each caller's.
+    expect([gitCallMs({}, 15_000), gitCallMs({ PI_HANDOFF_GIT_TIMEOUT_MS: "90000" }, 15_000), gitCallMs({ PI_HANDOFF_GIT_TIMEOUT_MS: "x" }, 15_000)]).toEqual([15_000, 90_000, 15_000]);
+    expect(readWaits({ PI_HANDOFF_GIT_FETCH_TIMEOUT_MS: "5000" }, ["gitFetchMs", "gitWorktreeMs"])).toEqual({ gitFetchMs: 5_000, gitWorktreeMs: 600_000 });
     expect(problem({ PI_HANDOFF_MUX_TIMEOUT_MS: "-1" })).toBe('PI_HANDOFF_MUX_TIMEOUT_MS is "-1", but it must be a whole number of milliseconds from 100 to 120000 (such as 5000); set it so, or unset it.');
   });
 });

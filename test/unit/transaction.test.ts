@@ -256,7 +256,7 @@ describe("HandoffTransaction", () => {
       "a confirm timeout that is not a number",
       { env: { PI_HANDOFF_CONFIRM_TIMEOUT_MS: "abc" } },
       "environment",
-      'PI_HANDOFF_CONFIRM_TIMEOUT_MS is "abc", but it must be a whole number of milliseconds above 0 (such as 45000); set it so, or unset it.',
+      'PI_HANDOFF_CONFIRM_TIMEOUT_MS is "abc", but it must be a whole number of milliseconds from 100 to 600000 (such as 45000); set it so, or unset it.',
     ],
     [
       "a relative worktree root (it would put the worktree inside the repository)",
