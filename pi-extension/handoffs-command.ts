@@ -18,7 +18,7 @@ import { splitCommandLine } from "../src/command-line-words.ts";
 import { main, USAGE } from "../src/recovery/cli.ts";
 import { parseRecoveryCommand } from "../src/recovery/command-line.ts";
 import { launchTimeoutsFromEnv } from "../src/launch/timeouts.ts";
-import { createLandDeps, createRecoveryDeps, type RecoveryDeps } from "../src/recovery/deps.ts";
+import { createLandDeps, createRecoveryDeps, recoveryEnvProblem, type RecoveryDeps } from "../src/recovery/deps.ts";
 import { completeRecoveryArgs, type RecoveryCompletion } from "../src/recovery/completions.ts";
 import { focusHandoff } from "../src/recovery/focus.ts";
 import { formatInventory, formatPickerLabel, formatReport } from "../src/recovery/format.ts";
@@ -65,6 +65,8 @@ With a command, it does what pi-handoff does, here:
 export async function runHandoffs(args: string, ctx: ExtensionCommandContext, options: HandoffsCommandOptions = {}): Promise<void> {
   const refusal = unsupportedPlatform();
   if (refusal !== undefined) return report(ctx, refusal, "error");
+  const problem = options.deps === undefined ? recoveryEnvProblem(process.env) : undefined;
+  if (problem !== undefined) return report(ctx, `/handoffs: ${problem}`, "error");
   const deps = options.deps ?? createRecoveryDeps(process.env);
   const piCommand = options.piCommand ?? currentPiCommand();
   const split = splitCommandLine(args);

@@ -4,9 +4,11 @@
  * retired: a removed handoff is never launched again, and its record (the manifest) is what stays.
  *
  * Invariants:
- * - Called only after the manifest says `removed` (a relaunch refuses a removed handoff), under
- *   the handoff's action lock, so no launch of it runs meanwhile.
- * - Deletes only files named from the manifest's own path and id; the manifest itself stays.
+ * - Called only after the manifest says `removed`, under the handoff's action lock: no relaunch
+ *   can start (it refuses a removed handoff). A launcher shell that still runs in a pane left open
+ *   (a launch never confirmed) may write a note again afterwards; `prune --dry-run` names it.
+ * - Deletes only files named from the manifest's own path and id, and the short link only while it
+ *   still names this handoff's launcher; the manifest itself stays.
  */
 import { deleteLauncherFiles, launcherFiles } from "./launcher-file.ts";
 import { deletePostCreateFiles, postCreateFiles } from "./post-create.ts";

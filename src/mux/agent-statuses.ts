@@ -3,11 +3,12 @@
  * blocked, done, unknown), for the parent's live view of its children (recovery/watch.ts).
  *
  * Invariants:
- * - Read-only: one `herdr pane list` per Herdr server that holds a live child, per refresh; tmux
- *   knows no agent status and is never asked.
+ * - Read-only: one `herdr pane list` per Herdr server among the manifests it is given (the watch
+ *   gives only live children), per refresh; tmux knows no agent status and is never asked.
  * - Optional evidence: a server that does not answer, or a pane it no longer lists, leaves that
  *   child without a status (the session tail and the lease decide alone); nothing here throws.
- * - Each call is bounded by the user's multiplexer wait (`PI_HANDOFF_MUX_TIMEOUT_MS`).
+ * - Each call is bounded by the Herdr health wait (`PI_HANDOFF_HERDR_PING_TIMEOUT_MS`, 3 s): a
+ *   server that hangs delays one refresh of the widget by about that much, not more.
  */
 import { readWaits } from "../config/waits.ts";
 import type { Manifest } from "../manifest/schema.ts";
@@ -17,7 +18,7 @@ import { HerdrMultiplexer } from "./herdr.ts";
 export type AgentStatusesOf = (manifests: readonly Manifest[]) => Promise<ReadonlyMap<string, string>>;
 
 export function herdrAgentStatuses(env: Readonly<Record<string, string | undefined>>): AgentStatusesOf {
-  const { muxCallMs } = readWaits(env, ["muxCallMs"]);
+  const { herdrPingMs } = readWaits(env, ["herdrPingMs"]);
   return async (manifests) => {
     // Pane ids are per server: group the live Herdr children by the socket their manifest records.
     const bySocket = new Map<string | undefined, { id: string; paneId: string }[]>();
@@ -31,7 +32,7 @@ export function herdrAgentStatuses(env: Readonly<Record<string, string | undefin
     const statuses = new Map<string, string>();
     await Promise.all(
       [...bySocket].map(async ([socketPath, children]) => {
-        const herdr = HerdrMultiplexer.fromEnvironment(socketPath === undefined ? env : { ...env, HERDR_SOCKET_PATH: socketPath }, { timeoutMs: muxCallMs });
+        const herdr = HerdrMultiplexer.fromEnvironment(socketPath === undefined ? env : { ...env, HERDR_SOCKET_PATH: socketPath }, { timeoutMs: herdrPingMs });
         const listed = await herdr.paneAgentStatuses();
         if (!listed.ok) return;
         for (const child of children) {

@@ -30,7 +30,7 @@ import { errorSentence } from "../errors.ts";
 import type { HandoffStep } from "../manifest/schema.ts";
 import { parseRecoveryCommand, type RecoveryCommand } from "./command-line.ts";
 import { launchTimeoutsFromEnv } from "../launch/timeouts.ts";
-import { createLandDeps, createRecoveryDeps, type RecoveryDeps } from "./deps.ts";
+import { createLandDeps, createRecoveryDeps, recoveryEnvProblem, type RecoveryDeps } from "./deps.ts";
 import { landHandoff, landRequestFrom, type LandRequest } from "./land.ts";
 import { focusHandoff } from "./focus.ts";
 import { formatInventory, formatReport } from "./format.ts";
@@ -89,7 +89,8 @@ Commands:
                                           reopening its window if it was closed
   remove <handoff> [--force] [--delete-branch] [--dry-run]
                                           close its window and delete its worktree; refuses
-                                          uncommitted files or unmerged commits unless --force,
+                                          uncommitted files, unmerged commits, or a worktree it
+                                          cannot check for a running Pi unless --force,
                                           listing them first; the branch is kept unless
                                           --delete-branch and it is merged; --dry-run only
                                           says what would be done
@@ -167,6 +168,8 @@ async function dispatch(argv: readonly string[], io: CliIo): Promise<number> {
   const words = parseRecoveryCommand(argv, io.helpPointer ?? `${io.program ?? "pi-handoff"} --help`);
   if (!words.ok) throw new UsageError(words.message, words.command);
   const { command, flags } = words.parsed;
+  const problem = io.deps === undefined ? recoveryEnvProblem(io.env) : undefined;
+  if (problem !== undefined) throw new Refusal(problem, command);
   const deps = makeDeps(io);
   const handoff = async (): Promise<string> => resolveId(deps, command, words.parsed.handoff ?? "");
 

@@ -4,6 +4,7 @@
  *
  * Invariants: constructs only; every port it builds carries its own per-call timeout.
  */
+import { readHandoffEnv, type HandoffEnvName } from "../config/env.ts";
 import { gitCallMs } from "../config/waits.ts";
 import { SimpleGitPort } from "../git/git.ts";
 import { LandGit } from "../git/land.ts";
@@ -16,6 +17,20 @@ import { landKillPointFromEnv, type LandDeps } from "./land.ts";
 
 /** Per git call (unless PI_HANDOFF_GIT_TIMEOUT_MS is set); recovery only reads and removes, never checks out a whole tree. */
 export const RECOVERY_GIT_TIMEOUT_MS = 15_000;
+
+/** The waits recovery's ports read from the environment, checked before a command acts. */
+const RECOVERY_ENV: readonly HandoffEnvName[] = [
+  "PI_HANDOFF_GIT_TIMEOUT_MS",
+  "PI_HANDOFF_MUX_TIMEOUT_MS",
+  "PI_HANDOFF_HERDR_WORKTREE_TIMEOUT_MS",
+  "PI_HANDOFF_HERDR_PING_TIMEOUT_MS",
+];
+
+/** The sentence refusing an unusable wait variable, so a command never runs on a default the user did not choose; undefined: all usable. */
+export function recoveryEnvProblem(env: Readonly<Record<string, string | undefined>>): string | undefined {
+  const read = readHandoffEnv(env, RECOVERY_ENV);
+  return read.ok ? undefined : read.message;
+}
 
 export type RecoveryDeps = InventoryDeps & { git: SimpleGitPort; env: NodeJS.ProcessEnv };
 

@@ -349,7 +349,12 @@ export async function landHandoff(deps: LandDeps, id: string, request: LandReque
   const landed = await deps.store.withActionLock(id, "land", () => landLocked(deps, id, request, now));
   if (isActionBusy(landed)) return { ok: false, code: "busy", message: landed.message };
   if (landed.code !== "landed" || !request.remove || request.dryRun) return landed;
-  const removal = await removeHandoff(deps, id, { force: false, deleteBranch: request.deleteBranch, landedTip: landed.plan.branchTip });
+  const removal = await removeHandoff(deps, id, {
+    force: false,
+    deleteBranch: request.deleteBranch,
+    landedTip: landed.plan.branchTip,
+    forceHint: `run pi-handoff remove ${id} --force`,
+  });
   const removed = removal.code === "removed" ? removal.message : `The worktree was not removed: ${removal.message}`;
   return { ...landed, message: `${landed.message} ${removed}`, removal };
 }

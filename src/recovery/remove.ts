@@ -31,7 +31,7 @@ import { isInProgress, isPrunable } from "./classify.ts";
 import { buildInventory, inspectHandoff, type InventoryDeps } from "./inventory.ts";
 import type { CommitList, HandoffReport } from "./report-schema.ts";
 import { stripPeriod } from "../text.ts";
-import { errorSentence } from "../errors.ts";
+import { errorClause, errorSentence } from "../errors.ts";
 import { describeLocation } from "../mux/describe.ts";
 
 export interface RemovalDeps extends GatherDeps {
@@ -49,6 +49,8 @@ export interface RemoveOptions {
    * work is in the target and they stay on the kept branch.
    */
   landedTip?: string;
+  /** How the user asks for `force` where this removal runs (default "add --force": the command's own flag). */
+  forceHint?: string;
 }
 
 export type BranchPlan =
@@ -99,7 +101,7 @@ export async function planRemoval(deps: RemovalDeps, id: string, options: Remove
     return {
       code: "refused",
       reason: "needs_force",
-      message: `Handoff ${id} has ${stakes.join(" and ")}; nothing was removed (add --force to remove it anyway: the files listed are deleted, the commits stay on branch ${manifest.branch}).`,
+      message: `Handoff ${id} has ${stakes.join(" and ")}; nothing was removed (${options.forceHint ?? "add --force"} to remove it anyway: the files listed are deleted, the commits stay on branch ${manifest.branch}).`,
       plan,
     };
   }
@@ -293,7 +295,9 @@ async function removeLocked(
     return { code: "refused", reason: "not_confirmed", message: `Handoff ${id} changed since it was shown; nothing was removed.`, plan };
   }
   const gitState = await gitStateBefore(deps, plan);
-  const worktree = await removeCheckout(deps, id, plan, options.force);
+  // git's own --force only where the plan lists what it deletes: consent to remove despite an
+  // unchecked writer is not consent to delete files that writer may be making.
+  const worktree = await removeCheckout(deps, id, plan, options.force && checkoutNeedsForce(plan));
   if (!worktree.ok) return { code: "failed", plan, message: worktree.message };
   const done: string[] = [];
   if (plan.worktree === "remove") done.push(`deleted worktree ${plan.manifest.worktree.path}`);
@@ -317,6 +321,11 @@ async function gitStateBefore(deps: RemovalDeps, plan: RemovalPlan): Promise<Man
 }
 
 /** The worktree step of the plan: through the backend when there is a window, else git alone. */
+/** Whether git must be forced to remove the checkout: it holds files the plan listed as lost, or its changes could not be read. */
+function checkoutNeedsForce({ lostFiles, report }: RemovalPlan): boolean {
+  return lostFiles.dirty.length + lostFiles.untracked.length > 0 || report.changes === undefined;
+}
+
 async function removeCheckout(
   deps: RemovalDeps,
   id: string,
@@ -367,9 +376,14 @@ async function settleBranch(deps: RemovalDeps, plan: RemovalPlan): Promise<strin
  * writer left beside its manifest, and its launch files (launch/retire.ts). Says what went in `done`.
  */
 async function retireStoreFiles(deps: RemovalDeps, id: string, done: string[]): Promise<void> {
-  const swept = await deps.store.sweepLeftovers((leftover) => leftover.kind === "temp" && leftover.name.startsWith(`.${id}.json.`));
-  if (swept.length > 0) done.push(`deleted ${swept.length} temp file(s) a killed writer left in the store`);
-  await deleteLaunchFiles(deps.store.pathFor(id), id);
+  // The handoff is recorded removed already: a file that cannot go is said, not thrown.
+  try {
+    const swept = await deps.store.sweepLeftovers((leftover) => leftover.kind === "temp" && leftover.name.startsWith(`.${id}.json.`));
+    if (swept.length > 0) done.push(`deleted ${swept.length} temp file(s) a killed writer left in the store`);
+    await deleteLaunchFiles(deps.store.pathFor(id), id);
+  } catch (error) {
+    done.push(`could not delete all of its files in the store (${errorClause(error)}; pi-handoff prune --dry-run names what is left)`);
+  }
 }
 
 function recordRemoval(deps: RemovalDeps, id: string, plan: RemovalPlan, gitState: Manifest["gitState"], done: readonly string[]): Promise<Manifest> {

@@ -17,7 +17,7 @@ import type { Manifest } from "../manifest/schema.ts";
 import { readSessionLease, type SessionLease } from "../launch/lease.ts";
 import type { ManifestStore } from "../manifest/store.ts";
 import type { AgentStatusesOf } from "../mux/agent-statuses.ts";
-import { readSessionTail } from "../session/tail.ts";
+import { readSessionTail, type TailEntry } from "../session/tail.ts";
 import { findWriters, type ProcessInfo } from "./classify.ts";
 import { describeProcess } from "./processes.ts";
 import { decideChildStatus, type ChildStatus } from "./status.ts";
@@ -77,18 +77,27 @@ export async function ownHandoffs(deps: Pick<WatchDeps, "store" | "now">, parent
 /** Each own handoff's child state, in the store's order (`foreign`: see `ownHandoffs`). */
 export async function ownHandoffStatuses(deps: WatchDeps, parent: ParentIdentity, foreign?: Set<string>): Promise<OwnHandoff[]> {
   const manifests = await ownHandoffs(deps, parent, foreign);
-  const agentStatuses = manifests.length === 0 || deps.agentStatuses === undefined ? new Map<string, string>() : await deps.agentStatuses(manifests);
-  const results: OwnHandoff[] = [];
+  const facts: ChildFacts[] = [];
   for (let start = 0; start < manifests.length; start += BATCH) {
     const batch = manifests.slice(start, start + BATCH);
-    results.push(...(await Promise.all(batch.map((manifest) => statusOf(deps, manifest, agentStatuses.get(manifest.id))))));
+    facts.push(...(await Promise.all(batch.map((manifest) => factsOf(deps, manifest)))));
     // Let timers, input and rendering run between batches.
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
-  return results;
+  // Herdr is asked about live children only: an exited child's pane has nothing to say.
+  const live = facts.filter((child) => child.live).map((child) => child.manifest);
+  const agentStatuses = live.length === 0 || deps.agentStatuses === undefined ? new Map<string, string>() : await deps.agentStatuses(live);
+  return facts.map((child) => {
+    const agentStatus = agentStatuses.get(child.manifest.id);
+    const status = decideChildStatus({ ...child, ...(agentStatus === undefined ? {} : { agentStatus }) });
+    return { id: child.manifest.id, branch: child.manifest.branch, status };
+  });
 }
 
-async function statusOf(deps: WatchDeps, manifest: Manifest, agentStatus: string | undefined): Promise<OwnHandoff> {
+type ChildFacts = { manifest: Manifest; live: boolean; tail?: TailEntry[]; sessionMtime?: string };
+
+/** What the files and the process table say of one child: its session's tail, and whether its Pi lives. */
+async function factsOf(deps: WatchDeps, manifest: Manifest): Promise<ChildFacts> {
   const removed = manifest.state === "removed";
   const sessionFile = removed ? undefined : manifest.child.sessionFile;
   const { agentDir } = deps;
@@ -100,11 +109,5 @@ async function statusOf(deps: WatchDeps, manifest: Manifest, agentStatus: string
   ]);
   // The child's live lease on its session, or its recorded pid still being its Pi.
   const live = lease?.state === "live" || findWriters(manifest, recorded, []).length > 0;
-  const status = decideChildStatus({
-    manifest,
-    live,
-    ...(tail === undefined ? {} : { tail: tail.entries, sessionMtime: tail.mtime }),
-    ...(agentStatus === undefined ? {} : { agentStatus }),
-  });
-  return { id: manifest.id, branch: manifest.branch, status };
+  return { manifest, live, ...(tail === undefined ? {} : { tail: tail.entries, sessionMtime: tail.mtime }) };
 }

@@ -132,6 +132,19 @@ describe("land strategies", () => {
     expect((await r.read()).state).toBe("removed");
   });
 
+  it("--remove that cannot check for a running Pi lands, keeps the worktree, and names the command that removes it", async () => {
+    const r = await setup();
+    const tip = r.commitInWorktree("a.txt", "a\n", "add a");
+    const problem = "Running processes could not be looked for: ps did not answer within 5000 ms.";
+    const outcome = await landHandoff({ ...r.deps(), scanProcesses: async () => ({ piProcesses: [], problem }) }, r.id, { ...plain, remove: true });
+    expect(outcome).toMatchObject({ ok: true, code: "landed", removal: { code: "refused", reason: "needs_force" } });
+    expect(r.repo.run(["rev-parse", "main"])).toBe(tip);
+    expect(outcome.ok ? outcome.message : "").toContain(
+      `The worktree was not removed: Handoff ${r.id} has a session that could not be checked for a running Pi (${problem.slice(0, -1)}); nothing was removed (run pi-handoff remove ${r.id} --force to remove it anyway:`,
+    );
+    expect(r.repo.run(["worktree", "list", "--porcelain"])).toContain(r.worktree);
+  });
+
   it("--remove after a squash needs no --force: the branch keeps its commits", async () => {
     const r = await setup();
     const tip = r.commitInWorktree("a.txt", "a\n", "add a");

@@ -313,6 +313,12 @@ describe("relaunch", () => {
     });
 
     await killAndWait(firstPid);
+    // Every command's git and multiplexer waits are checked first: an unusable one is named.
+    expect(cli(["list"], { env: { ...cliEnv, PI_HANDOFF_GIT_TIMEOUT_MS: "5s" } })).toEqual({
+      status: 1,
+      stdout: "",
+      stderr: 'pi-handoff list: PI_HANDOFF_GIT_TIMEOUT_MS is "5s", but it must be a whole number of milliseconds from 1000 to 3600000 (such as 60000); set it so, or unset it.\n',
+    });
     // Its waits come from PI_HANDOFF_*_TIMEOUT_MS: an unusable one is named, and nothing starts.
     expect(cli(["relaunch", manifest.id, "--no-focus"], { env: { ...cliEnv, PI_HANDOFF_CONFIRM_TIMEOUT_MS: "abc" } })).toEqual({
       status: 1,

@@ -7,7 +7,7 @@
  * typed line stays short however deep the agent dir is.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { launchCommandFor, type LaunchCommand } from "../../src/launch/launch-command.ts";
@@ -286,10 +286,17 @@ const hold = process.env.HOLD; if (hold) { const t = setInterval(() => { if (!fs
     expect(readlinkSync(link)).toBe(files.script);
     writeFileSync(join(deep, `${ID}.json`), "{}");
     writeFileSync(join(deep, "other-id.launch.sh"), "");
+    const present = [files.script, files.params, files.started, files.lock].filter((file) => existsSync(file));
     const deleted = await deleteLaunchFiles(join(deep, `${ID}.json`), ID);
-    expect(existsSync(link) || existsSync(files.script) || existsSync(files.params) || existsSync(files.started)).toBe(false);
+    // lstat: the link itself, not what it names (the script went first).
+    expect(lstatSync(link, { throwIfNoEntry: false })).toBeUndefined();
     expect(readdirSync(deep).sort()).toEqual([`${ID}.json`, "other-id.launch.sh"]);
-    expect(deleted).toBeGreaterThanOrEqual(4);
+    expect(deleted).toBe(present.length + 1);
     expect(await deleteLaunchFiles(join(deep, `${ID}.json`), ID)).toBe(0);
+    // A link of that name that names something else is not this handoff's: it stays.
+    symlinkSync(join(dir, "elsewhere"), link);
+    expect(await deleteLaunchFiles(join(deep, `${ID}.json`), ID)).toBe(0);
+    expect(readlinkSync(link)).toBe(join(dir, "elsewhere"));
+    unlinkSync(link);
   });
 });
