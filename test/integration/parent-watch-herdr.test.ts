@@ -8,12 +8,12 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newManifest } from "../../src/manifest/factory.ts";
-import type { HerdrLocation } from "../../src/manifest/schema.ts";
+import type { HerdrLocation, Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { herdrAgentStatuses } from "../../src/mux/agent-statuses.ts";
 import { ownHandoffStatuses } from "../../src/recovery/watch.ts";
 import { startHerdrDouble, type HerdrDouble } from "../support/herdr.ts";
+import { storeRunningHandoff } from "../support/running-handoff.ts";
 import { waitFor } from "../support/tmux.ts";
 
 const T1 = "2026-01-01T10:00:00.000Z";
@@ -41,20 +41,8 @@ function finishedSession(name: string): string {
 }
 
 async function handoff(store: ManifestStore, branch: string, mux: HerdrLocation, sessionFile: string): Promise<string> {
-  const manifest = newManifest({
-    id: store.newId(branch),
-    now: new Date(T1),
-    branch,
-    base: { ref: "main", sha: "a".repeat(40) },
-    repo: { root: "/r", commonDir: "/r/.git" },
-    parent: { sessionFile: join(dir, "parent.jsonl"), sessionId: "parent", leafId: null, cwd: "/r" },
-    worktree: { path: join(dir, branch) },
-    mux,
-  });
-  manifest.state = "running";
-  manifest.child = { sessionFile, ackAt: T1 };
-  await store.create(manifest);
-  return manifest.id;
+  const parent = { sessionFile: join(dir, "parent.jsonl"), sessionId: "parent" };
+  return (await storeRunningHandoff(store, { branch, at: T1, parent, child: { sessionFile }, worktreeRoot: dir, mux })).id;
 }
 
 describe("the parent's view with Herdr's agent_status", () => {
@@ -73,12 +61,20 @@ describe("the parent's view with Herdr's agent_status", () => {
     const busyId = await handoff(store, "feat/busy", at(busy), finishedSession("busy"));
     await handoff(store, "feat/plain", at(plain), finishedSession("plain"));
     await handoff(store, "feat/gone", { kind: "herdr", socketPath: join(dir, "no-server.sock"), workspaceId: "w9", tabId: "w9:t1", paneId: "w9:p1" }, finishedSession("gone"));
+    // An exited child (no live lease) on the same server: Herdr is not asked about it.
+    const exitedSession = finishedSession("exited");
+    await handoff(store, "feat/exited", at(plain), exitedSession);
     const parent = { sessionFile: join(dir, "parent.jsonl"), sessionId: "parent" };
+    const asked: string[][] = [];
+    const fromHerdr = herdrAgentStatuses(herdr.clientEnv);
     const deps = {
       store,
       now: () => new Date(T2),
-      readLease: async () => ({ state: "live" as const, pid: process.pid, heartbeatAt: T2 }),
-      agentStatuses: herdrAgentStatuses(herdr.clientEnv),
+      readLease: async (file: string) => (file === exitedSession ? { state: "none" as const } : { state: "live" as const, pid: process.pid, heartbeatAt: T2 }),
+      agentStatuses: (manifests: readonly Manifest[]) => {
+        asked.push(manifests.map((manifest) => manifest.branch).sort());
+        return fromHerdr(manifests);
+      },
     };
     const states = async () => (await ownHandoffStatuses(deps, parent))
         .map((own) => [own.branch, own.status.state, own.status.basis])
@@ -86,14 +82,17 @@ describe("the parent's view with Herdr's agent_status", () => {
 
     expect(await states()).toEqual([
       ["feat/busy", "idle", "its last turn finished"],
+      ["feat/exited", "exited", "no Pi runs on its session"],
       ["feat/gone", "idle", "its last turn finished"],
       ["feat/plain", "idle", "its last turn finished"],
     ]);
+    expect(asked).toEqual([["feat/busy", "feat/gone", "feat/plain"]]);
     await herdr.herdr(["pane", "run", busy.paneId, join(bin, "pi")]);
     await waitFor(async () => (await herdr.read(busy.paneId)).includes("Working..."), { timeoutMs: 10_000, description: "the stand-in to show Working..." });
     herdr.clearCalls();
     expect(await states()).toEqual([
       ["feat/busy", "working", "Herdr reports it working"],
+      ["feat/exited", "exited", "no Pi runs on its session"],
       ["feat/gone", "idle", "its last turn finished"],
       ["feat/plain", "idle", "its last turn finished"],
     ]);

@@ -7,30 +7,17 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { newManifest } from "../../src/manifest/factory.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { formatChildrenWidget } from "../../src/recovery/format.ts";
 import { ownHandoffStatuses, REMOVED_SHOWN_MS } from "../../src/recovery/watch.ts";
+import { storeRunningHandoff } from "../support/running-handoff.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "phw-watch-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const T = "2026-01-01T10:00:00.000Z";
 
-async function handoff(store: ManifestStore, branch: string, parent: { sessionFile: string; sessionId: string }, child: { sessionFile?: string; pid?: number }) {
-  const manifest = newManifest({
-    id: store.newId(branch),
-    now: new Date(T),
-    branch,
-    base: { ref: "main", sha: "a".repeat(40) },
-    repo: { root: "/r", commonDir: "/r/.git" },
-    parent: { ...parent, leafId: null, cwd: "/r" },
-    worktree: { path: join(dir, branch) },
-    mux: { kind: "tmux" },
-  });
-  manifest.state = "running";
-  manifest.child = { ...child, ackAt: T };
-  await store.create(manifest);
-  return manifest;
+function handoff(store: ManifestStore, branch: string, parent: { sessionFile: string; sessionId: string }, child: { sessionFile?: string; pid?: number }) {
+  return storeRunningHandoff(store, { branch, at: T, parent, child, worktreeRoot: dir });
 }
 
 describe("ownHandoffStatuses", () => {

@@ -1,0 +1,36 @@
+/**
+ * A handoff manifest in the `running` state, written to a real store, for tests of what a parent
+ * sees of its children (src/recovery/watch.ts) without making a real handoff.
+ */
+import { join } from "node:path";
+import { newManifest } from "../../src/manifest/factory.ts";
+import type { Manifest, MuxLocation } from "../../src/manifest/schema.ts";
+import type { ManifestStore } from "../../src/manifest/store.ts";
+
+export interface RunningHandoff {
+  branch: string;
+  /** When it was made and acknowledged (ISO). */
+  at: string;
+  parent: { sessionFile: string; sessionId: string };
+  child: { sessionFile?: string; pid?: number };
+  /** Its worktree is `<worktreeRoot>/<branch>` (never created). */
+  worktreeRoot: string;
+  mux?: MuxLocation;
+}
+
+export async function storeRunningHandoff(store: ManifestStore, handoff: RunningHandoff): Promise<Manifest> {
+  const manifest = newManifest({
+    id: store.newId(handoff.branch),
+    now: new Date(handoff.at),
+    branch: handoff.branch,
+    base: { ref: "main", sha: "a".repeat(40) },
+    repo: { root: "/r", commonDir: "/r/.git" },
+    parent: { ...handoff.parent, leafId: null, cwd: "/r" },
+    worktree: { path: join(handoff.worktreeRoot, handoff.branch) },
+    mux: handoff.mux ?? { kind: "tmux" },
+  });
+  manifest.state = "running";
+  manifest.child = { ...handoff.child, ackAt: handoff.at };
+  await store.create(manifest);
+  return manifest;
+}
