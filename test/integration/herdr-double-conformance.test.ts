@@ -29,7 +29,7 @@ import {
   AGENT_STATUSES,
 } from "../../src/mux/herdr-protocol.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
-import { startHerdrDouble, type HerdrDouble, type HerdrRun } from "../support/herdr.ts";
+import { startHerdrDouble, withHerdrDouble, type HerdrDouble, type HerdrRun } from "../support/herdr.ts";
 import { waitFor } from "../support/tmux.ts";
 
 /** Today's workspace id shape (src/workspace.rs): `w` and digits of 123456789ABCDEFGHJKMNPQRSTVWXYZ0. */
@@ -142,14 +142,11 @@ describe("the Herdr double follows the CLI contract", () => {
   });
 
   it("numbers ids in bijective base 32 over 123456789ABCDEFGHJKMNPQRSTVWXYZ0", async () => {
-    const high = await startHerdrDouble({ env: herdr.serverEnv, firstWorkspaceNumber: 31 });
-    try {
+    await withHerdrDouble({ env: herdr.serverEnv, firstWorkspaceNumber: 31 }, async (high) => {
       const ids: string[] = [];
       for (let i = 0; i < 3; i++) ids.push((await high.openWorkspace(repo.dir, `n${i}`)).workspaceId);
       expect(ids).toEqual(["wZ", "w0", "w11"]);
-    } finally {
-      await high.kill();
-    }
+    });
   });
 
   it("worktree create: a real worktree at the base, unfocused, at the slug path by default, decoded by the production schema", async () => {
@@ -399,19 +396,15 @@ describe("the Herdr double follows the CLI contract", () => {
   });
 
   it("a 0.8 double has no --trust-repository", async () => {
-    const old = await startHerdrDouble({ env: herdr.serverEnv, version: "0.8.2" });
-    try {
+    await withHerdrDouble({ env: herdr.serverEnv, version: "0.8.2" }, async (old) => {
       const help = await old.herdr(["worktree", "create", "--help"]);
       expect(help.stdout).not.toContain("--trust-repository");
       expectUsageError(await old.herdr(["worktree", "create", "--cwd", repo.root, "--trust-repository"]), "unknown option: --trust-repository");
-    } finally {
-      await old.kill();
-    }
+    });
   });
 
   it("legacy ids (Herdr <= 0.6.10): hex workspace ids, `<ws>:<n>` tabs, `<ws>-<n>` panes, decoded by the production schemas", async () => {
-    const legacy = await startHerdrDouble({ env: herdr.serverEnv, legacyIds: true });
-    try {
+    await withHerdrDouble({ env: herdr.serverEnv, legacyIds: true }, async (legacy) => {
       const ws = await legacy.openWorkspace(repo.dir, "legacy");
       expect(ws.workspaceId).toMatch(/^w[0-9a-f]{14,}$/);
       expect(ws.tabId).toBe(`${ws.workspaceId}:1`);
@@ -420,9 +413,7 @@ describe("the Herdr double follows the CLI contract", () => {
       expect(got.pane).toMatchObject({ pane_id: ws.paneId, tab_id: ws.tabId, workspace_id: ws.workspaceId });
       expectSuccess(await legacy.herdr(["workspace", "get", ws.workspaceId]), "cli:workspace:get", WorkspaceInfoResultSchema);
       expectSuccess(await legacy.herdr(["pane", "process-info", "--pane", ws.paneId]), "cli:pane:process_info", PaneProcessInfoSchema);
-    } finally {
-      await legacy.kill();
-    }
+    });
   });
 
   it("a pane reports shell_pid from its spawn on, equal to the foreground group", async () => {
@@ -476,8 +467,7 @@ describe("the Herdr double follows the CLI contract", () => {
   });
 
   it("a restart: a pane with a Pi session answers pane_not_found from process-info until Herdr resumes it in a new shell", async () => {
-    const restarting = await startHerdrDouble({ env: herdr.serverEnv });
-    try {
+    await withHerdrDouble({ env: herdr.serverEnv }, async (restarting) => {
       const ws = await restarting.openWorkspace(repo.dir, "restart");
       const before = expectSuccess(await restarting.herdr(["pane", "process-info", "--pane", ws.paneId]), "cli:pane:process_info", PaneProcessInfoSchema).process_info;
       await restarting.herdr(["pane", "report-agent-session", ws.paneId, "--source", "herdr:pi", "--agent", "pi", "--agent-session-path", join(repo.dir, "s.jsonl")]);
@@ -491,9 +481,7 @@ describe("the Herdr double follows the CLI contract", () => {
       }, { timeoutMs: 10_000, description: "the restarted pane" });
       expect(after.shell_pid).toBeGreaterThan(0);
       expect(after.shell_pid).not.toBe(before.shell_pid);
-    } finally {
-      await restarting.kill();
-    }
+    });
   });
 
   it("a create the client gave up on completes later; meanwhile a create of that path is worktree_operation_in_progress", async () => {

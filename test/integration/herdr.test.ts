@@ -13,7 +13,7 @@ import { HerdrMultiplexer } from "../../src/mux/herdr.ts";
 import type { CreatedWorkspace, CreateWorkspaceRequest, MuxFailure, MuxResult } from "../../src/mux/types.ts";
 import { SimpleGitPort } from "../../src/git/git.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
-import { startHerdrDouble, type HerdrDouble } from "../support/herdr.ts";
+import { startHerdrDouble, withHerdrDouble, type HerdrDouble } from "../support/herdr.ts";
 import { waitFor } from "../support/tmux.ts";
 
 const SHELL_DELAY_MS = 1_200;
@@ -221,8 +221,7 @@ describe("HerdrMultiplexer against the Herdr double", () => {
   });
 
   it("passes --trust-repository only where `worktree create --help` lists it (probed once)", async () => {
-    const old = await startHerdrDouble({ env: herdr.serverEnv, version: "0.8.2" });
-    try {
+    await withHerdrDouble({ env: herdr.serverEnv, version: "0.8.2" }, async (old) => {
       await old.openWorkspace(repo.root, "parent");
       const mux = HerdrMultiplexer.fromEnvironment({ ...old.clientEnv });
       expectCreated(await mux.createWorkspace(request()));
@@ -230,16 +229,11 @@ describe("HerdrMultiplexer against the Herdr double", () => {
       const creates = old.calls().filter((call) => call.argv[0] === "worktree" && call.argv[1] === "create" && !call.argv.includes("--help"));
       expect(creates.map((call) => call.argv.includes("--trust-repository"))).toEqual([false, false]);
       expect(old.calls().filter((call) => call.argv.includes("--help"))).toHaveLength(1);
-    } finally {
-      await old.kill();
-    }
-    const strict = await startHerdrDouble({ env: herdr.serverEnv, requireTrust: true });
-    try {
+    });
+    await withHerdrDouble({ env: herdr.serverEnv, requireTrust: true }, async (strict) => {
       await strict.openWorkspace(repo.root, "parent");
       expectCreated(await HerdrMultiplexer.fromEnvironment({ ...strict.clientEnv }).createWorkspace(request()));
-    } finally {
-      await strict.kill();
-    }
+    });
   });
 
   describe("faults: one sentence and a typed failure each", () => {
@@ -401,8 +395,7 @@ function backendInParent(options: { lateCompletionMs?: number; worktreeTimeoutMs
 
 describe("HerdrMultiplexer as Herdr's source behaves (issue 14, 16.3)", () => {
   it("legacy hex ids (Herdr <= 0.6.10): create, wait, type, probe, state, focus and remove all work", async () => {
-    const legacy = await startHerdrDouble({ env: herdr.serverEnv, legacyIds: true });
-    try {
+    await withHerdrDouble({ env: herdr.serverEnv, legacyIds: true }, async (legacy) => {
       await legacy.openWorkspace(repo.root, "parent");
       const mux = HerdrMultiplexer.fromEnvironment({ ...legacy.clientEnv });
       const wanted = request();
@@ -422,9 +415,7 @@ describe("HerdrMultiplexer as Herdr's source behaves (issue 14, 16.3)", () => {
       expect(await mux.removeWorktree(location, { mainCheckout: repo.root, worktreePath, force: false })).toEqual({ ok: true });
       expect(existsSync(worktreePath)).toBe(false);
       expect(await mux.workspaceState(location)).toEqual({ code: "closed" });
-    } finally {
-      await legacy.kill();
-    }
+    });
   });
 
   it("an id that could be read as an option or split an argument is refused before any call", async () => {
@@ -438,8 +429,7 @@ describe("HerdrMultiplexer as Herdr's source behaves (issue 14, 16.3)", () => {
   });
 
   it("--trust-repository goes on worktree list, create, open and remove; an untrusted repository works through all four", async () => {
-    const strict = await startHerdrDouble({ env: herdr.serverEnv, requireTrust: true });
-    try {
+    await withHerdrDouble({ env: herdr.serverEnv, requireTrust: true }, async (strict) => {
       await strict.openWorkspace(repo.root, "parent");
       const mux = HerdrMultiplexer.fromEnvironment({ ...strict.clientEnv });
       const wanted = request();
@@ -459,9 +449,7 @@ describe("HerdrMultiplexer as Herdr's source behaves (issue 14, 16.3)", () => {
       expect(bare.exitCode).toBe(1);
       expect(bare.stderr).toContain('"code":"worktree_list_failed"');
       expect(bare.stderr).toContain("detected dubious ownership in repository");
-    } finally {
-      await strict.kill();
-    }
+    });
   });
 
   it("a moved pane is open under its new ids, and the old id still answers through its alias", async () => {
@@ -540,8 +528,7 @@ describe("HerdrMultiplexer as Herdr's source behaves (issue 14, 16.3)", () => {
     mkdirSync(bin, { recursive: true });
     writeFileSync(join(bin, "pi"), `#!/bin/sh\nprintf '%s\\n' "$@" > ${shellQuote(argsFile)}\nwhile :; do sleep 1; done\n`);
     chmodSync(join(bin, "pi"), 0o755);
-    const restarting = await startHerdrDouble({ env: { ...herdr.serverEnv, PATH: `${bin}:${herdr.serverEnv.PATH ?? "/usr/bin:/bin"}` } });
-    try {
+    await withHerdrDouble({ env: { ...herdr.serverEnv, PATH: `${bin}:${herdr.serverEnv.PATH ?? "/usr/bin:/bin"}` } }, async (restarting) => {
       await restarting.openWorkspace(repo.root, "parent");
       const mux = HerdrMultiplexer.fromEnvironment({ ...restarting.clientEnv });
       const { location, worktreePath } = expectCreated(await mux.createWorkspace(request()));
@@ -574,9 +561,7 @@ describe("HerdrMultiplexer as Herdr's source behaves (issue 14, 16.3)", () => {
       const piPid = (agent.pids ?? []).find((pid) => readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "pi");
       expect(piPid).toBeDefined();
       expect(readFileSync(`/proc/${piPid}/cmdline`, "utf8").split("\0")).toContain(sessionFile);
-    } finally {
-      await restarting.kill();
-    }
+    });
   });
 
   it("a create the CLI gave up on completes late in the server: reconciled through worktree list into its workspace", async () => {
@@ -645,8 +630,7 @@ describe("HerdrMultiplexer as Herdr's source behaves (issue 14, 16.3)", () => {
   });
 
   it("a pane Herdr has not restarted yet is reported as such, not as closed", async () => {
-    const waiting = await startHerdrDouble({ env: herdr.serverEnv });
-    try {
+    await withHerdrDouble({ env: herdr.serverEnv }, async (waiting) => {
       await waiting.openWorkspace(repo.root, "parent");
       const mux = HerdrMultiplexer.fromEnvironment({ ...waiting.clientEnv });
       const { location } = expectCreated(await mux.createWorkspace(request()));
@@ -661,22 +645,17 @@ describe("HerdrMultiplexer as Herdr's source behaves (issue 14, 16.3)", () => {
       });
       expect(expectFailure(await mux.probe(location)).code).toBe("pane_not_started");
       expect(await mux.workspaceState(location)).toEqual({ code: "open", agent: { status: "unknown", sessionFile: join(repo.dir, "waiting.jsonl") } });
-    } finally {
-      await waiting.kill();
-    }
+    });
   });
 
   it("this Pi's own workspace is known after its pane was moved (it keeps its launch-time ids): never focused as a child", async () => {
-    const moving = await startHerdrDouble({ env: herdr.serverEnv });
-    try {
+    await withHerdrDouble({ env: herdr.serverEnv }, async (moving) => {
       const own = await moving.openWorkspace(repo.root, "parent");
       const moved = ((await moving.result(["pane", "move", own.paneId, "--new-workspace"])) as { pane: { workspace_id: string; pane_id: string } }).pane;
       const mux = HerdrMultiplexer.fromEnvironment({ ...moving.clientEnv, HERDR_WORKSPACE_ID: own.workspaceId, HERDR_PANE_ID: own.paneId });
       const refused = expectFailure(await mux.focus({ kind: "herdr", socketPath: moving.socketPath, workspaceId: moved.workspace_id, paneId: moved.pane_id }));
       expect(refused.code).toBe("own_workspace");
       expect(moving.calls().filter((call) => call.argv[1] === "focus")).toEqual([]);
-    } finally {
-      await moving.kill();
-    }
+    });
   });
 });

@@ -269,3 +269,13 @@ async function endStragglers(socketPath: string): Promise<void> {
   const left = find();
   if (left.length > 0) throw new Error(`Processes of the Herdr double are still running: ${left.join(", ")}.`);
 }
+
+/** A double of its own for one test (other options, another server), killed afterwards whatever happens. */
+export async function withHerdrDouble<T>(options: HerdrDoubleOptions, body: (double: HerdrDouble) => Promise<T>): Promise<T> {
+  const double = await startHerdrDouble(options);
+  try {
+    return await body(double);
+  } finally {
+    await double.kill();
+  }
+}
