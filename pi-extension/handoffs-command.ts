@@ -175,7 +175,7 @@ async function land(id: string, asked: LandRequest, ctx: ExtensionCommandContext
   // From the picker the plan is shown and confirmed first; then the same request lands for real.
   if (outcome.ok && outcome.code === "dry_run" && !request.dryRun) {
     if (!(await ctx.ui.confirm(`Land ${outcome.plan.branch} into ${outcome.plan.into}?`, describeLandPlan(outcome.plan).join("\n")))) return;
-    outcome = await landHandoff(deps, id, { ...request, strategy: outcome.plan.strategy, into: outcome.plan.into });
+    outcome = await landHandoff(deps, id, { ...request, strategy: outcome.plan.strategy, into: outcome.plan.into, confirmed: outcome.plan });
   }
   const failedRemoval = outcome.ok && outcome.code === "landed" && outcome.removal !== undefined && outcome.removal.code !== "removed";
   report(ctx, outcome.message, outcome.ok ? (failedRemoval ? "warning" : "info") : "error");

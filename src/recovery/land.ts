@@ -65,6 +65,8 @@ export interface LandRequest {
   dryRun: boolean;
   remove: boolean;
   deleteBranch: boolean;
+  /** The plan the user was shown and confirmed (a dry run's): nothing lands unless the plan made now is the same. */
+  confirmed?: LandPlan;
 }
 
 export interface LandPlan {
@@ -369,6 +371,9 @@ async function landLocked(deps: LandDeps, id: string, request: LandRequest, now:
   if (!planned.ok) return planned;
   const { plan, manifest } = planned;
   if (request.dryRun) return dryRunOutcome(plan, request);
+  if (request.confirmed !== undefined && !samePlan(plan, request.confirmed)) {
+    return { ok: false, code: "moved", plan, message: `${plan.into} or ${plan.branch} changed since the landing was shown; nothing was landed. Look at it again.` };
+  }
   // Checked again right before acting: someone may have committed, or the child started a turn.
   const again = await planLanding(deps, id, { into: plan.into, strategy: plan.strategy, remove: request.remove });
   if (!again.ok) return { ...again, plan };

@@ -145,6 +145,19 @@ describe("land strategies", () => {
     expect(r.repo.run(["worktree", "list", "--porcelain"])).toContain(r.worktree);
   });
 
+  it("lands only the plan that was confirmed: a commit made after the dry run stops it, and nothing changes", async () => {
+    const r = await setup();
+    r.commitInWorktree("a.txt", "a\n", "add a");
+    const shown = await landHandoff(r.deps(), r.id, { ...plain, dryRun: true });
+    if (!shown.ok || shown.code !== "dry_run") throw new Error(shown.message);
+    const mainBefore = r.repo.run(["rev-parse", "main"]);
+    r.commitInWorktree("b.txt", "b\n", "add b, never shown");
+    const outcome = await landHandoff(r.deps(), r.id, { ...plain, confirmed: shown.plan });
+    expect(outcome).toMatchObject({ ok: false, code: "moved", message: `main or ${r.branch} changed since the landing was shown; nothing was landed. Look at it again.` });
+    expect(r.repo.run(["rev-parse", "main"])).toBe(mainBefore);
+    expect((await r.read()).landings ?? []).toEqual([]);
+  });
+
   it("--remove after a squash needs no --force: the branch keeps its commits", async () => {
     const r = await setup();
     const tip = r.commitInWorktree("a.txt", "a\n", "add a");
