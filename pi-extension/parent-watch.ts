@@ -50,8 +50,8 @@ class ParentWatch {
   private firstLook: NodeJS.Timeout | undefined;
   private stopped = false;
   private shown = false;
-  /** Other sessions' handoffs, not read again (see ownHandoffs). */
-  private readonly foreign = new Set<string>();
+  /** Handoffs not read again: other sessions', and removed ones no longer shown (see ownHandoffs). */
+  private readonly skipped = new Set<string>();
 
   constructor(pi: ExtensionAPI, ctx: ExtensionContext, triggerTurn: boolean) {
     this.ctx = ctx;
@@ -91,7 +91,7 @@ class ParentWatch {
     const own = await ownHandoffStatuses(
       { store: this.store, now: () => new Date(), agentDir: this.agentDir, agentStatuses: this.agentStatuses },
       this.parent,
-      this.foreign,
+      this.skipped,
     );
     if (this.stopped) return;
     if (own.length > 0 || this.shown) {

@@ -21,6 +21,7 @@
  *   concurrent handoffs make (`listWorktrees`, `addWorktree`) and only while the failed attempt left
  *   nothing but what the retry completes. Recovery's removals are not retried: a person re-runs them.
  */
+import { stripPeriod } from "../text.ts";
 import { setTimeout as sleep } from "node:timers/promises";
 import { lstat, mkdir, readdir, realpath, rmdir, stat } from "node:fs/promises";
 import os from "node:os";
@@ -249,7 +250,7 @@ export class SimpleGitPort implements RecoveryGitPort {
     if (!existing && (await this.branchExists(repo, branch).catch(() => false))) leftInPlace.push(`branch '${branch}'`);
     if (await pathExists(worktreePath).catch(() => false)) leftInPlace.push(`'${worktreePath}'`);
     if (leftInPlace.length === 0) throw failure;
-    const message = `${failure.message.replace(/\.$/, "")}; now exists and left in place: ${leftInPlace.join(", ")}.`;
+    const message = `${stripPeriod(failure.message)}; now exists and left in place: ${leftInPlace.join(", ")}.`;
     throw new Error(message, { cause: failure });
   }
 

@@ -18,6 +18,7 @@
  * - Flags describe the work at stake (dirty, untracked, unpushed, unmerged, merged) independently
  *   of the verdict, so no verdict hides work that a removal would touch.
  */
+import { stripPeriod } from "../text.ts";
 import type { SessionLease } from "../launch/lease.ts";
 import type { HandoffStep, Manifest, MuxLocation } from "../manifest/schema.ts";
 import type { SessionTail } from "../session/tail.ts";
@@ -193,8 +194,8 @@ export function findWriters(
 /** Why no writer could be ruled out, when that is so (see the header). */
 function unknownWriterReason(facts: HandoffFacts): string | undefined {
   if (facts.manifest.state === "removed") return undefined;
-  if (facts.lease?.state === "unreadable") return facts.lease.message.replace(/\.$/, "");
-  if (facts.processScanProblem !== undefined) return facts.processScanProblem.replace(/\.$/, "");
+  if (facts.lease?.state === "unreadable") return stripPeriod(facts.lease.message);
+  if (facts.processScanProblem !== undefined) return stripPeriod(facts.processScanProblem);
   return undefined;
 }
 

@@ -17,6 +17,7 @@
  *   (`ManifestStore.withActionLock`); a second relaunch, a removal or the handoff itself is
  *   refused at once (`busy`), naming what holds it, so no second line is ever typed.
  */
+import { stripPeriod } from "../text.ts";
 import { readHandoffEnv } from "../config/env.ts";
 import { ChildLauncher, prepareWindowLauncher, type LaunchOutcome, type LaunchTimeouts, type WindowLauncher } from "../launch/launcher.ts";
 import { launchCommandFor, type LaunchCommand } from "../launch/launch-command.ts";
@@ -128,7 +129,7 @@ async function relaunchLocked(deps: RelaunchDeps, id: string, options: { focus: 
   // A window that cannot be seen may still be there: opening another would start a second Pi
   // beside a live one, so nothing is started until the backend answers.
   if (report.workspace.code === "unknown") {
-    return refused("workspace_unknown", `Handoff ${id} was not relaunched: ${report.workspace.message.replace(/\.$/, "")}; try again once the ${manifest.mux.kind} server answers.`);
+    return refused("workspace_unknown", `Handoff ${id} was not relaunched: ${stripPeriod(report.workspace.message)}; try again once the ${manifest.mux.kind} server answers.`);
   }
   const window = await windowFor(deps, id, report, manifest, muxFound.mux);
   if (window.code === "failed") return window;
@@ -193,7 +194,7 @@ async function windowFor(
 async function writerSinceInventory(deps: RelaunchDeps, id: string, childSessionFile: string, window: RelaunchWindow): Promise<RelaunchOutcome | undefined> {
   const leaseNow = await (deps.readLease ?? ((file: string) => readSessionLease(deps.agentDir, file)))(childSessionFile);
   if (leaseNow.state !== "live" && leaseNow.state !== "unreadable") return undefined;
-  const why = leaseNow.state === "live" ? `a Pi (pid ${leaseNow.pid}) started on its session meanwhile` : leaseNow.message.replace(/\.$/, "");
+  const why = leaseNow.state === "live" ? `a Pi (pid ${leaseNow.pid}) started on its session meanwhile` : stripPeriod(leaseNow.message);
   const left = window.reopened ? `; the window opened for it stays in ${describeLocation(window.manifest.mux)}` : "";
   return refused(leaseNow.state === "live" ? "child_running" : "writer_unknown", `Handoff ${id} was not relaunched: ${why}${left}.`);
 }

@@ -306,7 +306,9 @@ async function removeLocked(
   const branch = await settleBranch(deps, plan);
   if (branch !== undefined) done.push(branch);
   const removed = await recordRemoval(deps, id, plan, gitState, done);
-  await retireStoreFiles(deps, id, done);
+  const retired = await retireStoreFiles(deps, id);
+  if (retired.swept > 0) done.push(`deleted ${retired.swept} temp file(s) a killed writer left in the store`);
+  if (retired.problem !== undefined) done.push(retired.problem);
   return { code: "removed", manifest: removed, plan, message: `Removed handoff ${id}: ${done.join(", ")}.` };
 }
 
@@ -367,22 +369,23 @@ async function settleBranch(deps: RemovalDeps, plan: RemovalPlan): Promise<strin
     await deps.git.deleteBranch(manifest.repo.root, manifest.branch, { expectedTip: branch.tip, mergedInto: branch.mergeTarget.sha });
     return `deleted branch ${manifest.branch}`;
   } catch (error) {
-    return `kept branch ${manifest.branch} (${errorSentence(error).replace(/\.$/, "")})`;
+    return `kept branch ${manifest.branch} (${errorClause(error)})`;
   }
 }
 
 /**
  * What goes with a retired handoff from the store (its record stays): the temp files a killed
- * writer left beside its manifest, and its launch files (launch/retire.ts). Says what went in `done`.
+ * writer left beside its manifest, and its launch files (launch/retire.ts). The handoff is recorded
+ * removed already, so a file that cannot go is a `problem` to say, not a throw.
  */
-async function retireStoreFiles(deps: RemovalDeps, id: string, done: string[]): Promise<void> {
-  // The handoff is recorded removed already: a file that cannot go is said, not thrown.
+async function retireStoreFiles(deps: RemovalDeps, id: string): Promise<{ swept: number; problem?: string }> {
+  let swept = 0;
   try {
-    const swept = await deps.store.sweepLeftovers((leftover) => leftover.kind === "temp" && leftover.name.startsWith(`.${id}.json.`));
-    if (swept.length > 0) done.push(`deleted ${swept.length} temp file(s) a killed writer left in the store`);
+    swept = (await deps.store.sweepLeftovers((leftover) => leftover.kind === "temp" && leftover.name.startsWith(`.${id}.json.`))).length;
     await deleteLaunchFiles(deps.store.pathFor(id), id);
+    return { swept };
   } catch (error) {
-    done.push(`could not delete all of its files in the store (${errorClause(error)}; pi-handoff prune --dry-run names what is left)`);
+    return { swept, problem: `could not delete all of its files in the store (${errorClause(error)}; pi-handoff prune --dry-run names what is left)` };
   }
 }
 
@@ -487,8 +490,7 @@ export async function executePrune(deps: InventoryDeps, actions: readonly PruneA
           const current = await inspectHandoff(deps, action.id);
           if (current.code !== "found" || !isPrunable(current.report) || !current.report.actions.includes("prune")) return false;
           await deps.store.transition(action.id, "removed", undefined, `pruned with pi-handoff: ${describePruneAction(action).join(" ")}`);
-          await retireStoreFiles(deps, action.id, []);
-          return true;
+          return (await retireStoreFiles(deps, action.id)).problem ?? true;
         });
         if (isActionBusy(retired)) {
           results.push({ action, ok: false, message: `${retired.message.replace(/; nothing was done.*$/, "")}; it was left alone.` });
@@ -496,6 +498,10 @@ export async function executePrune(deps: InventoryDeps, actions: readonly PruneA
         }
         if (!retired) {
           results.push({ action, ok: false, message: `Handoff ${action.id} changed since it was checked; it was left alone.` });
+          continue;
+        }
+        if (typeof retired === "string") {
+          results.push({ action, ok: false, message: `Handoff ${action.id} was retired, but it ${retired}.` });
           continue;
         }
       } else if (action.code === "sweep_leftovers") {

@@ -56,27 +56,31 @@ export function isChildOf(manifest: Manifest, parent: ParentIdentity): boolean {
 
 /**
  * The manifests whose parent is this session (removed ones only for a while after removal).
- * `foreign` remembers the ids of other sessions' handoffs across refreshes: a manifest's parent
- * never changes, so those files are not read again.
+ * `skipped` remembers across refreshes the ids not to read again: other sessions' handoffs (a
+ * manifest's parent never changes) and removed ones past their time on show.
  */
-export async function ownHandoffs(deps: Pick<WatchDeps, "store" | "now">, parent: ParentIdentity, foreign: Set<string> = new Set()): Promise<Manifest[]> {
+export async function ownHandoffs(deps: Pick<WatchDeps, "store" | "now">, parent: ParentIdentity, skipped: Set<string> = new Set()): Promise<Manifest[]> {
   const now = deps.now().getTime();
   const own: Manifest[] = [];
-  for (const entry of await deps.store.list({ skip: (id) => foreign.has(id) })) {
+  for (const entry of await deps.store.list({ skip: (id) => skipped.has(id) })) {
     if (!entry.ok) continue;
     if (!isChildOf(entry.manifest, parent)) {
-      foreign.add(entry.id);
+      skipped.add(entry.id);
       continue;
     }
-    if (entry.manifest.state === "removed" && now - Date.parse(entry.manifest.updatedAt) > REMOVED_SHOWN_MS) continue;
+    if (entry.manifest.state === "removed" && now - Date.parse(entry.manifest.updatedAt) > REMOVED_SHOWN_MS) {
+      // A record that is no longer shown never will be again: not read again either.
+      skipped.add(entry.id);
+      continue;
+    }
     own.push(entry.manifest);
   }
   return own;
 }
 
-/** Each own handoff's child state, in the store's order (`foreign`: see `ownHandoffs`). */
-export async function ownHandoffStatuses(deps: WatchDeps, parent: ParentIdentity, foreign?: Set<string>): Promise<OwnHandoff[]> {
-  const manifests = await ownHandoffs(deps, parent, foreign);
+/** Each own handoff's child state, in the store's order (`skipped`: see `ownHandoffs`). */
+export async function ownHandoffStatuses(deps: WatchDeps, parent: ParentIdentity, skipped?: Set<string>): Promise<OwnHandoff[]> {
+  const manifests = await ownHandoffs(deps, parent, skipped);
   const facts: ChildFacts[] = [];
   for (let start = 0; start < manifests.length; start += BATCH) {
     const batch = manifests.slice(start, start + BATCH);

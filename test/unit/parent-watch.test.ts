@@ -60,6 +60,9 @@ describe("ownHandoffStatuses", () => {
     const others = (await store.list()).filter((entry) => entry.ok && entry.manifest.branch === "other/parent").map((entry) => entry.id);
     expect([...foreign]).toEqual(others);
     expect((await store.list({ skip: (id) => foreign.has(id) })).map((entry) => entry.id)).not.toContain(others[0]);
+    // So are removed ones once they are no longer shown.
+    await ownHandoffStatuses({ store, now: at(REMOVED_SHOWN_MS + 60_000), describeProcess: livePi }, me, foreign);
+    expect([...foreign].sort()).toEqual([...others, gone.id].sort());
   });
 
   it("renders a compact widget, the newest few with the time in their state", () => {
