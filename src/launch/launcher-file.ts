@@ -231,7 +231,7 @@ export async function readLauncherLock(files: LauncherFiles): Promise<number | u
 
 /** Drops a lock whose holder the caller found is not this handoff's launcher or Pi (a reused pid). */
 export async function dropLauncherLock(files: LauncherFiles, pid: number): Promise<void> {
-  if ((await readLauncherLock(files)) === pid) await unlink(files.lock).catch(() => undefined);
+  if ((await readLauncherLock(files)) === pid) await unlinkIfPresent(files.lock);
 }
 
 /**

@@ -92,13 +92,14 @@ export function runnerScript(input: RunnerInput): string {
   ].join("\n");
 }
 
-/** Writes the runner (replacing one from an earlier attempt at this same handoff). */
 /** Deletes a retired handoff's runner and status file; how many went. */
 export async function deletePostCreateFiles(files: PostCreateFiles): Promise<number> {
   let deleted = 0;
   for (const file of [files.runnerFile, files.statusFile]) if (await unlinkIfPresent(file)) deleted += 1;
   return deleted;
 }
+
+/** Writes the runner (replacing one from an earlier attempt at this same handoff). */
 
 export async function writeRunner(files: PostCreateFiles, input: Omit<RunnerInput, "statusFile">): Promise<void> {
   await writeFileAtomic(files.runnerFile, runnerScript({ ...input, statusFile: files.statusFile }));

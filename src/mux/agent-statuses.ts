@@ -19,6 +19,16 @@ export type AgentStatusesOf = (manifests: readonly Manifest[]) => Promise<Readon
 
 export function herdrAgentStatuses(env: Readonly<Record<string, string | undefined>>): AgentStatusesOf {
   const { herdrPingMs } = readWaits(env, ["herdrPingMs"]);
+  // One backend per server for the life of the watch, not one per refresh.
+  const backends = new Map<string | undefined, HerdrMultiplexer>();
+  const backendFor = (socketPath: string | undefined): HerdrMultiplexer => {
+    let backend = backends.get(socketPath);
+    if (backend === undefined) {
+      backend = HerdrMultiplexer.fromEnvironment(socketPath === undefined ? env : { ...env, HERDR_SOCKET_PATH: socketPath }, { timeoutMs: herdrPingMs });
+      backends.set(socketPath, backend);
+    }
+    return backend;
+  };
   return async (manifests) => {
     // Pane ids are per server: group the live Herdr children by the socket their manifest records.
     const bySocket = new Map<string | undefined, { id: string; paneId: string }[]>();
@@ -32,8 +42,7 @@ export function herdrAgentStatuses(env: Readonly<Record<string, string | undefin
     const statuses = new Map<string, string>();
     await Promise.all(
       [...bySocket].map(async ([socketPath, children]) => {
-        const herdr = HerdrMultiplexer.fromEnvironment(socketPath === undefined ? env : { ...env, HERDR_SOCKET_PATH: socketPath }, { timeoutMs: herdrPingMs });
-        const listed = await herdr.paneAgentStatuses();
+        const listed = await backendFor(socketPath).paneAgentStatuses();
         if (!listed.ok) return;
         for (const child of children) {
           const status = listed.statuses.get(child.paneId);

@@ -55,7 +55,7 @@ export const AgentSessionSchema = z.object({
 export type HerdrAgentSession = z.infer<typeof AgentSessionSchema>;
 
 /** The statuses that mean Herdr sees an agent running in the pane (`unknown`: none detected). */
-export const LIVE_AGENT_STATUSES: ReadonlySet<string> = new Set(["idle", "working", "blocked", "done"]);
+export const LIVE_AGENT_STATUSES: ReadonlySet<string> = new Set(AGENT_STATUSES.filter((status) => status !== "unknown"));
 
 /**
  * What a child Pi is told about itself inside Herdr: `HERDR_AGENT=pi` is Herdr's detection hint

@@ -226,8 +226,9 @@ export function createPortableFacts(options: { run?: CommandRunner; platform?: N
     async findByName(name) {
       const answer = await run("ps", ["-A", "-ww", "-o", STATUS_FORMAT]);
       if (!answer.ok) return { processes: [], problem: `Running processes could not be looked for: ${answer.message}.` };
+      // The listing has the rows already: describe them without asking ps for them again.
       const named = parsePsRows(answer.stdout).filter((entry) => entry.name === name && !entry.zombie);
-      return describe(named.map((entry) => entry.pid));
+      return named.length === 0 ? { processes: [] } : describeLive(run, envFlag, named);
     },
   };
 }

@@ -490,8 +490,10 @@ export async function settleLanding(deps: Pick<LandDeps, "store" | "git">, id: s
   return outcome;
 }
 
-/** A landing interrupted earlier (its process was killed) is settled before a new one is planned. */
-/** Returns the landing when it was still `intended` and turns out to have landed. */
+/**
+ * A landing interrupted earlier (its process was killed) is settled before a new one is planned.
+ * Returns the landing when it was still `intended` and turns out to have landed.
+ */
 async function settleInterrupted(deps: LandDeps, id: string, now: () => Date): Promise<Landing | undefined> {
   const read = await deps.store.read(id);
   const landing = read.ok ? read.manifest.landings?.at(-1) : undefined;

@@ -322,12 +322,12 @@ async function gitStateBefore(deps: RemovalDeps, plan: RemovalPlan): Promise<Man
   }
 }
 
-/** The worktree step of the plan: through the backend when there is a window, else git alone. */
 /** Whether git must be forced to remove the checkout: it holds files the plan listed as lost, or its changes could not be read. */
 function checkoutNeedsForce({ lostFiles, report }: RemovalPlan): boolean {
   return lostFiles.dirty.length + lostFiles.untracked.length > 0 || report.changes === undefined;
 }
 
+/** The worktree step of the plan: through the backend when there is a window, else git alone. */
 async function removeCheckout(
   deps: RemovalDeps,
   id: string,

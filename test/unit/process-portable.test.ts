@@ -115,9 +115,9 @@ describe("the portable facts on canned output", () => {
         { pid: 641, name: "pi" },
       ],
     });
+    // The listing's rows are described as they are: ps is not asked for them a second time.
     expect(calls).toEqual([
       "ps -A -ww -o pid=,ppid=,pgid=,tpgid=,state=,lstart=,comm=",
-      "ps -ww -o pid=,ppid=,pgid=,tpgid=,state=,lstart=,comm= -p 640,641",
       "ps -E -ww -o pid=,command= -p 640,641",
       "lsof -w -a -d cwd -p 640,641 -Fn",
     ]);
