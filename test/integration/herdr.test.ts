@@ -513,12 +513,15 @@ describe("HerdrMultiplexer as Herdr's source behaves (issue 14, 16.3)", () => {
       const probed = await mux.probe(location);
       return probed.ok && probed.processes.some((process) => process.name === "sleep") ? true : undefined;
     }, { timeoutMs: 10_000, description: "sleep in the pane" });
+    herdr.clearCalls();
     const refused = expectFailure(await mux.reopenWorkspace({ mainCheckout: repo.root, worktreePath, branch: wanted.branch, label: wanted.label, previous: location }));
     expect(refused).toEqual({
       ok: false,
       code: "workspace_busy",
       message: `Herdr workspace ${location.workspaceId} for ${worktreePath} is open and its root pane runs sleep, not a shell, so nothing was typed into it.`,
     });
+    // As it says: nothing reached the pane.
+    expect(herdr.calls().filter((call) => ["run", "send-text", "send-keys"].includes(call.argv[1] ?? ""))).toEqual([]);
   });
 
   it("after a server restart: pane_not_found for a moment is retried, and the Pi Herdr resumes is seen through its agent session", async () => {

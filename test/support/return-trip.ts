@@ -7,7 +7,7 @@
  * And restart safety: a report sent while the parent is closed is delivered exactly once when it
  * starts again.
  */
-import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { expect } from "vitest";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { REPORT_MESSAGE_TYPE } from "../../src/lineage/reports.ts";
@@ -16,6 +16,7 @@ import { handOffUnfocused } from "./handoff-scenario.ts";
 import { FAUX_MODEL, onlySessionFile, piTuiCommand, readEntries, runPiPrint, type PiSandbox } from "./pi.ts";
 import type { MuxRig } from "./mux-rig.ts";
 import { isProcessAlive } from "./recovery-rig.ts";
+import { piProcessesIn } from "./recovery-ladder.ts";
 import { waitFor } from "./tmux.ts";
 import { entriesOnly, PI_READY, submitLine, waitForScreen, type PaneDriver } from "./tui.ts";
 
@@ -40,25 +41,11 @@ export function reportMessages(sessionFile: string): ReportMessage[] {
   );
 }
 
-/** Live processes named `pi` whose working directory is `dir` (the parent's Pi, in the main checkout). */
-function piProcessesIn(dir: string): number[] {
-  return readdirSync("/proc")
-    .filter((name) => /^\d+$/.test(name))
-    .map(Number)
-    .filter((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "pi" && realpathSync(readlinkSync(`/proc/${pid}/cwd`)) === dir && isProcessAlive(pid);
-      } catch {
-        return false;
-      }
-    });
-}
-
 /** Starts the parent Pi in its pane (the shell stays, so it can be started again); returns its pid. */
 async function startParent(world: ReturnTripWorld, sessionFile: string): Promise<number> {
   await world.runInParentPane(piTuiCommand(world.repo.root, ["--session", sessionFile], { keepShell: true }));
   await waitForScreen(world.parentPane, PI_READY, "the parent TUI");
-  return waitFor(() => piProcessesIn(world.repo.root)[0], { timeoutMs: 10_000, description: "the parent Pi's process" });
+  return waitFor(() => piProcessesIn(world.repo.root).filter(isProcessAlive)[0], { timeoutMs: 10_000, description: "the parent Pi's process" });
 }
 
 /** Types /quit and waits until that Pi's process is gone. */

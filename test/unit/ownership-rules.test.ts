@@ -48,7 +48,8 @@ describe("dependencies point inward", () => {
   });
 
   it("recovery and the handoff stand on src/launch/ and never import each other", () => {
-    const importsDir = (dir: string): RegExp => new RegExp(`from\\s+["']\\.\\./${dir}/`);
+    // At any depth (`../handoff/`, `../../handoff/`), and never the same-named rooms elsewhere.
+    const importsDir = (dir: string): RegExp => new RegExp(`from\\s+["'](?:\\.\\./)+${dir}/`);
     expect(FILES.filter(({ file, text }) => file.startsWith("src/recovery/") && importsDir("handoff").test(text)).map(({ file }) => file)).toEqual([]);
     expect(FILES.filter(({ file, text }) => file.startsWith("src/handoff/") && importsDir("recovery").test(text)).map(({ file }) => file)).toEqual([]);
   });
@@ -56,7 +57,7 @@ describe("dependencies point inward", () => {
   it("the shared rooms (launch, mux, process, session, manifest, git) import neither the handoff nor recovery", () => {
     const shared = ["src/launch/", "src/mux/", "src/process/", "src/session/", "src/manifest/", "src/git/", "src/fs/", "src/config/"];
     const offenders = FILES.filter(
-      ({ file, text }) => shared.some((dir) => file.startsWith(dir)) && /from\s+["']\.\.\/(?:handoff|recovery)\//.test(text),
+      ({ file, text }) => shared.some((dir) => file.startsWith(dir)) && /from\s+["'](?:\.\.\/)+(?:handoff|recovery)\//.test(text),
     ).map(({ file }) => file);
     expect(offenders).toEqual([]);
   });
