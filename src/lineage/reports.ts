@@ -68,9 +68,15 @@ export async function sendChildReport(deps: SendReportDeps, input: { handoffId: 
   if ([input.text, input.done ?? "", input.left ?? ""].every((text) => text.trim().length === 0)) {
     return { ok: false, code: "empty", message: "The report is empty; say what was done and what is left." };
   }
+  let commits: Awaited<ReturnType<RecoveryGitPort["commitsNotIn"]>>;
   try {
     const tip = await deps.git.resolveCommit(manifest.worktree.path, "HEAD");
-    const commits = tip === undefined ? { total: 0, commits: [] } : await deps.git.commitsNotIn(manifest.worktree.path, tip, [manifest.base.sha], { limit: MAX_REPORT_COMMITS });
+    commits = tip === undefined ? { total: 0, commits: [] } : await deps.git.commitsNotIn(manifest.worktree.path, tip, [manifest.base.sha], { limit: MAX_REPORT_COMMITS });
+  } catch (error) {
+    // Said apart from a failed write: the report is fine, git is what to look at.
+    return { ok: false, code: "failed", message: `The branch's commits could not be read, so no report was sent: ${errorSentence(error)}` };
+  }
+  try {
     const report = await deps.reports.write(
       {
         handoffId: manifest.id,

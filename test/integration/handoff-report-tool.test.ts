@@ -7,6 +7,8 @@
 import type { ExtensionAPI, ExtensionCommandContext, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { afterEach, describe, expect, it } from "vitest";
 import { registerHandoffReport, REPORT_TOOL } from "../../pi-extension/handoff-report.ts";
+import { rmSync } from "node:fs";
+import { sendChildReport } from "../../src/lineage/reports.ts";
 import { ChildReportStore } from "../../src/manifest/child-reports.ts";
 import { HANDOFF_MESSAGE_TYPE } from "../../src/session/handoff-message.ts";
 import { createLandRig, type LandRig } from "../support/land-rig.ts";
@@ -103,5 +105,14 @@ describe("handoff_report", () => {
         else process.env[key] = value;
       }
     }
+  });
+
+  it("says that git failed, not that the report could not be written, when the commits cannot be read", async () => {
+    const r = (rig = await createLandRig());
+    rmSync(r.worktree, { recursive: true, force: true });
+    const outcome = await sendChildReport({ ...r.deps(), reports: ChildReportStore.forAgentDir(r.agentDir) }, { handoffId: r.id, text: "done" });
+    expect(outcome).toMatchObject({ ok: false, code: "failed" });
+    expect(outcome.message).toMatch(/^The branch's commits could not be read, so no report was sent: ./);
+    expect((await ChildReportStore.forAgentDir(r.agentDir).list(r.id)).reports).toEqual([]);
   });
 });
