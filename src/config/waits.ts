@@ -52,3 +52,10 @@ export function readWaits<K extends WaitKey>(env: Readonly<Record<string, string
   for (const setting of settings) values[setting.key as K] = valid[setting.variable] ?? setting.fallback;
   return values;
 }
+
+/** A wait or a time waited as every message says it: "40 ms", "0.5 s", "3 s", "1.5 s", "45 s". */
+export function formatWait(ms: number): string {
+  if (ms > 0 && ms < 100) return `${Math.round(ms)} ms`;
+  const seconds = ms / 1000;
+  return Number.isInteger(seconds) || seconds >= 10 ? `${Math.round(seconds)} s` : `${seconds.toFixed(1)} s`;
+}

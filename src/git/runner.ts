@@ -14,6 +14,7 @@
  */
 import { GitPluginError, simpleGit } from "simple-git";
 import { errorMessage } from "../errors.ts";
+import { formatWait } from "../config/waits.ts";
 
 /**
  * The only `GIT_*` variables git inherits. simple-git v4 rejects a task that is handed any other
@@ -76,7 +77,7 @@ export async function runGit(cwd: string, args: readonly string[], options: GitR
   } catch (error) {
     const command = gitCommandName(args);
     if (error instanceof GitPluginError && error.plugin === "timeout") {
-      throw new Error(`${command} timed out after ${options.timeoutMs} ms in ${cwd}.`, { cause: error });
+      throw new Error(`${command} timed out after ${formatWait(options.timeoutMs)} in ${cwd}.`, { cause: error });
     }
     throw new Error(`${command} could not run in ${cwd}: ${firstLine(errorMessage(error))}`, { cause: error });
   }

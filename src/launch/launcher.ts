@@ -55,6 +55,7 @@ import { readPostCreateStatus } from "./post-create.ts";
 import { errorClause } from "../errors.ts";
 import { withDefaults, type LaunchTimeouts } from "./timeouts.ts";
 import { checkpoint, failsAt, injectFault, NO_FAULTS, type FaultPlan } from "../faults.ts";
+import { formatWait } from "../config/waits.ts";
 
 export type { LaunchTimeouts } from "./timeouts.ts";
 
@@ -304,7 +305,7 @@ export class ChildLauncher {
       return {
         code: "not_started",
         manifest: current,
-        message: `No launcher started in the new pane: ${where}the launch line (${line}) was typed ${typed} time(s), ${startMs / 1000} s apart, and no start was announced in ${files.started}; the shell there may still be starting or may have lost the input.`,
+        message: `No launcher started in the new pane: ${where}the launch line (${line}) was typed ${typed} time(s), ${formatWait(startMs)} apart, and no start was announced in ${files.started}; the shell there may still be starting or may have lost the input.`,
       };
     }
     const at = this.isoNow();
@@ -434,7 +435,7 @@ export class ChildLauncher {
         const now = this.deps.now().getTime();
         const delay = delays.next(now);
         if (delay === undefined) return undefined;
-        this.deps.tick?.(this.stepOf(label), `${label} (${formatSeconds(now - started)} of ${formatSeconds(limitMs)})`);
+        this.deps.tick?.(this.stepOf(label), `${label} (${formatWait(now - started)} of ${formatWait(limitMs)})`);
         await Promise.race([this.deps.sleep(delay), changes.next()]);
       }
     } finally {
@@ -445,7 +446,7 @@ export class ChildLauncher {
   /** Awaits `promise`, showing the wait in the status line about once a second. */
   private waitWithProgress<T>(promise: Promise<T>, label: string, limitMs: number): Promise<T> {
     return whileWaiting(promise, () => this.deps.now().getTime(), (elapsed) =>
-      this.deps.tick?.("launch", `${label} (${formatSeconds(elapsed)} of ${formatSeconds(limitMs)})`),
+      this.deps.tick?.("launch", `${label} (${formatWait(elapsed)} of ${formatWait(limitMs)})`),
     );
   }
 
@@ -518,9 +519,6 @@ function watchDirectory(dir: string): { next(): Promise<void>; close(): void } {
   };
 }
 
-function formatSeconds(ms: number): string {
-  return `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
-}
 
 /** The child among a pane's processes: named `pi`, in the worktree, carrying this handoff's marker. */
 export function findChildProcess(processes: readonly PaneProcess[], manifest: Manifest): PaneProcess | undefined {

@@ -33,6 +33,7 @@ import { unlinkIfPresent } from "../fs/unlink.ts";
 import { isOwnerAlive, ownerOf } from "../launch/owner.ts";
 import { type HandoffState, type Manifest, type ManifestOwner, ManifestSchema, MANIFEST_VERSION, canTransition } from "./schema.ts";
 import { errorMessage } from "../errors.ts";
+import { formatWait } from "../config/waits.ts";
 
 const MANIFEST_SUFFIX = ".json";
 const ID_PATTERN = /^[a-z0-9][a-z0-9-]{2,80}$/;
@@ -518,7 +519,7 @@ export class ManifestStore {
       if (code === "ELOCKED") {
         throw new ManifestStoreError(
           "locked",
-          `Gave up after ${this.lockWaitMs} ms waiting for the lock on ${what} (${lockPath}); another process holds it.`,
+          `Gave up after ${formatWait(this.lockWaitMs)} waiting for the lock on ${what} (${lockPath}); another process holds it.`,
           { cause: error },
         );
       }

@@ -14,7 +14,7 @@ import type { MuxKind } from "../manifest/schema.ts";
 import { HerdrMultiplexer } from "./herdr.ts";
 import { TmuxMultiplexer } from "./tmux.ts";
 import type { Multiplexer } from "./types.ts";
-import { readWaits } from "../config/waits.ts";
+import { formatWait, readWaits } from "../config/waits.ts";
 
 export type MuxSelection = { ok: true; mux: Multiplexer } | { ok: false; message: string };
 
@@ -58,7 +58,7 @@ function herdrUnavailable(code: string, detail: string, herdr: HerdrMultiplexer,
     case "herdr_not_found":
       return "The herdr executable was not found ($HERDR_BIN_PATH is unset and herdr is not on PATH); install Herdr or hand off with --mux tmux.";
     case "timeout":
-      return `Herdr's server${where} did not answer within ${timeoutMs / 1000} s; check that Herdr is healthy, then try again.`;
+      return `Herdr's server${where} did not answer within ${formatWait(timeoutMs)}; check that Herdr is healthy, then try again.`;
     default:
       return `Herdr cannot be used for this handoff: ${detail.replace(/[.\s]+$/, "")}.`;
   }

@@ -78,6 +78,7 @@ import { describePaneProcesses } from "../process/pane-process.ts";
 import { errorClause } from "../errors.ts";
 import { hasControlCharacter, oneLine, stripPeriod } from "../text.ts";
 import { backoff } from "./backoff.ts";
+import { formatWait } from "../config/waits.ts";
 
 const DEFAULT_TIMEOUT_MS = 5_000;
 /** `worktree create/open/remove` block while the server runs git on a whole checkout. */
@@ -229,12 +230,14 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     let sampled = false;
     let restarted = false;
     let stableSince = 0;
-    // The last thing Herdr really answered that was not a sample: a poll's own timeout never hides it.
+    // The last thing Herdr really answered that was not a sample: a poll's own timeout never hides
+    // it, and a poll the deadline cut short says nothing about Herdr once Herdr has answered before.
     let lastFailure: CallFailure | undefined;
     let lastTimeout: CallFailure | undefined;
     for (;;) {
+      const budgetMs = pollTimeout(deadline, this.#timeoutMs);
       const info = await this.#call(["pane", "process-info", "--pane", pane.paneId], PaneProcessInfoSchema, "pane process-info", {
-        timeoutMs: pollTimeout(deadline, this.#timeoutMs),
+        timeoutMs: budgetMs,
         socketPath: pane.socketPath,
       });
       if (!info.ok) {
@@ -242,8 +245,8 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
         if (notFound.isFinal(info)) return publicFailure(await this.#explainPaneNotFound(pane.paneId, pane.socketPath, info));
         if (info.code === "pane_not_found") restarted = true;
         stableSamples = 0;
-        if (info.code === "timeout") lastTimeout = info;
-        else lastFailure = info;
+        if (info.code !== "timeout") lastFailure = info;
+        else if (budgetMs >= this.#timeoutMs || !sampled) lastTimeout = info;
       } else {
         notFound.reset();
         sampled = true;
@@ -262,7 +265,7 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
       if (delay === undefined) break;
       await sleep(delay);
     }
-    const waited = `The shell in Herdr pane ${pane.paneId} did not become ready within ${formatDuration(options.timeoutMs)}`;
+    const waited = `The shell in Herdr pane ${pane.paneId} did not become ready within ${formatWait(options.timeoutMs)}`;
     const cause = lastFailure ?? lastTimeout;
     if (cause !== undefined) {
       const since = sampled ? "; its last answer was a failure" : "";
@@ -807,7 +810,7 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     });
     const operation = `herdr ${args.slice(0, 2).join(" ")}`;
     if (result.timedOut) {
-      return callFailure("timeout", `${operation} did not answer within ${formatDuration(timeoutMs)}.`);
+      return callFailure("timeout", `${operation} did not answer within ${formatWait(timeoutMs)}.`);
     }
     if (result.code === "ENOENT") {
       return callFailure("herdr_not_found", `The herdr executable (${this.herdrBin}) was not found; install Herdr or set HERDR_BIN_PATH.`);
@@ -990,7 +993,4 @@ function workspaceNotFound(workspaceId: string): MuxFailure {
   return { ok: false, code: "workspace_not_found", message: `Herdr workspace ${workspaceId} no longer exists.` };
 }
 
-function formatDuration(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
-}
 

@@ -39,6 +39,7 @@ import { isDirectory } from "../fs/probe.ts";
 import { errorClause } from "../errors.ts";
 import { hasControlCharacter, oneLine, stripPeriod } from "../text.ts";
 import { backoff } from "./backoff.ts";
+import { formatWait } from "../config/waits.ts";
 
 const DEFAULT_TIMEOUT_MS = 5_000;
 const SHELL_SAMPLE_INTERVAL_MS = 20;
@@ -359,7 +360,7 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
     return {
       ok: false,
       code: "shell_not_ready",
-      message: `The shell in tmux pane ${pane.paneId} did not become ready within ${options.timeoutMs} ms.`,
+      message: `The shell in tmux pane ${pane.paneId} did not become ready within ${formatWait(options.timeoutMs)}.`,
     };
   }
 
@@ -465,7 +466,7 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
     if (!result.failed) return { ok: true, stdout: result.stdout };
     const stderr = oneLine(result.stderr);
     if (result.timedOut) {
-      return { ok: false, code: "timeout", message: `tmux ${args[0]} did not answer within ${timeoutMs} ms.` };
+      return { ok: false, code: "timeout", message: `tmux ${args[0]} did not answer within ${formatWait(timeoutMs)}.` };
     }
     if (result.code === "ENOENT") {
       return { ok: false, code: "tmux_failed", message: `The tmux executable ${this.#tmuxBin} was not found.` };

@@ -23,6 +23,7 @@ import { errorClause } from "../errors.ts";
 import { HANDOFF_ID_ENV } from "../mux/types.ts";
 import { PROCESS_CALL_TIMEOUT_MS, type DescribedProcess, type ProcessDescriptions, type ProcessFacts, type ProcessStatus } from "./facts.ts";
 import { descendantsOf, signalFinds } from "./table.ts";
+import { formatWait } from "../config/waits.ts";
 
 /** One row of `ps -o pid=,ppid=,pgid=,tpgid=,state=,lstart=,comm=`. */
 export interface PsRow extends ProcessStatus {
@@ -115,7 +116,7 @@ const defaultRunner: CommandRunner = async (file, args) => {
       stdin: "ignore",
       env: { LC_ALL: "C", TZ: "UTC" },
     });
-    if (result.timedOut) return { ok: false, reason: "timeout", message: `${file} did not answer within ${PROCESS_CALL_TIMEOUT_MS} ms` };
+    if (result.timedOut) return { ok: false, reason: "timeout", message: `${file} did not answer within ${formatWait(PROCESS_CALL_TIMEOUT_MS)}` };
     if ((result as { code?: string }).code === "ENOENT") return { ok: false, reason: "missing", message: `${file} is not installed` };
     // Both `ps` and `lsof` exit 1 when one of the pids asked about is gone; what they printed still holds.
     if (result.exitCode !== undefined && result.exitCode > 1) {

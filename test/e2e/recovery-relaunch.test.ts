@@ -203,7 +203,10 @@ describe("pi-handoff relaunch with the real Pi", () => {
 
     // Once the first stops, the second (still running) takes the session over on its next beat.
     await killAndWait(handPid);
-    expect(await tmux.tmux(["list-panes", "-a", "-F", "#{pane_id}"])).not.toContain(handPane);
+    // tmux closes the pane once it has reaped the process, a moment after the process is gone.
+    await waitFor(async () => !(await tmux.tmux(["list-panes", "-a", "-F", "#{pane_id}"])).split("\n").includes(handPane), {
+      description: "the hand-started Pi's pane to close",
+    });
     const takenOver = await waitFor(
       async () => {
         const lease = await readSessionLease(sandbox.agentDir, childFile);

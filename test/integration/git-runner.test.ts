@@ -37,7 +37,7 @@ describe("runGit", () => {
     repo = createTempRepo();
     // git waiting for stdin that never ends stands for any git that hangs.
     await expect(runGit(repo.root, ["hash-object", "--stdin"], { timeoutMs: 300, env: repo.env })).rejects.toThrow(
-      `git hash-object timed out after 300 ms in ${repo.root}.`,
+      `git hash-object timed out after 0.3 s in ${repo.root}.`,
     );
   });
 });

@@ -358,7 +358,7 @@ describe("SimpleGitPort.addWorktree", () => {
     chmodSync(hook, 0o755);
 
     await expect(git.addWorktree(repo.root, { path: worktree, branch: "slow", sha })).rejects.toThrow(
-      new Error(`git worktree add timed out after 500 ms in ${repo.root}; now exists and left in place: branch 'slow', '${worktree}'.`),
+      new Error(`git worktree add timed out after 0.5 s in ${repo.root}; now exists and left in place: branch 'slow', '${worktree}'.`),
     );
   });
 });

@@ -265,7 +265,7 @@ describe("HerdrMultiplexer against the Herdr double", () => {
       expect(failed).toEqual({
         ok: false,
         code: "timeout",
-        message: "herdr worktree create did not answer within 1500 ms, and no worktree was created.",
+        message: "herdr worktree create did not answer within 1.5 s, and no worktree was created.",
       });
       expect(existsSync(wanted.worktreePath)).toBe(false);
     });
@@ -340,7 +340,7 @@ describe("HerdrMultiplexer against the Herdr double", () => {
       const never = expectFailure(await backend({ timeoutMs: 500 }).waitForShell(parentLocation, { timeoutMs: 1_500 }));
       expect(never.code).toBe("timeout");
       expect(never.message).toMatch(
-        new RegExp(`^The shell in Herdr pane ${parent.paneId} did not become ready within 1500 ms: herdr pane process-info did not answer within \\d+ ms\\.$`),
+        new RegExp(`^The shell in Herdr pane ${parent.paneId} did not become ready within 1.5 s: herdr pane process-info did not answer within (?:\\d+ ms|\\d+(?:\\.\\d)? s)\\.$`),
       );
     });
 
@@ -600,7 +600,7 @@ describe("HerdrMultiplexer as Herdr's source behaves (issue 14, 16.3)", () => {
     herdr.setFaults({ "pane process-info": fault });
     const location: HerdrLocation = { kind: "herdr", socketPath: herdr.socketPath, paneId: parent.paneId };
     const failed = expectFailure(await backend().waitForShell(location, { timeoutMs: 1_200 }));
-    expect(failed.message).toBe(`The shell in Herdr pane ${parent.paneId} did not become ready within 1200 ms: ${cause}`);
+    expect(failed.message).toBe(`The shell in Herdr pane ${parent.paneId} did not become ready within 1.2 s: ${cause}`);
     expectOneSentence(failed.message);
   });
 

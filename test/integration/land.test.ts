@@ -135,7 +135,7 @@ describe("land strategies", () => {
   it("--remove that cannot check for a running Pi lands, keeps the worktree, and names the command that removes it", async () => {
     const r = await setup();
     const tip = r.commitInWorktree("a.txt", "a\n", "add a");
-    const problem = "Running processes could not be looked for: ps did not answer within 5000 ms.";
+    const problem = "Running processes could not be looked for: ps did not answer within 5 s.";
     const outcome = await landHandoff({ ...r.deps(), scanProcesses: async () => ({ piProcesses: [], problem }) }, r.id, { ...plain, remove: true });
     expect(outcome).toMatchObject({ ok: true, code: "landed", removal: { code: "refused", reason: "needs_force" } });
     expect(r.repo.run(["rev-parse", "main"])).toBe(tip);

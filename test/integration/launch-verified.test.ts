@@ -141,6 +141,21 @@ describe("the shell wait's polling budget on Herdr", () => {
     expect(polls.length).toBeGreaterThanOrEqual(3);
     expect(polls.length).toBeLessThanOrEqual(16);
   });
+
+  it("a last poll the deadline cut short does not turn a shell that was not ready into Herdr's timeout", async () => {
+    const pane = await rig.herdr.openWorkspace(rig.repo.root, "cut-short");
+    const location = { kind: "herdr" as const, socketPath: rig.herdr.socketPath, workspaceId: pane.workspaceId, paneId: pane.paneId };
+    // Each answer takes 2 s: the polls at 0 s and about 2 s answer "not ready"; the one at about
+    // 4 s gets the 1 s floor before the 4.5 s deadline and cannot answer in it.
+    rig.herdr.setFaults({ "pane process-info": { delayMs: 2_000 } });
+    try {
+      const mux = new HerdrMultiplexer({ herdrBin: rig.herdr.binPath, socketPath: rig.herdr.socketPath, env: rig.herdr.clientEnv });
+      const waited = await mux.waitForShell(location, { timeoutMs: 4_500 });
+      expect(waited).toEqual({ ok: false, code: "shell_not_ready", message: `The shell in Herdr pane ${pane.paneId} did not become ready within 4.5 s.` });
+    } finally {
+      rig.herdr.setFaults({});
+    }
+  });
 });
 
 describe("a launch on tmux whose shell swallows early input", () => {

@@ -162,7 +162,7 @@ describe("relaunch on tmux", () => {
       reason: "writer_unknown",
       message: `Handoff ${manifest.id} was not relaunched because it could not be checked whether a Pi still writes its session: The session lease /x/leases/y.json is not valid JSON.`,
     });
-    const problem = "Running processes could not be looked for: ps did not answer within 5000 ms.";
+    const problem = "Running processes could not be looked for: ps did not answer within 5 s.";
     const noTable = await relaunchHandoff({ ...rig.relaunchDeps(), scanProcesses: async () => ({ piProcesses: [], problem }) }, manifest.id, { focus: false });
     expect(noTable).toMatchObject({ code: "refused", reason: "writer_unknown" });
     expect(noTable.message).toBe(`Handoff ${manifest.id} was not relaunched because it could not be checked whether a Pi still writes its session: ${problem}`);

@@ -139,9 +139,9 @@ describe("the portable facts on canned output", () => {
   });
 
   it("says so when ps times out, and finds nothing rather than claiming no process runs", async () => {
-    const { run } = cannedRunner(() => ({ ok: false, reason: "timeout", message: "ps did not answer within 5000 ms" }));
+    const { run } = cannedRunner(() => ({ ok: false, reason: "timeout", message: "ps did not answer within 5 s" }));
     const facts = createPortableFacts({ run, platform: "linux" });
-    expect(await facts.findByName("pi")).toEqual({ processes: [], problem: "Running processes could not be looked for: ps did not answer within 5000 ms." });
+    expect(await facts.findByName("pi")).toEqual({ processes: [], problem: "Running processes could not be looked for: ps did not answer within 5 s." });
     expect(await facts.startToken(640)).toBeUndefined();
     expect(await facts.descendants(612)).toEqual([]);
   });

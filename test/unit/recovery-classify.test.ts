@@ -145,8 +145,8 @@ describe("classify", () => {
     const unreadable = classify(facts(m, { lease: { state: "unreadable", message: "The session lease /a/b.json is not valid JSON." } }));
     expect(unreadable.writerUnknown).toBe("The session lease /a/b.json is not valid JSON");
     expect(unreadable.actions).toEqual(["focus", "remove"]);
-    const noTable = classify(facts(m, { lease: { state: "none" }, processScanProblem: "Running processes could not be looked for: ps did not answer within 5000 ms." }));
-    expect(noTable.writerUnknown).toBe("Running processes could not be looked for: ps did not answer within 5000 ms");
+    const noTable = classify(facts(m, { lease: { state: "none" }, processScanProblem: "Running processes could not be looked for: ps did not answer within 5 s." }));
+    expect(noTable.writerUnknown).toBe("Running processes could not be looked for: ps did not answer within 5 s");
     expect(noTable.actions).toEqual(["focus", "remove"]);
     expect(HandoffReportSchema.parse(noTable).writerUnknown).toBe(noTable.writerUnknown);
     // With everything readable the same handoff may be relaunched.
