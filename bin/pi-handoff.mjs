@@ -3,8 +3,10 @@
 //
 // Plain JavaScript with nothing newer than what old Node versions parse, so that on a Node too
 // old for Pi it can still say so in one sentence instead of failing with a syntax error.
-// The CLI itself is TypeScript, loaded through jiti: Node refuses to strip types from files
-// under node_modules, which is where an installed copy of this package lives.
+// The CLI itself is TypeScript (erasable syntax only). From a checkout, Node strips its types
+// itself (on by default, without a warning, since 22.18); Node refuses to strip types from files
+// under node_modules, which is where an installed copy of this package lives, so jiti loads it
+// there (about half a second more per run).
 import process from "node:process";
 
 const MINIMUM = [22, 19];
@@ -16,9 +18,15 @@ if (major < MINIMUM[0] || (major === MINIMUM[0] && minor < MINIMUM[1])) {
   process.exit(1);
 }
 
-const { createJiti } = await import("jiti");
-const jiti = createJiti(import.meta.url);
-const cli = await jiti.import(new URL("../src/recovery/cli.ts", import.meta.url).href);
+const entry = new URL("../src/recovery/cli.ts", import.meta.url);
+const installed = decodeURIComponent(entry.pathname).split("/").includes("node_modules");
+let cli;
+if (!installed && process.features.typescript) {
+  cli = await import(entry.href);
+} else {
+  const { createJiti } = await import("jiti");
+  cli = await createJiti(import.meta.url).import(entry.href);
+}
 process.exitCode = await cli.main(process.argv.slice(2), {
   env: process.env,
   stdout: (text) => process.stdout.write(text),

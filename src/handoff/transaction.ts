@@ -355,7 +355,7 @@ export class HandoffTransaction {
       focus: request.args.focus,
       ...postCreate,
     });
-    if (outcome.code === "shell_not_ready" || outcome.code === "type_failed") throw new StepFailure("launch", outcome.message);
+    if (outcome.code === "shell_not_ready" || outcome.code === "launcher_not_written" || outcome.code === "type_failed") throw new StepFailure("launch", outcome.message);
     if (outcome.code === "post_create_failed") {
       await this.deps.store.update(outcome.manifest.id, (m) => {
         if (m.setup?.postCreate !== undefined) {

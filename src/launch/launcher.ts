@@ -105,6 +105,8 @@ export type LaunchOutcome =
   | { code: "launch_unconfirmed"; manifest: Manifest; message: string }
   /** The shell never got ready: nothing was typed and the manifest was not changed. */
   | { code: "shell_not_ready"; message: string }
+  /** The launcher or its params could not be written: nothing was typed and the manifest was not changed. */
+  | { code: "launcher_not_written"; message: string }
   /** The manifest says `launching` but the line could not be typed (or the launcher written); the caller records the failure. */
   | { code: "type_failed"; manifest: Manifest; message: string }
   /** A postCreate command failed, so Pi was not started; the caller records the failure. */
@@ -165,7 +167,7 @@ export class ChildLauncher {
       if (!ready.ok) return { code: "shell_not_ready", message: ready.message };
     }
     const prepared = await this.prepare(request, files, windowCommand);
-    if (!prepared.ok) return { code: "shell_not_ready", message: prepared.message };
+    if (!prepared.ok) return { code: "launcher_not_written", message: prepared.message };
     const { line, token } = prepared;
     const launching = await this.deps.store.transition(
       manifest.id,

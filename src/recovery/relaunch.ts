@@ -71,7 +71,7 @@ export type RelaunchOutcome =
   | { code: "refused"; reason: RelaunchRefusal; message: string }
   | { code: "running"; manifest: Manifest; message: string }
   | { code: "launch_unconfirmed"; manifest: Manifest; message: string }
-  | { code: "failed"; reason: "reopen_failed" | "shell_not_ready" | "type_failed"; manifest: Manifest; message: string };
+  | { code: "failed"; reason: "reopen_failed" | "launcher_not_written" | "shell_not_ready" | "type_failed"; manifest: Manifest; message: string };
 
 export async function relaunchHandoff(deps: RelaunchDeps, id: string, options: { focus: boolean }): Promise<RelaunchOutcome> {
   // The launch waits come from PI_HANDOFF_*_TIMEOUT_MS: an unusable one is named, not ignored.
@@ -168,7 +168,7 @@ async function windowFor(
   try {
     window = await prepareWindowLauncher(deps.store, manifest, deps.timeouts);
   } catch (error) {
-    return { code: "failed", reason: "reopen_failed", manifest, message: `Could not write the launcher for handoff ${id}: ${errorMessage(error)}.` };
+    return { code: "failed", reason: "launcher_not_written", manifest, message: `Could not write the launcher for handoff ${id}: ${errorMessage(error)}.` };
   }
   const opened = await mux.reopenWorkspace({
     mainCheckout: manifest.repo.root,
@@ -248,7 +248,8 @@ async function relaunchOutcome(deps: RelaunchDeps, id: string, childSessionFile:
         message: `${launched.message} Look at ${describeLocation(launched.manifest.mux)}; to start it by hand, run there: ${launched.manifest.child.command ?? "?"}`,
       };
     case "shell_not_ready":
-      return { code: "failed", reason: "shell_not_ready", manifest: current, message: `${launched.message} Nothing was typed; handoff ${id} is unchanged.` };
+    case "launcher_not_written":
+      return { code: "failed", reason: launched.code, manifest: current, message: `${launched.message} Nothing was typed; handoff ${id} is unchanged.` };
     case "type_failed": {
       const failed = await deps.store.transition(
         id,

@@ -2,7 +2,7 @@
  * The transaction's decisions with fakes for git, the multiplexer and the fork (a real manifest
  * store in a temp dir): call order, refusals that touch nothing, the probe fallback, and failures.
  */
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -429,6 +429,26 @@ describe("HandoffTransaction", () => {
     expect(outcome.manifest.child.command).toBe(line);
     expect(outcome.manifest.launch).toMatchObject({ typed: 2, startedPid: process.pid, startedAt: expect.any(String) });
     expect(calls).toEqual(["createWorkspace", "waitForShell", "fork", "run", "run", "ack", "focus"]);
+  });
+
+  it("names a launcher it could not write as the launch step's failure, not as a shell that was not ready, and types nothing", async () => {
+    const waitForShell = mux.waitForShell.bind(mux);
+    mux.waitForShell = async () => {
+      // Something in the way of the launcher file: a directory that cannot be replaced.
+      const [manifestFile] = readdirSync(store.dir).filter((name) => name.endsWith(".json"));
+      const script = join(store.dir, `${manifestFile?.replace(/\.json$/, "")}.launch.sh`);
+      rmSync(script, { force: true });
+      mkdirSync(join(script, "in-the-way"), { recursive: true });
+      return waitForShell();
+    };
+    const outcome = await new HandoffTransaction(deps()).run(request());
+    expect(outcome.code).toBe("failed");
+    if (outcome.code !== "failed") return;
+    const script = store.pathFor(outcome.manifest.id).replace(/\.json$/, ".launch.sh");
+    expect(outcome.step).toBe("launch");
+    const message = outcome.manifest.error?.message ?? "";
+    expect(message.startsWith(`Could not write the launcher ${script}: `) && message.endsWith(".")).toBe(true);
+    expect(mux.typed).toEqual([]);
   });
 
   it("stops typing after the bounded number of attempts and reports exactly what it did and saw", async () => {
