@@ -25,7 +25,7 @@ export default function handoffWorktreeExtension(pi: ExtensionAPI): void {
   const leases = new SessionLeaseKeeper({
     agentDir: agentDirFromEnv(process.env),
     onEvent: (event) => {
-      if (latestCtx !== undefined) report(latestCtx, `handoff-worktree: ${event.message}`, event.code === "taken_over" ? "info" : "warning");
+      if (latestCtx !== undefined) report(latestCtx, `handoff-worktree: ${event.message}`, event.code === "taken_over" || event.code === "leased" ? "info" : "warning");
     },
   });
 

@@ -221,6 +221,8 @@ class LineageSession {
     this.watched = refreshed.runs.filter((run) => run.outcome === "active");
     if (this.watched.length === 0) this.poll.pause();
     this.queue.flush();
+    // A send that failed stopped the queue (its runtime went away): nothing more can be delivered.
+    if (this.queue.isStopped) this.poll.stop();
   }
 
   private isIdle(): boolean {

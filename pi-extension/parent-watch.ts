@@ -103,6 +103,8 @@ class ParentWatch {
     if (this.stopped) return;
     for (const report of pending) this.queue.enqueue({ kind: `report-${report.kind}`, message: reportMessage(report), records: [reportTriple(report)] });
     this.queue.flush();
+    // A send that failed stopped the queue (its runtime went away): the next session_start watches anew.
+    if (this.queue.isStopped) this.poll.stop();
   }
 
   private setWidget(lines: string[] | undefined): void {

@@ -406,14 +406,17 @@ export class ChildLauncher {
             : `The new Pi did not confirm its start within ${Math.round(limit / 1000)} s and no Pi process was found in the new pane.`,
       };
     }
-    const running = await this.deps.store.update(manifest.id, (m) => {
-      // The acknowledgement may have landed between the last poll and the probe; it wins. Only a
-      // launch still in progress is confirmed: a handoff removed or failed meanwhile stays so.
-      if (m.state !== "launching") return;
-      m.state = "running";
-      m.history.push({ state: "running", at: this.isoNow(), note: "confirmed by process probe" });
-      m.child = { ...m.child, pid: child.pid, confirmedBy: "probe" };
-    });
+    // The acknowledgement may have landed between the last poll and the probe; it wins. Only a
+    // launch still in progress is confirmed: a handoff removed or failed meanwhile stays so.
+    const running = await this.deps.store.transitionIfStill(
+      manifest.id,
+      "launching",
+      "running",
+      (m) => {
+        m.child = { ...m.child, pid: child.pid, confirmedBy: "probe" };
+      },
+      "confirmed by process probe",
+    );
     if (running.state !== "running") {
       return { ok: false, message: `A Pi was found in the new pane, but handoff ${running.id} is ${running.state} now, so it was left as it is.`, manifest: running };
     }
@@ -463,12 +466,15 @@ export class ChildLauncher {
    */
   private async unconfirmed(manifest: Manifest, step: "launch" | "confirm", message: string): Promise<LaunchOutcome> {
     const at = this.isoNow();
-    const unconfirmed = await this.deps.store.update(manifest.id, (m) => {
-      if (m.state !== "launching") return;
-      m.state = "launch_unconfirmed";
-      m.history.push({ state: "launch_unconfirmed", at, note: message });
-      m.error = { step, message, at };
-    });
+    const unconfirmed = await this.deps.store.transitionIfStill(
+      manifest.id,
+      "launching",
+      "launch_unconfirmed",
+      (m) => {
+        m.error = { step, message, at };
+      },
+      message,
+    );
     if (unconfirmed.state === "running" && unconfirmed.child.ackAt !== undefined) return { code: "running", manifest: unconfirmed };
     return { code: "launch_unconfirmed", manifest: unconfirmed, message };
   }

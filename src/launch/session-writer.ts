@@ -18,6 +18,8 @@ import { acquireSessionLease, LEASE_HEARTBEAT_MS, type HeldLease, type LeaseAcqu
 
 export type LeaseEvent =
   | { code: "taken_over"; message: string }
+  /** The lease could not be taken at start (not because another Pi held it) and is held now. */
+  | { code: "leased"; message: string }
   | { code: "lost"; message: string }
   | { code: "error"; message: string };
 
@@ -25,6 +27,8 @@ interface Current {
   sessionFile: string;
   handoffId?: string;
   held?: HeldLease;
+  /** Why the lease is not held: another live Pi holds it, or it could not be written. */
+  waitingFor?: "other_pi" | "io";
 }
 
 const liveKeepers = new Set<SessionLeaseKeeper>();
@@ -60,7 +64,11 @@ export class SessionLeaseKeeper {
     await this.release();
     if (sessionFile === undefined) return undefined;
     const acquired = await this.#acquire(sessionFile, handoffId);
-    this.#current = { sessionFile, ...(handoffId === undefined ? {} : { handoffId }), ...(acquired.ok ? { held: acquired.lease } : {}) };
+    this.#current = {
+      sessionFile,
+      ...(handoffId === undefined ? {} : { handoffId }),
+      ...(acquired.ok ? { held: acquired.lease } : { waitingFor: acquired.code === "held" ? "other_pi" : "io" }),
+    };
     liveKeepers.add(this);
     installExitHook();
     this.#timer = setInterval(() => void this.tick(), this.#options.intervalMs ?? LEASE_HEARTBEAT_MS);
@@ -77,6 +85,7 @@ export class SessionLeaseKeeper {
       if (current.held !== undefined) {
         if ((await current.held.heartbeat()) === "lost") {
           delete current.held;
+          current.waitingFor = "other_pi";
           this.#options.onEvent({
             code: "lost",
             message: `Another Pi took over the lease on session ${current.sessionFile}; two Pi processes writing one session corrupt it, so quit one of them.`,
@@ -87,9 +96,17 @@ export class SessionLeaseKeeper {
       const acquired = await this.#acquire(current.sessionFile, current.handoffId);
       if (acquired.ok && this.#current === current) {
         current.held = acquired.lease;
-        this.#options.onEvent({ code: "taken_over", message: `The other Pi on session ${current.sessionFile} has stopped; this Pi now holds the session.` });
+        const after = current.waitingFor;
+        delete current.waitingFor;
+        this.#options.onEvent(
+          after === "io"
+            ? { code: "leased", message: `The lease on session ${current.sessionFile} is taken now, so recovery sees this Pi as its writer.` }
+            : { code: "taken_over", message: `The other Pi on session ${current.sessionFile} has stopped; this Pi now holds the session.` },
+        );
       } else if (acquired.ok) {
         await acquired.lease.release();
+      } else {
+        current.waitingFor = acquired.code === "held" ? "other_pi" : "io";
       }
     } catch (error) {
       if (!this.#reportedError) {

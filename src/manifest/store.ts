@@ -258,14 +258,16 @@ export class ManifestStore {
 
   /** Moves to state `to`, appending a history entry. An illegal transition throws and writes nothing. */
   async transition(id: string, to: HandoffState, patch?: (manifest: Manifest) => void, note?: string): Promise<Manifest> {
+    return this.modify(id, (manifest, at) => moveTo(manifest, to, at, patch, note));
+  }
+
+  /**
+   * `transition`, but only while the handoff is still `from` (checked under the lock): a handoff
+   * that someone else moved on meanwhile (acknowledged, removed, failed) is returned as it is.
+   */
+  async transitionIfStill(id: string, from: HandoffState, to: HandoffState, patch?: (manifest: Manifest) => void, note?: string): Promise<Manifest> {
     return this.modify(id, (manifest, at) => {
-      const from = manifest.state;
-      if (!canTransition(from, to)) {
-        throw new Error(`Illegal handoff state transition ${from} -> ${to} for ${id}.`);
-      }
-      patch?.(manifest);
-      manifest.state = to;
-      manifest.history.push(note === undefined ? { state: to, at } : { state: to, at, note });
+      if (manifest.state === from) moveTo(manifest, to, at, patch, note);
     });
   }
 
@@ -583,6 +585,14 @@ async function readManifestFile(path: string, id: string): Promise<ReadResult> {
     return { ok: false, code: "invalid", message: `Manifest file ${path} contains id ${parsed.data.id}, which does not match its file name.` };
   }
   return { ok: true, manifest: parsed.data };
+}
+
+/** One state change, as every transition makes it: allowed by the state machine, then recorded in the history. */
+function moveTo(manifest: Manifest, to: HandoffState, at: string, patch: ((manifest: Manifest) => void) | undefined, note: string | undefined): void {
+  if (!canTransition(manifest.state, to)) throw new Error(`Illegal handoff state transition ${manifest.state} -> ${to} for ${manifest.id}.`);
+  patch?.(manifest);
+  manifest.state = to;
+  manifest.history.push(note === undefined ? { state: to, at } : { state: to, at, note });
 }
 
 async function readActionHolder(path: string): Promise<ActionHolder | undefined> {

@@ -205,6 +205,23 @@ describe("SessionLeaseKeeper and the session start", () => {
     expect(await readSessionLease(agentDir, sessionFile, { facts })).toEqual({ state: "none" });
   });
 
+  it("a lease that could not be written at start is taken on a later tick, and said so without blaming another Pi", async () => {
+    const { facts, agentDir, sessionFile } = twoPi();
+    // Something in the way of the lease directory: the lease cannot be written.
+    await mkdir(join(agentDir, "handoff-worktree"), { recursive: true });
+    await writeFile(leaseDir(agentDir), "not a directory\n");
+    const events: LeaseEvent[] = [];
+    const keeper = new SessionLeaseKeeper({ agentDir, facts, intervalMs: 60_000, onEvent: (event) => events.push(event) });
+    expect(await keeper.hold(sessionFile)).toMatchObject({ ok: false, code: "io_error" });
+    await keeper.tick();
+    expect(events).toEqual([]);
+    await rm(leaseDir(agentDir));
+    await keeper.tick();
+    expect(events).toEqual([{ code: "leased", message: `The lease on session ${sessionFile} is taken now, so recovery sees this Pi as its writer.` }]);
+    expect(await readSessionLease(agentDir, sessionFile, { facts })).toMatchObject({ state: "live", pid: process.pid });
+    await keeper.release();
+  });
+
   it("in a second Pi on a leased handoff session: warns, does not acknowledge and starts no turn", async () => {
     const { facts, agentDir, sessionFile } = twoPi();
     await acquireSessionLease({ agentDir, sessionFile, pid: 777, handoffId: "h-1", facts });
