@@ -183,9 +183,10 @@ function formatMarkdown(results: Record<string, unknown>): string {
     "  makes the handoff recoverable and its confirmation real.",
     "- **Lineage scan** (d): only the ancestors' own indexes are read, so 10,000 unrelated runs cost",
     "  nothing measurable.",
-    "- **List** (e): a new Node process loading the TypeScript CLI through jiti costs about half a",
-    "  second before the first manifest is read; each handoff then costs a `git status` of its",
-    "  worktree (one per live worktree).",
+    "- **List** (e): a new Node process loading the TypeScript CLI costs about half a second before",
+    "  the first manifest is read (from a checkout, where Node strips the types itself; an installed",
+    "  copy under node_modules goes through jiti, about half a second more); each handoff then costs",
+    "  a `git status` of its worktree (one per live worktree).",
     "",
   ].join("\n");
 }

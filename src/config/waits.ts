@@ -55,7 +55,8 @@ export function readWaits<K extends WaitKey>(env: Readonly<Record<string, string
 
 /** A wait or a time waited as every message says it: "40 ms", "0.5 s", "3 s", "1.5 s", "45 s". */
 export function formatWait(ms: number): string {
-  if (ms > 0 && ms < 100) return `${Math.round(ms)} ms`;
-  const seconds = ms / 1000;
-  return Number.isInteger(seconds) || seconds >= 10 ? `${Math.round(seconds)} s` : `${seconds.toFixed(1)} s`;
+  if (ms > 0 && ms < 99.5) return `${Math.round(ms)} ms`;
+  // Rounded to tenths first, so 999 ms is "1 s" and 9.96 s is "10 s".
+  const tenths = Math.round(ms / 100) / 10;
+  return Number.isInteger(tenths) || tenths >= 10 ? `${Math.round(tenths)} s` : `${tenths.toFixed(1)} s`;
 }

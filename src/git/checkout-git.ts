@@ -28,6 +28,7 @@ import { execa } from "execa";
 import { parseStatus } from "./git.ts";
 import { gitEnvironment, runGit, type GitRun } from "./runner.ts";
 import type { BaseUpstream, CarriedChange, ChangesSnapshot, CheckoutGitPort } from "./types.ts";
+import { formatWait } from "../config/waits.ts";
 
 export interface CheckoutGitOptions {
   /** Environment git runs with (default: `process.env` at call time), sanitised by `gitEnvironment`. */
@@ -189,7 +190,7 @@ export class CheckoutGit implements CheckoutGitPort {
     } finally {
       clearTimeout(timer);
     }
-    if (timedOut) throw new Error(`git fetch ${label} did not finish within ${Math.round(this.fetchTimeoutMs / 1000)} s.`);
+    if (timedOut) throw new Error(`git fetch ${label} did not finish within ${formatWait(this.fetchTimeoutMs)}.`);
     if (result.exitCode !== 0) {
       throw new Error(`git fetch ${label} failed: ${summarize(String(result.stderr)) ?? `exit code ${String(result.exitCode)}`}.`);
     }

@@ -44,6 +44,7 @@ import { describeFailure, describeRetained, describeSuccess, refusalText, withNo
 import { planHandoff, type HandoffRequest, type Plan } from "./preconditions.ts";
 import { describeSetup, hasSetupWork, setUpWorktree, type SetupResult } from "./setup.ts";
 import { whileWaiting } from "../mux/backoff.ts";
+import { formatWait } from "../config/waits.ts";
 
 export type { HandoffDeps, MuxChoice } from "./deps.ts";
 export type { HandoffRequest, ParentSnapshot } from "./preconditions.ts";
@@ -414,7 +415,7 @@ export class HandoffTransaction {
   /** A step's outside wait, shown in the status line as it runs (the elapsed seconds). */
   private whileStep<T>(step: HandoffStep, text: string, promise: Promise<T>): Promise<T> {
     return whileWaiting(promise, () => this.deps.now().getTime(), (elapsed) =>
-      this.deps.progress(step, `${text} (${Math.round(elapsed / 1000)} s)`),
+      this.deps.progress(step, `${text} (${formatWait(elapsed)})`),
     );
   }
 

@@ -107,7 +107,7 @@ export type LaunchOutcome =
   | { code: "shell_not_ready"; message: string }
   /** The launcher or its params could not be written: nothing was typed and the manifest was not changed. */
   | { code: "launcher_not_written"; message: string }
-  /** The manifest says `launching` but the line could not be typed (or the launcher written); the caller records the failure. */
+  /** The manifest says `launching` but the line could not be typed (or a window's launcher not signalled); the caller records the failure. */
   | { code: "type_failed"; manifest: Manifest; message: string }
   /** A postCreate command failed, so Pi was not started; the caller records the failure. */
   | { code: "post_create_failed"; manifest: Manifest; message: string; exitStatus: number; command: number };
@@ -360,7 +360,7 @@ export class ChildLauncher {
     if (outcome === undefined) {
       return {
         code: "timeout",
-        message: `The postCreate commands had not finished after ${Math.round(hooks.timeoutMs / 1000)} s; they may still be running in the new pane, and Pi starts there when they succeed.`,
+        message: `The postCreate commands had not finished after ${formatWait(hooks.timeoutMs)}; they may still be running in the new pane, and Pi starts there when they succeed.`,
       };
     }
     if (outcome.exitStatus === 0) return { code: "passed" };
@@ -403,7 +403,7 @@ export class ChildLauncher {
         message:
           seen?.code === "exited"
             ? "The launcher started, but its Pi exited (or never started) before confirming; the new pane shows why."
-            : `The new Pi did not confirm its start within ${Math.round(limit / 1000)} s and no Pi process was found in the new pane.`,
+            : `The new Pi did not confirm its start within ${formatWait(limit)} and no Pi process was found in the new pane.`,
       };
     }
     // The acknowledgement may have landed between the last poll and the probe; it wins. Only a
@@ -465,12 +465,11 @@ export class ChildLauncher {
    * reported as it is, not overwritten.
    */
   private async unconfirmed(manifest: Manifest, step: "launch" | "confirm", message: string): Promise<LaunchOutcome> {
-    const at = this.isoNow();
     const unconfirmed = await this.deps.store.transitionIfStill(
       manifest.id,
       "launching",
       "launch_unconfirmed",
-      (m) => {
+      (m, at) => {
         m.error = { step, message, at };
       },
       message,

@@ -105,8 +105,9 @@ export class SessionLeaseKeeper {
         );
       } else if (acquired.ok) {
         await acquired.lease.release();
-      } else {
-        current.waitingFor = acquired.code === "held" ? "other_pi" : "io";
+      } else if (acquired.code === "held") {
+        // Once another Pi was seen holding it, its stop is what the user waits to hear about.
+        current.waitingFor = "other_pi";
       }
     } catch (error) {
       if (!this.#reportedError) {

@@ -257,7 +257,7 @@ export class ManifestStore {
   }
 
   /** Moves to state `to`, appending a history entry. An illegal transition throws and writes nothing. */
-  async transition(id: string, to: HandoffState, patch?: (manifest: Manifest) => void, note?: string): Promise<Manifest> {
+  async transition(id: string, to: HandoffState, patch?: (manifest: Manifest, at: string) => void, note?: string): Promise<Manifest> {
     return this.modify(id, (manifest, at) => moveTo(manifest, to, at, patch, note));
   }
 
@@ -265,7 +265,13 @@ export class ManifestStore {
    * `transition`, but only while the handoff is still `from` (checked under the lock): a handoff
    * that someone else moved on meanwhile (acknowledged, removed, failed) is returned as it is.
    */
-  async transitionIfStill(id: string, from: HandoffState, to: HandoffState, patch?: (manifest: Manifest) => void, note?: string): Promise<Manifest> {
+  async transitionIfStill(
+    id: string,
+    from: HandoffState,
+    to: HandoffState,
+    patch?: (manifest: Manifest, at: string) => void,
+    note?: string,
+  ): Promise<Manifest> {
     return this.modify(id, (manifest, at) => {
       if (manifest.state === from) moveTo(manifest, to, at, patch, note);
     });
@@ -588,9 +594,9 @@ async function readManifestFile(path: string, id: string): Promise<ReadResult> {
 }
 
 /** One state change, as every transition makes it: allowed by the state machine, then recorded in the history. */
-function moveTo(manifest: Manifest, to: HandoffState, at: string, patch: ((manifest: Manifest) => void) | undefined, note: string | undefined): void {
+function moveTo(manifest: Manifest, to: HandoffState, at: string, patch: ((manifest: Manifest, at: string) => void) | undefined, note: string | undefined): void {
   if (!canTransition(manifest.state, to)) throw new Error(`Illegal handoff state transition ${manifest.state} -> ${to} for ${manifest.id}.`);
-  patch?.(manifest);
+  patch?.(manifest, at);
   manifest.state = to;
   manifest.history.push(note === undefined ? { state: to, at } : { state: to, at, note });
 }

@@ -231,9 +231,11 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     let restarted = false;
     let stableSince = 0;
     // The last thing Herdr really answered that was not a sample: a poll's own timeout never hides
-    // it, and a poll the deadline cut short says nothing about Herdr once Herdr has answered before.
+    // it. A poll the deadline cut short that timed out after Herdr had answered does not make the
+    // outcome Herdr's timeout (the samples said "not ready"), but the message still says it.
     let lastFailure: CallFailure | undefined;
     let lastTimeout: CallFailure | undefined;
+    let cutShortMs: number | undefined;
     for (;;) {
       const budgetMs = pollTimeout(deadline, this.#timeoutMs);
       const info = await this.#call(["pane", "process-info", "--pane", pane.paneId], PaneProcessInfoSchema, "pane process-info", {
@@ -247,11 +249,13 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
         stableSamples = 0;
         if (info.code !== "timeout") lastFailure = info;
         else if (budgetMs >= this.#timeoutMs || !sampled) lastTimeout = info;
+        else cutShortMs = budgetMs;
       } else {
         notFound.reset();
         sampled = true;
         lastFailure = undefined;
         lastTimeout = undefined;
+        cutShortMs = undefined;
         const { shell_pid: shellPid, foreground_process_group_id: foreground } = info.result.process_info;
         // The shell owns the terminal once its own process group is the foreground group; several
         // consecutive samples skip the moment a start-up job hands the terminal back and forth.
@@ -268,10 +272,11 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     const waited = `The shell in Herdr pane ${pane.paneId} did not become ready within ${formatWait(options.timeoutMs)}`;
     const cause = lastFailure ?? lastTimeout;
     if (cause !== undefined) {
-      const since = sampled ? "; its last answer was a failure" : "";
+      const since = sampled ? "; its last poll failed" : "";
       return { ok: false, code: cause.code, message: `${waited}${since}: ${stripPeriod(cause.message)}.` };
     }
-    return { ok: false, code: "shell_not_ready", message: `${waited}.` };
+    const lastPoll = cutShortMs === undefined ? "" : `; Herdr did not answer its last poll in the ${formatWait(cutShortMs)} left`;
+    return { ok: false, code: "shell_not_ready", message: `${waited}${lastPoll}.` };
   }
 
   async run(location: MuxLocation, commandLine: string): Promise<MuxResult<object>> {

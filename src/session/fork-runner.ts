@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { forkActiveBranch, ForkError, type ForkPhase, type ForkRequest, type ForkResult, type SessionHost } from "./fork.ts";
+import { formatWait } from "../config/waits.ts";
 
 const WORKER_FILE = fileURLToPath(new URL("./fork-worker.mjs", import.meta.url));
 const FORK_MODULE = new URL("./fork.ts", import.meta.url).href;
@@ -75,7 +76,7 @@ export class ForkWorker {
         action();
       };
       const timer = setTimeout(() => {
-        settle(() => reject(new ForkError(`Copying the conversation took longer than ${Math.round(timeoutMs / 1000)} s and was stopped.`)));
+        settle(() => reject(new ForkError(`Copying the conversation took longer than ${formatWait(timeoutMs)} and was stopped.`)));
       }, timeoutMs);
       this.worker.ref();
       this.worker.on("message", (message: WorkerMessage) => {

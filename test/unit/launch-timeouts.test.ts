@@ -4,7 +4,7 @@
  */
 import { describe, expect, it, vi } from "vitest";
 import { backoff, whileWaiting } from "../../src/mux/backoff.ts";
-import { gitCallMs, readWaits, WAIT_SETTINGS } from "../../src/config/waits.ts";
+import { formatWait, gitCallMs, readWaits, WAIT_SETTINGS } from "../../src/config/waits.ts";
 import { HANDOFF_ENV_NAMES, NUMERIC_BOUNDS } from "../../src/config/env.ts";
 import { readHandoffEnv } from "../../src/config/env.ts";
 import { DEFAULT_LAUNCH_TIMEOUTS, LAUNCH_SETTINGS, launchTimeoutsFromEnv } from "../../src/launch/timeouts.ts";
@@ -14,6 +14,13 @@ function problem(env: Record<string, string>): string | undefined {
   const read = readHandoffEnv(env);
   return read.ok ? undefined : read.message;
 }
+
+describe("formatWait", () => {
+  it("says every wait one way: milliseconds below a tenth of a second, else seconds to a tenth, whole from 10 s", () => {
+    const said = [0, 23, 99, 100, 300, 999, 1_000, 1_200, 4_500, 9_960, 15_000, 45_000, 600_000].map(formatWait);
+    expect(said).toEqual(["0 s", "23 ms", "99 ms", "0.1 s", "0.3 s", "1 s", "1 s", "1.2 s", "4.5 s", "10 s", "15 s", "45 s", "600 s"]);
+  });
+});
 
 describe("launch waits from the environment", () => {
   it("uses the defaults when nothing is set, and each variable when it holds a valid value", () => {

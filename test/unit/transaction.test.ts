@@ -323,7 +323,7 @@ describe("HandoffTransaction", () => {
     expect(calls).toEqual(["createWorkspace", "waitForShell", "fork", "run", "probe"]);
     if (outcome.code !== "launch_unconfirmed") return;
     expect(outcome.manifest.error).toMatchObject({ step: "confirm" });
-    expect(outcome.message).toContain("The new Pi did not confirm its start within 0 s and no Pi process was found in the new pane.");
+    expect(outcome.message).toContain("The new Pi did not confirm its start within 0.3 s and no Pi process was found in the new pane.");
     expect(outcome.message).toContain("Kept (nothing was deleted): worktree");
   });
 
@@ -399,14 +399,14 @@ describe("HandoffTransaction", () => {
   it("records an unexpected error at the step where it happened, not at launch", async () => {
     const resolve = git.resolveCommit.bind(git);
     git.resolveCommit = async (repo: string, ref: string) => {
-      if (repo !== repoRoot && ref === "HEAD") throw new Error("git rev-parse timed out after 30000 ms");
+      if (repo !== repoRoot && ref === "HEAD") throw new Error("git rev-parse timed out after 30 s");
       return resolve(repo, ref);
     };
     const outcome = await new HandoffTransaction(deps()).run(request());
     expect(outcome.code).toBe("failed");
     if (outcome.code !== "failed") return;
     expect(outcome.step).toBe("worktree");
-    expect(outcome.manifest.error).toMatchObject({ step: "worktree", message: "git rev-parse timed out after 30000 ms" });
+    expect(outcome.manifest.error).toMatchObject({ step: "worktree", message: "git rev-parse timed out after 30 s" });
     expect(calls).toEqual(["createWorkspace"]);
   });
 
