@@ -24,7 +24,7 @@
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { Box, Text } from "@earendil-works/pi-tui";
 import { Type } from "typebox";
-import { validHandoffEnv } from "../src/config/env.ts";
+import { pollIntervalMs } from "../src/config/waits.ts";
 import { findHandoffDetails, kickoffSent } from "../src/launch/acknowledge.ts";
 import { DeliveryQueue, Poll, type DeliveryHost } from "../src/lineage/delivery.ts";
 import { readLedger } from "../src/lineage/ledger.ts";
@@ -47,18 +47,12 @@ import { errorMessage } from "../src/errors.ts";
 
 /** Long enough for Pi to finish drawing its first screen before any file is read. */
 const SCAN_DELAY_MS = 50;
-const DEFAULT_POLL_MS = 2_000;
 /** A handoff child's kickoff normally starts its turn at once; after this, it is not coming. */
 const KICKOFF_GRACE_MS = 5_000;
 
 export interface LineageOptions {
   sources?: LineageSource[];
   pollMs?: number;
-}
-
-/** Checked with the other PI_HANDOFF_* variables (config/env.ts); /handoff-worktree refuses an unusable one. */
-function pollMsFromEnv(env: NodeJS.ProcessEnv): number {
-  return validHandoffEnv(env, ["PI_HANDOFF_LINEAGE_POLL_MS"]).PI_HANDOFF_LINEAGE_POLL_MS ?? DEFAULT_POLL_MS;
 }
 
 /** The delivery port over Pi: the extension API sends and appends, the latest context says whether Pi is idle. */
@@ -293,7 +287,7 @@ export function registerLineage(pi: ExtensionAPI, options: LineageOptions = {}):
       registerTool();
       toolRegistered = true;
     }
-    session = new LineageSession(pi, ctx, options.sources ?? defaultSources(), options.pollMs ?? pollMsFromEnv(process.env));
+    session = new LineageSession(pi, ctx, options.sources ?? defaultSources(), options.pollMs ?? pollIntervalMs(process.env, "PI_HANDOFF_LINEAGE_POLL_MS"));
     session.start();
   });
   pi.on("agent_start", async () => {

@@ -14,7 +14,7 @@
  * - Nothing at all runs in a session that has no handoffs of its own (one directory listing per poll).
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
-import { validHandoffEnv } from "../src/config/env.ts";
+import { pollIntervalMs } from "../src/config/waits.ts";
 import { loadHandoffConfig } from "../src/config/load.ts";
 import { DeliveryQueue, Poll } from "../src/lineage/delivery.ts";
 import { readLedger } from "../src/lineage/ledger.ts";
@@ -29,14 +29,8 @@ import { agentDirFromEnv } from "../src/session/paths.ts";
 import { expectsKickoff, piDeliveryHost } from "./lineage.ts";
 
 export const WIDGET_KEY = "handoff-children";
-const DEFAULT_POLL_MS = 2_000;
 /** The first look soon after start-up, once Pi has drawn its screen. */
 const FIRST_LOOK_MS = 100;
-
-/** Checked with the other PI_HANDOFF_* variables (config/env.ts). */
-function pollMsFromEnv(env: NodeJS.ProcessEnv): number {
-  return validHandoffEnv(env, ["PI_HANDOFF_WATCH_POLL_MS"]).PI_HANDOFF_WATCH_POLL_MS ?? DEFAULT_POLL_MS;
-}
 
 class ParentWatch {
   private ctx: ExtensionContext;
@@ -64,7 +58,7 @@ class ParentWatch {
     this.parent = { sessionId: ctx.sessionManager.getSessionId(), ...(file === undefined ? {} : { sessionFile: file }) };
     const ledger = readLedger(ctx.sessionManager.getEntries() as LineageEntryView[]);
     this.queue = new DeliveryQueue(piDeliveryHost(pi, () => this.ctx), ledger, { waitForSettle: expectsKickoff(ctx) || !ctx.isIdle(), triggerTurn });
-    this.poll = new Poll(() => this.refresh(), pollMsFromEnv(process.env));
+    this.poll = new Poll(() => this.refresh(), pollIntervalMs(process.env, "PI_HANDOFF_WATCH_POLL_MS"));
   }
 
   start(): void {

@@ -6,9 +6,10 @@
  * Invariants:
  * - Pure: reads the given environment object only.
  * - An unset or empty variable (`VAR= pi`) means "not set": the default applies.
- * - Durations are whole milliseconds within the bounds below, which the README's table states
- *   (test/unit/docs.test.ts compares them; config/waits.ts has the defaults), the launch attempts
- *   a whole number from 1 to 10; the worktree root is
+ * - Durations are whole milliseconds within the bounds below, with the default each has when
+ *   unset (the only place a default is written; the README's table states both, compared by
+ *   test/unit/docs.test.ts and test/unit/launch-timeouts.test.ts), the launch attempts a whole
+ *   number from 1 to 10; the worktree root is
  *   an absolute path (or `~/...`), since a relative one would put worktrees wherever Pi happens to
  *   run, inside the repository.
  * - `PI_HANDOFF_FAULT` (tests only) and the variables the package sets for its children
@@ -39,6 +40,16 @@ const VARIABLES = {
   PI_HANDOFF_GIT_WORKTREE_TIMEOUT_MS: whole(1_000, 86_400_000, 600_000),
 } as const;
 
+/**
+ * The value a numeric variable stands for when it is unset. `PI_HANDOFF_GIT_TIMEOUT_MS` has none
+ * of its own (each caller keeps its bound, config/waits.ts `gitCallMs`): its figure is an example.
+ */
+export function envDefault(name: NumericEnvName): number {
+  return VARIABLES[name].fallback;
+}
+
+export type NumericEnvName = { [K in HandoffEnvName]: (typeof VARIABLES)[K] extends { fallback: number } ? K : never }[HandoffEnvName];
+
 /** The bounds of each numeric variable, for the README's table (checked by test/unit/docs.test.ts). */
 export const NUMERIC_BOUNDS: Readonly<Partial<Record<HandoffEnvName, { minimum: number; maximum?: number }>>> = Object.fromEntries(
   Object.entries(VARIABLES).flatMap(([name, variable]) => ("bounds" in variable ? [[name, variable.bounds]] : [])),
@@ -47,24 +58,12 @@ export const NUMERIC_BOUNDS: Readonly<Partial<Record<HandoffEnvName, { minimum: 
 export type HandoffEnvName = keyof typeof VARIABLES;
 export const HANDOFF_ENV_NAMES = Object.keys(VARIABLES) as HandoffEnvName[];
 
-/** The variables as validated; absent when unset. */
-export const HandoffEnvSchema = z.object({
-  PI_HANDOFF_WORKTREE_ROOT: VARIABLES.PI_HANDOFF_WORKTREE_ROOT.schema.optional(),
-  PI_HANDOFF_SHELL_TIMEOUT_MS: VARIABLES.PI_HANDOFF_SHELL_TIMEOUT_MS.schema.optional(),
-  PI_HANDOFF_CONFIRM_TIMEOUT_MS: VARIABLES.PI_HANDOFF_CONFIRM_TIMEOUT_MS.schema.optional(),
-  PI_HANDOFF_POST_CREATE_TIMEOUT_MS: VARIABLES.PI_HANDOFF_POST_CREATE_TIMEOUT_MS.schema.optional(),
-  PI_HANDOFF_LINEAGE_POLL_MS: VARIABLES.PI_HANDOFF_LINEAGE_POLL_MS.schema.optional(),
-  PI_HANDOFF_WATCH_POLL_MS: VARIABLES.PI_HANDOFF_WATCH_POLL_MS.schema.optional(),
-  PI_HANDOFF_LAUNCH_START_TIMEOUT_MS: VARIABLES.PI_HANDOFF_LAUNCH_START_TIMEOUT_MS.schema.optional(),
-  PI_HANDOFF_LAUNCH_ATTEMPTS: VARIABLES.PI_HANDOFF_LAUNCH_ATTEMPTS.schema.optional(),
-  PI_HANDOFF_LAUNCHER_WAIT_MS: VARIABLES.PI_HANDOFF_LAUNCHER_WAIT_MS.schema.optional(),
-  PI_HANDOFF_MUX_TIMEOUT_MS: VARIABLES.PI_HANDOFF_MUX_TIMEOUT_MS.schema.optional(),
-  PI_HANDOFF_HERDR_WORKTREE_TIMEOUT_MS: VARIABLES.PI_HANDOFF_HERDR_WORKTREE_TIMEOUT_MS.schema.optional(),
-  PI_HANDOFF_HERDR_PING_TIMEOUT_MS: VARIABLES.PI_HANDOFF_HERDR_PING_TIMEOUT_MS.schema.optional(),
-  PI_HANDOFF_GIT_TIMEOUT_MS: VARIABLES.PI_HANDOFF_GIT_TIMEOUT_MS.schema.optional(),
-  PI_HANDOFF_GIT_FETCH_TIMEOUT_MS: VARIABLES.PI_HANDOFF_GIT_FETCH_TIMEOUT_MS.schema.optional(),
-  PI_HANDOFF_GIT_WORKTREE_TIMEOUT_MS: VARIABLES.PI_HANDOFF_GIT_WORKTREE_TIMEOUT_MS.schema.optional(),
-});
+/** The variables as validated; absent when unset (one optional field per entry of the table above). */
+export const HandoffEnvSchema = z.object(
+  Object.fromEntries(Object.entries(VARIABLES).map(([name, variable]) => [name, variable.schema.optional()])) as {
+    [K in HandoffEnvName]: z.ZodOptional<(typeof VARIABLES)[K]["schema"]>;
+  },
+);
 export type HandoffEnv = z.infer<typeof HandoffEnvSchema>;
 
 export type ReadEnv = { ok: true; env: HandoffEnv } | { ok: false; variable: HandoffEnvName; message: string };
@@ -98,9 +97,9 @@ export function validHandoffEnv(env: Readonly<Record<string, string | undefined>
 
 /**
  * A whole number (of milliseconds, unless `unit` says otherwise) from `minimum` to `maximum`, with
- * the sentence that says so; `example` is the default, shown as "such as".
+ * the sentence that says so; `fallback` is the default, shown as "such as".
  */
-function whole(minimum: number, maximum: number | undefined, example: number, unit: "milliseconds" | "number" = "milliseconds") {
+function whole(minimum: number, maximum: number | undefined, fallback: number, unit: "milliseconds" | "number" = "milliseconds") {
   const what = unit === "number" ? "a whole number" : "a whole number of milliseconds";
   const range = maximum === undefined ? `, at least ${minimum}` : ` from ${minimum} to ${maximum}`;
   return {
@@ -109,7 +108,8 @@ function whole(minimum: number, maximum: number | undefined, example: number, un
       .regex(/^\d+$/)
       .transform(Number)
       .pipe(z.number().int().min(minimum).max(maximum ?? Number.MAX_SAFE_INTEGER)),
-    expected: `${what}${range} (such as ${example})`,
+    expected: `${what}${range} (such as ${fallback})`,
     bounds: maximum === undefined ? { minimum } : { minimum, maximum },
+    fallback,
   };
 }

@@ -28,7 +28,7 @@ import { execa } from "execa";
 import { parseStatus } from "./git.ts";
 import { gitEnvironment, runGit, type GitRun } from "./runner.ts";
 import type { BaseUpstream, CarriedChange, ChangesSnapshot, CheckoutGitPort } from "./types.ts";
-import { formatWait } from "../config/waits.ts";
+import { formatWait, WAIT_DEFAULTS } from "../config/waits.ts";
 
 export interface CheckoutGitOptions {
   /** Environment git runs with (default: `process.env` at call time), sanitised by `gitEnvironment`. */
@@ -42,7 +42,6 @@ export interface CheckoutGitOptions {
 }
 
 const DEFAULT_TIMEOUT_MS = 60_000;
-const DEFAULT_FETCH_TIMEOUT_MS = 30_000;
 const DEFAULT_MAX_PATCH_BYTES = 256 * 1024 * 1024;
 const REF_LIMIT = 2_000;
 
@@ -69,7 +68,7 @@ export class CheckoutGit implements CheckoutGitPort {
   constructor(options: CheckoutGitOptions = {}) {
     this.env = options.env;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    this.fetchTimeoutMs = options.fetchTimeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS;
+    this.fetchTimeoutMs = options.fetchTimeoutMs ?? WAIT_DEFAULTS.gitFetchMs;
     this.maxPatchBytes = options.maxPatchBytes ?? DEFAULT_MAX_PATCH_BYTES;
   }
 

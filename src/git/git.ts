@@ -31,6 +31,7 @@ import type { GitState } from "../manifest/schema.ts";
 import type { CommitSummary, GitPort, RecoveryGitPort, RepositoryInfo, WorktreeEntry, WorktreeStatus } from "./types.ts";
 import { asError } from "../errors.ts";
 import { unlessMissing } from "../fs/probe.ts";
+import { WAIT_DEFAULTS } from "../config/waits.ts";
 
 export interface SimpleGitPortOptions {
   /** Deadline for each read call, in milliseconds. Default 30 s. */
@@ -61,7 +62,6 @@ interface GitOutcome {
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
-const DEFAULT_ADD_WORKTREE_TIMEOUT_MS = 600_000;
 const DEFAULT_COMMIT_LIST_LIMIT = 500;
 const FULL_SHA = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 const BRANCH_REF_PREFIX = "refs/heads/";
@@ -95,7 +95,7 @@ export class SimpleGitPort implements RecoveryGitPort {
   constructor(options: SimpleGitPortOptions = {}) {
     this.timeoutMs = positiveMilliseconds(options.timeoutMs ?? DEFAULT_TIMEOUT_MS, "timeoutMs");
     this.addWorktreeTimeoutMs = positiveMilliseconds(
-      options.addWorktreeTimeoutMs ?? Math.max(DEFAULT_ADD_WORKTREE_TIMEOUT_MS, this.timeoutMs),
+      options.addWorktreeTimeoutMs ?? Math.max(WAIT_DEFAULTS.gitWorktreeMs, this.timeoutMs),
       "addWorktreeTimeoutMs",
     );
     this.env = options.env;

@@ -11,7 +11,7 @@
  *   can only leave the default in place.
  * - No wait is unbounded, and none is longer than its documented maximum.
  */
-import { readWaits, WAIT_SETTINGS, type WaitKey } from "../config/waits.ts";
+import { readWaits, WAIT_DEFAULTS, WAIT_SETTINGS, type WaitKey } from "../config/waits.ts";
 
 export interface LaunchTimeouts {
   /** How long the pane's shell may take to own the terminal before the line is typed. */
@@ -35,15 +35,18 @@ const LAUNCH_KEYS = ["shellMs", "startMs", "attempts", "confirmMs", "postCreateM
 /** The launch's settings (variables and defaults), from the one table of waits. */
 export const LAUNCH_SETTINGS = WAIT_SETTINGS.filter((setting) => (LAUNCH_KEYS as readonly string[]).includes(setting.key));
 
-export const DEFAULT_LAUNCH_TIMEOUTS = {
-  shellMs: 15_000,
-  confirmMs: 45_000,
-  pollMs: 50,
-  postCreateMs: 600_000,
-  startMs: 3_000,
-  attempts: 3,
-  paramsWaitMs: 300_000,
-} as const satisfies Required<LaunchTimeouts>;
+/** The first polling interval is not a setting; every other default is the table's. */
+const POLL_MS = 50;
+
+export const DEFAULT_LAUNCH_TIMEOUTS: Readonly<Required<LaunchTimeouts>> = {
+  shellMs: WAIT_DEFAULTS.shellMs,
+  confirmMs: WAIT_DEFAULTS.confirmMs,
+  pollMs: POLL_MS,
+  postCreateMs: WAIT_DEFAULTS.postCreateMs,
+  startMs: WAIT_DEFAULTS.startMs,
+  attempts: WAIT_DEFAULTS.attempts,
+  paramsWaitMs: WAIT_DEFAULTS.paramsWaitMs,
+};
 
 /** The variable that overrides each wait. */
 export const LAUNCH_TIMEOUT_ENV = Object.fromEntries(LAUNCH_SETTINGS.map((setting) => [setting.key, setting.variable])) as Record<
@@ -66,5 +69,5 @@ export function withDefaults(timeouts: LaunchTimeouts): Required<LaunchTimeouts>
 
 /** The launch waits: the defaults, each overridden by its variable when that holds a valid value. */
 export function launchTimeoutsFromEnv(env: Readonly<Record<string, string | undefined>>): Required<LaunchTimeouts> {
-  return { ...readWaits(env, LAUNCH_KEYS), pollMs: DEFAULT_LAUNCH_TIMEOUTS.pollMs };
+  return { ...readWaits(env, LAUNCH_KEYS), pollMs: POLL_MS };
 }

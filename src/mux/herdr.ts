@@ -78,11 +78,8 @@ import { describePaneProcesses } from "../process/pane-process.ts";
 import { errorClause } from "../errors.ts";
 import { hasControlCharacter, oneLine, stripPeriod } from "../text.ts";
 import { backoff } from "./backoff.ts";
-import { formatWait } from "../config/waits.ts";
+import { formatWait, WAIT_DEFAULTS } from "../config/waits.ts";
 
-const DEFAULT_TIMEOUT_MS = 5_000;
-/** `worktree create/open/remove` block while the server runs git on a whole checkout. */
-const DEFAULT_WORKTREE_TIMEOUT_MS = 120_000;
 /** How long a create whose answer was lost may still complete in Herdr's server thread. */
 const DEFAULT_LATE_COMPLETION_MS = 20_000;
 const SHELL_STABLE_SAMPLES = 3;
@@ -148,8 +145,9 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     this.herdrBin = options.herdrBin;
     this.socketPath = options.socketPath;
     this.#env = { ...(options.env ?? process.env) };
-    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    this.#worktreeTimeoutMs = options.worktreeTimeoutMs ?? DEFAULT_WORKTREE_TIMEOUT_MS;
+    this.#timeoutMs = options.timeoutMs ?? WAIT_DEFAULTS.muxCallMs;
+    // `worktree create/open/remove` block while the server runs git on a whole checkout.
+    this.#worktreeTimeoutMs = options.worktreeTimeoutMs ?? WAIT_DEFAULTS.herdrWorktreeMs;
     this.#lateCompletionMs = options.lateCompletionMs ?? DEFAULT_LATE_COMPLETION_MS;
     this.#git = options.git;
   }

@@ -39,9 +39,8 @@ import { isDirectory } from "../fs/probe.ts";
 import { errorClause } from "../errors.ts";
 import { hasControlCharacter, oneLine, stripPeriod } from "../text.ts";
 import { backoff } from "./backoff.ts";
-import { formatWait } from "../config/waits.ts";
+import { formatWait, WAIT_DEFAULTS } from "../config/waits.ts";
 
-const DEFAULT_TIMEOUT_MS = 5_000;
 const SHELL_SAMPLE_INTERVAL_MS = 20;
 const SHELL_STABLE_SAMPLES = 3;
 
@@ -81,7 +80,7 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
     this.#targetSession = options.targetSession;
     this.#originPaneId = options.originPaneId;
     this.#git = options.git;
-    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#timeoutMs = options.timeoutMs ?? WAIT_DEFAULTS.muxCallMs;
     this.#tmuxBin = options.tmuxBin ?? "tmux";
   }
 
