@@ -7,6 +7,7 @@
 // itself (on by default, without a warning, since 22.18); Node refuses to strip types from files
 // under node_modules, which is where an installed copy of this package lives, so jiti loads it
 // there (about half a second more per run).
+import module from "node:module";
 import process from "node:process";
 
 const MINIMUM = [22, 19];
@@ -17,6 +18,10 @@ if (major < MINIMUM[0] || (major === MINIMUM[0] && minor < MINIMUM[1])) {
   );
   process.exit(1);
 }
+
+// Node keeps the compiled modules in its cache directory (in the temp dir), as Pi does for its own:
+// every later run starts about a fifth faster.
+module.enableCompileCache?.();
 
 const entry = new URL("../src/recovery/cli.ts", import.meta.url);
 const installed = decodeURIComponent(entry.pathname).split("/").includes("node_modules");
