@@ -77,11 +77,11 @@ export function createHandoffDeps(host: HandoffHost): { deps: HandoffDeps; dispo
       runFork(request, {
         worker: forkWorker,
         host: host.session,
-        onPhase: (phase) => host.status(`handoff fork (${seconds()}s): ${phase}`),
+        onPhase: (phase) => host.status(`handoff fork (${seconds()} s): ${phase}`),
       }),
     now: () => new Date(),
     sleep: (ms) => sleep(ms),
-    progress: (step, text) => host.status(`handoff ${step} (${seconds()}s): ${text}`),
+    progress: (step, text) => host.status(`handoff ${step} (${seconds()} s): ${text}`),
     timeouts: launchTimeoutsFromEnv(env),
     faults: faultPlanFromEnv(env),
   };
