@@ -5,7 +5,7 @@
  *
  * Invariants:
  * - Decides nothing: states come from src/recovery/status.ts, delivery rules from delivery.ts.
- * - One unref'd poll per session (`PI_HANDOFF_WATCH_POLL_MS`, default 2 s), started at
+ * - One unref'd poll per session (`PI_HANDOFF_WATCH_POLL_MS`), started at
  *   `session_start` and stopped at `session_shutdown`; each refresh reads bounded file tails, and
  *   asks each Herdr server that holds a child once for its panes' `agent_status`.
  * - Reports are delivered only at idle points, once (ledger), without triggering a turn unless the

@@ -35,15 +35,13 @@ const VARIABLES = {
   PI_HANDOFF_MUX_TIMEOUT_MS: whole(100, 120_000, 5_000),
   PI_HANDOFF_HERDR_WORKTREE_TIMEOUT_MS: whole(1_000, 3_600_000, 120_000),
   PI_HANDOFF_HERDR_PING_TIMEOUT_MS: whole(100, 60_000, 3_000),
-  PI_HANDOFF_GIT_TIMEOUT_MS: whole(1_000, 3_600_000, 60_000),
+  // No default of its own: unset, each git caller keeps its bound (config/waits.ts `gitCallMs`).
+  PI_HANDOFF_GIT_TIMEOUT_MS: exampleOnly(whole(1_000, 3_600_000, 60_000)),
   PI_HANDOFF_GIT_FETCH_TIMEOUT_MS: whole(1_000, 3_600_000, 30_000),
   PI_HANDOFF_GIT_WORKTREE_TIMEOUT_MS: whole(1_000, 86_400_000, 600_000),
 } as const;
 
-/**
- * The value a numeric variable stands for when it is unset. `PI_HANDOFF_GIT_TIMEOUT_MS` has none
- * of its own (each caller keeps its bound, config/waits.ts `gitCallMs`): its figure is an example.
- */
+/** The value a numeric variable stands for when it is unset. */
 export function envDefault(name: NumericEnvName): number {
   return VARIABLES[name].fallback;
 }
@@ -112,4 +110,10 @@ function whole(minimum: number, maximum: number | undefined, fallback: number, u
     bounds: maximum === undefined ? { minimum } : { minimum, maximum },
     fallback,
   };
+}
+
+/** A variable whose figure in the sentence is only an example: it has no default of its own. */
+function exampleOnly<T extends { fallback: number }>(variable: T): Omit<T, "fallback"> {
+  const { fallback: _example, ...rest } = variable;
+  return rest;
 }

@@ -35,7 +35,7 @@ export interface CheckoutGitOptions {
   env?: NodeJS.ProcessEnv;
   /** Deadline for each local call (diff, apply, ls-files). Default 60 s. */
   timeoutMs?: number;
-  /** Deadline for a fetch. Default 30 s. */
+  /** Deadline for a fetch (default: `PI_HANDOFF_GIT_FETCH_TIMEOUT_MS`'s). */
   fetchTimeoutMs?: number;
   /** The largest patch carried (staged and unstaged each). Default 256 MiB. */
   maxPatchBytes?: number;

@@ -36,7 +36,7 @@ import { WAIT_DEFAULTS } from "../config/waits.ts";
 export interface SimpleGitPortOptions {
   /** Deadline for each read call, in milliseconds. Default 30 s. */
   timeoutMs?: number;
-  /** Deadline for `git worktree add`, which checks out a whole tree. Default 10 min. */
+  /** Deadline for `git worktree add`, which checks out a whole tree (default: `PI_HANDOFF_GIT_WORKTREE_TIMEOUT_MS`'s). */
   addWorktreeTimeoutMs?: number;
   /** Environment git runs with (default: `process.env` at call time); see `gitEnvironment`. */
   env?: NodeJS.ProcessEnv;

@@ -7,7 +7,7 @@
  *   gives only live children), per refresh; tmux knows no agent status and is never asked.
  * - Optional evidence: a server that does not answer, or a pane it no longer lists, leaves that
  *   child without a status (the session tail and the lease decide alone); nothing here throws.
- * - Each call is bounded by the Herdr health wait (`PI_HANDOFF_HERDR_PING_TIMEOUT_MS`, 3 s): a
+ * - Each call is bounded by the Herdr health wait (`PI_HANDOFF_HERDR_PING_TIMEOUT_MS`): a
  *   server that hangs delays one refresh of the widget by about that much, not more.
  */
 import { readWaits } from "../config/waits.ts";

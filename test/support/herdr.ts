@@ -113,6 +113,8 @@ export async function startHerdrDouble(options: HerdrDoubleOptions = {}): Promis
     serverEnv[key] = value;
   }
   Object.assign(serverEnv, { HOME: home, XDG_CONFIG_HOME: configHome });
+  // The suite's shared compile cache (vitest.config.ts), for the double and the Pi in its panes.
+  if (process.env.NODE_COMPILE_CACHE !== undefined) serverEnv.NODE_COMPILE_CACHE ??= process.env.NODE_COMPILE_CACHE;
   const clientEnv: Record<string, string> = {
     ...serverEnv,
     PATH: `${BIN_DIR}:${serverEnv.PATH ?? process.env.PATH ?? "/usr/bin:/bin"}`,

@@ -50,6 +50,8 @@ export async function startPrivateTmux(options: PrivateTmuxOptions = {}): Promis
     TERM: "xterm-256color",
     LANG: "C.UTF-8",
     TMPDIR: rootDir,
+    // The suite's shared compile cache (vitest.config.ts): a Pi in a pane would start cold in TMPDIR.
+    ...(process.env.NODE_COMPILE_CACHE === undefined ? {} : { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE }),
     ...options.env,
   };
 

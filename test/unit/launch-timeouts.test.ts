@@ -5,7 +5,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { backoff, whileWaiting } from "../../src/mux/backoff.ts";
 import { formatWait, gitCallMs, readWaits, WAIT_SETTINGS } from "../../src/config/waits.ts";
-import { HANDOFF_ENV_NAMES, NUMERIC_BOUNDS } from "../../src/config/env.ts";
+import { envDefault, HANDOFF_ENV_NAMES, NUMERIC_BOUNDS, type NumericEnvName } from "../../src/config/env.ts";
 import { readHandoffEnv } from "../../src/config/env.ts";
 import { DEFAULT_LAUNCH_TIMEOUTS, LAUNCH_SETTINGS, launchTimeoutsFromEnv } from "../../src/launch/timeouts.ts";
 
@@ -45,6 +45,12 @@ describe("launch waits from the environment", () => {
     const { readFileSync } = await import("node:fs");
     const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
     for (const setting of WAIT_SETTINGS) expect(readme).toContain(`| \`${setting.variable}\` | \`${setting.fallback}\` |`);
+    // Every default env.ts holds is the README's, the polls' included; the git bound has none.
+    for (const name of HANDOFF_ENV_NAMES) {
+      const fallback = name in NUMERIC_BOUNDS && name !== "PI_HANDOFF_GIT_TIMEOUT_MS" ? envDefault(name as NumericEnvName) : undefined;
+      if (fallback !== undefined) expect(readme, name).toContain(`| \`${name}\` | \`${fallback}\` |`);
+    }
+    expect(readme).toContain("| `PI_HANDOFF_GIT_TIMEOUT_MS` | (per call) |");
     // Every variable has a row, and a number's row states the bounds the schema enforces.
     for (const name of HANDOFF_ENV_NAMES) {
       const row = readme.split("\n").find((line) => line.startsWith(`| \`${name}\` |`));
@@ -55,7 +61,8 @@ describe("launch waits from the environment", () => {
   });
 
   it("holds the launch's defaults equal to the table's, and reads the multiplexer's waits from it too", () => {
-    for (const setting of LAUNCH_SETTINGS) expect(DEFAULT_LAUNCH_TIMEOUTS[setting.key as keyof typeof DEFAULT_LAUNCH_TIMEOUTS]).toBe(setting.fallback);
+    expect(DEFAULT_LAUNCH_TIMEOUTS).toEqual({ shellMs: 15_000, confirmMs: 45_000, pollMs: 50, postCreateMs: 600_000, startMs: 3_000, attempts: 3, paramsWaitMs: 300_000 });
+    expect(LAUNCH_SETTINGS.map((setting) => setting.key)).toEqual(["shellMs", "startMs", "attempts", "confirmMs", "postCreateMs", "paramsWaitMs"]);
     expect(readWaits({}, ["muxCallMs", "herdrWorktreeMs"])).toEqual({ muxCallMs: 5_000, herdrWorktreeMs: 120_000 });
     expect(readWaits({ PI_HANDOFF_HERDR_WORKTREE_TIMEOUT_MS: "30000" }, ["herdrWorktreeMs"])).toEqual({ herdrWorktreeMs: 30_000 });
     // One variable raises every git call's own bound; unset (or unusable) leaves each caller's.
