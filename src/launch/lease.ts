@@ -144,9 +144,9 @@ function sameProcess(record: LeaseFile, holder: HolderFacts): boolean | undefine
 async function holderFacts(record: LeaseFile, options: LeaseOptions): Promise<HolderFacts | undefined> {
   if (record.host !== (options.host ?? hostname())) return undefined;
   const facts = options.facts ?? processFacts();
-  const alive = await facts.isAlive(record.pid);
+  // Asked together, so the portable facts answer all three from one `ps`.
+  const [alive, start, startedAtMs] = await Promise.all([facts.isAlive(record.pid), facts.startToken(record.pid), facts.startTimeMs(record.pid)]);
   if (!alive) return { alive };
-  const [start, startedAtMs] = await Promise.all([facts.startToken(record.pid), facts.startTimeMs(record.pid)]);
   return { alive, ...(start === undefined ? {} : { start }), ...(startedAtMs === undefined ? {} : { startedAtMs }) };
 }
 

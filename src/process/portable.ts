@@ -175,11 +175,21 @@ export function createPortableFacts(options: { run?: CommandRunner; platform?: N
   const run = options.run ?? defaultRunner;
   const envFlag = environmentFlag(options.platform ?? process.platform);
 
-  async function rows(pids: readonly number[]): Promise<PsRow[] | undefined> {
+  // Questions about the same pids asked at the same moment (a lease's holder: alive, start token,
+  // start time) share one `ps`, not one each: on macOS each is a process start.
+  const inFlight = new Map<string, Promise<PsRow[] | undefined>>();
+
+  function rows(pids: readonly number[]): Promise<PsRow[] | undefined> {
     const wanted = validPids(pids);
-    if (wanted.length === 0) return [];
-    const answer = await run("ps", ["-ww", "-o", STATUS_FORMAT, "-p", wanted.join(",")]);
-    return answer.ok ? parsePsRows(answer.stdout).filter((row) => wanted.includes(row.pid)) : undefined;
+    if (wanted.length === 0) return Promise.resolve([]);
+    const key = wanted.join(",");
+    const pending = inFlight.get(key);
+    if (pending !== undefined) return pending;
+    const asked = run("ps", ["-ww", "-o", STATUS_FORMAT, "-p", key])
+      .then((answer) => (answer.ok ? parsePsRows(answer.stdout).filter((row) => wanted.includes(row.pid)) : undefined))
+      .finally(() => inFlight.delete(key));
+    inFlight.set(key, asked);
+    return asked;
   }
 
   async function row(pid: number): Promise<PsRow | undefined> {

@@ -1,4 +1,5 @@
-import { readFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
@@ -11,6 +12,7 @@ import {
   type CommandRunner,
 } from "../../src/process/portable.ts";
 import { sameStart } from "../../src/process/facts.ts";
+import { acquireSessionLease, readSessionLease } from "../../src/launch/lease.ts";
 
 const fixture = (name: string): Promise<string> => readFile(join(import.meta.dirname, "..", "fixtures", "ps", name), "utf8");
 
@@ -93,6 +95,22 @@ function cannedRunner(answers: (file: string, args: readonly string[]) => Comman
 }
 
 describe("the portable facts on canned output", () => {
+  it("answers a lease holder's three questions (alive, start token, start time) from one ps", async () => {
+    const line = `${String(process.pid).padStart(7)}       1 ${String(process.pid).padStart(7)} ${String(process.pid).padStart(7)} S+   Tue Dec  1 07:24:53 2026 node`;
+    const { run, calls } = cannedRunner(() => ({ ok: true, stdout: line }));
+    const facts = createPortableFacts({ run, platform: "linux" });
+    const agentDir = await mkdtemp(join(tmpdir(), "portable-lease-"));
+    try {
+      const sessionFile = join(agentDir, "s.jsonl");
+      expect((await acquireSessionLease({ agentDir, sessionFile, facts })).ok).toBe(true);
+      calls.length = 0;
+      expect(await readSessionLease(agentDir, sessionFile, { facts })).toMatchObject({ state: "live", pid: process.pid });
+      expect(calls).toEqual([`ps -ww -o pid=,ppid=,pgid=,tpgid=,state=,lstart=,comm= -p ${process.pid}`]);
+    } finally {
+      await rm(agentDir, { recursive: true, force: true });
+    }
+  });
+
   const status = [
     "  640   612   640   640 S+   Tue Dec  1 07:24:53 2026 pi",
     "  641   612   641   640 S+   Tue Dec  1 07:24:54 2026 pi",
