@@ -26,6 +26,7 @@ import { herdrAgentStatuses, type AgentStatusesOf } from "../src/mux/agent-statu
 import { formatChildrenWidget } from "../src/recovery/format.ts";
 import { ownHandoffStatuses, type ParentIdentity } from "../src/recovery/watch.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
+import { SessionTails } from "../src/session/tail.ts";
 import { expectsKickoff, piDeliveryHost } from "./lineage.ts";
 
 export const WIDGET_KEY = "handoff-children";
@@ -41,6 +42,7 @@ class ParentWatch {
   private readonly parent: ParentIdentity;
   private readonly agentDir: string;
   private readonly agentStatuses: AgentStatusesOf;
+  private readonly tails = new SessionTails();
   private firstLook: NodeJS.Timeout | undefined;
   private stopped = false;
   private shown = false;
@@ -83,7 +85,7 @@ class ParentWatch {
   private async refresh(): Promise<void> {
     if (this.stopped) return;
     const own = await ownHandoffStatuses(
-      { store: this.store, now: () => new Date(), agentDir: this.agentDir, agentStatuses: this.agentStatuses },
+      { store: this.store, now: () => new Date(), agentDir: this.agentDir, agentStatuses: this.agentStatuses, tails: this.tails },
       this.parent,
       this.skipped,
     );

@@ -3,6 +3,8 @@
  * many own handoffs, each with a large child session: wall time and the longest event-loop stall
  * during a refresh (`perf_hooks.monitorEventLoopDelay`, 1 ms resolution). The goal is no stall over
  * 50 ms with 50 handoffs; the reads are bounded by the session tails, whatever the sessions' size.
+ * Cold: every tail read (a watch's first refresh); warm: the watch's `SessionTails` kept across
+ * refreshes, with no session changed since (what every later 2 s refresh of idle children does).
  *
  * Every child pid is this process's own (alive, but not a `pi`), so the process probe runs fully.
  */
@@ -12,13 +14,16 @@ import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { newManifest } from "../../src/manifest/factory.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
-import { ownHandoffStatuses } from "../../src/recovery/watch.ts";
+import { ownHandoffStatuses, type WatchDeps } from "../../src/recovery/watch.ts";
+import { SessionTails } from "../../src/session/tail.ts";
 
 export interface ChildStatusBenchResult {
   handoffs: number;
   sessionBytes: number;
   ms: number[];
   maxEventLoopDelayMs: number[];
+  warmMs: number[];
+  warmMaxEventLoopDelayMs: number[];
 }
 
 function sessionText(targetBytes: number): string {
@@ -54,19 +59,32 @@ export async function measureChildStatus(options: { runs: number; handoffs: numb
       manifest.child = { sessionFile: childFile, pid: process.pid, ackAt: new Date().toISOString() };
       await store.create(manifest);
     }
-    const ms: number[] = [];
-    const maxEventLoopDelayMs: number[] = [];
-    for (let run = 0; run < options.runs; run++) {
+    const deps: WatchDeps = { store, now: () => new Date(), agentDir: join(root, "agent") };
+    const parent = { sessionFile: parentFile, sessionId: "bench-parent" };
+    const refresh = async (tails: SessionTails): Promise<{ ms: number; maxDelayMs: number }> => {
       const histogram = monitorEventLoopDelay({ resolution: 1 });
       histogram.enable();
       const started = performance.now();
-      const statuses = await ownHandoffStatuses({ store, now: () => new Date(), agentDir: join(root, "agent") }, { sessionFile: parentFile, sessionId: "bench-parent" });
-      ms.push(Math.round((performance.now() - started) * 10) / 10);
+      const statuses = await ownHandoffStatuses({ ...deps, tails }, parent);
+      const ms = Math.round((performance.now() - started) * 10) / 10;
       histogram.disable();
-      maxEventLoopDelayMs.push(Math.round((histogram.max / 1e6) * 10) / 10);
       if (statuses.length !== options.handoffs) throw new Error(`expected ${options.handoffs} statuses, got ${statuses.length}`);
-    }
-    return { handoffs: options.handoffs, sessionBytes: text.length, ms, maxEventLoopDelayMs };
+      return { ms, maxDelayMs: Math.round((histogram.max / 1e6) * 10) / 10 };
+    };
+    const cold = [];
+    for (let run = 0; run < options.runs; run++) cold.push(await refresh(new SessionTails()));
+    const kept = new SessionTails();
+    await refresh(kept);
+    const warm = [];
+    for (let run = 0; run < options.runs; run++) warm.push(await refresh(kept));
+    return {
+      handoffs: options.handoffs,
+      sessionBytes: text.length,
+      ms: cold.map((r) => r.ms),
+      maxEventLoopDelayMs: cold.map((r) => r.maxDelayMs),
+      warmMs: warm.map((r) => r.ms),
+      warmMaxEventLoopDelayMs: warm.map((r) => r.maxDelayMs),
+    };
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

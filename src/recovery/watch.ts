@@ -17,7 +17,7 @@ import type { Manifest } from "../manifest/schema.ts";
 import { readSessionLease, type SessionLease } from "../launch/lease.ts";
 import type { ManifestStore } from "../manifest/store.ts";
 import type { AgentStatusesOf } from "../mux/agent-statuses.ts";
-import { readSessionTail, type TailEntry } from "../session/tail.ts";
+import { readSessionTail, type SessionTails, type TailEntry } from "../session/tail.ts";
 import { findWriters, type ProcessInfo } from "./classify.ts";
 import { describeProcess } from "./processes.ts";
 import { decideChildStatus, type ChildStatus } from "./status.ts";
@@ -40,6 +40,8 @@ export interface WatchDeps {
   /** Herdr's `agent_status` of the handoffs' panes, by handoff id, asked once per refresh (optional; mux/agent-statuses.ts). */
   agentStatuses?: AgentStatusesOf;
   tailBytes?: number;
+  /** The tails read before, kept by a watch across its refreshes; each file is read again only once it changed. */
+  tails?: SessionTails;
 }
 
 export interface OwnHandoff {
@@ -81,6 +83,7 @@ export async function ownHandoffs(deps: Pick<WatchDeps, "store" | "now">, parent
 /** Each own handoff's child state, in the store's order (`skipped`: see `ownHandoffs`). */
 export async function ownHandoffStatuses(deps: WatchDeps, parent: ParentIdentity, skipped?: Set<string>): Promise<OwnHandoff[]> {
   const manifests = await ownHandoffs(deps, parent, skipped);
+  deps.tails?.keepOnly(new Set(manifests.flatMap((manifest) => (manifest.state !== "removed" && manifest.child.sessionFile !== undefined ? [manifest.child.sessionFile] : []))));
   const facts: ChildFacts[] = [];
   for (let start = 0; start < manifests.length; start += BATCH) {
     const batch = manifests.slice(start, start + BATCH);
@@ -107,7 +110,11 @@ async function factsOf(deps: WatchDeps, manifest: Manifest): Promise<ChildFacts>
   const { agentDir } = deps;
   const readLease = deps.readLease ?? (agentDir === undefined ? undefined : (file: string) => readSessionLease(agentDir, file));
   const [tail, recorded, lease] = await Promise.all([
-    sessionFile === undefined ? Promise.resolve(undefined) : readSessionTail(sessionFile, deps.tailBytes),
+    sessionFile === undefined
+      ? Promise.resolve(undefined)
+      : deps.tails !== undefined
+        ? deps.tails.read(sessionFile, deps.tailBytes)
+        : readSessionTail(sessionFile, deps.tailBytes),
     removed || manifest.child.pid === undefined ? Promise.resolve(undefined) : (deps.describeProcess ?? describeProcess)(manifest.child.pid),
     sessionFile === undefined || readLease === undefined ? Promise.resolve(undefined) : readLease(sessionFile),
   ]);

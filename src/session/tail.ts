@@ -9,8 +9,10 @@
  * - Keeps only what the turn decision needs (type, time, role, stop reason, tool names), never
  *   message text, so nothing of the conversation leaves this module.
  * - A missing or unreadable file is `undefined`, not an error: a session is written lazily.
+ * - `SessionTails` reads a file again only when it changed (device, inode, size, modification and
+ *   change times): a watch that asks every 2 s about idle children parses nothing new.
  */
-import { open } from "node:fs/promises";
+import { open, stat } from "node:fs/promises";
 import { z } from "zod";
 
 export const DEFAULT_TAIL_BYTES = 64 * 1024;
@@ -64,6 +66,33 @@ export async function readSessionTail(file: string, maxBytes = DEFAULT_TAIL_BYTE
     return undefined;
   } finally {
     await handle?.close();
+  }
+}
+
+/** The tails of several files, each read again only once the file changed since its last read. */
+export class SessionTails {
+  readonly #last = new Map<string, { key: string; tail: SessionTail }>();
+
+  async read(file: string, maxBytes = DEFAULT_TAIL_BYTES): Promise<SessionTail | undefined> {
+    let key: string;
+    try {
+      const stats = await stat(file, { bigint: true });
+      key = `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeNs}:${stats.ctimeNs}:${maxBytes}`;
+    } catch {
+      this.#last.delete(file);
+      return undefined;
+    }
+    const last = this.#last.get(file);
+    if (last?.key === key) return last.tail;
+    const tail = await readSessionTail(file, maxBytes);
+    if (tail === undefined) this.#last.delete(file);
+    else this.#last.set(file, { key, tail });
+    return tail;
+  }
+
+  /** Forgets every file but `files` (the ones still watched). */
+  keepOnly(files: ReadonlySet<string>): void {
+    for (const file of this.#last.keys()) if (!files.has(file)) this.#last.delete(file);
   }
 }
 

@@ -40,4 +40,6 @@ it("writes results for every benchmark in quick mode", () => {
   expect(results.childStatus.handoffs).toBe(50);
   expect(results.childStatus.ms).toHaveLength(2);
   expect(results.childStatus.maxEventLoopDelayMs).toHaveLength(2);
+  expect(results.childStatus.warmMs).toHaveLength(2);
+  expect(results.childStatus.warmMaxEventLoopDelayMs).toHaveLength(2);
 }, 300_000);

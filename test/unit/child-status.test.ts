@@ -2,13 +2,13 @@
  * The child's state as the parent shows it (src/recovery/status.ts) and the session tail it reads
  * (src/session/tail.ts): every state, its time, the precedence of facts, and a tail cut anywhere.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { Landing, Manifest } from "../../src/manifest/schema.ts";
 import { decideChildStatus, formatDuration, turnActivity, type ChildStatusFacts } from "../../src/recovery/status.ts";
-import { parseTail, readSessionTail, type TailEntry } from "../../src/session/tail.ts";
+import { parseTail, readSessionTail, SessionTails, type TailEntry } from "../../src/session/tail.ts";
 
 const T0 = "2026-01-01T10:00:00.000Z";
 const T1 = "2026-01-01T10:01:00.000Z";
@@ -105,5 +105,33 @@ describe("session tail", () => {
     expect(tail?.entries.length).toBeLessThanOrEqual(4);
     expect(tail?.entries.at(-1)).toEqual({ type: "message", timestamp: T2, role: "assistant", stopReason: "stop" });
     expect(await readSessionTail(join(dir, "missing.jsonl"))).toBeUndefined();
+  });
+
+  it("SessionTails reads a file again only once it changed, and forgets what is no longer watched", async () => {
+    const file = join(dir, "watched.jsonl");
+    const entry = (stopReason: string) => JSON.stringify({ type: "message", timestamp: T2, message: { role: "assistant", stopReason } });
+    const at = new Date("2026-01-01T10:03:00Z");
+    writeFileSync(file, `${entry("stop")}\n`);
+    utimesSync(file, at, at);
+    const tails = new SessionTails();
+    const first = await tails.read(file);
+    expect(first?.entries).toEqual([{ type: "message", timestamp: T2, role: "assistant", stopReason: "stop" }]);
+    // Unchanged: the tail read before, not a new read.
+    expect(await tails.read(file)).toBe(first);
+    // Other bytes of the same size with the modification time put back: the change time tells.
+    writeFileSync(file, `${entry("left")}\n`);
+    utimesSync(file, at, at);
+    expect((await tails.read(file))?.entries.map((e) => e.stopReason)).toEqual(["left"]);
+    // Appended: read again.
+    appendFileSync(file, `${entry("toolUse")}\n`);
+    expect((await tails.read(file))?.entries.map((e) => e.stopReason)).toEqual(["left", "toolUse"]);
+    // Forgotten: the next read reads the file even though it did not change.
+    const cached = await tails.read(file);
+    tails.keepOnly(new Set());
+    const reread = await tails.read(file);
+    expect(reread).not.toBe(cached);
+    expect(reread?.entries).toEqual(cached?.entries);
+    rmSync(file);
+    expect(await tails.read(file)).toBeUndefined();
   });
 });
