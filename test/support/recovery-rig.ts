@@ -72,6 +72,9 @@ export interface HandoffOptions {
   existing?: boolean;
   /** Pi flags mirrored from the parent's command line (default none). */
   extraPiArgs?: string[];
+  /** How long to wait for the launcher to start after each typing, and how many typings (launch defaults). */
+  startMs?: number;
+  attempts?: number;
 }
 
 interface RigCore {
@@ -107,7 +110,13 @@ function createRigCore(prefix: string): RigCore {
       now: () => new Date(),
       sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
       progress: () => {},
-      timeouts: { shellMs: 10_000, confirmMs: options.confirmMs ?? 20_000, pollMs: 50 },
+      timeouts: {
+        shellMs: 10_000,
+        confirmMs: options.confirmMs ?? 20_000,
+        pollMs: 50,
+        ...(options.startMs === undefined ? {} : { startMs: options.startMs }),
+        ...(options.attempts === undefined ? {} : { attempts: options.attempts }),
+      },
       faults: { failAt: options.faultAt },
     });
     const outcome = await transaction.run({

@@ -44,7 +44,8 @@
  * line per call: argv, time, pid), and faults from `$HERDR_DOUBLE_FAULTS` or `<server dir>/faults.json`:
  * `{"<group> <command>"|"*": {"error": code, "message"?, "inband"?} | {"hang": true|"after"} |
  *  {"malformed": true} | {"garbage": text} | {"partial": true} | {"usage": text} | {"delayMs": n} |
- *  {"late": ms}, "skip"?: n, "times"?: n}`. `garbage` prints `text` on stdout with exit 0; `late` on
+ *  {"late": ms}, "skip"?: n, "times"?: n}`. `garbage` prints `text` on stdout with exit 0 (after
+ * doing the call, or instead of it with `"instead": true`: a broken client that did nothing); `late` on
  * `worktree create` never answers, and the "server" finishes the create `ms` later anyway
  * (src/app/api/worktrees/deferred.rs); until then another create of that checkout path answers
  * `worktree_operation_in_progress`.
@@ -1487,6 +1488,7 @@ async function execute(paths, key, spec, args) {
     const fault = takeFault(paths, state, key);
     if (fault?.delayMs !== undefined) await sleep(fault.delayMs);
     if (fault?.hang === true) return { hang: true };
+    if (fault?.garbage !== undefined && fault.instead === true) return { garbageInstead: fault.garbage };
     if (fault?.usage !== undefined) throw new UsageError(fault.usage);
     if (fault?.error !== undefined && fault.error !== "worktree_open_failed") {
       if (fault.error === "server_not_running") throw serverNotRunning(paths);
@@ -1500,6 +1502,10 @@ async function execute(paths, key, spec, args) {
     return { result };
   });
   if (outcome.hang || outcome.result?.type === "deferred") return hangForever();
+  if (outcome.garbageInstead !== undefined) {
+    writeOut(outcome.garbageInstead);
+    return 0;
+  }
   if (after?.hang === "after") return hangForever();
   if (after?.partial === true) {
     throw new ApiError("worktree_open_failed", after.message ?? "the workspace was opened but its description could not be produced");
