@@ -263,7 +263,8 @@ export class ManifestStore {
 
   /**
    * `transition`, but only while the handoff is still `from` (checked under the lock): a handoff
-   * that someone else moved on meanwhile (acknowledged, removed, failed) is returned as it is.
+   * that someone else moved on meanwhile (acknowledged, removed, failed) is returned as it is,
+   * and not written.
    */
   async transitionIfStill(
     id: string,
@@ -285,6 +286,9 @@ export class ManifestStore {
       const at = this.now().toISOString();
       const draft = structuredClone(current.manifest);
       const mutated = mutate(draft, at) ?? draft;
+      // A change that changes nothing is not written: `updatedAt` dates the last real change
+      // (the "being set up" grace and the removed handoff's time on show read it).
+      if (serializeManifest({ ...mutated, updatedAt: current.manifest.updatedAt }) === serializeManifest(current.manifest)) return current.manifest;
       const next = parseOrThrow({ ...mutated, updatedAt: at }, `Update of handoff ${id}`);
       assertUnchangedIdentity(current.manifest, next);
       assertHeld();

@@ -196,6 +196,12 @@ export function createPortableFacts(options: { run?: CommandRunner; platform?: N
     return (await rows([pid]))?.[0];
   }
 
+  /** The row of a pid the kernel knows; one it does not costs no `ps` (a crashed child's lease is judged every 2 s). */
+  async function liveRow(pid: number): Promise<PsRow | undefined> {
+    if (!Number.isInteger(pid) || pid <= 0 || !signalFinds(pid)) return undefined;
+    return row(pid);
+  }
+
   async function describe(pids: readonly number[]): Promise<ProcessDescriptions> {
     const status = await rows(pids);
     if (status === undefined) return { processes: [], problem: "ps could not be run, so the processes could not be described." };
@@ -221,11 +227,11 @@ export function createPortableFacts(options: { run?: CommandRunner; platform?: N
       return entry !== undefined && !entry.zombie;
     },
     startToken: async (pid) => {
-      const found = await row(pid);
+      const found = await liveRow(pid);
       return found === undefined ? undefined : `ps:${found.startedAtSeconds}`;
     },
     startTimeMs: async (pid) => {
-      const found = await row(pid);
+      const found = await liveRow(pid);
       return found === undefined ? undefined : found.startedAtSeconds * 1000;
     },
     async descendants(rootPid) {

@@ -109,16 +109,18 @@ async function factsOf(deps: WatchDeps, manifest: Manifest): Promise<ChildFacts>
   const sessionFile = removed ? undefined : manifest.child.sessionFile;
   const { agentDir } = deps;
   const readLease = deps.readLease ?? (agentDir === undefined ? undefined : (file: string) => readSessionLease(agentDir, file));
-  const [tail, recorded, lease] = await Promise.all([
+  const [tail, lease] = await Promise.all([
     sessionFile === undefined
       ? Promise.resolve(undefined)
       : deps.tails !== undefined
         ? deps.tails.read(sessionFile, deps.tailBytes)
         : readSessionTail(sessionFile, deps.tailBytes),
-    removed || manifest.child.pid === undefined ? Promise.resolve(undefined) : (deps.describeProcess ?? describeProcess)(manifest.child.pid),
     sessionFile === undefined || readLease === undefined ? Promise.resolve(undefined) : readLease(sessionFile),
   ]);
-  // The child's live lease on its session, or its recorded pid still being its Pi.
+  // The child's live lease on its session, or else its recorded pid still being its Pi (described
+  // only then: on macOS a description is several process starts, every 2 s).
+  const recorded =
+    lease?.state === "live" || removed || manifest.child.pid === undefined ? undefined : await (deps.describeProcess ?? describeProcess)(manifest.child.pid);
   const live = lease?.state === "live" || findWriters(manifest, recorded, []).length > 0;
   return { manifest, live, ...(tail === undefined ? {} : { tail: tail.entries, sessionMtime: tail.mtime }) };
 }

@@ -2,7 +2,8 @@
  * The child's state as the parent shows it (src/recovery/status.ts) and the session tail it reads
  * (src/session/tail.ts): every state, its time, the precedence of facts, and a tail cut anywhere.
  */
-import { appendFileSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { waitFor } from "../support/tmux.ts";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -118,9 +119,14 @@ describe("session tail", () => {
     expect(first?.entries).toEqual([{ type: "message", timestamp: T2, role: "assistant", stopReason: "stop" }]);
     // Unchanged: the tail read before, not a new read.
     expect(await tails.read(file)).toBe(first);
-    // Other bytes of the same size with the modification time put back: the change time tells.
-    writeFileSync(file, `${entry("left")}\n`);
-    utimesSync(file, at, at);
+    // Other bytes of the same size with the modification time put back: the change time tells
+    // (rewritten until it moved, as a coarse kernel clock may not have ticked since the first write).
+    const ctimeBefore = statSync(file, { bigint: true }).ctimeNs;
+    await waitFor(() => {
+      writeFileSync(file, `${entry("left")}\n`);
+      utimesSync(file, at, at);
+      return statSync(file, { bigint: true }).ctimeNs !== ctimeBefore;
+    });
     expect((await tails.read(file))?.entries.map((e) => e.stopReason)).toEqual(["left"]);
     // Appended: read again.
     appendFileSync(file, `${entry("toolUse")}\n`);

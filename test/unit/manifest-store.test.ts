@@ -213,6 +213,22 @@ describe("update and transition", () => {
     expect(await store.read(manifest.id)).toEqual({ ok: true, manifest: final });
   });
 
+  it("writes nothing for a change that changes nothing: updatedAt keeps the last real change", async () => {
+    const store = makeStore();
+    const manifest = await createOrFail(store, sampleManifest(store));
+    const path = store.pathFor(manifest.id);
+    const before = await readFile(path, "utf8");
+    const mtimeBefore = (await stat(path)).mtimeMs;
+    // Still "provisioning", so nothing moves; and an update whose patch sets what is already there.
+    expect(await store.transitionIfStill(manifest.id, "launching", "running")).toEqual(manifest);
+    expect(await store.update(manifest.id, (m) => void (m.branch = manifest.branch))).toEqual(manifest);
+    expect(await readFile(path, "utf8")).toBe(before);
+    expect((await stat(path)).mtimeMs).toBe(mtimeBefore);
+    const moved = await store.transitionIfStill(manifest.id, "provisioning", "provisioned");
+    expect(moved.state).toBe("provisioned");
+    expect(moved.history.at(-1)).toEqual({ state: "provisioned", at: moved.updatedAt });
+  });
+
   it("rejects an illegal transition without writing", async () => {
     const store = makeStore();
     const manifest = await createOrFail(store, sampleManifest(store));

@@ -3,13 +3,14 @@
  * this session (by file, or by id), removed ones only for a while, each with its child's state from
  * the session tail and whether the recorded pid is a live `pi` of that handoff.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { formatChildrenWidget } from "../../src/recovery/format.ts";
 import { ownHandoffStatuses, REMOVED_SHOWN_MS } from "../../src/recovery/watch.ts";
+import { SessionTails } from "../../src/session/tail.ts";
 import { storeRunningHandoff } from "../support/running-handoff.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "phw-watch-"));
@@ -21,6 +22,40 @@ function handoff(store: ManifestStore, branch: string, parent: { sessionFile: st
 }
 
 describe("ownHandoffStatuses", () => {
+  it("with the watch's kept tails: a changed session is read again, a leased child's pid is not described", async () => {
+    const store = ManifestStore.forAgentDir(join(dir, "agent-kept"));
+    const me = { sessionFile: join(dir, "me-kept.jsonl"), sessionId: "me-kept" };
+    const childFile = join(dir, "kept.jsonl");
+    writeFileSync(childFile, `${JSON.stringify({ type: "message", timestamp: T, message: { role: "user", content: "go" } })}\n`);
+    const child = await handoff(store, "kept/child", me, { sessionFile: childFile, pid: 4243 });
+    const described: number[] = [];
+    const deps = {
+      store,
+      now: () => new Date(),
+      tails: new SessionTails(),
+      readLease: async () => ({ state: "live" as const, pid: 4243, heartbeatAt: T }),
+      describeProcess: async (pid: number) => {
+        described.push(pid);
+        return undefined;
+      },
+    };
+    expect((await ownHandoffStatuses(deps, me)).map((own) => own.status.state)).toEqual(["working"]);
+    appendFileSync(childFile, `${JSON.stringify({ type: "message", timestamp: T, message: { role: "assistant", stopReason: "stop", content: [] } })}\n`);
+    expect((await ownHandoffStatuses(deps, me)).map((own) => own.status.state)).toEqual(["idle"]);
+    // The lease answered for the child: its pid was never described.
+    expect(described).toEqual([]);
+    // Without a live lease the recorded pid is what tells.
+    const unleased = await ownHandoffStatuses({ ...deps, readLease: async () => ({ state: "none" as const }) }, me);
+    expect(unleased.map((own) => own.status.state)).toEqual(["exited"]);
+    expect(described).toEqual([4243]);
+    // Removed: its tail is no longer kept (read again, as a new object, once asked for).
+    const kept = await deps.tails.read(childFile);
+    expect(await deps.tails.read(childFile)).toBe(kept);
+    await store.transition(child.id, "removed");
+    await ownHandoffStatuses(deps, me);
+    expect(await deps.tails.read(childFile)).not.toBe(kept);
+  });
+
   it("lists this session's handoffs only, with each child's state, and drops long-removed ones", async () => {
     const store = ManifestStore.forAgentDir(join(dir, "agent"));
     const me = { sessionFile: join(dir, "me.jsonl"), sessionId: "me" };

@@ -160,16 +160,21 @@ describe("the portable facts on canned output", () => {
     const { run } = cannedRunner(() => ({ ok: false, reason: "timeout", message: "ps did not answer within 5 s" }));
     const facts = createPortableFacts({ run, platform: "linux" });
     expect(await facts.findByName("pi")).toEqual({ processes: [], problem: "Running processes could not be looked for: ps did not answer within 5 s." });
-    expect(await facts.startToken(640)).toBeUndefined();
+    expect(await facts.startToken(process.pid)).toBeUndefined();
     expect(await facts.descendants(612)).toEqual([]);
   });
 
-  it("builds the start token from lstart, comparable only with its own kind", async () => {
-    const { run } = cannedRunner(() => ({ ok: true, stdout: status }));
+  it("builds the start token from lstart, comparable only with its own kind, and asks no ps about a pid that is gone", async () => {
+    const pid = process.pid;
+    const { run, calls } = cannedRunner(() => ({ ok: true, stdout: `${String(pid).padStart(7)}   612 ${String(pid).padStart(7)}   640 S+   Tue Dec  1 07:24:53 2026 pi\n` }));
     const facts = createPortableFacts({ run, platform: "darwin" });
-    const token = await facts.startToken(640);
+    const token = await facts.startToken(pid);
     expect(token).toBe(`ps:${Date.UTC(2026, 11, 1, 7, 24, 53) / 1000}`);
-    expect(await facts.startTimeMs(640)).toBe(Date.UTC(2026, 11, 1, 7, 24, 53));
+    expect(await facts.startTimeMs(pid)).toBe(Date.UTC(2026, 11, 1, 7, 24, 53));
+    calls.length = 0;
+    const gone = 2 ** 22 + 12_345;
+    expect([await facts.startToken(gone), await facts.startTimeMs(gone), await facts.isAlive(gone)]).toEqual([undefined, undefined, false]);
+    expect(calls).toEqual([]);
     expect(sameStart(token, `ps:${Date.UTC(2026, 11, 1, 7, 24, 53) / 1000}`)).toBe(true);
     expect(sameStart(token, "ps:1")).toBe(false);
     expect(sameStart(token, "0b8e-boot-id/12345")).toBeUndefined();
