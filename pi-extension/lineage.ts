@@ -93,7 +93,11 @@ class LineageSession {
     this.sources = sources;
     const entries = ctx.sessionManager.getEntries() as LineageEntryView[];
     // The kickoff turn of a handoff child with a task starts during session_start: wait for it.
-    this.queue = new DeliveryQueue(piDeliveryHost(pi, () => this.ctx), readLedger(entries), { waitForSettle: expectsKickoff(ctx) || !ctx.isIdle() });
+    this.queue = new DeliveryQueue(piDeliveryHost(pi, () => this.ctx), readLedger(entries), {
+      waitForSettle: expectsKickoff(ctx) || !ctx.isIdle(),
+      // A failed send stopped the queue (its runtime went away): nothing more is polled for it.
+      onStop: () => this.poll.stop(),
+    });
     this.poll = new Poll(() => this.refreshWatched(), pollMs);
   }
 
@@ -215,8 +219,6 @@ class LineageSession {
     this.watched = refreshed.runs.filter((run) => run.outcome === "active");
     if (this.watched.length === 0) this.poll.pause();
     this.queue.flush();
-    // A send that failed stopped the queue (its runtime went away): nothing more can be delivered.
-    if (this.queue.isStopped) this.poll.stop();
   }
 
   private isIdle(): boolean {

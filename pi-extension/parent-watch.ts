@@ -59,7 +59,12 @@ class ParentWatch {
     const file = ctx.sessionManager.getSessionFile();
     this.parent = { sessionId: ctx.sessionManager.getSessionId(), ...(file === undefined ? {} : { sessionFile: file }) };
     const ledger = readLedger(ctx.sessionManager.getEntries() as LineageEntryView[]);
-    this.queue = new DeliveryQueue(piDeliveryHost(pi, () => this.ctx), ledger, { waitForSettle: expectsKickoff(ctx) || !ctx.isIdle(), triggerTurn });
+    this.queue = new DeliveryQueue(piDeliveryHost(pi, () => this.ctx), ledger, {
+      waitForSettle: expectsKickoff(ctx) || !ctx.isIdle(),
+      triggerTurn,
+      // A failed send stopped the queue (its runtime went away): the next session_start watches anew.
+      onStop: () => this.poll.stop(),
+    });
     this.poll = new Poll(() => this.refresh(), pollIntervalMs(process.env, "PI_HANDOFF_WATCH_POLL_MS"));
   }
 
@@ -99,8 +104,6 @@ class ParentWatch {
     if (this.stopped) return;
     for (const report of pending) this.queue.enqueue({ kind: `report-${report.kind}`, message: reportMessage(report), records: [reportTriple(report)] });
     this.queue.flush();
-    // A send that failed stopped the queue (its runtime went away): the next session_start watches anew.
-    if (this.queue.isStopped) this.poll.stop();
   }
 
   private setWidget(lines: string[] | undefined): void {

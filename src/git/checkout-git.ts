@@ -29,6 +29,7 @@ import { parseStatus } from "./git.ts";
 import { gitEnvironment, runGit, type GitRun } from "./runner.ts";
 import type { BaseUpstream, CarriedChange, ChangesSnapshot, CheckoutGitPort } from "./types.ts";
 import { formatWait, WAIT_DEFAULTS } from "../config/waits.ts";
+import { stripPeriod } from "../text.ts";
 
 export interface CheckoutGitOptions {
   /** Environment git runs with (default: `process.env` at call time), sanitised by `gitEnvironment`. */
@@ -282,7 +283,7 @@ function summarize(stderr: string): string | undefined {
   const diagnostics = lines.filter((line) => /^(?:fatal|error):/i.test(line));
   const chosen = (diagnostics.length > 0 ? diagnostics : lines).slice(0, 3);
   if (chosen.length === 0) return undefined;
-  return chosen.map((line) => line.replace(/^(?:fatal|error):\s*/i, "").replace(/\.$/, "")).join("; ");
+  return chosen.map((line) => stripPeriod(line.replace(/^(?:fatal|error):\s*/i, ""))).join("; ");
 }
 
 function gitError(args: readonly string[], run: GitRun): Error {

@@ -14,7 +14,8 @@
  * - Messages never trigger a turn unless the owner asks (`triggerTurn`): the work they describe was
  *   done by another conversation, and acting on it is the user's call.
  * - A host failure (the runtime went away between the idle check and the send) stops the queue:
- *   nothing is half-delivered, nothing retried on a dead runtime; a note says why.
+ *   nothing is half-delivered, nothing retried on a dead runtime; a note says why, and `onStop`
+ *   lets the owner end what feeds it (its poll).
  * - `Poll` never overlaps itself, is unref'd (never keeps Pi alive) and stops for good on `stop()`.
  */
 import { errorClause } from "../errors.ts";
@@ -49,6 +50,8 @@ export interface DeliveryQueueOptions {
   waitForSettle: boolean;
   triggerTurn?: boolean;
   now?: () => Date;
+  /** Called once when the queue stops (a failed send, or `stop()`): e.g. to end the poll that feeds it. */
+  onStop?: () => void;
 }
 
 export function tripleKey(triple: DeliveredTriple): string {
@@ -64,6 +67,7 @@ export class DeliveryQueue {
   private stopped = false;
   private readonly triggerTurn: boolean;
   private readonly now: () => Date;
+  private readonly onStop: (() => void) | undefined;
   readonly notes: string[] = [];
 
   constructor(host: DeliveryHost, ledger: Set<string>, options: DeliveryQueueOptions) {
@@ -72,6 +76,7 @@ export class DeliveryQueue {
     this.waiting = options.waitForSettle;
     this.triggerTurn = options.triggerTurn ?? false;
     this.now = options.now ?? (() => new Date());
+    this.onStop = options.onStop;
   }
 
   /** Whether a settle is still awaited before anything may be delivered. */
@@ -138,8 +143,10 @@ export class DeliveryQueue {
   }
 
   stop(): void {
+    if (this.stopped) return;
     this.stopped = true;
     this.queue = [];
+    this.onStop?.();
   }
 
   private idle(): boolean {

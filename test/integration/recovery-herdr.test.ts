@@ -173,6 +173,25 @@ const herdr: ladder.LadderBackend = {
   },
 };
 
+describe("a launch whose `pane run` answers garbage and types nothing", () => {
+  it("says within its short start waits that no launcher started, not after the confirm wait", async () => {
+    // A broken client: exit 0 and a page of HTML on stdout, and nothing typed into the pane.
+    rig.herdr.setFaults({ "pane run": { garbage: "<html>502 Bad Gateway</html>\n", instead: true } });
+    const outcome = await rig.handoff("feat/garbage-run", { focus: false, startMs: 500, attempts: 2, confirmMs: 60_000 });
+    expect(outcome.code).toBe("launch_unconfirmed");
+    if (outcome.code !== "launch_unconfirmed") return;
+    const files = rig.store.pathFor(outcome.manifest.id).replace(/\.json$/, "");
+    expect(outcome.manifest.error?.message).toBe(
+      `No launcher started in the new pane: the launch line (sh ${files}.launch.sh) was typed 2 time(s), 0.5 s apart, and no start was announced in ${files}.launch.started; the shell there may still be starting or may have lost the input.`,
+    );
+    expect(outcome.manifest.error?.step).toBe("launch");
+    expect(outcome.manifest.launch).toMatchObject({ typed: 2 });
+    expect(outcome.manifest.child.pid).toBeUndefined();
+    const paneId = outcome.manifest.mux.kind === "herdr" ? outcome.manifest.mux.paneId : undefined;
+    expect(rig.herdr.calls().filter((call) => call.argv[0] === "pane" && call.argv[1] === "run" && call.argv[2] === paneId)).toHaveLength(2);
+  });
+});
+
 describe("the inventory on real states (Herdr)", () => {
   it("follows one handoff through every state a person can leave it in", () => ladder.walkStateLadder(rig, herdr));
 

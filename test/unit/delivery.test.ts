@@ -77,11 +77,15 @@ describe("DeliveryQueue", () => {
 
   it("stops on a host failure, with a note, and delivers nothing more", () => {
     const { host, sent, state } = recordingHost(true);
-    const queue = new DeliveryQueue(host, new Set(), { waitForSettle: false });
+    let stops = 0;
+    const queue = new DeliveryQueue(host, new Set(), { waitForSettle: false, onStop: () => void (stops += 1) });
     state.failSend = true;
     queue.enqueue({ kind: "report", message: message("one"), records: [triple("r1")] });
     queue.flush();
     expect(queue.isStopped).toBe(true);
+    // Its owner is told once, to end the poll that feeds it.
+    queue.stop();
+    expect(stops).toBe(1);
     expect(queue.notes).toEqual(["delivery failed: runtime gone"]);
     state.failSend = false;
     queue.enqueue({ kind: "report", message: message("two"), records: [] });
