@@ -6,7 +6,8 @@
  * Invariants:
  * - Called only after the manifest says `removed`, under the handoff's action lock: no relaunch
  *   can start (it refuses a removed handoff). A launcher shell that still runs in a pane left open
- *   (a launch never confirmed) may write a note again afterwards; `prune --dry-run` names it.
+ *   (a launch never confirmed) may write a note again afterwards; it stays (a removed handoff's
+ *   own files are not store leftovers), harmless, until deleted by hand.
  * - Deletes only files named from the manifest's own path and id, and the short link only while it
  *   still names this handoff's launcher; the manifest itself stays.
  */

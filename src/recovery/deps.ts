@@ -16,7 +16,7 @@ import type { InventoryDeps } from "./inventory.ts";
 import { landKillPointFromEnv, type LandDeps } from "./land.ts";
 
 /** Per git call (unless PI_HANDOFF_GIT_TIMEOUT_MS is set); recovery only reads and removes, never checks out a whole tree. */
-export const RECOVERY_GIT_TIMEOUT_MS = 15_000;
+const RECOVERY_GIT_TIMEOUT_MS = 15_000;
 
 /** The waits recovery's ports read from the environment, checked before a command acts. */
 const RECOVERY_ENV: readonly HandoffEnvName[] = [
@@ -49,7 +49,7 @@ export function createRecoveryDeps(env: NodeJS.ProcessEnv, now: () => Date = () 
 }
 
 /** Per git call of a landing: a merge or a checkout update of a large tree takes longer than a read. */
-export const LAND_GIT_TIMEOUT_MS = 120_000;
+const LAND_GIT_TIMEOUT_MS = 120_000;
 
 /** Recovery's dependencies plus what `land` needs: its git, the report store (to tell the parent), a crash point for tests. */
 export function createLandDeps(env: NodeJS.ProcessEnv, now: () => Date = () => new Date()): LandDeps {

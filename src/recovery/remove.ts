@@ -379,14 +379,21 @@ async function settleBranch(deps: RemovalDeps, plan: RemovalPlan): Promise<strin
  * removed already, so a file that cannot go is a `problem` to say, not a throw.
  */
 async function retireStoreFiles(deps: RemovalDeps, id: string): Promise<{ swept: number; problem?: string }> {
+  // Each attempted whatever the other did; what stays is named, since a removed handoff's own
+  // files are not leftovers that prune lists (its manifest names them).
+  const problems: string[] = [];
   let swept = 0;
   try {
     swept = (await deps.store.sweepLeftovers((leftover) => leftover.kind === "temp" && leftover.name.startsWith(`.${id}.json.`))).length;
-    await deleteLaunchFiles(deps.store.pathFor(id), id);
-    return { swept };
   } catch (error) {
-    return { swept, problem: `could not delete all of its files in the store (${errorClause(error)}; pi-handoff prune --dry-run names what is left)` };
+    problems.push(`could not delete its temp files .${id}.json.* in ${deps.store.dir} (${errorClause(error)})`);
   }
+  try {
+    await deleteLaunchFiles(deps.store.pathFor(id), id);
+  } catch (error) {
+    problems.push(`could not delete its launch files ${id}.launch.* and ${id}.post-create.* in ${deps.store.dir} (${errorClause(error)}); delete them by hand`);
+  }
+  return problems.length === 0 ? { swept } : { swept, problem: problems.join("; ") };
 }
 
 function recordRemoval(deps: RemovalDeps, id: string, plan: RemovalPlan, gitState: Manifest["gitState"], done: readonly string[]): Promise<Manifest> {

@@ -6,7 +6,7 @@
  * writers' temp files and its launch files, and keeps its manifest. The temp files are the ones `writeFileAtomic` leaves when its process is
  * SIGKILLed between the hard link and the removal (same name pattern, real dead and live pids).
  */
-import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deadPid, killAndWait, runningManifest } from "../support/recovery-rig.ts";
@@ -70,5 +70,22 @@ describe("the store's leftovers", () => {
     expect(existsSync(join(dir, "notes.txt"))).toBe(true);
     // Its launch files go too (it is never launched again); the manifest stays as the record.
     expect(ownFiles()).toEqual([`${manifest.id}.json`]);
+  });
+
+  it("a launch file that cannot be deleted is named, with its place, and the removal still stands", async () => {
+    const manifest = runningManifest(await world.handoff({ branch: "leftovers/stuck" }));
+    await killAndWait(manifest.child.pid ?? 0);
+    const dir = world.store.dir;
+    // A non-empty directory where the launcher's params were: unlink cannot take it.
+    const params = join(dir, `${manifest.id}.launch.params`);
+    rmSync(params);
+    mkdirSync(join(params, "in-the-way"), { recursive: true });
+    const removed = await runCli(["remove", manifest.id], world.env);
+    expect(removed.status, removed.stderr).toBe(0);
+    expect(removed.stdout).toContain(`could not delete its launch files ${manifest.id}.launch.* and ${manifest.id}.post-create.* in ${dir} (`);
+    expect(removed.stdout).toContain("); delete them by hand");
+    const after = await world.store.read(manifest.id);
+    expect(after.ok && after.manifest.state).toBe("removed");
+    expect(existsSync(join(params, "in-the-way"))).toBe(true);
   });
 });

@@ -222,6 +222,25 @@ describe("SessionLeaseKeeper and the session start", () => {
     await keeper.release();
   });
 
+  it("once another Pi was seen holding the lease, an I/O error meanwhile does not change what the takeover says", async () => {
+    const { facts, agentDir, sessionFile } = twoPi();
+    const other = await acquireSessionLease({ agentDir, sessionFile, pid: 777, facts });
+    if (!other.ok) throw new Error(other.message);
+    const events: LeaseEvent[] = [];
+    const keeper = new SessionLeaseKeeper({ agentDir, facts, intervalMs: 60_000, onEvent: (event) => events.push(event) });
+    expect(await keeper.hold(sessionFile)).toMatchObject({ ok: false, code: "held" });
+    // The other Pi stops and its lease goes, while the lease directory cannot be used: an I/O error.
+    facts.remove(777);
+    await rm(leaseDir(agentDir), { recursive: true });
+    await writeFile(leaseDir(agentDir), "not a directory\n");
+    await keeper.tick();
+    expect(events).toEqual([]);
+    await rm(leaseDir(agentDir));
+    await keeper.tick();
+    expect(events).toEqual([{ code: "taken_over", message: `The other Pi on session ${sessionFile} has stopped; this Pi now holds the session.` }]);
+    await keeper.release();
+  });
+
   it("in a second Pi on a leased handoff session: warns, does not acknowledge and starts no turn", async () => {
     const { facts, agentDir, sessionFile } = twoPi();
     await acquireSessionLease({ agentDir, sessionFile, pid: 777, handoffId: "h-1", facts });
