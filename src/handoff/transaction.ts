@@ -37,7 +37,6 @@ import { cancelWindowLauncher, ChildLauncher, prepareWindowLauncher, type Launch
 import { launchCommandFor } from "../launch/launch-command.ts";
 import { ownerOf } from "../launch/owner.ts";
 import { postCreateFiles, postCreatePrelude, writeRunner } from "../launch/post-create.ts";
-import { DEFAULT_LAUNCH_TIMEOUTS } from "../launch/timeouts.ts";
 import type { HandoffDeps } from "./deps.ts";
 import { armTimedKill, checkpoint, failsAt, InjectedFault, NO_FAULTS, type FaultPlan } from "../faults.ts";
 import { describeFailure, describeRetained, describeSuccess, refusalText, withNotes, type Refusal, type RefusalCode } from "./notice.ts";
@@ -390,7 +389,6 @@ export class HandoffTransaction {
         prelude: postCreatePrelude(hookFiles, commands),
         statusFile: hookFiles.statusFile,
         commands,
-        timeoutMs: this.deps.timeouts.postCreateMs ?? DEFAULT_LAUNCH_TIMEOUTS.postCreateMs,
       },
     };
   }

@@ -93,9 +93,10 @@ export interface LaunchRequest {
   note?: string;
   /**
    * postCreate commands run by the launcher before Pi (post-create.ts): wait for their status file
-   * first, then confirm as usual (the confirm deadline starts once they succeeded).
+   * (at most the launch's `postCreateMs`) first, then confirm as usual (the confirm deadline starts
+   * once they succeeded).
    */
-  postCreate?: { prelude: readonly string[]; statusFile: string; commands: readonly string[]; timeoutMs: number };
+  postCreate?: { prelude: readonly string[]; statusFile: string; commands: readonly string[] };
 }
 
 export type LaunchOutcome =
@@ -351,7 +352,7 @@ export class ChildLauncher {
     hooks: NonNullable<LaunchRequest["postCreate"]>,
     manifest: Manifest,
   ): Promise<{ code: "passed" } | { code: "failed"; message: string; exitStatus: number; command: number } | { code: "timeout"; message: string }> {
-    const outcome = await this.poll(`Running ${hooks.commands.length} postCreate command(s) in the new pane`, hooks.timeoutMs, async () => {
+    const outcome = await this.poll(`Running ${hooks.commands.length} postCreate command(s) in the new pane`, this.timeouts.postCreateMs, async () => {
       const status = await readPostCreateStatus(hooks.statusFile);
       if (status !== undefined) return status;
       const current = await this.deps.store.read(manifest.id);
@@ -360,7 +361,7 @@ export class ChildLauncher {
     if (outcome === undefined) {
       return {
         code: "timeout",
-        message: `The postCreate commands had not finished after ${formatWait(hooks.timeoutMs)}; they may still be running in the new pane, and Pi starts there when they succeed.`,
+        message: `The postCreate commands had not finished after ${formatWait(this.timeouts.postCreateMs)}; they may still be running in the new pane, and Pi starts there when they succeed.`,
       };
     }
     if (outcome.exitStatus === 0) return { code: "passed" };
