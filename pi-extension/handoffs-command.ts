@@ -65,16 +65,17 @@ With a command, it does what pi-handoff does, here:
 export async function runHandoffs(args: string, ctx: ExtensionCommandContext, options: HandoffsCommandOptions = {}): Promise<void> {
   const refusal = unsupportedPlatform();
   if (refusal !== undefined) return report(ctx, refusal, "error");
-  const problem = options.deps === undefined ? recoveryEnvProblem(process.env) : undefined;
-  if (problem !== undefined) return report(ctx, `/handoffs: ${problem}`, "error");
-  const deps = options.deps ?? createRecoveryDeps(process.env);
-  const piCommand = options.piCommand ?? currentPiCommand();
   const split = splitCommandLine(args);
   if (!split.ok) return report(ctx, `/handoffs: ${split.message}`, "error");
   const words = split.words.map((word) => word.text);
   if (split.rest !== undefined) return report(ctx, `/handoffs: Unexpected ${JSON.stringify(`-- ${split.rest}`)} (see /handoffs --help).`, "error");
-  if (words.length === 0) return pick(deps, ctx, piCommand, options);
+  // The help answers whatever the settings hold, as pi-handoff --help does.
   if (words.includes("--help") || words.includes("-h") || words[0] === "help") return report(ctx, `${HELP}${USAGE.replace(/^Usage: .*\n\n/, "")}`, "info");
+  const problem = options.deps === undefined ? recoveryEnvProblem(process.env) : undefined;
+  if (problem !== undefined) return report(ctx, `/handoffs: ${problem}`, "error");
+  const deps = options.deps ?? createRecoveryDeps(process.env);
+  const piCommand = options.piCommand ?? currentPiCommand();
+  if (words.length === 0) return pick(deps, ctx, piCommand, options);
   const parsed = parseRecoveryCommand(words, "/handoffs --help");
   // With a person to ask, a landing that cannot fast-forward asks how instead of refusing.
   if (parsed.ok && parsed.parsed.command === "land" && ctx.hasUI) {

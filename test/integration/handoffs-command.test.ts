@@ -212,6 +212,25 @@ describe("/handoffs", () => {
     expect(help[0]?.body).toMatch(/^Usage: \/handoffs \[<command> \[<handoff>\] \[options\]\]\n/);
     expect(help[0]?.body).toContain("  focus <handoff>  ");
     expect(help[0]?.body).not.toContain("Usage: pi-handoff");
+    // An unusable setting refuses the commands, never the help (as pi-handoff --help).
+    process.env.PI_HANDOFF_MUX_TIMEOUT_MS = "soon";
+    try {
+      const bareRun = async (line: string): Promise<Dialog[]> => {
+        const { ctx, dialogs } = scriptedContext({ select: () => undefined, confirm: () => true });
+        await runHandoffs(line, ctx);
+        return dialogs;
+      };
+      expect((await bareRun("--help"))[0]?.body).toBe(help[0]?.body);
+      expect(await bareRun("list")).toEqual([
+        {
+          kind: "notify",
+          title: "error",
+          body: expect.stringMatching(/^\/handoffs: PI_HANDOFF_MUX_TIMEOUT_MS is "soon", but it must be a whole number of milliseconds from 100 to 120000 \(such as 5000\); set it so, or unset it\.$/),
+        },
+      ]);
+    } finally {
+      delete process.env.PI_HANDOFF_MUX_TIMEOUT_MS;
+    }
     // Options are checked, never taken as a name.
     expect(await run("list -m tmux")).toEqual([{ kind: "notify", title: "error", body: '/handoffs list: Unknown option "-m" (see /handoffs --help).' }]);
     expect(await run("remove")).toEqual([
