@@ -186,10 +186,12 @@ describe("lineage adoption with the real Pi on a handoff child", () => {
 
   it("delivers exactly one completion message when an adopted run finishes", async () => {
     fixture.finishRun("run-active", { summary: "Chain done: patch ready." });
+    // The message and then its ledger entry: two appends, so wait for both.
     const entries = await waitFor(() => {
       const all = readEntries(childFile);
-      return lineageMessages(all).some((m) => m.kind === "completion") ? all : undefined;
-    }, { timeoutMs: 20_000, description: "the completion message" });
+      const delivered = lineageMessages(all).some((m) => m.kind === "completion") && ledgerTriples(all).at(-1)?.[0] === "pi-subagents/run-active/finished";
+      return delivered ? all : undefined;
+    }, { timeoutMs: 20_000, description: "the completion message and its ledger entry" });
     // Several more poll rounds: still exactly one.
     await new Promise((resolve) => setTimeout(resolve, 1500));
     const after = readEntries(childFile);

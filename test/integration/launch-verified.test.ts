@@ -145,15 +145,16 @@ describe("the shell wait's polling budget on Herdr", () => {
   it("a last poll the deadline cut short does not turn a shell that was not ready into Herdr's timeout", async () => {
     const pane = await rig.herdr.openWorkspace(rig.repo.root, "cut-short");
     const location = { kind: "herdr" as const, socketPath: rig.herdr.socketPath, workspaceId: pane.workspaceId, paneId: pane.paneId };
-    // Each answer takes 2 s: the polls at 0 s and about 2 s answer "not ready"; the one at about
-    // 4 s gets the 1 s floor before the 4.5 s deadline and cannot answer in it.
-    rig.herdr.setFaults({ "pane process-info": { delayMs: 2_000 } });
+    // Each answer takes 3 s. The first poll has the whole 5 s call bound and answers "not ready";
+    // every later one starts after 3 s of a 6 s wait, so less than 3 s is left for it: it cannot
+    // answer, and the deadline, not Herdr, is what cut it short.
+    rig.herdr.setFaults({ "pane process-info": { delayMs: 3_000 } });
     try {
       const mux = new HerdrMultiplexer({ herdrBin: rig.herdr.binPath, socketPath: rig.herdr.socketPath, env: rig.herdr.clientEnv });
-      const waited = await mux.waitForShell(location, { timeoutMs: 4_500 });
+      const waited = await mux.waitForShell(location, { timeoutMs: 6_000 });
       expect(waited).toMatchObject({ ok: false, code: "shell_not_ready" });
       const message = "message" in waited ? waited.message : "";
-      expect(message).toMatch(new RegExp(`^The shell in Herdr pane ${pane.paneId} did not become ready within 4\\.5 s; Herdr did not answer its last poll in the \\d(?:\\.\\d)? s left\\.$`));
+      expect(message).toMatch(new RegExp(`^The shell in Herdr pane ${pane.paneId} did not become ready within 6 s; Herdr did not answer its last poll in the \\d(?:\\.\\d)? s left\\.$`));
     } finally {
       rig.herdr.clearFaults();
     }
