@@ -79,6 +79,11 @@ describe("concurrent handoffs on one repository and one manifest store", () => {
     expect(distinct(manifests.map((m) => m.child.sessionFile))).toBe(COUNT);
     expect(distinct(manifests.map((m) => String(m.child.pid)))).toBe(COUNT);
 
+    // Each child lets go of its manifest's lock just after acknowledging, which its parent may see first.
+    await waitFor(() => readdirSync(world.store.dir).filter((name) => name.endsWith(".lock")).length === 0, {
+      timeoutMs: 5_000,
+      description: "the children's locks on their manifests to be released",
+    });
     const after = await world.artifacts();
     expect(after.manifests).toEqual([...before.manifests, ...ids].sort());
     expect(after.gitWorktrees).toHaveLength(before.gitWorktrees.length + COUNT);
@@ -151,7 +156,17 @@ describe("concurrent handoffs on one repository and one manifest store", () => {
     // proper-lockfile's stale window is 10 s; the store waits up to 15 s.
     expect(waited).toBeGreaterThan(1_000);
     expect(waited).toBeLessThan(30_000);
-    expect(readdirSync(world.store.dir).filter((name) => name.endsWith(".lock"))).toEqual([]);
+    // The two stale locks are gone for good...
+    const locksNow = readdirSync(world.store.dir).filter((name) => name.endsWith(".lock"));
+    expect(locksNow).not.toContain(".store.lock");
+    expect(locksNow).not.toContain(`${victim.id}.json.lock`);
+    // ...and any other is a live writer's, released within moments: the new child acknowledges
+    // under its manifest's lock, and the parent reads that acknowledgement (readers never lock)
+    // before the child has removed its lock directory.
+    await waitFor(() => readdirSync(world.store.dir).filter((name) => name.endsWith(".lock")).length === 0, {
+      timeoutMs: 5_000,
+      description: `the store's locks to be released (left: ${locksNow.join(", ") || "none"})`,
+    });
     console.info(`stale locks (store and manifest) taken over after ${waited} ms`);
   });
 });
