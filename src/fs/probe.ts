@@ -3,6 +3,7 @@
  * for an operation on a path that may already be gone.
  */
 import { readFile, stat } from "node:fs/promises";
+import { errorMessage } from "../errors.ts";
 
 /** The `code` of a Node system error (`ENOENT`, `EEXIST`, ...), if it has one. */
 export function errorCode(error: unknown): string | undefined {
@@ -26,12 +27,19 @@ export async function isFile(path: string): Promise<boolean> {
   }
 }
 
-/** A file's text, or undefined when it cannot be read (missing, a directory, no permission). */
+/**
+ * A file's text, or undefined when there is no such file (`ENOENT`, or a path component that is a
+ * file: `ENOTDIR`). Any other failure (no permission, a directory, an I/O error) is thrown: it says
+ * something is wrong, and a caller that took it for "absent" would wait for nothing or take over.
+ */
 export async function readTextIfPresent(path: string): Promise<string | undefined> {
   try {
     return await readFile(path, "utf8");
-  } catch {
-    return undefined;
+  } catch (error) {
+    const code = errorCode(error);
+    if (code === "ENOENT" || code === "ENOTDIR") return undefined;
+    // Node leaves the path out of some of these (EISDIR): say which file it was.
+    throw new Error(`Could not read ${path}: ${errorMessage(error)}`, { cause: error });
   }
 }
 

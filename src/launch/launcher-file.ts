@@ -30,7 +30,7 @@
  *   a link in a private directory under /tmp instead (owned by this user, mode 0700).
  */
 import { randomBytes } from "node:crypto";
-import { lstat, mkdir, readFile, readlink, symlink, unlink } from "node:fs/promises";
+import { lstat, mkdir, readlink, symlink, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { writeFileAtomic } from "../fs/atomic-write.ts";
 import { CONTROL_CHARACTERS } from "../text.ts";
@@ -221,12 +221,10 @@ export async function readLauncherNote(file: string, token: string): Promise<{ p
 
 /** The lock's pid, if there is one. */
 export async function readLauncherLock(files: LauncherFiles): Promise<number | undefined> {
-  try {
-    const pid = Number((await readFile(files.lock, "utf8")).trim());
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
-  }
+  const text = await readTextIfPresent(files.lock);
+  if (text === undefined) return undefined;
+  const pid = Number(text.trim());
+  return Number.isInteger(pid) && pid > 0 ? pid : undefined;
 }
 
 /** Drops a lock whose holder the caller found is not this handoff's launcher or Pi (a reused pid). */

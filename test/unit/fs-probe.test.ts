@@ -1,0 +1,34 @@
+/**
+ * `readTextIfPresent`: only a missing file is "absent"; any other read failure is thrown, so a
+ * caller polling for a file, or judging a lock's holder, never takes a broken path for "not yet".
+ */
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, expect, it } from "vitest";
+import { readTextIfPresent } from "../../src/fs/probe.ts";
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "fs-probe-"));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+it("reads a file's text exactly", async () => {
+  await writeFile(join(dir, "a"), "12 3\n");
+  expect(await readTextIfPresent(join(dir, "a"))).toBe("12 3\n");
+});
+
+it("answers undefined for a missing file, and for a path through a file", async () => {
+  await writeFile(join(dir, "file"), "x");
+  expect(await readTextIfPresent(join(dir, "missing"))).toBeUndefined();
+  expect(await readTextIfPresent(join(dir, "file", "below"))).toBeUndefined();
+});
+
+it("throws any other failure, naming the path", async () => {
+  await mkdir(join(dir, "a-directory"));
+  const path = join(dir, "a-directory");
+  await expect(readTextIfPresent(path)).rejects.toThrow(`Could not read ${path}: EISDIR: illegal operation on a directory, read`);
+});
