@@ -1,8 +1,14 @@
 /**
- * Small read-only questions about the file system, answered without throwing, and the one rule
- * for an operation on a path that may already be gone.
+ * Small read-only questions about the file system, and the one rule for an operation on a path
+ * that may already be gone.
+ *
+ * Invariants:
+ * - Missing is `ENOENT` (and `ENOTDIR` for reads): only that is answered as absent where a caller
+ *   acts on the answer (`readTextIfPresent`, `unlessMissing`); any other failure is thrown.
+ * - `isDirectory`, `isFile` and `readFileEnd` never throw: their callers only look.
+ * - `readFileEnd` reads a bounded window, never a whole file.
  */
-import { readFile, stat } from "node:fs/promises";
+import { open, readFile, stat } from "node:fs/promises";
 import { errorMessage } from "../errors.ts";
 
 /** The `code` of a Node system error (`ENOENT`, `EEXIST`, ...), if it has one. */
@@ -54,5 +60,35 @@ export async function unlessMissing(operation: () => Promise<unknown>): Promise<
   } catch (error) {
     if (errorCode(error) === "ENOENT") return false;
     throw error;
+  }
+}
+
+/** The last bytes of a file and what they were read from. */
+export interface FileEnd {
+  bytes: Buffer;
+  /** Whether the file holds more than `bytes` (the window starts inside it). */
+  cut: boolean;
+  size: number;
+  mtime: Date;
+}
+
+/**
+ * The final `maxBytes` of a file (one open, one stat, one read, whatever the file's length), or
+ * undefined when it cannot be read. Only the bytes really read count: a file that shrank between
+ * the stat and the read yields fewer.
+ */
+export async function readFileEnd(path: string, maxBytes: number): Promise<FileEnd | undefined> {
+  let handle;
+  try {
+    handle = await open(path, "r");
+    const stats = await handle.stat();
+    const length = Math.min(stats.size, maxBytes);
+    const buffer = Buffer.alloc(length);
+    const { bytesRead } = await handle.read(buffer, 0, length, stats.size - length);
+    return { bytes: buffer.subarray(0, bytesRead), cut: length < stats.size, size: stats.size, mtime: stats.mtime };
+  } catch {
+    return undefined;
+  } finally {
+    await handle?.close();
   }
 }

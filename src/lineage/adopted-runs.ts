@@ -10,7 +10,7 @@
  * - A run id may be given by a unique prefix of at least 4 characters; an ambiguous or unknown one
  *   is an error that says how to find the right one.
  */
-import { open } from "node:fs/promises";
+import { readFileEnd } from "../fs/probe.ts";
 import { ADOPTED_RUNS_TOOL } from "./messages.ts";
 import { cleanText, formatTime } from "./text.ts";
 import { deliveryKey, type AdoptedRun } from "./types.ts";
@@ -94,17 +94,7 @@ function runLines(run: AdoptedRun): string[] {
 
 /** The last `maxChars` characters of a text file, cleaned; undefined if it cannot be read. */
 async function tailOf(path: string, maxChars: number): Promise<string | undefined> {
-  let handle;
-  try {
-    handle = await open(path, "r");
-    const size = (await handle.stat()).size;
-    const length = Math.min(size, maxChars * 4);
-    const buffer = Buffer.alloc(length);
-    await handle.read(buffer, 0, length, size - length);
-    return cleanText(buffer.toString("utf8").slice(-maxChars), maxChars);
-  } catch {
-    return undefined;
-  } finally {
-    await handle?.close();
-  }
+  // A character is at most 4 bytes in UTF-8.
+  const end = await readFileEnd(path, maxChars * 4);
+  return end === undefined ? undefined : cleanText(end.bytes.toString("utf8").slice(-maxChars), maxChars);
 }

@@ -3,7 +3,7 @@
  *
  * Invariants:
  * - Reads at most `maxBytes` (a fixed window at the end of the file), never the whole session, so
- *   the cost does not grow with the session's length; one open, one stat, one read.
+ *   the cost does not grow with the session's length; one open, one stat, one read (`readFileEnd`).
  * - Only complete lines count: the first line of the window (cut at its start) and a last line
  *   without its newline (a write in progress) are dropped; lines that are not JSON are skipped.
  * - Keeps only what the turn decision needs (type, time, role, stop reason, tool names), never
@@ -12,7 +12,8 @@
  * - `SessionTails` reads a file again only when it changed (device, inode, size, modification and
  *   change times): a watch that asks every 2 s about idle children parses nothing new.
  */
-import { open, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
+import { readFileEnd } from "../fs/probe.ts";
 import { z } from "zod";
 
 export const DEFAULT_TAIL_BYTES = 64 * 1024;
@@ -54,19 +55,9 @@ const EntrySchema = z.looseObject({
 
 /** The last complete entries of `file` within its final `maxBytes`, or undefined when it cannot be read. */
 export async function readSessionTail(file: string, maxBytes = DEFAULT_TAIL_BYTES): Promise<SessionTail | undefined> {
-  let handle;
-  try {
-    handle = await open(file, "r");
-    const stats = await handle.stat();
-    const length = Math.min(stats.size, maxBytes);
-    const buffer = Buffer.alloc(length);
-    const { bytesRead } = await handle.read(buffer, 0, length, stats.size - length);
-    return { entries: parseTail(buffer.subarray(0, bytesRead).toString("utf8"), length < stats.size), size: stats.size, mtime: stats.mtime.toISOString() };
-  } catch {
-    return undefined;
-  } finally {
-    await handle?.close();
-  }
+  const end = await readFileEnd(file, maxBytes);
+  if (end === undefined) return undefined;
+  return { entries: parseTail(end.bytes.toString("utf8"), end.cut), size: end.size, mtime: end.mtime.toISOString() };
 }
 
 /** The tails of several files, each read again only once the file changed since its last read. */

@@ -1,12 +1,13 @@
 /**
  * `readTextIfPresent`: only a missing file is "absent"; any other read failure is thrown, so a
  * caller polling for a file, or judging a lock's holder, never takes a broken path for "not yet".
+ * `readFileEnd`: the final bytes of a file, whatever its length, and whether it holds more.
  */
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { readTextIfPresent } from "../../src/fs/probe.ts";
+import { readFileEnd, readTextIfPresent } from "../../src/fs/probe.ts";
 
 let dir: string;
 beforeEach(async () => {
@@ -31,4 +32,14 @@ it("throws any other failure, naming the path", async () => {
   await mkdir(join(dir, "a-directory"));
   const path = join(dir, "a-directory");
   await expect(readTextIfPresent(path)).rejects.toThrow(`Could not read ${path}: EISDIR: illegal operation on a directory, read`);
+});
+
+it("readFileEnd reads the final bytes only, and says whether the file holds more", async () => {
+  const file = join(dir, "log");
+  await writeFile(file, "0123456789");
+  const cut = await readFileEnd(file, 4);
+  expect([cut?.bytes.toString("utf8"), cut?.cut, cut?.size]).toEqual(["6789", true, 10]);
+  const whole = await readFileEnd(file, 64);
+  expect([whole?.bytes.toString("utf8"), whole?.cut, whole?.size]).toEqual(["0123456789", false, 10]);
+  expect(await readFileEnd(join(dir, "missing"), 4)).toBeUndefined();
 });
