@@ -9,6 +9,7 @@ import { approveRepoPostCreate } from "../src/config/post-create-approval.ts";
 import { completeInRepository, type CompletionItem } from "../src/handoff/completions.ts";
 import { HANDOFF_HELP, parseHandoffArgs } from "../src/handoff/args.ts";
 import { currentPiCommand, mirroredPiFlags } from "../src/launch/launch-command.ts";
+import { launchNoticeLevel } from "../src/launch/launcher.ts";
 import { nextSteps } from "../src/handoff/next-steps.ts";
 import { createHandoffDeps } from "../src/handoff/deps.ts";
 import { HandoffTransaction, type HandoffOutcome, type HandoffRequest } from "../src/handoff/transaction.ts";
@@ -85,8 +86,7 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
     dispose();
     ctx.ui.setStatus(STATUS_KEY, undefined);
   }
-  const level = outcome.code === "running" ? "info" : outcome.code === "launch_unconfirmed" ? "warning" : "error";
-  report(ctx, [outcome.message, ...nextSteps(outcome, { env })].join("\n"), level);
+  report(ctx, [outcome.message, ...nextSteps(outcome, { env })].join("\n"), launchNoticeLevel(outcome.code));
 }
 
 /**

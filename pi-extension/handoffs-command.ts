@@ -12,6 +12,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { unsupportedPlatform } from "../src/process/platform.ts";
 import type { ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 import { currentPiCommand } from "../src/launch/launch-command.ts";
+import { launchNoticeLevel } from "../src/launch/launcher.ts";
 import { ManifestStore } from "../src/manifest/store.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import { splitCommandLine } from "../src/command-line-words.ts";
@@ -25,7 +26,7 @@ import { formatInventory, formatPickerLabel, formatReport } from "../src/recover
 import { buildInventory } from "../src/recovery/inventory.ts";
 import type { HandoffReport } from "../src/recovery/report-schema.ts";
 import { relaunchHandoff } from "../src/recovery/relaunch.ts";
-import { canOfferLand, describeLandPlan, landHandoff, landRequestFrom, type LandDeps, type LandRequest } from "../src/recovery/land.ts";
+import { canOfferLand, describeLandPlan, landHandoff, landRequestFrom, removalFailedAfterLanding, type LandDeps, type LandRequest } from "../src/recovery/land.ts";
 import { branchDeletionOffer, describeRemovalPlan, losesNoMoreThan, planRemoval, removeHandoff } from "../src/recovery/remove.ts";
 import { resolveHandoffName } from "../src/recovery/resolve.ts";
 import { report } from "./report.ts";
@@ -178,8 +179,7 @@ async function land(id: string, asked: LandRequest, ctx: ExtensionCommandContext
     if (!(await ctx.ui.confirm(`Land ${outcome.plan.branch} into ${outcome.plan.into}?`, describeLandPlan(outcome.plan).join("\n")))) return;
     outcome = await landHandoff(deps, id, { ...request, strategy: outcome.plan.strategy, into: outcome.plan.into, confirmed: outcome.plan });
   }
-  const failedRemoval = outcome.ok && outcome.code === "landed" && outcome.removal !== undefined && outcome.removal.code !== "removed";
-  report(ctx, outcome.message, outcome.ok ? (failedRemoval ? "warning" : "info") : "error");
+  report(ctx, outcome.message, outcome.ok ? (removalFailedAfterLanding(outcome) ? "warning" : "info") : "error");
 }
 
 async function focus(deps: RecoveryDeps, handoff: HandoffReport, ctx: ExtensionCommandContext): Promise<void> {
@@ -202,7 +202,7 @@ async function relaunch(deps: RecoveryDeps, handoff: HandoffReport, ctx: Extensi
       handoff.id,
       { focus: true },
     );
-    report(ctx, outcome.message, outcome.code === "running" ? "info" : outcome.code === "launch_unconfirmed" ? "warning" : "error");
+    report(ctx, outcome.message, launchNoticeLevel(outcome.code));
   } finally {
     ctx.ui.setStatus(STATUS_KEY, undefined);
   }

@@ -4,7 +4,7 @@
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { onSessionStart } from "./child-startup.ts";
-import { SessionLeaseKeeper } from "../src/launch/session-writer.ts";
+import { leaseEventLevel, SessionLeaseKeeper } from "../src/launch/session-writer.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import { handoffCompletions, runHandoff } from "./handoff-command.ts";
 import { handoffsCompletions, runHandoffs } from "./handoffs-command.ts";
@@ -25,7 +25,7 @@ export default function handoffWorktreeExtension(pi: ExtensionAPI): void {
   const leases = new SessionLeaseKeeper({
     agentDir: agentDirFromEnv(process.env),
     onEvent: (event) => {
-      if (latestCtx !== undefined) report(latestCtx, `handoff-worktree: ${event.message}`, event.code === "taken_over" || event.code === "leased" ? "info" : "warning");
+      if (latestCtx !== undefined) report(latestCtx, `handoff-worktree: ${event.message}`, leaseEventLevel(event));
     },
   });
 

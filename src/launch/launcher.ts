@@ -56,6 +56,7 @@ import { errorClause } from "../errors.ts";
 import { withDefaults, type LaunchTimeouts } from "./timeouts.ts";
 import { checkpoint, failsAt, injectFault, NO_FAULTS, type FaultPlan } from "../faults.ts";
 import { formatWait } from "../config/waits.ts";
+import type { NoticeLevel } from "../text.ts";
 
 export type { LaunchTimeouts } from "./timeouts.ts";
 
@@ -97,6 +98,16 @@ export interface LaunchRequest {
    * once they succeeded).
    */
   postCreate?: { prelude: readonly string[]; statusFile: string; commands: readonly string[] };
+}
+
+/**
+ * How a launch's final outcome (a handoff's or a relaunch's) is told: a child that runs is news,
+ * one that did not confirm is a warning (it may still start: the notice says how to check), and
+ * anything else an error.
+ */
+export function launchNoticeLevel(code: string): NoticeLevel {
+  if (code === "running") return "info";
+  return code === "launch_unconfirmed" ? "warning" : "error";
 }
 
 export type LaunchOutcome =

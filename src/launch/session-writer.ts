@@ -13,6 +13,7 @@
  */
 import type { ManifestStore } from "../manifest/store.ts";
 import { errorClause } from "../errors.ts";
+import type { NoticeLevel } from "../text.ts";
 import { acknowledgeHandoff, findHandoffDetails, kickoffSent, type AckOutcome, type EntryView } from "./acknowledge.ts";
 import { acquireSessionLease, LEASE_HEARTBEAT_MS, type HeldLease, type LeaseAcquisition, type LeaseOptions } from "./lease.ts";
 
@@ -29,6 +30,11 @@ interface Current {
   held?: HeldLease;
   /** Why the lease is not held: another live Pi holds it, or it could not be written. */
   waitingFor?: "other_pi" | "io";
+}
+
+/** A lease held again (taken over from a Pi that stopped, or taken once writing works) is news; a lost or unrefreshed one a warning. */
+export function leaseEventLevel(event: LeaseEvent): NoticeLevel {
+  return event.code === "taken_over" || event.code === "leased" ? "info" : "warning";
 }
 
 const liveKeepers = new Set<SessionLeaseKeeper>();

@@ -31,7 +31,7 @@ import type { HandoffStep } from "../manifest/schema.ts";
 import { parseRecoveryCommand, type RecoveryCommand } from "./command-line.ts";
 import { launchTimeoutsFromEnv } from "../launch/timeouts.ts";
 import { createLandDeps, createRecoveryDeps, recoveryEnvProblem, type RecoveryDeps } from "./deps.ts";
-import { landHandoff, landRequestFrom, type LandRequest } from "./land.ts";
+import { landHandoff, landRequestFrom, removalFailedAfterLanding, type LandRequest } from "./land.ts";
 import { focusHandoff } from "./focus.ts";
 import { formatInventory, formatReport } from "./format.ts";
 import { buildInventory, inspectHandoff } from "./inventory.ts";
@@ -203,7 +203,7 @@ async function land(io: CliIo, id: string, request: LandRequest): Promise<number
   const outcome = await landHandoff(createLandDeps(io.env, io.now), id, request, io.now);
   if (!outcome.ok) throw outcome.code === "not_found" ? new UsageError(outcome.message, "land") : new Refusal(outcome.message, "land");
   io.stdout(`${outcome.message}\n`);
-  return outcome.code === "landed" && outcome.removal !== undefined && outcome.removal.code !== "removed" ? EXIT_REFUSED : EXIT_OK;
+  return removalFailedAfterLanding(outcome) ? EXIT_REFUSED : EXIT_OK;
 }
 
 /** The id of the handoff `name` designates (an id, a unique start of one, or a branch). */

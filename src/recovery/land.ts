@@ -121,6 +121,11 @@ export type LandOutcome =
   | { ok: true; code: "landed"; plan: LandPlan; message: string; removal?: RemoveOutcome }
   | { ok: false; code: LandRefusal | "failed"; message: string; choices?: LandStrategy[]; plan?: LandPlan };
 
+/** Landed, but the removal asked for with it (`--remove`) did not go through: the worktree is still there. */
+export function removalFailedAfterLanding(outcome: LandOutcome): boolean {
+  return outcome.ok && outcome.code === "landed" && outcome.removal !== undefined && outcome.removal.code !== "removed";
+}
+
 const OTHER_STRATEGIES: readonly LandStrategy[] = ["rebase", "merge", "squash"];
 
 type LandPlanRefusal = Extract<LandPlanOutcome, { ok: false }>;
