@@ -4,8 +4,7 @@
  */
 import { unsupportedPlatform } from "../src/process/platform.ts";
 import { CURRENT_SESSION_VERSION, getPackageDir, SessionManager, type ExtensionAPI, type ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
-import { loadHandoffConfig } from "../src/config/load.ts";
-import { approveRepoPostCreate } from "../src/config/post-create-approval.ts";
+import { settingsForHandoff } from "../src/config/post-create-approval.ts";
 import { completeInRepository, type CompletionItem } from "../src/handoff/completions.ts";
 import { HANDOFF_HELP, parseHandoffArgs } from "../src/handoff/args.ts";
 import { currentPiCommand, mirroredPiFlags } from "../src/launch/launch-command.ts";
@@ -89,24 +88,17 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
   report(ctx, [outcome.message, ...nextSteps(outcome, { env })].join("\n"), launchNoticeLevel(outcome.code));
 }
 
-/**
- * The settings files, read first: an invalid file stops the handoff before anything is waited for
- * or written, and a repository's postCreate commands are approved (or refused) here. Undefined:
- * stopped, and the user was told why.
- */
+/** The settings, approvals included (src/config/post-create-approval.ts); undefined: refused, and the user was told why. */
 async function readSettings(ctx: ExtensionCommandContext, agentDir: string, approvedByFlag: boolean): Promise<HandoffConfig | undefined> {
-  const settings = await loadHandoffConfig({ cwd: ctx.cwd, agentDir, projectTrusted: ctx.isProjectTrusted() });
+  const settings = await settingsForHandoff({
+    cwd: ctx.cwd,
+    agentDir,
+    projectTrusted: ctx.isProjectTrusted(),
+    approvedByFlag,
+    prompt: { hasUI: ctx.hasUI, confirm: (title, message) => ctx.ui.confirm(title, message) },
+    notify: (notice) => report(ctx, notice, "info"),
+  });
   if (!settings.ok) return void report(ctx, settings.message, "error");
-  for (const notice of settings.notices) report(ctx, notice, "info");
-  if (settings.repoPostCreate !== undefined) {
-    const approval = await approveRepoPostCreate({
-      agentDir,
-      hooks: settings.repoPostCreate,
-      approvedByFlag,
-      prompt: { hasUI: ctx.hasUI, confirm: (title, message) => ctx.ui.confirm(title, message) },
-    });
-    if (approval !== undefined) return void report(ctx, approval, "error");
-  }
   return settings.config;
 }
 

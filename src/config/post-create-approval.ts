@@ -9,12 +9,16 @@
  *   change to the commands needs a new approval.
  * - The record is `<agentDir>/handoff-worktree/approved-post-create.json`, validated by a zod
  *   schema and replaced atomically; an unreadable record approves nothing.
+ * - `settingsForHandoff` is the one order a handoff's settings are decided in: load, tell the
+ *   notices, approve; the adapter only reports what it answers.
  */
 import { createHash } from "node:crypto";
 import { mkdir, readFile, realpath } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { z } from "zod";
 import { writeFileAtomic } from "../fs/atomic-write.ts";
+import { loadHandoffConfig, type LoadConfigInput } from "./load.ts";
+import type { ParsedConfig } from "./schema.ts";
 
 const ApprovalsSchema = z.strictObject({
   version: z.literal(1),
@@ -71,7 +75,7 @@ export interface ApprovalPrompt {
  * A repository's postCreate commands run on this machine: approved once per exact list (a
  * dialog in a UI, `--approve-post-create` in print mode) and remembered. Returns the refusal, if any.
  */
-export async function approveRepoPostCreate(input: {
+async function approveRepoPostCreate(input: {
   agentDir: string;
   hooks: { file: string; commands: string[] };
   approvedByFlag: boolean;
@@ -89,4 +93,22 @@ export async function approveRepoPostCreate(input: {
   }
   await approvePostCreate(agentDir, hooks.file, hooks.commands);
   return undefined;
+}
+
+/**
+ * The settings a handoff runs with, decided before anything is waited for or written: loaded (an
+ * invalid file refuses), each notice told, then a repository's postCreate commands approved or
+ * refused, in that order.
+ */
+export async function settingsForHandoff(
+  input: LoadConfigInput & { approvedByFlag: boolean; prompt: ApprovalPrompt; notify(notice: string): void },
+): Promise<ParsedConfig> {
+  const settings = await loadHandoffConfig(input);
+  if (!settings.ok) return settings;
+  for (const notice of settings.notices) input.notify(notice);
+  if (settings.repoPostCreate !== undefined) {
+    const refusal = await approveRepoPostCreate({ agentDir: input.agentDir, hooks: settings.repoPostCreate, approvedByFlag: input.approvedByFlag, prompt: input.prompt });
+    if (refusal !== undefined) return { ok: false, message: refusal };
+  }
+  return { ok: true, config: settings.config };
 }
