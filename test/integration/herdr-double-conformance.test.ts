@@ -486,7 +486,9 @@ describe("the Herdr double follows the CLI contract", () => {
 
   it("a create the client gave up on completes later; meanwhile a create of that path is worktree_operation_in_progress", async () => {
     const path = join(repo.dir, "late-wt");
-    herdr.setFaults({ "worktree create": { late: 4_000, times: 1 } });
+    // The second create must reach the server while the first still runs: 6 s after the first
+    // client gave up is room enough for a Node client to start on a loaded machine.
+    herdr.setFaults({ "worktree create": { late: 8_000, times: 1 } });
     const args = ["worktree", "create", "--cwd", repo.root, "--branch", "late/one", "--base", baseSha, "--path", path, "--no-focus"];
     await expect(herdr.herdr(args, { timeoutMs: 2_000 })).rejects.toThrow(/timed out/);
     expectApiError(await herdr.herdr(args), "cli:worktree:create", "worktree_operation_in_progress");
@@ -494,7 +496,7 @@ describe("the Herdr double follows the CLI contract", () => {
       const list = expectSuccess(await herdr.herdr(["worktree", "list", "--cwd", repo.root]), "cli:worktree:list", WorktreeListSchema);
       const entry = list.worktrees.find((candidate) => candidate.path === path);
       return entry?.open_workspace_id !== undefined ? entry : undefined;
-    }, { timeoutMs: 10_000, description: "the late create" });
+    }, { timeoutMs: 20_000, description: "the late create" });
     expect(listed.branch).toBe("late/one");
     herdr.clearFaults();
     await herdr.result(["worktree", "remove", "--workspace", listed.open_workspace_id ?? "", "--force"]);

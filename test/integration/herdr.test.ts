@@ -580,7 +580,8 @@ describe("HerdrMultiplexer as Herdr's source behaves (issue 14, 16.3)", () => {
   });
 
   it("worktree_operation_in_progress means the earlier create still runs: the list is watched until it finishes", async () => {
-    herdr.setFaults({ "worktree create": { late: 5_000, times: 1 } });
+    // Long enough that the second create reaches the server while the first still runs, on a loaded machine too.
+    herdr.setFaults({ "worktree create": { late: 8_000, times: 1 } });
     const wanted = request();
     // Given up on (as a killed CLI would be) once the server has taken it over, long before it is done.
     const first = expectFailure(await backend({ worktreeTimeoutMs: 2_500, lateCompletionMs: 0 }).createWorkspace(wanted));
