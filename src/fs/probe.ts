@@ -3,13 +3,12 @@
  * that may already be gone.
  *
  * Invariants:
- * - Missing is `ENOENT` (and `ENOTDIR` for reads): only that is answered as absent where a caller
- *   acts on the answer (`readTextIfPresent`, `unlessMissing`); any other failure is thrown.
- * - `isDirectory`, `isFile` and `readFileEnd` never throw: their callers only look.
+ * - `unlessMissing` counts only `ENOENT` as gone; any other failure is thrown.
+ * - `isDirectory`, `isFile`, `readTextIfPresent` and `readFileEnd` never throw: a file that
+ *   cannot be read is undefined (or false), and each caller has a safe answer for that.
  * - `readFileEnd` reads a bounded window, never a whole file.
  */
 import { open, readFile, stat } from "node:fs/promises";
-import { errorMessage } from "../errors.ts";
 
 /** The `code` of a Node system error (`ENOENT`, `EEXIST`, ...), if it has one. */
 export function errorCode(error: unknown): string | undefined {
@@ -34,18 +33,16 @@ export async function isFile(path: string): Promise<boolean> {
 }
 
 /**
- * A file's text, or undefined when there is no such file (`ENOENT`, or a path component that is a
- * file: `ENOTDIR`). Any other failure (no permission, a directory, an I/O error) is thrown: it says
- * something is wrong, and a caller that took it for "absent" would wait for nothing or take over.
+ * A file's text, or undefined when it cannot be read (missing, a directory, no permission). Its
+ * callers poll for a note (and keep waiting: the wait's bound then says nothing was announced)
+ * or judge an action lock (an unreadable one is a writer's that died while writing it); a throw
+ * there would stop a launch or a listing over a file that only informs it.
  */
 export async function readTextIfPresent(path: string): Promise<string | undefined> {
   try {
     return await readFile(path, "utf8");
-  } catch (error) {
-    const code = errorCode(error);
-    if (code === "ENOENT" || code === "ENOTDIR") return undefined;
-    // Node leaves the path out of some of these (EISDIR): say which file it was.
-    throw new Error(`Could not read ${path}: ${errorMessage(error)}`, { cause: error });
+  } catch {
+    return undefined;
   }
 }
 
