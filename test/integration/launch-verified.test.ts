@@ -138,7 +138,8 @@ describe("the shell wait's polling budget on Herdr", () => {
     expect(waited).toMatchObject({ ok: false, code: "shell_not_ready" });
     const polls = rig.herdr.calls().filter((call) => call.argv[0] === "pane" && call.argv[1] === "process-info");
     // 50 + 100 + 200 + 400 + 500 x 10 + the rest: at most 16 polls in 6 s (fixed 50 ms: up to 120).
-    expect(polls.length).toBeGreaterThanOrEqual(3);
+    // At least one poll after the first, however long the double's Node client takes to answer.
+    expect(polls.length).toBeGreaterThanOrEqual(2);
     expect(polls.length).toBeLessThanOrEqual(16);
   });
 

@@ -1,12 +1,14 @@
 /**
  * One actor per handoff: two and five `pi-handoff relaunch <id>` started at once (real processes,
- * real store, a private tmux server, the stand-in child, which here takes seconds to acknowledge
- * so the winner is still inside its launch when the others ask). Exactly one launch line is typed
+ * real store, a private tmux server, the stand-in child, which here acknowledges only once the test
+ * opens its gate, so the winner is still inside its launch when the others ask, however slowly
+ * they start). Exactly one launch line is typed
  * (counted in the pane's history), one Pi runs, and every other relaunch answers with the reason
  * (busy: what the winner does, its pid) and returns before the winner has finished. On Herdr (the
  * test double) the same with three relaunches in one process, counted in the double's call log.
  */
-import { existsSync } from "node:fs";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { inspectHandoff } from "../../src/recovery/inventory.ts";
@@ -15,19 +17,19 @@ import { createHerdrRecoveryRig, isProcessAlive, killAndWait, runningManifest, t
 import { createWorld, listInventory, runCli, standInPiOnPath, type ProcessRun, type World } from "../support/reliability.ts";
 import { waitFor } from "../support/tmux.ts";
 
-/** Long enough that every loser starts (a Node process) while the winner waits for its child. */
-const ACK_DELAY_MS = 4_000;
-
 describe("concurrent relaunches of one handoff", () => {
   let world: World;
   let cliEnv: Record<string, string>;
+  /** While this file is missing, a relaunched stand-in child does not acknowledge: its launch waits. */
+  let ackGate: string;
 
   beforeAll(async () => {
     world = await createWorld({ prefix: "phw-relaunch-race-" });
+    ackGate = join(world.dir, "ack-gate");
     cliEnv = {
       ...world.env,
-      PATH: `${standInPiOnPath(world.dir, { ackDelayMs: ACK_DELAY_MS })}:${world.env.PATH ?? ""}`,
-      PI_HANDOFF_CONFIRM_TIMEOUT_MS: "30000",
+      PATH: `${standInPiOnPath(world.dir, { ackGate })}:${world.env.PATH ?? ""}`,
+      PI_HANDOFF_CONFIRM_TIMEOUT_MS: "120000",
     };
   });
   afterAll(async () => {
@@ -56,9 +58,11 @@ describe("concurrent relaunches of one handoff", () => {
     const linesBefore = await typedLines(handedOff);
     expect(linesBefore).toBe(1);
 
-    // Started together; the order in which they end is recorded.
+    // Started together; the order in which they end is recorded. The child acknowledges only once
+    // every loser has answered: the winner is still waiting for it then.
+    rmSync(ackGate, { force: true });
     const finished: number[] = [];
-    const runs = await Promise.all(
+    const pending = Promise.all(
       Array.from({ length: count }, (_, index) =>
         runCli(["relaunch", id, "--no-focus"], cliEnv).then((run: ProcessRun) => {
           finished.push(index);
@@ -66,6 +70,9 @@ describe("concurrent relaunches of one handoff", () => {
         }),
       ),
     );
+    await waitFor(() => finished.length === count - 1, { timeoutMs: 90_000, description: "every relaunch but one to answer" });
+    writeFileSync(ackGate, "");
+    const runs = await pending;
 
     const winners = runs.flatMap((run, index) => (run.status === 0 ? [index] : []));
     expect(winners, runs.map((run) => run.stderr).join("\n")).toHaveLength(1);
@@ -101,6 +108,7 @@ describe("concurrent relaunches of one handoff", () => {
     const handedOff = runningManifest(await world.handoff({ branch: "race/remove" }));
     const id = handedOff.id;
     await killAndWait(handedOff.child.pid ?? 0);
+    rmSync(ackGate, { force: true });
     const relaunch = runCli(["relaunch", id, "--no-focus"], cliEnv);
     // The relaunch holds the handoff once it records itself as the owner of the launch.
     await waitFor(async () => (await manifestOf(id)).state === "launching", { timeoutMs: 30_000, description: "the relaunch to record launching" });
@@ -111,6 +119,7 @@ describe("concurrent relaunches of one handoff", () => {
     expect(removed.stderr).toMatch(new RegExp(`^pi-handoff remove: Handoff ${id} is busy: process ${owner} is relaunching it \\(since .+\\); nothing was done, try again once it has finished\\.\\n$`));
     expect(removed.stdout).toBe("");
     expect(stillLaunching).toBe("launching");
+    writeFileSync(ackGate, "");
     const relaunched = await relaunch;
     expect(relaunched.status, relaunched.stderr).toBe(0);
     const running = await manifestOf(id);

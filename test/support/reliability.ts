@@ -104,12 +104,12 @@ export function parentOf(sessionFile: string, cwd: string): DriverConfig["parent
  * A directory holding an executable `pi` that is the stand-in child: put it first on PATH and
  * `pi-handoff relaunch` starts the stand-in (as it would start the user's `pi`).
  */
-export function standInPiOnPath(dir: string, options: { ackDelayMs?: number } = {}): string {
-  const bin = join(dir, options.ackDelayMs === undefined ? "stand-in-bin" : `stand-in-bin-slow-${options.ackDelayMs}`);
+export function standInPiOnPath(dir: string, options: { ackGate?: string } = {}): string {
+  const bin = join(dir, options.ackGate === undefined ? "stand-in-bin" : "stand-in-bin-gated");
   mkdirSync(bin, { recursive: true });
   const pi = join(bin, "pi");
-  // The pane's environment is the tmux server's, so a slow start is set by the script itself.
-  const delay = options.ackDelayMs === undefined ? "" : `process.env.STAND_IN_PI_ACK_DELAY_MS = ${JSON.stringify(String(options.ackDelayMs))};\n`;
+  // The pane's environment is the tmux server's, so the gate is set by the script itself.
+  const delay = options.ackGate === undefined ? "" : `process.env.STAND_IN_PI_ACK_GATE = ${JSON.stringify(options.ackGate)};\n`;
   // An extensionless script with a node shebang is run by the CLI with its own Node (pi-command.ts).
   writeFileSync(pi, `#!/usr/bin/env node\n${delay}import(${JSON.stringify(pathToFileURL(STAND_IN).href)});\n`);
   chmodSync(pi, 0o755);
