@@ -57,6 +57,17 @@ async function createOrFail(store: ManifestStore, manifest: Manifest): Promise<M
   return result.manifest;
 }
 
+
+/** Takes a file's bytes and modification time now; the returned check asserts both are unchanged. */
+async function expectUntouchedLater(path: string): Promise<() => Promise<void>> {
+  const bytes = await readFile(path, "utf8");
+  const mtimeMs = (await stat(path)).mtimeMs;
+  return async () => {
+    expect(await readFile(path, "utf8")).toBe(bytes);
+    expect((await stat(path)).mtimeMs).toBe(mtimeMs);
+  };
+}
+
 describe("ids, paths and the agent dir", () => {
   it("makes short, sortable, filename-safe ids that match the schema", () => {
     const store = makeStore();
@@ -217,13 +228,11 @@ describe("update and transition", () => {
     const store = makeStore();
     const manifest = await createOrFail(store, sampleManifest(store));
     const path = store.pathFor(manifest.id);
-    const before = await readFile(path, "utf8");
-    const mtimeBefore = (await stat(path)).mtimeMs;
+    const untouched = await expectUntouchedLater(path);
     // Still "provisioning", so nothing moves; and an update whose patch sets what is already there.
     expect(await store.transitionIfStill(manifest.id, "launching", "running")).toEqual(manifest);
     expect(await store.update(manifest.id, (m) => void (m.branch = manifest.branch))).toEqual(manifest);
-    expect(await readFile(path, "utf8")).toBe(before);
-    expect((await stat(path)).mtimeMs).toBe(mtimeBefore);
+    await untouched();
     const moved = await store.transitionIfStill(manifest.id, "provisioning", "provisioned");
     expect(moved.state).toBe("provisioned");
     expect(moved.history.at(-1)).toEqual({ state: "provisioned", at: moved.updatedAt });
@@ -233,14 +242,12 @@ describe("update and transition", () => {
     const store = makeStore();
     const manifest = await createOrFail(store, sampleManifest(store));
     const path = store.pathFor(manifest.id);
-    const before = await readFile(path, "utf8");
-    const mtimeBefore = (await stat(path)).mtimeMs;
+    const untouched = await expectUntouchedLater(path);
 
     await expect(store.transition(manifest.id, "running")).rejects.toThrow(
       /Illegal handoff state transition provisioning -> running/,
     );
-    expect(await readFile(path, "utf8")).toBe(before);
-    expect((await stat(path)).mtimeMs).toBe(mtimeBefore);
+    await untouched();
     expect(await readdir(manifestsDir)).toEqual([`${manifest.id}.json`]);
   });
 

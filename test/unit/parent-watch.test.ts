@@ -17,6 +17,11 @@ const dir = mkdtempSync(join(tmpdir(), "phw-watch-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const T = "2026-01-01T10:00:00.000Z";
 
+/** A session whose last entry is the user's prompt: a turn in progress. */
+function writeUserTurn(file: string): void {
+  writeFileSync(file, `${JSON.stringify({ type: "message", timestamp: T, message: { role: "user", content: "go" } })}\n`);
+}
+
 function handoff(store: ManifestStore, branch: string, parent: { sessionFile: string; sessionId: string }, child: { sessionFile?: string; pid?: number }) {
   return storeRunningHandoff(store, { branch, at: T, parent, child, worktreeRoot: dir });
 }
@@ -26,7 +31,7 @@ describe("ownHandoffStatuses", () => {
     const store = ManifestStore.forAgentDir(join(dir, "agent-kept"));
     const me = { sessionFile: join(dir, "me-kept.jsonl"), sessionId: "me-kept" };
     const childFile = join(dir, "kept.jsonl");
-    writeFileSync(childFile, `${JSON.stringify({ type: "message", timestamp: T, message: { role: "user", content: "go" } })}\n`);
+    writeUserTurn(childFile);
     const child = await handoff(store, "kept/child", me, { sessionFile: childFile, pid: 4243 });
     const described: number[] = [];
     const deps = {
@@ -60,7 +65,7 @@ describe("ownHandoffStatuses", () => {
     const store = ManifestStore.forAgentDir(join(dir, "agent"));
     const me = { sessionFile: join(dir, "me.jsonl"), sessionId: "me" };
     const busyFile = join(dir, "busy.jsonl");
-    writeFileSync(busyFile, `${JSON.stringify({ type: "message", timestamp: T, message: { role: "user", content: "go" } })}\n`);
+    writeUserTurn(busyFile);
     const busy = await handoff(store, "own/busy", me, { sessionFile: busyFile, pid: 4242 });
     await handoff(store, "own/by-id", { sessionFile: "/elsewhere/moved.jsonl", sessionId: "me" }, {});
     await handoff(store, "other/parent", { sessionFile: join(dir, "other.jsonl"), sessionId: "other" }, {});
