@@ -1,6 +1,6 @@
 /**
- * Small text rules every module shares: one line, no trailing period, control characters, and
- * the levels a notice is told at.
+ * Small text rules every module shares: one line, no trailing period, control characters, how a
+ * wait reads, and the levels a notice is told at.
  *
  * Invariants: pure functions; one definition of each rule, so a message or a check reads the
  * same wherever it is made.
@@ -25,4 +25,12 @@ export function oneLine(text: string): string {
 /** Without its trailing periods and whitespace, to embed in a sentence. */
 export function stripPeriod(text: string): string {
   return text.replace(/[.\s]+$/, "");
+}
+
+/** A wait or a time waited as every message says it: "40 ms", "0.5 s", "3 s", "1.5 s", "45 s". */
+export function formatWait(ms: number): string {
+  if (ms > 0 && ms < 99.5) return `${Math.round(ms)} ms`;
+  // Rounded to tenths first, so 999 ms is "1 s" and 9.96 s is "10 s".
+  const tenths = Math.round(ms / 100) / 10;
+  return Number.isInteger(tenths) || tenths >= 10 ? `${Math.round(tenths)} s` : `${tenths.toFixed(1)} s`;
 }

@@ -67,11 +67,3 @@ export function readWaits<K extends WaitKey>(env: Readonly<Record<string, string
 export function pollIntervalMs(env: Readonly<Record<string, string | undefined>>, variable: "PI_HANDOFF_LINEAGE_POLL_MS" | "PI_HANDOFF_WATCH_POLL_MS"): number {
   return validHandoffEnv(env, [variable])[variable] ?? envDefault(variable);
 }
-
-/** A wait or a time waited as every message says it: "40 ms", "0.5 s", "3 s", "1.5 s", "45 s". */
-export function formatWait(ms: number): string {
-  if (ms > 0 && ms < 99.5) return `${Math.round(ms)} ms`;
-  // Rounded to tenths first, so 999 ms is "1 s" and 9.96 s is "10 s".
-  const tenths = Math.round(ms / 100) / 10;
-  return Number.isInteger(tenths) || tenths >= 10 ? `${Math.round(tenths)} s` : `${tenths.toFixed(1)} s`;
-}

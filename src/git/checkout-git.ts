@@ -28,8 +28,8 @@ import { execa } from "execa";
 import { parseStatus } from "./git.ts";
 import { gitEnvironment, runGit, type GitRun } from "./runner.ts";
 import type { BaseUpstream, CarriedChange, ChangesSnapshot, CheckoutGitPort } from "./types.ts";
-import { formatWait, WAIT_DEFAULTS } from "../config/waits.ts";
-import { stripPeriod } from "../text.ts";
+import { WAIT_DEFAULTS } from "../config/waits.ts";
+import { formatWait, stripPeriod } from "../text.ts";
 
 export interface CheckoutGitOptions {
   /** Environment git runs with (default: `process.env` at call time), sanitised by `gitEnvironment`. */

@@ -14,7 +14,7 @@
  */
 import { GitPluginError, simpleGit } from "simple-git";
 import { errorMessage } from "../errors.ts";
-import { formatWait } from "../config/waits.ts";
+import { formatWait } from "../text.ts";
 
 /**
  * The only `GIT_*` variables git inherits. simple-git v4 rejects a task that is handed any other

@@ -22,6 +22,7 @@ import type { Multiplexer } from "../mux/types.ts";
 import type { ForkRequest, ForkResult, SessionHost } from "../session/fork.ts";
 import { ForkWorker, locatePiSessionModule, runFork } from "../session/fork-runner.ts";
 import { faultPlanFromEnv, type FaultPlan } from "../faults.ts";
+import { formatWait } from "../text.ts";
 
 export type MuxChoice = { ok: true; mux: Multiplexer } | { ok: false; message: string };
 
@@ -63,7 +64,7 @@ export function createHandoffDeps(host: HandoffHost): { deps: HandoffDeps; dispo
   const waits = readWaits(env, ["gitFetchMs", "gitWorktreeMs"]);
   const git = new SimpleGitPort({ env, timeoutMs: gitCallMs(env, HANDOFF_GIT_TIMEOUT_MS), addWorktreeTimeoutMs: waits.gitWorktreeMs });
   const started = Date.now();
-  const seconds = (): number => Math.round((Date.now() - started) / 1000);
+  const elapsed = (): string => formatWait(Date.now() - started);
   const sessionModulePath = locatePiSessionModule(host.piPackageDir);
   // The worker starts now and loads its modules while the worktree is being created, so the fork
   // runs off the event loop and the TUI stays responsive.
@@ -77,11 +78,11 @@ export function createHandoffDeps(host: HandoffHost): { deps: HandoffDeps; dispo
       runFork(request, {
         worker: forkWorker,
         host: host.session,
-        onPhase: (phase) => host.status(`handoff fork (${seconds()} s): ${phase}`),
+        onPhase: (phase) => host.status(`handoff fork (${elapsed()}): ${phase}`),
       }),
     now: () => new Date(),
     sleep: (ms) => sleep(ms),
-    progress: (step, text) => host.status(`handoff ${step} (${seconds()} s): ${text}`),
+    progress: (step, text) => host.status(`handoff ${step} (${elapsed()}): ${text}`),
     timeouts: launchTimeoutsFromEnv(env),
     faults: faultPlanFromEnv(env),
   };

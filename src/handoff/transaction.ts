@@ -43,7 +43,7 @@ import { describeFailure, describeRetained, describeSuccess, refusalText, withNo
 import { planHandoff, type HandoffRequest, type Plan } from "./preconditions.ts";
 import { describeSetup, hasSetupWork, setUpWorktree, type SetupResult } from "./setup.ts";
 import { whileWaiting } from "../mux/backoff.ts";
-import { formatWait } from "../config/waits.ts";
+import { formatWait } from "../text.ts";
 
 export type { HandoffDeps, MuxChoice } from "./deps.ts";
 export type { HandoffRequest, ParentSnapshot } from "./preconditions.ts";

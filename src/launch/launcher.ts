@@ -55,8 +55,7 @@ import { readPostCreateStatus } from "./post-create.ts";
 import { errorClause } from "../errors.ts";
 import { withDefaults, type LaunchTimeouts } from "./timeouts.ts";
 import { checkpoint, failsAt, injectFault, NO_FAULTS, type FaultPlan } from "../faults.ts";
-import { formatWait } from "../config/waits.ts";
-import type { NoticeLevel } from "../text.ts";
+import { formatWait, type NoticeLevel } from "../text.ts";
 
 export type { LaunchTimeouts } from "./timeouts.ts";
 

@@ -33,7 +33,7 @@ import { unlinkIfPresent } from "../fs/unlink.ts";
 import { isOwnerAlive, ownerOf } from "../launch/owner.ts";
 import { type HandoffState, type Manifest, type ManifestOwner, ManifestSchema, MANIFEST_VERSION, canTransition } from "./schema.ts";
 import { errorMessage } from "../errors.ts";
-import { formatWait } from "../config/waits.ts";
+import { formatWait } from "../text.ts";
 
 const MANIFEST_SUFFIX = ".json";
 const ID_PATTERN = /^[a-z0-9][a-z0-9-]{2,80}$/;

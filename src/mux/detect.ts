@@ -14,7 +14,8 @@ import type { MuxKind } from "../manifest/schema.ts";
 import { HerdrMultiplexer } from "./herdr.ts";
 import { TmuxMultiplexer } from "./tmux.ts";
 import type { Multiplexer } from "./types.ts";
-import { formatWait, readWaits } from "../config/waits.ts";
+import { readWaits } from "../config/waits.ts";
+import { formatWait } from "../text.ts";
 
 export type MuxSelection = { ok: true; mux: Multiplexer } | { ok: false; message: string };
 

@@ -76,9 +76,9 @@ import type {
 } from "./types.ts";
 import { describePaneProcesses } from "../process/pane-process.ts";
 import { errorClause } from "../errors.ts";
-import { hasControlCharacter, oneLine, stripPeriod } from "../text.ts";
+import { formatWait, hasControlCharacter, oneLine, stripPeriod } from "../text.ts";
 import { backoff } from "./backoff.ts";
-import { formatWait, WAIT_DEFAULTS } from "../config/waits.ts";
+import { WAIT_DEFAULTS } from "../config/waits.ts";
 
 /** How long a create whose answer was lost may still complete in Herdr's server thread. */
 const DEFAULT_LATE_COMPLETION_MS = 20_000;

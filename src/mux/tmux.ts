@@ -37,9 +37,9 @@ import type {
 import { describePaneProcesses } from "../process/pane-process.ts";
 import { isDirectory } from "../fs/probe.ts";
 import { errorClause } from "../errors.ts";
-import { hasControlCharacter, oneLine, stripPeriod } from "../text.ts";
+import { formatWait, hasControlCharacter, oneLine, stripPeriod } from "../text.ts";
 import { backoff } from "./backoff.ts";
-import { formatWait, WAIT_DEFAULTS } from "../config/waits.ts";
+import { WAIT_DEFAULTS } from "../config/waits.ts";
 
 const SHELL_SAMPLE_INTERVAL_MS = 20;
 const SHELL_STABLE_SAMPLES = 3;

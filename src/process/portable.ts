@@ -23,7 +23,7 @@ import { errorClause } from "../errors.ts";
 import { HANDOFF_ID_ENV } from "../mux/types.ts";
 import { PROCESS_CALL_TIMEOUT_MS, type DescribedProcess, type ProcessDescriptions, type ProcessFacts, type ProcessStatus } from "./facts.ts";
 import { descendantsOf, signalFinds } from "./table.ts";
-import { formatWait } from "../config/waits.ts";
+import { formatWait } from "../text.ts";
 
 /** One row of `ps -o pid=,ppid=,pgid=,tpgid=,state=,lstart=,comm=`. */
 export interface PsRow extends ProcessStatus {

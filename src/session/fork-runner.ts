@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { forkActiveBranch, ForkError, type ForkPhase, type ForkRequest, type ForkResult, type SessionHost } from "./fork.ts";
-import { formatWait } from "../config/waits.ts";
+import { formatWait } from "../text.ts";
 
 const WORKER_FILE = fileURLToPath(new URL("./fork-worker.mjs", import.meta.url));
 const FORK_MODULE = new URL("./fork.ts", import.meta.url).href;

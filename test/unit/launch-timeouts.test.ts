@@ -4,7 +4,8 @@
  */
 import { describe, expect, it, vi } from "vitest";
 import { backoff, whileWaiting } from "../../src/mux/backoff.ts";
-import { formatWait, gitCallMs, readWaits, WAIT_SETTINGS } from "../../src/config/waits.ts";
+import { gitCallMs, readWaits, WAIT_SETTINGS } from "../../src/config/waits.ts";
+import { formatWait } from "../../src/text.ts";
 import { envDefault, HANDOFF_ENV_NAMES, NUMERIC_BOUNDS, type NumericEnvName } from "../../src/config/env.ts";
 import { readHandoffEnv } from "../../src/config/env.ts";
 import { DEFAULT_LAUNCH_TIMEOUTS, LAUNCH_SETTINGS, launchTimeoutsFromEnv } from "../../src/launch/timeouts.ts";
