@@ -95,8 +95,8 @@ class LineageSession {
     // The kickoff turn of a handoff child with a task starts during session_start: wait for it.
     this.queue = new DeliveryQueue(piDeliveryHost(pi, () => this.ctx), readLedger(entries), {
       waitForSettle: expectsKickoff(ctx) || !ctx.isIdle(),
-      // A failed send stopped the queue (its runtime went away): nothing more is polled for it.
-      onStop: () => this.poll.stop(),
+      // A failed send stopped the queue (its runtime went away): the whole session stops with it (poll and timers).
+      onStop: () => this.stop(),
     });
     this.poll = new Poll(() => this.refreshWatched(), pollMs);
   }

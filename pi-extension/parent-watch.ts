@@ -62,8 +62,8 @@ class ParentWatch {
     this.queue = new DeliveryQueue(piDeliveryHost(pi, () => this.ctx), ledger, {
       waitForSettle: expectsKickoff(ctx) || !ctx.isIdle(),
       triggerTurn,
-      // A failed send stopped the queue (its runtime went away): the next session_start watches anew.
-      onStop: () => this.poll.stop(),
+      // A failed send stopped the queue (its runtime went away): the watch stops (poll and first look); the next session_start watches anew.
+      onStop: () => this.stop(),
     });
     this.poll = new Poll(() => this.refresh(), pollIntervalMs(process.env, "PI_HANDOFF_WATCH_POLL_MS"));
   }

@@ -104,7 +104,7 @@ export interface LaunchRequest {
  * one that did not confirm is a warning (it may still start: the notice says how to check), and
  * anything else an error.
  */
-export function launchNoticeLevel(code: string): NoticeLevel {
+export function launchNoticeLevel(code: "running" | "launch_unconfirmed" | "refused" | "failed"): NoticeLevel {
   if (code === "running") return "info";
   return code === "launch_unconfirmed" ? "warning" : "error";
 }

@@ -8,8 +8,8 @@ import { leaseEventLevel, type LeaseEvent } from "../../src/launch/session-write
 import { removalFailedAfterLanding, type LandOutcome } from "../../src/recovery/land.ts";
 
 it("a launch that runs is news, an unconfirmed one a warning, anything else an error", () => {
-  const codes = ["running", "launch_unconfirmed", "failed", "refused", "shell_not_ready"];
-  expect(codes.map((code) => launchNoticeLevel(code))).toEqual(["info", "warning", "error", "error", "error"]);
+  const codes = ["running", "launch_unconfirmed", "failed", "refused"] as const;
+  expect(codes.map((code) => launchNoticeLevel(code))).toEqual(["info", "warning", "error", "error"]);
 });
 
 it("a lease held again is news; a lost or unrefreshed one a warning", () => {
