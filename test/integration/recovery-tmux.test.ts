@@ -6,7 +6,8 @@
  * ladder every backend shares is test/support/recovery-ladder.ts; what is tmux's own is here.
  */
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SessionLease } from "../../src/launch/lease.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
@@ -149,6 +150,32 @@ describe("relaunch on tmux", () => {
     expect(answers).toEqual([]);
     expect(readFileSync(manifestPath, "utf8")).toBe(before);
     expect(await rig.tmux.capturePane(paneId)).toBe(paneBefore);
+  });
+
+  it("a launcher it cannot write is launcher_not_written: nothing typed, the handoff unchanged", async () => {
+    const manifest = runningManifest(await rig.handoff("feat/no-launcher"));
+    await killAndWait(manifest.child.pid ?? 0);
+    const manifestPath = rig.store.pathFor(manifest.id);
+    const paneId = manifest.mux.kind === "tmux" ? (manifest.mux.paneId ?? "") : "";
+    const paneBefore = await waitFor(async () => {
+      const screen = await rig.tmux.capturePane(paneId);
+      return /[#$] *\n*$/.test(screen) ? screen : undefined;
+    }, { timeoutMs: 15_000, description: "the shell's prompt in the child's pane" });
+    const before = readFileSync(manifestPath, "utf8");
+    // Something in the way of the launcher file: a directory that cannot be replaced.
+    const script = manifestPath.replace(/\.json$/, ".launch.sh");
+    rmSync(script, { force: true });
+    mkdirSync(join(script, "in-the-way"), { recursive: true });
+    try {
+      const failed = await relaunchHandoff(rig.relaunchDeps(), manifest.id, { focus: false });
+      expect(failed).toMatchObject({ code: "failed", reason: "launcher_not_written" });
+      expect(failed.message.startsWith(`Could not write the launcher ${script}: `), failed.message).toBe(true);
+      expect(failed.message.endsWith(` Nothing was typed; handoff ${manifest.id} is unchanged.`), failed.message).toBe(true);
+      expect(readFileSync(manifestPath, "utf8")).toBe(before);
+      expect(await rig.tmux.capturePane(paneId)).toBe(paneBefore);
+    } finally {
+      rmSync(script, { recursive: true, force: true });
+    }
   });
 
   it("refuses, with the reason, when it cannot be checked whether a Pi writes the session", async () => {

@@ -17,6 +17,15 @@ const dir = mkdtempSync(join(tmpdir(), "phw-watch-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const T = "2026-01-01T10:00:00.000Z";
 
+/** Kept tails that note each file asked for. */
+class CountingTails extends SessionTails {
+  readonly files: string[] = [];
+  override read(file: string, maxBytes?: number): ReturnType<SessionTails["read"]> {
+    this.files.push(file);
+    return super.read(file, maxBytes);
+  }
+}
+
 /** A session whose last entry is the user's prompt: a turn in progress. */
 function writeUserTurn(file: string): void {
   writeFileSync(file, `${JSON.stringify({ type: "message", timestamp: T, message: { role: "user", content: "go" } })}\n`);
@@ -37,7 +46,7 @@ describe("ownHandoffStatuses", () => {
     const deps = {
       store,
       now: () => new Date(),
-      tails: new SessionTails(),
+      tails: new CountingTails(),
       readLease: async () => ({ state: "live" as const, pid: 4243, heartbeatAt: T }),
       describeProcess: async (pid: number) => {
         described.push(pid);
@@ -45,6 +54,8 @@ describe("ownHandoffStatuses", () => {
       },
     };
     expect((await ownHandoffStatuses(deps, me)).map((own) => own.status.state)).toEqual(["working"]);
+    // The watch reads through its kept tails, not past them.
+    expect(deps.tails.files).toEqual([childFile]);
     appendFileSync(childFile, `${JSON.stringify({ type: "message", timestamp: T, message: { role: "assistant", stopReason: "stop", content: [] } })}\n`);
     expect((await ownHandoffStatuses(deps, me)).map((own) => own.status.state)).toEqual(["idle"]);
     // The lease answered for the child: its pid was never described.

@@ -222,6 +222,25 @@ describe("SessionLeaseKeeper and the session start", () => {
     await keeper.release();
   });
 
+  it("a lease that could not be written at start, then held by another Pi, is taken over once that Pi stops, and said so", async () => {
+    const { facts, agentDir, sessionFile } = twoPi();
+    await mkdir(join(agentDir, "handoff-worktree"), { recursive: true });
+    await writeFile(leaseDir(agentDir), "not a directory\n");
+    const events: LeaseEvent[] = [];
+    const keeper = new SessionLeaseKeeper({ agentDir, facts, intervalMs: 60_000, onEvent: (event) => events.push(event) });
+    expect(await keeper.hold(sessionFile)).toMatchObject({ ok: false, code: "io_error" });
+    // The directory works again, and another Pi takes the lease before this one's next tick.
+    await rm(leaseDir(agentDir));
+    const other = await acquireSessionLease({ agentDir, sessionFile, pid: 777, facts });
+    if (!other.ok) throw new Error(other.message);
+    await keeper.tick();
+    expect(events).toEqual([]);
+    facts.remove(777);
+    await keeper.tick();
+    expect(events).toEqual([{ code: "taken_over", message: `The other Pi on session ${sessionFile} has stopped; this Pi now holds the session.` }]);
+    await keeper.release();
+  });
+
   it("once another Pi was seen holding the lease, an I/O error meanwhile does not change what the takeover says", async () => {
     const { facts, agentDir, sessionFile } = twoPi();
     const other = await acquireSessionLease({ agentDir, sessionFile, pid: 777, facts });
