@@ -141,21 +141,27 @@ describe("the shell wait's polling budget on Herdr", () => {
     // At least one poll after the first, however long the double's Node client takes to answer.
     expect(polls.length).toBeGreaterThanOrEqual(2);
     expect(polls.length).toBeLessThanOrEqual(16);
+    // From the fifth poll on, each next one starts at least 500 ms after the last one started
+    // (its answer, then a 500 ms sleep), however fast the client; the last gap may be cut by the deadline.
+    const starts = polls.map((call) => Date.parse(call.at));
+    const gaps = starts.slice(1).map((start, index) => ({ after: index + 1, ms: start - (starts[index] ?? 0) }));
+    const backedOff = gaps.filter((gap) => gap.after >= 5 && gap.after < polls.length - 1);
+    expect(backedOff.filter((gap) => gap.ms < 500)).toEqual([]);
   });
 
   it("a last poll the deadline cut short does not turn a shell that was not ready into Herdr's timeout", async () => {
     const pane = await rig.herdr.openWorkspace(rig.repo.root, "cut-short");
     const location = { kind: "herdr" as const, socketPath: rig.herdr.socketPath, workspaceId: pane.workspaceId, paneId: pane.paneId };
-    // Each answer takes 3 s. The first poll has the whole 5 s call bound and answers "not ready";
-    // every later one starts after 3 s of a 6 s wait, so less than 3 s is left for it: it cannot
-    // answer, and the deadline, not Herdr, is what cut it short.
-    rig.herdr.setFaults({ "pane process-info": { delayMs: 3_000 } });
+    // Each answer takes 5 s. The first poll has the whole 10 s wait (a 30 s call bound: room for a
+    // slow Node client) and answers "not ready"; every later one starts after 5 s of the 10 s wait,
+    // so less than 5 s is left for it: it cannot answer, and the deadline, not Herdr, cut it short.
+    rig.herdr.setFaults({ "pane process-info": { delayMs: 5_000 } });
     try {
-      const mux = new HerdrMultiplexer({ herdrBin: rig.herdr.binPath, socketPath: rig.herdr.socketPath, env: rig.herdr.clientEnv });
-      const waited = await mux.waitForShell(location, { timeoutMs: 6_000 });
+      const mux = new HerdrMultiplexer({ herdrBin: rig.herdr.binPath, socketPath: rig.herdr.socketPath, env: rig.herdr.clientEnv, timeoutMs: 30_000 });
+      const waited = await mux.waitForShell(location, { timeoutMs: 10_000 });
       expect(waited).toMatchObject({ ok: false, code: "shell_not_ready" });
       const message = "message" in waited ? waited.message : "";
-      expect(message).toMatch(new RegExp(`^The shell in Herdr pane ${pane.paneId} did not become ready within 6 s; Herdr did not answer its last poll in the \\d(?:\\.\\d)? s left\\.$`));
+      expect(message).toMatch(new RegExp(`^The shell in Herdr pane ${pane.paneId} did not become ready within 10 s; Herdr did not answer its last poll in the \\d(?:\\.\\d)? s left\\.$`));
     } finally {
       rig.herdr.clearFaults();
     }
