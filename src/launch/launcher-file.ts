@@ -36,7 +36,7 @@ import { writeFileAtomic } from "../fs/atomic-write.ts";
 import { CONTROL_CHARACTERS } from "../text.ts";
 import { envInvocation, shellQuote, type LaunchCommand } from "./launch-command.ts";
 import { readTextIfPresent } from "../fs/probe.ts";
-import { unlinkIfPresent } from "../fs/unlink.ts";
+import { unlinkEach, unlinkIfPresent, type Deletions } from "../fs/unlink.ts";
 
 /** Longest typed line that names the launcher directly; longer ones go through the short link. */
 export const MAX_DIRECT_LINE = 200;
@@ -244,14 +244,12 @@ export async function typedLauncherLine(files: LauncherFiles, handoffId: string)
 
 /**
  * Deletes a retired handoff's launcher files and its short link (only a link that still names this
- * launcher: the id is unique, but the link is in a shared place). Returns how many went.
+ * launcher: the id is unique, but the link is in a shared place), each tried whatever the others did.
  */
-export async function deleteLauncherFiles(files: LauncherFiles, handoffId: string): Promise<number> {
-  let deleted = 0;
-  for (const file of Object.values(files)) if (await unlinkIfPresent(file)) deleted += 1;
+export async function deleteLauncherFiles(files: LauncherFiles, handoffId: string): Promise<Deletions> {
   const link = join(shortLinkDir(), handoffId);
-  if ((await readlink(link).catch(() => undefined)) === files.script && (await unlinkIfPresent(link))) deleted += 1;
-  return deleted;
+  const ours = (await readlink(link).catch(() => undefined)) === files.script;
+  return unlinkEach([...Object.values(files), ...(ours ? [link] : [])]);
 }
 
 function shortLinkDir(): string {

@@ -18,7 +18,7 @@
 import { shellQuote } from "./launch-command.ts";
 import { writeFileAtomic } from "../fs/atomic-write.ts";
 import { readTextIfPresent } from "../fs/probe.ts";
-import { unlinkIfPresent } from "../fs/unlink.ts";
+import { unlinkEach, type Deletions } from "../fs/unlink.ts";
 
 export const POST_CREATE_SHELL = "/bin/sh";
 
@@ -93,10 +93,8 @@ export function runnerScript(input: RunnerInput): string {
 }
 
 /** Deletes a retired handoff's runner and status file; how many went. */
-export async function deletePostCreateFiles(files: PostCreateFiles): Promise<number> {
-  let deleted = 0;
-  for (const file of [files.runnerFile, files.statusFile]) if (await unlinkIfPresent(file)) deleted += 1;
-  return deleted;
+export function deletePostCreateFiles(files: PostCreateFiles): Promise<Deletions> {
+  return unlinkEach([files.runnerFile, files.statusFile]);
 }
 
 /** Writes the runner (replacing one from an earlier attempt at this same handoff). */

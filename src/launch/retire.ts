@@ -13,8 +13,11 @@
  */
 import { deleteLauncherFiles, launcherFiles } from "./launcher-file.ts";
 import { deletePostCreateFiles, postCreateFiles } from "./post-create.ts";
+import type { Deletions } from "../fs/unlink.ts";
 
-/** Deletes a retired handoff's launch files; how many went. */
-export async function deleteLaunchFiles(manifestPath: string, handoffId: string): Promise<number> {
-  return (await deleteLauncherFiles(launcherFiles(manifestPath), handoffId)) + (await deletePostCreateFiles(postCreateFiles(manifestPath)));
+/** Deletes a retired handoff's launch files, each tried; how many went, and each that stayed. */
+export async function deleteLaunchFiles(manifestPath: string, handoffId: string): Promise<Deletions> {
+  const launcher = await deleteLauncherFiles(launcherFiles(manifestPath), handoffId);
+  const postCreate = await deletePostCreateFiles(postCreateFiles(manifestPath));
+  return { deleted: launcher.deleted + postCreate.deleted, left: [...launcher.left, ...postCreate.left] };
 }

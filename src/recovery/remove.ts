@@ -388,10 +388,10 @@ async function retireStoreFiles(deps: RemovalDeps, id: string): Promise<{ swept:
   } catch (error) {
     problems.push(`could not delete its temp files .${id}.json.* in ${deps.store.dir} (${errorClause(error)})`);
   }
-  try {
-    await deleteLaunchFiles(deps.store.pathFor(id), id);
-  } catch (error) {
-    problems.push(`could not delete its launch files ${id}.launch.* and ${id}.post-create.* in ${deps.store.dir} (${errorClause(error)}); delete them by hand`);
+  const launch = await deleteLaunchFiles(deps.store.pathFor(id), id);
+  if (launch.left.length > 0) {
+    const named = launch.left.map((file) => `${file.path} (${file.reason})`).join(", ");
+    problems.push(`could not delete its launch file(s) ${named}; delete ${launch.left.length === 1 ? "it" : "them"} by hand`);
   }
   return problems.length === 0 ? { swept } : { swept, problem: problems.join("; ") };
 }

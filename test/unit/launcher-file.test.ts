@@ -287,15 +287,16 @@ const hold = process.env.HOLD; if (hold) { const t = setInterval(() => { if (!fs
     writeFileSync(join(deep, `${ID}.json`), "{}");
     writeFileSync(join(deep, "other-id.launch.sh"), "");
     const present = [files.script, files.params, files.started, files.lock].filter((file) => existsSync(file));
-    const deleted = await deleteLaunchFiles(join(deep, `${ID}.json`), ID);
+    const { deleted, left } = await deleteLaunchFiles(join(deep, `${ID}.json`), ID);
+    expect(left).toEqual([]);
     // lstat: the link itself, not what it names (the script went first).
     expect(lstatSync(link, { throwIfNoEntry: false })).toBeUndefined();
     expect(readdirSync(deep).sort()).toEqual([`${ID}.json`, "other-id.launch.sh"]);
     expect(deleted).toBe(present.length + 1);
-    expect(await deleteLaunchFiles(join(deep, `${ID}.json`), ID)).toBe(0);
+    expect(await deleteLaunchFiles(join(deep, `${ID}.json`), ID)).toEqual({ deleted: 0, left: [] });
     // A link of that name that names something else is not this handoff's: it stays.
     symlinkSync(join(dir, "elsewhere"), link);
-    expect(await deleteLaunchFiles(join(deep, `${ID}.json`), ID)).toBe(0);
+    expect(await deleteLaunchFiles(join(deep, `${ID}.json`), ID)).toEqual({ deleted: 0, left: [] });
     expect(readlinkSync(link)).toBe(join(dir, "elsewhere"));
     unlinkSync(link);
   });
