@@ -249,7 +249,8 @@ export class ManifestStore {
 
   /**
    * Read-modify-write under the file's lock. `mutate` gets a private copy; it may edit it in place or
-   * return a replacement. The result is validated before anything is written; `updatedAt` is set here.
+   * return a replacement. The result is validated before anything is written; `updatedAt` is set here,
+   * and a change that changes nothing is not written at all (`updatedAt` keeps the last real change).
    * Throws `ManifestStoreError` (not_found, invalid, locked) or an Error if the result is invalid.
    */
   async update(id: string, mutate: ManifestMutation): Promise<Manifest> {

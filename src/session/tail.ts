@@ -3,7 +3,8 @@
  *
  * Invariants:
  * - Reads at most `maxBytes` (a fixed window at the end of the file), never the whole session, so
- *   the cost does not grow with the session's length; one open, one stat, one read (`readFileEnd`).
+ *   the cost does not grow with the session's length; one open, one stat, one read (`readFileEnd`),
+ *   and through `SessionTails` one stat alone for a file that has not changed.
  * - Only complete lines count: the first line of the window (cut at its start) and a last line
  *   without its newline (a write in progress) are dropped; lines that are not JSON are skipped.
  * - Keeps only what the turn decision needs (type, time, role, stop reason, tool names), never
