@@ -144,10 +144,8 @@ function sameProcess(record: LeaseFile, holder: HolderFacts): boolean | undefine
 async function holderFacts(record: LeaseFile, options: LeaseOptions): Promise<HolderFacts | undefined> {
   if (record.host !== (options.host ?? hostname())) return undefined;
   const facts = options.facts ?? processFacts();
-  // Asked together, so the portable facts answer all three from one `ps`.
-  const [alive, start, startedAtMs] = await Promise.all([facts.isAlive(record.pid), facts.startToken(record.pid), facts.startTimeMs(record.pid)]);
-  if (!alive) return { alive };
-  return { alive, ...(start === undefined ? {} : { start }), ...(startedAtMs === undefined ? {} : { startedAtMs }) };
+  // One question, so the portable facts answer it from one `ps`.
+  return facts.identify(record.pid);
 }
 
 async function judge(record: LeaseFile, options: LeaseOptions): Promise<"live" | "stale"> {
@@ -190,7 +188,8 @@ export async function acquireSessionLease(
   const facts = input.facts ?? processFacts();
   const pid = input.pid ?? process.pid;
   const path = leasePath(input.agentDir, input.sessionFile);
-  const [start, startedAtMs] = await Promise.all([facts.startToken(pid), facts.startTimeMs(pid)]);
+  const identity = await facts.identify(pid);
+  const { start, startedAtMs } = identity.alive ? identity : { start: undefined, startedAtMs: undefined };
   const at = now().toISOString();
   const record: LeaseFile = {
     version: 1,

@@ -19,7 +19,8 @@ export async function ownerOf(pid: number = process.pid, facts: ProcessFacts = p
 }
 
 export async function isOwnerAlive(owner: ManifestOwner, facts: ProcessFacts = processFacts()): Promise<boolean> {
-  if (!(await facts.isAlive(owner.pid))) return false;
+  const identity = await facts.identify(owner.pid);
+  if (!identity.alive) return false;
   if (owner.start === undefined) return true;
-  return sameStart(owner.start, await facts.startToken(owner.pid)) !== false;
+  return sameStart(owner.start, identity.start) !== false;
 }

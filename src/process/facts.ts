@@ -50,6 +50,16 @@ export interface ProcessDescriptions {
   problem?: string;
 }
 
+/** Whether a process is alive and, when it is, what tells it apart from a later one with its pid. */
+export type ProcessIdentity = { alive: false } | { alive: true; start?: string; startedAtMs?: number };
+
+/** `identify` from the three separate answers, for implementations where each is a cheap read. */
+export async function identifyFromParts(facts: Pick<ProcessFacts, "isAlive" | "startToken" | "startTimeMs">, pid: number): Promise<ProcessIdentity> {
+  const [alive, start, startedAtMs] = await Promise.all([facts.isAlive(pid), facts.startToken(pid), facts.startTimeMs(pid)]);
+  if (!alive) return { alive };
+  return { alive, ...(start === undefined ? {} : { start }), ...(startedAtMs === undefined ? {} : { startedAtMs }) };
+}
+
 export interface ProcessFacts {
   readonly implementation: "procfs" | "portable" | "fake";
   /** The status of `pid`; undefined when it does not exist or cannot be read. */
@@ -63,6 +73,11 @@ export interface ProcessFacts {
   startToken(pid: number): Promise<string | undefined>;
   /** When `pid` started, ms since the epoch; undefined when unreadable. */
   startTimeMs(pid: number): Promise<number | undefined>;
+  /**
+   * `isAlive`, `startToken` and `startTimeMs` in one question (one `ps` where that is how they are
+   * read): what a lease or an owner is judged by.
+   */
+  identify(pid: number): Promise<ProcessIdentity>;
   /** All descendants of `rootPid` (not itself), breadth-first. */
   descendants(rootPid: number): Promise<number[]>;
   /** Name, cwd and handoff marker of each pid that is alive; vanished pids are left out. */

@@ -175,31 +175,25 @@ export function createPortableFacts(options: { run?: CommandRunner; platform?: N
   const run = options.run ?? defaultRunner;
   const envFlag = environmentFlag(options.platform ?? process.platform);
 
-  // Questions about the same pids asked at the same moment (a lease's holder: alive, start token,
-  // start time) share one `ps`, not one each: on macOS each is a process start.
-  const inFlight = new Map<string, Promise<PsRow[] | undefined>>();
-
-  function rows(pids: readonly number[]): Promise<PsRow[] | undefined> {
+  async function rows(pids: readonly number[]): Promise<PsRow[] | undefined> {
     const wanted = validPids(pids);
-    if (wanted.length === 0) return Promise.resolve([]);
-    const key = wanted.join(",");
-    const pending = inFlight.get(key);
-    if (pending !== undefined) return pending;
-    const asked = run("ps", ["-ww", "-o", STATUS_FORMAT, "-p", key])
-      .then((answer) => (answer.ok ? parsePsRows(answer.stdout).filter((row) => wanted.includes(row.pid)) : undefined))
-      .finally(() => inFlight.delete(key));
-    inFlight.set(key, asked);
-    return asked;
+    if (wanted.length === 0) return [];
+    const answer = await run("ps", ["-ww", "-o", STATUS_FORMAT, "-p", wanted.join(",")]);
+    return answer.ok ? parsePsRows(answer.stdout).filter((row) => wanted.includes(row.pid)) : undefined;
   }
 
   async function row(pid: number): Promise<PsRow | undefined> {
     return (await rows([pid]))?.[0];
   }
 
-  /** The row of a pid the kernel knows; one it does not costs no `ps` (a crashed child's lease is judged every 2 s). */
-  async function liveRow(pid: number): Promise<PsRow | undefined> {
+  /**
+   * The row of a pid the kernel knows (one it does not costs no `ps`: a crashed child's lease is
+   * judged every 2 s); undefined for a gone pid, "unknown" when `ps` cannot be run.
+   */
+  async function liveRow(pid: number): Promise<PsRow | undefined | "unknown"> {
     if (!Number.isInteger(pid) || pid <= 0 || !signalFinds(pid)) return undefined;
-    return row(pid);
+    const found = await rows([pid]);
+    return found === undefined ? "unknown" : found[0];
   }
 
   async function describe(pids: readonly number[]): Promise<ProcessDescriptions> {
@@ -219,20 +213,23 @@ export function createPortableFacts(options: { run?: CommandRunner; platform?: N
       return status;
     },
     async isAlive(pid) {
-      if (!Number.isInteger(pid) || pid <= 0 || !signalFinds(pid)) return false;
-      const found = await rows([pid]);
+      const found = await liveRow(pid);
       // ps unavailable: the signal said it exists, which is all that is known.
-      if (found === undefined) return true;
-      const entry = found[0];
-      return entry !== undefined && !entry.zombie;
+      return found === "unknown" || (found !== undefined && !found.zombie);
     },
     startToken: async (pid) => {
       const found = await liveRow(pid);
-      return found === undefined ? undefined : `ps:${found.startedAtSeconds}`;
+      return found === undefined || found === "unknown" ? undefined : `ps:${found.startedAtSeconds}`;
     },
     startTimeMs: async (pid) => {
       const found = await liveRow(pid);
-      return found === undefined ? undefined : found.startedAtSeconds * 1000;
+      return found === undefined || found === "unknown" ? undefined : found.startedAtSeconds * 1000;
+    },
+    async identify(pid) {
+      const found = await liveRow(pid);
+      if (found === "unknown") return { alive: true };
+      if (found === undefined || found.zombie) return { alive: false };
+      return { alive: true, start: `ps:${found.startedAtSeconds}`, startedAtMs: found.startedAtSeconds * 1000 };
     },
     async descendants(rootPid) {
       const answer = await run("ps", ["-A", "-ww", "-o", "pid=,ppid="]);

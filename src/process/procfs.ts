@@ -9,7 +9,7 @@
  *   itself contain spaces and parentheses.
  */
 import { readdir, readFile, realpath } from "node:fs/promises";
-import type { DescribedProcess, ProcessDescriptions, ProcessFacts } from "./facts.ts";
+import { identifyFromParts, type DescribedProcess, type ProcessDescriptions, type ProcessFacts } from "./facts.ts";
 import { HANDOFF_ID_ENV } from "../mux/types.ts";
 import { descendantsOf, signalFinds } from "./table.ts";
 
@@ -172,6 +172,7 @@ export const procfsFacts: ProcessFacts = {
   isAlive,
   startToken: readProcessStart,
   startTimeMs: readStartTimeMs,
+  identify: (pid) => identifyFromParts(procfsFacts, pid),
   descendants: listDescendants,
   describe: describeAll,
   async findByName(name) {

@@ -2,7 +2,7 @@
  * A process-facts port over a table the test writes, for unit tests of the callers' decisions
  * (what a reused pid, a vanished process or an unreadable table makes them do).
  */
-import type { DescribedProcess, ProcessFacts, ProcessStatus } from "../../src/process/facts.ts";
+import { identifyFromParts, type DescribedProcess, type ProcessFacts, type ProcessIdentity, type ProcessStatus } from "../../src/process/facts.ts";
 import { descendantsOf } from "../../src/process/table.ts";
 
 export interface FakeProcess {
@@ -54,6 +54,10 @@ export class FakeProcessFacts implements ProcessFacts {
 
   async startTimeMs(pid: number): Promise<number | undefined> {
     return this.processes.get(pid)?.startedAtMs;
+  }
+
+  identify(pid: number): Promise<ProcessIdentity> {
+    return identifyFromParts(this, pid);
   }
 
   async descendants(rootPid: number): Promise<number[]> {

@@ -49,12 +49,15 @@ describe.each([
     const startedMs = (await facts.startTimeMs(pid)) ?? 0;
     // Whole seconds at worst (ps), so within a couple of seconds of now.
     expect(Math.abs(startedMs - Date.now())).toBeLessThan(60_000);
+    // The same three answers in one question.
+    expect(await facts.identify(pid)).toEqual({ alive: true, start: token, startedAtMs: startedMs });
 
     child.kill("SIGKILL");
     await child;
     expect(await facts.isAlive(pid)).toBe(false);
     expect(await facts.status(pid)).toBeUndefined();
     expect(await facts.startToken(pid)).toBeUndefined();
+    expect(await facts.identify(pid)).toEqual({ alive: false });
     expect(await facts.describe([pid])).toEqual({ processes: [] });
   });
 

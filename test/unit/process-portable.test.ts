@@ -95,7 +95,7 @@ function cannedRunner(answers: (file: string, args: readonly string[]) => Comman
 }
 
 describe("the portable facts on canned output", () => {
-  it("answers a lease holder's three questions (alive, start token, start time) from one ps", async () => {
+  it("answers a lease holder's identity (alive, start token, start time) from one ps", async () => {
     const line = `${String(process.pid).padStart(7)}       1 ${String(process.pid).padStart(7)} ${String(process.pid).padStart(7)} S+   Tue Dec  1 07:24:53 2026 node`;
     const { run, calls } = cannedRunner(() => ({ ok: true, stdout: line }));
     const facts = createPortableFacts({ run, platform: "linux" });
@@ -171,9 +171,10 @@ describe("the portable facts on canned output", () => {
     const token = await facts.startToken(pid);
     expect(token).toBe(`ps:${Date.UTC(2026, 11, 1, 7, 24, 53) / 1000}`);
     expect(await facts.startTimeMs(pid)).toBe(Date.UTC(2026, 11, 1, 7, 24, 53));
+    expect(await facts.identify(pid)).toEqual({ alive: true, start: token, startedAtMs: Date.UTC(2026, 11, 1, 7, 24, 53) });
     calls.length = 0;
     const gone = 2 ** 22 + 12_345;
-    expect([await facts.startToken(gone), await facts.startTimeMs(gone), await facts.isAlive(gone)]).toEqual([undefined, undefined, false]);
+    expect([await facts.startToken(gone), await facts.startTimeMs(gone), await facts.isAlive(gone), await facts.identify(gone)]).toEqual([undefined, undefined, false, { alive: false }]);
     expect(calls).toEqual([]);
     expect(sameStart(token, `ps:${Date.UTC(2026, 11, 1, 7, 24, 53) / 1000}`)).toBe(true);
     expect(sameStart(token, "ps:1")).toBe(false);
