@@ -83,7 +83,7 @@ export async function ownHandoffs(deps: Pick<WatchDeps, "store" | "now">, parent
 /** Each own handoff's child state, in the store's order (`skipped`: see `ownHandoffs`). */
 export async function ownHandoffStatuses(deps: WatchDeps, parent: ParentIdentity, skipped?: Set<string>): Promise<OwnHandoff[]> {
   const manifests = await ownHandoffs(deps, parent, skipped);
-  deps.tails?.keepOnly(new Set(manifests.flatMap((manifest) => (manifest.state !== "removed" && manifest.child.sessionFile !== undefined ? [manifest.child.sessionFile] : []))));
+  deps.tails?.keepOnly(new Set(manifests.flatMap((manifest) => watchedSessionFile(manifest) ?? [])));
   const facts: ChildFacts[] = [];
   for (let start = 0; start < manifests.length; start += BATCH) {
     const batch = manifests.slice(start, start + BATCH);
@@ -103,18 +103,20 @@ export async function ownHandoffStatuses(deps: WatchDeps, parent: ParentIdentity
 
 type ChildFacts = { manifest: Manifest; live: boolean; tail?: TailEntry[]; sessionMtime?: string };
 
+/** The child's session file, while there is a child to watch (a removed handoff has none). */
+function watchedSessionFile(manifest: Manifest): string | undefined {
+  return manifest.state === "removed" ? undefined : manifest.child.sessionFile;
+}
+
 /** What the files and the process table say of one child: its session's tail, and whether its Pi lives. */
 async function factsOf(deps: WatchDeps, manifest: Manifest): Promise<ChildFacts> {
   const removed = manifest.state === "removed";
-  const sessionFile = removed ? undefined : manifest.child.sessionFile;
-  const { agentDir } = deps;
+  const sessionFile = watchedSessionFile(manifest);
+  const { agentDir, tails } = deps;
   const readLease = deps.readLease ?? (agentDir === undefined ? undefined : (file: string) => readSessionLease(agentDir, file));
+  const readTail = tails === undefined ? readSessionTail : (file: string, maxBytes?: number) => tails.read(file, maxBytes);
   const [tail, lease] = await Promise.all([
-    sessionFile === undefined
-      ? Promise.resolve(undefined)
-      : deps.tails !== undefined
-        ? deps.tails.read(sessionFile, deps.tailBytes)
-        : readSessionTail(sessionFile, deps.tailBytes),
+    sessionFile === undefined ? Promise.resolve(undefined) : readTail(sessionFile, deps.tailBytes),
     sessionFile === undefined || readLease === undefined ? Promise.resolve(undefined) : readLease(sessionFile),
   ]);
   // The child's live lease on its session, or else its recorded pid still being its Pi (described
