@@ -8,7 +8,9 @@
 // under node_modules, which is where an installed copy of this package lives, so jiti loads it
 // there (about half a second more per run).
 import module from "node:module";
+import { sep } from "node:path";
 import process from "node:process";
+import { fileURLToPath } from "node:url";
 
 const MINIMUM = [22, 19];
 const [major, minor] = process.versions.node.split(".").map(Number);
@@ -24,7 +26,7 @@ if (major < MINIMUM[0] || (major === MINIMUM[0] && minor < MINIMUM[1])) {
 module.enableCompileCache();
 
 const entry = new URL("../src/recovery/cli.ts", import.meta.url);
-const installed = decodeURIComponent(entry.pathname).split("/").includes("node_modules");
+const installed = fileURLToPath(entry).split(sep).includes("node_modules");
 let cli;
 if (!installed && process.features.typescript) {
   cli = await import(entry.href);
