@@ -188,9 +188,10 @@ describe("/handoffs", () => {
     if (manifest.mux.kind !== "tmux") throw new Error("expected tmux");
     await killAndWait(manifest.child.pid ?? 0);
     const prefix = manifest.id.slice(0, -2);
-    const run = async (line: string): Promise<Dialog[]> => {
+    // `bare`: with the deps the command builds from the environment itself.
+    const run = async (line: string, options: { bare?: true } = {}): Promise<Dialog[]> => {
       const { ctx, dialogs } = scriptedContext({ select: () => undefined, confirm: () => true });
-      await runHandoffs(line, ctx, { deps: rig.recoveryDeps() });
+      await runHandoffs(line, ctx, options.bare === true ? undefined : { deps: rig.recoveryDeps() });
       return dialogs;
     };
     const inspected = await run(`inspect ${prefix}`);
@@ -215,13 +216,8 @@ describe("/handoffs", () => {
     // An unusable setting refuses the commands, never the help (as pi-handoff --help).
     process.env.PI_HANDOFF_MUX_TIMEOUT_MS = "soon";
     try {
-      const bareRun = async (line: string): Promise<Dialog[]> => {
-        const { ctx, dialogs } = scriptedContext({ select: () => undefined, confirm: () => true });
-        await runHandoffs(line, ctx);
-        return dialogs;
-      };
-      expect((await bareRun("--help"))[0]?.body).toBe(help[0]?.body);
-      expect(await bareRun("list")).toEqual([
+      expect((await run("--help", { bare: true }))[0]?.body).toBe(help[0]?.body);
+      expect(await run("list", { bare: true })).toEqual([
         {
           kind: "notify",
           title: "error",

@@ -2,18 +2,18 @@
  * `readTextIfPresent`: a file's exact text, or undefined for anything it cannot read.
  * `readFileEnd`: the final bytes of a file, whatever its length, and whether it holds more.
  */
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { readFileEnd, readTextIfPresent } from "../../src/fs/probe.ts";
+import { makeTempDir, removeTempDir } from "../support/git-repo.ts";
 
 let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "fs-probe-"));
+beforeEach(() => {
+  dir = makeTempDir("fs-probe-");
 });
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
+afterEach(() => {
+  removeTempDir(dir);
 });
 
 it("reads a file's text exactly", async () => {

@@ -1,5 +1,4 @@
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
@@ -13,6 +12,7 @@ import {
 } from "../../src/process/portable.ts";
 import { sameStart } from "../../src/process/facts.ts";
 import { acquireSessionLease, readSessionLease } from "../../src/launch/lease.ts";
+import { makeTempDir, removeTempDir } from "../support/git-repo.ts";
 
 const fixture = (name: string): Promise<string> => readFile(join(import.meta.dirname, "..", "fixtures", "ps", name), "utf8");
 
@@ -99,7 +99,7 @@ describe("the portable facts on canned output", () => {
     const line = `${String(process.pid).padStart(7)}       1 ${String(process.pid).padStart(7)} ${String(process.pid).padStart(7)} S+   Tue Dec  1 07:24:53 2026 node`;
     const { run, calls } = cannedRunner(() => ({ ok: true, stdout: line }));
     const facts = createPortableFacts({ run, platform: "linux" });
-    const agentDir = await mkdtemp(join(tmpdir(), "portable-lease-"));
+    const agentDir = makeTempDir("portable-lease-");
     try {
       const sessionFile = join(agentDir, "s.jsonl");
       expect((await acquireSessionLease({ agentDir, sessionFile, facts })).ok).toBe(true);
@@ -107,7 +107,7 @@ describe("the portable facts on canned output", () => {
       expect(await readSessionLease(agentDir, sessionFile, { facts })).toMatchObject({ state: "live", pid: process.pid });
       expect(calls).toEqual([`ps -ww -o pid=,ppid=,pgid=,tpgid=,state=,lstart=,comm= -p ${process.pid}`]);
     } finally {
-      await rm(agentDir, { recursive: true, force: true });
+      removeTempDir(agentDir);
     }
   });
 
