@@ -342,6 +342,13 @@ describe("HerdrMultiplexer against the Herdr double", () => {
       expect(never.message).toMatch(
         new RegExp(`^The shell in Herdr pane ${parent.paneId} did not become ready within 1\\.5 s: herdr pane process-info did not answer within 0\\.5 s\\.$`),
       );
+      // A first poll the deadline cut short (1.5 s of a 5 s call bound) that never answered is
+      // still Herdr's timeout: nothing ever said "not ready".
+      const unanswered = expectFailure(await backend().waitForShell(parentLocation, { timeoutMs: 1_500 }));
+      expect(unanswered.code).toBe("timeout");
+      expect(unanswered.message).toMatch(
+        new RegExp(`^The shell in Herdr pane ${parent.paneId} did not become ready within 1\\.5 s: herdr pane process-info did not answer within 1(?:\\.\\d)? s\\.$`),
+      );
     });
 
     it("no server: createWorkspace fails with server_not_running, and the detector refuses in one sentence before anything", async () => {
