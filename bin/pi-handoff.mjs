@@ -8,13 +8,12 @@
 // under node_modules, which is where an installed copy of this package lives, so jiti loads it
 // there (about half a second more per run).
 import module from "node:module";
-import { sep } from "node:path";
+import { join, sep } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
+import { MINIMUM, tooOld } from "./node-version.mjs";
 
-const MINIMUM = [22, 19];
-const [major, minor] = process.versions.node.split(".").map(Number);
-if (major < MINIMUM[0] || (major === MINIMUM[0] && minor < MINIMUM[1])) {
+if (tooOld(process.versions.node)) {
   process.stderr.write(
     `pi-handoff: needs Node.js ${MINIMUM.join(".")} or later (like Pi itself), but this is Node.js ${process.versions.node}; run it with a newer node.\n`,
   );
@@ -29,6 +28,13 @@ const entry = new URL("../src/recovery/cli.ts", import.meta.url);
 const installed = fileURLToPath(entry).split(sep).includes("node_modules");
 let cli;
 if (!installed && process.features.typescript) {
+  // Node's compile cache keeps compiled code, not the stripped TypeScript: ts-cache.mjs keeps that
+  // beside it (and not when the compile cache is off).
+  const cacheDir = module.getCompileCacheDir?.();
+  if (cacheDir !== undefined) {
+    const { installStripCache } = await import("./ts-cache.mjs");
+    installStripCache(new URL("../src/", import.meta.url).href, join(cacheDir, "pi-handoff-ts"));
+  }
   cli = await import(entry.href);
 } else {
   const { createJiti } = await import("jiti");
