@@ -8,6 +8,7 @@
  * - `history` is append-only and starts with `provisioning`.
  */
 import { z } from "zod";
+import { ENV_VARIABLE_NAME, hasControlCharacter } from "../text.ts";
 
 export const MANIFEST_VERSION = 1;
 
@@ -26,40 +27,45 @@ export type HandoffState = z.infer<typeof HandoffStateSchema>;
 
 /** The transaction step that was under way when something went wrong. */
 /** `setup` (carried changes, copied files) runs between the worktree and the fork; see handoff/setup.ts. */
-export const HANDOFF_STEPS = ["preconditions", "manifest", "worktree", "setup", "fork", "launch", "confirm", "focus"] as const;
+export const HANDOFF_STEPS = [
+  "preconditions",
+  "manifest",
+  "worktree",
+  "setup",
+  "fork",
+  "launch",
+  "confirm",
+  "focus",
+] as const;
 export const HandoffStepSchema = z.enum(HANDOFF_STEPS);
 export type HandoffStep = z.infer<typeof HandoffStepSchema>;
 
 const isoTime = z.string().datetime({ offset: true });
 
+/** How long one step of the handoff command took (a monotonic clock, whole milliseconds). */
+export const StepTimeSchema = z.strictObject({
+  step: HandoffStepSchema,
+  ms: z.number().int().nonnegative(),
+});
+export type StepTime = z.infer<typeof StepTimeSchema>;
+
 export const HistoryEntrySchema = z.strictObject({
   state: HandoffStateSchema,
   at: isoTime,
   note: z.string().optional(),
+  /**
+   * The steps the handoff command ran since the entry before (from its start, for the first), each
+   * with its time; a step the entry was written in the middle of counts up to the entry and goes
+   * on in the next one. Absent in manifests older than these timings and in entries others write
+   * (the child's acknowledgement, recovery).
+   */
+  steps: z.array(StepTimeSchema).optional(),
 });
 export type HistoryEntry = z.infer<typeof HistoryEntrySchema>;
 
-/** A location's fields besides `kind`, all optional strings, in the order they are written. */
-function optionalStrings<K extends string>(...keys: K[]): Record<K, z.ZodOptional<z.ZodString>> {
-  return Object.fromEntries(keys.map((key) => [key, z.string().optional()])) as Record<K, z.ZodOptional<z.ZodString>>;
-}
-
-/** `socketPath`: absolute path of the tmux server socket the parent runs under. */
-export const TmuxLocationSchema = z.strictObject({
-  kind: z.literal("tmux"),
-  ...optionalStrings("socketPath", "sessionId", "windowId", "paneId"),
-});
-export type TmuxLocation = z.infer<typeof TmuxLocationSchema>;
-
-export const HerdrLocationSchema = z.strictObject({
-  kind: z.literal("herdr"),
-  ...optionalStrings("socketPath", "workspaceId", "tabId", "paneId"),
-});
-export type HerdrLocation = z.infer<typeof HerdrLocationSchema>;
-
-export const MuxLocationSchema = z.discriminatedUnion("kind", [TmuxLocationSchema, HerdrLocationSchema]);
-export type MuxLocation = z.infer<typeof MuxLocationSchema>;
-export type MuxKind = MuxLocation["kind"];
+// Each terminal's location schema is its own (src/mux/<terminal>/location.ts); the union is the mux's.
+export { MuxLocationSchema, type MuxKind, type MuxLocation } from "../mux/locations.ts";
+import { MuxLocationSchema } from "../mux/locations.ts";
 
 /**
  * The process that runs the handoff's transaction (or its latest relaunch). Recovery waits for an
@@ -168,6 +174,39 @@ export function canSettleLanding(from: LandingState, to: LandingState): boolean 
   return from === "intended" && (to === "landed" || to === "abandoned");
 }
 
+export const PortSchema = z.number().int().min(1).max(65_535);
+const EnvNameSchema = z.string().regex(ENV_VARIABLE_NAME);
+/** Data for a process's environment and the launcher's params: never a newline or NUL. */
+const EnvValueSchema = z.string().refine((value) => !hasControlCharacter(value), "holds a control character");
+
+/**
+ * One rebase of the handoff's branch onto its target's tip (`pi-handoff rebase`): written as
+ * `intended` before the branch moves (with the exact commit it will point at), then `rebased` once
+ * it does, or `abandoned` when a later look finds the branch still at `from`; so a rebase killed at
+ * any step leaves a record that says which of the two tips the branch has.
+ */
+export const REBASE_STATES = ["intended", "rebased", "abandoned"] as const;
+export const RebaseSchema = z.strictObject({
+  state: z.enum(REBASE_STATES),
+  at: isoTime,
+  /** The target branch and the tip the commits were re-made on. */
+  onto: z.strictObject({ ref: z.string().min(1), sha: fullSha }),
+  /** The branch's tip before, and the commit it points at after (planned before acting). */
+  from: fullSha,
+  to: fullSha,
+  /** The branch's commits that were re-made (as they were before), oldest first. */
+  commits: z.array(z.strictObject({ sha: fullSha, subject: z.string() })),
+  /** When `state` last changed to `rebased` or `abandoned`. */
+  settledAt: isoTime.optional(),
+});
+export type Rebase = z.infer<typeof RebaseSchema>;
+export type RebaseState = Rebase["state"];
+
+/** A rebase moves from `intended` once, to `rebased` or `abandoned`; nothing else. */
+export function canSettleRebase(from: RebaseState, to: RebaseState): boolean {
+  return from === "intended" && (to === "rebased" || to === "abandoned");
+}
+
 export const ManifestSchema = z.strictObject({
   version: z.literal(MANIFEST_VERSION),
   id: z.string().regex(/^[a-z0-9][a-z0-9-]{2,80}$/),
@@ -237,6 +276,20 @@ export const ManifestSchema = z.strictObject({
   gitState: GitStateSchema.optional(),
   /** Optional (version-compatible): manifests from before `pi-handoff land` existed have none. Append-only. */
   landings: z.array(LandingSchema).optional(),
+  /**
+   * The ports reserved for this handoff (settings `ports`), chosen free and held by no other live
+   * handoff, under the store's lock, when the manifest was created; held until it is `removed`.
+   * Optional (version-compatible): manifests from before, and handoffs that reserve none, have none.
+   */
+  ports: z.array(PortSchema).min(1).optional(),
+  /**
+   * The variables the settings' `env` gave this handoff, its port placeholders filled in: with the
+   * ports, what the launcher, postCreate and the child Pi get (launch/launch-command.ts), the
+   * same at every relaunch whatever the settings say by then. Optional, like `ports`.
+   */
+  env: z.record(EnvNameSchema, EnvValueSchema).optional(),
+  /** Optional (version-compatible): manifests from before `pi-handoff rebase` existed have none. Append-only. */
+  rebases: z.array(RebaseSchema).optional(),
 });
 export type Manifest = z.infer<typeof ManifestSchema>;
 

@@ -1,6 +1,7 @@
 /**
- * Polling back-off shared by the waits on outside systems (the pane's shell in `tmux.ts` and
- * `herdr.ts`, the launcher's start and the child's acknowledgement in `launch/launcher.ts`).
+ * Polling back-off shared by the waits on outside systems (the pane's shell in `shell-wait.ts`,
+ * for tmux and Herdr alike, the launcher's start and the child's acknowledgement in
+ * `launch/launcher.ts`).
  *
  * Invariants:
  * - The first poll comes quickly (50 ms), then the interval doubles up to 500 ms: a fast answer
@@ -44,7 +45,11 @@ export function backoff(deadline: number, options: { initialMs?: number; maxMs?:
  * Awaits `promise`, calling `tick(elapsedMs)` about once a second until it settles, so a status
  * line can show a long outside wait as it runs. Its timer ends with the wait.
  */
-export async function whileWaiting<T>(promise: Promise<T>, now: () => number, tick: (elapsedMs: number) => void): Promise<T> {
+export async function whileWaiting<T>(
+  promise: Promise<T>,
+  now: () => number,
+  tick: (elapsedMs: number) => void,
+): Promise<T> {
   const started = now();
   const timer = setInterval(() => tick(now() - started), 1_000);
   try {

@@ -14,9 +14,7 @@
 const MAX_LABEL_CHARS = 60;
 
 export function muxLabel(text: string): string {
-  const label = text
-    .replace(/[^\p{L}\p{N}._/-]+/gu, "-")
-    .replace(/^-+|-+$/g, "");
+  const label = text.replace(/[^\p{L}\p{N}._/-]+/gu, "-").replace(/^-+|-+$/g, "");
   const cut = Array.from(label).slice(0, MAX_LABEL_CHARS).join("");
   return cut.length > 0 ? cut : "handoff";
 }

@@ -8,9 +8,7 @@
  *   record them; `message` is one sentence a user can act on.
  */
 import type { MuxKind, MuxLocation } from "../manifest/schema.ts";
-
-/** The environment variable that marks a launched child Pi with its handoff id (see the launch contract). */
-export const HANDOFF_ID_ENV = "PI_HANDOFF_ID";
+import type { DescribedProcess } from "../process/facts.ts";
 
 export type MuxResult<T> = ({ ok: true } & T) | MuxFailure;
 export interface MuxFailure {
@@ -52,16 +50,6 @@ export interface CreatedWorkspace {
   commandStarted?: boolean;
 }
 
-export interface PaneProcess {
-  pid: number;
-  /** Process name (Pi sets its title to `pi`). */
-  name: string;
-  /** Realpath of the process's cwd, when readable. */
-  cwd?: string;
-  /** Value of the handoff environment marker, when readable. */
-  handoffId?: string;
-}
-
 export interface Multiplexer {
   readonly kind: MuxKind;
   /**
@@ -76,7 +64,7 @@ export interface Multiplexer {
   /** Type one command line plus Enter into the pane. */
   run(location: MuxLocation, commandLine: string): Promise<MuxResult<object>>;
   /** Processes running under the pane (its shell's descendants). */
-  probe(location: MuxLocation): Promise<MuxResult<{ processes: PaneProcess[] }>>;
+  probe(location: MuxLocation): Promise<MuxResult<{ processes: DescribedProcess[] }>>;
   /** Bring the workspace/window to the front. */
   focus(location: MuxLocation): Promise<MuxResult<object>>;
   /** Whether the pane/window still exists. */
@@ -117,6 +105,12 @@ export interface PaneAgent {
  * `location` is set when the pane answers under new ids (a moved Herdr pane): record it, the old
  * ids are only an alias.
  */
+/** Whose a recorded workspace must be to count as the handoff's: ids can name another one later. */
+export interface WorkspaceOwner {
+  /** The handoff's worktree (a workspace of another checkout under the same id is not its). */
+  worktreePath: string;
+}
+
 export type WorkspaceState =
   | { code: "open"; location?: MuxLocation; agent?: PaneAgent }
   | { code: "closed" }
@@ -131,9 +125,11 @@ export interface RecoverableMultiplexer extends Multiplexer {
    * Like `exists`, but telling "gone" from "could not ask" (a server that does not answer, a
    * missing binary), so an inventory never reports a window closed that it could not see.
    */
-  workspaceState(location: MuxLocation): Promise<WorkspaceState>;
+  workspaceState(location: MuxLocation, owner?: WorkspaceOwner): Promise<WorkspaceState>;
   /** A new workspace/window (unfocused) for a worktree whose old one was closed. */
-  reopenWorkspace(request: ReopenWorkspaceRequest): Promise<MuxResult<{ location: MuxLocation; commandStarted?: boolean }>>;
+  reopenWorkspace(
+    request: ReopenWorkspaceRequest,
+  ): Promise<MuxResult<{ location: MuxLocation; commandStarted?: boolean }>>;
   /**
    * Close the workspace/window (if still open) and remove the worktree checkout. Never deletes
    * the branch. Without `force`, a checkout with uncommitted changes is refused, not removed.
@@ -143,12 +139,24 @@ export interface RecoverableMultiplexer extends Multiplexer {
     options: { mainCheckout: string; worktreePath: string; force: boolean },
   ): Promise<MuxResult<object>>;
   /**
+   * Close the workspace/window of a worktree that is gone (`prune` retires such a handoff): only
+   * while it still shows that worktree's path, as `removeWorktree` does; `closed: false` when it
+   * was gone already or shows something else now. Optional: a backend without it says why not.
+   */
+  closeWorkspace?(location: MuxLocation, worktreePath: string): Promise<MuxResult<{ closed: boolean }>>;
+  /**
    * A window on `location`'s server that a handoff made for `worktreePath` under `label` (the name
    * as the backend shows it, `muxLabel` applied) but never
    * recorded (its process was killed between creating it and recording it): named `label`, with a
    * pane in the worktree. Read-only. Optional: a backend without it finds nothing.
    */
-  findUnrecordedWindow?(location: MuxLocation, query: { label: string; worktreePath: string }): Promise<UnrecordedWindow>;
+  findUnrecordedWindow?(
+    location: MuxLocation,
+    query: { label: string; worktreePath: string },
+  ): Promise<UnrecordedWindow>;
 }
 
-export type UnrecordedWindow = { code: "found"; location: MuxLocation } | { code: "none" } | { code: "unknown"; message: string };
+export type UnrecordedWindow =
+  | { code: "found"; location: MuxLocation }
+  | { code: "none" }
+  | { code: "unknown"; message: string };

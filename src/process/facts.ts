@@ -1,7 +1,7 @@
 /**
  * The process facts this package needs, behind one port: whether a pid lives, when it started,
  * its parent, process group and its terminal's foreground group, its cwd, its name, the handoff
- * marker in its environment, and the descendants of a pid.
+ * marker in its environment, the descendants of a pid, and which processes listen on a TCP port.
  *
  * Invariants:
  * - `src/process/` is the only place that reads process facts: everything else asks this port,
@@ -17,8 +17,12 @@
 import { existsSync } from "node:fs";
 import { procfsFacts } from "./procfs.ts";
 import { portableFacts } from "./portable.ts";
+import { signalFinds } from "./table.ts";
 
 export const PROCESS_INFO_ENV = "PI_HANDOFF_PROCESS_INFO";
+
+/** The environment variable that marks a launched child Pi with its handoff id (see the launch contract). */
+export const HANDOFF_ID_ENV = "PI_HANDOFF_ID";
 
 /** One process's status line. */
 export interface ProcessStatus {
@@ -54,8 +58,15 @@ export interface ProcessDescriptions {
 export type ProcessIdentity = { alive: false } | { alive: true; start?: string; startedAtMs?: number };
 
 /** `identify` from the three separate answers, for implementations where each is a cheap read. */
-export async function identifyFromParts(facts: Pick<ProcessFacts, "isAlive" | "startToken" | "startTimeMs">, pid: number): Promise<ProcessIdentity> {
-  const [alive, start, startedAtMs] = await Promise.all([facts.isAlive(pid), facts.startToken(pid), facts.startTimeMs(pid)]);
+export async function identifyFromParts(
+  facts: Pick<ProcessFacts, "isAlive" | "startToken" | "startTimeMs">,
+  pid: number,
+): Promise<ProcessIdentity> {
+  const [alive, start, startedAtMs] = await Promise.all([
+    facts.isAlive(pid),
+    facts.startToken(pid),
+    facts.startTimeMs(pid),
+  ]);
   if (!alive) return { alive };
   return { alive, ...(start === undefined ? {} : { start }), ...(startedAtMs === undefined ? {} : { startedAtMs }) };
 }
@@ -84,6 +95,25 @@ export interface ProcessFacts {
   describe(pids: readonly number[]): Promise<ProcessDescriptions>;
   /** Every live process with this name, described; `problem` when the table could not be read. */
   findByName(name: string): Promise<ProcessDescriptions>;
+  /**
+   * The processes this user can see that listen on TCP `port` (any local address, IPv4 or IPv6);
+   * `problem` when the sockets could not be looked at. A listener of another user is not among them.
+   */
+  listeners(port: number): Promise<PortListeners>;
+}
+
+export interface PortListeners {
+  pids: number[];
+  problem?: string;
+}
+
+/**
+ * Whether `pid` may still exist, from signal 0 alone: no read, no process start, so cheap enough
+ * to ask many times a second. `false` is certain (the pid is gone); `true` proves nothing about
+ * which process it is (ask `identify` for that).
+ */
+export function pidMayExist(pid: number): boolean {
+  return Number.isInteger(pid) && pid > 0 && signalFinds(pid);
 }
 
 /** Every process-table command gets this long; a hung `ps` or `lsof` must not hang a handoff. */

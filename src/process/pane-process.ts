@@ -4,14 +4,19 @@
  *
  * Invariant: read-only; a process that exits while it is read is left out.
  */
-import { processFacts, type ProcessFacts } from "./facts.ts";
-import type { PaneProcess } from "../mux/types.ts";
+import { processFacts, type DescribedProcess, type ProcessFacts } from "./facts.ts";
 
-export async function describePaneProcess(pid: number, facts: ProcessFacts = processFacts()): Promise<PaneProcess | undefined> {
+export async function describePaneProcess(
+  pid: number,
+  facts: ProcessFacts = processFacts(),
+): Promise<DescribedProcess | undefined> {
   return (await facts.describe([pid])).processes[0];
 }
 
 /** The live processes among `pids`, described; vanished ones are left out. */
-export async function describePaneProcesses(pids: readonly number[], facts: ProcessFacts = processFacts()): Promise<PaneProcess[]> {
+export async function describePaneProcesses(
+  pids: readonly number[],
+  facts: ProcessFacts = processFacts(),
+): Promise<DescribedProcess[]> {
   return (await facts.describe(pids)).processes;
 }

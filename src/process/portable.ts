@@ -1,6 +1,6 @@
 /**
  * The portable implementation of the process-facts port: `ps` for status, start time and the
- * environment marker, `lsof` for the working directory. Works where there is no /proc (macOS, the
+ * environment marker, `lsof` for the working directory and a port's listeners. Works where there is no /proc (macOS, the
  * BSDs) and on Linux (procps), which is how it is tested for real (`PI_HANDOFF_PROCESS_INFO=portable`).
  *
  * Invariants:
@@ -20,8 +20,14 @@
 import { realpath } from "node:fs/promises";
 import { execa } from "execa";
 import { errorClause } from "../errors.ts";
-import { HANDOFF_ID_ENV } from "../mux/types.ts";
-import { PROCESS_CALL_TIMEOUT_MS, type DescribedProcess, type ProcessDescriptions, type ProcessFacts, type ProcessStatus } from "./facts.ts";
+import { HANDOFF_ID_ENV } from "./facts.ts";
+import {
+  PROCESS_CALL_TIMEOUT_MS,
+  type DescribedProcess,
+  type ProcessDescriptions,
+  type ProcessFacts,
+  type ProcessStatus,
+} from "./facts.ts";
 import { descendantsOf, signalFinds } from "./table.ts";
 import { formatWait } from "../text.ts";
 
@@ -31,12 +37,15 @@ export interface PsRow extends ProcessStatus {
   startedAtSeconds: number;
 }
 
-export type CommandAnswer = { ok: true; stdout: string } | { ok: false; reason: "missing" | "timeout" | "failed"; message: string };
+export type CommandAnswer =
+  | { ok: true; stdout: string }
+  | { ok: false; reason: "missing" | "timeout" | "failed"; message: string };
 export type CommandRunner = (file: string, args: readonly string[]) => Promise<CommandAnswer>;
 
 const STATUS_FORMAT = "pid=,ppid=,pgid=,tpgid=,state=,lstart=,comm=";
 const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-const ROW = /^\s*(\d+)\s+(\d+)\s+(-?\d+)\s+(-?\d+)\s+(\S+)\s+[A-Z][a-z]{2}\s+([A-Z][a-z]{2})\s+(\d{1,2})\s+(\d{2}):(\d{2}):(\d{2})\s+(\d{4})(?:\s(.*))?$/;
+const ROW =
+  /^\s*(\d+)\s+(\d+)\s+(-?\d+)\s+(-?\d+)\s+(\S+)\s+[A-Z][a-z]{2}\s+([A-Z][a-z]{2})\s+(\d{1,2})\s+(\d{2}):(\d{2}):(\d{2})\s+(\d{4})(?:\s(.*))?$/;
 
 /** Parses `ps -o pid=,ppid=,pgid=,tpgid=,state=,lstart=,comm=` output; lines of another shape are skipped. */
 export function parsePsRows(text: string): PsRow[] {
@@ -44,7 +53,8 @@ export function parsePsRows(text: string): PsRow[] {
   for (const line of text.split("\n")) {
     const match = ROW.exec(line);
     if (match === null) continue;
-    const [, pid, ppid, pgid, tpgid, state, month, day, hour, minute, second, year, comm] = match as unknown as string[];
+    const [, pid, ppid, pgid, tpgid, state, month, day, hour, minute, second, year, comm] =
+      match as unknown as string[];
     const monthIndex = MONTHS.indexOf(month ?? "");
     if (monthIndex < 0) continue;
     const startedAtMs = Date.UTC(Number(year), monthIndex, Number(day), Number(hour), Number(minute), Number(second));
@@ -101,6 +111,16 @@ export function parseLsofCwds(text: string): Map<number, string> {
   return cwds;
 }
 
+/** The pids of `lsof -Fp` output (`p<pid>` lines), each once. */
+export function parseLsofPids(text: string): number[] {
+  const pids = new Set<number>();
+  for (const line of text.split("\n")) {
+    const pid = line.startsWith("p") ? Number(line.slice(1)) : Number.NaN;
+    if (Number.isInteger(pid) && pid > 0) pids.add(pid);
+  }
+  return [...pids];
+}
+
 /** The `ps` flag that adds the environment after the command, per platform (see the header). */
 export function environmentFlag(platform: NodeJS.Platform): string {
   if (platform === "darwin") return "-E";
@@ -116,13 +136,24 @@ const defaultRunner: CommandRunner = async (file, args) => {
       stdin: "ignore",
       env: { LC_ALL: "C", TZ: "UTC" },
     });
-    if (result.timedOut) return { ok: false, reason: "timeout", message: `${file} did not answer within ${formatWait(PROCESS_CALL_TIMEOUT_MS)}` };
-    if ((result as { code?: string }).code === "ENOENT") return { ok: false, reason: "missing", message: `${file} is not installed` };
+    if (result.timedOut)
+      return {
+        ok: false,
+        reason: "timeout",
+        message: `${file} did not answer within ${formatWait(PROCESS_CALL_TIMEOUT_MS)}`,
+      };
+    if ((result as { code?: string }).code === "ENOENT")
+      return { ok: false, reason: "missing", message: `${file} is not installed` };
     // Both `ps` and `lsof` exit 1 when one of the pids asked about is gone; what they printed still holds.
     if (result.exitCode !== undefined && result.exitCode > 1) {
-      return { ok: false, reason: "failed", message: `${file} failed: ${errorClause(result.stderr || `exit code ${result.exitCode}`)}` };
+      return {
+        ok: false,
+        reason: "failed",
+        message: `${file} failed: ${errorClause(result.stderr || `exit code ${result.exitCode}`)}`,
+      };
     }
-    if (result.exitCode === undefined) return { ok: false, reason: "failed", message: `${file} could not be run: ${errorClause(result.message)}` };
+    if (result.exitCode === undefined)
+      return { ok: false, reason: "failed", message: `${file} could not be run: ${errorClause(result.message)}` };
     return { ok: true, stdout: result.stdout };
   } catch (error) {
     return { ok: false, reason: "failed", message: `${file} could not be run: ${errorClause(error)}` };
@@ -147,7 +178,12 @@ async function describeLive(run: CommandRunner, envFlag: string, live: readonly 
       const rawCwd = cwds.get(entry.pid);
       const cwd = rawCwd === undefined ? undefined : await realpath(rawCwd).catch(() => undefined);
       const handoffId = markers.get(entry.pid);
-      return { pid: entry.pid, name: entry.name, ...(cwd === undefined ? {} : { cwd }), ...(handoffId === undefined ? {} : { handoffId }) };
+      return {
+        pid: entry.pid,
+        name: entry.name,
+        ...(cwd === undefined ? {} : { cwd }),
+        ...(handoffId === undefined ? {} : { handoffId }),
+      };
     }),
   );
   const problems = [
@@ -198,7 +234,8 @@ export function createPortableFacts(options: { run?: CommandRunner; platform?: N
 
   async function describe(pids: readonly number[]): Promise<ProcessDescriptions> {
     const status = await rows(pids);
-    if (status === undefined) return { processes: [], problem: "ps could not be run, so the processes could not be described." };
+    if (status === undefined)
+      return { processes: [], problem: "ps could not be run, so the processes could not be described." };
     const live = status.filter((entry) => !entry.zombie);
     if (live.length === 0) return { processes: [] };
     return describeLive(run, envFlag, live);
@@ -239,10 +276,17 @@ export function createPortableFacts(options: { run?: CommandRunner; platform?: N
     describe,
     async findByName(name) {
       const answer = await run("ps", ["-A", "-ww", "-o", STATUS_FORMAT]);
-      if (!answer.ok) return { processes: [], problem: `Running processes could not be looked for: ${answer.message}.` };
+      if (!answer.ok)
+        return { processes: [], problem: `Running processes could not be looked for: ${answer.message}.` };
       // The listing has the rows already: describe them without asking ps for them again.
       const named = parsePsRows(answer.stdout).filter((entry) => entry.name === name && !entry.zombie);
       return named.length === 0 ? { processes: [] } : describeLive(run, envFlag, named);
+    },
+    async listeners(port) {
+      // lsof exits 1 when nothing listens there, which the runner reads as an empty answer.
+      const answer = await run("lsof", ["-w", "-nP", `-iTCP:${port}`, "-sTCP:LISTEN", "-Fp"]);
+      if (!answer.ok) return { pids: [], problem: `Who listens on port ${port} could not be read: ${answer.message}.` };
+      return { pids: parseLsofPids(answer.stdout) };
     },
   };
 }

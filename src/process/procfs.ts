@@ -8,9 +8,15 @@
  * - `/proc/<pid>/stat` is parsed from the last `)`, because the command name in parentheses may
  *   itself contain spaces and parentheses.
  */
-import { readdir, readFile, realpath } from "node:fs/promises";
-import { identifyFromParts, type DescribedProcess, type ProcessDescriptions, type ProcessFacts } from "./facts.ts";
-import { HANDOFF_ID_ENV } from "../mux/types.ts";
+import { readdir, readFile, readlink, realpath } from "node:fs/promises";
+import {
+  identifyFromParts,
+  type DescribedProcess,
+  type PortListeners,
+  type ProcessDescriptions,
+  type ProcessFacts,
+} from "./facts.ts";
+import { HANDOFF_ID_ENV } from "./facts.ts";
 import { descendantsOf, signalFinds } from "./table.ts";
 
 const PROC_ROOT = "/proc";
@@ -41,7 +47,10 @@ export function parseStat(text: string): ProcStat | undefined {
   const pid = Number(text.slice(0, open).trim());
   const comm = text.slice(open + 1, close);
   // After the comm: state(3) ppid(4) pgrp(5) session(6) tty_nr(7) tpgid(8) ...
-  const rest = text.slice(close + 1).trim().split(/\s+/);
+  const rest = text
+    .slice(close + 1)
+    .trim()
+    .split(/\s+/);
   const [state, ppid, pgrp, session, ttyNr, tpgid] = rest;
   if (state === undefined || tpgid === undefined) return undefined;
   const numbers = [ppid, pgrp, session, ttyNr, tpgid].map(Number);
@@ -90,7 +99,10 @@ export async function readEnvironValue(pid: number, key: string): Promise<string
  * unreadable (the process is gone, or there is no procfs).
  */
 export async function readProcessStart(pid: number): Promise<string | undefined> {
-  const [text, bootId] = await Promise.all([readProcText(pid, "stat"), readFile(BOOT_ID, "utf8").catch(() => undefined)]);
+  const [text, bootId] = await Promise.all([
+    readProcText(pid, "stat"),
+    readFile(BOOT_ID, "utf8").catch(() => undefined),
+  ]);
   if (text === undefined || bootId === undefined) return undefined;
   const ticks = startTicks(text);
   return ticks === undefined ? undefined : `${bootId.trim()}/${ticks}`;
@@ -106,7 +118,10 @@ export async function readStartTimeMs(pid: number): Promise<number | undefined> 
 
 /** Field 22 (starttime) of a stat line: after the comm, field 3 (state) is the first, so it is the 20th. */
 function startTicks(statText: string): string | undefined {
-  const ticks = statText.slice(statText.lastIndexOf(")") + 1).trim().split(/\s+/)[19];
+  const ticks = statText
+    .slice(statText.lastIndexOf(")") + 1)
+    .trim()
+    .split(/\s+/)[19];
   return ticks !== undefined && /^\d+$/.test(ticks) ? ticks : undefined;
 }
 
@@ -136,7 +151,10 @@ export async function listDescendants(rootPid: number): Promise<number[]> {
   const pids = await listPids();
   if (pids === undefined) return [];
   const stats = await Promise.all(pids.map((pid) => readStat(pid)));
-  return descendantsOf(rootPid, stats.filter((stat) => stat !== undefined));
+  return descendantsOf(
+    rootPid,
+    stats.filter((stat) => stat !== undefined),
+  );
 }
 
 /** The numeric entries of /proc; undefined when there is no readable procfs. */
@@ -149,7 +167,11 @@ async function listPids(): Promise<number[] | undefined> {
 }
 
 async function describeOne(pid: number): Promise<DescribedProcess | undefined> {
-  const [stat, cwd, handoffId] = await Promise.all([readStat(pid), readCwd(pid), readEnvironValue(pid, HANDOFF_ID_ENV)]);
+  const [stat, cwd, handoffId] = await Promise.all([
+    readStat(pid),
+    readCwd(pid),
+    readEnvironValue(pid, HANDOFF_ID_ENV),
+  ]);
   // No status (or a zombie) means the process exited while we looked.
   if (stat === undefined || stat.state === "Z") return undefined;
   const name = (await readComm(pid)) ?? stat.comm;
@@ -161,13 +183,69 @@ async function describeAll(pids: readonly number[]): Promise<ProcessDescriptions
   return { processes: described.filter((process) => process !== undefined) };
 }
 
+/** The TCP socket tables of this network namespace (IPv4, IPv6). */
+const TCP_TABLES = [`${PROC_ROOT}/net/tcp`, `${PROC_ROOT}/net/tcp6`];
+/** `st` of a listening socket in those tables (include/net/tcp_states.h). */
+const TCP_LISTEN = "0A";
+
+/**
+ * The inodes of the listening sockets on `port` in the text of `/proc/net/tcp` or `tcp6`: after a
+ * header line, `sl local_address rem_address st ... uid timeout inode ...`, the address as hex
+ * `<ip>:<port>`.
+ */
+export function listeningInodes(text: string, port: number): string[] {
+  const inodes: string[] = [];
+  for (const line of text.split("\n").slice(1)) {
+    const fields = line.trim().split(/\s+/);
+    const local = fields[1];
+    const inode = fields[9];
+    if (local === undefined || inode === undefined || fields[3] !== TCP_LISTEN) continue;
+    if (Number.parseInt(local.slice(local.lastIndexOf(":") + 1), 16) === port && inode !== "0") inodes.push(inode);
+  }
+  return inodes;
+}
+
+/** Who holds the listening sockets on `port`: the processes whose descriptors name their inodes. */
+async function listenersOf(port: number): Promise<PortListeners> {
+  const tables = await Promise.all(TCP_TABLES.map((table) => readFile(table, "utf8").catch(() => undefined)));
+  if (tables[0] === undefined)
+    return {
+      pids: [],
+      problem: `This system's ${TCP_TABLES[0]} could not be read, so who listens on a port is unknown.`,
+    };
+  const inodes = new Set(tables.flatMap((text) => (text === undefined ? [] : listeningInodes(text, port))));
+  if (inodes.size === 0) return { pids: [] };
+  const pids = await listPids();
+  if (pids === undefined) return { pids: [], problem: "This system's /proc could not be read." };
+  // Another user's descriptors cannot be read: such a listener is simply not found.
+  const holders = await Promise.all(
+    pids.map(async (pid) => {
+      const fds = await readdir(`${PROC_ROOT}/${pid}/fd`).catch(() => [] as string[]);
+      for (const fd of fds) {
+        const target = await readlink(`${PROC_ROOT}/${pid}/fd/${fd}`).catch(() => undefined);
+        const inode = /^socket:\[(\d+)\]$/.exec(target ?? "")?.[1];
+        if (inode !== undefined && inodes.has(inode)) return pid;
+      }
+      return undefined;
+    }),
+  );
+  return { pids: holders.filter((pid) => pid !== undefined) };
+}
+
 /** The `/proc` implementation of the process-facts port. */
 export const procfsFacts: ProcessFacts = {
   implementation: "procfs",
   async status(pid) {
     const stat = await readStat(pid);
     if (stat === undefined) return undefined;
-    return { pid: stat.pid, ppid: stat.ppid, pgid: stat.pgrp, tpgid: stat.tpgid, zombie: stat.state === "Z", name: stat.comm };
+    return {
+      pid: stat.pid,
+      ppid: stat.ppid,
+      pgid: stat.pgrp,
+      tpgid: stat.tpgid,
+      zombie: stat.state === "Z",
+      name: stat.comm,
+    };
   },
   isAlive,
   startToken: readProcessStart,
@@ -177,11 +255,16 @@ export const procfsFacts: ProcessFacts = {
   describe: describeAll,
   async findByName(name) {
     const pids = await listPids();
-    if (pids === undefined) return { processes: [], problem: "This system's /proc could not be read, so running processes could not be looked for." };
+    if (pids === undefined)
+      return {
+        processes: [],
+        problem: "This system's /proc could not be read, so running processes could not be looked for.",
+      };
     // Only matching names are read closely: reading every process's environment would be slow and intrusive.
     const named = await Promise.all(pids.map(async (pid) => ((await readComm(pid)) === name ? pid : undefined)));
     return describeAll(named.filter((pid) => pid !== undefined));
   },
+  listeners: listenersOf,
 };
 
 async function readProcText(pid: number, file: string): Promise<string | undefined> {

@@ -10,12 +10,9 @@
  * - Each call is bounded by the Herdr health wait (`PI_HANDOFF_HERDR_PING_TIMEOUT_MS`): a
  *   server that hangs delays one refresh of the widget by about that much, not more.
  */
-import { readWaits } from "../config/waits.ts";
-import type { Manifest } from "../manifest/schema.ts";
+import { readWaits } from "../../config/waits.ts";
+import type { AgentStatusesOf } from "../terminal.ts";
 import { HerdrMultiplexer } from "./herdr.ts";
-
-/** Handoff id -> Herdr's `agent_status` of its pane, for the manifests Herdr can say something about. */
-export type AgentStatusesOf = (manifests: readonly Manifest[]) => Promise<ReadonlyMap<string, string>>;
 
 export function herdrAgentStatuses(env: Readonly<Record<string, string | undefined>>): AgentStatusesOf {
   const { herdrPingMs } = readWaits(env, ["herdrPingMs"]);
@@ -24,7 +21,10 @@ export function herdrAgentStatuses(env: Readonly<Record<string, string | undefin
   const backendFor = (socketPath: string | undefined): HerdrMultiplexer => {
     let backend = backends.get(socketPath);
     if (backend === undefined) {
-      backend = HerdrMultiplexer.fromEnvironment(socketPath === undefined ? env : { ...env, HERDR_SOCKET_PATH: socketPath }, { timeoutMs: herdrPingMs });
+      backend = HerdrMultiplexer.fromEnvironment(
+        socketPath === undefined ? env : { ...env, HERDR_SOCKET_PATH: socketPath },
+        { timeoutMs: herdrPingMs },
+      );
       backends.set(socketPath, backend);
     }
     return backend;

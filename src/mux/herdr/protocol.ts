@@ -55,7 +55,9 @@ export const AgentSessionSchema = z.object({
 export type HerdrAgentSession = z.infer<typeof AgentSessionSchema>;
 
 /** The statuses that mean Herdr sees an agent running in the pane (`unknown`: none detected). */
-export const LIVE_AGENT_STATUSES: ReadonlySet<string> = new Set(AGENT_STATUSES.filter((status) => status !== "unknown"));
+export const LIVE_AGENT_STATUSES: ReadonlySet<string> = new Set(
+  AGENT_STATUSES.filter((status) => status !== "unknown"),
+);
 
 /**
  * What a child Pi is told about itself inside Herdr: `HERDR_AGENT=pi` is Herdr's detection hint
@@ -251,21 +253,29 @@ function describeIssues(error: z.ZodError): string {
  * Decodes one call's output: a success envelope whose result matches `schema`, or an error
  * envelope, from stdout or stderr (stdout first: that is where a success and an in-band error go).
  */
-export function decodeHerdrOutput<T>(streams: { stdout: string; stderr: string }, schema: z.ZodType<T>): HerdrOutput<T> {
+export function decodeHerdrOutput<T>(
+  streams: { stdout: string; stderr: string },
+  schema: z.ZodType<T>,
+): HerdrOutput<T> {
   for (const text of [streams.stdout, streams.stderr]) {
     const parsed = parseStream(text);
     if (!parsed.found) continue;
     const error = ErrorEnvelopeSchema.safeParse(parsed.value);
     if (error.success) return { kind: "error", code: error.data.error.code, message: error.data.error.message };
     const envelope = SuccessEnvelopeSchema.safeParse(parsed.value);
-    if (!envelope.success) return { kind: "malformed", detail: `not a Herdr response envelope (${describeIssues(envelope.error)})` };
+    if (!envelope.success)
+      return { kind: "malformed", detail: `not a Herdr response envelope (${describeIssues(envelope.error)})` };
     const result = schema.safeParse(envelope.data.result);
     if (!result.success) {
-      return { kind: "malformed", detail: `unexpected ${envelope.data.result.type} result (${describeIssues(result.error)})` };
+      return {
+        kind: "malformed",
+        detail: `unexpected ${envelope.data.result.type} result (${describeIssues(result.error)})`,
+      };
     }
     return { kind: "result", result: result.data };
   }
   const stdout = streams.stdout.trim();
-  if (stdout !== "") return { kind: "malformed", detail: `output is not JSON: ${JSON.stringify(stdout.slice(0, 120))}` };
+  if (stdout !== "")
+    return { kind: "malformed", detail: `output is not JSON: ${JSON.stringify(stdout.slice(0, 120))}` };
   return { kind: "silent" };
 }

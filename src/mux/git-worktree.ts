@@ -1,0 +1,123 @@
+/**
+ * The lifecycle every terminal without worktrees of its own shares (tmux, zellij): git makes the
+ * checkout, then the terminal opens a window for it; on removal, uncommitted work is refused before
+ * anything is closed, the window is closed, then git removes the checkout.
+ *
+ * Invariants:
+ * - Git runs only through the port it is given (`src/git/` owns git); the terminal acts only
+ *   through the callbacks the backend passes.
+ * - A window that fails after the checkout exists leaves the checkout, reported in `partial`, so
+ *   the transaction records it: nothing is deleted on the way.
+ * - Without `force`, a checkout with uncommitted or untracked files is refused before its window is
+ *   touched. The branch is never deleted.
+ * - Failures are values with a code and one sentence, never thrown.
+ */
+import type { GitPort, RecoveryGitPort } from "../git/types.ts";
+import type { MuxLocation } from "./locations.ts";
+import { isDirectory } from "../fs/probe.ts";
+import { errorClause } from "../errors.ts";
+import { counted, stripPeriod } from "../text.ts";
+import type { CreatedWorkspace, CreateWorkspaceRequest, MuxFailure, MuxResult } from "./types.ts";
+
+/**
+ * The git operations a git-made worktree needs: creating it for a handoff, and for recovery's removal
+ * (optional, so a backend built only to hand off needs no more) the status check and the removal.
+ */
+export type GitWorktreePort = Pick<GitPort, "addWorktree"> &
+  Partial<Pick<RecoveryGitPort, "removeWorktree" | "worktreeStatus">>;
+
+/** A window the terminal opened for a checkout. */
+export type OpenedWindow = { ok: true; location: MuxLocation; commandStarted: boolean } | MuxFailure;
+
+/** git makes the checkout, then `openWindow` (called `window`, e.g. "a tmux window") its window. */
+export async function createWithGit(
+  git: GitWorktreePort,
+  request: CreateWorkspaceRequest,
+  window: string,
+  openWindow: () => Promise<OpenedWindow>,
+): Promise<MuxResult<CreatedWorkspace>> {
+  try {
+    await git.addWorktree(request.mainCheckout, {
+      path: request.worktreePath,
+      branch: request.branch,
+      sha: request.baseSha,
+      // `--existing`: git checks the branch out as it is (`git worktree add <path> <branch>`).
+      ...(request.existingBranch === true ? { existing: true } : {}),
+    });
+  } catch (error) {
+    return {
+      ok: false,
+      code: "worktree_create_failed",
+      message: `Could not create the worktree at ${request.worktreePath}: ${errorClause(error)}.`,
+    };
+  }
+  const opened = await openWindow();
+  if (!opened.ok) {
+    return {
+      ok: false,
+      code: "window_create_failed",
+      message: `Created the worktree at ${request.worktreePath} but could not open ${window} for it: ${stripPeriod(opened.message)}.`,
+      partial: { worktreePath: request.worktreePath },
+    };
+  }
+  return {
+    ok: true,
+    location: opened.location,
+    worktreePath: request.worktreePath,
+    ...(opened.commandStarted ? { commandStarted: true } : {}),
+  };
+}
+
+/**
+ * Refuses uncommitted work (unless forced) before anything is closed, closes the handoff's window
+ * (`closeWindow` decides whether the recorded one is still the handoff's), then has git remove the
+ * checkout. `backend` names the terminal for the one refusal that says how it was built.
+ */
+export async function removeWithGit(
+  git: GitWorktreePort,
+  backend: string,
+  options: { mainCheckout: string; worktreePath: string; force: boolean },
+  closeWindow: () => Promise<MuxResult<object>>,
+): Promise<MuxResult<object>> {
+  const { removeWorktree, worktreeStatus } = git;
+  if (removeWorktree === undefined || worktreeStatus === undefined) {
+    return {
+      ok: false,
+      code: "unsupported",
+      message: `This ${backend} backend was built without the git operations needed to remove a worktree.`,
+    };
+  }
+  if (!options.force && (await isDirectory(options.worktreePath))) {
+    let status: Awaited<ReturnType<typeof worktreeStatus>>;
+    try {
+      status = await worktreeStatus.call(git, options.worktreePath);
+    } catch (error) {
+      return {
+        ok: false,
+        code: "worktree_remove_failed",
+        message: `Could not read the state of ${options.worktreePath}: ${errorClause(error)}.`,
+      };
+    }
+    const changed = status.dirtyFiles.length + status.untrackedFiles.length;
+    if (changed > 0) {
+      return {
+        ok: false,
+        code: "dirty_worktree_requires_force",
+        message: `The worktree ${options.worktreePath} has ${counted(changed, "uncommitted or untracked file")}; nothing was removed.`,
+      };
+    }
+  }
+  const closed = await closeWindow();
+  if (!closed.ok) return closed;
+  try {
+    await removeWorktree.call(git, options.mainCheckout, options.worktreePath, { force: options.force });
+  } catch (error) {
+    // The window is already closed here; say so, since the handoff is otherwise left as it was.
+    return {
+      ok: false,
+      code: "worktree_remove_failed",
+      message: `Could not remove the worktree ${options.worktreePath} (its window was closed first): ${errorClause(error)}.`,
+    };
+  }
+  return { ok: true };
+}
