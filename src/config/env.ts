@@ -13,7 +13,7 @@
  *   an absolute path (or `~/...`), since a relative one would put worktrees wherever Pi happens to
  *   run, inside the repository.
  * - `PI_HANDOFF_FAULT` (tests only) and the variables the package sets for its children
- *   (`PI_HANDOFF_ID`, `PI_HANDOFF_BRANCH`, ...) are not user settings and are not read here.
+ *   (`PI_HANDOFF_ID`, `PI_HANDOFF_BRANCH`, `PI_HANDOFF_PORT`, ...) are not user settings and are not read here.
  */
 import { isAbsolute } from "node:path";
 import { z } from "zod";
@@ -22,7 +22,8 @@ import { z } from "zod";
 const VARIABLES = {
   PI_HANDOFF_WORKTREE_ROOT: {
     schema: z.string().refine((value) => isAbsolute(value) || value === "~" || value.startsWith("~/")),
-    expected: "an absolute path (such as ~/worktrees or /srv/worktrees): a relative one would put worktrees inside whatever directory Pi runs in",
+    expected:
+      "an absolute path (such as ~/worktrees or /srv/worktrees): a relative one would put worktrees inside whatever directory Pi runs in",
   },
   PI_HANDOFF_SHELL_TIMEOUT_MS: whole(100, 600_000, 15_000),
   PI_HANDOFF_CONFIRM_TIMEOUT_MS: whole(100, 600_000, 45_000),
@@ -46,12 +47,15 @@ export function envDefault(name: NumericEnvName): number {
   return VARIABLES[name].fallback;
 }
 
-export type NumericEnvName = { [K in HandoffEnvName]: (typeof VARIABLES)[K] extends { fallback: number } ? K : never }[HandoffEnvName];
+export type NumericEnvName = {
+  [K in HandoffEnvName]: (typeof VARIABLES)[K] extends { fallback: number } ? K : never;
+}[HandoffEnvName];
 
 /** The bounds of each numeric variable, for the README's table (checked by test/unit/docs.test.ts). */
-export const NUMERIC_BOUNDS: Readonly<Partial<Record<HandoffEnvName, { minimum: number; maximum?: number }>>> = Object.fromEntries(
-  Object.entries(VARIABLES).flatMap(([name, variable]) => ("bounds" in variable ? [[name, variable.bounds]] : [])),
-);
+export const NUMERIC_BOUNDS: Readonly<Partial<Record<HandoffEnvName, { minimum: number; maximum?: number }>>> =
+  Object.fromEntries(
+    Object.entries(VARIABLES).flatMap(([name, variable]) => ("bounds" in variable ? [[name, variable.bounds]] : [])),
+  );
 
 export type HandoffEnvName = keyof typeof VARIABLES;
 export const HANDOFF_ENV_NAMES = Object.keys(VARIABLES) as HandoffEnvName[];
@@ -67,7 +71,10 @@ export type HandoffEnv = z.infer<typeof HandoffEnvSchema>;
 export type ReadEnv = { ok: true; env: HandoffEnv } | { ok: false; variable: HandoffEnvName; message: string };
 
 /** The variables `names` (default: all), validated; the first unusable one refuses. */
-export function readHandoffEnv(env: Readonly<Record<string, string | undefined>>, names: readonly HandoffEnvName[] = HANDOFF_ENV_NAMES): ReadEnv {
+export function readHandoffEnv(
+  env: Readonly<Record<string, string | undefined>>,
+  names: readonly HandoffEnvName[] = HANDOFF_ENV_NAMES,
+): ReadEnv {
   const present: Record<string, string> = {};
   for (const name of names) {
     const value = env[name]?.trim();
@@ -75,7 +82,10 @@ export function readHandoffEnv(env: Readonly<Record<string, string | undefined>>
   }
   const parsed = HandoffEnvSchema.safeParse(present);
   if (parsed.success) return { ok: true, env: parsed.data };
-  const variable = HANDOFF_ENV_NAMES.find((name) => parsed.error.issues.some((issue) => issue.path[0] === name)) ?? names[0] ?? "PI_HANDOFF_WORKTREE_ROOT";
+  const variable =
+    HANDOFF_ENV_NAMES.find((name) => parsed.error.issues.some((issue) => issue.path[0] === name)) ??
+    names[0] ??
+    "PI_HANDOFF_WORKTREE_ROOT";
   return {
     ok: false,
     variable,
@@ -84,7 +94,10 @@ export function readHandoffEnv(env: Readonly<Record<string, string | undefined>>
 }
 
 /** The variables' values where they are valid, ignoring those that are not (for code that must not fail: it was checked at the entry point). */
-export function validHandoffEnv(env: Readonly<Record<string, string | undefined>>, names: readonly HandoffEnvName[]): HandoffEnv {
+export function validHandoffEnv(
+  env: Readonly<Record<string, string | undefined>>,
+  names: readonly HandoffEnvName[],
+): HandoffEnv {
   const valid: HandoffEnv = {};
   for (const name of names) {
     const read = readHandoffEnv(env, [name]);
@@ -97,7 +110,12 @@ export function validHandoffEnv(env: Readonly<Record<string, string | undefined>
  * A whole number (of milliseconds, unless `unit` says otherwise) from `minimum` to `maximum`, with
  * the sentence that says so; `fallback` is the default, shown as "such as".
  */
-function whole(minimum: number, maximum: number | undefined, fallback: number, unit: "milliseconds" | "number" = "milliseconds") {
+function whole(
+  minimum: number,
+  maximum: number | undefined,
+  fallback: number,
+  unit: "milliseconds" | "number" = "milliseconds",
+) {
   const what = unit === "number" ? "a whole number" : "a whole number of milliseconds";
   const range = maximum === undefined ? `, at least ${minimum}` : ` from ${minimum} to ${maximum}`;
   return {
@@ -105,7 +123,13 @@ function whole(minimum: number, maximum: number | undefined, fallback: number, u
       .string()
       .regex(/^\d+$/)
       .transform(Number)
-      .pipe(z.number().int().min(minimum).max(maximum ?? Number.MAX_SAFE_INTEGER)),
+      .pipe(
+        z
+          .number()
+          .int()
+          .min(minimum)
+          .max(maximum ?? Number.MAX_SAFE_INTEGER),
+      ),
     expected: `${what}${range} (such as ${fallback})`,
     bounds: maximum === undefined ? { minimum } : { minimum, maximum },
     fallback,

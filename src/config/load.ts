@@ -8,13 +8,15 @@
  *   one-line notice, never half-applied.
  * - A missing file is no settings; an unreadable or invalid one is an error (one sentence naming
  *   the file and the key), so a handoff never runs with settings the user did not get.
+ * - The merged settings are checked as a whole where one key depends on another from the other
+ *   file (`env` naming ports that `ports` must reserve); the sentence names the file `env` came from.
  * - Reads only; never writes, never runs anything. The checkout is found by walking up to the
  *   directory that holds `.git` (a directory, or a file in a linked worktree), as git does.
  */
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
-import { type HandoffConfig, mergeConfig, parseConfig } from "./schema.ts";
+import { checkPortPlaceholders, type HandoffConfig, mergeConfig, parseConfig } from "./schema.ts";
 import { errorClause } from "../errors.ts";
 
 export const USER_CONFIG_NAME = "handoff-worktree.json";
@@ -36,8 +38,12 @@ export type LoadedConfig =
       files: string[];
       /** One line each, for the user (an ignored repository file). */
       notices: string[];
-      /** The repository's own postCreate commands, when they are the ones that apply (they need approval). */
-      repoPostCreate?: { file: string; commands: string[] };
+      /**
+       * The repository's own postCreate commands and `env` variables, where they are the ones that
+       * apply: both can make code run (a command; a variable such as NODE_OPTIONS or LD_PRELOAD),
+       * so both need approval. `commands` is empty when only the variables are the repository's.
+       */
+      repoNeedsApproval?: { file: string; commands: string[]; env?: Record<string, string> };
     }
   | { ok: false; message: string };
 
@@ -53,9 +59,22 @@ export function findCheckoutTop(cwd: string): string | undefined {
 }
 
 export async function loadHandoffConfig(input: LoadConfigInput): Promise<LoadedConfig> {
+  const loaded = await loadFiles(input);
+  if (!loaded.ok) return loaded;
+  const { envFile, ...settings } = loaded;
+  const problem = checkPortPlaceholders(settings.config);
+  if (problem === undefined) return settings;
+  return { ok: false, message: `"env" in ${envFile ?? "the settings"} ${problem}.` };
+}
+
+/** Both files, merged; `envFile`: the one whose `env` applies. */
+async function loadFiles(
+  input: LoadConfigInput,
+): Promise<(Extract<LoadedConfig, { ok: true }> & { envFile?: string }) | Extract<LoadedConfig, { ok: false }>> {
   const files: string[] = [];
   const notices: string[] = [];
   let config: HandoffConfig = {};
+  let envFile: string | undefined;
 
   const userFile = join(input.agentDir, USER_CONFIG_NAME);
   const user = await readConfigFile(userFile);
@@ -63,6 +82,7 @@ export async function loadHandoffConfig(input: LoadConfigInput): Promise<LoadedC
   if (user.config !== undefined) {
     config = user.config;
     files.push(userFile);
+    if (user.config.env !== undefined) envFile = userFile;
   }
 
   const top = findCheckoutTop(input.cwd);
@@ -70,7 +90,9 @@ export async function loadHandoffConfig(input: LoadConfigInput): Promise<LoadedC
     const repoFile = join(top, REPO_CONFIG_PATH);
     if (!input.projectTrusted) {
       if (existsSync(repoFile)) {
-        notices.push(`Ignored ${repoFile}: this project is not trusted in Pi, so its handoff settings (which can run commands) are not used.`);
+        notices.push(
+          `Ignored ${repoFile}: this project is not trusted in Pi, so its handoff settings (which can run commands) are not used.`,
+        );
       }
     } else {
       const repo = await readConfigFile(repoFile);
@@ -78,16 +100,29 @@ export async function loadHandoffConfig(input: LoadConfigInput): Promise<LoadedC
       if (repo.config !== undefined) {
         config = mergeConfig(config, repo.config);
         files.push(repoFile);
-        if (repo.config.postCreate !== undefined && repo.config.postCreate.length > 0) {
-          return { ok: true, config, files, notices, repoPostCreate: { file: repoFile, commands: repo.config.postCreate } };
+        if (repo.config.env !== undefined) envFile = repoFile;
+        const commands = repo.config.postCreate ?? [];
+        const env =
+          repo.config.env !== undefined && Object.keys(repo.config.env).length > 0 ? repo.config.env : undefined;
+        if (commands.length > 0 || env !== undefined) {
+          return {
+            ok: true,
+            config,
+            files,
+            notices,
+            repoNeedsApproval: { file: repoFile, commands, ...(env === undefined ? {} : { env }) },
+            ...(envFile === undefined ? {} : { envFile }),
+          };
         }
       }
     }
   }
-  return { ok: true, config, files, notices };
+  return { ok: true, config, files, notices, ...(envFile === undefined ? {} : { envFile }) };
 }
 
-async function readConfigFile(file: string): Promise<{ ok: true; config: HandoffConfig | undefined } | { ok: false; message: string }> {
+async function readConfigFile(
+  file: string,
+): Promise<{ ok: true; config: HandoffConfig | undefined } | { ok: false; message: string }> {
   let text: string;
   try {
     text = await readFile(file, "utf8");

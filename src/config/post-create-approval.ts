@@ -1,12 +1,13 @@
 /**
- * Approval of a repository's `postCreate` commands. A repository's settings file is code that
- * runs on the user's machine; Pi's project trust does not cover it when the repository has no
- * other project resources (Pi then trusts it by default), so this package asks once per exact
- * list of commands and remembers the answer.
+ * Approval of a repository's `postCreate` commands and `env` variables. A repository's settings
+ * file is code that runs on the user's machine (a variable too: NODE_OPTIONS, LD_PRELOAD, PATH);
+ * Pi's project trust does not cover it when the repository has no other project resources (Pi
+ * then trusts it by default), so this package asks once per exact list and remembers the answer.
  *
  * Invariants:
- * - An approval names the settings file (realpath) and the sha256 of its exact commands; any
- *   change to the commands needs a new approval.
+ * - An approval names the settings file (realpath) and the sha256 of its exact commands (and
+ *   variables, when it has any: commands alone digest as they always did, so an approval given
+ *   before variables existed still holds); any change needs a new approval.
  * - The record is `<agentDir>/handoff-worktree/approved-post-create.json`, validated by a zod
  *   schema and replaced atomically; an unreadable record approves nothing.
  * - `settingsForHandoff` is the one order a handoff's settings are decided in: load, tell the
@@ -30,8 +31,9 @@ export function approvalsFile(agentDir: string): string {
   return join(agentDir, "handoff-worktree", "approved-post-create.json");
 }
 
-function digest(commands: readonly string[]): string {
-  return createHash("sha256").update(JSON.stringify(commands)).digest("hex");
+function digest(commands: readonly string[], env?: Readonly<Record<string, string>>): string {
+  const approved = env === undefined || Object.keys(env).length === 0 ? commands : { commands, env };
+  return createHash("sha256").update(JSON.stringify(approved)).digest("hex");
 }
 
 async function canonical(file: string): Promise<string> {
@@ -52,14 +54,25 @@ async function readApprovals(agentDir: string): Promise<Approvals> {
   return { version: 1, approvals: {} };
 }
 
-export async function isPostCreateApproved(agentDir: string, settingsFile: string, commands: readonly string[]): Promise<boolean> {
+export async function isPostCreateApproved(
+  agentDir: string,
+  settingsFile: string,
+  commands: readonly string[],
+  env?: Readonly<Record<string, string>>,
+): Promise<boolean> {
   const approvals = await readApprovals(agentDir);
-  return approvals.approvals[await canonical(settingsFile)]?.sha256 === digest(commands);
+  return approvals.approvals[await canonical(settingsFile)]?.sha256 === digest(commands, env);
 }
 
-export async function approvePostCreate(agentDir: string, settingsFile: string, commands: readonly string[], now = new Date()): Promise<void> {
+export async function approvePostCreate(
+  agentDir: string,
+  settingsFile: string,
+  commands: readonly string[],
+  now = new Date(),
+  env?: Readonly<Record<string, string>>,
+): Promise<void> {
   const approvals = await readApprovals(agentDir);
-  approvals.approvals[await canonical(settingsFile)] = { sha256: digest(commands), at: now.toISOString() };
+  approvals.approvals[await canonical(settingsFile)] = { sha256: digest(commands, env), at: now.toISOString() };
   const file = approvalsFile(agentDir);
   await mkdir(dirname(file), { recursive: true });
   await writeFileAtomic(file, `${JSON.stringify(approvals, null, 2)}\n`);
@@ -77,21 +90,35 @@ export interface ApprovalPrompt {
  */
 async function approveRepoPostCreate(input: {
   agentDir: string;
-  hooks: { file: string; commands: string[] };
+  hooks: { file: string; commands: string[]; env?: Record<string, string> };
   approvedByFlag: boolean;
   prompt: ApprovalPrompt;
 }): Promise<string | undefined> {
   const { agentDir, hooks } = input;
-  if (await isPostCreateApproved(agentDir, hooks.file, hooks.commands)) return undefined;
+  if (await isPostCreateApproved(agentDir, hooks.file, hooks.commands, hooks.env)) return undefined;
+  const variables = Object.entries(hooks.env ?? {});
+  const what =
+    hooks.commands.length === 0
+      ? "env variables"
+      : variables.length === 0
+        ? "postCreate commands"
+        : "postCreate commands and env variables";
   if (!input.approvedByFlag) {
     if (!input.prompt.hasUI) {
-      return `The postCreate commands in ${hooks.file} have not been approved yet; review them and add --approve-post-create, or run the handoff once in Pi's TUI.`;
+      return `The ${what} in ${hooks.file} have not been approved yet; review them and add --approve-post-create, or run the handoff once in Pi's TUI.`;
     }
-    const listed = hooks.commands.map((command, index) => `${index + 1}. ${command}`).join("\n");
-    const yes = await input.prompt.confirm("Run this repository's postCreate commands?", `${hooks.file} asks to run, in the new worktree:\n${listed}`);
-    if (!yes) return `The handoff was not started: the postCreate commands in ${hooks.file} were not approved.`;
+    const listed = [
+      ...(hooks.commands.length === 0 ? [] : ["to run, in the new worktree:"]),
+      ...hooks.commands.map((command, index) => `${index + 1}. ${command}`),
+      ...(variables.length === 0 ? [] : ["to set, for everything run for the handoff (Pi included):"]),
+      ...variables.map(([name, value]) => `${name}=${value}`),
+    ].join("\n");
+    const title =
+      variables.length === 0 ? "Run this repository's postCreate commands?" : `Use this repository's ${what}?`;
+    const yes = await input.prompt.confirm(title, `${hooks.file} asks ${listed}`);
+    if (!yes) return `The handoff was not started: the ${what} in ${hooks.file} were not approved.`;
   }
-  await approvePostCreate(agentDir, hooks.file, hooks.commands);
+  await approvePostCreate(agentDir, hooks.file, hooks.commands, undefined, hooks.env);
   return undefined;
 }
 
@@ -106,8 +133,13 @@ export async function settingsForHandoff(
   const settings = await loadHandoffConfig(input);
   if (!settings.ok) return settings;
   for (const notice of settings.notices) input.notify(notice);
-  if (settings.repoPostCreate !== undefined) {
-    const refusal = await approveRepoPostCreate({ agentDir: input.agentDir, hooks: settings.repoPostCreate, approvedByFlag: input.approvedByFlag, prompt: input.prompt });
+  if (settings.repoNeedsApproval !== undefined) {
+    const refusal = await approveRepoPostCreate({
+      agentDir: input.agentDir,
+      hooks: settings.repoNeedsApproval,
+      approvedByFlag: input.approvedByFlag,
+      prompt: input.prompt,
+    });
     if (refusal !== undefined) return { ok: false, message: refusal };
   }
   return { ok: true, config: settings.config };

@@ -10,11 +10,16 @@
  *   is checked here first: no control characters (a typed newline would run half a line), glob
  *   patterns stay inside the checkout (relative, no `..`, never `.git`), and a worktree template
  *   uses only the documented placeholders and names the branch.
+ * - `ports` and `env` (what each handoff reserves and sets for the processes run for it): a port
+ *   count and range within the bounds below, variable names a shell can export (never the
+ *   handoff's own `PI_HANDOFF_*` nor `PI_CODING_AGENT_DIR`), values without control characters
+ *   whose only `${...}` are the port placeholders (`checkPortPlaceholders` checks them against the
+ *   merged `ports`, which may come from the other file).
  * - Pure: parsing and checking only; reading the files is `load.ts`.
  */
 import { z } from "zod";
-import type { MuxKind } from "../manifest/schema.ts";
-import { hasControlCharacter } from "../text.ts";
+import { listMuxKinds, MUX_KINDS, type MuxKind } from "../mux/locations.ts";
+import { ENV_VARIABLE_NAME, hasControlCharacter } from "../text.ts";
 
 /** The placeholders a `worktreeDir` template may use (see README, Configuration). */
 export const WORKTREE_DIR_PLACEHOLDERS = {
@@ -40,9 +45,39 @@ export interface HandoffConfig {
   mux?: MuxKind;
   /** A child's report (or a landing notice) starts a turn in the parent when delivered (default: never). */
   reportsTriggerTurn?: boolean;
+  /** How many ports each handoff reserves (0: none), and the range they are taken from. */
+  ports?: PortSettings;
+  /** Variables for everything run for the handoff; `${PORT}`, `${PORTS}`, `${PORT_<n>}` name its ports. */
+  env?: Record<string, string>;
 }
 
-export const CONFIG_KEYS = ["worktreeDir", "branchPrefix", "copy", "symlink", "postCreate", "mux", "reportsTriggerTurn"] as const satisfies ReadonlyArray<keyof HandoffConfig>;
+export interface PortSettings {
+  count: number;
+  /** The first and the last port (both included). */
+  range: readonly [number, number];
+}
+
+/** Where ports come from when `ports` gives only a count: above the well-known ports and below every system's ephemeral range. */
+export const DEFAULT_PORT_RANGE: readonly [number, number] = [20_000, 29_999];
+/** The most ports one handoff may reserve. */
+export const MAX_PORTS = 16;
+/** Ports below this need root to bind. */
+const LOWEST_PORT = 1024;
+const HIGHEST_PORT = 65_535;
+/** Names the launch sets itself: the handoff's own variables and the agent dir the child must share. */
+const RESERVED_ENV = (name: string): boolean => name.startsWith("PI_HANDOFF_") || name === "PI_CODING_AGENT_DIR";
+
+export const CONFIG_KEYS = [
+  "worktreeDir",
+  "branchPrefix",
+  "copy",
+  "symlink",
+  "postCreate",
+  "mux",
+  "reportsTriggerTurn",
+  "ports",
+  "env",
+] as const satisfies ReadonlyArray<keyof HandoffConfig>;
 
 /** What each key must hold, for the one-sentence type errors. */
 const EXPECTED: Record<(typeof CONFIG_KEYS)[number] | "$schema", string> = {
@@ -52,8 +87,10 @@ const EXPECTED: Record<(typeof CONFIG_KEYS)[number] | "$schema", string> = {
   copy: "a list of glob patterns (strings)",
   symlink: "a list of glob patterns (strings)",
   postCreate: "a shell command or a list of shell commands (strings)",
-  mux: '"tmux" or "herdr"',
+  mux: listMuxKinds((kind) => JSON.stringify(kind)),
   reportsTriggerTurn: "true or false",
+  ports: 'a number of ports, or {"count": <number>, "range": [<first>, <last>]}',
+  env: 'an object of variables and their values (strings), like {"DATABASE_URL": "postgres://localhost:${PORT}/app"}',
 };
 
 export const SettingsFileSchema = z.strictObject({
@@ -64,8 +101,12 @@ export const SettingsFileSchema = z.strictObject({
   copy: z.array(z.string()).optional(),
   symlink: z.array(z.string()).optional(),
   postCreate: z.union([z.string(), z.array(z.string())]).optional(),
-  mux: z.enum(["tmux", "herdr"]).optional(),
+  mux: z.enum(MUX_KINDS).optional(),
   reportsTriggerTurn: z.boolean().optional(),
+  ports: z
+    .union([z.number(), z.strictObject({ count: z.number(), range: z.tuple([z.number(), z.number()]).optional() })])
+    .optional(),
+  env: z.record(z.string(), z.string()).optional(),
 });
 
 const MAX_POST_CREATE = 20;
@@ -89,7 +130,8 @@ export function parseConfig(value: unknown, file: string): ParsedConfig {
     config.worktreeDir = data.worktreeDir;
   }
   if (data.branchPrefix !== undefined) {
-    if (hasControlCharacter(data.branchPrefix) || /\s/.test(data.branchPrefix)) return fail("branchPrefix", "must not contain spaces or control characters");
+    if (hasControlCharacter(data.branchPrefix) || /\s/.test(data.branchPrefix))
+      return fail("branchPrefix", "must not contain spaces or control characters");
     if (data.branchPrefix.startsWith("-")) return fail("branchPrefix", 'must not start with "-"');
     if (data.branchPrefix !== "") config.branchPrefix = data.branchPrefix;
   }
@@ -104,26 +146,118 @@ export function parseConfig(value: unknown, file: string): ParsedConfig {
   }
   if (data.postCreate !== undefined) {
     const commands = typeof data.postCreate === "string" ? [data.postCreate] : data.postCreate;
-    if (commands.length > MAX_POST_CREATE) return fail("postCreate", `has ${commands.length} commands; at most ${MAX_POST_CREATE} are run`);
+    if (commands.length > MAX_POST_CREATE)
+      return fail("postCreate", `has ${commands.length} commands; at most ${MAX_POST_CREATE} are run`);
     for (const command of commands) {
       if (command.trim() === "") return fail("postCreate", "has an empty command");
       // The commands are typed into a terminal: a newline would submit half a line.
-      if (hasControlCharacter(command)) return fail("postCreate", `has ${JSON.stringify(command)}, which contains a newline or another control character; join the lines with && or ;`);
+      if (hasControlCharacter(command))
+        return fail(
+          "postCreate",
+          `has ${JSON.stringify(command)}, which contains a newline or another control character; join the lines with && or ;`,
+        );
     }
     if (commands.length > 0) config.postCreate = [...commands];
   }
   if (data.mux !== undefined) config.mux = data.mux;
   if (data.reportsTriggerTurn !== undefined) config.reportsTriggerTurn = data.reportsTriggerTurn;
+  if (data.ports !== undefined) {
+    const ports = checkPorts(data.ports);
+    if (typeof ports === "string") return fail("ports", ports);
+    config.ports = ports;
+  }
+  if (data.env !== undefined) {
+    for (const [name, value] of Object.entries(data.env)) {
+      const problem = checkEnvEntry(name, value);
+      if (problem !== undefined) return fail("env", problem);
+    }
+    config.env = { ...data.env };
+  }
   return { ok: true, config };
+}
+
+/** The port settings, or why they cannot be used. */
+function checkPorts(value: number | { count: number; range?: [number, number] | undefined }): PortSettings | string {
+  const count = typeof value === "number" ? value : value.count;
+  const range = typeof value === "number" || value.range === undefined ? DEFAULT_PORT_RANGE : value.range;
+  if (!Number.isInteger(count) || count < 0 || count > MAX_PORTS)
+    return `must reserve a whole number of ports from 0 to ${MAX_PORTS}, not ${count}`;
+  const [first, last] = range;
+  if (![first, last].every((port) => Number.isInteger(port) && port >= LOWEST_PORT && port <= HIGHEST_PORT))
+    return `has the range [${first}, ${last}]; ports are whole numbers from ${LOWEST_PORT} to ${HIGHEST_PORT} (lower ones need root)`;
+  if (first > last) return `has the range [${first}, ${last}], whose first port is above its last`;
+  if (last - first + 1 < count) return `has the range [${first}, ${last}], too small for ${count} ports`;
+  return { count, range: [first, last] };
+}
+
+/** The placeholders an `env` value may use, for the sentences. */
+const PLACEHOLDERS_TEXT =
+  "${PORT} (the first port), ${PORT_1}, ${PORT_2} and so on (each port), and ${PORTS} (all, comma-separated)";
+
+/** Why one `env` entry cannot be used, or undefined when it can. */
+function checkEnvEntry(name: string, value: string): string | undefined {
+  if (!ENV_VARIABLE_NAME.test(name))
+    return `has ${JSON.stringify(name)}, which is not a variable name (letters, digits and _, not starting with a digit)`;
+  if (RESERVED_ENV(name)) return `sets ${name}, which the handoff sets itself`;
+  // Values reach the launcher's params and the environment of every process: a newline or NUL there is never data.
+  if (hasControlCharacter(value))
+    return `sets ${name} to ${JSON.stringify(value)}, which contains a newline or another control character`;
+  const unknown = placeholdersOf(value).find((placeholder) => portIndexOf(placeholder) === undefined);
+  if (unknown !== undefined) return `sets ${name} with ${unknown}; the placeholders are ${PLACEHOLDERS_TEXT}`;
+  return undefined;
+}
+
+/** Every `${...}` in a value, as written; an unclosed `${` is one too. */
+function placeholdersOf(value: string): string[] {
+  return [...value.matchAll(/\$\{[^}]*\}?/g)].map((match) => match[0]);
+}
+
+/** 1-based index a placeholder stands for (`${PORT}` is 1), 0 for `${PORTS}`, undefined when it is none. */
+function portIndexOf(placeholder: string): number | undefined {
+  if (placeholder === "${PORT}") return 1;
+  if (placeholder === "${PORTS}") return 0;
+  const match = /^\$\{PORT_([1-9]\d?)\}$/.exec(placeholder);
+  return match === null ? undefined : Number(match[1]);
+}
+
+/**
+ * Why the merged settings' `env` names a port that `ports` does not reserve (the two keys may come
+ * from different files), or undefined when every placeholder has its port.
+ */
+export function checkPortPlaceholders(config: HandoffConfig): string | undefined {
+  const count = config.ports?.count ?? 0;
+  for (const [name, value] of Object.entries(config.env ?? {})) {
+    for (const placeholder of placeholdersOf(value)) {
+      const index = portIndexOf(placeholder) ?? 0;
+      if (index > count || count === 0)
+        return `sets ${name} with ${placeholder}, but "ports" reserves ${count === 0 ? "none" : `only ${count}`}`;
+    }
+  }
+  return undefined;
+}
+
+/** A value with its placeholders replaced by the reserved ports (checked by `checkPortPlaceholders`). */
+export function fillPortPlaceholders(value: string, ports: readonly number[]): string {
+  return value.replace(/\$\{[^}]*\}/g, (placeholder) => {
+    const index = portIndexOf(placeholder);
+    if (index === 0) return ports.join(",");
+    const port = index === undefined ? undefined : ports[index - 1];
+    if (port === undefined) throw new Error(`No port for ${placeholder}: the settings were not checked.`);
+    return String(port);
+  });
 }
 
 function describeIssue(issue: z.core.$ZodIssue | undefined, file: string): string {
   if (issue === undefined) return `${file} is not a valid handoff-worktree settings file.`;
-  if (issue.code === "unrecognized_keys") {
-    const key = issue.keys[0] ?? "?";
-    return `Unknown key ${JSON.stringify(key)} in ${file}; the keys are ${CONFIG_KEYS.join(", ")}.`;
-  }
   const key = issue.path[0];
+  if (issue.code === "unrecognized_keys" && typeof key === "string" && key in EXPECTED) {
+    // Inside a key's own object (`ports`): the key it belongs to, and what that key holds.
+    return `"${key}" in ${file} has the unknown key ${JSON.stringify(issue.keys[0] ?? "?")}; it must be ${EXPECTED[key as keyof typeof EXPECTED]}.`;
+  }
+  if (issue.code === "unrecognized_keys") {
+    const unknown = issue.keys[0] ?? "?";
+    return `Unknown key ${JSON.stringify(unknown)} in ${file}; the keys are ${CONFIG_KEYS.join(", ")}.`;
+  }
   if (typeof key === "string" && key in EXPECTED) {
     return `"${key}" in ${file} must be ${EXPECTED[key as keyof typeof EXPECTED]}.`;
   }
@@ -137,7 +271,9 @@ export function checkWorktreeTemplate(template: string): string | undefined {
   const placeholders = [...template.matchAll(/\{([^{}]*)\}/g)].map((match) => match[1] ?? "");
   const unknown = placeholders.find((name) => !(name in WORKTREE_DIR_PLACEHOLDERS));
   if (unknown !== undefined) {
-    return `uses {${unknown}}; the placeholders are ${Object.keys(WORKTREE_DIR_PLACEHOLDERS).map((name) => `{${name}}`).join(", ")}`;
+    return `uses {${unknown}}; the placeholders are ${Object.keys(WORKTREE_DIR_PLACEHOLDERS)
+      .map((name) => `{${name}}`)
+      .join(", ")}`;
   }
   if (/[{}]/.test(template.replace(/\{[^{}]*\}/g, ""))) return "has an unmatched { or }";
   // Without the branch every handoff of a repository would share one directory name.
@@ -149,7 +285,8 @@ export function checkWorktreeTemplate(template: string): string | undefined {
 export function checkGlob(pattern: string): string | undefined {
   if (pattern.trim() === "") return "is empty";
   if (hasControlCharacter(pattern)) return "contains a control character";
-  if (pattern.startsWith("/") || pattern.startsWith("~") || /^[A-Za-z]:[\\/]/.test(pattern)) return "is not relative to the checkout";
+  if (pattern.startsWith("/") || pattern.startsWith("~") || /^[A-Za-z]:[\\/]/.test(pattern))
+    return "is not relative to the checkout";
   const segments = pattern.split(/[\\/]/);
   if (segments.includes("..")) return 'leaves the checkout (".." is not allowed)';
   if (segments[0] === ".git" || segments[0] === ".") {

@@ -3,7 +3,7 @@
  * README's settings table lists the same, checked by test/unit/launch-timeouts.test.ts). What a
  * value may hold, and its default, is env.ts's, the only definition; an entry point refuses an unusable one
  * (`readHandoffEnv`) before anything waits. `launch/timeouts.ts` reads the launch's waits from here,
- * `mux/detect.ts` and `mux/for-location.ts` the multiplexer calls', the composition roots git's.
+ * `mux/registry.ts` the multiplexer calls', the composition roots git's.
  *
  * Invariants:
  * - Pure: reads only the environment it is given.
@@ -36,10 +36,16 @@ export interface WaitSetting {
 }
 
 /** Every setting with its default, in the order the README documents them. */
-export const WAIT_SETTINGS: readonly WaitSetting[] = WAIT_VARIABLES.map(([key, variable]) => ({ key, variable, fallback: envDefault(variable) }));
+export const WAIT_SETTINGS: readonly WaitSetting[] = WAIT_VARIABLES.map(([key, variable]) => ({
+  key,
+  variable,
+  fallback: envDefault(variable),
+}));
 
 /** Each wait's default, by key: what a backend or runner uses when its caller gives no bound. */
-export const WAIT_DEFAULTS = Object.fromEntries(WAIT_SETTINGS.map((setting) => [setting.key, setting.fallback])) as Record<WaitKey, number>;
+export const WAIT_DEFAULTS = Object.fromEntries(
+  WAIT_SETTINGS.map((setting) => [setting.key, setting.fallback]),
+) as Record<WaitKey, number>;
 
 /**
  * The most one git call may take: `PI_HANDOFF_GIT_TIMEOUT_MS` when set, else the caller's own
@@ -52,9 +58,15 @@ export function gitCallMs(env: Readonly<Record<string, string | undefined>>, cal
 }
 
 /** The value of each named wait: its variable when valid, else its default. */
-export function readWaits<K extends WaitKey>(env: Readonly<Record<string, string | undefined>>, keys: readonly K[]): Record<K, number> {
+export function readWaits<K extends WaitKey>(
+  env: Readonly<Record<string, string | undefined>>,
+  keys: readonly K[],
+): Record<K, number> {
   const settings = WAIT_SETTINGS.filter((setting) => (keys as readonly string[]).includes(setting.key));
-  const valid = validHandoffEnv(env, settings.map((setting) => setting.variable)) as Partial<Record<NumericEnvName, number>>;
+  const valid = validHandoffEnv(
+    env,
+    settings.map((setting) => setting.variable),
+  ) as Partial<Record<NumericEnvName, number>>;
   const values = {} as Record<K, number>;
   for (const setting of settings) values[setting.key as K] = valid[setting.variable] ?? setting.fallback;
   return values;
@@ -64,6 +76,9 @@ export function readWaits<K extends WaitKey>(env: Readonly<Record<string, string
  * How often a running Pi polls (adopted runs, the parent's own handoffs): the variable when valid,
  * else its default; /handoff-worktree refuses an unusable one.
  */
-export function pollIntervalMs(env: Readonly<Record<string, string | undefined>>, variable: "PI_HANDOFF_LINEAGE_POLL_MS" | "PI_HANDOFF_WATCH_POLL_MS"): number {
+export function pollIntervalMs(
+  env: Readonly<Record<string, string | undefined>>,
+  variable: "PI_HANDOFF_LINEAGE_POLL_MS" | "PI_HANDOFF_WATCH_POLL_MS",
+): number {
   return validHandoffEnv(env, [variable])[variable] ?? envDefault(variable);
 }

@@ -1,5 +1,5 @@
 /**
- * Parsing `/handoff-worktree <branch> [base] [--carry[=all]] [--existing] [--fetch] [--mux tmux|herdr]
+ * Parsing `/handoff-worktree <branch> [base] [--carry[=all]] [--existing] [--fetch] [--mux <terminal>]
  * [--no-focus] [--approve-post-create] [-- task]`.
  *
  * Invariants: pure; words are split as a shell user expects (quotes group and disappear, nothing
@@ -9,10 +9,10 @@
  * not an option (`-m`) is refused as an unknown option, never taken as a branch or a base.
  */
 import { splitCommandLine, type Word } from "../command-line-words.ts";
-import type { MuxKind } from "../manifest/schema.ts";
+import { isMuxKind, listMuxKinds, MUX_KINDS, type MuxKind } from "../mux/locations.ts";
+import { closestMatch } from "../text.ts";
 
-export const HANDOFF_USAGE =
-  "/handoff-worktree <branch> [base] [--carry[=all]] [--existing] [--fetch] [--mux tmux|herdr] [--no-focus] [--approve-post-create] [-- task]";
+export const HANDOFF_USAGE = `/handoff-worktree <branch> [base] [--carry[=all]] [--existing] [--fetch] [--mux ${MUX_KINDS.join("|")}] [--no-focus] [--approve-post-create] [-- task]`;
 
 /** What `/handoff-worktree --help` prints; the README's flags are checked against it. */
 export const HANDOFF_HELP = [
@@ -25,14 +25,25 @@ export const HANDOFF_HELP = [
   "  --carry=all     the same, plus untracked files that git does not ignore",
   "  --existing      hand off into an existing local branch, checked out as it is (the base is ignored)",
   "  --fetch         fetch the base's remote branch first (with a timeout), so the base is current",
-  "  --mux <kind>    tmux or herdr (default: the settings' mux, else detected from the environment)",
+  `  --mux <kind>    ${listMuxKinds()} (default: the settings' mux, else detected from the environment)`,
   "  --no-focus      do not switch to the new window afterwards",
-  "  --approve-post-create  approve the repository's postCreate commands without a dialog (print mode)",
+  "  --approve-post-create  approve the repository's postCreate commands and env without a dialog (print mode)",
   "  --help          show this help",
   "  -- <task>       what the new Pi should start on; without it, it waits for you",
-  "Words are split as in a shell: quotes group and are removed (\"feat/x\" is feat/x); nothing is expanded, and the task is kept as typed.",
+  'Words are split as in a shell: quotes group and are removed ("feat/x" is feat/x); nothing is expanded, and the task is kept as typed.',
   "Settings: <agent dir>/handoff-worktree.json and, in a trusted project, .pi/handoff-worktree.json (see the README).",
 ].join("\n");
+
+/** Every option `readWords` takes, for a "did you mean" when one is mistyped. */
+const HANDOFF_OPTIONS: readonly string[] = [
+  "--carry",
+  "--existing",
+  "--fetch",
+  "--mux",
+  "--no-focus",
+  "--approve-post-create",
+  "--help",
+];
 
 export interface HandoffArgs {
   branch: string;
@@ -48,7 +59,7 @@ export interface HandoffArgs {
   existing?: boolean;
   /** `--fetch`: fetch the base's remote branch before resolving the base. */
   fetch?: boolean;
-  /** `--approve-post-create`: the repository's postCreate commands are approved as they are now. */
+  /** `--approve-post-create`: the repository's postCreate commands (and env variables) are approved as they are now. */
   approvePostCreate?: boolean;
 }
 
@@ -102,7 +113,9 @@ interface Flags {
 }
 
 /** Options and positional words (a quoted word is always positional); `--help` wins at once. */
-function readWords(words: readonly Word[]): { ok: true; flags: Flags; positional: string[] } | { ok: true; help: true } | { ok: false; message: string } {
+function readWords(
+  words: readonly Word[],
+): { ok: true; flags: Flags; positional: string[] } | { ok: true; help: true } | { ok: false; message: string } {
   const positional: string[] = [];
   const flags: Flags = { focus: true, existing: false, fetch: false, approvePostCreate: false };
   for (let i = 0; i < words.length; i++) {
@@ -127,13 +140,23 @@ function readWords(words: readonly Word[]): { ok: true; flags: Flags; positional
       flags.approvePostCreate = true;
     } else if (word === "--mux" || word.startsWith("--mux=")) {
       const value = word === "--mux" ? words[++i]?.text : word.slice("--mux=".length);
-      if (value !== "tmux" && value !== "herdr") {
-        return { ok: false, message: `--mux takes tmux or herdr, not ${value === undefined ? "nothing" : JSON.stringify(value)}.` };
+      if (value === undefined || !isMuxKind(value)) {
+        return {
+          ok: false,
+          message: `--mux takes ${listMuxKinds()}, not ${value === undefined ? "nothing" : JSON.stringify(value)}.`,
+        };
       }
       flags.mux = value;
     } else if (word.startsWith("-") && word !== "-") {
       // `-m tmux` is a mistyped option, not a branch or a base: a dash-led name would be refused by git anyway.
-      return { ok: false, message: `Unknown option ${JSON.stringify(word)}; usage: ${HANDOFF_USAGE}.` };
+      const meant = closestMatch(word.replace(/=.*$/, ""), HANDOFF_OPTIONS);
+      return {
+        ok: false,
+        message:
+          meant === undefined
+            ? `Unknown option ${JSON.stringify(word)}; usage: ${HANDOFF_USAGE}.`
+            : `Unknown option ${JSON.stringify(word)}: did you mean ${meant} (usage: ${HANDOFF_USAGE})?`,
+      };
     } else {
       positional.push(word);
     }

@@ -7,8 +7,11 @@
  *   no suggestions), and offers nothing inside the task (after ` -- `).
  * - Pi replaces the whole argument text with an item's `value`, so each value is the text typed so
  *   far with its last word completed (and a space after it, ready for the next word).
+ * - A word typed out whole gets no suggestion (`completionsFor`), so Enter runs the command.
  * - The repository's refs come through the git ports with a short timeout each (the user is typing).
  */
+import { completionsFor } from "../command-line-words.ts";
+import { listMuxKinds, MUX_KINDS } from "../mux/locations.ts";
 import { SimpleGitPort } from "../git/git.ts";
 import { CheckoutGit } from "../git/checkout-git.ts";
 
@@ -16,7 +19,11 @@ import { CheckoutGit } from "../git/checkout-git.ts";
 const COMPLETION_GIT_TIMEOUT_MS = 3_000;
 
 /** Suggestions for the arguments typed so far, from the repository at `cwd`. */
-export function completeInRepository(prefix: string, cwd: string, env: NodeJS.ProcessEnv): Promise<CompletionItem[] | null> {
+export function completeInRepository(
+  prefix: string,
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+): Promise<CompletionItem[] | null> {
   const checkoutGit = new CheckoutGit({ env, timeoutMs: COMPLETION_GIT_TIMEOUT_MS });
   const git = new SimpleGitPort({ env, timeoutMs: COMPLETION_GIT_TIMEOUT_MS });
   return completeHandoffArgs(prefix, {
@@ -49,7 +56,7 @@ export const FLAG_COMPLETIONS: ReadonlyArray<{ flag: string; description: string
   { flag: "--carry=all", description: "bring uncommitted changes and untracked files along" },
   { flag: "--existing", description: "hand off into an existing local branch" },
   { flag: "--fetch", description: "fetch the base's remote branch first" },
-  { flag: "--mux", description: "tmux or herdr" },
+  { flag: "--mux", description: listMuxKinds() },
   { flag: "--no-focus", description: "do not switch to the new window" },
   { flag: "--approve-post-create", description: "approve the repository's postCreate commands (print mode)" },
   { flag: "--help", description: "show the options" },
@@ -69,13 +76,17 @@ export async function completeHandoffArgs(prefix: string, source: CompletionSour
     ...(description !== undefined ? { description } : {}),
   });
   const pick = (candidates: readonly string[], description?: string): CompletionItem[] | null => {
-    const matching = candidates.filter((candidate) => candidate.startsWith(current)).slice(0, MAX_ITEMS);
+    const matching = completionsFor(candidates, current).slice(0, MAX_ITEMS);
     return matching.length > 0 ? matching.map((candidate) => item(candidate, description)) : null;
   };
 
-  if (previous.at(-1) === "--mux") return pick(["tmux", "herdr"]);
+  if (previous.at(-1) === "--mux") return pick(MUX_KINDS);
   if (current.startsWith("-")) {
-    const matching = FLAG_COMPLETIONS.filter((entry) => entry.flag.startsWith(current));
+    const flags = completionsFor(
+      FLAG_COMPLETIONS.map((entry) => entry.flag),
+      current,
+    );
+    const matching = FLAG_COMPLETIONS.filter((entry) => flags.includes(entry.flag));
     return matching.length > 0 ? matching.map((entry) => item(entry.flag, entry.description)) : null;
   }
   // Which positional word is being typed: flags (and the value after --mux) do not count.
@@ -89,11 +100,16 @@ export async function completeHandoffArgs(prefix: string, source: CompletionSour
   try {
     if (positional === 0 && existing) {
       const [{ branches }, busy] = await Promise.all([source.refs(), source.checkedOut()]);
-      return pick(branches.filter((branch) => !busy.has(branch)), "existing branch");
+      return pick(
+        branches.filter((branch) => !busy.has(branch)),
+        "existing branch",
+      );
     }
     // The base: ignored with --existing, so nothing is offered there.
     if (positional === 1 && !existing) {
       const { branches, remotes, tags } = await source.refs();
+      // A base typed out whole (any kind of ref) is complete: nothing is offered for it.
+      if (completionsFor([...branches, ...remotes, ...tags], current).length === 0) return null;
       const items = [
         ...(pick(branches, "branch") ?? []),
         ...(pick(remotes, "remote branch") ?? []),

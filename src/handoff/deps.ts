@@ -17,11 +17,12 @@ import type { GitPort, CheckoutGitPort } from "../git/types.ts";
 import { launchTimeoutsFromEnv, type LaunchTimeouts } from "../launch/timeouts.ts";
 import type { HandoffStep, MuxKind } from "../manifest/schema.ts";
 import { ManifestStore } from "../manifest/store.ts";
-import { selectMultiplexer } from "../mux/detect.ts";
+import { selectMultiplexer } from "../mux/registry.ts";
 import type { Multiplexer } from "../mux/types.ts";
 import type { ForkRequest, ForkResult, SessionHost } from "../session/fork.ts";
 import { ForkWorker, locatePiSessionModule, runFork } from "../session/fork-runner.ts";
 import { faultPlanFromEnv, type FaultPlan } from "../faults.ts";
+import type { PortProbe } from "../ports/probe.ts";
 import { formatWait } from "../text.ts";
 
 export type MuxChoice = { ok: true; mux: Multiplexer } | { ok: false; message: string };
@@ -40,6 +41,8 @@ export interface HandoffDeps {
   checkoutGit?: CheckoutGitPort;
   /** Where tests make a step fail or the process die (`PI_HANDOFF_FAULT`, faults.ts); none by default. */
   faults?: FaultPlan;
+  /** The bind test a port reservation asks (ports/probe.ts); the real one on 127.0.0.1 and ::1 by default. */
+  portProbe?: PortProbe;
 }
 
 export interface HandoffHost {
@@ -62,7 +65,11 @@ const CHECKOUT_GIT_TIMEOUT_MS = 60_000;
 export function createHandoffDeps(host: HandoffHost): { deps: HandoffDeps; dispose(): void } {
   const { env } = host;
   const waits = readWaits(env, ["gitFetchMs", "gitWorktreeMs"]);
-  const git = new SimpleGitPort({ env, timeoutMs: gitCallMs(env, HANDOFF_GIT_TIMEOUT_MS), addWorktreeTimeoutMs: waits.gitWorktreeMs });
+  const git = new SimpleGitPort({
+    env,
+    timeoutMs: gitCallMs(env, HANDOFF_GIT_TIMEOUT_MS),
+    addWorktreeTimeoutMs: waits.gitWorktreeMs,
+  });
   const started = Date.now();
   const elapsed = (): string => formatWait(Date.now() - started);
   const sessionModulePath = locatePiSessionModule(host.piPackageDir);
@@ -73,7 +80,11 @@ export function createHandoffDeps(host: HandoffHost): { deps: HandoffDeps; dispo
     git,
     store: ManifestStore.forAgentDir(host.agentDir),
     selectMux: (explicit) => selectMultiplexer(explicit, env, git),
-    checkoutGit: new CheckoutGit({ env, timeoutMs: gitCallMs(env, CHECKOUT_GIT_TIMEOUT_MS), fetchTimeoutMs: waits.gitFetchMs }),
+    checkoutGit: new CheckoutGit({
+      env,
+      timeoutMs: gitCallMs(env, CHECKOUT_GIT_TIMEOUT_MS),
+      fetchTimeoutMs: waits.gitFetchMs,
+    }),
     fork: (request) =>
       runFork(request, {
         worker: forkWorker,

@@ -13,6 +13,7 @@
  */
 import type { CheckoutGitPort } from "../git/types.ts";
 import { errorClause } from "../errors.ts";
+import { counted } from "../text.ts";
 
 export type Freshness = { ok: true; notes: string[] } | { ok: false; message: string };
 
@@ -33,7 +34,11 @@ export async function checkBaseFreshness(
   try {
     upstream = await git.upstreamOf(checkout, input.ref);
   } catch (error) {
-    if (input.fetch) return { ok: false, message: `Could not find the remote branch of ${input.label} to fetch (${errorClause(error)}); hand off without --fetch.` };
+    if (input.fetch)
+      return {
+        ok: false,
+        message: `Could not find the remote branch of ${input.label} to fetch (${errorClause(error)}); hand off without --fetch.`,
+      };
     return { ok: true, notes: [] };
   }
   const notes: string[] = [];
@@ -50,10 +55,15 @@ export async function checkBaseFreshness(
   }
   if (input.fetch) {
     if (upstream === undefined) {
-      return { ok: false, message: `${input.label} follows no remote branch, so --fetch has nothing to fetch; hand off without --fetch (or give a remote branch such as origin/main as the base).` };
+      return {
+        ok: false,
+        message: `${input.label} follows no remote branch, so --fetch has nothing to fetch; hand off without --fetch (or give a remote branch such as origin/main as the base).`,
+      };
     }
     if (upstream.remote === ".") {
-      notes.push(`${input.label} follows the local branch ${shortRef(upstream.upstream)}, so there was nothing to fetch.`);
+      notes.push(
+        `${input.label} follows the local branch ${shortRef(upstream.upstream)}, so there was nothing to fetch.`,
+      );
     } else {
       try {
         await git.fetchUpstream(checkout, upstream);
@@ -61,7 +71,9 @@ export async function checkBaseFreshness(
         return { ok: false, message: `${errorClause(error)}; hand off without --fetch, or try again.` };
       }
       fetched = true;
-      notes.push(`Fetched ${shortRef(upstream.remoteRef)} from ${upstream.remote} first${firstFetch ? ` (it had not been fetched before, so ${shortRef(upstream.upstream)} is new here)` : ""}.`);
+      notes.push(
+        `Fetched ${shortRef(upstream.remoteRef)} from ${upstream.remote} first${firstFetch ? ` (it had not been fetched before, so ${shortRef(upstream.upstream)} is new here)` : ""}.`,
+      );
     }
   }
   // A remote-tracking base is its own upstream: after a fetch it is current by definition.
@@ -74,8 +86,9 @@ export async function checkBaseFreshness(
   }
   if (behind > 0) {
     const when = fetched ? "just fetched" : "as last fetched; add --fetch to fetch it first";
-    notes.push(`Warning: ${input.label} is ${behind} commit(s) behind ${shortRef(upstream.upstream)} (${when}); the worktree starts from ${input.label} as it is.`);
+    notes.push(
+      `Warning: ${input.label} is ${counted(behind, "commit")} behind ${shortRef(upstream.upstream)} (${when}); the worktree starts from ${input.label} as it is.`,
+    );
   }
   return { ok: true, notes };
 }
-

@@ -5,14 +5,13 @@
  * - Pure: decides from the outcome, the parent's environment (to name the way back) and whether
  *   files exist (injected); reads nothing else and changes nothing.
  * - Every command named is a real one of this package (`/handoffs`, `pi-handoff <command> <id>`,
- *   `/handoff-worktree`) or of the multiplexer that holds the child (`tmux select-window -t`,
- *   `herdr workspace focus`), with the ids this handoff recorded.
+ *   `/handoff-worktree`) or of the terminal that holds the child (its descriptor's switch
+ *   commands, mux/registry.ts), with the ids this handoff recorded.
  * - A refusal gets nothing: its one sentence already says what to do, and nothing was created.
  */
 import { existsSync } from "node:fs";
-import type { Manifest, MuxLocation } from "../manifest/schema.ts";
-import { shellQuote } from "../launch/launch-command.ts";
-import { isHerdrId } from "../mux/herdr-protocol.ts";
+import type { Manifest } from "../manifest/schema.ts";
+import { backCommand, switchCommand, windowNoun } from "../mux/registry.ts";
 
 /** The part of a handoff outcome this needs (the transaction's `HandoffOutcome` fits). */
 export type NoticeOutcome =
@@ -21,7 +20,7 @@ export type NoticeOutcome =
   | { code: "failed"; manifest: Manifest };
 
 export interface NextStepsContext {
-  /** The parent Pi's environment: `$TMUX_PANE` / `$HERDR_WORKSPACE_ID` name the way back. */
+  /** The parent Pi's environment: its terminal's own variables name the way back. */
   env: Readonly<Record<string, string | undefined>>;
   exists?: (path: string) => boolean;
 }
@@ -43,7 +42,7 @@ export function nextSteps(outcome: NoticeOutcome, context: NextStepsContext): st
       if (goTo !== undefined) {
         lines.push(
           focused
-            ? `Next: you are in its ${windowWord(manifest.mux)} now; come back with ${back ?? "your multiplexer's switch key"}, return with ${goTo}.`
+            ? `Next: you are in its ${windowNoun(manifest.mux)} now; come back with ${back ?? "your multiplexer's switch key"}, return with ${goTo}.`
             : `Next: switch to it with ${goTo}${back === undefined ? "" : `, come back with ${back}`}.`,
         );
       }
@@ -52,13 +51,15 @@ export function nextSteps(outcome: NoticeOutcome, context: NextStepsContext): st
     }
     case "launch_unconfirmed":
       return [
-        `Next: look at its ${windowWord(manifest.mux)}${goTo === undefined ? "" : ` (${goTo})`}: answer what Pi asks there, or if no Pi runs, pi-handoff relaunch ${id}.`,
+        `Next: look at its ${windowNoun(manifest.mux)}${goTo === undefined ? "" : ` (${goTo})`}: answer what Pi asks there, or if no Pi runs, pi-handoff relaunch ${id}.`,
         `What exists: ${inspect}; clean up with pi-handoff remove ${id} (keeps the branch, refuses uncommitted work).`,
       ];
     case "failed": {
       const worktreeExists = exists(manifest.worktree.path);
       if (!worktreeExists) {
-        return [`Next: fix the cause above and run /handoff-worktree ${manifest.branch} again; pi-handoff prune retires this record.`];
+        return [
+          `Next: fix the cause above and run /handoff-worktree ${manifest.branch} again; pi-handoff prune retires this record.`,
+        ];
       }
       const sessionExists = manifest.child.sessionFile !== undefined && exists(manifest.child.sessionFile);
       return [
@@ -66,26 +67,4 @@ export function nextSteps(outcome: NoticeOutcome, context: NextStepsContext): st
       ];
     }
   }
-}
-
-/** The command that brings the child's window/workspace to the front, when its id is known. */
-export function switchCommand(location: MuxLocation): string | undefined {
-  if (location.kind === "tmux") return location.windowId === undefined ? undefined : `tmux select-window -t ${location.windowId}`;
-  return location.workspaceId === undefined ? undefined : `herdr workspace focus ${location.workspaceId}`;
-}
-
-/** The command that brings the parent back, from the parent Pi's own environment. */
-function backCommand(location: MuxLocation, env: NextStepsContext["env"]): string | undefined {
-  if (location.kind === "tmux") {
-    // A pane id is a valid window target: tmux selects the window that holds it.
-    const pane = env.TMUX_PANE;
-    return pane !== undefined && /^%\d+$/.test(pane) ? `tmux select-window -t ${pane}` : undefined;
-  }
-  const workspace = env.HERDR_WORKSPACE_ID;
-  // Any id Herdr prints (legacy hex ones too), quoted: it is shown as a command to type.
-  return isHerdrId(workspace) ? `herdr workspace focus ${shellQuote(workspace)}` : undefined;
-}
-
-function windowWord(location: MuxLocation): string {
-  return location.kind === "tmux" ? "window" : "workspace";
 }

@@ -10,8 +10,9 @@
  */
 import { existsSync } from "node:fs";
 import type { Manifest } from "../manifest/schema.ts";
-import { shellQuote } from "../launch/launch-command.ts";
-import { describeLocation } from "../mux/describe.ts";
+import { PORT_ENV, PORTS_ENV, shellQuote } from "../launch/launch-command.ts";
+import { describeLocation } from "../mux/registry.ts";
+import { counted } from "../text.ts";
 
 /** Why a handoff was refused before anything was written, with what the sentence names. */
 export type Refusal =
@@ -31,13 +32,22 @@ export type Refusal =
   | { code: "branch_without_commit"; branch: string }
   | { code: "base_is_option"; base: string }
   | { code: "base_unresolved"; base: string }
+  | { code: "no_commits"; repo: string }
   | { code: "base_freshness"; detail: string }
   | { code: "worktree_path"; detail: string }
   | { code: "worktree_path_control"; path: string }
   | { code: "carry_unreadable"; detail: string }
-  | { code: "branch_claimed"; branch: string; handoffId: string; state: string };
+  | { code: "branch_claimed"; branch: string; handoffId: string; state: string }
+  | { code: "ports_unavailable"; detail: string };
 
 export type RefusalCode = Refusal["code"];
+
+/** The sentence for a handoff cancelled at the TUI's questions: at the branch, or at the task once a branch was given. */
+export function cancelledText(answered: { branch?: string }): string {
+  return answered.branch === undefined
+    ? "Handoff cancelled: no branch was given."
+    : `Handoff to ${answered.branch} cancelled at the task question; nothing was created.`;
+}
 
 /** The one sentence a refusal is shown as. */
 export function refusalText(refusal: Refusal): string {
@@ -58,6 +68,7 @@ export function refusalText(refusal: Refusal): string {
     case "branch_unstorable":
     case "base_freshness":
     case "worktree_path":
+    case "ports_unavailable":
       return refusal.detail;
     case "not_a_repository":
       return `${refusal.cwd} is not inside a git repository; start Pi in a repository to hand off into a worktree.`;
@@ -79,6 +90,8 @@ export function refusalText(refusal: Refusal): string {
       return `Base ${JSON.stringify(refusal.base)} does not name a commit; give a branch, tag or commit.`;
     case "base_unresolved":
       return `Base ${JSON.stringify(refusal.base)} does not resolve to a commit; give a branch, tag or commit.`;
+    case "no_commits":
+      return `The repository at ${refusal.repo} has no commits yet, so a branch has nothing to start from; make a first commit, then hand off.`;
     case "worktree_path_control":
       return `The worktree path ${JSON.stringify(refusal.path)} would contain a control character, which cannot be typed into a terminal; rename the repository's directory first.`;
     case "carry_unreadable":
@@ -92,17 +105,43 @@ export function refusalText(refusal: Refusal): string {
  * The note for uncommitted work that stays in the parent checkout (none was asked to be carried,
  * or `--carry` left untracked files), saying how to take it along; undefined when nothing stayed.
  */
-export function leftBehindNote(counts: { tracked: number; untracked: number }, carry: "tracked" | "all" | undefined, checkout: string): string | undefined {
+export function leftBehindNote(
+  counts: { tracked: number; untracked: number },
+  carry: "tracked" | "all" | undefined,
+  checkout: string,
+): string | undefined {
   if (carry === "all") return undefined;
   const tracked = carry === undefined ? counts.tracked : 0;
   const untracked = counts.untracked;
   if (tracked + untracked === 0) return undefined;
   const parts = [
-    ...(tracked > 0 ? [`${tracked} uncommitted change(s) to tracked files`] : []),
-    ...(untracked > 0 ? [`${untracked} untracked file(s)`] : []),
+    ...(tracked > 0 ? [`${counted(tracked, "uncommitted change")} to tracked files`] : []),
+    ...(untracked > 0 ? [counted(untracked, "untracked file")] : []),
   ];
-  const how = tracked > 0 ? (untracked > 0 ? "--carry takes the changes along, --carry=all the untracked files too" : "--carry takes them along") : "--carry=all takes them along";
+  const how =
+    tracked > 0
+      ? untracked > 0
+        ? "--carry takes the changes along, --carry=all the untracked files too"
+        : "--carry takes them along"
+      : "--carry=all takes them along";
   return `Not carried: ${parts.join(" and ")} stayed in ${checkout} (the new worktree does not have them); ${how}.`;
+}
+
+/**
+ * The note that says what the handoff reserved and sets (for the user, and in the child's handoff
+ * message, so its Pi runs servers on its own ports); undefined when it reserves and sets nothing.
+ */
+export function environmentNote(manifest: Pick<Manifest, "id" | "ports" | "env">): string | undefined {
+  const names = Object.keys(manifest.env ?? {});
+  const ports =
+    manifest.ports === undefined
+      ? undefined
+      : `Ports reserved for this handoff: ${manifest.ports.join(", ")} ($${PORT_ENV} is the first, $${PORTS_ENV} all of them); run its servers on these, not on the project's usual ports.`;
+  const variables = names.length === 0 ? undefined : `Variables set for it: ${names.join(", ")}.`;
+  const parts = [ports, variables].filter((part) => part !== undefined);
+  return parts.length === 0
+    ? undefined
+    : `${parts.join(" ")} Everything run for it gets them (postCreate, its Pi and what that Pi runs); pi-handoff env ${manifest.id} prints them for another shell.`;
 }
 
 /** A message followed by the plan's notes (base freshness, what the setup did), one per line. */
@@ -120,7 +159,8 @@ export function describeSuccess(manifest: Manifest): string {
     `Child session: ${manifest.child.sessionFile ?? "?"}`,
     `Window: ${describeLocation(manifest.mux)}${manifest.child.pid !== undefined ? `, Pi pid ${manifest.child.pid}` : ""}`,
   ];
-  if (manifest.focus !== undefined && "error" in manifest.focus) lines.push(`Could not switch to it: ${manifest.focus.error}`);
+  if (manifest.focus !== undefined && "error" in manifest.focus)
+    lines.push(`Could not switch to it: ${manifest.focus.error}`);
   lines.push(`Handoff id: ${manifest.id}`);
   return lines.join("\n");
 }
@@ -153,7 +193,8 @@ export function describeRetained(manifest: Manifest): string {
     kept.length > 0 ? `Kept (nothing was deleted): ${kept.join("; ")}.` : "No worktree or session was created.",
     `Manifest: handoff ${manifest.id}.`,
   ];
-  if (manifest.child.command !== undefined) lines.push(`To start the child by hand, run in its pane: ${manifest.child.command}`);
+  if (manifest.child.command !== undefined)
+    lines.push(`To start the child by hand, run in its pane: ${manifest.child.command}`);
   if (worktreeExists) {
     const root = quoteForDisplay(manifest.repo.root);
     lines.push(

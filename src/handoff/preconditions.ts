@@ -81,7 +81,10 @@ const pass = <T>(value: T): Checked<T> => ({ ok: true, value });
 const refuse = (refusal: Refusal): { ok: false; refusal: Refusal } => ({ ok: false, refusal });
 
 /** The parent session can be handed off: saved, with messages on disk. */
-export function checkSession(parent: ParentSnapshot, printMode = false): Checked<{ sessionFile: string; leafId: string }> {
+export function checkSession(
+  parent: ParentSnapshot,
+  printMode = false,
+): Checked<{ sessionFile: string; leafId: string }> {
   if (parent.sessionFile === undefined) return refuse({ code: "session_not_saved" });
   if (!parent.sessionFileExists || parent.leafId === null) return refuse({ code: "session_empty", printMode });
   return pass({ sessionFile: parent.sessionFile, leafId: parent.leafId });
@@ -96,7 +99,11 @@ export function checkModel(model: HandoffRequest["model"]): Checked<{ provider: 
 
 /** Settings that need the setup git (carry, fetch, copies, links) have it. */
 export function checkCheckoutGit(args: HandoffArgs, config: HandoffConfig, hasCheckoutGit: boolean): Checked<void> {
-  const needs = args.carry !== undefined || args.fetch === true || (config.copy?.length ?? 0) > 0 || (config.symlink?.length ?? 0) > 0;
+  const needs =
+    args.carry !== undefined ||
+    args.fetch === true ||
+    (config.copy?.length ?? 0) > 0 ||
+    (config.symlink?.length ?? 0) > 0;
   return needs && !hasCheckoutGit ? refuse({ code: "setup_git_missing" }) : pass(undefined);
 }
 
@@ -158,7 +165,12 @@ export async function planHandoff(deps: PlanDeps, request: HandoffRequest): Prom
   const target = await resolveTarget(deps, request, repo, config);
   if (!target.ok) return target;
   const { branch, existing, base, notes } = target.value;
-  const worktreePath = checkWorktreePath({ mainCheckout: repo.mainCheckout, branch, env: request.env, template: config.worktreeDir });
+  const worktreePath = checkWorktreePath({
+    mainCheckout: repo.mainCheckout,
+    branch,
+    env: request.env,
+    template: config.worktreeDir,
+  });
   if (!worktreePath.ok) return worktreePath;
   const [carry, leftBehind] = await Promise.all([readCarry(deps, args, repo), noteLeftBehind(deps, args, repo)]);
   if (!carry.ok) return carry;
@@ -183,7 +195,11 @@ export async function planHandoff(deps: PlanDeps, request: HandoffRequest): Prom
 async function noteLeftBehind(deps: PlanDeps, args: HandoffArgs, repo: RepositoryInfo): Promise<string | undefined> {
   if (deps.checkoutGit === undefined || args.carry === "all") return undefined;
   try {
-    return leftBehindNote(await deps.checkoutGit.uncommittedCounts(repo.currentCheckout), args.carry, repo.currentCheckout);
+    return leftBehindNote(
+      await deps.checkoutGit.uncommittedCounts(repo.currentCheckout),
+      args.carry,
+      repo.currentCheckout,
+    );
   } catch {
     return undefined;
   }
@@ -201,20 +217,34 @@ interface Target {
  * at once; with `--fetch` the base is resolved after the fetch. Base freshness runs alongside
  * the checks when it only reads.
  */
-async function resolveTarget(deps: PlanDeps, request: HandoffRequest, repo: RepositoryInfo, config: HandoffConfig): Promise<Checked<Target>> {
+async function resolveTarget(
+  deps: PlanDeps,
+  request: HandoffRequest,
+  repo: RepositoryInfo,
+  config: HandoffConfig,
+): Promise<Checked<Target>> {
   const { args } = request;
   const existing = args.existing === true;
   // The prefix goes in front of a new branch's name. An existing branch is found with the prefix
   // first (as a new one would have been named), else as typed.
   let branch = applyBranchPrefix(args.branch, config.branchPrefix);
-  if (existing && branch !== args.branch && !(await deps.git.branchExists(repo.mainCheckout, branch))) branch = args.branch;
+  if (existing && branch !== args.branch && !(await deps.git.branchExists(repo.mainCheckout, branch)))
+    branch = args.branch;
   const baseLooksLikeOption = !existing && args.base.startsWith("-");
   const fetchFirst = args.fetch === true && !existing;
   const resolveBase = (): Promise<string | undefined> =>
-    existing ? deps.git.resolveCommit(repo.mainCheckout, `refs/heads/${branch}`) : deps.git.resolveCommit(repo.currentCheckout, args.base);
-  const freshnessInput = { ref: existing ? `refs/heads/${branch}` : args.base, label: existing ? branch : args.base, fetch: args.fetch === true };
+    existing
+      ? deps.git.resolveCommit(repo.mainCheckout, `refs/heads/${branch}`)
+      : deps.git.resolveCommit(repo.currentCheckout, args.base);
+  const freshnessInput = {
+    ref: existing ? `refs/heads/${branch}` : args.base,
+    label: existing ? branch : args.base,
+    fetch: args.fetch === true,
+  };
   const freshness = (): Promise<Freshness> | undefined =>
-    deps.checkoutGit !== undefined ? checkBaseFreshness(deps.checkoutGit, repo.currentCheckout, freshnessInput) : undefined;
+    deps.checkoutGit !== undefined
+      ? checkBaseFreshness(deps.checkoutGit, repo.currentCheckout, freshnessInput)
+      : undefined;
   const early = args.fetch !== true && !baseLooksLikeOption ? freshness() : undefined;
   const [validName, worktrees, exists, resolved] = await Promise.all([
     deps.git.isValidBranchName(branch),
@@ -232,13 +262,27 @@ async function resolveTarget(deps: PlanDeps, request: HandoffRequest, repo: Repo
     notes.push(...fresh.notes);
   }
   const sha = fetchFirst ? await resolveBase() : resolved;
-  if (sha === undefined) return refuse(existing ? { code: "branch_without_commit", branch } : { code: "base_unresolved", base: args.base });
-  if (existing && args.baseGiven) notes.unshift(`Base ${args.base} was ignored: --existing checks out ${branch} as it is (at ${sha.slice(0, 12)}).`);
+  if (sha === undefined) {
+    if (existing) return refuse({ code: "branch_without_commit", branch });
+    // An unborn HEAD: no base of any name can resolve yet, and "HEAD does not resolve" would not say why.
+    const head = args.base === "HEAD" ? undefined : await deps.git.resolveCommit(repo.currentCheckout, "HEAD");
+    return refuse(
+      head === undefined
+        ? { code: "no_commits", repo: repo.mainCheckout }
+        : { code: "base_unresolved", base: args.base },
+    );
+  }
+  if (existing && args.baseGiven)
+    notes.unshift(`Base ${args.base} was ignored: --existing checks out ${branch} as it is (at ${sha.slice(0, 12)}).`);
   return pass({ branch, existing, base: { ref: existing ? branch : args.base, sha }, notes });
 }
 
 /** `--carry`: the changes are read now and applied in the setup step. */
-async function readCarry(deps: PlanDeps, args: HandoffArgs, repo: RepositoryInfo): Promise<Checked<ChangesSnapshot | undefined>> {
+async function readCarry(
+  deps: PlanDeps,
+  args: HandoffArgs,
+  repo: RepositoryInfo,
+): Promise<Checked<ChangesSnapshot | undefined>> {
   if (args.carry === undefined || deps.checkoutGit === undefined) return pass(undefined);
   try {
     return pass(await deps.checkoutGit.snapshotChanges(repo.currentCheckout, args.carry));

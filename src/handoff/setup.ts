@@ -16,6 +16,7 @@ import { relative, sep } from "node:path";
 import type { CarriedChange, ChangesSnapshot, CheckoutGitPort } from "../git/types.ts";
 import { copyInto, linkInto, type CopyReport } from "../fs/copy-into.ts";
 import { errorClause } from "../errors.ts";
+import { counted } from "../text.ts";
 
 export interface SetupRequest {
   git: CheckoutGitPort;
@@ -80,10 +81,17 @@ async function carryChanges(request: SetupRequest, snapshot: ChangesSnapshot, re
     try {
       await copyInto(snapshot.checkout, request.worktreePath, file, untracked);
     } catch (error) {
-      throw new Error(`Could not copy the untracked file ${file} into the worktree (${errorClause(error)}); the tracked changes were carried${describeDone(result)}.`);
+      throw new Error(
+        `Could not copy the untracked file ${file} into the worktree (${errorClause(error)}); the tracked changes were carried${describeDone(result)}.`,
+      );
     }
   }
-  result.carried = { mode: snapshot.mode, from: snapshot.checkout, changes: snapshot.changes, untracked: untracked.created };
+  result.carried = {
+    mode: snapshot.mode,
+    from: snapshot.checkout,
+    changes: snapshot.changes,
+    untracked: untracked.created,
+  };
   result.skipped.push(...untracked.skipped);
 }
 
@@ -92,29 +100,37 @@ async function carryChanges(request: SetupRequest, snapshot: ChangesSnapshot, re
  * worktree, never a tracked file or a directory holding tracked files (those are noted as skipped),
  * and a matched directory covers what a pattern also matched inside it.
  */
-async function entrySelector(request: SetupRequest, result: SetupResult): Promise<(patterns: readonly string[]) => Promise<string[]>> {
+async function entrySelector(
+  request: SetupRequest,
+  result: SetupResult,
+): Promise<(patterns: readonly string[]) => Promise<string[]>> {
   const tracked = await request.git.trackedFiles(request.mainCheckout);
   const trackedFiles = new Set(tracked);
   const trackedDirs = new Set<string>();
   for (const file of tracked) {
-    for (let slash = file.indexOf("/"); slash !== -1; slash = file.indexOf("/", slash + 1)) trackedDirs.add(file.slice(0, slash));
+    for (let slash = file.indexOf("/"); slash !== -1; slash = file.indexOf("/", slash + 1))
+      trackedDirs.add(file.slice(0, slash));
   }
   const worktreeInside = relative(request.mainCheckout, request.worktreePath);
   const insideRepo = worktreeInside !== "" && !worktreeInside.startsWith("..") && !worktreeInside.startsWith(sep);
   const excluded = (path: string): boolean =>
-    path.split(sep).includes(".git") || (insideRepo && (path === worktreeInside || path.startsWith(`${worktreeInside}${sep}`)));
+    path.split(sep).includes(".git") ||
+    (insideRepo && (path === worktreeInside || path.startsWith(`${worktreeInside}${sep}`)));
 
   return async (patterns) => {
     if (patterns.length === 0) return [];
     const matched: string[] = [];
-    for await (const entry of glob([...patterns], { cwd: request.mainCheckout, exclude: excluded })) matched.push(entry);
+    for await (const entry of glob([...patterns], { cwd: request.mainCheckout, exclude: excluded }))
+      matched.push(entry);
     // Parents before children, so a matched directory covers what a pattern also matched inside it.
     const chosen: string[] = [];
     for (const entry of [...new Set(matched)].sort()) {
       const gitPath = entry.split(sep).join("/");
       if (chosen.some((parent) => gitPath.startsWith(`${parent}/`))) continue;
-      if (trackedFiles.has(gitPath)) result.skipped.push({ path: gitPath, reason: "tracked by git (it is in the worktree already)" });
-      else if (trackedDirs.has(gitPath)) result.skipped.push({ path: gitPath, reason: "a directory with tracked files" });
+      if (trackedFiles.has(gitPath))
+        result.skipped.push({ path: gitPath, reason: "tracked by git (it is in the worktree already)" });
+      else if (trackedDirs.has(gitPath))
+        result.skipped.push({ path: gitPath, reason: "a directory with tracked files" });
       else chosen.push(gitPath);
     }
     return chosen;
@@ -136,11 +152,21 @@ export function describeSetup(result: SetupResult, limit = 20): string[] {
   if (result.carried !== undefined) {
     const { changes, untracked, from } = result.carried;
     if (changes.length === 0 && untracked.length === 0) {
-      lines.push(`Carried: nothing (${from} had no uncommitted changes${result.carried.mode === "all" ? " or untracked files" : " to tracked files"}).`);
+      lines.push(
+        `Carried: nothing (${from} had no uncommitted changes${result.carried.mode === "all" ? " or untracked files" : " to tracked files"}).`,
+      );
     } else {
-      const described = changes.map((change) => (change.from !== undefined ? `${change.status} ${change.from} -> ${change.path}` : `${change.status} ${change.path}`));
-      if (changes.length > 0) lines.push(`Carried ${changes.length} uncommitted change(s) from ${from} (staged ones stay staged): ${list(described)}.`);
-      if (untracked.length > 0) lines.push(`Carried ${untracked.length} untracked file(s): ${list(untracked)}.`);
+      const described = changes.map((change) =>
+        change.from !== undefined
+          ? `${change.status} ${change.from} -> ${change.path}`
+          : `${change.status} ${change.path}`,
+      );
+      if (changes.length > 0)
+        lines.push(
+          `Carried ${counted(changes.length, "uncommitted change")} from ${from} (staged ones stay staged): ${list(described)}.`,
+        );
+      if (untracked.length > 0)
+        lines.push(`Carried ${counted(untracked.length, "untracked file")}: ${list(untracked)}.`);
     }
   }
   if (result.copied.length > 0) lines.push(`Copied from the main checkout: ${list(result.copied)}.`);

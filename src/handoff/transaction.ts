@@ -19,13 +19,17 @@
  *   the child session's directory before the fork, so recovery finds and names a window or a
  *   session a kill inside a step left unrecorded (recovery/gather.ts).
  * - The parent session file is only ever read.
+ * - Ports (settings `ports`) are reserved with the manifest's creation, under the store's lock, and
+ *   recorded in it with the settings' `env` (placeholders filled in): a handoff that cannot have
+ *   them is refused with nothing written; everything later (postCreate, Pi, any relaunch) gets them
+ *   from the manifest (launch/launch-command.ts).
  * - Worktree setup (settings, `--carry`, `--existing`, `--fetch`, postCreate): every input it
  *   needs is read and checked before the manifest exists (settings, the changes to carry, a fetch the
  *   user asked for); the setup step runs between the worktree and the fork and writes only inside the
  *   new worktree; postCreate commands run in the pane before Pi, and their failure is a failed launch.
  */
 import { errorMessage } from "../errors.ts";
-import type { HandoffStep, Manifest } from "../manifest/schema.ts";
+import type { HandoffStep, Manifest, StepTime } from "../manifest/schema.ts";
 import { newManifest } from "../manifest/factory.ts";
 import type { MuxResult } from "../mux/types.ts";
 import { muxLabel } from "../mux/label.ts";
@@ -33,14 +37,33 @@ import { isActionBusy } from "../manifest/store.ts";
 import type { ForkResult } from "../session/fork.ts";
 import { buildHandoffMessage, prepareTask, type HandoffMessage } from "../session/handoff-message.ts";
 import { childSessionDir } from "../session/paths.ts";
-import { cancelWindowLauncher, ChildLauncher, prepareWindowLauncher, type LaunchOutcome, type LaunchRequest, type WindowLauncher } from "../launch/launcher.ts";
+import {
+  cancelWindowLauncher,
+  ChildLauncher,
+  prepareWindowLauncher,
+  type LaunchOutcome,
+  type LaunchRequest,
+  type WindowLauncher,
+} from "../launch/launcher.ts";
 import { launchCommandFor } from "../launch/launch-command.ts";
 import { ownerOf } from "../launch/owner.ts";
 import { postCreateFiles, postCreatePrelude, writeRunner } from "../launch/post-create.ts";
 import type { HandoffDeps } from "./deps.ts";
 import { armTimedKill, checkpoint, failsAt, InjectedFault, NO_FAULTS, type FaultPlan } from "../faults.ts";
-import { describeFailure, describeRetained, describeSuccess, refusalText, withNotes, type Refusal, type RefusalCode } from "./notice.ts";
+import {
+  describeFailure,
+  describeRetained,
+  describeSuccess,
+  environmentNote,
+  refusalText,
+  withNotes,
+  type Refusal,
+  type RefusalCode,
+} from "./notice.ts";
 import { planHandoff, type HandoffRequest, type Plan } from "./preconditions.ts";
+import { fillPortPlaceholders } from "../config/schema.ts";
+import { choosePorts, portsHeldBy } from "../ports/reserve.ts";
+import { loopbackProbe } from "../ports/probe.ts";
 import { describeSetup, hasSetupWork, setUpWorktree, type SetupResult } from "./setup.ts";
 import { whileWaiting } from "../mux/backoff.ts";
 import { formatWait } from "../text.ts";
@@ -73,6 +96,10 @@ export class HandoffTransaction {
   private lateStep: "confirm" | "focus" | undefined;
   /** The step under way, so an unexpected error is recorded where it happened. */
   private currentStep: HandoffStep = "preconditions";
+  /** When the step under way (or its part not yet recorded) began, on a monotonic clock. */
+  private stepStartedAt = 0;
+  /** Steps that ended since the last history entry this transaction wrote, with their times. */
+  private unrecordedSteps: StepTime[] = [];
 
   constructor(deps: HandoffDeps) {
     this.deps = deps;
@@ -81,6 +108,8 @@ export class HandoffTransaction {
   async run(request: HandoffRequest): Promise<HandoffOutcome> {
     this.lateStep = undefined;
     this.currentStep = "preconditions";
+    this.unrecordedSteps = [];
+    this.stepStartedAt = performance.now();
     armTimedKill(this.faults);
     this.enter("preconditions", "Checking the session, the repository and the branch");
     const planned = await planHandoff(this.deps, request);
@@ -107,7 +136,9 @@ export class HandoffTransaction {
       // A pane that runs a shell (not the launcher) starts it up while the worktree is set up and
       // the conversation is copied.
       const shellReady =
-        manifest.launch?.windowCommand === true ? undefined : plan.mux.waitForShell(manifest.mux, { timeoutMs: this.deps.timeouts.shellMs });
+        manifest.launch?.windowCommand === true
+          ? undefined
+          : plan.mux.waitForShell(manifest.mux, { timeoutMs: this.deps.timeouts.shellMs });
       manifest = await this.setUp(plan, manifest);
       manifest = await this.forkSession(plan, manifest, request);
       checkpoint(this.faults, "fork");
@@ -133,10 +164,18 @@ export class HandoffTransaction {
       };
     }
     if (launched.code !== "running") throw new Error(`Unexpected launch outcome ${launched.code}.`);
-    return { ok: true, code: "running", manifest: launched.manifest, message: withNotes(describeSuccess(launched.manifest), plan.notes) };
+    return {
+      ok: true,
+      code: "running",
+      manifest: launched.manifest,
+      message: withNotes(describeSuccess(launched.manifest), plan.notes),
+    };
   }
 
-  /** Step 1: the ownership record, claimed under the store lock so two handoffs cannot take one branch. */
+  /**
+   * Step 1: the ownership record, claimed under the store lock so two handoffs cannot take one
+   * branch, nor one port: the ports are chosen under that lock and recorded with the variables.
+   */
   private async createManifest(
     plan: Plan,
     request: HandoffRequest,
@@ -163,13 +202,54 @@ export class HandoffTransaction {
       // Recovery waits for an unfinished handoff only while this process lives (owner.ts).
       owner: await ownerOf(),
     });
-    const created = await this.deps.store.create(manifest, {
-      conflictsWith: (existing) => existing.repo.commonDir === plan.repo.commonDir && existing.branch === plan.branch && holdsBranch(existing),
+    // The first entry carries the checks before it (the manifest step goes on into the next one).
+    const checked = this.unrecordedSteps.splice(0);
+    if (checked.length > 0)
+      manifest.history = manifest.history.map((entry, index) => (index === 0 ? { ...entry, steps: checked } : entry));
+    const ports = plan.config.ports !== undefined && plan.config.ports.count > 0 ? plan.config.ports : undefined;
+    const env = plan.config.env;
+    const withEnvironment = (m: Manifest, reserved: readonly number[]): Manifest => ({
+      ...m,
+      ...(reserved.length > 0 ? { ports: [...reserved] } : {}),
+      ...(env !== undefined && Object.keys(env).length > 0
+        ? {
+            env: Object.fromEntries(
+              Object.entries(env).map(([name, value]) => [name, fillPortPlaceholders(value, reserved)]),
+            ),
+          }
+        : {}),
     });
-    if (!created.ok) {
-      return { ok: false, refusal: { code: "branch_claimed", branch: plan.branch, handoffId: created.conflicting.id, state: created.conflicting.state } };
+    const created = await this.deps.store.create(ports === undefined ? withEnvironment(manifest, []) : manifest, {
+      conflictsWith: (existing) =>
+        existing.repo.commonDir === plan.repo.commonDir && existing.branch === plan.branch && holdsBranch(existing),
+      ...(ports === undefined
+        ? {}
+        : {
+            reserve: async (others) => {
+              const chosen = await choosePorts(ports, portsHeldBy(others), this.deps.portProbe ?? loopbackProbe);
+              return chosen.ok
+                ? { ok: true, manifest: withEnvironment(manifest, chosen.ports) }
+                : { ok: false, message: chosen.message };
+            },
+          }),
+    });
+    if (!created.ok && created.code === "unavailable") {
+      return { ok: false, refusal: { code: "ports_unavailable", detail: created.message } };
     }
-    return { ok: true, manifest };
+    if (!created.ok) {
+      return {
+        ok: false,
+        refusal: {
+          code: "branch_claimed",
+          branch: plan.branch,
+          handoffId: created.conflicting.id,
+          state: created.conflicting.state,
+        },
+      };
+    }
+    const reserved = environmentNote(created.manifest);
+    if (reserved !== undefined) plan.notes.push(reserved);
+    return { ok: true, manifest: created.manifest };
   }
 
   /**
@@ -184,15 +264,19 @@ export class HandoffTransaction {
     } catch (error) {
       throw new StepFailure("worktree", `Could not write the launcher beside the manifest: ${errorMessage(error)}`);
     }
-    const created = await this.whileStep("worktree", `Creating worktree ${plan.worktreePath}`, plan.mux.createWorkspace({
-      mainCheckout: plan.repo.mainCheckout,
-      branch: plan.branch,
-      baseSha: plan.base.sha,
-      worktreePath: plan.worktreePath,
-      label: plan.branch,
-      command: window.command,
-      ...(plan.existing ? { existingBranch: true } : {}),
-    }));
+    const created = await this.whileStep(
+      "worktree",
+      `Creating worktree ${plan.worktreePath}`,
+      plan.mux.createWorkspace({
+        mainCheckout: plan.repo.mainCheckout,
+        branch: plan.branch,
+        baseSha: plan.base.sha,
+        worktreePath: plan.worktreePath,
+        label: plan.branch,
+        command: window.command,
+        ...(plan.existing ? { existingBranch: true } : {}),
+      }),
+    );
     if (!created.ok) {
       if (created.partial !== undefined) {
         const partial = created.partial;
@@ -207,7 +291,10 @@ export class HandoffTransaction {
     const recordWorkspace = (m: Manifest): void => {
       m.mux = created.location;
       m.worktree = { path: created.worktreePath };
-      m.launch = { launcherFile: window.files.script, ...(created.commandStarted === true ? { windowCommand: true } : {}) };
+      m.launch = {
+        launcherFile: window.files.script,
+        ...(created.commandStarted === true ? { windowCommand: true } : {}),
+      };
     };
     // A branch that appeared between the checks and the create would be checked out as it is
     // (Herdr ignores --base for an existing branch): the worktree must sit at the base commit.
@@ -226,7 +313,7 @@ export class HandoffTransaction {
       await this.deps.store.update(manifest.id, recordWorkspace);
       this.injectFault("worktree");
     }
-    return this.deps.store.transition(manifest.id, "provisioned", recordWorkspace);
+    return this.deps.store.transition(manifest.id, "provisioned", recordWorkspace, undefined, this.takeSteps);
   }
 
   /**
@@ -239,10 +326,20 @@ export class HandoffTransaction {
       this.injectFault("setup");
       return manifest;
     }
-    this.enter("setup", plan.carry !== undefined ? "Carrying the uncommitted changes into the worktree" : "Copying files into the worktree");
+    this.enter(
+      "setup",
+      plan.carry !== undefined
+        ? "Carrying the uncommitted changes into the worktree"
+        : "Copying files into the worktree",
+    );
     let result: SetupResult;
     try {
-      result = await setUpWorktree({ git: this.deps.checkoutGit, mainCheckout: plan.repo.mainCheckout, worktreePath: manifest.worktree.path, ...work });
+      result = await setUpWorktree({
+        git: this.deps.checkoutGit,
+        mainCheckout: plan.repo.mainCheckout,
+        worktreePath: manifest.worktree.path,
+        ...work,
+      });
     } catch (error) {
       throw new StepFailure("setup", errorMessage(error));
     }
@@ -251,7 +348,14 @@ export class HandoffTransaction {
       m.setup = {
         ...m.setup,
         ...(result.carried !== undefined
-          ? { carried: { mode: result.carried.mode, from: result.carried.from, changes: result.carried.changes.length, untracked: result.carried.untracked.length } }
+          ? {
+              carried: {
+                mode: result.carried.mode,
+                from: result.carried.from,
+                changes: result.carried.changes.length,
+                untracked: result.carried.untracked.length,
+              },
+            }
           : {}),
         ...(result.copied.length > 0 ? { copied: result.copied.slice(0, 100) } : {}),
         ...(result.symlinked.length > 0 ? { symlinked: result.symlinked.slice(0, 100) } : {}),
@@ -307,7 +411,7 @@ export class HandoffTransaction {
       await this.deps.store.update(manifest.id, recordChild);
       this.injectFault("fork");
     }
-    return this.deps.store.transition(manifest.id, "forked", recordChild);
+    return this.deps.store.transition(manifest.id, "forked", recordChild, undefined, this.takeSteps);
   }
 
   /** The one message the child session gets: where it is, what it came from, its task and setup notes. */
@@ -326,7 +430,9 @@ export class HandoffTransaction {
       setupNotes: [
         ...plan.notes,
         ...(plan.config.postCreate !== undefined
-          ? [`Before this Pi started, these postCreate commands ran in this worktree and succeeded: ${plan.config.postCreate.join("; ")}`]
+          ? [
+              `Before this Pi started, these postCreate commands ran in this worktree and succeeded: ${plan.config.postCreate.join("; ")}`,
+            ]
           : []),
       ],
     });
@@ -343,7 +449,11 @@ export class HandoffTransaction {
     request: HandoffRequest,
     shellReady: Promise<MuxResult<object>> | undefined,
   ): Promise<LaunchOutcome> {
-    const derived = launchCommandFor(manifest, { piCommand: request.piCommand, agentDir: request.agentDir, env: request.env });
+    const derived = launchCommandFor(manifest, {
+      piCommand: request.piCommand,
+      agentDir: request.agentDir,
+      env: request.env,
+    });
     if (!derived.ok) throw new StepFailure("launch", derived.message);
     const postCreate = await this.preparePostCreate(plan, manifest);
     const outcome = await this.childLauncher().launch({
@@ -355,11 +465,16 @@ export class HandoffTransaction {
       focus: request.args.focus,
       ...postCreate,
     });
-    if (outcome.code === "shell_not_ready" || outcome.code === "launcher_not_written" || outcome.code === "type_failed") throw new StepFailure("launch", outcome.message);
+    if (outcome.code === "shell_not_ready" || outcome.code === "launcher_not_written" || outcome.code === "type_failed")
+      throw new StepFailure("launch", outcome.message);
     if (outcome.code === "post_create_failed") {
       await this.deps.store.update(outcome.manifest.id, (m) => {
         if (m.setup?.postCreate !== undefined) {
-          m.setup.postCreate = { ...m.setup.postCreate, exitStatus: outcome.exitStatus, failedCommand: outcome.command };
+          m.setup.postCreate = {
+            ...m.setup.postCreate,
+            exitStatus: outcome.exitStatus,
+            failedCommand: outcome.command,
+          };
         }
       });
       throw new StepFailure("launch", outcome.message);
@@ -372,14 +487,25 @@ export class HandoffTransaction {
    * ended (post-create.ts): the runner written, and what the launch request carries for them. Not
    * with the confirm fault, whose launcher starts nothing at all.
    */
-  private async preparePostCreate(plan: Plan, manifest: Manifest): Promise<Pick<LaunchRequest, "patch" | "postCreate">> {
+  private async preparePostCreate(
+    plan: Plan,
+    manifest: Manifest,
+  ): Promise<Pick<LaunchRequest, "patch" | "postCreate">> {
     const commands = failsAt(this.faults, "confirm") ? undefined : plan.config.postCreate;
     if (commands === undefined) return {};
     const hookFiles = postCreateFiles(this.deps.store.pathFor(manifest.id));
     try {
-      await writeRunner(hookFiles, { handoffId: manifest.id, mainCheckout: plan.repo.mainCheckout, worktreePath: manifest.worktree.path, branch: plan.branch });
+      await writeRunner(hookFiles, {
+        handoffId: manifest.id,
+        mainCheckout: plan.repo.mainCheckout,
+        worktreePath: manifest.worktree.path,
+        branch: plan.branch,
+      });
     } catch (error) {
-      throw new StepFailure("launch", `Could not write the postCreate runner ${hookFiles.runnerFile}: ${errorMessage(error)}`);
+      throw new StepFailure(
+        "launch",
+        `Could not write the postCreate runner ${hookFiles.runnerFile}: ${errorMessage(error)}`,
+      );
     }
     return {
       patch: (m: Manifest) => {
@@ -412,15 +538,34 @@ export class HandoffTransaction {
 
   /** A step's outside wait, shown in the status line as it runs (the elapsed seconds). */
   private whileStep<T>(step: HandoffStep, text: string, promise: Promise<T>): Promise<T> {
-    return whileWaiting(promise, () => this.deps.now().getTime(), (elapsed) =>
-      this.deps.progress(step, `${text} (${formatWait(elapsed)})`),
+    return whileWaiting(
+      promise,
+      () => this.deps.now().getTime(),
+      (elapsed) => this.deps.progress(step, `${text} (${formatWait(elapsed)})`),
     );
   }
 
   private enter(step: HandoffStep, text: string): void {
+    // Entering the step under way again (the first, said as the command starts) goes on timing it.
+    if (step !== this.currentStep) this.closeStep();
     this.currentStep = step;
     this.deps.progress(step, text);
   }
+
+  /** The time of the step under way so far joins the unrecorded ones; it goes on from now. */
+  private closeStep(): void {
+    const now = performance.now();
+    this.unrecordedSteps.push({ step: this.currentStep, ms: Math.max(0, Math.round(now - this.stepStartedAt)) });
+    this.stepStartedAt = now;
+  }
+
+  /** The steps for the history entry being written now (the step under way counted up to now). */
+  private readonly takeSteps = (): StepTime[] => {
+    this.closeStep();
+    const steps = this.unrecordedSteps;
+    this.unrecordedSteps = [];
+    return steps;
+  };
 
   private async fail(plan: Plan, id: string, step: HandoffStep, message: string): Promise<HandoffOutcome> {
     // The backend may have put the worktree somewhere other than planned (Herdr reports its
@@ -429,7 +574,12 @@ export class HandoffTransaction {
     const worktreePath = recorded.ok ? recorded.manifest.worktree.path : plan.worktreePath;
     // A window whose launcher waits for the launch step is told that none comes: it leaves the
     // user's shell in the pane at once.
-    if (recorded.ok) await cancelWindowLauncher(this.deps.store, recorded.manifest, `Handoff ${id} failed at the ${step} step, so no Pi was started here; pi-handoff inspect ${id} shows what exists.`);
+    if (recorded.ok)
+      await cancelWindowLauncher(
+        this.deps.store,
+        recorded.manifest,
+        `Handoff ${id} failed at the ${step} step, so no Pi was started here; pi-handoff inspect ${id} shows what exists.`,
+      );
     let gitState: Manifest["gitState"];
     try {
       gitState = await this.deps.git.captureState(worktreePath, plan.base.sha);
@@ -444,6 +594,7 @@ export class HandoffTransaction {
         if (gitState !== undefined) m.gitState = gitState;
       },
       `failed at ${step}`,
+      this.takeSteps,
     );
     return { ok: false, code: "failed", step, manifest: failed, message: describeFailure(step, message, failed) };
   }

@@ -43,7 +43,10 @@ function canonicalParent(path: string): string {
  * in, a leading `~` made the home directory, and a relative result taken from the main checkout.
  * The template was checked when the settings were read (`checkWorktreeTemplate`).
  */
-export function expandWorktreeTemplate(template: string, input: { mainCheckout: string; branch: string; home: string | undefined }): string {
+export function expandWorktreeTemplate(
+  template: string,
+  input: { mainCheckout: string; branch: string; home: string | undefined },
+): string {
   const values: Record<string, string> = {
     repo: basename(input.mainCheckout),
     repoParent: dirname(input.mainCheckout),
@@ -53,14 +56,23 @@ export function expandWorktreeTemplate(template: string, input: { mainCheckout: 
   return resolve(input.mainCheckout, expandHome(filled, input.home));
 }
 
-export function chooseWorktreePath(input: { mainCheckout: string; branch: string; env: NodeJS.ProcessEnv; template?: string | undefined }): string {
+export function chooseWorktreePath(input: {
+  mainCheckout: string;
+  branch: string;
+  env: NodeJS.ProcessEnv;
+  template?: string | undefined;
+}): string {
   const repoName = basename(input.mainCheckout);
   const configuredRoot = input.env[WORKTREE_ROOT_ENV];
   let wanted: string;
   if (configuredRoot !== undefined && configuredRoot.trim() !== "") {
     wanted = join(resolve(expandHome(configuredRoot.trim(), input.env.HOME)), repoName, slugify(input.branch));
   } else if (input.template !== undefined) {
-    wanted = expandWorktreeTemplate(input.template, { mainCheckout: input.mainCheckout, branch: input.branch, home: input.env.HOME });
+    wanted = expandWorktreeTemplate(input.template, {
+      mainCheckout: input.mainCheckout,
+      branch: input.branch,
+      home: input.env.HOME,
+    });
   } else {
     wanted = join(dirname(input.mainCheckout), `${repoName}.worktrees`, slugify(input.branch));
   }

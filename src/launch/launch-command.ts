@@ -10,20 +10,49 @@
  *   it would submit a partial command.
  * - Only Pi's own configuration variables are forwarded, never the whole environment (the pane's
  *   scrollback would show secrets).
+ * - What a handoff reserved and set (its ports, the settings' `env` as recorded) is derived from
+ *   its manifest here alone (`handoffVariables`), for the launcher (which exports it to postCreate,
+ *   Pi and the shell after it), relaunch and `pi-handoff env` alike.
  */
 import { realpathSync, statSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import type { Manifest } from "../manifest/schema.ts";
-import { HERDR_CHILD_ENV } from "../mux/herdr-protocol.ts";
-import { HANDOFF_ID_ENV } from "../mux/types.ts";
-import { hasControlCharacter } from "../text.ts";
+import { childEnvFor } from "../mux/registry.ts";
+import { HANDOFF_ID_ENV } from "../process/facts.ts";
+import { ENV_VARIABLE_NAME, hasControlCharacter } from "../text.ts";
 import { defaultSessionDir } from "../session/paths.ts";
 
-
 /** Pi configuration variables a child must share with its parent to behave the same. */
-const FORWARDED_ENV = ["PI_CODING_AGENT_SESSION_DIR", "PI_OFFLINE", "PI_SKIP_VERSION_CHECK", "PI_TELEMETRY", "PI_PACKAGE_DIR"];
+const FORWARDED_ENV = [
+  "PI_CODING_AGENT_SESSION_DIR",
+  "PI_OFFLINE",
+  "PI_SKIP_VERSION_CHECK",
+  "PI_TELEMETRY",
+  "PI_PACKAGE_DIR",
+];
 
 const SAFE_WORD = /^[A-Za-z0-9_@%+=:,./-]+$/;
+
+/** The first reserved port, and all of them comma-separated (documented in the README). */
+export const PORT_ENV = "PI_HANDOFF_PORT";
+export const PORTS_ENV = "PI_HANDOFF_PORTS";
+
+/**
+ * The variables everything run for a handoff gets, in order: its ports (when it reserved any),
+ * then the settings' `env` as the manifest recorded it. Empty for a handoff that has neither.
+ */
+export function handoffVariables(manifest: Pick<Manifest, "ports" | "env">): Array<[string, string]> {
+  const ports = manifest.ports ?? [];
+  return [
+    ...(ports.length > 0
+      ? ([
+          [PORT_ENV, String(ports[0])],
+          [PORTS_ENV, ports.join(",")],
+        ] as Array<[string, string]>)
+      : []),
+    ...Object.entries(manifest.env ?? {}),
+  ];
+}
 
 export class LaunchCommandError extends Error {
   override readonly name = "LaunchCommandError";
@@ -31,7 +60,9 @@ export class LaunchCommandError extends Error {
 
 export function shellQuote(word: string): string {
   if (hasControlCharacter(word)) {
-    throw new LaunchCommandError(`Cannot type a value with a control character into a terminal: ${JSON.stringify(word)}.`);
+    throw new LaunchCommandError(
+      `Cannot type a value with a control character into a terminal: ${JSON.stringify(word)}.`,
+    );
   }
   if (word.length > 0 && SAFE_WORD.test(word)) return word;
   return `'${word.replace(/'/g, `'\\''`)}'`;
@@ -47,6 +78,8 @@ export interface LaunchCommand {
   cwd: string;
   /** `NAME=value` pairs set for Pi only, in order: agent dir, forwarded Pi settings, the marker. */
   env: Array<[string, string]>;
+  /** The handoff's own variables (`handoffVariables`), exported for everything the launcher runs. */
+  handoffEnv: Array<[string, string]>;
   /** Pi's argv, starting with the executable. */
   argv: string[];
 }
@@ -69,13 +102,17 @@ export type LaunchCommandResult =
  * The one derivation of the child's launch, for the handoff and for recovery's relaunch alike:
  * the child session, its session dir (recorded at fork time; for a manifest from before that, a
  * session outside Pi's default dir for the worktree means a custom one), the model, thinking
- * level, mirrored flags and approval as recorded, and the handoff marker. `HERDR_AGENT=pi` on Herdr.
+ * level, mirrored flags and approval as recorded, and the handoff marker. and what the terminal asks for (mux/registry.ts).
  */
 export function launchCommandFor(manifest: Manifest, environment: LaunchEnvironment): LaunchCommandResult {
   const { child } = manifest;
   const sessionFile = child.sessionFile;
   if (sessionFile === undefined) {
-    return { ok: false, code: "no_child_session", message: `Handoff ${manifest.id} has no child session (it stopped at ${manifest.state}), so there is nothing to start.` };
+    return {
+      ok: false,
+      code: "no_child_session",
+      message: `Handoff ${manifest.id} has no child session (it stopped at ${manifest.state}), so there is nothing to start.`,
+    };
   }
   if (child.model === undefined) {
     return {
@@ -85,7 +122,11 @@ export function launchCommandFor(manifest: Manifest, environment: LaunchEnvironm
     };
   }
   if (environment.piCommand.length === 0) {
-    return { ok: false, code: "no_pi", message: "No pi executable was found on PATH (nor a Pi package next to this one); put pi on PATH and try again." };
+    return {
+      ok: false,
+      code: "no_pi",
+      message: "No pi executable was found on PATH (nor a Pi package next to this one); put pi on PATH and try again.",
+    };
   }
   const sessionDir = child.sessionDir ?? legacySessionDir(sessionFile, manifest.worktree.path, environment.agentDir);
   const env: Array<[string, string]> = [["PI_CODING_AGENT_DIR", environment.agentDir]];
@@ -94,8 +135,8 @@ export function launchCommandFor(manifest: Manifest, environment: LaunchEnvironm
     if (value !== undefined && value !== "") env.push([name, value]);
   }
   env.push([HANDOFF_ID_ENV, manifest.id]);
-  // Herdr recognises the agent in a pane by this (its own hooks and status).
-  if (manifest.mux.kind === "herdr") env.push(...Object.entries(HERDR_CHILD_ENV));
+  // What the child's terminal recognises its agent by (Herdr: its hooks and status).
+  env.push(...Object.entries(childEnvFor(manifest.mux)));
   const argv = [
     ...environment.piCommand,
     "--session",
@@ -107,18 +148,37 @@ export function launchCommandFor(manifest: Manifest, environment: LaunchEnvironm
     ...(child.approve === true ? ["--approve"] : []),
     ...(child.extraArgs ?? []),
   ];
-  const command: LaunchCommand = { handoffId: manifest.id, cwd: manifest.worktree.path, env, argv };
-  const unquotable = [command.cwd, ...env.map(([name, value]) => `${name}=${value}`), ...argv].find((word) => hasControlCharacter(word));
+  const handoffEnv = handoffVariables(manifest);
+  const command: LaunchCommand = { handoffId: manifest.id, cwd: manifest.worktree.path, env, handoffEnv, argv };
+  const unquotable = [command.cwd, ...[...handoffEnv, ...env].map(([name, value]) => `${name}=${value}`), ...argv].find(
+    (word) => hasControlCharacter(word),
+  );
   if (unquotable !== undefined) {
-    return { ok: false, code: "bad_command", message: `The launch of handoff ${manifest.id} holds a value with a control character, which cannot be passed safely: ${JSON.stringify(unquotable)}.` };
+    return {
+      ok: false,
+      code: "bad_command",
+      message: `The launch of handoff ${manifest.id} holds a value with a control character, which cannot be passed safely: ${JSON.stringify(unquotable)}.`,
+    };
   }
   return { ok: true, command };
 }
 
 /** A manifest from before `child.sessionDir` was recorded: its session's dir against Pi's default. */
-function legacySessionDir(sessionFile: string, worktreePath: string, agentDir: string): { dir: string; custom: boolean } {
+function legacySessionDir(
+  sessionFile: string,
+  worktreePath: string,
+  agentDir: string,
+): { dir: string; custom: boolean } {
   const dir = dirname(sessionFile);
   return { dir, custom: dir !== defaultSessionDir(worktreePath, agentDir) };
+}
+
+/** `export NAME=value` lines, every value quoted: safe to source, or to `eval`, whatever it holds. */
+export function exportLines(variables: ReadonlyArray<readonly [string, string]>): string[] {
+  return variables.map(([name, value]) => {
+    if (!ENV_VARIABLE_NAME.test(name)) throw new LaunchCommandError(`${JSON.stringify(name)} is not a variable name.`);
+    return `export ${name}=${shellQuote(value)}`;
+  });
 }
 
 /** `env NAME=value... pi ...`, every word quoted: how the launcher runs Pi. */

@@ -6,8 +6,10 @@
  *
  * Files, all beside the manifest (`<stem>` is the manifest path without `.json`):
  * - `<stem>.launch.sh`: the launcher's fixed logic, written once per handoff;
- * - `<stem>.launch.params`: what to start (directory, postCreate prelude, `env ... pi ...`) and the
- *   launch token, written atomically at each launch step; the launcher sources it;
+ * - `<stem>.launch.params`: what to start (directory, postCreate prelude, `env ... pi ...`), the
+ *   handoff's own variables (its ports, the settings' `env`: exported, so postCreate, Pi and the
+ *   shell after it all get them) and the launch token, written atomically at each launch step; the
+ *   launcher sources it;
  * - `<stem>.launch.window`: for a launcher that is the window's command, the go-ahead of the
  *   launch step (`window_go=<token>`) or the word that none comes (`window_cancelled=<why>`);
  * - `<stem>.launch.pid`: the lock, the pid of the launcher (the pane's command) or of Pi (typed);
@@ -34,7 +36,7 @@ import { lstat, mkdir, readlink, symlink, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { writeFileAtomic } from "../fs/atomic-write.ts";
 import { CONTROL_CHARACTERS } from "../text.ts";
-import { envInvocation, shellQuote, type LaunchCommand } from "./launch-command.ts";
+import { envInvocation, exportLines, shellQuote, type LaunchCommand } from "./launch-command.ts";
 import { readTextIfPresent } from "../fs/probe.ts";
 import { unlinkEach, unlinkIfPresent, type Deletions } from "../fs/unlink.ts";
 
@@ -106,7 +108,7 @@ export function launcherScript(input: LauncherScriptInput): string {
     // (the pane would close): a handler, not an ignore, so the commands it runs still get it.
     'if [ "$mode" = window ]; then trap : INT QUIT; fi',
     "say() { printf '[pi-handoff] %s\\n' \"$*\"; }",
-    "note() { printf '%s %s\\n' \"${launch_token:-?}\" \"$2\" > \"$1.$$.tmp\" && mv -f \"$1.$$.tmp\" \"$1\"; }",
+    'note() { printf \'%s %s\\n\' "${launch_token:-?}" "$2" > "$1.$$.tmp" && mv -f "$1.$$.tmp" "$1"; }',
     'release() { if [ "$(cat "$lock" 2>/dev/null)" = "$$" ]; then rm -f "$lock"; fi; }',
     // A tenth of a second where `sleep` takes fractions (GNU, BSD, busybox); else a whole one, counted as ten.
     "nap() { sleep 0.1 2>/dev/null && return 0; sleep 1; waited=$((waited + 9)); }",
@@ -126,7 +128,7 @@ export function launcherScript(input: LauncherScriptInput): string {
     '  if [ ! -f "$params" ]; then say "Nothing to start yet for handoff $id (no $params)."; return 1; fi',
     '  . "$params" || return 1',
     // The lock: created atomically; a live holder means this handoff's Pi runs (or is starting).
-    "  if ! (set -C; printf '%s\\n' \"$$\" > \"$lock\") 2>/dev/null; then",
+    '  if ! (set -C; printf \'%s\\n\' "$$" > "$lock") 2>/dev/null; then',
     '    holder=$(cat "$lock" 2>/dev/null)',
     '    if [ -n "$holder" ] && kill -0 "$holder" 2>/dev/null; then',
     '      note "$refused" "$holder"',
@@ -134,12 +136,12 @@ export function launcherScript(input: LauncherScriptInput): string {
     "      return 0",
     "    fi",
     '    rm -f "$lock"',
-    "    if ! (set -C; printf '%s\\n' \"$$\" > \"$lock\") 2>/dev/null; then say \"Another launcher of handoff $id just started; nothing was started.\"; return 0; fi",
+    '    if ! (set -C; printf \'%s\\n\' "$$" > "$lock") 2>/dev/null; then say "Another launcher of handoff $id just started; nothing was started."; return 0; fi',
     "  fi",
     '  note "$started" "$$"',
     // Typed input queued behind this line (a launch line typed again because the first was late)
     // must not reach Pi's editor: read whatever is pending, without waiting.
-    '  if [ -t 0 ] && saved_tty=$(stty -g 2>/dev/null); then',
+    "  if [ -t 0 ] && saved_tty=$(stty -g 2>/dev/null); then",
     "    stty -icanon min 0 time 0 2>/dev/null && dd bs=65536 count=4 of=/dev/null 2>/dev/null",
     '    stty "$saved_tty" 2>/dev/null',
     "  fi",
@@ -175,14 +177,20 @@ export interface LauncherParams {
 /** The params file: every value quoted; `launch_pi` runs Pi as a child, `launch_exec_pi` becomes it. */
 export function launcherParams(params: LauncherParams): string {
   const invocation = envInvocation(params.command);
-  const prelude = params.prelude !== undefined && params.prelude.length > 0 ? params.prelude.map(shellQuote).join(" ") : ":";
+  const prelude =
+    params.prelude !== undefined && params.prelude.length > 0 ? params.prelude.map(shellQuote).join(" ") : ":";
   return [
     `# Written by pi-handoff-worktree at the launch step of handoff ${params.command.handoffId}; sourced by its launcher.`,
     `launch_token=${shellQuote(params.token)}`,
     `launch_cwd=${shellQuote(params.command.cwd)}`,
+    ...exportLines(params.command.handoffEnv),
     `launch_prelude() { ${prelude}; }`,
     ...(params.startNothing === true
-      ? ["# The confirm fault (PI_HANDOFF_FAULT=confirm): nothing is started.", "launch_pi() { :; }", "launch_exec_pi() { return 0; }"]
+      ? [
+          "# The confirm fault (PI_HANDOFF_FAULT=confirm): nothing is started.",
+          "launch_pi() { :; }",
+          "launch_exec_pi() { return 0; }",
+        ]
       : [`launch_pi() { ${invocation}; }`, `launch_exec_pi() { exec ${invocation}; }`]),
     "",
   ].join("\n");
@@ -207,7 +215,10 @@ export async function releaseWindowLauncher(files: LauncherFiles, token: string)
 
 /** Tells a launcher waiting as the window's command that nothing will start (the handoff failed). */
 export async function cancelLauncher(files: LauncherFiles, message: string): Promise<void> {
-  await writeFileAtomic(files.window, `window_cancelled=${shellQuote(message.replace(new RegExp(CONTROL_CHARACTERS.source, "g"), " "))}\n`);
+  await writeFileAtomic(
+    files.window,
+    `window_cancelled=${shellQuote(message.replace(new RegExp(CONTROL_CHARACTERS.source, "g"), " "))}\n`,
+  );
 }
 
 /** A `<token> <pid>` note of the launcher, when it is this launch's. */

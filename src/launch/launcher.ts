@@ -34,7 +34,8 @@ import { rm } from "node:fs/promises";
 import type { HandoffStep, Manifest } from "../manifest/schema.ts";
 import type { ManifestStore } from "../manifest/store.ts";
 import { backoff, whileWaiting } from "../mux/backoff.ts";
-import type { Multiplexer, MuxResult, PaneProcess } from "../mux/types.ts";
+import type { Multiplexer, MuxResult } from "../mux/types.ts";
+import type { DescribedProcess } from "../process/facts.ts";
 import { describePaneProcess } from "../process/pane-process.ts";
 import { processFacts } from "../process/facts.ts";
 import type { LaunchCommand } from "./launch-command.ts";
@@ -55,7 +56,7 @@ import { readPostCreateStatus } from "./post-create.ts";
 import { errorClause } from "../errors.ts";
 import { withDefaults, type LaunchTimeouts } from "./timeouts.ts";
 import { checkpoint, failsAt, injectFault, NO_FAULTS, type FaultPlan } from "../faults.ts";
-import { formatWait, type NoticeLevel } from "../text.ts";
+import { counted, formatWait, type NoticeLevel } from "../text.ts";
 
 export type { LaunchTimeouts } from "./timeouts.ts";
 
@@ -133,9 +134,18 @@ export interface WindowLauncher {
  * Writes the launcher before its window exists, so the window can run it as its command; it then
  * waits for its params (the launch step) while this process lives, at most `paramsWaitMs`.
  */
-export async function prepareWindowLauncher(store: ManifestStore, manifest: Manifest, timeouts: LaunchTimeouts): Promise<WindowLauncher> {
+export async function prepareWindowLauncher(
+  store: ManifestStore,
+  manifest: Manifest,
+  timeouts: LaunchTimeouts,
+): Promise<WindowLauncher> {
   const files = launcherFiles(store.pathFor(manifest.id));
-  await writeLauncher({ handoffId: manifest.id, files, ownerPid: process.pid, paramsWaitMs: withDefaults(timeouts).paramsWaitMs });
+  await writeLauncher({
+    handoffId: manifest.id,
+    files,
+    ownerPid: process.pid,
+    paramsWaitMs: withDefaults(timeouts).paramsWaitMs,
+  });
   // The go-ahead of an earlier launch would start the new window at once, with old settings: the
   // window must wait for this launch's own.
   await rm(files.window, { force: true });
@@ -199,7 +209,10 @@ export class ChildLauncher {
     checkpoint(this.faults, "launch");
 
     if (request.postCreate !== undefined) {
-      this.deps.progress("launch", `Running ${request.postCreate.commands.length} postCreate command(s) in the new pane`);
+      this.deps.progress(
+        "launch",
+        `Running ${counted(request.postCreate.commands.length, "postCreate command")} in the new pane`,
+      );
       const hooks = await this.waitForPostCreate(request.postCreate, current);
       if (hooks.code === "failed") return { ...hooks, code: "post_create_failed", manifest: current };
       if (hooks.code === "timeout") return this.unconfirmed(current, "confirm", hooks.message);
@@ -208,7 +221,8 @@ export class ChildLauncher {
     const confirmed = await this.confirm(mux, current, files);
     if (!confirmed.ok) {
       // Changed by someone else meanwhile (removed, failed): reported, not overwritten.
-      if (confirmed.manifest !== undefined) return { code: "launch_unconfirmed", manifest: confirmed.manifest, message: confirmed.message };
+      if (confirmed.manifest !== undefined)
+        return { code: "launch_unconfirmed", manifest: confirmed.manifest, message: confirmed.message };
       return this.unconfirmed(current, "confirm", confirmed.message);
     }
     checkpoint(this.faults, "confirm");
@@ -235,7 +249,12 @@ export class ChildLauncher {
     let line: string;
     try {
       if (!windowCommand) {
-        await writeLauncher({ handoffId: manifest.id, files, ownerPid: process.pid, paramsWaitMs: this.timeouts.paramsWaitMs });
+        await writeLauncher({
+          handoffId: manifest.id,
+          files,
+          ownerPid: process.pid,
+          paramsWaitMs: this.timeouts.paramsWaitMs,
+        });
       }
       line = await typedLauncherLine(files, manifest.id);
       await this.dropForeignLock(files, manifest);
@@ -264,7 +283,10 @@ export class ChildLauncher {
     // reported session after a restart) never resumes a session nobody runs. Best effort: the
     // handoff does not depend on it, and it runs beside the focus so the user waits no longer.
     const sessionFile = current.child.sessionFile;
-    const reported = mux.reportChildSession !== undefined && sessionFile !== undefined ? mux.reportChildSession(current.mux, sessionFile) : undefined;
+    const reported =
+      mux.reportChildSession !== undefined && sessionFile !== undefined
+        ? mux.reportChildSession(current.mux, sessionFile)
+        : undefined;
     if (!focus) {
       await reported;
       return { code: "running", manifest: current };
@@ -288,7 +310,11 @@ export class ChildLauncher {
     token: string,
     line: string,
     windowCommand: boolean,
-  ): Promise<{ code: "started"; manifest: Manifest } | { code: "not_started"; manifest: Manifest; message: string } | { code: "type_failed"; manifest: Manifest; message: string }> {
+  ): Promise<
+    | { code: "started"; manifest: Manifest }
+    | { code: "not_started"; manifest: Manifest; message: string }
+    | { code: "type_failed"; manifest: Manifest; message: string }
+  > {
     const { attempts, startMs } = this.timeouts;
     let seen: StartSeen = { code: "none" };
     let typed = 0;
@@ -298,12 +324,21 @@ export class ChildLauncher {
       try {
         await releaseWindowLauncher(files, token);
       } catch (error) {
-        return { code: "type_failed", manifest: current, message: `Could not signal the window's launcher through ${files.window}: ${errorClause(error)}.` };
+        return {
+          code: "type_failed",
+          manifest: current,
+          message: `Could not signal the window's launcher through ${files.window}: ${errorClause(error)}.`,
+        };
       }
       seen = await this.waitForStart(files, token, "Waiting for the window's launcher to start");
     }
     while (seen.code === "none" && typed < attempts) {
-      this.deps.progress("launch", typed === 0 ? "Starting Pi in the new pane" : `No launcher started; typing the launch line again (${typed + 1} of ${attempts})`);
+      this.deps.progress(
+        "launch",
+        typed === 0
+          ? "Starting Pi in the new pane"
+          : `No launcher started; typing the launch line again (${typed + 1} of ${attempts})`,
+      );
       const result = await mux.run(current.mux, line);
       if (!result.ok) return { code: "type_failed", manifest: current, message: result.message };
       typed += 1;
@@ -318,7 +353,7 @@ export class ChildLauncher {
       return {
         code: "not_started",
         manifest: current,
-        message: `No launcher started in the new pane: ${where}the launch line (${line}) was typed ${typed} time(s), ${formatWait(startMs)} apart, and no start was announced in ${files.started}; the shell there may still be starting or may have lost the input.`,
+        message: `No launcher started in the new pane: ${where}the launch line (${line}) was typed ${typed === 1 ? "once" : `${typed} times`}, ${formatWait(startMs)} apart, and no start was announced in ${files.started}; the shell there may still be starting or may have lost the input.`,
       };
     }
     const at = this.isoNow();
@@ -361,13 +396,23 @@ export class ChildLauncher {
   private async waitForPostCreate(
     hooks: NonNullable<LaunchRequest["postCreate"]>,
     manifest: Manifest,
-  ): Promise<{ code: "passed" } | { code: "failed"; message: string; exitStatus: number; command: number } | { code: "timeout"; message: string }> {
-    const outcome = await this.poll(`Running ${hooks.commands.length} postCreate command(s) in the new pane`, this.timeouts.postCreateMs, async () => {
-      const status = await readPostCreateStatus(hooks.statusFile);
-      if (status !== undefined) return status;
-      const current = await this.deps.store.read(manifest.id);
-      return current.ok && current.manifest.state === "running" && current.manifest.child.ackAt !== undefined ? { exitStatus: 0, command: 0 } : undefined;
-    });
+  ): Promise<
+    | { code: "passed" }
+    | { code: "failed"; message: string; exitStatus: number; command: number }
+    | { code: "timeout"; message: string }
+  > {
+    const outcome = await this.poll(
+      `Running ${counted(hooks.commands.length, "postCreate command")} in the new pane`,
+      this.timeouts.postCreateMs,
+      async () => {
+        const status = await readPostCreateStatus(hooks.statusFile);
+        if (status !== undefined) return status;
+        const current = await this.deps.store.read(manifest.id);
+        return current.ok && current.manifest.state === "running" && current.manifest.child.ackAt !== undefined
+          ? { exitStatus: 0, command: 0 }
+          : undefined;
+      },
+    );
     if (outcome === undefined) {
       return {
         code: "timeout",
@@ -377,7 +422,8 @@ export class ChildLauncher {
     if (outcome.exitStatus === 0) return { code: "passed" };
     const total = hooks.commands.length;
     const command = hooks.commands[outcome.command - 1];
-    const which = command !== undefined ? `command ${outcome.command} of ${total} (${JSON.stringify(command)})` : "command";
+    const which =
+      command !== undefined ? `command ${outcome.command} of ${total} (${JSON.stringify(command)})` : "command";
     return {
       code: "failed",
       exitStatus: outcome.exitStatus,
@@ -429,7 +475,11 @@ export class ChildLauncher {
       "confirmed by process probe",
     );
     if (running.state !== "running") {
-      return { ok: false, message: `A Pi was found in the new pane, but handoff ${running.id} is ${running.state} now, so it was left as it is.`, manifest: running };
+      return {
+        ok: false,
+        message: `A Pi was found in the new pane, but handoff ${running.id} is ${running.state} now, so it was left as it is.`,
+        manifest: running,
+      };
     }
     return { ok: true, manifest: running };
   }
@@ -461,8 +511,10 @@ export class ChildLauncher {
 
   /** Awaits `promise`, showing the wait in the status line about once a second. */
   private waitWithProgress<T>(promise: Promise<T>, label: string, limitMs: number): Promise<T> {
-    return whileWaiting(promise, () => this.deps.now().getTime(), (elapsed) =>
-      this.deps.tick?.("launch", `${label} (${formatWait(elapsed)} of ${formatWait(limitMs)})`),
+    return whileWaiting(
+      promise,
+      () => this.deps.now().getTime(),
+      (elapsed) => this.deps.tick?.("launch", `${label} (${formatWait(elapsed)} of ${formatWait(limitMs)})`),
     );
   }
 
@@ -485,7 +537,8 @@ export class ChildLauncher {
       },
       message,
     );
-    if (unconfirmed.state === "running" && unconfirmed.child.ackAt !== undefined) return { code: "running", manifest: unconfirmed };
+    if (unconfirmed.state === "running" && unconfirmed.child.ackAt !== undefined)
+      return { code: "running", manifest: unconfirmed };
     return { code: "launch_unconfirmed", manifest: unconfirmed, message };
   }
 
@@ -537,9 +590,11 @@ function watchDirectory(dir: string): { next(): Promise<void>; close(): void } {
   };
 }
 
-
 /** The child among a pane's processes: named `pi`, in the worktree, carrying this handoff's marker. */
-export function findChildProcess(processes: readonly PaneProcess[], manifest: Manifest): PaneProcess | undefined {
+export function findChildProcess(
+  processes: readonly DescribedProcess[],
+  manifest: Manifest,
+): DescribedProcess | undefined {
   return processes.find(
     (process) => process.name === "pi" && process.handoffId === manifest.id && process.cwd === manifest.worktree.path,
   );

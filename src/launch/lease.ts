@@ -87,12 +87,20 @@ export function leaseDir(agentDir: string): string {
   return join(agentDir, "handoff-worktree", "leases");
 }
 
-export function leasePath(agentDir: string, sessionFile: string): string {
+/** The file name a session's files under the agent dir go by (its lease, its published state): a hash of its canonical path. */
+export function sessionKey(sessionFile: string): string {
   const hash = createHash("sha256").update(canonicalSessionPath(sessionFile)).digest("hex").slice(0, 32);
-  return join(leaseDir(agentDir), `${hash}.json`);
+  return `${hash}.json`;
 }
 
-type Parsed = { code: "none" } | { code: "unreadable"; message: string } | { code: "ok"; record: LeaseFile; text: string };
+export function leasePath(agentDir: string, sessionFile: string): string {
+  return join(leaseDir(agentDir), sessionKey(sessionFile));
+}
+
+type Parsed =
+  | { code: "none" }
+  | { code: "unreadable"; message: string }
+  | { code: "ok"; record: LeaseFile; text: string };
 
 async function readLeaseFile(path: string): Promise<Parsed> {
   let text: string;
@@ -113,7 +121,8 @@ function parseLease(path: string, text: string): Parsed {
     return { code: "unreadable", message: `The session lease ${path} is not valid JSON.` };
   }
   const parsed = LeaseFileSchema.safeParse(json);
-  if (!parsed.success) return { code: "unreadable", message: `The session lease ${path} does not have the expected fields.` };
+  if (!parsed.success)
+    return { code: "unreadable", message: `The session lease ${path} does not have the expected fields.` };
   return { code: "ok", record: parsed.data, text };
 }
 
@@ -153,13 +162,23 @@ async function judge(record: LeaseFile, options: LeaseOptions): Promise<"live" |
 }
 
 /** Who writes `sessionFile` according to its lease. */
-export async function readSessionLease(agentDir: string, sessionFile: string, options: LeaseOptions = {}): Promise<SessionLease> {
+export async function readSessionLease(
+  agentDir: string,
+  sessionFile: string,
+  options: LeaseOptions = {},
+): Promise<SessionLease> {
   const read = await readLeaseFile(leasePath(agentDir, sessionFile));
   if (read.code === "none") return { state: "none" };
   if (read.code === "unreadable") return { state: "unreadable", message: read.message };
   const { record } = read;
-  if ((await judge(record, options)) === "stale") return { state: "stale", pid: record.pid, heartbeatAt: record.heartbeatAt };
-  return { state: "live", pid: record.pid, heartbeatAt: record.heartbeatAt, ...(record.handoffId === undefined ? {} : { handoffId: record.handoffId }) };
+  if ((await judge(record, options)) === "stale")
+    return { state: "stale", pid: record.pid, heartbeatAt: record.heartbeatAt };
+  return {
+    state: "live",
+    pid: record.pid,
+    heartbeatAt: record.heartbeatAt,
+    ...(record.handoffId === undefined ? {} : { handoffId: record.handoffId }),
+  };
 }
 
 /** A lease this process holds. */
@@ -220,7 +239,11 @@ export async function acquireSessionLease(
           return {
             ok: false,
             code: "held",
-            holder: { pid: holder.pid, heartbeatAt: holder.heartbeatAt, ...(holder.handoffId === undefined ? {} : { handoffId: holder.handoffId }) },
+            holder: {
+              pid: holder.pid,
+              heartbeatAt: holder.heartbeatAt,
+              ...(holder.handoffId === undefined ? {} : { handoffId: holder.handoffId }),
+            },
             message: `Another Pi (pid ${holder.pid}${holder.host === record.host ? "" : ` on ${holder.host}`}) holds the lease on session ${record.sessionFile} (heartbeat ${holder.heartbeatAt}).`,
           };
         }
@@ -228,9 +251,17 @@ export async function acquireSessionLease(
       // Stale, unreadable, or left by this very process before (a reload): move it aside and retry.
       await moveAside(path, existing.code === "ok" ? existing.text : undefined);
     }
-    return { ok: false, code: "io_error", message: `The lease on session ${record.sessionFile} kept changing while it was taken; try again.` };
+    return {
+      ok: false,
+      code: "io_error",
+      message: `The lease on session ${record.sessionFile} kept changing while it was taken; try again.`,
+    };
   } catch (error) {
-    return { ok: false, code: "io_error", message: `The lease on session ${record.sessionFile} could not be taken: ${errorClause(error)}.` };
+    return {
+      ok: false,
+      code: "io_error",
+      message: `The lease on session ${record.sessionFile} could not be taken: ${errorClause(error)}.`,
+    };
   }
 }
 

@@ -9,13 +9,22 @@
  *   would make it a second writer); it warns, and takes the lease over only once the other one
  *   stops (checked on every heartbeat tick).
  * - Timers are unref'd and never keep Pi alive; a tick never throws (its failure is reported once).
- * - Released on session switch, on shutdown and, as a last resort, when the process exits.
+ * - Released on session switch, on shutdown and, as a last resort, when the process exits; at exit
+ *   the holder's last word (`onExit`, its published state) is written before the release.
+ * - `onHoldingChange` follows every start and end of holding, so what is published in the
+ *   session's name is written only by its lease holder.
  */
 import type { ManifestStore } from "../manifest/store.ts";
 import { errorClause } from "../errors.ts";
 import type { NoticeLevel } from "../text.ts";
 import { acknowledgeHandoff, findHandoffDetails, kickoffSent, type AckOutcome, type EntryView } from "./acknowledge.ts";
-import { acquireSessionLease, LEASE_HEARTBEAT_MS, type HeldLease, type LeaseAcquisition, type LeaseOptions } from "./lease.ts";
+import {
+  acquireSessionLease,
+  LEASE_HEARTBEAT_MS,
+  type HeldLease,
+  type LeaseAcquisition,
+  type LeaseOptions,
+} from "./lease.ts";
 
 export type LeaseEvent =
   | { code: "taken_over"; message: string }
@@ -43,20 +52,30 @@ let exitHookInstalled = false;
 function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
-  process.once("exit", () => {
-    for (const keeper of liveKeepers) keeper.releaseSync();
+  process.once("exit", (code) => {
+    for (const keeper of liveKeepers) keeper.exitSync(code);
   });
+}
+
+export interface LeaseKeeperOptions extends LeaseOptions {
+  agentDir: string;
+  onEvent(event: LeaseEvent): void;
+  intervalMs?: number;
+  /** Told each time this keeper starts or stops holding a lease (the published state is written only while it holds one). */
+  onHoldingChange?: (holding: boolean) => void;
+  /** At process exit, while the lease is still held: the holder's last word (launch/child-state.ts). */
+  onExit?: (code: number) => void;
 }
 
 /** Holds the lease on the current session and keeps its heartbeat. */
 export class SessionLeaseKeeper {
-  readonly #options: { agentDir: string; onEvent(event: LeaseEvent): void; intervalMs?: number } & LeaseOptions;
+  readonly #options: LeaseKeeperOptions;
   #current: Current | undefined;
   #timer: NodeJS.Timeout | undefined;
   #ticking = false;
   #reportedError = false;
 
-  constructor(options: { agentDir: string; onEvent(event: LeaseEvent): void; intervalMs?: number } & LeaseOptions) {
+  constructor(options: LeaseKeeperOptions) {
     this.#options = options;
   }
 
@@ -79,6 +98,7 @@ export class SessionLeaseKeeper {
     installExitHook();
     this.#timer = setInterval(() => void this.tick(), this.#options.intervalMs ?? LEASE_HEARTBEAT_MS);
     this.#timer.unref();
+    if (acquired.ok) this.#options.onHoldingChange?.(true);
     return acquired;
   }
 
@@ -92,6 +112,7 @@ export class SessionLeaseKeeper {
         if ((await current.held.heartbeat()) === "lost") {
           delete current.held;
           current.waitingFor = "other_pi";
+          this.#options.onHoldingChange?.(false);
           this.#options.onEvent({
             code: "lost",
             message: `Another Pi took over the lease on session ${current.sessionFile}; two Pi processes writing one session corrupt it, so quit one of them.`,
@@ -104,10 +125,17 @@ export class SessionLeaseKeeper {
         current.held = acquired.lease;
         const after = current.waitingFor;
         delete current.waitingFor;
+        this.#options.onHoldingChange?.(true);
         this.#options.onEvent(
           after === "io"
-            ? { code: "leased", message: `The lease on session ${current.sessionFile} is taken now, so recovery sees this Pi as its writer.` }
-            : { code: "taken_over", message: `The other Pi on session ${current.sessionFile} has stopped; this Pi now holds the session.` },
+            ? {
+                code: "leased",
+                message: `The lease on session ${current.sessionFile} is taken now, so recovery sees this Pi as its writer.`,
+              }
+            : {
+                code: "taken_over",
+                message: `The other Pi on session ${current.sessionFile} has stopped; this Pi now holds the session.`,
+              },
         );
       } else if (acquired.ok) {
         await acquired.lease.release();
@@ -118,7 +146,10 @@ export class SessionLeaseKeeper {
     } catch (error) {
       if (!this.#reportedError) {
         this.#reportedError = true;
-        this.#options.onEvent({ code: "error", message: `The lease on session ${current.sessionFile} could not be refreshed: ${errorClause(error)}.` });
+        this.#options.onEvent({
+          code: "error",
+          message: `The lease on session ${current.sessionFile} could not be refreshed: ${errorClause(error)}.`,
+        });
       }
     } finally {
       this.#ticking = false;
@@ -134,12 +165,25 @@ export class SessionLeaseKeeper {
     this.#stop()?.held?.releaseSync();
   }
 
+  /** At process exit: the holder's last word while it still holds the lease, then the release. */
+  exitSync(code: number): void {
+    if (this.#current?.held !== undefined) {
+      try {
+        this.#options.onExit?.(code);
+      } catch {
+        // The process is ending; the lease is released regardless.
+      }
+    }
+    this.releaseSync();
+  }
+
   #stop(): Current | undefined {
     if (this.#timer !== undefined) clearInterval(this.#timer);
     this.#timer = undefined;
     const current = this.#current;
     this.#current = undefined;
     liveKeepers.delete(this);
+    if (current?.held !== undefined) this.#options.onHoldingChange?.(false);
     return current;
   }
 
@@ -180,10 +224,19 @@ export async function startOnSession(input: {
       warning: `${lease.message} Two Pi processes writing one session file corrupt it: quit this one (/quit) and use the other; this one takes the session over only once the other stops.`,
     };
   }
-  const warning = lease !== undefined && !lease.ok ? `${lease.message} Recovery may not see that this Pi writes the session.` : undefined;
+  const warning =
+    lease !== undefined && !lease.ok
+      ? `${lease.message} Recovery may not see that this Pi writes the session.`
+      : undefined;
   const withWarning = warning === undefined ? {} : { warning };
   if (details === undefined) return withWarning;
-  const ack = await acknowledgeHandoff({ store: input.store, details, sessionFile: input.sessionFile, pid: input.pid, now: input.now });
+  const ack = await acknowledgeHandoff({
+    store: input.store,
+    details,
+    sessionFile: input.sessionFile,
+    pid: input.pid,
+    now: input.now,
+  });
   if (ack.code !== "acknowledged") return { ...withWarning, ack };
   const kickoff = details.hasTask && !kickoffSent(input.branch) ? { kickoff: { handoffId: details.handoffId } } : {};
   return { ...withWarning, ack, ...kickoff };

@@ -30,10 +30,19 @@ export interface LaunchTimeouts {
   paramsWaitMs?: number;
 }
 
-const LAUNCH_KEYS = ["shellMs", "startMs", "attempts", "confirmMs", "postCreateMs", "paramsWaitMs"] as const satisfies readonly WaitKey[];
+const LAUNCH_KEYS = [
+  "shellMs",
+  "startMs",
+  "attempts",
+  "confirmMs",
+  "postCreateMs",
+  "paramsWaitMs",
+] as const satisfies readonly WaitKey[];
 
 /** The launch's settings (variables and defaults), from the one table of waits. */
-export const LAUNCH_SETTINGS = WAIT_SETTINGS.filter((setting) => (LAUNCH_KEYS as readonly string[]).includes(setting.key));
+export const LAUNCH_SETTINGS = WAIT_SETTINGS.filter((setting) =>
+  (LAUNCH_KEYS as readonly string[]).includes(setting.key),
+);
 
 /** The first polling interval is not a setting; every other default is the table's. */
 const POLL_MS = 50;
@@ -49,10 +58,9 @@ export const DEFAULT_LAUNCH_TIMEOUTS: Readonly<Required<LaunchTimeouts>> = {
 };
 
 /** The variable that overrides each wait. */
-export const LAUNCH_TIMEOUT_ENV = Object.fromEntries(LAUNCH_SETTINGS.map((setting) => [setting.key, setting.variable])) as Record<
-  (typeof LAUNCH_KEYS)[number],
-  (typeof LAUNCH_SETTINGS)[number]["variable"]
->;
+export const LAUNCH_TIMEOUT_ENV = Object.fromEntries(
+  LAUNCH_SETTINGS.map((setting) => [setting.key, setting.variable]),
+) as Record<(typeof LAUNCH_KEYS)[number], (typeof LAUNCH_SETTINGS)[number]["variable"]>;
 
 /** Every wait with its default filled in. */
 export function withDefaults(timeouts: LaunchTimeouts): Required<LaunchTimeouts> {

@@ -95,7 +95,10 @@ export class ChildReportStore {
     const redactions: Record<string, number> = {};
     const report: ChildReport = ChildReportSchema.parse({
       version: CHILD_REPORT_VERSION,
-      id: input.fixedId === undefined ? `${String(now.getTime()).padStart(13, "0")}-${randomBytes(4).toString("hex")}` : `${String(input.fixedId.at.getTime()).padStart(13, "0")}-${input.fixedId.hex.slice(0, 8)}`,
+      id:
+        input.fixedId === undefined
+          ? `${String(now.getTime()).padStart(13, "0")}-${randomBytes(4).toString("hex")}`
+          : `${String(input.fixedId.at.getTime()).padStart(13, "0")}-${input.fixedId.hex.slice(0, 8)}`,
       handoffId: input.handoffId,
       kind: input.kind,
       createdAt: now.toISOString(),
@@ -104,7 +107,9 @@ export class ChildReportStore {
       text: prepare(input.text, redactions),
       ...(input.done === undefined ? {} : { done: prepare(input.done, redactions) }),
       ...(input.left === undefined ? {} : { left: prepare(input.left, redactions) }),
-      commits: input.commits.slice(0, MAX_REPORT_COMMITS).map((commit) => ({ sha: commit.sha, subject: prepare(commit.subject, redactions).slice(0, 200) })),
+      commits: input.commits
+        .slice(0, MAX_REPORT_COMMITS)
+        .map((commit) => ({ sha: commit.sha, subject: prepare(commit.subject, redactions).slice(0, 200) })),
       commitsTotal: input.commitsTotal ?? input.commits.length,
       ...(input.landing === undefined ? {} : { landing: input.landing }),
       redactions,
@@ -112,7 +117,9 @@ export class ChildReportStore {
     const dir = join(this.dir, report.handoffId);
     await mkdir(dir, { recursive: true });
     try {
-      await writeFileAtomic(join(dir, `${report.id}.json`), `${JSON.stringify(report, null, 2)}\n`, { overwrite: false });
+      await writeFileAtomic(join(dir, `${report.id}.json`), `${JSON.stringify(report, null, 2)}\n`, {
+        overwrite: false,
+      });
     } catch (error) {
       if (input.fixedId !== undefined && errorCode(error) === "EEXIST") return { ...report, written: false };
       throw error;
@@ -124,7 +131,10 @@ export class ChildReportStore {
    * The reports of one handoff, oldest first; unreadable files are counted in `skipped`, and files
    * whose report id `options.skip` names are not read at all.
    */
-  async list(handoffId: string, options: { skip?: (reportId: string) => boolean } = {}): Promise<{ reports: ChildReport[]; skipped: number }> {
+  async list(
+    handoffId: string,
+    options: { skip?: (reportId: string) => boolean } = {},
+  ): Promise<{ reports: ChildReport[]; skipped: number }> {
     if (!HANDOFF_ID.test(handoffId)) return { reports: [], skipped: 0 };
     const dir = join(this.dir, handoffId);
     let names: string[];
@@ -135,7 +145,10 @@ export class ChildReportStore {
       throw error;
     }
     const files = names
-      .filter((name) => name.endsWith(".json") && REPORT_ID.test(name.slice(0, -5)) && options.skip?.(name.slice(0, -5)) !== true)
+      .filter(
+        (name) =>
+          name.endsWith(".json") && REPORT_ID.test(name.slice(0, -5)) && options.skip?.(name.slice(0, -5)) !== true,
+      )
       .sort()
       .slice(-MAX_LISTED);
     const reports: ChildReport[] = [];
@@ -143,7 +156,8 @@ export class ChildReportStore {
     for (const name of files) {
       try {
         const parsed = ChildReportSchema.safeParse(JSON.parse(await readFile(join(dir, name), "utf8")));
-        if (parsed.success && parsed.data.handoffId === handoffId && `${parsed.data.id}.json` === name) reports.push(parsed.data);
+        if (parsed.success && parsed.data.handoffId === handoffId && `${parsed.data.id}.json` === name)
+          reports.push(parsed.data);
         else skipped += 1;
       } catch {
         skipped += 1;

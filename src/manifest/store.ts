@@ -6,7 +6,8 @@
  *   renamed (or hard-linked, for a new file) into place, so readers never take a lock.
  * - Every file written has passed `ManifestSchema`; a file that does not is reported, never repaired.
  * - `create` never overwrites a file, and checks for conflicting handoffs under one store-wide lock,
- *   so two processes cannot both claim the same branch.
+ *   so two processes cannot both claim the same branch; what a new handoff reserves from what the
+ *   others hold (its ports) is decided under that same lock, right before it is written.
  * - `update` is read-modify-write under a per-file lock; `id`, `version`, `createdAt` and the existing
  *   `history` entries never change (history is append-only).
  * - Locks are directories (`proper-lockfile`) that go stale after `staleMs` and are waited for at most
@@ -31,11 +32,22 @@ import { writeFileAtomic } from "../fs/atomic-write.ts";
 import { errorCode, readTextIfPresent } from "../fs/probe.ts";
 import { unlinkIfPresent } from "../fs/unlink.ts";
 import { isOwnerAlive, ownerOf } from "../launch/owner.ts";
-import { type HandoffState, type Manifest, type ManifestOwner, ManifestSchema, MANIFEST_VERSION, canTransition } from "./schema.ts";
+import {
+  type HandoffState,
+  type Manifest,
+  type ManifestOwner,
+  ManifestSchema,
+  MANIFEST_VERSION,
+  type StepTime,
+  canTransition,
+} from "./schema.ts";
 import { errorMessage } from "../errors.ts";
-import { formatWait } from "../text.ts";
+import { counted, formatWait } from "../text.ts";
+import { mapLimit } from "../concurrency.ts";
 
 const MANIFEST_SUFFIX = ".json";
+/** How many manifests `list` reads at once (file descriptors stay few). */
+const LIST_READ_CONCURRENCY = 16;
 const ID_PATTERN = /^[a-z0-9][a-z0-9-]{2,80}$/;
 const STORE_LOCK_NAME = ".store.lock";
 const MAX_BRANCH_SLUG = 40;
@@ -54,7 +66,7 @@ const TEMP_PATTERN = /^\.(.+)\.(\d+)\.[0-9a-f]{8}\.tmp$/;
 const HANDOFF_TEMP_PATTERN = /^([^.]+\.[^/]+)\.(\d+)\.tmp$/;
 
 /** What holds a handoff: the actions that decide and act on one handoff. */
-export const HANDOFF_ACTIONS = ["handoff", "relaunch", "remove", "prune", "focus", "land"] as const;
+export const HANDOFF_ACTIONS = ["handoff", "relaunch", "remove", "prune", "focus", "land", "rebase"] as const;
 export type HandoffAction = (typeof HANDOFF_ACTIONS)[number];
 
 const ACTION_VERBS: Readonly<Record<HandoffAction, string>> = {
@@ -64,6 +76,7 @@ const ACTION_VERBS: Readonly<Record<HandoffAction, string>> = {
   prune: "pruning it",
   focus: "switching to it",
   land: "landing it",
+  rebase: "rebasing it",
 };
 
 export const ActionHolderSchema = z.strictObject({
@@ -90,7 +103,14 @@ export function isActionBusy(value: unknown): value is ActionBusy {
 /** An entry of the store directory that is not a manifest (nor a file a handoff owns), and what it is. */
 export type StoreLeftover =
   | { kind: "temp"; name: string; path: string; pid: number; abandoned: boolean; reason: string }
-  | { kind: "action_lock"; name: string; path: string; holder: ActionHolder | undefined; abandoned: boolean; reason: string }
+  | {
+      kind: "action_lock";
+      name: string;
+      path: string;
+      holder: ActionHolder | undefined;
+      abandoned: boolean;
+      reason: string;
+    }
   | { kind: "lock"; name: string; path: string; abandoned: boolean; reason: string }
   | { kind: "unknown"; name: string; path: string; abandoned: false; reason: string };
 
@@ -104,11 +124,20 @@ export type ListEntry =
 
 export type CreateResult =
   | { ok: true; manifest: Manifest; path: string }
-  | { ok: false; code: "conflict"; conflicting: Manifest; message: string };
+  | { ok: false; code: "conflict"; conflicting: Manifest; message: string }
+  | { ok: false; code: "unavailable"; message: string };
+
+export type Reservation = { ok: true; manifest: Manifest } | { ok: false; message: string };
 
 export interface CreateOptions {
   /** True when `existing` is a handoff the new one must not coexist with (e.g. same repo and branch). */
   conflictsWith?: (existing: Manifest) => boolean;
+  /**
+   * Completes the new manifest from the valid others (e.g. ports none of them holds), under the
+   * store-wide lock, after the conflict check and right before the write; its id may not change.
+   * A refusal is returned as `unavailable`, and nothing is written.
+   */
+  reserve?: (others: readonly Manifest[]) => Promise<Reservation>;
 }
 
 export type ManifestMutation = (manifest: Manifest) => Manifest | void;
@@ -193,12 +222,17 @@ export class ManifestStore {
     const names = await this.entries();
     // Temp files and lock dirs start with "." or do not end in ".json".
     const manifestNames = names.filter((name) => name.endsWith(MANIFEST_SUFFIX) && !name.startsWith(".")).sort();
+    const wanted = manifestNames
+      .map((name) => ({ id: name.slice(0, -MANIFEST_SUFFIX.length), path: join(this.dir, name) }))
+      .filter(({ id }) => options.skip?.(id) !== true);
+    // Read a few at once (the order of the entries stays the names' order).
+    const read = await mapLimit(wanted, LIST_READ_CONCURRENCY, async ({ id, path }) => ({
+      id,
+      path,
+      result: await readManifestFile(path, id),
+    }));
     const entries: ListEntry[] = [];
-    for (const name of manifestNames) {
-      const id = name.slice(0, -MANIFEST_SUFFIX.length);
-      if (options.skip?.(id) === true) continue;
-      const path = join(this.dir, name);
-      const result = await readManifestFile(path, id);
+    for (const { id, path, result } of read) {
       if (result.ok) entries.push({ ok: true, id, path, manifest: result.manifest });
       // A file removed between readdir and read is simply gone.
       else if (result.code === "invalid") entries.push({ ok: false, id, path, error: result.message });
@@ -234,16 +268,23 @@ export class ManifestStore {
           }
         }
       }
+      let written = validated;
+      if (options.reserve !== undefined) {
+        const reserved = await options.reserve(existing.flatMap((entry) => (entry.ok ? [entry.manifest] : [])));
+        if (!reserved.ok) return { ok: false, code: "unavailable", message: reserved.message };
+        written = parseOrThrow(reserved.manifest, `Reserved manifest ${validated.id}`);
+        if (written.id !== validated.id) throw new Error(`Manifest ${validated.id}: id cannot change.`);
+      }
       assertHeld();
       try {
-        await writeFileAtomic(path, serializeManifest(validated), { overwrite: false });
+        await writeFileAtomic(path, serializeManifest(written), { overwrite: false });
       } catch (error) {
         if (errorCode(error) === "EEXIST") {
           throw alreadyExists(validated.id, path, error);
         }
         throw error;
       }
-      return { ok: true, manifest: validated, path };
+      return { ok: true, manifest: written, path };
     });
   }
 
@@ -258,8 +299,14 @@ export class ManifestStore {
   }
 
   /** Moves to state `to`, appending a history entry. An illegal transition throws and writes nothing. */
-  async transition(id: string, to: HandoffState, patch?: (manifest: Manifest, at: string) => void, note?: string): Promise<Manifest> {
-    return this.modify(id, (manifest, at) => moveTo(manifest, to, at, patch, note));
+  async transition(
+    id: string,
+    to: HandoffState,
+    patch?: (manifest: Manifest, at: string) => void,
+    note?: string,
+    steps?: () => StepTime[],
+  ): Promise<Manifest> {
+    return this.modify(id, (manifest, at) => moveTo(manifest, to, at, patch, note, steps?.()));
   }
 
   /**
@@ -289,7 +336,10 @@ export class ManifestStore {
       const mutated = mutate(draft, at) ?? draft;
       // A change that changes nothing is not written: `updatedAt` dates the last real change
       // (the "being set up" grace and the removed handoff's time on show read it).
-      if (serializeManifest({ ...mutated, updatedAt: current.manifest.updatedAt }) === serializeManifest(current.manifest)) return current.manifest;
+      if (
+        serializeManifest({ ...mutated, updatedAt: current.manifest.updatedAt }) === serializeManifest(current.manifest)
+      )
+        return current.manifest;
       const next = parseOrThrow({ ...mutated, updatedAt: at }, `Update of handoff ${id}`);
       assertUnchangedIdentity(current.manifest, next);
       assertHeld();
@@ -358,7 +408,11 @@ export class ManifestStore {
     const names = await this.entries();
     // Manifests, and the files a handoff keeps beside its manifest (`<id>.<what>`: the launcher and
     // its notes, the postCreate runner and status). Ids hold no dot, so the owner is the first word.
-    const ids = new Set(names.filter((name) => name.endsWith(MANIFEST_SUFFIX) && !name.startsWith(".")).map((name) => name.slice(0, -MANIFEST_SUFFIX.length)));
+    const ids = new Set(
+      names
+        .filter((name) => name.endsWith(MANIFEST_SUFFIX) && !name.startsWith("."))
+        .map((name) => name.slice(0, -MANIFEST_SUFFIX.length)),
+    );
     const ownerOf = (name: string): string | undefined => {
       const id = name.slice(0, name.indexOf("."));
       return ids.has(id) ? id : undefined;
@@ -382,7 +436,13 @@ export class ManifestStore {
   }
 
   /** What one leftover entry is (`temp`: its match of a temp-file pattern), and whether it is abandoned. */
-  private async describeLeftover(name: string, path: string, info: Stats, temp: RegExpExecArray | null, age: number): Promise<StoreLeftover> {
+  private async describeLeftover(
+    name: string,
+    path: string,
+    info: Stats,
+    temp: RegExpExecArray | null,
+    age: number,
+  ): Promise<StoreLeftover> {
     if (temp !== null && info.isFile()) {
       const pid = Number(temp[2]);
       const alive = await this.processAlive({ pid });
@@ -422,7 +482,9 @@ export class ManifestStore {
         name,
         path,
         abandoned: stale,
-        reason: stale ? "a lock left by a process that died holding it (stale: the next writer takes it over)" : "a lock held right now",
+        reason: stale
+          ? "a lock left by a process that died holding it (stale: the next writer takes it over)"
+          : "a lock held right now",
       };
     }
     return { kind: "unknown", name, path, abandoned: false, reason: "not a file this store writes; left alone" };
@@ -441,7 +503,10 @@ export class ManifestStore {
         else if (leftover.kind === "action_lock") {
           // Under the manifest's lock, like a takeover: a new holder may have just taken it.
           const id = leftover.holder?.id;
-          const removed = id !== undefined && ID_PATTERN.test(id) ? await this.removeDeadActionLock(id, leftover.path) : await unlinkIfPresent(leftover.path);
+          const removed =
+            id !== undefined && ID_PATTERN.test(id)
+              ? await this.removeDeadActionLock(id, leftover.path)
+              : await unlinkIfPresent(leftover.path);
           if (!removed) continue;
         } else await unlink(leftover.path);
         swept.push(leftover);
@@ -540,9 +605,13 @@ export class ManifestStore {
     }
     const assertHeld = (): void => {
       if (compromised) {
-        throw new ManifestStoreError("lock_compromised", `Lost the lock on ${what} (${lockPath}): ${compromised.message}`, {
-          cause: compromised,
-        });
+        throw new ManifestStoreError(
+          "lock_compromised",
+          `Lost the lock on ${what} (${lockPath}): ${compromised.message}`,
+          {
+            cause: compromised,
+          },
+        );
       }
     };
     try {
@@ -590,20 +659,41 @@ async function readManifestFile(path: string, id: string): Promise<ReadResult> {
   }
   const parsed = ManifestSchema.safeParse(json);
   if (!parsed.success) {
-    return { ok: false, code: "invalid", message: `Manifest file ${path} does not match the manifest schema (${describeIssues(parsed.error)}).` };
+    return {
+      ok: false,
+      code: "invalid",
+      message: `Manifest file ${path} does not match the manifest schema (${describeIssues(parsed.error)}).`,
+    };
   }
   if (parsed.data.id !== id) {
-    return { ok: false, code: "invalid", message: `Manifest file ${path} contains id ${parsed.data.id}, which does not match its file name.` };
+    return {
+      ok: false,
+      code: "invalid",
+      message: `Manifest file ${path} contains id ${parsed.data.id}, which does not match its file name.`,
+    };
   }
   return { ok: true, manifest: parsed.data };
 }
 
 /** One state change, as every transition makes it: allowed by the state machine, then recorded in the history. */
-function moveTo(manifest: Manifest, to: HandoffState, at: string, patch: ((manifest: Manifest, at: string) => void) | undefined, note: string | undefined): void {
-  if (!canTransition(manifest.state, to)) throw new Error(`Illegal handoff state transition ${manifest.state} -> ${to} for ${manifest.id}.`);
+function moveTo(
+  manifest: Manifest,
+  to: HandoffState,
+  at: string,
+  patch: ((manifest: Manifest, at: string) => void) | undefined,
+  note: string | undefined,
+  steps?: StepTime[],
+): void {
+  if (!canTransition(manifest.state, to))
+    throw new Error(`Illegal handoff state transition ${manifest.state} -> ${to} for ${manifest.id}.`);
   patch?.(manifest, at);
   manifest.state = to;
-  manifest.history.push(note === undefined ? { state: to, at } : { state: to, at, note });
+  manifest.history.push({
+    state: to,
+    at,
+    ...(note === undefined ? {} : { note }),
+    ...(steps === undefined || steps.length === 0 ? {} : { steps }),
+  });
 }
 
 async function readActionHolder(path: string): Promise<ActionHolder | undefined> {
@@ -641,7 +731,7 @@ function describeIssues(error: z.ZodError): string {
   const [first] = error.issues;
   if (!first) return "unknown problem";
   const where = first.path.length > 0 ? first.path.map(String).join(".") : "(root)";
-  const more = error.issues.length > 1 ? ` and ${error.issues.length - 1} more problem(s)` : "";
+  const more = error.issues.length > 1 ? ` and ${counted(error.issues.length - 1, "more problem")}` : "";
   return `${where}: ${first.message}${more}`;
 }
 
