@@ -77,13 +77,25 @@ export class CheckoutGit implements CheckoutGitPort {
     const unmerged = splitNul(await this.text(checkout, ["ls-files", "--unmerged", "-z"]));
     if (unmerged.length > 0) {
       const files = new Set(unmerged.map((entry) => entry.slice(entry.indexOf("\t") + 1)));
-      throw new Error(`${checkout} has unresolved merge conflicts (${[...files].slice(0, 3).join(", ")}${files.size > 3 ? ", ..." : ""}); resolve them before carrying changes.`);
+      throw new Error(
+        `${checkout} has unresolved merge conflicts (${[...files].slice(0, 3).join(", ")}${files.size > 3 ? ", ..." : ""}); resolve them before carrying changes.`,
+      );
     }
     const [staged, unstaged, listed, untracked] = await Promise.all([
       this.patch(checkout, ["diff", "--cached", ...PATCH_OPTIONS]),
       this.patch(checkout, ["diff", ...PATCH_OPTIONS]),
       // Renames detected here only to tell the user what moved; the patches carry them as delete + add.
-      this.text(checkout, ["diff", "HEAD", "--name-status", "-z", "-M", "--no-color", "--no-ext-diff", "--no-relative", "--ignore-submodules=none"]),
+      this.text(checkout, [
+        "diff",
+        "HEAD",
+        "--name-status",
+        "-z",
+        "-M",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-relative",
+        "--ignore-submodules=none",
+      ]),
       mode === "all" ? this.text(checkout, ["ls-files", "--others", "--exclude-standard", "-z"]) : Promise.resolve(""),
     ]);
     return {
@@ -110,7 +122,9 @@ export class CheckoutGit implements CheckoutGitPort {
       const result = await this.run(worktree, step.args, { input: step.patch });
       if (result.exitCode !== 0) {
         const done = applied.length > 0 ? ` (the ${applied.join(" and ")} changes were applied)` : "";
-        throw new Error(`The ${step.what} changes do not apply in ${worktree}${done}: ${summarize(result.stderr) ?? `git apply exited with ${result.exitCode}`}; they are still in ${snapshot.checkout}.`);
+        throw new Error(
+          `The ${step.what} changes do not apply in ${worktree}${done}: ${summarize(result.stderr) ?? `git apply exited with ${result.exitCode}`}; they are still in ${snapshot.checkout}.`,
+        );
       }
       applied.push(step.what);
     }
@@ -127,18 +141,29 @@ export class CheckoutGit implements CheckoutGitPort {
     const full = new TextDecoder().decode(named.stdout).trim();
     if (named.exitCode !== 0 || full === "") return undefined;
     if (full.startsWith("refs/heads/")) {
-      const shown = await this.text(checkout, ["for-each-ref", "--format=%(upstream)%00%(upstream:remotename)%00%(upstream:remoteref)", full]);
+      const shown = await this.text(checkout, [
+        "for-each-ref",
+        "--format=%(upstream)%00%(upstream:remotename)%00%(upstream:remoteref)",
+        full,
+      ]);
       const [upstream = "", remote = "", remoteRef = ""] = shown.replace(/\n$/, "").split("\0");
       if (upstream === "") return undefined;
       // `.` is git's name for "this repository": the upstream is another local branch.
-      return { ref: full, upstream, remote: remote === "" ? "." : remote, remoteRef: remoteRef === "" ? upstream : remoteRef };
+      return {
+        ref: full,
+        upstream,
+        remote: remote === "" ? "." : remote,
+        remoteRef: remoteRef === "" ? upstream : remoteRef,
+      };
     }
     if (full.startsWith("refs/remotes/")) return this.remoteTracking(checkout, full);
     return undefined;
   }
 
   async uncommittedCounts(checkout: string): Promise<{ tracked: number; untracked: number }> {
-    const { dirtyFiles, untrackedFiles } = parseStatus(await this.text(checkout, ["status", "--porcelain=v1", "-z", "--untracked-files=normal"]));
+    const { dirtyFiles, untrackedFiles } = parseStatus(
+      await this.text(checkout, ["status", "--porcelain=v1", "-z", "--untracked-files=normal"]),
+    );
     return { tracked: dirtyFiles.length, untracked: untrackedFiles.length };
   }
 
@@ -160,17 +185,35 @@ export class CheckoutGit implements CheckoutGitPort {
       .filter((name) => full.startsWith(`refs/remotes/${name}/`))
       .sort((a, b) => b.length - a.length)[0];
     if (remote === undefined || full.length === `refs/remotes/${remote}/`.length) return undefined;
-    return { ref: full, upstream: full, remote, remoteRef: `refs/heads/${full.slice(`refs/remotes/${remote}/`.length)}` };
+    return {
+      ref: full,
+      upstream: full,
+      remote,
+      remoteRef: `refs/heads/${full.slice(`refs/remotes/${remote}/`.length)}`,
+    };
   }
 
   async fetchUpstream(checkout: string, upstream: BaseUpstream): Promise<void> {
     if (upstream.remote === ".") return; // a local upstream: nothing to fetch
-    if (upstream.remote.startsWith("-") || !upstream.upstream.startsWith("refs/remotes/") || !upstream.remoteRef.startsWith("refs/")) {
-      throw new Error(`Cannot fetch ${upstream.remoteRef} from ${upstream.remote}: it does not look like a remote branch.`);
+    if (
+      upstream.remote.startsWith("-") ||
+      !upstream.upstream.startsWith("refs/remotes/") ||
+      !upstream.remoteRef.startsWith("refs/")
+    ) {
+      throw new Error(
+        `Cannot fetch ${upstream.remoteRef} from ${upstream.remote}: it does not look like a remote branch.`,
+      );
     }
     const label = `${upstream.remote} ${upstream.remoteRef.replace(/^refs\/heads\//, "")}`;
     // `+`: a remote branch that was rewritten replaces its tracking ref, as a plain `git fetch` does.
-    const args = ["fetch", "--no-tags", "--no-write-fetch-head", "--quiet", upstream.remote, `+${upstream.remoteRef}:${upstream.upstream}`];
+    const args = [
+      "fetch",
+      "--no-tags",
+      "--no-write-fetch-head",
+      "--quiet",
+      upstream.remote,
+      `+${upstream.remoteRef}:${upstream.upstream}`,
+    ];
     const base = this.env ?? process.env;
     const env: NodeJS.ProcessEnv = {
       ...gitEnvironment(base),
@@ -178,7 +221,15 @@ export class CheckoutGit implements CheckoutGitPort {
       // The user's own ssh command if they set one (how they reach the remote), in batch mode otherwise.
       GIT_SSH_COMMAND: base.GIT_SSH_COMMAND ?? "ssh -o BatchMode=yes",
     };
-    const child = execa("git", args, { cwd: checkout, env, extendEnv: false, reject: false, stdin: "ignore", detached: true, encoding: "utf8" });
+    const child = execa("git", args, {
+      cwd: checkout,
+      env,
+      extendEnv: false,
+      reject: false,
+      stdin: "ignore",
+      detached: true,
+      encoding: "utf8",
+    });
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
@@ -192,24 +243,39 @@ export class CheckoutGit implements CheckoutGitPort {
     }
     if (timedOut) throw new Error(`git fetch ${label} did not finish within ${formatWait(this.fetchTimeoutMs)}.`);
     if (result.exitCode !== 0) {
-      throw new Error(`git fetch ${label} failed: ${summarize(String(result.stderr)) ?? `exit code ${String(result.exitCode)}`}.`);
+      throw new Error(
+        `git fetch ${label} failed: ${summarize(String(result.stderr)) ?? `exit code ${String(result.exitCode)}`}.`,
+      );
     }
   }
 
   async countCommits(checkout: string, from: string, to: string): Promise<number> {
     for (const ref of [from, to]) {
-      if (ref.length === 0 || ref.startsWith("-") || /[\0\r\n]/.test(ref)) throw new Error(`${JSON.stringify(ref)} is not a ref.`);
+      if (ref.length === 0 || ref.startsWith("-") || /[\0\r\n]/.test(ref))
+        throw new Error(`${JSON.stringify(ref)} is not a ref.`);
     }
-    const counted = Number.parseInt((await this.text(checkout, ["rev-list", "--count", "--end-of-options", `${from}..${to}`])).trim(), 10);
-    if (!Number.isSafeInteger(counted) || counted < 0) throw new Error(`git rev-list --count ${from}..${to} printed no count.`);
+    const counted = Number.parseInt(
+      (await this.text(checkout, ["rev-list", "--count", "--end-of-options", `${from}..${to}`])).trim(),
+      10,
+    );
+    if (!Number.isSafeInteger(counted) || counted < 0)
+      throw new Error(`git rev-list --count ${from}..${to} printed no count.`);
     return counted;
   }
 
   async listRefs(checkout: string): Promise<{ branches: string[]; remotes: string[]; tags: string[] }> {
     const listed = splitLines(
-      await this.text(checkout, ["for-each-ref", `--count=${REF_LIMIT}`, "--format=%(refname)", "refs/heads", "refs/remotes", "refs/tags"]),
+      await this.text(checkout, [
+        "for-each-ref",
+        `--count=${REF_LIMIT}`,
+        "--format=%(refname)",
+        "refs/heads",
+        "refs/remotes",
+        "refs/tags",
+      ]),
     );
-    const strip = (prefix: string) => listed.filter((ref) => ref.startsWith(prefix)).map((ref) => ref.slice(prefix.length));
+    const strip = (prefix: string) =>
+      listed.filter((ref) => ref.startsWith(prefix)).map((ref) => ref.slice(prefix.length));
     return {
       branches: strip("refs/heads/"),
       // `origin/HEAD` is a pointer, not a branch to start from.
@@ -227,7 +293,9 @@ export class CheckoutGit implements CheckoutGitPort {
       if (result.exitCode !== 0) throw gitError(args, result);
       const size = (await stat(file).catch(() => undefined))?.size ?? 0;
       if (size > this.maxPatchBytes) {
-        throw new Error(`git ${args[0] ?? ""} in ${cwd} made a patch of more than ${Math.round(this.maxPatchBytes / 1024 / 1024)} MiB; that is too much to carry.`);
+        throw new Error(
+          `git ${args[0] ?? ""} in ${cwd} made a patch of more than ${Math.round(this.maxPatchBytes / 1024 / 1024)} MiB; that is too much to carry.`,
+        );
       }
       return size === 0 ? new Uint8Array() : new Uint8Array(await readFile(file));
     } finally {
@@ -275,11 +343,17 @@ function splitNul(text: string): string[] {
 }
 
 function splitLines(text: string): string[] {
-  return text.split("\n").map((line) => line.trim()).filter((line) => line.length > 0);
+  return text
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line.length > 0);
 }
 
 function summarize(stderr: string): string | undefined {
-  const lines = stderr.split(/\r?\n/).map((line) => line.trim()).filter((line) => line.length > 0);
+  const lines = stderr
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line.length > 0);
   const diagnostics = lines.filter((line) => /^(?:fatal|error):/i.test(line));
   const chosen = (diagnostics.length > 0 ? diagnostics : lines).slice(0, 3);
   if (chosen.length === 0) return undefined;

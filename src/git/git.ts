@@ -11,7 +11,8 @@
  * - Read operations never write: `GIT_OPTIONAL_LOCKS=0` stops `git status` refreshing the index.
  * - Writes: `addWorktree` refuses an existing branch or path before git runs, because git 2.39
  *   creates the branch before it checks the path. Recovery's removals (`removeWorktree`,
- *   `pruneWorktrees`, `deleteBranch`) each remove exactly one named thing, and `deleteBranch`
+ *   `deleteBranch`) each remove exactly one named thing (never `git worktree prune`, which drops
+ *   every vanished entry of a repository), and `deleteBranch`
  *   checks the tip and its merge itself right before git deletes it.
  * - git runs with `LC_ALL=C` (its messages are classified and shown verbatim) and without inherited
  *   `GIT_*` variables other than a small allowlist (simple-git v4 refuses the others anyway).
@@ -23,12 +24,22 @@
  */
 import { stripPeriod } from "../text.ts";
 import { setTimeout as sleep } from "node:timers/promises";
-import { lstat, mkdir, readdir, realpath, rmdir, stat } from "node:fs/promises";
+import { lstat, mkdir, readdir, readFile, realpath, rmdir, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { gitCommandName, runGit } from "./runner.ts";
+import { mergeTree } from "./merge-tree.ts";
+import { gitCommandName, runGit, runGitInEach } from "./runner.ts";
 import type { GitState } from "../manifest/schema.ts";
-import type { CommitSummary, GitPort, RecoveryGitPort, RepositoryInfo, WorktreeEntry, WorktreeStatus } from "./types.ts";
+import type {
+  CommitSummary,
+  GitPort,
+  MergedBy,
+  RecoveryGitPort,
+  RepositoryInfo,
+  WorktreeAdminEntry,
+  WorktreeEntry,
+  WorktreeStatus,
+} from "./types.ts";
 import { asError } from "../errors.ts";
 import { unlessMissing } from "../fs/probe.ts";
 import { WAIT_DEFAULTS } from "../config/waits.ts";
@@ -53,6 +64,8 @@ export interface ParsedStatus {
   dirtyFiles: string[];
   /** Untracked paths; a wholly untracked directory is one entry ending in `/`. */
   untrackedFiles: string[];
+  /** Paths git ignores (only when asked for); an ignored directory is one entry ending in `/`. */
+  ignoredFiles: string[];
 }
 
 interface GitOutcome {
@@ -87,6 +100,24 @@ export function isTransientGitFailure(stderr: string): boolean {
 
 export { gitEnvironment } from "./runner.ts";
 
+/**
+ * How many `git status` run at once in `worktreeStatuses`: git mostly waits on the file system
+ * there, so a few per core keep two cores busy.
+ */
+const STATUS_BATCH_PARALLEL = Math.min(8, Math.max(2, os.availableParallelism() * 4));
+
+/** `git status` as `worktreeStatus` and `worktreeStatuses` run it. */
+function statusArgs(options: { ignored?: boolean }): string[] {
+  return [
+    "status",
+    "--porcelain=v1",
+    "-z",
+    "--untracked-files=normal",
+    // `matching`: an ignored directory is one entry, its contents are not walked.
+    ...(options.ignored === true ? ["--ignored=matching"] : []),
+  ];
+}
+
 export class SimpleGitPort implements RecoveryGitPort {
   private readonly timeoutMs: number;
   private readonly addWorktreeTimeoutMs: number;
@@ -111,7 +142,13 @@ export class SimpleGitPort implements RecoveryGitPort {
 
     // One git call: it answers the options in order, and fails on --show-toplevel where there is
     // no work tree (inside a `.git` directory or a bare repository: no checkout to hand off from).
-    const located = await this.run(start, ["rev-parse", "--is-inside-work-tree", "--git-dir", "--git-common-dir", "--show-toplevel"]);
+    const located = await this.run(start, [
+      "rev-parse",
+      "--is-inside-work-tree",
+      "--git-dir",
+      "--git-common-dir",
+      "--show-toplevel",
+    ]);
     if (located.exitCode !== 0) {
       if (/not a git repository|must be run in a work tree/i.test(located.stderr)) return undefined;
       throw gitFailure(["rev-parse"], located);
@@ -193,7 +230,10 @@ export class SimpleGitPort implements RecoveryGitPort {
     return ref.startsWith(BRANCH_REF_PREFIX) ? ref.slice(BRANCH_REF_PREFIX.length) : undefined;
   }
 
-  async addWorktree(repo: string, options: { path: string; branch: string; sha: string; existing?: boolean }): Promise<void> {
+  async addWorktree(
+    repo: string,
+    options: { path: string; branch: string; sha: string; existing?: boolean },
+  ): Promise<void> {
     const { path: worktreePath, branch, sha } = options;
     const existing = options.existing === true;
     if (!(await this.isValidBranchName(branch))) throw new Error(`'${branch}' is not a valid branch name.`);
@@ -203,7 +243,8 @@ export class SimpleGitPort implements RecoveryGitPort {
       // `--existing`: the branch is checked out as it is, and only while it is still at the commit the caller checked.
       const tip = await this.resolveCommit(repo, `${BRANCH_REF_PREFIX}${branch}`);
       if (tip === undefined) throw new Error(`There is no branch named '${branch}'.`);
-      if (tip !== sha) throw new Error(`Branch '${branch}' moved to ${tip.slice(0, 12)} since it was checked at ${sha.slice(0, 12)}.`);
+      if (tip !== sha)
+        throw new Error(`Branch '${branch}' moved to ${tip.slice(0, 12)} since it was checked at ${sha.slice(0, 12)}.`);
     } else if (await this.branchExists(repo, branch)) {
       throw new Error(`A branch named '${branch}' already exists.`);
     }
@@ -215,7 +256,8 @@ export class SimpleGitPort implements RecoveryGitPort {
     try {
       await mkdir(worktreePath);
     } catch (error) {
-      if (error instanceof Error && "code" in error && error.code === "EEXIST") throw new Error(`'${worktreePath}' already exists.`);
+      if (error instanceof Error && "code" in error && error.code === "EEXIST")
+        throw new Error(`'${worktreePath}' already exists.`);
       throw error;
     }
 
@@ -223,8 +265,11 @@ export class SimpleGitPort implements RecoveryGitPort {
     for (let attempt = 0; ; attempt += 1) {
       // git 2.39 creates the branch before its other checks, so an attempt that failed transiently
       // may have made it, at `sha`; the retry then only checks it out.
-      const branchMade = existing || (attempt > 0 && (await this.resolveCommit(repo, `${BRANCH_REF_PREFIX}${branch}`)) === sha);
-      const args = branchMade ? ["worktree", "add", "--", worktreePath, branch] : ["worktree", "add", "-b", branch, "--", worktreePath, sha];
+      const branchMade =
+        existing || (attempt > 0 && (await this.resolveCommit(repo, `${BRANCH_REF_PREFIX}${branch}`)) === sha);
+      const args = branchMade
+        ? ["worktree", "add", "--", worktreePath, branch]
+        : ["worktree", "add", "-b", branch, "--", worktreePath, sha];
       let stderr = "";
       try {
         const result = await this.run(repo, args, this.addWorktreeTimeoutMs);
@@ -256,7 +301,10 @@ export class SimpleGitPort implements RecoveryGitPort {
 
   async captureState(checkout: string, baseSha: string): Promise<GitState> {
     const capturedAt = new Date().toISOString();
-    const [{ dirtyFiles, untrackedFiles }, head] = await Promise.all([this.worktreeStatus(checkout), this.resolveCommit(checkout, "HEAD")]);
+    const [{ dirtyFiles, untrackedFiles }, head] = await Promise.all([
+      this.worktreeStatus(checkout),
+      this.resolveCommit(checkout, "HEAD"),
+    ]);
     let aheadOfBase: number | undefined;
     if (head !== undefined && FULL_SHA.test(baseSha)) {
       // Counted against the `head` reported above, so the two fields describe the same commit.
@@ -270,10 +318,24 @@ export class SimpleGitPort implements RecoveryGitPort {
     return state;
   }
 
-  async worktreeStatus(checkout: string): Promise<WorktreeStatus> {
-    const status = await this.run(checkout, ["status", "--porcelain=v1", "-z", "--untracked-files=normal"]);
+  async worktreeStatus(checkout: string, options: { ignored?: boolean } = {}): Promise<WorktreeStatus> {
+    const status = await this.run(checkout, statusArgs(options));
     if (status.exitCode !== 0) throw gitFailure(["status"], status);
-    return parseStatus(status.stdout);
+    const parsed = parseStatus(status.stdout);
+    return options.ignored === true ? parsed : { dirtyFiles: parsed.dirtyFiles, untrackedFiles: parsed.untrackedFiles };
+  }
+
+  async worktreeStatuses(checkouts: readonly string[]): Promise<(WorktreeStatus | undefined)[]> {
+    const runs = await runGitInEach(checkouts, statusArgs({}), {
+      timeoutMs: this.timeoutMs,
+      env: this.env,
+      parallel: STATUS_BATCH_PARALLEL,
+    });
+    return runs.map((run) => {
+      if (run === undefined || run.exitCode !== 0) return undefined;
+      const parsed = parseStatus(run.stdout.toString("utf8"));
+      return { dirtyFiles: parsed.dirtyFiles, untrackedFiles: parsed.untrackedFiles };
+    });
   }
 
   async commitsNotIn(
@@ -294,19 +356,98 @@ export class SimpleGitPort implements RecoveryGitPort {
     const counted = await this.run(repo, ["rev-list", "--count", ...selection]);
     if (counted.exitCode !== 0) throw gitFailure(["rev-list"], counted);
     const total = Number.parseInt(counted.stdout.trim(), 10);
-    if (!Number.isSafeInteger(total) || total < 0) throw new Error(`git rev-list --count printed ${JSON.stringify(counted.stdout)}.`);
+    if (!Number.isSafeInteger(total) || total < 0)
+      throw new Error(`git rev-list --count printed ${JSON.stringify(counted.stdout)}.`);
     const limit = options.limit ?? DEFAULT_COMMIT_LIST_LIMIT;
     if (total === 0 || limit <= 0) return { total, commits: [] };
-    const listed = await this.run(repo, ["rev-list", "--no-commit-header", "--format=%H %s", `--max-count=${limit}`, ...selection]);
+    const listed = await this.run(repo, [
+      "rev-list",
+      "--no-commit-header",
+      "--format=%H %s",
+      `--max-count=${limit}`,
+      ...selection,
+    ]);
     if (listed.exitCode !== 0) throw gitFailure(["rev-list"], listed);
     const commits = listed.stdout
       .split("\n")
       .filter((line) => line.length > 0)
       .map((line) => {
         const space = line.indexOf(" ");
-        return space === -1 ? { sha: line, subject: "" } : { sha: line.slice(0, space), subject: line.slice(space + 1) };
+        return space === -1
+          ? { sha: line, subject: "" }
+          : { sha: line.slice(0, space), subject: line.slice(space + 1) };
       });
     return { total, commits };
+  }
+
+  /** Whether `tip` is merged into `target` by the rule `by` (see `MergedBy`). */
+  private async mergedBy(repo: string, by: MergedBy, tip: string, target: string): Promise<boolean> {
+    switch (by.rule) {
+      case "ancestry":
+        return this.isAncestor(repo, tip, target);
+      case "landing":
+        return FULL_SHA.test(by.result) && this.isAncestor(repo, by.result, target);
+      case "patch":
+        return (await this.patchesMissing(repo, target, tip)) === 0;
+      case "tree":
+        return this.mergeChangesNothing(repo, target, tip);
+    }
+  }
+
+  async behindCounts(repo: string, target: string, branches: readonly string[]): Promise<Map<string, number>> {
+    assertRevision(target);
+    const counts = new Map<string, number>();
+    const names = branches.filter((branch) => isPlainArgument(branch) && branch.length > 0);
+    if (names.length === 0) return counts;
+    const listed = await this.run(repo, [
+      "for-each-ref",
+      `--format=%(refname)%00%(ahead-behind:${target})`,
+      ...names.map((branch) => `${BRANCH_REF_PREFIX}${branch}`),
+    ]);
+    if (listed.exitCode === 0) {
+      for (const line of listed.stdout.split("\n")) {
+        const [ref = "", counted = ""] = line.split("\0");
+        const behind = Number.parseInt(counted.split(" ")[1] ?? "", 10);
+        if (ref.startsWith(BRANCH_REF_PREFIX) && Number.isSafeInteger(behind))
+          counts.set(ref.slice(BRANCH_REF_PREFIX.length), behind);
+      }
+      return counts;
+    }
+    // git before 2.41 has no ahead-behind atom: one count each.
+    for (const branch of names) {
+      const counted = await this.commitsNotIn(repo, target, [`${BRANCH_REF_PREFIX}${branch}`], { limit: 0 });
+      counts.set(branch, counted.total);
+    }
+    return counts;
+  }
+
+  async patchesMissing(repo: string, target: string, tip: string): Promise<number> {
+    assertRevision(target);
+    assertRevision(tip);
+    // `=`: the commit's patch is in target; `+`: it is not (a merge commit has no patch-id: always `+`).
+    const marked = await this.run(repo, [
+      "rev-list",
+      "--cherry-mark",
+      "--right-only",
+      "--end-of-options",
+      `${target}...${tip}`,
+    ]);
+    if (marked.exitCode !== 0) throw gitFailure(["rev-list"], marked);
+    return marked.stdout.split("\n").filter((line) => line.startsWith("+")).length;
+  }
+
+  async mergeChangesNothing(repo: string, target: string, tip: string): Promise<boolean> {
+    const [targetTree, merged] = await Promise.all([
+      this.resolveTree(repo, target),
+      mergeTree((args) => runGit(repo, args, { timeoutMs: this.timeoutMs, env: this.env }), target, tip),
+    ]);
+    return merged.clean && targetTree !== undefined && merged.tree === targetTree;
+  }
+
+  private async resolveTree(repo: string, commit: string): Promise<string | undefined> {
+    const result = await this.run(repo, ["rev-parse", "--verify", "--quiet", "--end-of-options", `${commit}^{tree}`]);
+    const tree = result.stdout.trim();
+    return result.exitCode === 0 && FULL_SHA.test(tree) ? tree : undefined;
   }
 
   async isAncestor(repo: string, ancestor: string, descendant: string): Promise<boolean> {
@@ -316,6 +457,83 @@ export class SimpleGitPort implements RecoveryGitPort {
     if (result.exitCode === 0) return true;
     if (result.exitCode === 1) return false;
     throw gitFailure(["merge-base"], result);
+  }
+
+  async worktreeEntry(commonDir: string, worktreePath: string): Promise<WorktreeAdminEntry | undefined> {
+    const root = path.join(commonDir, "worktrees");
+    const names = await readdir(root).catch(() => [] as string[]);
+    for (const name of names) {
+      // git's record of where the checkout is: `<path>/.git`.
+      const recorded = await readFile(path.join(root, name, "gitdir"), "utf8").catch(() => undefined);
+      if (recorded !== undefined && path.dirname(recorded.trim()) === worktreePath)
+        return { name, dir: path.join(root, name) };
+    }
+    return undefined;
+  }
+
+  async stagedInEntry(entry: WorktreeAdminEntry): Promise<string[]> {
+    // git reads the entry's own index and HEAD (GIT_DIR); no work tree is needed to compare them.
+    const result = await runGit(os.tmpdir(), ["diff-index", "--cached", "--name-only", "-z", "HEAD", "--"], {
+      timeoutMs: this.timeoutMs,
+      env: this.env,
+      gitVariables: { GIT_DIR: entry.dir },
+    });
+    if (result.exitCode !== 0) throw gitFailure(["diff-index"], { ...result, stdout: result.stdout.toString("utf8") });
+    return result.stdout
+      .toString("utf8")
+      .split("\0")
+      .filter((file) => file.length > 0);
+  }
+
+  async movedCheckoutOf(entry: WorktreeAdminEntry, near: readonly string[]): Promise<string | undefined> {
+    for (const dir of new Set(near)) {
+      for (const name of await readdir(dir).catch(() => [] as string[])) {
+        const candidate = path.join(dir, name);
+        const link = await readFile(path.join(candidate, ".git"), "utf8").catch(() => undefined);
+        const target = /^gitdir: (.+)$/m.exec(link ?? "")?.[1]?.trim();
+        if (target !== undefined && path.resolve(candidate, target) === entry.dir) return candidate;
+      }
+    }
+    return undefined;
+  }
+
+  async reflogOnlyCommits(
+    repo: string,
+    entry: WorktreeAdminEntry,
+  ): Promise<{ commits: CommitSummary[]; tips: string[] }> {
+    if (!/^[A-Za-z0-9._-]+$/.test(entry.name)) throw new Error(`${JSON.stringify(entry.name)} is not a worktree name.`);
+    const reflog = await this.run(repo, ["log", "--walk-reflogs", "--format=%H", `worktrees/${entry.name}/HEAD`, "--"]);
+    // No reflog (never written, or expired): nothing is held by it alone.
+    if (reflog.exitCode !== 0) return { commits: [], tips: [] };
+    const shas = [...new Set(reflog.stdout.split("\n").filter((line) => FULL_SHA.test(line)))];
+    if (shas.length === 0) return { commits: [], tips: [] };
+    const listed = await this.run(
+      repo,
+      ["log", "--format=%H%x00%P%x00%s", "--stdin", "--not", "--all", "--"],
+      undefined,
+      `${shas.join("\n")}\n`,
+    );
+    if (listed.exitCode !== 0) throw gitFailure(["log"], listed);
+    const commits: CommitSummary[] = [];
+    const parents = new Set<string>();
+    for (const line of listed.stdout.split("\n")) {
+      const [sha = "", parentList = "", subject = ""] = line.split("\0");
+      if (!FULL_SHA.test(sha)) continue;
+      commits.push({ sha, subject });
+      for (const parent of parentList.split(" ")) parents.add(parent);
+    }
+    return { commits, tips: commits.map((commit) => commit.sha).filter((sha) => !parents.has(sha)) };
+  }
+
+  async keepCommits(repo: string, refs: readonly { ref: string; sha: string }[]): Promise<void> {
+    for (const { ref, sha } of refs) {
+      if (!ref.startsWith("refs/pi-handoff/") || !isPlainArgument(ref) || !FULL_SHA.test(sha))
+        throw new Error(`${JSON.stringify(ref)} is not a ref this package keeps commits under.`);
+      if ((await this.resolveCommit(repo, ref)) === sha) continue;
+      // The empty old value: created only if it does not exist (an existing ref is never moved).
+      const result = await this.run(repo, ["update-ref", "-m", "pi-handoff: kept", ref, sha, ""]);
+      if (result.exitCode !== 0) throw gitFailure(["update-ref"], result);
+    }
   }
 
   async removeWorktree(repo: string, worktreePath: string, options: { force: boolean }): Promise<void> {
@@ -328,30 +546,31 @@ export class SimpleGitPort implements RecoveryGitPort {
     if (result.exitCode !== 0) throw gitFailure(args, result);
   }
 
-  async pruneWorktrees(repo: string, options: { dryRun: boolean }): Promise<string[]> {
-    const args = ["worktree", "prune", "--verbose", ...(options.dryRun ? ["--dry-run"] : [])];
-    const result = await this.run(repo, args);
-    if (result.exitCode !== 0) throw gitFailure(args, result);
-    // git reports each entry (`Removing worktrees/<name>: <reason>`) on stderr.
-    return `${result.stderr}\n${result.stdout}`
-      .split(/\r?\n/)
-      .map((line) => line.trim())
-      .filter((line) => line.length > 0);
-  }
-
-  async deleteBranch(repo: string, branch: string, options: { expectedTip: string; mergedInto: string }): Promise<void> {
+  async deleteBranch(
+    repo: string,
+    branch: string,
+    options: { expectedTip: string; mergedInto: string; by?: MergedBy },
+  ): Promise<void> {
     const { expectedTip, mergedInto } = options;
+    const by = options.by ?? { rule: "ancestry" };
     if (!isPlainArgument(branch) || branch.length === 0 || branch.startsWith("-")) {
       throw new Error(`${JSON.stringify(branch)} is not a branch name.`);
     }
-    if (!FULL_SHA.test(expectedTip) || !FULL_SHA.test(mergedInto)) throw new Error("deleteBranch needs full commit SHAs.");
+    if (!FULL_SHA.test(expectedTip) || !FULL_SHA.test(mergedInto))
+      throw new Error("deleteBranch needs full commit SHAs.");
     const tip = await this.resolveCommit(repo, `${BRANCH_REF_PREFIX}${branch}`);
     if (tip === undefined) throw new Error(`Branch ${branch} does not exist.`);
     if (tip !== expectedTip) {
-      throw new Error(`Branch ${branch} moved to ${tip.slice(0, 12)} since it was checked (${expectedTip.slice(0, 12)}); it was not deleted.`);
+      throw new Error(
+        `Branch ${branch} moved to ${tip.slice(0, 12)} since it was checked (${expectedTip.slice(0, 12)}); it was not deleted.`,
+      );
     }
-    if (!(await this.isAncestor(repo, tip, mergedInto))) {
-      throw new Error(`Branch ${branch} has commits that are not in ${mergedInto.slice(0, 12)}; it was not deleted.`);
+    if (!(await this.mergedBy(repo, by, tip, mergedInto))) {
+      throw new Error(
+        by.rule === "ancestry"
+          ? `Branch ${branch} has commits that are not in ${mergedInto.slice(0, 12)}; it was not deleted.`
+          : `Branch ${branch} has changes that are not in ${mergedInto.slice(0, 12)} (checked by ${by.rule}); it was not deleted.`,
+      );
     }
     // `-D` because the merge was checked above against the handoff's base, which need not be the
     // HEAD that `git branch -d` compares with.
@@ -374,8 +593,17 @@ export class SimpleGitPort implements RecoveryGitPort {
   }
 
   /** Runs one git command in `cwd` (runner.ts); resolves with any exit code, rejects on a timeout or a refusal. */
-  private async run(cwd: string, args: readonly string[], timeoutMs = this.timeoutMs): Promise<GitOutcome> {
-    const result = await runGit(cwd, args, { timeoutMs, env: this.env });
+  private async run(
+    cwd: string,
+    args: readonly string[],
+    timeoutMs = this.timeoutMs,
+    input?: string,
+  ): Promise<GitOutcome> {
+    const result = await runGit(cwd, args, {
+      timeoutMs,
+      env: this.env,
+      ...(input === undefined ? {} : { input: Buffer.from(input, "utf8") }),
+    });
     return { exitCode: result.exitCode, stdout: result.stdout.toString("utf8"), stderr: result.stderr };
   }
 }
@@ -430,6 +658,7 @@ export function parseWorktreeList(output: string): ParsedWorktree[] {
 export function parseStatus(output: string): ParsedStatus {
   const dirtyFiles: string[] = [];
   const untrackedFiles: string[] = [];
+  const ignoredFiles: string[] = [];
   const entries = output.split("\0");
   for (let index = 0; index < entries.length; index += 1) {
     const entry = entries[index];
@@ -437,13 +666,13 @@ export function parseStatus(output: string): ParsedStatus {
     const code = entry.slice(0, 2);
     const file = entry.slice(3);
     if (code === "??") untrackedFiles.push(file);
-    else if (code === "!!") continue;
+    else if (code === "!!") ignoredFiles.push(file);
     else {
       dirtyFiles.push(file);
       if (code.includes("R") || code.includes("C")) index += 1; // skip the source path
     }
   }
-  return { dirtyFiles, untrackedFiles };
+  return { dirtyFiles, untrackedFiles, ignoredFiles };
 }
 
 /** git's diagnostic as one line: its `fatal:`/`error:` lines without the prefix, else its first line. */

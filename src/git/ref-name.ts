@@ -34,5 +34,7 @@ export function branchNameLengthProblem(branch: string, commonDir: string): stri
 /** A long name quoted by its start, so the sentence stays readable. */
 function shorten(name: string): string {
   const chars = Array.from(name);
-  return chars.length <= 40 ? JSON.stringify(name) : `${JSON.stringify(chars.slice(0, 40).join(""))}... (${chars.length} characters)`;
+  return chars.length <= 40
+    ? JSON.stringify(name)
+    : `${JSON.stringify(chars.slice(0, 40).join(""))}... (${chars.length} characters)`;
 }

@@ -27,6 +27,8 @@ export interface WorktreeEntry {
   head?: string;
   detached: boolean;
   prunable: boolean;
+  /** `git worktree lock`ed: git refuses to remove or prune it. */
+  locked?: boolean;
 }
 
 export interface GitPort {
@@ -63,6 +65,8 @@ export interface WorktreeStatus {
   dirtyFiles: string[];
   /** Untracked paths; a wholly untracked directory is one entry ending in `/`. */
   untrackedFiles: string[];
+  /** Paths git ignores, when asked for (`ignored`); an ignored directory is one entry ending in `/`. */
+  ignoredFiles?: string[];
 }
 
 /**
@@ -77,8 +81,18 @@ export interface WorktreeStatus {
 export interface RecoveryGitPort extends GitPort {
   /** Every local branch and the commit it points at (one `git for-each-ref`), by short name. */
   branchTips(repo: string): Promise<Map<string, string>>;
-  /** Uncommitted changes of a checkout (`git status`); throws when it is not a checkout. */
-  worktreeStatus(checkout: string): Promise<WorktreeStatus>;
+  /**
+   * Uncommitted changes of a checkout (`git status`), with `ignored` also the files git ignores
+   * (`ignoredFiles`); throws when it is not a checkout.
+   */
+  worktreeStatus(checkout: string, options?: { ignored?: boolean }): Promise<WorktreeStatus>;
+  /**
+   * `worktreeStatus` of many checkouts at once (without `ignored`), in order: undefined for one
+   * that did not answer plainly (git failed there, the batch's deadline), which the caller asks
+   * again alone with `worktreeStatus` to have git's own diagnostic. Optional: a port without it is
+   * asked one checkout at a time.
+   */
+  worktreeStatuses?(checkouts: readonly string[]): Promise<(WorktreeStatus | undefined)[]>;
   /**
    * Commits reachable from `tip` but from none of `exclude` (commits or refs) and, with
    * `excludeRemotes`, from no remote-tracking branch: `total` counts them all, `commits` lists the
@@ -90,17 +104,72 @@ export interface RecoveryGitPort extends GitPort {
     exclude: readonly string[],
     options?: { excludeRemotes?: boolean; limit?: number },
   ): Promise<{ total: number; commits: CommitSummary[] }>;
+  /**
+   * How many of the commits `tip` has and `target` lacks bring a change `target` does not have:
+   * each is matched by its patch-id against `target`'s own commits since they parted (`git
+   * rev-list --cherry-mark`); a merge commit never matches. 0: every change is in `target` (a rebase
+   * landed it).
+   */
+  patchesMissing(repo: string, target: string, tip: string): Promise<number>;
+  /** Whether merging `tip` into `target` changes nothing (`git merge-tree`: a clean merge whose tree is `target`'s): a squash landed it. */
+  mergeChangesNothing(repo: string, target: string, tip: string): Promise<boolean>;
+  /**
+   * For each branch, how many commits `target` (a commit) has that it lacks: one
+   * `git for-each-ref --format=%(ahead-behind:...)` (git 2.41+), else one count per branch.
+   */
+  behindCounts(repo: string, target: string, branches: readonly string[]): Promise<Map<string, number>>;
   /** Whether commit `ancestor` is reachable from commit `descendant` (`git merge-base --is-ancestor`). */
   isAncestor(repo: string, ancestor: string, descendant: string): Promise<boolean>;
+  /**
+   * Git's own entry for the linked worktree at `worktreePath` (`<common dir>/worktrees/<name>`,
+   * found by the path it records), whether or not the directory still exists; undefined: none.
+   */
+  worktreeEntry(commonDir: string, worktreePath: string): Promise<WorktreeAdminEntry | undefined>;
+  /** Paths staged in an entry's own index (against its HEAD): what dropping the entry would lose. */
+  stagedInEntry(entry: WorktreeAdminEntry): Promise<string[]>;
+  /**
+   * A checkout beside one of `near` (one level: the directories themselves are looked into) whose
+   * `.git` names `entry`: a worktree moved by hand, still using the entry; undefined: none found.
+   */
+  movedCheckoutOf(entry: WorktreeAdminEntry, near: readonly string[]): Promise<string | undefined>;
+  /**
+   * Commits reachable only from the history of the entry's own HEAD (its reflog: a detached
+   * experiment, a branch reset away), by no ref: they go with the entry. `tips`: the ones no other
+   * of them descends from (a ref on each keeps them all).
+   */
+  reflogOnlyCommits(repo: string, entry: WorktreeAdminEntry): Promise<{ commits: CommitSummary[]; tips: string[] }>;
+  /** Creates each ref at its commit (`refs/pi-handoff/...`); one already there at that commit is fine. */
+  keepCommits(repo: string, refs: readonly { ref: string; sha: string }[]): Promise<void>;
   /** `git worktree remove [--force] <path>` (also for a registered path whose directory is gone). */
   removeWorktree(repo: string, worktreePath: string, options: { force: boolean }): Promise<void>;
-  /** `git worktree prune`; returns git's description of each entry pruned (or, with `dryRun`, to prune). */
-  pruneWorktrees(repo: string, options: { dryRun: boolean }): Promise<string[]>;
   /**
-   * Deletes `refs/heads/<branch>` only if it still points at `expectedTip` and that commit is
-   * contained in `mergedInto`; throws (deleting nothing) otherwise.
+   * Deletes `refs/heads/<branch>` only if it still points at `expectedTip` and is merged into
+   * `mergedInto` by the rule `by` (default ancestry), checked again right before; throws (deleting
+   * nothing) otherwise.
    */
-  deleteBranch(repo: string, branch: string, options: { expectedTip: string; mergedInto: string }): Promise<void>;
+  deleteBranch(
+    repo: string,
+    branch: string,
+    options: { expectedTip: string; mergedInto: string; by?: MergedBy },
+  ): Promise<void>;
+}
+
+/**
+ * Why a branch counts as merged into a target, most direct first: its tip is an ancestor
+ * (`ancestry`); this package landed exactly that tip and the target still holds the commit it made
+ * (`landing`, `result`); every commit's patch is in the target (`patch`: rebased, cherry-picked);
+ * merging it would change nothing (`tree`: squashed).
+ */
+export type MergedBy =
+  | { rule: "ancestry" }
+  | { rule: "landing"; result: string }
+  | { rule: "patch" }
+  | { rule: "tree" };
+
+/** Git's administrative directory of one linked worktree (`<common dir>/worktrees/<name>`). */
+export interface WorktreeAdminEntry {
+  name: string;
+  dir: string;
 }
 
 /** One uncommitted change of a checkout as the user would see it (`git diff HEAD --name-status`). */

@@ -18,11 +18,22 @@
  * - Flags describe the work at stake (dirty, untracked, unpushed, unmerged, merged) independently
  *   of the verdict, so no verdict hides work that a removal would touch.
  */
+import type { DescribedProcess } from "../process/facts.ts";
 import { stripPeriod } from "../text.ts";
 import type { SessionLease } from "../launch/lease.ts";
 import type { HandoffStep, Manifest, MuxLocation } from "../manifest/schema.ts";
 import type { SessionTail } from "../session/tail.ts";
-import { decideChildStatus, landingReport } from "./status.ts";
+import type { PortAnswer } from "../ports/probe.ts";
+import {
+  BUSY_CHILD_STATES,
+  decideChildStatus,
+  landingReport,
+  rebaseReport,
+  publishedActivity,
+  publishedEnd,
+  type ChildStatusFacts,
+} from "./status.ts";
+import type { ChildStateFile } from "../launch/child-state.ts";
 import type {
   BranchFact,
   Changes,
@@ -30,6 +41,7 @@ import type {
   HandoffReport,
   HandoffStatus,
   LiveWriter,
+  PortCheck,
   RecoveryAction,
   WorkspaceFact,
   WorktreeFact,
@@ -37,17 +49,6 @@ import type {
 
 /** A transaction that changed its manifest this recently may still be running: recovery leaves it alone. */
 export const IN_PROGRESS_GRACE_MS = 120_000;
-
-/** A process as the process facts show it (see processes.ts). */
-export interface ProcessInfo {
-  pid: number;
-  /** The process name: Pi sets its process title to `pi`. */
-  name: string;
-  /** Realpath of its working directory, when readable. */
-  cwd?: string;
-  /** Its `PI_HANDOFF_ID` at exec time, when readable. */
-  handoffId?: string;
-}
 
 /** What `git worktree list` says about the handoff's worktree path. */
 export type WorktreeRegistration =
@@ -62,9 +63,9 @@ export interface HandoffFacts {
   registration: WorktreeRegistration;
   workspace: WorkspaceFact;
   /** The live process `manifest.child.pid` names now (undefined when none or a zombie). */
-  recordedProcess: ProcessInfo | undefined;
+  recordedProcess: DescribedProcess | undefined;
   /** Every live process named `pi` on this machine that could be read. */
-  piProcesses: readonly ProcessInfo[];
+  piProcesses: readonly DescribedProcess[];
   branch: BranchFact;
   /** Uncommitted work, when the worktree directory exists and could be read. */
   changes: Changes | undefined;
@@ -79,10 +80,24 @@ export interface HandoffFacts {
   processScanProblem?: string;
   /** The end of the child's session file, when it exists (what its turn is doing). */
   childTail?: SessionTail;
+  /** What the child's Pi last published about itself (launch/child-state.ts). */
+  childState?: ChildStateFile;
   /** Where the target branch of a landing still marked `intended` is now. */
   landingTarget?: string;
   /** What exists that the manifest does not name yet, found through its intent (gather.ts). */
   unrecorded?: Unrecorded;
+  /** Each held port's bind test and listeners, when they were asked for (inspect). */
+  ports?: readonly PortFact[];
+}
+
+/** What was found about one reserved port (gather.ts): the bind test, and who listens there. */
+export interface PortFact {
+  port: number;
+  answer: PortAnswer;
+  /** The processes listening on it that could be seen, when it is in use. */
+  listeners?: readonly DescribedProcess[];
+  /** Why the listeners could not be looked for. */
+  listenersProblem?: string;
 }
 
 export interface Unrecorded {
@@ -141,21 +156,62 @@ export function classify(facts: HandoffFacts): HandoffReport {
     child: decideChildStatus({
       manifest,
       live: status.code === "child_running",
+      ...childWord(facts),
+      ...(status.code === "unfinished" && status.inProgress ? { launching: true } : {}),
       ...(facts.childTail === undefined ? {} : { tail: facts.childTail.entries, sessionMtime: facts.childTail.mtime }),
       ...(facts.branch.code === "present" ? { branchTip: facts.branch.tip } : {}),
     }),
   };
   const landing = landingReport(manifest, facts.landingTarget);
   if (landing !== undefined) report.landing = landing;
+  // A removed handoff's ports are free for others: the record keeps them, the report does not.
+  if (manifest.ports !== undefined && manifest.state !== "removed") report.ports = [...manifest.ports];
+  if (facts.ports !== undefined && report.ports !== undefined)
+    report.portChecks = facts.ports.map((fact) => judgePort(manifest, fact));
+  const rebase = rebaseReport(manifest, facts.branch.code === "present" ? facts.branch.tip : undefined);
+  if (rebase !== undefined) report.rebase = rebase;
   report.actions = actionsFor(report, manifest);
   return report;
+}
+
+/**
+ * Whose a reserved port is now: free, the handoff's own (a listener with its marker or working in
+ * its worktree, and no one else's), someone else's (any other listener, or one this user cannot
+ * see), or unknown (the bind test failed for another reason, or the listeners could not be read).
+ */
+export function judgePort(manifest: Pick<Manifest, "id" | "worktree">, fact: PortFact): PortCheck {
+  const { port, answer } = fact;
+  if (answer.free) return { code: "free", port };
+  if (!answer.inUse) return { code: "unknown", port, message: answer.reason };
+  if (fact.listenersProblem !== undefined)
+    return { code: "unknown", port, message: `it is in use, but ${stripPeriod(fact.listenersProblem)}` };
+  const listeners = fact.listeners ?? [];
+  const worktree = manifest.worktree.path;
+  const own = (listener: DescribedProcess): boolean =>
+    listener.handoffId === manifest.id ||
+    (listener.cwd !== undefined && (listener.cwd === worktree || listener.cwd.startsWith(`${worktree}/`)));
+  const others = listeners.filter((listener) => !own(listener));
+  if (listeners.length > 0 && others.length === 0)
+    return { code: "in_use_by_handoff", port, pids: listeners.map((listener) => listener.pid) };
+  return { code: "taken", port, holders: others.map(({ pid, name }) => ({ pid, name })) };
+}
+
+/** The child's own word, while the Pi that said it holds the session's lease (or how it ended, once none does). */
+function childWord(facts: HandoffFacts): Pick<ChildStatusFacts, "activity" | "ended"> {
+  const record = facts.childState;
+  if (record === undefined) return {};
+  if (facts.lease?.state === "live") {
+    const activity = facts.lease.pid === record.pid ? publishedActivity(record) : undefined;
+    return activity === undefined ? {} : { activity };
+  }
+  return record.state === "exited" ? { ended: publishedEnd(record) } : {};
 }
 
 /** Live processes that may write the child session, with the evidence for each (sorted by pid). */
 export function findWriters(
   manifest: Manifest,
-  recordedProcess: ProcessInfo | undefined,
-  piProcesses: readonly ProcessInfo[],
+  recordedProcess: DescribedProcess | undefined,
+  piProcesses: readonly DescribedProcess[],
   lease?: SessionLease,
   workspace?: WorkspaceFact,
 ): LiveWriter[] {
@@ -182,7 +238,12 @@ export function findWriters(
   }
   // Herdr's own view of the pane: an agent it sees running there on the child session.
   const agent = workspace?.code === "open" ? workspace.agent : undefined;
-  if (agent !== undefined && agent.sessionFile !== undefined && agent.sessionFile === manifest.child.sessionFile && agent.status !== "unknown") {
+  if (
+    agent !== undefined &&
+    agent.sessionFile !== undefined &&
+    agent.sessionFile === manifest.child.sessionFile &&
+    agent.status !== "unknown"
+  ) {
     for (const pid of agent.pids ?? []) add(pid, "herdr_agent");
   }
   const order: readonly LiveWriter["evidence"][number][] = ["lease", "recorded_pid", "marker", "cwd", "herdr_agent"];
@@ -211,9 +272,13 @@ function worktreeFact(facts: HandoffFacts): WorktreeFact {
     case "not_listed":
       return { code: "orphaned", reason: "git does not list it as a worktree of the repository" };
     case "listed":
-      if (registration.detached) return { code: "orphaned", reason: "its HEAD is detached, not on the handoff's branch" };
+      if (registration.detached)
+        return { code: "orphaned", reason: "its HEAD is detached, not on the handoff's branch" };
       if (registration.branch !== manifest.branch) {
-        return { code: "orphaned", reason: `it has branch ${registration.branch ?? "?"} checked out, not ${manifest.branch}` };
+        return {
+          code: "orphaned",
+          reason: `it has branch ${registration.branch ?? "?"} checked out, not ${manifest.branch}`,
+        };
       }
       return { code: "present" };
   }
@@ -230,13 +295,21 @@ function statusOf(facts: HandoffFacts, worktree: WorktreeFact, writers: LiveWrit
   const nextStep = NEXT_STEP[manifest.state];
   // Who ran the transaction, and whether it lives: a dead owner (killed mid-way) cannot be creating
   // anything, so the grace below does not apply and recovery may act at once.
-  const owner = manifest.owner === undefined || facts.ownerAlive === undefined ? {} : { owner: { pid: manifest.owner.pid, alive: facts.ownerAlive } };
+  const owner =
+    manifest.owner === undefined || facts.ownerAlive === undefined
+      ? {}
+      : { owner: { pid: manifest.owner.pid, alive: facts.ownerAlive } };
   if (nextStep !== undefined && isRecent(manifest, facts.now) && facts.ownerAlive !== false) {
     // The transaction may still be creating things: do not judge the worktree yet.
     return { code: "unfinished", step: nextStep, inProgress: true, ...owner };
   }
   const error = manifest.error;
-  if (manifest.state === "failed" && error !== undefined && STEPS_BEFORE_WORKTREE.has(error.step) && worktree.code === "missing") {
+  if (
+    manifest.state === "failed" &&
+    error !== undefined &&
+    STEPS_BEFORE_WORKTREE.has(error.step) &&
+    worktree.code === "missing"
+  ) {
     return { code: "failed", step: error.step, message: error.message, worktreeCreated: false };
   }
   if (manifest.state === "provisioning" && nextStep !== undefined && worktree.code === "missing") {
@@ -247,10 +320,19 @@ function statusOf(facts: HandoffFacts, worktree: WorktreeFact, writers: LiveWrit
   if (worktree.code === "prunable") return { code: "prunable" };
   if (worktree.code === "orphaned") return { code: "orphaned_checkout", reason: worktree.reason };
   if (manifest.state === "failed") {
-    return { code: "failed", step: error?.step ?? "launch", message: error?.message ?? "no error was recorded", worktreeCreated: true };
+    return {
+      code: "failed",
+      step: error?.step ?? "launch",
+      message: error?.message ?? "no error was recorded",
+      worktreeCreated: true,
+    };
   }
   if (manifest.state === "launch_unconfirmed") {
-    return { code: "unconfirmed", step: error?.step === "launch" ? "launch" : "confirm", message: error?.message ?? "the child never confirmed its start" };
+    return {
+      code: "unconfirmed",
+      step: error?.step === "launch" ? "launch" : "confirm",
+      message: error?.message ?? "the child never confirmed its start",
+    };
   }
   if (nextStep !== undefined) return { code: "unfinished", step: nextStep, inProgress: false, ...owner };
   return facts.workspace.code === "open" ? { code: "no_child" } : { code: "workspace_closed" };
@@ -274,9 +356,24 @@ function actionsFor(report: HandoffReport, manifest: Manifest): RecoveryAction[]
   const busy = report.status.code === "removed" || report.status.code === "child_running" || isInProgress(report);
   if (!busy && report.writerUnknown === undefined && canRelaunch(report, manifest)) actions.push("relaunch");
   if (report.workspace.code === "open") actions.push("focus");
+  if (canLand(report)) actions.push("land");
   if (!busy) actions.push("remove");
   if (!busy && isPrunable(report)) actions.push("prune");
   return actions;
+}
+
+/**
+ * Whether `land` is worth offering: the branch has commits the target lacks, and its Pi is not in
+ * a turn (a landing refuses then). The landing itself checks everything again.
+ */
+function canLand(report: HandoffReport): boolean {
+  const busy = report.child !== undefined && BUSY_CHILD_STATES.has(report.child.state);
+  return (
+    report.state !== "removed" &&
+    !busy &&
+    report.branchState.code === "present" &&
+    report.branchState.unmerged.total > 0
+  );
 }
 
 function canRelaunch(report: HandoffReport, manifest: Manifest): boolean {
@@ -302,7 +399,11 @@ export function isPrunable(report: HandoffReport): boolean {
   }
   if (status.code === "unfinished" && !status.inProgress && report.state === "provisioning") {
     // Interrupted before its worktree existed: retiring it loses nothing when git made nothing either.
-    return report.worktree.code === "missing" && branchState.code === "gone" && (report.workspace.code === "none" || report.workspace.code === "closed");
+    return (
+      report.worktree.code === "missing" &&
+      branchState.code === "gone" &&
+      (report.workspace.code === "none" || report.workspace.code === "closed")
+    );
   }
   return false;
 }

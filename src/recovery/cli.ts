@@ -3,11 +3,16 @@
  *
  *   pi-handoff list [--repo DIR] [--all] [--json]
  *   pi-handoff inspect <handoff> [--json]
+ *   pi-handoff env <handoff> [--json]
  *   pi-handoff focus <handoff>
  *   pi-handoff relaunch <handoff> [--no-focus]
+ *   pi-handoff relaunch --all [--repo DIR | --all-repos]
  *   pi-handoff remove <handoff> [--force] [--delete-branch] [--dry-run]
- *   pi-handoff prune [--dry-run]
- *   pi-handoff land <handoff> [--into BRANCH] [--strategy ff|rebase|merge|squash] [--dry-run] [--remove] [--delete-branch]
+ *   pi-handoff prune [--dry-run] [--merged]
+ *   pi-handoff forecast [--repo DIR] [--json]
+ *   pi-handoff rebase <handoff> [--dry-run] [--no-verify]
+ *   pi-handoff land <handoff> [--into BRANCH] [--strategy ff|rebase|merge|squash] [--message SUBJECT] [--dry-run] [--remove] [--delete-branch] [--no-verify]
+ *   pi-handoff completion bash|zsh|fish
  *   pi-handoff --version
  *
  * Lives in src/ (not scripts/) because it ships in the package: `bin/pi-handoff.mjs` loads it.
@@ -20,24 +25,49 @@
  * - `--json` output is validated against the published schema (report-schema.ts) before it is printed.
  * - Every outside call has a timeout (git per call, tmux per call, the launch's shell and confirm waits).
  * - What a removal loses is printed before anything is removed.
+ * - Output never carries what a terminal would act on (`terminalSafe`): escapes from a commit
+ *   subject or a file name are shown escaped.
  * - The manifests are the agent dir's (`$PI_CODING_AGENT_DIR`, else `~/.pi/agent`), as in Pi.
  */
 import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { unsupportedPlatform } from "../process/platform.ts";
 import { z } from "zod";
 import { errorSentence } from "../errors.ts";
+import { terminalSafe } from "../text.ts";
 import type { HandoffStep } from "../manifest/schema.ts";
-import { parseRecoveryCommand, type RecoveryCommand } from "./command-line.ts";
+import { parseRecoveryCommand, type ParsedRecoveryCommand, type RecoveryCommand } from "./command-line.ts";
 import { launchTimeoutsFromEnv } from "../launch/timeouts.ts";
-import { createLandDeps, createRecoveryDeps, recoveryEnvProblem, type RecoveryDeps } from "./deps.ts";
+import { rebaseHandoff, type RebaseRequest } from "./rebase.ts";
+import {
+  createLandDeps,
+  createRebaseDeps,
+  createRecoveryDeps,
+  LAND_GIT_TIMEOUT_MS,
+  recoveryEnvProblem,
+  type RecoveryDeps,
+} from "./deps.ts";
 import { landHandoff, landRequestFrom, removalFailedAfterLanding, type LandRequest } from "./land.ts";
 import { focusHandoff } from "./focus.ts";
 import { formatInventory, formatReport } from "./format.ts";
-import { buildInventory, inspectHandoff } from "./inventory.ts";
-import { InspectReportSchema, InventoryReportSchema, RECOVERY_JSON_VERSION } from "./report-schema.ts";
+import { buildInventory, inspectHandoff, lastChildReport } from "./inventory.ts";
+import { stepTimesOf } from "./step-times.ts";
+import {
+  EnvReportSchema,
+  ForecastReportSchema,
+  InspectReportSchema,
+  InventoryReportSchema,
+  RECOVERY_JSON_VERSION,
+} from "./report-schema.ts";
+import { handoffEnvironment, nothingToExport } from "./env.ts";
+import { forecastHandoffs, forecastMark, formatForecast } from "./forecast.ts";
+import { LandGit } from "../git/land.ts";
+import { gitCallMs } from "../config/waits.ts";
+import type { Manifest } from "../manifest/schema.ts";
 import { findPiCommand } from "./pi-command.ts";
-import { relaunchHandoff } from "./relaunch.ts";
+import { relaunchHandoff, type RelaunchDeps } from "./relaunch.ts";
+import { formatRelaunchAll, relaunchAll, type RelaunchAllScope } from "./relaunch-all.ts";
 import {
   describePruneAction,
   describeRemovalPlan,
@@ -49,6 +79,8 @@ import {
   type RemoveOptions,
 } from "./remove.ts";
 import { resolveHandoffName } from "./resolve.ts";
+import { completionScript, handoffNames, SHELLS } from "./shell-completion.ts";
+import { counted } from "../text.ts";
 
 export const EXIT_OK = 0;
 export const EXIT_REFUSED = 1;
@@ -58,6 +90,8 @@ export interface CliIo {
   env: NodeJS.ProcessEnv;
   stdout(text: string): void;
   stderr(text: string): void;
+  /** Where relative paths given (`--repo .`) are taken from (default: this process's working directory). */
+  cwd?: string;
   /** The Node that runs this CLI; a JavaScript Pi is started with it. */
   execPath: string;
   now?: () => Date;
@@ -83,10 +117,17 @@ A <handoff> is its id, a unique start of its id, or its branch.
 
 Commands:
   list [--repo DIR] [--all] [--json]      every handoff, judged against what really exists
-  inspect <handoff> [--json]              one handoff in detail
+  inspect <handoff> [--json]              one handoff in detail, its reserved ports tested
+  env <handoff> [--json]                  its ports and variables as export lines:
+                                          eval "$(pi-handoff env <handoff>)" in your own shell
   focus <handoff>                         switch to its window (tmux) or workspace (Herdr)
   relaunch <handoff> [--no-focus]         start its Pi again (never while one runs on its session),
                                           reopening its window if it was closed
+  relaunch --all [--repo DIR | --all-repos]
+                                          the same for every handoff of this repository (or of
+                                          DIR's, or of every repository) whose Pi is gone, after
+                                          a reboot: one line each (restored, already running,
+                                          refused and why); exit 1 if any was not restored
   remove <handoff> [--force] [--delete-branch] [--dry-run]
                                           close its window and delete its worktree; refuses
                                           uncommitted files, unmerged commits, or a worktree it
@@ -94,17 +135,40 @@ Commands:
                                           listing them first; the branch is kept unless
                                           --delete-branch and it is merged; --dry-run only
                                           says what would be done
-  prune [--dry-run]                       drop only what loses nothing: git's entries for vanished
-                                          worktrees, handoffs whose worktree is gone and whose
-                                          branch is merged or gone, handoffs that failed early
-  land <handoff> [--into BRANCH] [--strategy ff|rebase|merge|squash] [--dry-run] [--remove]
-       [--delete-branch]                  bring the branch's commits into the branch the handoff
+  forecast [--repo DIR] [--json]          for every live handoff: the files that would conflict
+                                          landing it into its target now, and between it and each
+                                          sibling (same repository and target), and how far the
+                                          target moved past it; merges in git's object store only
+  rebase <handoff> [--dry-run] [--no-verify]
+                                          re-make the branch's commits on the tip of the branch it
+                                          lands into, when that moved on: objects first, then the
+                                          branch moved once, its worktree with it; refuses
+                                          (changing nothing) while its Pi is in a turn, on
+                                          uncommitted changes in the worktree and on conflicts;
+                                          its Pi is told at its next idle point
+  prune [--dry-run] [--merged]            drop only what loses nothing: git's entries for its own
+                                          vanished worktrees, handoffs whose worktree is gone and
+                                          whose branch is merged or gone, handoffs that failed
+                                          early; --merged also retires every handoff whose branch
+                                          is merged (landed, rebased, squashed) and deletes the
+                                          branches it created, listing each first
+  land <handoff> [--into BRANCH] [--strategy ff|rebase|merge|squash] [--message SUBJECT]
+       [--dry-run] [--remove] [--delete-branch] [--no-verify]
+                                          bring the branch's commits into the branch the handoff
                                           started from (or --into); fast-forward by default, else
                                           name a strategy; refuses (changing nothing) while its Pi
                                           is in a turn, on uncommitted changes in the worktree or
-                                          in the target's files, and on conflicts; --dry-run says
+                                          in the target's files (ignored ones too), on conflicts,
+                                          while the target is being rebased, and when a merge,
+                                          squash or rebase would bypass the repository's commit
+                                          hooks (unless --no-verify); -m/--message sets the
+                                          subject of a merge or squash commit; --dry-run says
                                           what it would do; --remove then removes the worktree
                                           (branch kept unless --delete-branch)
+
+  completion bash|zsh|fish                print a completion script for that shell; load it with
+                                          source <(pi-handoff completion bash) (zsh: the same, after
+                                          compinit; fish: pi-handoff completion fish | source)
 
 Options: --help, --version.
 Exit status: 0 done, 1 refused or failed (the reason is on stderr), 2 bad input.`;
@@ -127,7 +191,13 @@ class Refusal extends Error {
   }
 }
 
-export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+export async function main(argv: readonly string[], given: CliIo): Promise<number> {
+  // Nothing a repository holds (a commit subject, a file name) reaches the terminal raw; JSON stays equal JSON.
+  const io: CliIo = {
+    ...given,
+    stdout: (text) => given.stdout(terminalSafe(text)),
+    stderr: (text) => given.stderr(terminalSafe(text)),
+  };
   const refusal = unsupportedPlatform(io.platform);
   if (refusal !== undefined) {
     io.stderr(`${prefix(io, undefined)}${refusal}\n`);
@@ -161,26 +231,41 @@ async function dispatch(argv: readonly string[], io: CliIo): Promise<number> {
     io.stdout(`pi-handoff ${packageVersion()}\n`);
     return EXIT_OK;
   }
+  if (first === "completion") return completion(rest, io);
   if (rest.includes("--help") || rest.includes("-h")) {
     io.stdout(`${USAGE}\n`);
     return EXIT_OK;
   }
   const words = parseRecoveryCommand(argv, io.helpPointer ?? `${io.program ?? "pi-handoff"} --help`);
   if (!words.ok) throw new UsageError(words.message, words.command);
-  const { command, flags } = words.parsed;
+  const { command } = words.parsed;
   const problem = io.deps === undefined ? recoveryEnvProblem(io.env) : undefined;
   if (problem !== undefined) throw new Refusal(problem, command);
   const deps = makeDeps(io);
-  const handoff = async (): Promise<string> => resolveId(deps, command, words.parsed.handoff ?? "");
+  try {
+    return await run(deps, io, words.parsed);
+  } catch (error) {
+    // Whatever fails inside a command is said under that command's name (`pi-handoff land: ...`).
+    if (error instanceof UsageError || error instanceof Refusal) throw error;
+    throw new Refusal(errorSentence(error), command);
+  }
+}
+
+async function run(deps: CliDeps, io: CliIo, parsed: ParsedRecoveryCommand): Promise<number> {
+  const { command, flags } = parsed;
+  const handoff = async (): Promise<string> => resolveId(deps, command, parsed.handoff ?? "");
 
   switch (command) {
     case "list":
-      return list(deps, io, words.parsed.repo, flags.all === true, flags.json === true);
+      return list(deps, io, parsed.repo, flags.all === true, flags.json === true);
     case "inspect":
       return inspect(deps, io, await handoff(), flags.json === true);
+    case "env":
+      return env(deps, io, await handoff(), flags.json === true);
     case "focus":
       return focus(deps, io, await handoff());
     case "relaunch":
+      if (flags.all === true) return relaunchEvery(deps, io, parsed.repo, flags["all-repos"] === true);
       return relaunch(deps, io, await handoff(), flags["no-focus"] !== true);
     case "remove":
       return remove(deps, io, await handoff(), {
@@ -189,19 +274,83 @@ async function dispatch(argv: readonly string[], io: CliIo): Promise<number> {
         dryRun: flags["dry-run"] === true,
       });
     case "prune":
-      return prune(deps, io, flags["dry-run"] === true);
+      return prune(deps, io, flags["dry-run"] === true, flags.merged === true);
+    case "forecast":
+      return forecast(deps, io, parsed.repo, flags.json === true);
+    case "rebase":
+      return rebase(io, await handoff(), {
+        dryRun: flags["dry-run"] === true,
+        ...(flags["no-verify"] === true ? { noVerify: true } : {}),
+      });
     case "land": {
       // The options are checked before the handoff is looked up: bad input is said first.
-      const request = landRequestFrom(words.parsed);
+      const request = landRequestFrom(parsed);
       if (!request.ok) throw new UsageError(request.message, "land");
       return land(io, await handoff(), request.request);
     }
   }
 }
 
+/** `completion <shell>` prints that shell's script; `completion handoffs`, the names the scripts offer (store only). */
+async function completion(words: readonly string[], io: CliIo): Promise<number> {
+  const [what, ...extra] = words;
+  if (extra.length > 0) throw new UsageError(`Unexpected ${JSON.stringify(extra.join(" "))} (see pi-handoff --help).`);
+  const shell = SHELLS.find((name) => name === what);
+  if (shell !== undefined) {
+    io.stdout(completionScript(shell));
+    return EXIT_OK;
+  }
+  if (what === "handoffs") {
+    const names = handoffNames(await makeDeps(io).store.list());
+    io.stdout(names.length > 0 ? `${names.join("\n")}\n` : "");
+    return EXIT_OK;
+  }
+  throw new UsageError(
+    `completion takes one of ${SHELLS.join(", ")}, not ${JSON.stringify(what ?? "")} (see pi-handoff --help).`,
+  );
+}
+
+/** The manifests of one repository (`--repo`), or all; a bad directory is bad input. */
+async function manifestsOf(deps: CliDeps, command: RecoveryCommand, repoDir: string | undefined): Promise<Manifest[]> {
+  let commonDir: string | undefined;
+  if (repoDir !== undefined) {
+    const repo = await deps.git.findRepository(repoDir);
+    if (repo === undefined) throw new UsageError(`${repoDir} is not inside a git repository.`, command);
+    commonDir = repo.commonDir;
+  }
+  return (await deps.store.list()).flatMap((entry) =>
+    entry.ok && (commonDir === undefined || entry.manifest.repo.commonDir === commonDir) ? [entry.manifest] : [],
+  );
+}
+
+async function forecast(deps: CliDeps, io: CliIo, repoDir: string | undefined, json: boolean): Promise<number> {
+  const manifests = await manifestsOf(deps, "forecast", repoDir);
+  const result = await forecastHandoffs({ git: deps.git, landGit: landGitFor(deps.env) }, manifests);
+  for (const problem of result.problems) io.stderr(`${prefix(io, "forecast")}${problem}\n`);
+  if (json) io.stdout(`${JSON.stringify(ForecastReportSchema.parse(result.entries), null, 2)}\n`);
+  else io.stdout(`${formatForecast(result)}\n`);
+  return EXIT_OK;
+}
+
+/** The landing's git (merge-tree and friends), with its longer per-call bound. */
+function landGitFor(env: NodeJS.ProcessEnv): LandGit {
+  return new LandGit({ env, timeoutMs: gitCallMs(env, LAND_GIT_TIMEOUT_MS) });
+}
+
+async function rebase(io: CliIo, id: string, request: RebaseRequest): Promise<number> {
+  const outcome = await rebaseHandoff(createRebaseDeps(io.env, io.now), id, request, io.now);
+  if (!outcome.ok)
+    throw outcome.code === "not_found"
+      ? new UsageError(outcome.message, "rebase")
+      : new Refusal(outcome.message, "rebase");
+  io.stdout(`${outcome.message}\n`);
+  return EXIT_OK;
+}
+
 async function land(io: CliIo, id: string, request: LandRequest): Promise<number> {
   const outcome = await landHandoff(createLandDeps(io.env, io.now), id, request, io.now);
-  if (!outcome.ok) throw outcome.code === "not_found" ? new UsageError(outcome.message, "land") : new Refusal(outcome.message, "land");
+  if (!outcome.ok)
+    throw outcome.code === "not_found" ? new UsageError(outcome.message, "land") : new Refusal(outcome.message, "land");
   io.stdout(`${outcome.message}\n`);
   return removalFailedAfterLanding(outcome) ? EXIT_REFUSED : EXIT_OK;
 }
@@ -227,12 +376,22 @@ function makeDeps(io: CliIo): CliDeps {
   return io.deps ?? createRecoveryDeps(io.env, io.now);
 }
 
-async function list(deps: CliDeps, io: CliIo, repoDir: string | undefined, all: boolean, json: boolean): Promise<number> {
+async function list(
+  deps: CliDeps,
+  io: CliIo,
+  repoDir: string | undefined,
+  all: boolean,
+  json: boolean,
+): Promise<number> {
   let repoCommonDir: string | undefined;
+  let repoRoot: string | undefined;
   if (repoDir !== undefined) {
-    const repo = await deps.git.findRepository(repoDir);
-    if (repo === undefined) throw new UsageError(`${repoDir} is not inside a git repository.`, "list");
+    // Named as an absolute path: `.` in a message says nothing once read elsewhere.
+    const dir = resolve(io.cwd ?? process.cwd(), repoDir);
+    const repo = await deps.git.findRepository(dir);
+    if (repo === undefined) throw new UsageError(`${dir} is not inside a git repository.`, "list");
     repoCommonDir = repo.commonDir;
+    repoRoot = repo.mainCheckout;
   }
   const inventory = await buildInventory(deps, {
     ...(repoCommonDir === undefined ? {} : { repoCommonDir }),
@@ -240,39 +399,101 @@ async function list(deps: CliDeps, io: CliIo, repoDir: string | undefined, all: 
   });
   if (json) io.stdout(`${JSON.stringify(InventoryReportSchema.parse(inventory), null, 2)}\n`);
   else {
-    io.stdout(`${formatInventory(inventory)}\n`);
+    // The forecast's short column: how far each target moved past its handoff, and what would conflict.
+    const listed = new Set(inventory.handoffs.map((handoff) => handoff.id));
+    const manifests = (await deps.store.list()).flatMap((entry) =>
+      entry.ok && listed.has(entry.id) ? [entry.manifest] : [],
+    );
+    const forecasts = await forecastHandoffs({ git: deps.git, landGit: landGitFor(deps.env) }, manifests);
+    const marks = new Map(forecasts.entries.map((entry) => [entry.id, forecastMark(entry) || "ok"]));
+    io.stdout(
+      `${formatInventory(inventory, { ...(repoRoot === undefined ? {} : { repo: repoRoot }), forecast: marks })}\n`,
+    );
     // What killed processes left in the store is prune's to explain and sweep; say it is there.
     const leftovers = (await deps.store.leftovers()).length;
-    if (leftovers > 0) io.stdout(`${leftovers} other file(s) in the manifest store; pi-handoff prune --dry-run says what each is.\n`);
+    if (leftovers > 0)
+      io.stdout(
+        `${counted(leftovers, "other file")} in the manifest store; pi-handoff prune --dry-run says what each is.\n`,
+      );
   }
   return EXIT_OK;
 }
 
 async function inspect(deps: CliDeps, io: CliIo, id: string, json: boolean): Promise<number> {
-  const inspected = await inspectHandoff(deps, id);
+  const inspected = await inspectHandoff(deps, id, { checkPorts: true });
   if (inspected.code === "not_found") throw new UsageError(inspected.message, "inspect");
   if (inspected.code === "invalid") throw new Refusal(inspected.message, "inspect");
+  const lastReport = await lastChildReport(deps.agentDir, id);
+  const stepTimes = stepTimesOf(inspected.manifest);
   if (json) {
-    const report = InspectReportSchema.parse({ version: RECOVERY_JSON_VERSION, handoff: inspected.report, manifest: inspected.manifest });
+    const report = InspectReportSchema.parse({
+      version: RECOVERY_JSON_VERSION,
+      handoff: inspected.report,
+      manifest: inspected.manifest,
+      ...(lastReport === undefined ? {} : { lastReport }),
+      ...(stepTimes === undefined ? {} : { stepTimes }),
+    });
     io.stdout(`${JSON.stringify(report, null, 2)}\n`);
   } else {
-    io.stdout(`${formatReport(inspected.report)}\n`);
+    const task = inspected.manifest.task;
+    io.stdout(
+      `${formatReport(inspected.report, Date.now(), {
+        ...(task === undefined ? {} : { task }),
+        ...(lastReport === undefined ? {} : { lastReport }),
+        ...(stepTimes === undefined ? {} : { stepTimes }),
+      })}\n`,
+    );
   }
   return EXIT_OK;
 }
 
+async function env(deps: CliDeps, io: CliIo, id: string, json: boolean): Promise<number> {
+  const found = await handoffEnvironment(deps.store, id);
+  if (found.code === "not_found") throw new UsageError(found.message, "env");
+  if (found.code !== "found") throw new Refusal(found.message, "env");
+  if (json) io.stdout(`${JSON.stringify(EnvReportSchema.parse(found.report), null, 2)}\n`);
+  else if (found.lines.length > 0) io.stdout(`${found.lines.join("\n")}\n`);
+  else io.stderr(`${prefix(io, "env")}${nothingToExport(id)}\n`);
+  return EXIT_OK;
+}
+
+function relaunchDeps(deps: CliDeps, io: CliIo): RelaunchDeps {
+  return {
+    ...deps,
+    piCommand: io.piCommand ?? findPiCommand(deps.env, io.execPath),
+    sleep: (ms) => sleep(ms),
+    progress: io.progress ?? ((step, text) => io.stderr(`${step}: ${text}\n`)),
+    timeouts: launchTimeoutsFromEnv(deps.env),
+  };
+}
+
+/** `relaunch --all`: this repository's handoffs (or DIR's, or every repository's), one line each. */
+async function relaunchEvery(
+  deps: CliDeps,
+  io: CliIo,
+  repoDir: string | undefined,
+  allRepos: boolean,
+): Promise<number> {
+  let scope: RelaunchAllScope = { name: "every repository" };
+  if (!allRepos) {
+    const dir = resolve(io.cwd ?? process.cwd(), repoDir ?? ".");
+    const repo = await deps.git.findRepository(dir);
+    if (repo === undefined)
+      throw new UsageError(
+        repoDir === undefined
+          ? `${dir} is not inside a git repository: run it in one, or give --repo DIR or --all-repos.`
+          : `${dir} is not inside a git repository.`,
+        "relaunch",
+      );
+    scope = { repoCommonDir: repo.commonDir, name: repo.mainCheckout };
+  }
+  const result = await relaunchAll(relaunchDeps(deps, io), scope);
+  io.stdout(`${formatRelaunchAll(result).join("\n")}\n`);
+  return result.ok ? EXIT_OK : EXIT_REFUSED;
+}
+
 async function relaunch(deps: CliDeps, io: CliIo, id: string, focus: boolean): Promise<number> {
-  const outcome = await relaunchHandoff(
-    {
-      ...deps,
-      piCommand: io.piCommand ?? findPiCommand(deps.env, io.execPath),
-      sleep: (ms) => sleep(ms),
-      progress: io.progress ?? ((step, text) => io.stderr(`${step}: ${text}\n`)),
-      timeouts: launchTimeoutsFromEnv(deps.env),
-    },
-    id,
-    { focus },
-  );
+  const outcome = await relaunchHandoff(relaunchDeps(deps, io), id, { focus });
   return finish(io, "relaunch", outcome.message, {
     done: outcome.code === "running",
     notFound: outcome.code === "refused" && outcome.reason === "not_found",
@@ -281,14 +502,23 @@ async function relaunch(deps: CliDeps, io: CliIo, id: string, focus: boolean): P
 
 async function focus(deps: CliDeps, io: CliIo, id: string): Promise<number> {
   const outcome = await focusHandoff(deps, id);
-  return finish(io, "focus", outcome.message, { done: outcome.ok, notFound: !outcome.ok && outcome.code === "not_found" });
+  return finish(io, "focus", outcome.message, {
+    done: outcome.ok,
+    notFound: !outcome.ok && outcome.code === "not_found",
+  });
 }
 
-async function remove(deps: CliDeps, io: CliIo, id: string, options: RemoveOptions & { dryRun: boolean }): Promise<number> {
-  const printPlan = (plan: RemovalPlan): void => io.stdout(`${describeRemovalPlan(plan).join("\n")}\n`);
+async function remove(
+  deps: CliDeps,
+  io: CliIo,
+  id: string,
+  options: RemoveOptions & { dryRun: boolean },
+): Promise<number> {
+  const printPlan = (plan: RemovalPlan, proceeding: boolean): void =>
+    io.stdout(`${describeRemovalPlan(plan, proceeding ? "will" : "would").join("\n")}\n`);
   if (options.dryRun) {
     const planned = await planRemoval(deps, id, options);
-    if (planned.plan !== undefined) printPlan(planned.plan);
+    if (planned.plan !== undefined) printPlan(planned.plan, false);
     if (planned.code === "refused") {
       if (planned.reason === "not_found") throw new UsageError(planned.message, "remove");
       throw new Refusal(`Dry run: ${planned.message}`, "remove");
@@ -307,15 +537,20 @@ async function remove(deps: CliDeps, io: CliIo, id: string, options: RemoveOptio
  * The end of a command on one handoff: done prints its message (exit 0); an unknown handoff is
  * bad input (exit 2); anything else is a refusal or failure (exit 1).
  */
-function finish(io: CliIo, command: RecoveryCommand, message: string, outcome: { done: boolean; notFound: boolean }): number {
+function finish(
+  io: CliIo,
+  command: RecoveryCommand,
+  message: string,
+  outcome: { done: boolean; notFound: boolean },
+): number {
   if (outcome.notFound) throw new UsageError(message, command);
   if (!outcome.done) throw new Refusal(message, command);
   io.stdout(`${message}\n`);
   return EXIT_OK;
 }
 
-async function prune(deps: CliDeps, io: CliIo, dryRun: boolean): Promise<number> {
-  const { actions, problems, notes } = await planPrune(deps);
+async function prune(deps: CliDeps, io: CliIo, dryRun: boolean, merged: boolean): Promise<number> {
+  const { actions, problems, notes } = await planPrune(deps, { merged });
   for (const problem of problems) io.stderr(`${prefix(io, "prune")}${problem}\n`);
   for (const note of notes) io.stdout(`${note}\n`);
   if (actions.length === 0) {
@@ -323,7 +558,12 @@ async function prune(deps: CliDeps, io: CliIo, dryRun: boolean): Promise<number>
     return problems.length > 0 ? EXIT_REFUSED : EXIT_OK;
   }
   io.stdout(`${dryRun ? "Would do (dry run, nothing changed):" : "Pruning:"}\n`);
-  for (const action of actions) io.stdout(`${describePruneAction(action).map((line) => `  ${line}`).join("\n")}\n`);
+  for (const action of actions)
+    io.stdout(
+      `${describePruneAction(action)
+        .map((line) => `  ${line}`)
+        .join("\n")}\n`,
+    );
   if (dryRun) return problems.length > 0 ? EXIT_REFUSED : EXIT_OK;
   const results = await executePrune(deps, actions);
   let failed = problems.length > 0;
@@ -331,8 +571,8 @@ async function prune(deps: CliDeps, io: CliIo, dryRun: boolean): Promise<number>
     if (!result.ok) {
       failed = true;
       io.stderr(`${prefix(io, "prune")}${result.message}\n`);
-    }
+    } else if (result.note !== undefined) io.stdout(`${result.note}\n`);
   }
-  io.stdout(`Done: ${results.filter((result) => result.ok).length} of ${results.length} action(s).\n`);
+  io.stdout(`Done: ${results.filter((result) => result.ok).length} of ${counted(results.length, "action")}.\n`);
   return failed ? EXIT_REFUSED : EXIT_OK;
 }

@@ -11,30 +11,72 @@
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { errorClause } from "../errors.ts";
+import { closestMatch } from "../text.ts";
 
-export type RecoveryCommand = "list" | "inspect" | "focus" | "relaunch" | "remove" | "prune" | "land";
-export const RECOVERY_COMMANDS: readonly RecoveryCommand[] = ["list", "inspect", "focus", "relaunch", "remove", "prune", "land"];
+export type RecoveryCommand =
+  | "list"
+  | "inspect"
+  | "env"
+  | "focus"
+  | "relaunch"
+  | "remove"
+  | "prune"
+  | "land"
+  | "forecast"
+  | "rebase";
+export const RECOVERY_COMMANDS: readonly RecoveryCommand[] = [
+  "list",
+  "inspect",
+  "env",
+  "focus",
+  "relaunch",
+  "remove",
+  "prune",
+  "land",
+  "forecast",
+  "rebase",
+];
 
 type OptionSpecs = NonNullable<ParseArgsConfig["options"]>;
 
-const OPTIONS: Readonly<Record<RecoveryCommand, OptionSpecs>> = {
+/** The options each command takes (without their dashes), as `parseArgs` reads them; shell completion is generated from them too. */
+export const RECOVERY_OPTIONS: Readonly<Record<RecoveryCommand, OptionSpecs>> = {
   list: { repo: { type: "string" }, json: { type: "boolean" }, all: { type: "boolean" } },
   inspect: { json: { type: "boolean" } },
+  env: { json: { type: "boolean" } },
   focus: {},
-  relaunch: { "no-focus": { type: "boolean" } },
+  relaunch: {
+    "no-focus": { type: "boolean" },
+    all: { type: "boolean" },
+    repo: { type: "string" },
+    "all-repos": { type: "boolean" },
+  },
   remove: { force: { type: "boolean" }, "delete-branch": { type: "boolean" }, "dry-run": { type: "boolean" } },
-  prune: { "dry-run": { type: "boolean" } },
-  land: { into: { type: "string" }, strategy: { type: "string" }, "dry-run": { type: "boolean" }, remove: { type: "boolean" }, "delete-branch": { type: "boolean" } },
+  prune: { "dry-run": { type: "boolean" }, merged: { type: "boolean" } },
+  forecast: { repo: { type: "string" }, json: { type: "boolean" } },
+  rebase: { "dry-run": { type: "boolean" }, "no-verify": { type: "boolean" } },
+  land: {
+    into: { type: "string" },
+    strategy: { type: "string" },
+    "dry-run": { type: "boolean" },
+    remove: { type: "boolean" },
+    "delete-branch": { type: "boolean" },
+    "no-verify": { type: "boolean" },
+    message: { type: "string", short: "m" },
+  },
 };
 
-const TAKES_HANDOFF: Readonly<Record<RecoveryCommand, boolean>> = {
+export const TAKES_HANDOFF: Readonly<Record<RecoveryCommand, boolean>> = {
   list: false,
   inspect: true,
+  env: true,
   focus: true,
   relaunch: true,
   remove: true,
   prune: false,
   land: true,
+  forecast: false,
+  rebase: true,
 };
 
 export interface ParsedRecoveryCommand {
@@ -46,6 +88,8 @@ export interface ParsedRecoveryCommand {
   /** `land --into <branch>` and `--strategy <name>` (checked by recovery/land.ts). */
   into?: string;
   strategy?: string;
+  /** `land --message <subject>` (`-m`). */
+  message?: string;
 }
 
 export type RecoveryCommandParse =
@@ -57,30 +101,73 @@ export function parseRecoveryCommand(words: readonly string[], help: string): Re
   const [first, ...rest] = words;
   const command = RECOVERY_COMMANDS.find((name) => name === first);
   if (command === undefined) {
-    return { ok: false, message: `${JSON.stringify(first ?? "")} is not a command; the commands are ${RECOVERY_COMMANDS.join(", ")} (see ${help}).` };
+    const meant = first === undefined ? undefined : closestMatch(first, RECOVERY_COMMANDS);
+    return {
+      ok: false,
+      message:
+        meant === undefined
+          ? `${JSON.stringify(first ?? "")} is not a command; the commands are ${RECOVERY_COMMANDS.join(", ")} (see ${help}).`
+          : `${JSON.stringify(first ?? "")} is not a command: did you mean ${meant} (the commands are ${RECOVERY_COMMANDS.join(", ")}; see ${help})?`,
+    };
   }
   const refuse = (message: string): RecoveryCommandParse => ({ ok: false, command, message });
   let values: Record<string, string | boolean | Array<string | boolean> | undefined>;
   let positionals: string[];
   try {
-    ({ values, positionals } = parseArgs({ args: [...rest], options: OPTIONS[command], allowPositionals: true, strict: true }));
+    ({ values, positionals } = parseArgs({
+      args: [...rest],
+      options: RECOVERY_OPTIONS[command],
+      allowPositionals: true,
+      strict: true,
+    }));
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     const message = errorClause(error);
     if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
-      return refuse(`Unknown option ${JSON.stringify(/'([^']+)'/.exec(message)?.[1] ?? "?")} (see ${help}).`);
+      const option = /'([^']+)'/.exec(message)?.[1] ?? "?";
+      const meant = closestMatch(
+        option.replace(/=.*$/, ""),
+        [...Object.keys(RECOVERY_OPTIONS[command]), "help"].map((name) => `--${name}`),
+      );
+      return refuse(
+        meant === undefined
+          ? `Unknown option ${JSON.stringify(option)} (see ${help}).`
+          : `Unknown option ${JSON.stringify(option)}: did you mean ${meant} (see ${help})?`,
+      );
     }
     if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") {
       const option = /'(--?[\w-]+)/.exec(message)?.[1] ?? "an option";
-      return refuse(/argument missing|ambiguous/.test(message) ? `Option ${option} needs a value (see ${help}).` : `Option ${option} takes no value (see ${help}).`);
+      return refuse(
+        /argument missing|ambiguous/.test(message)
+          ? `Option ${option} needs a value (see ${help}).`
+          : `Option ${option} takes no value (see ${help}).`,
+      );
     }
     return refuse(`Could not read the arguments: ${message} (see ${help}).`);
   }
+  // `relaunch --all` names no handoff: it relaunches every one of a repository (or of all).
+  const many = command === "relaunch" && values.all === true;
+  if (command === "relaunch") {
+    const scoped = values.repo !== undefined ? "--repo" : values["all-repos"] === true ? "--all-repos" : undefined;
+    if (!many && scoped !== undefined)
+      return refuse(
+        `${scoped} goes with --all: relaunch --all ${scoped === "--repo" ? "--repo DIR" : "--all-repos"} (see ${help}).`,
+      );
+    if (values.repo !== undefined && values["all-repos"] === true)
+      return refuse(`Give --repo DIR or --all-repos, not both (see ${help}).`);
+    if (many && positionals.length > 0)
+      return refuse(
+        `Give a handoff or --all, not both: ${JSON.stringify(positionals.join(" "))} was given with --all (see ${help}).`,
+      );
+  }
   const limit = TAKES_HANDOFF[command] ? 1 : 0;
-  if (positionals.length > limit) return refuse(`Unexpected ${JSON.stringify(positionals.slice(limit).join(" "))} (see ${help}).`);
+  if (positionals.length > limit)
+    return refuse(`Unexpected ${JSON.stringify(positionals.slice(limit).join(" "))} (see ${help}).`);
   const handoff = positionals[0];
-  if (TAKES_HANDOFF[command] && handoff === undefined) {
-    return refuse("Name the handoff: its id, the start of its id, or its branch (pi-handoff list or /handoffs shows them).");
+  if (TAKES_HANDOFF[command] && handoff === undefined && !many) {
+    return refuse(
+      "Name the handoff: its id, the start of its id, or its branch (pi-handoff list or /handoffs shows them).",
+    );
   }
   const flags: Record<string, boolean> = {};
   for (const [name, value] of Object.entries(values)) if (value === true) flags[name] = true;
@@ -93,6 +180,7 @@ export function parseRecoveryCommand(words: readonly string[], help: string): Re
       ...(typeof values.repo === "string" ? { repo: values.repo } : {}),
       ...(typeof values.into === "string" ? { into: values.into } : {}),
       ...(typeof values.strategy === "string" ? { strategy: values.strategy } : {}),
+      ...(typeof values.message === "string" ? { message: values.message } : {}),
     },
   };
 }

@@ -10,10 +10,13 @@ import { SimpleGitPort } from "../git/git.ts";
 import { LandGit } from "../git/land.ts";
 import { ChildReportStore } from "../manifest/child-reports.ts";
 import { ManifestStore } from "../manifest/store.ts";
-import { muxForLocation } from "../mux/for-location.ts";
+import { muxForLocation } from "../mux/registry.ts";
 import { agentDirFromEnv } from "../session/paths.ts";
 import type { InventoryDeps } from "./inventory.ts";
-import { landKillPointFromEnv, type LandDeps } from "./land.ts";
+import { faultPlanFromEnv, NO_FAULTS } from "../faults.ts";
+import type { LandDeps } from "./land.ts";
+import type { RebaseDeps } from "./rebase.ts";
+import { HandoffNoteStore } from "../manifest/handoff-notes.ts";
 
 /** Per git call (unless PI_HANDOFF_GIT_TIMEOUT_MS is set); recovery only reads and removes, never checks out a whole tree. */
 const RECOVERY_GIT_TIMEOUT_MS = 15_000;
@@ -49,16 +52,23 @@ export function createRecoveryDeps(env: NodeJS.ProcessEnv, now: () => Date = () 
 }
 
 /** Per git call of a landing: a merge or a checkout update of a large tree takes longer than a read. */
-const LAND_GIT_TIMEOUT_MS = 120_000;
+export const LAND_GIT_TIMEOUT_MS = 120_000;
 
-/** Recovery's dependencies plus what `land` needs: its git, the report store (to tell the parent), a crash point for tests. */
+/** Recovery's dependencies plus what `land` and `rebase` need: their git, the report store (to tell the parent), the fault plan for tests. */
 export function createLandDeps(env: NodeJS.ProcessEnv, now: () => Date = () => new Date()): LandDeps {
   const deps = createRecoveryDeps(env, now);
-  const killAfter = landKillPointFromEnv(env);
+  // The one fault plan (faults.ts): PI_HANDOFF_FAULT is read there, once, for tests' crash points.
+  const faults = faultPlanFromEnv(env);
   return {
     ...deps,
     landGit: new LandGit({ env, timeoutMs: gitCallMs(env, LAND_GIT_TIMEOUT_MS) }),
     reports: ChildReportStore.forAgentDir(deps.agentDir),
-    ...(killAfter === undefined ? {} : { killAfter }),
+    ...(faults === NO_FAULTS ? {} : { faults }),
   };
+}
+
+/** What `rebase` needs besides the landing's: the note store through which the child is told. */
+export function createRebaseDeps(env: NodeJS.ProcessEnv, now: () => Date = () => new Date()): RebaseDeps {
+  const deps = createLandDeps(env, now);
+  return { ...deps, notes: HandoffNoteStore.forAgentDir(deps.agentDir) };
 }

@@ -9,7 +9,7 @@
  * - One actor: it holds the handoff's action lock while it looks and switches, so it never
  *   switches to a window a relaunch or a removal is changing at that moment.
  */
-import { describeLocation } from "../mux/describe.ts";
+import { describeLocation } from "../mux/registry.ts";
 import type { GatherDeps } from "./gather.ts";
 import { inspectHandoff } from "./inventory.ts";
 import { isActionBusy, type ManifestStore } from "../manifest/store.ts";
@@ -27,11 +27,21 @@ async function focusLocked(deps: GatherDeps & { store: ManifestStore }, id: stri
   const inspected = await inspectHandoff(deps, id);
   if (inspected.code !== "found") return { ok: false, code: inspected.code, message: inspected.message };
   const { report, manifest } = inspected;
-  if (report.status.code === "removed") return { ok: false, code: "not_open", message: `Handoff ${id} was removed, so it has no window to switch to.` };
+  if (report.status.code === "removed")
+    return { ok: false, code: "not_open", message: `Handoff ${id} was removed, so it has no window to switch to.` };
   if (report.workspace.code !== "open") {
-    const why = report.workspace.code === "unknown" ? `could not be seen (${report.workspace.message})` : report.workspace.code === "none" ? "was never opened" : "is closed";
+    const why =
+      report.workspace.code === "unknown"
+        ? `could not be seen (${report.workspace.message})`
+        : report.workspace.code === "none"
+          ? "was never opened"
+          : "is closed";
     const next = report.actions.includes("relaunch") ? `; pi-handoff relaunch ${id} reopens it and starts its Pi` : "";
-    return { ok: false, code: "not_open", message: `The window of handoff ${id} ${why}, so there is nothing to switch to${next}.` };
+    return {
+      ok: false,
+      code: "not_open",
+      message: `The window of handoff ${id} ${why}, so there is nothing to switch to${next}.`,
+    };
   }
   const mux = deps.muxFor(manifest.mux);
   if (!mux.ok) return { ok: false, code: "failed", message: mux.message };

@@ -3,11 +3,23 @@
  *
  * Invariants: pure (reports in, text out; the time now is a parameter, defaulting to the clock);
  * plain ASCII layout, no colours or terminal codes, so the same text works in a pipe, in Pi's
- * notifications and in print mode.
+ * notifications and in print mode; every line is `printable` (text/printable): a commit subject or
+ * a file name with terminal escapes or line breaks in it shows them escaped, one line each.
  */
-import { CHILD_STATE_LABELS, formatDuration, type ChildState } from "./status.ts";
-import { describeLocation } from "../mux/describe.ts";
-import type { HandoffReport, HandoffStatus, InventoryReport } from "./report-schema.ts";
+import { CHILD_STATE_LABELS, formatDuration, LIVE_CHILD_STATES, type ChildState } from "./status.ts";
+import { CONTROL_CHARACTERS, counted, oneLine, printable, stripPeriod } from "../text.ts";
+import { describeLocation } from "../mux/registry.ts";
+import type { ChildReport } from "../manifest/child-reports.ts";
+import { sanitizeText } from "../session/redact.ts";
+import type {
+  HandoffReport,
+  HandoffStatus,
+  InventoryReport,
+  MergedFact,
+  PortCheck,
+  StepTimes,
+} from "./report-schema.ts";
+import { formatStepTimes } from "./step-times.ts";
 
 /** One short phrase for a status. */
 export function describeStatus(status: HandoffStatus): string {
@@ -18,7 +30,9 @@ export function describeStatus(status: HandoffStatus): string {
       return `child running (pid ${status.writers.map((writer) => writer.pid).join(", ")})`;
     case "unfinished":
       if (status.inProgress) return `being set up (at ${status.step})`;
-      return status.owner !== undefined && !status.owner.alive ? `stopped at ${status.step} (pid ${status.owner.pid} gone)` : `stopped at ${status.step}`;
+      return status.owner !== undefined && !status.owner.alive
+        ? `stopped at ${status.step} (pid ${status.owner.pid} gone)`
+        : `stopped at ${status.step}`;
     case "failed":
       return `failed at ${status.step}`;
     case "worktree_missing":
@@ -36,23 +50,52 @@ export function describeStatus(status: HandoffStatus): string {
   }
 }
 
-/** The table `pi-handoff list` prints (and `/handoffs` in print mode). */
-export function formatInventory(inventory: InventoryReport): string {
+/**
+ * The table `pi-handoff list` prints (and `/handoffs` in print mode); `repo`: only that
+ * repository's were asked for; with `forecast` (a short mark per handoff id, forecast.ts) a
+ * FORECAST column before the actions.
+ */
+export function formatInventory(
+  inventory: InventoryReport,
+  scope: { repo?: string; forecast?: ReadonlyMap<string, string> } = {},
+): string {
+  const forecast = scope.forecast;
   const lines: string[] = [];
   const now = Date.parse(inventory.generatedAt);
   if (inventory.handoffs.length === 0) {
-    lines.push(`No handoffs in ${inventory.agentDir}.`);
+    lines.push(
+      scope.repo === undefined
+        ? `No handoffs in ${inventory.agentDir}.`
+        : `No handoffs of the repository at ${scope.repo} in ${inventory.agentDir}.`,
+    );
   } else {
-    const rows = inventory.handoffs.map((handoff) => [
-      handoff.id,
-      describeStatus(handoff.status),
-      describeChild(handoff, now),
-      handoff.branch,
-      handoff.flags.join(",") || "-",
-      handoff.actions.join(",") || "-",
-    ]);
-    const header = ["ID", "STATUS", "CHILD", "BRANCH", "FLAGS", "ACTIONS"];
-    const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? "").length)));
+    // The ports' column only where some handoff holds ports: the table stays as it was without.
+    const withPorts = inventory.handoffs.some((handoff) => handoff.ports !== undefined);
+    const rows = inventory.handoffs.map((handoff) =>
+      [
+        handoff.id,
+        describeStatus(handoff.status),
+        describeChild(handoff, now),
+        handoff.branch,
+        ...(withPorts ? [handoff.ports?.join(",") ?? "-"] : []),
+        handoff.flags.join(",") || "-",
+        ...(forecast === undefined ? [] : [forecast.get(handoff.id) ?? "-"]),
+        handoff.actions.join(",") || "-",
+      ].map(printable),
+    );
+    const header = [
+      "ID",
+      "STATUS",
+      "CHILD",
+      "BRANCH",
+      ...(withPorts ? ["PORTS"] : []),
+      "FLAGS",
+      ...(forecast === undefined ? [] : ["FORECAST"]),
+      "ACTIONS",
+    ];
+    const widths = header.map((title, column) =>
+      Math.max(title.length, ...rows.map((row) => (row[column] ?? "").length)),
+    );
     const render = (row: readonly string[]): string =>
       row
         .map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column] ?? 0)))
@@ -60,36 +103,75 @@ export function formatInventory(inventory: InventoryReport): string {
         .trimEnd();
     lines.push(render(header), ...rows.map(render));
   }
-  if (inventory.hiddenRemoved > 0) lines.push(`(${inventory.hiddenRemoved} removed handoff(s) not shown; pi-handoff list --all shows them.)`);
+  if (inventory.hiddenRemoved > 0)
+    lines.push(`(${counted(inventory.hiddenRemoved, "removed handoff")} not shown; pi-handoff list --all shows them.)`);
   // The store's error names the file already: say it once.
-  for (const broken of inventory.unreadable) lines.push(broken.error.includes(broken.path) ? `Unreadable: ${broken.error}` : `Unreadable manifest ${broken.path}: ${broken.error}`);
-  return lines.join("\n");
+  for (const broken of inventory.unreadable)
+    lines.push(
+      broken.error.includes(broken.path)
+        ? `Unreadable: ${broken.error}`
+        : `Unreadable manifest ${broken.path}: ${broken.error}`,
+    );
+  return lines.map(printable).join("\n");
 }
 
 /** One line for a picker (`/handoffs`); `now` measures the child's time in its state. */
 export function formatPickerLabel(handoff: HandoffReport, now: number = Date.now()): string {
   const flags = handoff.flags.length > 0 ? ` [${handoff.flags.join(", ")}]` : "";
   const child = handoff.child === undefined ? "" : `, child ${describeChild(handoff, now)}`;
-  return `${handoff.branch}: ${describeStatus(handoff.status)}${child}${flags} (${handoff.id})`;
+  return printable(`${handoff.branch}: ${describeStatus(handoff.status)}${child}${flags} (${handoff.id})`);
+}
+
+/** What `inspect` shows beyond the verdict: the task it was given and the child's last report. */
+export interface InspectExtras {
+  task?: string;
+  lastReport?: Pick<ChildReport, "createdAt" | "text" | "done" | "left" | "commitsTotal">;
+  /** Where the handoff spent its time (recovery/step-times.ts), when its manifest says. */
+  stepTimes?: StepTimes;
+}
+
+/** Lines of free text (a task, a report) under a label, terminal escapes and control characters removed. */
+function textLines(label: string, text: string): string[] {
+  const cleaned = sanitizeText(text).trim().split("\n");
+  const pad = " ".repeat(17);
+  return cleaned.map((line, index) => (index === 0 ? `  ${label.padEnd(15)}${line}` : `${pad}${line}`));
 }
 
 /** Everything `pi-handoff inspect` shows about one handoff. */
-export function formatReport(handoff: HandoffReport, now: number = Date.now()): string {
+export function formatReport(handoff: HandoffReport, now: number = Date.now(), extras: InspectExtras = {}): string {
   const lines = [`Handoff ${handoff.id}`];
   lines.push(`  status:        ${describeStatus(handoff.status)} (manifest state ${handoff.state})`);
-  if (handoff.status.code === "failed" || handoff.status.code === "unconfirmed") lines.push(`  error:         ${handoff.status.message}`);
+  if (handoff.status.code === "failed" || handoff.status.code === "unconfirmed")
+    lines.push(`  error:         ${handoff.status.message}`);
   if (handoff.status.code === "orphaned_checkout") lines.push(`  why orphaned:  ${handoff.status.reason}`);
   if (handoff.status.code === "child_running") {
-    for (const writer of handoff.status.writers) lines.push(`  live Pi:       pid ${writer.pid} (${writer.evidence.join(", ")})`);
+    for (const writer of handoff.status.writers)
+      lines.push(`  live Pi:       pid ${writer.pid} (${writer.evidence.join(", ")})`);
   }
-  if (handoff.child !== undefined) lines.push(`  child:         ${describeChild(handoff, now)} (${handoff.child.basis})`);
+  if (handoff.child !== undefined)
+    lines.push(`  child:         ${describeChild(handoff, now)} (${handoff.child.basis})`);
+  if (extras.stepTimes !== undefined) lines.push(`  steps:         ${formatStepTimes(extras.stepTimes)}`);
   if (handoff.landing !== undefined) lines.push(`  landing:       ${describeLanding(handoff.landing)}`);
+  if (extras.task !== undefined) lines.push(...textLines("task:", extras.task));
+  const report = extras.lastReport;
+  if (report !== undefined) {
+    lines.push(
+      `  last report:   sent ${report.createdAt} (${counted(report.commitsTotal, "commit")} on the branch then)`,
+    );
+    if (report.text.trim() !== "") lines.push(...textLines("", report.text));
+    if (report.done !== undefined && report.done.trim() !== "") lines.push(...textLines("", `Done: ${report.done}`));
+    if (report.left !== undefined && report.left.trim() !== "") lines.push(...textLines("", `Left: ${report.left}`));
+  }
+  if (handoff.rebase !== undefined) lines.push(`  rebase:        ${describeRebase(handoff)}`);
   lines.push(`  repository:    ${handoff.repo}`);
   lines.push(`  branch:        ${handoff.branch} ${describeBranch(handoff)}`);
   lines.push(`  base:          ${handoff.base.ref} at ${handoff.base.sha.slice(0, 12)}`);
   lines.push(`  worktree:      ${handoff.worktreePath} (${describeWorktree(handoff)})`);
-  const unrecorded = (kind: "window" | "session") => (handoff.unrecorded?.includes(kind) === true ? ", made but never recorded: the handoff was killed first" : "");
-  lines.push(`  window:        ${describeLocation(handoff.mux)} (${describeWorkspace(handoff)}${unrecorded("window")})`);
+  const unrecorded = (kind: "window" | "session") =>
+    handoff.unrecorded?.includes(kind) === true ? ", made but never recorded: the handoff was killed first" : "";
+  lines.push(
+    `  window:        ${describeLocation(handoff.mux)} (${describeWorkspace(handoff)}${unrecorded("window")})`,
+  );
   lines.push(
     `  child session: ${handoff.childSessionFile ?? "none"}${handoff.childSessionFile === undefined ? "" : handoff.childSessionExists ? "" : " (missing)"}${handoff.unrecorded?.includes("session") === true ? ` (${unrecorded("session").slice(2)})` : ""}`,
   );
@@ -102,7 +184,12 @@ export function formatReport(handoff: HandoffReport, now: number = Date.now()): 
   if (handoff.branchState.code === "present") {
     const { unmerged } = handoff.branchState;
     for (const commit of unmerged.commits) lines.push(`  unmerged:      ${commit.sha.slice(0, 12)} ${commit.subject}`);
-    if (unmerged.commits.length < unmerged.total) lines.push(`  unmerged:      ... and ${unmerged.total - unmerged.commits.length} more`);
+    if (unmerged.commits.length < unmerged.total)
+      lines.push(`  unmerged:      ... and ${unmerged.total - unmerged.commits.length} more`);
+  }
+  if (handoff.ports !== undefined) {
+    if (handoff.portChecks === undefined) lines.push(`  ports:         ${handoff.ports.join(", ")}`);
+    for (const check of handoff.portChecks ?? []) lines.push(`  port:          ${describePortCheck(check)}`);
   }
   if (handoff.flags.length > 0) lines.push(`  flags:         ${handoff.flags.join(", ")}`);
   for (const problem of handoff.problems) lines.push(`  could not check: ${problem}`);
@@ -111,20 +198,43 @@ export function formatReport(handoff: HandoffReport, now: number = Date.now()): 
       ? `  next:          ${handoff.actions.map((action) => `pi-handoff ${action === "prune" ? "prune" : `${action} ${handoff.id}`}`).join(" | ")}`
       : "  next:          nothing to do",
   );
-  return lines.join("\n");
+  return lines.map(printable).join("\n");
 }
 
-/** `idle 3m`: the child's state and how long it has been in it. */
+/** One reserved port as inspect found it: `20001 taken by someone else (pid 812 nginx): not this handoff's`. */
+export function describePortCheck(check: PortCheck): string {
+  switch (check.code) {
+    case "free":
+      return `${check.port} free`;
+    case "in_use_by_handoff":
+      return `${check.port} in use by this handoff (pid ${check.pids.join(", ")})`;
+    case "taken":
+      return `${check.port} TAKEN by someone else (${check.holders.length === 0 ? "a process of another user" : check.holders.map((holder) => `pid ${holder.pid} ${holder.name}`).join(", ")}): its servers cannot listen there; stop that process, or hand off again for new ports`;
+    case "unknown":
+      return `${check.port} could not be checked: ${stripPeriod(check.message)}`;
+  }
+}
+
+/** `idle 3m`, `working 5s (bash)`, `exited 2m (code 0)`: the child's state, how long it has been in it, and what it said of it. */
 export function describeChild(handoff: Pick<HandoffReport, "child">, now: number): string {
   const child = handoff.child;
   if (child === undefined) return "-";
   const since = child.since === undefined ? Number.NaN : Date.parse(child.since);
   const label = CHILD_STATE_LABELS[child.state];
-  return Number.isFinite(since) && Number.isFinite(now) ? `${label} ${formatDuration(now - since)}` : label;
+  const timed = Number.isFinite(since) && Number.isFinite(now) ? `${label} ${formatDuration(now - since)}` : label;
+  if (child.state === "exited" && child.exitCode !== undefined) return `${timed} (code ${child.exitCode})`;
+  if (child.state === "working" && child.tool !== undefined) return `${timed} (${shortToolName(child.tool)})`;
+  return timed;
+}
+
+/** A tool name as a status line shows it: one line, at most 24 characters. */
+function shortToolName(name: string): string {
+  const line = oneLine(name.replace(new RegExp(CONTROL_CHARACTERS.source, "g"), " "));
+  return line.length > 24 ? `${line.slice(0, 23)}…` : line;
 }
 
 function describeLanding(landing: NonNullable<HandoffReport["landing"]>): string {
-  const what = `${landing.commits} commit(s) into ${landing.into} by ${landing.strategy}, ${landing.from.slice(0, 12)} -> ${landing.to.slice(0, 12)}`;
+  const what = `${counted(landing.commits, "commit")} into ${landing.into} by ${landing.strategy}, ${landing.from.slice(0, 12)} -> ${landing.to.slice(0, 12)}`;
   switch (landing.verdict) {
     case "landed":
       return `landed ${what}`;
@@ -139,6 +249,24 @@ function describeLanding(landing: NonNullable<HandoffReport["landing"]>): string
   }
 }
 
+function describeRebase(handoff: HandoffReport): string {
+  const rebase = handoff.rebase;
+  if (rebase === undefined) return "";
+  const what = `${counted(rebase.commits, "commit")} onto ${rebase.onto.ref} at ${rebase.onto.sha.slice(0, 12)}, ${rebase.from.slice(0, 12)} -> ${rebase.to.slice(0, 12)}`;
+  switch (rebase.verdict) {
+    case "rebased":
+      return `rebased ${what}`;
+    case "rebased_unrecorded":
+      return `interrupted after the branch moved: ${handoff.branch} is at the new tip ${rebase.to.slice(0, 12)} (rebased; pi-handoff rebase ${handoff.id} records it)`;
+    case "not_rebased":
+      return `interrupted before the branch moved: ${handoff.branch} is still at the old tip ${rebase.from.slice(0, 12)} (nothing rebased; run pi-handoff rebase again)`;
+    case "abandoned":
+      return `abandoned (${what}); nothing rebased`;
+    case "unknown":
+      return `interrupted (${what}); ${handoff.branch} is now at ${rebase.branchAt?.slice(0, 12) ?? "no commit"}, neither the old nor the new tip: it moved since`;
+  }
+}
+
 function describeBranch(handoff: HandoffReport): string {
   const state = handoff.branchState;
   switch (state.code) {
@@ -147,13 +275,29 @@ function describeBranch(handoff: HandoffReport): string {
     case "unknown":
       return "(could not be read)";
     case "present": {
-      const parts = [`${state.aheadOfBase} commit(s) since the base`];
-      parts.push(state.unmerged.total > 0 ? `${state.unmerged.total} not merged into ${state.mergeTarget.ref}` : `all in ${state.mergeTarget.ref}`);
+      const parts = [`${counted(state.aheadOfBase, "commit")} since the base`];
+      parts.push(
+        state.merged !== undefined
+          ? `merged into ${state.mergeTarget.ref}: ${MERGE_RULE_WORDS[state.merged.rule]}`
+          : state.unmerged.total > 0
+            ? `${state.unmerged.total} not merged into ${state.mergeTarget.ref}`
+            : `all in ${state.mergeTarget.ref}`,
+      );
+      if ((state.behind ?? 0) > 0)
+        parts.push(`${state.mergeTarget.ref} has moved ${counted(state.behind ?? 0, "commit")} past it`);
       if (state.unpushed.total > 0) parts.push(`${state.unpushed.total} not pushed`);
       return `(${parts.join("; ")})`;
     }
   }
 }
+
+/** Which rule found the branch merged, as `inspect` says it. */
+const MERGE_RULE_WORDS: Readonly<Record<MergedFact["rule"], string>> = {
+  ancestry: "its commits are there",
+  landing: "landed by pi-handoff land, and still there",
+  patch: "every commit's patch is there (rebased)",
+  tree: "merging it would change nothing (squashed)",
+};
 
 function describeWorktree(handoff: HandoffReport): string {
   switch (handoff.worktree.code) {
@@ -174,7 +318,12 @@ function describeWorkspace(handoff: HandoffReport): string {
       // What Herdr itself sees in the pane, when it says (its agent status, the session it holds).
       const agent = handoff.workspace.agent;
       if (agent === undefined) return "open";
-      const session = agent.sessionFile === undefined ? "" : agent.sessionFile === handoff.childSessionFile ? " on the child session" : ` on ${agent.sessionFile}`;
+      const session =
+        agent.sessionFile === undefined
+          ? ""
+          : agent.sessionFile === handoff.childSessionFile
+            ? " on the child session"
+            : ` on ${agent.sessionFile}`;
       return `open (Herdr: agent ${agent.status}${session})`;
     }
     case "closed":
@@ -189,11 +338,40 @@ function describeWorkspace(handoff: HandoffReport): string {
 /** How many handoffs the parent's widget lists before summing up the rest. */
 const WIDGET_ROWS = 4;
 
-/** The parent's widget: one line per own handoff (`handoff feat/x  idle 2m`), the newest last, at most a few. */
-export function formatChildrenWidget(handoffs: readonly { id: string; branch: string; status: { state: ChildState; since?: string } }[], now: number): string[] {
-  const shown = handoffs.slice(-WIDGET_ROWS);
+/** Where a state goes in the widget: live children first, then exited, landed, removed. */
+function widgetRank(state: ChildState): number {
+  if (LIVE_CHILD_STATES.has(state)) return 0;
+  if (state === "exited") return 1;
+  return state === "landed" ? 2 : 3;
+}
+
+/**
+ * The parent's widget: one line per own handoff (`handoff feat/x  idle 2m`), live ones first (in
+ * the store's order within each rank), at most a few. The line that sums up the rest counts only
+ * what `/handoffs` lists (it does not list removed handoffs, so those beyond the first rows are left out).
+ */
+export function formatChildrenWidget(
+  handoffs: readonly {
+    id: string;
+    branch: string;
+    status: { state: ChildState; since?: string; tool?: string; exitCode?: number };
+    /** The forecast's mark (`behind 3, conflicts 2`), shown after the state. */
+    forecast?: string;
+  }[],
+  now: number,
+): string[] {
+  const ranked = handoffs
+    .map((handoff, index) => ({ handoff, index }))
+    .sort((a, b) => widgetRank(a.handoff.status.state) - widgetRank(b.handoff.status.state) || a.index - b.index)
+    .map(({ handoff }) => handoff);
+  const shown = ranked.slice(0, WIDGET_ROWS);
   const width = Math.max(...shown.map((handoff) => handoff.branch.length));
-  const lines = shown.map((handoff) => `handoff ${handoff.branch.padEnd(width)}  ${describeChild({ child: { ...handoff.status, basis: "" } }, now)}`);
-  if (handoffs.length > shown.length) lines.unshift(`handoffs: ${handoffs.length - shown.length} more (/handoffs lists them all)`);
+  const lines = shown.map((handoff) =>
+    printable(
+      `handoff ${handoff.branch.padEnd(width)}  ${describeChild({ child: { ...handoff.status, basis: "" } }, now)}${handoff.forecast === undefined ? "" : `  (${handoff.forecast})`}`,
+    ),
+  );
+  const listed = ranked.slice(WIDGET_ROWS).filter((handoff) => handoff.status.state !== "removed").length;
+  if (listed > 0) lines.push(`handoffs: ${listed} more (/handoffs lists them)`);
   return lines;
 }

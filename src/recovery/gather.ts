@@ -6,25 +6,31 @@
  * Invariants:
  * - Read-only: only queries (git through `RecoveryGitPort`, the multiplexer's `exists`, process facts, the session lease).
  * - Bounded: every git and multiplexer call carries its own timeout (in the ports); the process
- *   table and each repository's worktree list are read once per gatherer, not once per handoff.
+ *   table and each repository's worktree list are read once per gatherer, not once per handoff,
+ *   and an inventory's uncommitted changes in one batch (`prepare`), whose misses are asked alone.
  * - A fact that cannot be read becomes a sentence in `problems` and a cautious value (`unknown`),
  *   never an exception, so one broken repository does not hide the other handoffs.
  * - The child session's lease is read first-hand for every handoff with a child session (never
  *   cached: it is the writer rule's first evidence).
- * - Backend-specific questions go through `muxFor` (see mux/for-location.ts), so a new backend
+ * - Backend-specific questions go through `muxFor` (see mux/registry.ts), so a new backend
  *   needs no change here.
+ * - A handoff's reserved ports are tested (a bind test, and who listens on one in use) only when
+ *   asked (`checkPorts`: inspect), never by `list`; testing binds nothing for longer than the test.
  * - What a handoff killed inside a step left unrecorded is looked for through its intent (the
  *   window's name, the session directory, recorded before creating them) and reported as
  *   `unrecorded`, so every window and session it made is named (see classify.ts).
  */
 import type { CommitSummary, RecoveryGitPort, WorktreeEntry } from "../git/types.ts";
 import { readSessionLease, type SessionLease } from "../launch/lease.ts";
+import { readChildState, type ChildStateFile } from "../launch/child-state.ts";
 import { isOwnerAlive } from "../launch/owner.ts";
 import type { Manifest, ManifestOwner, MuxLocation } from "../manifest/schema.ts";
-import type { MuxForLocation } from "../mux/for-location.ts";
-import type { HandoffFacts, ProcessInfo, Unrecorded, WorktreeRegistration } from "./classify.ts";
-import type { BranchFact, Changes, CommitList, WorkspaceFact } from "./report-schema.ts";
-import { describeProcess, scanPiProcesses, type ProcessScan } from "./processes.ts";
+import { hasWindow, type MuxForLocation } from "../mux/registry.ts";
+import type { HandoffFacts, PortFact, Unrecorded, WorktreeRegistration } from "./classify.ts";
+import type { DescribedProcess } from "../process/facts.ts";
+import type { BranchFact, Changes, CommitList, MergedFact, WorkspaceFact } from "./report-schema.ts";
+import { describeProcess, portListeners, scanPiProcesses, type ProcessScan } from "./processes.ts";
+import { loopbackProbe, type PortProbe } from "../ports/probe.ts";
 import { isDirectory, isFile } from "../fs/probe.ts";
 import { findForkedSession } from "../session/find-fork.ts";
 import { asError, errorSentence } from "../errors.ts";
@@ -44,9 +50,18 @@ export interface GatherDeps {
   /** Defaults to the process-table scan (src/process/). */
   scanProcesses?: () => Promise<ProcessScan>;
   /** Defaults to the process facts (src/process/). */
-  describeProcess?: (pid: number) => Promise<ProcessInfo | undefined>;
+  describeProcess?: (pid: number) => Promise<DescribedProcess | undefined>;
   /** Whether a manifest's owner process still lives; defaults to the process facts (launch/owner.ts). */
   ownerAlive?: (owner: ManifestOwner) => Promise<boolean>;
+  /** The bind test of a reserved port; defaults to the real one (ports/probe.ts). */
+  portProbe?: PortProbe;
+  /** Who listens on a port; defaults to the process facts (processes.ts). */
+  portListeners?: (port: number) => Promise<ProcessScan>;
+}
+
+export interface GatherOptions {
+  /** Test the handoff's reserved ports (inspect). */
+  checkPorts?: boolean;
 }
 
 export class FactGatherer {
@@ -57,15 +72,47 @@ export class FactGatherer {
   /** One listing of branch tips per repository, instead of one git call per handoff. */
   private readonly branchTips = new Map<string, Promise<Map<string, string>>>();
   private processScan: Promise<ProcessScan> | undefined;
+  /** The uncommitted changes of many worktrees, read in one batch (`prepare`), by worktree path. */
+  private batchedChanges: Promise<Map<string, Changes>> | undefined;
 
-  constructor(deps: GatherDeps) {
+  private readonly options: GatherOptions;
+
+  constructor(deps: GatherDeps, options: GatherOptions = {}) {
     this.deps = deps;
+    this.options = options;
+  }
+
+  /**
+   * Starts reading, in one batch, what `gather` would otherwise ask git one handoff at a time: the
+   * uncommitted changes of every worktree of `manifests` (git's port
+   * `worktreeStatuses`). A worktree the batch could not answer is asked again alone by `gather`,
+   * so its problem reads as before.
+   */
+  prepare(manifests: readonly Manifest[]): void {
+    const batch = this.deps.git.worktreeStatuses;
+    const paths = [
+      ...new Set(manifests.filter((manifest) => manifest.state !== "removed").map((m) => m.worktree.path)),
+    ];
+    if (batch === undefined || paths.length < 2) return;
+    // Every path at once, without looking first: a worktree that is gone costs the batch a failed
+    // `cd`, and `gather` asks only about those that are directories.
+    this.batchedChanges = (async () => {
+      const statuses = await batch.call(this.deps.git, paths);
+      const found = new Map<string, Changes>();
+      paths.forEach((path, index) => {
+        const status = statuses[index];
+        if (status !== undefined)
+          found.set(path, { dirtyFiles: status.dirtyFiles, untrackedFiles: status.untrackedFiles });
+      });
+      return found;
+    })().catch(() => new Map<string, Changes>());
   }
 
   async gather(manifest: Manifest): Promise<HandoffFacts> {
     const now = this.deps.now();
     const childSessionExists = manifest.child.sessionFile !== undefined && (await isFile(manifest.child.sessionFile));
-    if (manifest.state === "removed") return removedFacts(manifest, now, childSessionExists, await isDirectory(manifest.worktree.path));
+    if (manifest.state === "removed")
+      return removedFacts(manifest, now, childSessionExists, await isDirectory(manifest.worktree.path));
     // The order below is the order of `problems` in the report.
     const problems: string[] = [];
     const read = await this.readings(manifest, childSessionExists);
@@ -78,8 +125,10 @@ export class FactGatherer {
     if (read.branch.code === "unknown") problems.push(read.branch.message);
     const landingTarget = await this.landingTarget(manifest, problems);
     // A dead owner ends the in-progress grace of an unfinished handoff (classify.ts).
-    const ownerAlive = manifest.owner === undefined ? undefined : await (this.deps.ownerAlive ?? isOwnerAlive)(manifest.owner);
+    const ownerAlive =
+      manifest.owner === undefined ? undefined : await (this.deps.ownerAlive ?? isOwnerAlive)(manifest.owner);
     const changes = read.worktreeDirectoryExists ? await this.changes(manifest, problems) : undefined;
+    const ports = this.options.checkPorts === true ? await this.ports(manifest) : undefined;
     return {
       manifest,
       now,
@@ -96,30 +145,87 @@ export class FactGatherer {
       ...(read.lease === undefined ? {} : { lease: read.lease }),
       ...(read.processes.problem === undefined ? {} : { processScanProblem: read.processes.problem }),
       ...(read.childTail === undefined ? {} : { childTail: read.childTail }),
+      ...(read.childState === undefined ? {} : { childState: read.childState }),
       ...(landingTarget === undefined ? {} : { landingTarget }),
       ...(unrecorded.location !== undefined || unrecorded.session !== undefined ? { unrecorded } : {}),
+      ...(ports === undefined ? {} : { ports }),
     };
+  }
+
+  /** Each reserved port's bind test, one after the other (a port is bound only while it is tested), and its listeners when in use. */
+  private async ports(manifest: Manifest): Promise<PortFact[] | undefined> {
+    if (manifest.ports === undefined) return undefined;
+    const probe = this.deps.portProbe ?? loopbackProbe;
+    const listenersOf = this.deps.portListeners ?? ((port: number) => portListeners(port));
+    const facts: PortFact[] = [];
+    for (const port of manifest.ports) {
+      const answer = await probe.check(port);
+      if (answer.free || !answer.inUse) {
+        facts.push({ port, answer });
+        continue;
+      }
+      const listeners = await listenersOf(port);
+      facts.push({
+        port,
+        answer,
+        listeners: listeners.piProcesses,
+        ...(listeners.problem === undefined ? {} : { listenersProblem: listeners.problem }),
+      });
+    }
+    return facts;
   }
 
   /** The facts that do not depend on one another, read at once. */
   private async readings(manifest: Manifest, childSessionExists: boolean): Promise<Readings> {
     const sessionFile = manifest.child.sessionFile;
-    const [lease, worktreeDirectoryExists, registration, recordedWorkspace, processes, recordedProcess, branch, childTail] = await Promise.all([
-      sessionFile === undefined ? Promise.resolve(undefined) : (this.deps.readLease ?? ((file) => readSessionLease(this.deps.agentDir, file)))(sessionFile),
+    const [
+      lease,
+      worktreeDirectoryExists,
+      registration,
+      recordedWorkspace,
+      processes,
+      recordedProcess,
+      branch,
+      childTail,
+      childState,
+    ] = await Promise.all([
+      sessionFile === undefined
+        ? Promise.resolve(undefined)
+        : (this.deps.readLease ?? ((file) => readSessionLease(this.deps.agentDir, file)))(sessionFile),
       isDirectory(manifest.worktree.path),
       this.registration(manifest),
-      this.workspace(manifest.mux),
+      this.workspace(manifest),
       this.processes(),
-      manifest.child.pid === undefined ? Promise.resolve(undefined) : (this.deps.describeProcess ?? describeProcess)(manifest.child.pid),
+      manifest.child.pid === undefined
+        ? Promise.resolve(undefined)
+        : (this.deps.describeProcess ?? describeProcess)(manifest.child.pid),
       this.branch(manifest),
       // The end of the child's session only (a fixed window): what its turn is doing.
       childSessionExists && sessionFile !== undefined ? readSessionTail(sessionFile) : Promise.resolve(undefined),
+      // What the child's Pi says it is doing (launch/child-state.ts), counted by classify.ts only while it holds the lease.
+      sessionFile === undefined
+        ? Promise.resolve(undefined)
+        : readChildState(this.deps.agentDir, sessionFile).then((read) =>
+            read.code === "ok" ? read.record : undefined,
+          ),
     ]);
-    return { lease, worktreeDirectoryExists, registration, recordedWorkspace, processes, recordedProcess, branch, childTail };
+    return {
+      lease,
+      worktreeDirectoryExists,
+      registration,
+      recordedWorkspace,
+      processes,
+      recordedProcess,
+      branch,
+      childTail,
+      childState,
+    };
   }
 
   /** Uncommitted work in the worktree; undefined (and a problem) when git could not say. */
   private async changes(manifest: Manifest, problems: string[]): Promise<Changes | undefined> {
+    const batched = (await this.batchedChanges)?.get(manifest.worktree.path);
+    if (batched !== undefined) return batched;
     try {
       return await this.deps.git.worktreeStatus(manifest.worktree.path);
     } catch (error) {
@@ -135,7 +241,9 @@ export class FactGatherer {
     try {
       return await this.deps.git.resolveCommit(manifest.repo.root, `refs/heads/${landing.into}`);
     } catch (error) {
-      problems.push(`Could not read branch ${landing.into}, the target of an interrupted landing: ${errorSentence(error)}`);
+      problems.push(
+        `Could not read branch ${landing.into}, the target of an interrupted landing: ${errorSentence(error)}`,
+      );
       return undefined;
     }
   }
@@ -146,13 +254,18 @@ export class FactGatherer {
     const intent = manifest.intent;
     // Only a handoff stopped in (or failed at) its worktree step can have made a window it did not
     // record: `provisioned` records it. Others are not asked about (a server long gone would only add noise).
-    const windowMayBeUnrecorded = manifest.state === "provisioning" || (manifest.state === "failed" && manifest.error?.step === "worktree");
+    const windowMayBeUnrecorded =
+      manifest.state === "provisioning" || (manifest.state === "failed" && manifest.error?.step === "worktree");
     if (intent?.windowLabel !== undefined && windowMayBeUnrecorded && !hasWorkspace(manifest.mux)) {
       const mux = this.deps.muxFor(manifest.mux);
       if (mux.ok && mux.mux.findUnrecordedWindow !== undefined) {
-        const window = await mux.mux.findUnrecordedWindow(manifest.mux, { label: intent.windowLabel, worktreePath: manifest.worktree.path });
+        const window = await mux.mux.findUnrecordedWindow(manifest.mux, {
+          label: intent.windowLabel,
+          worktreePath: manifest.worktree.path,
+        });
         if (window.code === "found") found.location = window.location;
-        if (window.code === "unknown") problems.push(`Could not look for a window the handoff made but did not record: ${window.message}`);
+        if (window.code === "unknown")
+          problems.push(`Could not look for a window the handoff made but did not record: ${window.message}`);
       }
     }
     if (intent?.sessionDir !== undefined && manifest.child.sessionFile === undefined) {
@@ -188,12 +301,15 @@ export class FactGatherer {
     };
   }
 
-  private async workspace(location: MuxLocation): Promise<WorkspaceFact> {
+  private async workspace(manifest: Manifest): Promise<WorkspaceFact> {
+    const location = manifest.mux;
     if (!hasWorkspace(location)) return { code: "none" };
     const mux = this.deps.muxFor(location);
     if (!mux.ok) return { code: "unknown", message: mux.message };
-    const state = await mux.mux.workspaceState(location);
-    return state.code === "unknown" ? { code: "unknown", message: `Could not see the handoff's window: ${state.message}` } : state;
+    const state = await mux.mux.workspaceState(location, { worktreePath: manifest.worktree.path });
+    return state.code === "unknown"
+      ? { code: "unknown", message: `Could not see the handoff's window: ${state.message}` }
+      : state;
   }
 
   private processes(): Promise<ProcessScan> {
@@ -221,31 +337,70 @@ export class FactGatherer {
       if (tip === undefined) return { code: "gone" };
       // With --existing the base ref is the branch itself, so it cannot say what is merged: the
       // commit the handoff started from is the measure instead.
-      const targetSha = manifest.setup?.existingBranch === true ? manifest.base.sha : (resolvedBase ?? manifest.base.sha);
+      const targetSha =
+        manifest.setup?.existingBranch === true ? manifest.base.sha : (resolvedBase ?? manifest.base.sha);
       const mergeTarget = { ref: manifest.base.ref, sha: targetSha };
       // A branch still at its base has no commits of its own: nothing to count or list.
       if (tip === manifest.base.sha) {
         const none = { total: 0, commits: [] };
-        return { code: "present", tip, mergeTarget, aheadOfBase: 0, unmerged: none, unpushed: none };
+        const behind = targetSha === tip ? 0 : (await git.commitsNotIn(root, targetSha, [tip], { limit: 0 })).total;
+        return { code: "present", tip, mergeTarget, aheadOfBase: 0, unmerged: none, unpushed: none, behind };
       }
       // Measured against the base itself (the usual case), "ahead" is the unmerged count: one walk.
-      const [ahead, unmerged, unpushed] = await Promise.all([
+      const [ahead, unmerged, unpushed, behind] = await Promise.all([
         targetSha === manifest.base.sha ? undefined : git.commitsNotIn(root, tip, [manifest.base.sha], { limit: 0 }),
         git.commitsNotIn(root, tip, [targetSha], { limit: LISTED_COMMITS }),
         git.commitsNotIn(root, tip, [manifest.base.sha], { excludeRemotes: true, limit: LISTED_COMMITS }),
+        git.commitsNotIn(root, targetSha, [tip], { limit: 0 }),
       ]);
+      const aheadOfBase = (ahead ?? unmerged).total;
+      const merged =
+        aheadOfBase === 0 ? undefined : await mergedOf(git, manifest, tip, targetSha, unmerged.total, behind.total);
       return {
         code: "present",
         tip,
         mergeTarget,
-        aheadOfBase: (ahead ?? unmerged).total,
-        unmerged: commitList(unmerged),
+        aheadOfBase,
+        // Commits whose changes reached the target another way (a rebase, a squash) lose nothing with the branch.
+        unmerged: merged === undefined ? commitList(unmerged) : { total: 0, commits: [] },
         unpushed: commitList(unpushed),
+        ...(merged === undefined ? {} : { merged }),
+        behind: behind.total,
       };
     } catch (error) {
-      return { code: "unknown", message: `Could not read branch ${manifest.branch} in ${root}: ${errorSentence(error)}` };
+      return {
+        code: "unknown",
+        message: `Could not read branch ${manifest.branch} in ${root}: ${errorSentence(error)}`,
+      };
     }
   }
+}
+
+/**
+ * Whether the branch's changes are all in the merge target, and by which rule (git/types.ts
+ * `MergedBy`), the cheapest first; a rule that needs the target to have moved is asked only when
+ * it has (`behind`).
+ */
+async function mergedOf(
+  git: RecoveryGitPort,
+  manifest: Manifest,
+  tip: string,
+  target: string,
+  unmerged: number,
+  behind: number,
+): Promise<MergedFact | undefined> {
+  const root = manifest.repo.root;
+  if (unmerged === 0) return { rule: "ancestry" };
+  const landing = [...(manifest.landings ?? [])].reverse().find((entry) => entry.state === "landed");
+  if (landing !== undefined && landing.branchTip === tip) {
+    const into = await git.resolveCommit(root, `refs/heads/${landing.into}`);
+    if (into !== undefined && (await git.isAncestor(root, landing.to, into)))
+      return { rule: "landing", landed: landing.to };
+  }
+  if (behind === 0) return undefined;
+  if ((await git.patchesMissing(root, target, tip)) === 0) return { rule: "patch" };
+  if (await git.mergeChangesNothing(root, target, tip)) return { rule: "tree" };
+  return undefined;
 }
 
 interface Readings {
@@ -255,13 +410,19 @@ interface Readings {
   /** The recorded window's state (an unrecorded window found later overrides it). */
   recordedWorkspace: WorkspaceFact;
   processes: ProcessScan;
-  recordedProcess: ProcessInfo | undefined;
+  recordedProcess: DescribedProcess | undefined;
   branch: BranchFact;
   childTail: SessionTail | undefined;
+  childState: ChildStateFile | undefined;
 }
 
 /** A removed handoff is a record; nothing of it is looked at again. */
-function removedFacts(manifest: Manifest, now: Date, childSessionExists: boolean, worktreeDirectoryExists: boolean): HandoffFacts {
+function removedFacts(
+  manifest: Manifest,
+  now: Date,
+  childSessionExists: boolean,
+  worktreeDirectoryExists: boolean,
+): HandoffFacts {
   const notChecked = "not checked: the handoff was removed";
   return {
     manifest,
@@ -280,10 +441,9 @@ function removedFacts(manifest: Manifest, now: Date, childSessionExists: boolean
 
 /** Whether the handoff ever got a window/workspace (recorded ids). */
 export function hasWorkspace(location: MuxLocation): boolean {
-  return location.kind === "tmux" ? location.paneId !== undefined : location.paneId !== undefined || location.workspaceId !== undefined;
+  return hasWindow(location);
 }
 
 function commitList(list: { total: number; commits: CommitSummary[] }): CommitList {
   return { total: list.total, commits: list.commits.map((commit) => ({ sha: commit.sha, subject: commit.subject })) };
 }
-

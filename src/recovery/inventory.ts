@@ -13,7 +13,8 @@
 import type { Manifest } from "../manifest/schema.ts";
 import type { ManifestStore } from "../manifest/store.ts";
 import { classify } from "./classify.ts";
-import { FactGatherer, type GatherDeps } from "./gather.ts";
+import { FactGatherer, type GatherDeps, type GatherOptions } from "./gather.ts";
+import { ChildReportStore, type ChildReport } from "../manifest/child-reports.ts";
 import { RECOVERY_JSON_VERSION, type HandoffReport, type InventoryReport } from "./report-schema.ts";
 import { mapLimit } from "../concurrency.ts";
 
@@ -29,6 +30,8 @@ export interface InventoryOptions {
   repoCommonDir?: string;
   /** Include removed handoffs (they are records only). */
   includeRemoved?: boolean;
+  /** Only the handoffs whose manifest this keeps (the others are neither examined nor counted). */
+  only?: (manifest: Manifest) => boolean;
 }
 
 export async function buildInventory(deps: InventoryDeps, options: InventoryOptions = {}): Promise<InventoryReport> {
@@ -43,6 +46,7 @@ export async function buildInventory(deps: InventoryDeps, options: InventoryOpti
     }
     const manifest = entry.manifest;
     if (options.repoCommonDir !== undefined && manifest.repo.commonDir !== options.repoCommonDir) continue;
+    if (options.only !== undefined && !options.only(manifest)) continue;
     if (manifest.state === "removed" && options.includeRemoved !== true) {
       hiddenRemoved += 1;
       continue;
@@ -50,7 +54,10 @@ export async function buildInventory(deps: InventoryDeps, options: InventoryOpti
     manifests.push(manifest);
   }
   const gatherer = new FactGatherer(deps);
-  const handoffs = await mapLimit(manifests, CONCURRENCY, async (manifest) => classify(await gatherer.gather(manifest)));
+  gatherer.prepare(manifests);
+  const handoffs = await mapLimit(manifests, CONCURRENCY, async (manifest) =>
+    classify(await gatherer.gather(manifest)),
+  );
   return {
     version: RECOVERY_JSON_VERSION,
     agentDir: deps.agentDir,
@@ -66,15 +73,32 @@ export type InspectOutcome =
   | { code: "not_found"; message: string }
   | { code: "invalid"; message: string };
 
-/** One handoff by id, judged the same way as in the inventory. */
-export async function inspectHandoff(deps: GatherDeps & { store: ManifestStore }, id: string): Promise<InspectOutcome> {
+/**
+ * The child's newest report (`handoff_report`, `/handoff-report`) for `inspect`; undefined when it
+ * sent none, or the store cannot be read (inspect shows the rest either way).
+ */
+export async function lastChildReport(agentDir: string, id: string): Promise<ChildReport | undefined> {
+  try {
+    const { reports } = await ChildReportStore.forAgentDir(agentDir).list(id);
+    return reports.filter((report) => report.kind === "report").at(-1);
+  } catch {
+    return undefined;
+  }
+}
+
+/** One handoff by id, judged the same way as in the inventory (and, with `checkPorts`, its ports tested). */
+export async function inspectHandoff(
+  deps: GatherDeps & { store: ManifestStore },
+  id: string,
+  options: GatherOptions = {},
+): Promise<InspectOutcome> {
   const read = await deps.store.read(id);
   if (!read.ok) {
     return read.code === "not_found"
       ? { code: "not_found", message: `There is no handoff with id ${id} in ${deps.store.dir}.` }
       : { code: "invalid", message: read.message };
   }
-  const report = classify(await new FactGatherer(deps).gather(read.manifest));
+  const report = classify(await new FactGatherer(deps, options).gather(read.manifest));
   const moved = report.workspace.code === "open" ? report.workspace.location : undefined;
   if (moved !== undefined && JSON.stringify(moved) !== JSON.stringify(read.manifest.mux)) {
     const manifest = await deps.store.update(id, (m) => {

@@ -19,7 +19,10 @@ const PI_BIN = "pi";
  * The command that starts Pi: `pi` on `PATH` first (the Pi the user runs), else the Pi package
  * installed next to this one. Undefined when neither exists.
  */
-export function findPiCommand(env: Readonly<Record<string, string | undefined>>, execPath = process.execPath): string[] | undefined {
+export function findPiCommand(
+  env: Readonly<Record<string, string | undefined>>,
+  execPath = process.execPath,
+): string[] | undefined {
   for (const dir of (env.PATH ?? "").split(delimiter)) {
     if (dir === "") continue;
     const candidate = executableFile(join(dir, PI_BIN));
@@ -79,7 +82,12 @@ function piBinOf(manifestPath: string): string | undefined {
     const manifest: unknown = JSON.parse(readFileSync(manifestPath, "utf8"));
     if (typeof manifest !== "object" || manifest === null || !("bin" in manifest)) return undefined;
     const bin = manifest.bin;
-    const relative = typeof bin === "string" ? bin : typeof bin === "object" && bin !== null && PI_BIN in bin ? (bin as Record<string, unknown>)[PI_BIN] : undefined;
+    const relative =
+      typeof bin === "string"
+        ? bin
+        : typeof bin === "object" && bin !== null && PI_BIN in bin
+          ? (bin as Record<string, unknown>)[PI_BIN]
+          : undefined;
     if (typeof relative !== "string") return undefined;
     return realpathSync(join(dirname(manifestPath), relative));
   } catch {

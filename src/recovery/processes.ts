@@ -13,13 +13,13 @@
  */
 import { describePaneProcess } from "../process/pane-process.ts";
 import { processFacts, type ProcessFacts } from "../process/facts.ts";
-import type { ProcessInfo } from "./classify.ts";
+import type { DescribedProcess } from "../process/facts.ts";
 
 const PI_PROCESS_NAME = "pi";
 
 export interface ProcessScan {
   /** Every live process named `pi` that could be read. */
-  piProcesses: ProcessInfo[];
+  piProcesses: DescribedProcess[];
   /** Set when the scan could not look: a caller must not conclude that no Pi runs. */
   problem?: string;
 }
@@ -30,8 +30,23 @@ export async function scanPiProcesses(facts: ProcessFacts = processFacts()): Pro
   return { piProcesses: found.processes, ...(found.problem === undefined ? {} : { problem: found.problem }) };
 }
 
+/** The processes listening on TCP `port` that this user can see, described (in `piProcesses`, whatever their names). */
+export async function portListeners(port: number, facts: ProcessFacts = processFacts()): Promise<ProcessScan> {
+  const found = await facts.listeners(port);
+  if (found.problem !== undefined) return { piProcesses: [], problem: found.problem };
+  if (found.pids.length === 0) return { piProcesses: [] };
+  const described = await facts.describe(found.pids);
+  return {
+    piProcesses: described.processes,
+    ...(described.problem === undefined ? {} : { problem: described.problem }),
+  };
+}
+
 /** The process `pid` names now, if it is alive (not a zombie) and readable. */
-export async function describeProcess(pid: number, facts: ProcessFacts = processFacts()): Promise<ProcessInfo | undefined> {
+export async function describeProcess(
+  pid: number,
+  facts: ProcessFacts = processFacts(),
+): Promise<DescribedProcess | undefined> {
   if (!(await facts.isAlive(pid))) return undefined;
   return describePaneProcess(pid, facts);
 }

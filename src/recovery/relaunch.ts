@@ -19,10 +19,16 @@
  */
 import { stripPeriod } from "../text.ts";
 import { readHandoffEnv } from "../config/env.ts";
-import { ChildLauncher, prepareWindowLauncher, type LaunchOutcome, type LaunchTimeouts, type WindowLauncher } from "../launch/launcher.ts";
+import {
+  ChildLauncher,
+  prepareWindowLauncher,
+  type LaunchOutcome,
+  type LaunchTimeouts,
+  type WindowLauncher,
+} from "../launch/launcher.ts";
 import { launchCommandFor, type LaunchCommand } from "../launch/launch-command.ts";
 import { LAUNCH_TIMEOUT_ENV } from "../launch/timeouts.ts";
-import { describeLocation } from "../mux/describe.ts";
+import { describeLocation } from "../mux/registry.ts";
 import type { RecoverableMultiplexer } from "../mux/types.ts";
 import type { HandoffStep, Manifest } from "../manifest/schema.ts";
 import { isActionBusy, type ManifestStore } from "../manifest/store.ts";
@@ -71,25 +77,43 @@ export type RelaunchOutcome =
   | { code: "refused"; reason: RelaunchRefusal; message: string }
   | { code: "running"; manifest: Manifest; message: string }
   | { code: "launch_unconfirmed"; manifest: Manifest; message: string }
-  | { code: "failed"; reason: "reopen_failed" | "launcher_not_written" | "shell_not_ready" | "type_failed"; manifest: Manifest; message: string };
+  | {
+      code: "failed";
+      reason: "reopen_failed" | "launcher_not_written" | "shell_not_ready" | "type_failed";
+      manifest: Manifest;
+      message: string;
+    };
 
-export async function relaunchHandoff(deps: RelaunchDeps, id: string, options: { focus: boolean }): Promise<RelaunchOutcome> {
+export async function relaunchHandoff(
+  deps: RelaunchDeps,
+  id: string,
+  options: { focus: boolean },
+): Promise<RelaunchOutcome> {
   // The launch waits come from PI_HANDOFF_*_TIMEOUT_MS: an unusable one is named, not ignored.
   const environment = readHandoffEnv(deps.env, Object.values(LAUNCH_TIMEOUT_ENV));
   if (!environment.ok) return { code: "refused", reason: "environment", message: environment.message };
   const read = await deps.store.read(id);
   // An unknown or unreadable id is reported as such, not as a lock problem.
-  if (!read.ok) return { code: "refused", reason: read.code, message: read.code === "not_found" ? `There is no handoff with id ${id} in ${deps.store.dir}.` : read.message };
+  if (!read.ok)
+    return {
+      code: "refused",
+      reason: read.code,
+      message: read.code === "not_found" ? `There is no handoff with id ${id} in ${deps.store.dir}.` : read.message,
+    };
   const outcome = await deps.store.withActionLock(id, "relaunch", () => relaunchLocked(deps, id, options));
   return isActionBusy(outcome) ? { code: "refused", reason: "busy", message: outcome.message } : outcome;
 }
 
 /** Why the handoff as the inventory sees it may not be relaunched now; undefined: it may. */
 function relaunchRefusal(report: HandoffReport, manifest: Manifest, id: string): RelaunchOutcome | undefined {
-  if (report.status.code === "removed") return refused("removed", `Handoff ${id} was removed, so it cannot be relaunched.`);
+  if (report.status.code === "removed")
+    return refused("removed", `Handoff ${id} was removed, so it cannot be relaunched.`);
   if (report.status.code === "child_running") {
     const pids = report.status.writers.map((writer) => writer.pid).join(", ");
-    return refused("child_running", `Handoff ${id} already has a live Pi on its session (pid ${pids}), so no second one was started.`);
+    return refused(
+      "child_running",
+      `Handoff ${id} already has a live Pi on its session (pid ${pids}), so no second one was started.`,
+    );
   }
   if (report.writerUnknown !== undefined) {
     return refused(
@@ -98,7 +122,10 @@ function relaunchRefusal(report: HandoffReport, manifest: Manifest, id: string):
     );
   }
   if (isInProgress(report)) {
-    return refused("in_progress", `Handoff ${id} is still being set up (${report.state}, updated ${report.updatedAt}); try again once it has finished.`);
+    return refused(
+      "in_progress",
+      `Handoff ${id} is still being set up (${report.state}, updated ${report.updatedAt}); try again once it has finished.`,
+    );
   }
   const childSessionFile = manifest.child.sessionFile;
   if (childSessionFile === undefined || !report.childSessionExists) {
@@ -110,7 +137,10 @@ function relaunchRefusal(report: HandoffReport, manifest: Manifest, id: string):
     );
   }
   if (report.worktree.code !== "present") {
-    return refused("worktree_not_present", `The worktree ${manifest.worktree.path} of handoff ${id} is ${describeWorktree(report.worktree)}, so Pi cannot be started in it.`);
+    return refused(
+      "worktree_not_present",
+      `The worktree ${manifest.worktree.path} of handoff ${id} is ${describeWorktree(report.worktree)}, so Pi cannot be started in it.`,
+    );
   }
   return undefined;
 }
@@ -122,14 +152,21 @@ async function relaunchLocked(deps: RelaunchDeps, id: string, options: { focus: 
   const refusal = relaunchRefusal(report, manifest, id);
   if (refusal !== undefined) return refusal;
   const childSessionFile = manifest.child.sessionFile ?? "";
-  const derived = launchCommandFor(manifest, { piCommand: deps.piCommand ?? [], agentDir: deps.agentDir, env: deps.env });
+  const derived = launchCommandFor(manifest, {
+    piCommand: deps.piCommand ?? [],
+    agentDir: deps.agentDir,
+    env: deps.env,
+  });
   if (!derived.ok) return refused(derived.code, derived.message);
   const muxFound = deps.muxFor(manifest.mux);
   if (!muxFound.ok) return refused("no_multiplexer", muxFound.message);
   // A window that cannot be seen may still be there: opening another would start a second Pi
   // beside a live one, so nothing is started until the backend answers.
   if (report.workspace.code === "unknown") {
-    return refused("workspace_unknown", `Handoff ${id} was not relaunched: ${stripPeriod(report.workspace.message)}; try again once the ${manifest.mux.kind} server answers.`);
+    return refused(
+      "workspace_unknown",
+      `Handoff ${id} was not relaunched: ${stripPeriod(report.workspace.message)}; try again once the ${manifest.mux.kind} server answers.`,
+    );
   }
   const window = await windowFor(deps, id, report, manifest, muxFound.mux);
   if (window.code === "failed") return window;
@@ -161,14 +198,20 @@ async function windowFor(
       m.mux = report.mux;
     });
   }
-  if (report.workspace.code === "open") return { code: "ready", manifest: current, reopened: false, windowCommand: false };
+  if (report.workspace.code === "open")
+    return { code: "ready", manifest: current, reopened: false, windowCommand: false };
   deps.progress("worktree", "Opening a new window for the worktree");
   // Where the backend can, the new window runs the launcher itself: nothing is typed there.
   let window: WindowLauncher;
   try {
     window = await prepareWindowLauncher(deps.store, manifest, deps.timeouts);
   } catch (error) {
-    return { code: "failed", reason: "launcher_not_written", manifest, message: `Could not write the launcher for handoff ${id}: ${errorMessage(error)}.` };
+    return {
+      code: "failed",
+      reason: "launcher_not_written",
+      manifest,
+      message: `Could not write the launcher for handoff ${id}: ${errorMessage(error)}.`,
+    };
   }
   const opened = await mux.reopenWorkspace({
     mainCheckout: manifest.repo.root,
@@ -179,7 +222,12 @@ async function windowFor(
     command: window.command,
   });
   if (!opened.ok) {
-    return { code: "failed", reason: "reopen_failed", manifest, message: `Could not reopen a window for handoff ${id}: ${opened.message}` };
+    return {
+      code: "failed",
+      reason: "reopen_failed",
+      manifest,
+      message: `Could not reopen a window for handoff ${id}: ${opened.message}`,
+    };
   }
   current = await deps.store.update(id, (m) => {
     m.mux = opened.location;
@@ -191,16 +239,35 @@ async function windowFor(
  * Re-checked right before typing: a Pi started on the session since the inventory (by hand, or by
  * Herdr's restore while a window was reopened) holds its lease by now. Undefined: none did.
  */
-async function writerSinceInventory(deps: RelaunchDeps, id: string, childSessionFile: string, window: RelaunchWindow): Promise<RelaunchOutcome | undefined> {
-  const leaseNow = await (deps.readLease ?? ((file: string) => readSessionLease(deps.agentDir, file)))(childSessionFile);
+async function writerSinceInventory(
+  deps: RelaunchDeps,
+  id: string,
+  childSessionFile: string,
+  window: RelaunchWindow,
+): Promise<RelaunchOutcome | undefined> {
+  const leaseNow = await (deps.readLease ?? ((file: string) => readSessionLease(deps.agentDir, file)))(
+    childSessionFile,
+  );
   if (leaseNow.state !== "live" && leaseNow.state !== "unreadable") return undefined;
-  const why = leaseNow.state === "live" ? `a Pi (pid ${leaseNow.pid}) started on its session meanwhile` : stripPeriod(leaseNow.message);
+  const why =
+    leaseNow.state === "live"
+      ? `a Pi (pid ${leaseNow.pid}) started on its session meanwhile`
+      : stripPeriod(leaseNow.message);
   const left = window.reopened ? `; the window opened for it stays in ${describeLocation(window.manifest.mux)}` : "";
-  return refused(leaseNow.state === "live" ? "child_running" : "writer_unknown", `Handoff ${id} was not relaunched: ${why}${left}.`);
+  return refused(
+    leaseNow.state === "live" ? "child_running" : "writer_unknown",
+    `Handoff ${id} was not relaunched: ${why}${left}.`,
+  );
 }
 
 /** Runs the handoff's own launch path in the window, as this process (the new owner). */
-async function launchIn(deps: RelaunchDeps, mux: RecoverableMultiplexer, window: RelaunchWindow, command: LaunchCommand, focus: boolean): Promise<LaunchOutcome> {
+async function launchIn(
+  deps: RelaunchDeps,
+  mux: RecoverableMultiplexer,
+  window: RelaunchWindow,
+  command: LaunchCommand,
+  focus: boolean,
+): Promise<LaunchOutcome> {
   // This process now runs the handoff's launch: recovery elsewhere waits for it while it lives.
   const owner = await ownerOf();
   const launcher = new ChildLauncher({
@@ -231,10 +298,19 @@ async function launchIn(deps: RelaunchDeps, mux: RecoverableMultiplexer, window:
 }
 
 /** What the user is told once the launch ran; a launch that could not type is recorded as failed. */
-async function relaunchOutcome(deps: RelaunchDeps, id: string, childSessionFile: string, current: Manifest, launched: LaunchOutcome): Promise<RelaunchOutcome> {
+async function relaunchOutcome(
+  deps: RelaunchDeps,
+  id: string,
+  childSessionFile: string,
+  current: Manifest,
+  launched: LaunchOutcome,
+): Promise<RelaunchOutcome> {
   switch (launched.code) {
     case "running": {
-      const focusError = launched.manifest.focus !== undefined && "error" in launched.manifest.focus ? ` Could not switch to it: ${launched.manifest.focus.error}` : "";
+      const focusError =
+        launched.manifest.focus !== undefined && "error" in launched.manifest.focus
+          ? ` Could not switch to it: ${launched.manifest.focus.error}`
+          : "";
       return {
         code: "running",
         manifest: launched.manifest,
@@ -249,7 +325,12 @@ async function relaunchOutcome(deps: RelaunchDeps, id: string, childSessionFile:
       };
     case "shell_not_ready":
     case "launcher_not_written":
-      return { code: "failed", reason: launched.code, manifest: current, message: `${launched.message} Nothing was typed; handoff ${id} is unchanged.` };
+      return {
+        code: "failed",
+        reason: launched.code,
+        manifest: current,
+        message: `${launched.message} Nothing was typed; handoff ${id} is unchanged.`,
+      };
     case "type_failed": {
       const failed = await deps.store.transition(
         id,
@@ -259,7 +340,12 @@ async function relaunchOutcome(deps: RelaunchDeps, id: string, childSessionFile:
         },
         "relaunch failed at launch",
       );
-      return { code: "failed", reason: "type_failed", manifest: failed, message: `Could not type the command into ${describeLocation(current.mux)}: ${launched.message}` };
+      return {
+        code: "failed",
+        reason: "type_failed",
+        manifest: failed,
+        message: `Could not type the command into ${describeLocation(current.mux)}: ${launched.message}`,
+      };
     }
     case "post_create_failed":
       // A relaunch starts Pi alone: postCreate commands run once, after the worktree was created.

@@ -4,19 +4,31 @@
  * Invariants:
  * - Nothing is removed while a Pi runs on the child session or in the worktree, or while the
  *   handoff is still being set up.
- * - Without `force`, uncommitted or untracked files, unmerged commits, and a checkout no one could
- *   check for a running Pi (the writer check could not run, `writerUnknown`) refuse the removal; the
- *   plan (what would be lost, file by file and commit by commit) is handed to the caller BEFORE
- *   anything is done, with or without `force`.
+ * - Without `force`, uncommitted, untracked or ignored files (but what the handoff's own setup
+ *   put there and still equals its source: its symlinks, unchanged copies), unmerged commits,
+ *   changes staged in git's entry of a vanished checkout, and a checkout no one could check for a
+ *   running Pi (the writer check could not run, `writerUnknown`) refuse the removal; the plan (what
+ *   would be lost, file by file and commit by commit) is handed to the caller BEFORE anything is
+ *   done, with or without `force`.
+ * - Commits only the worktree's own HEAD history holds (a detached experiment) are kept reachable,
+ *   under `refs/pi-handoff/<id>/kept/<sha>`, before the worktree and its history go.
+ * - git's entry of a checkout that is gone from where the handoff made it is dropped only when no
+ *   checkout moved by hand is found using it (beside where it was, or beside the repository); one
+ *   found refuses the removal, with or without `force`.
  * - The branch is kept unless `deleteBranch` is asked AND nothing on it is unmerged; an unmerged
  *   branch is never deleted, even with `force`, so no commit is ever lost through a removal.
  * - The worktree goes through the backend (`RecoverableMultiplexer.removeWorktree`: the window is
  *   closed, then git removes the checkout); a directory git does not know as the handoff's worktree
  *   is left in place, since nothing says what it holds.
  * - The manifest becomes `removed` with the git state captured just before; it is kept as a record.
- * - `prune` only does what loses nothing: `git worktree prune` where a handoff's worktree directory
- *   is gone, and retiring handoffs whose worktree is gone and whose branch is merged or gone, or
- *   that failed before any worktree existed. It deletes no branch and no file of the user's.
+ * - `prune` only does what loses nothing, and only to what this package made: it drops git's entry
+ *   of a handoff's vanished worktree (never `git worktree prune`, which would drop every vanished
+ *   entry of the repository, a person's own moved worktree too) when that entry holds no staged
+ *   change and no moved checkout uses it, keeping its HEAD history's commits as above; and it
+ *   retires handoffs whose worktree is gone and whose branch is merged or gone, or that failed
+ *   before any worktree existed. It deletes no branch and no file of the user's.
+ *   A retired handoff's window is closed as `remove` closes it (only while it still shows the gone
+ *   worktree); when it cannot be, the result says why and what to do.
  * - One actor: a removal (its re-check and its action) and each prune retirement run under the
  *   handoff's action lock; while another command holds it they are refused at once (`busy`).
  * - The store's own leftovers (temp files of dead writers, dead holders' action locks, stale lock
@@ -24,15 +36,19 @@
  *   (remove, or prune) sweeps its own handoff's, and deletes its launch files (launch/retire.ts).
  */
 import { deleteLaunchFiles } from "../launch/retire.ts";
+import { readlink } from "node:fs/promises";
+import path from "node:path";
+import type { CommitSummary, MergedBy, WorktreeAdminEntry } from "../git/types.ts";
 import type { Manifest } from "../manifest/schema.ts";
+import { sameContent } from "../fs/probe.ts";
 import { isActionBusy, type ManifestStore, type StoreLeftover } from "../manifest/store.ts";
 import { hasWorkspace, type GatherDeps } from "./gather.ts";
 import { isInProgress, isPrunable } from "./classify.ts";
 import { buildInventory, inspectHandoff, type InventoryDeps } from "./inventory.ts";
-import type { CommitList, HandoffReport } from "./report-schema.ts";
-import { stripPeriod } from "../text.ts";
+import type { CommitList, HandoffReport, MergedFact } from "./report-schema.ts";
+import { counted, printable, stripPeriod } from "../text.ts";
 import { errorClause, errorSentence } from "../errors.ts";
-import { describeLocation } from "../mux/describe.ts";
+import { describeLocation } from "../mux/registry.ts";
 
 export interface RemovalDeps extends GatherDeps {
   store: ManifestStore;
@@ -43,12 +59,6 @@ export interface RemoveOptions {
   force: boolean;
   /** Delete the branch too, if it is merged (an unmerged branch is never deleted). */
   deleteBranch: boolean;
-  /**
-   * The branch tip `pi-handoff land` just landed (by rebase or squash, which leave the branch's own
-   * commits unmerged): while the branch is still there, its commits need no `force`, since their
-   * work is in the target and they stay on the kept branch.
-   */
-  landedTip?: string;
   /** How the user asks for `force` where this removal runs (default "add --force": the command's own flag). */
   forceHint?: string;
 }
@@ -57,7 +67,8 @@ export type BranchPlan =
   | { code: "keep" }
   /** The handoff went into a branch that existed before it (`--existing`): not its to delete. */
   | { code: "keep_preexisting" }
-  | { code: "delete"; tip: string; mergeTarget: { ref: string; sha: string } }
+  /** `by`: the rule that says it is merged (git re-checks it right before deleting). */
+  | { code: "delete"; tip: string; mergeTarget: { ref: string; sha: string }; by: MergedBy }
   | { code: "keep_unmerged"; unmerged: number }
   | { code: "gone" }
   | { code: "unknown"; message: string };
@@ -67,8 +78,14 @@ export interface RemovalPlan {
   report: HandoffReport;
   /** What the worktree step does: remove the checkout, drop git's entry for a vanished one, nothing, or leave an unknown directory alone. */
   worktree: "remove" | "unregister" | "already_gone" | "leave_orphaned";
-  /** Files whose changes are deleted for good with the worktree. */
-  lostFiles: { dirty: string[]; untracked: string[] };
+  /** Files whose changes are deleted for good with the worktree (ignored ones too). */
+  lostFiles: { dirty: string[]; untracked: string[]; ignored: string[] };
+  /** Commits only the worktree's own HEAD history holds, and the refs that keep them before it goes. */
+  kept: { commits: CommitSummary[]; refs: { ref: string; sha: string }[] };
+  /** git's entry of a checkout gone from where the handoff made it: what it still holds, a moved checkout using it. */
+  entry?: { dir: string; staged: string[]; movedTo?: string };
+  /** Facts about what is at stake that could not be read (each a clause): they refuse without `force`. */
+  unread: string[];
   /** Commits not merged into the base: they stay on the (kept) branch. */
   unmerged: CommitList | undefined;
   branch: BranchPlan;
@@ -76,7 +93,17 @@ export interface RemovalPlan {
   closesWorkspace: boolean;
 }
 
-export type RemovalRefusal = "not_found" | "invalid" | "removed" | "child_running" | "in_progress" | "needs_force" | "not_confirmed" | "busy";
+export type RemovalRefusal =
+  | "not_found"
+  | "invalid"
+  | "removed"
+  | "child_running"
+  | "in_progress"
+  | "needs_force"
+  | "not_confirmed"
+  | "busy"
+  /** The worktree was moved by hand: its checkout, elsewhere, still uses git's entry. */
+  | "moved";
 
 export type PlanOutcome =
   | { code: "planned"; plan: RemovalPlan }
@@ -95,13 +122,21 @@ export async function planRemoval(deps: RemovalDeps, id: string, options: Remove
   const { report, manifest } = inspected;
   const refusal = removalRefusal(report, id);
   if (refusal !== undefined) return refusal;
-  const plan = removalPlanOf(manifest, report, options);
-  const stakes = options.force ? [] : stakesNeedingForce(plan, options);
+  const plan = await removalPlanOf(deps, manifest, report, options);
+  if (plan.entry?.movedTo !== undefined) {
+    return {
+      code: "refused",
+      reason: "moved",
+      message: `The worktree of handoff ${id} was moved by hand to ${plan.entry.movedTo}, which still uses git's entry for it (${plan.entry.dir}); nothing was removed. Tell git where it is (git worktree repair ${plan.entry.movedTo}); then pi-handoff remove ${id} records the handoff removed and leaves that checkout alone.`,
+      plan,
+    };
+  }
+  const stakes = options.force ? [] : stakesNeedingForce(plan);
   if (stakes.length > 0) {
     return {
       code: "refused",
       reason: "needs_force",
-      message: `Handoff ${id} has ${stakes.join(" and ")}; nothing was removed (${options.forceHint ?? "add --force"} to remove it anyway: the files listed are deleted, the commits stay on branch ${manifest.branch}).`,
+      message: `Handoff ${id} has ${stakes.map((stake) => stake.phrase).join(" and ")}; nothing was removed (${options.forceHint ?? "add --force"} to remove it anyway: ${stakes.map((stake) => stake.forced).join(", ")}).`,
       plan,
     };
   }
@@ -111,7 +146,17 @@ export async function planRemoval(deps: RemovalDeps, id: string, options: Remove
 /** Why nothing of the handoff may be removed now, whatever is at stake; undefined: it may. */
 function removalRefusal(report: HandoffReport, id: string): Extract<PlanOutcome, { code: "refused" }> | undefined {
   const status = report.status;
-  if (status.code === "removed") return { code: "refused", reason: "removed", message: `Handoff ${id} was already removed.` };
+  if (status.code === "removed") {
+    const branch =
+      report.branchState.code === "present"
+        ? `; its branch ${report.branch} is kept (git branch -d ${report.branch} deletes it once merged)`
+        : "";
+    return {
+      code: "refused",
+      reason: "removed",
+      message: `Handoff ${id} was already removed, so there is nothing left to remove${branch}; pi-handoff inspect ${id} shows its record.`,
+    };
+  }
   if (status.code === "child_running") {
     const pids = status.writers.map((writer) => writer.pid).join(", ");
     return {
@@ -121,12 +166,21 @@ function removalRefusal(report: HandoffReport, id: string): Extract<PlanOutcome,
     };
   }
   if (isInProgress(report)) {
-    return { code: "refused", reason: "in_progress", message: `Handoff ${id} is still being set up (${report.state}); try again once it has finished.` };
+    return {
+      code: "refused",
+      reason: "in_progress",
+      message: `Handoff ${id} is still being set up (${report.state}); try again once it has finished.`,
+    };
   }
   return undefined;
 }
 
-function removalPlanOf(manifest: Manifest, report: HandoffReport, options: RemoveOptions): RemovalPlan {
+async function removalPlanOf(
+  deps: RemovalDeps,
+  manifest: Manifest,
+  report: HandoffReport,
+  options: RemoveOptions,
+): Promise<RemovalPlan> {
   const worktree: RemovalPlan["worktree"] =
     report.worktree.code === "present"
       ? "remove"
@@ -135,34 +189,139 @@ function removalPlanOf(manifest: Manifest, report: HandoffReport, options: Remov
         : report.worktree.code === "missing"
           ? "already_gone"
           : "leave_orphaned";
+  const unread: string[] = [];
   const lostFiles =
     worktree === "remove" && report.changes !== undefined
-      ? { dirty: report.changes.dirtyFiles, untracked: report.changes.untrackedFiles }
-      : { dirty: [], untracked: [] };
+      ? await filesLost(deps, manifest, report.changes, unread)
+      : { dirty: [], untracked: [], ignored: [] };
+  const entryFacts =
+    worktree === "remove" || worktree === "unregister"
+      ? await entryAtStake(deps, manifest, worktree === "unregister", unread)
+      : { kept: { commits: [], refs: [] } };
   const branchState = report.branchState;
   return {
     manifest,
     report,
     worktree,
     lostFiles,
+    ...entryFacts,
+    unread,
     unmerged: branchState.code === "present" ? branchState.unmerged : undefined,
     branch: planBranch(manifest, report, options.deleteBranch),
     closesWorkspace: worktree !== "already_gone" && worktree !== "leave_orphaned" && report.workspace.code === "open",
   };
 }
 
-/** The work a removal without `force` would lose (or could not check), one phrase each. */
-function stakesNeedingForce(plan: RemovalPlan, options: RemoveOptions): string[] {
-  const { report, lostFiles, unmerged } = plan;
-  const branchState = report.branchState;
-  const stakes: string[] = [];
-  const changed = lostFiles.dirty.length + lostFiles.untracked.length;
-  if (changed > 0) stakes.push(`${changed} uncommitted or untracked file(s)`);
-  const landed = options.landedTip !== undefined && branchState.code === "present" && branchState.tip === options.landedTip;
-  if (unmerged !== undefined && unmerged.total > 0 && !landed) stakes.push(`${unmerged.total} commit(s) not merged into ${branchStateTarget(report)}`);
-  if (report.changes === undefined && plan.worktree === "remove") stakes.push("changes that could not be read");
+/** The checkout's files a removal deletes for good: dirty, untracked and ignored, but what the handoff's setup put there unchanged. */
+async function filesLost(
+  deps: RemovalDeps,
+  manifest: Manifest,
+  changes: NonNullable<HandoffReport["changes"]>,
+  unread: string[],
+): Promise<RemovalPlan["lostFiles"]> {
+  let ignored: string[] = [];
+  try {
+    ignored = (await deps.git.worktreeStatus(manifest.worktree.path, { ignored: true })).ignoredFiles ?? [];
+  } catch (error) {
+    unread.push(`the files git ignores in ${manifest.worktree.path} could not be read (${errorClause(error)})`);
+  }
+  const kept = async (entries: readonly string[]): Promise<string[]> => {
+    const lost: string[] = [];
+    for (const entry of entries) if (!(await setupLeftUnchanged(manifest, entry))) lost.push(entry);
+    return lost;
+  };
+  return { dirty: changes.dirtyFiles, untracked: await kept(changes.untrackedFiles), ignored: await kept(ignored) };
+}
+
+/**
+ * Whether `entry` (a path of the worktree, a directory ending in `/`) is what the handoff's own
+ * setup put there and deleting it loses nothing: a symlink it made, still pointing into the main
+ * checkout, or a copy still equal to its source.
+ */
+async function setupLeftUnchanged(manifest: Manifest, entry: string): Promise<boolean> {
+  const name = entry.replace(/\/$/, "");
+  const root = manifest.repo.root;
+  const inWorktree = path.join(manifest.worktree.path, name);
+  if (manifest.setup?.symlinked?.includes(name) === true) {
+    return (await readlink(inWorktree).catch(() => undefined)) === path.join(root, name);
+  }
+  const copied = manifest.setup?.copied?.some((copy) => name === copy || name.startsWith(`${copy}/`)) === true;
+  return copied && (await sameContent(path.join(root, name), inWorktree));
+}
+
+/** git's entry of the worktree: the commits only its HEAD history holds and, for a vanished checkout, what else it holds. */
+async function entryAtStake(
+  deps: RemovalDeps,
+  manifest: Manifest,
+  vanished: boolean,
+  unread: string[],
+): Promise<Pick<RemovalPlan, "kept" | "entry">> {
+  const none = { kept: { commits: [], refs: [] } };
+  let entry: WorktreeAdminEntry | undefined;
+  try {
+    entry = await deps.git.worktreeEntry(manifest.repo.commonDir, manifest.worktree.path);
+  } catch (error) {
+    unread.push(`git's entry for ${manifest.worktree.path} could not be read (${errorClause(error)})`);
+    return none;
+  }
+  if (entry === undefined) return none;
+  let kept: RemovalPlan["kept"] = none.kept;
+  try {
+    const held = await deps.git.reflogOnlyCommits(manifest.repo.root, entry);
+    kept = { commits: held.commits, refs: held.tips.map((sha) => ({ ref: keptRef(manifest.id, sha), sha })) };
+  } catch (error) {
+    unread.push(`the commits of its HEAD history could not be read (${errorClause(error)})`);
+  }
+  if (!vanished) return { kept };
+  let staged: string[] = [];
+  try {
+    staged = await deps.git.stagedInEntry(entry);
+  } catch (error) {
+    unread.push(`the changes staged in git's entry ${entry.dir} could not be read (${errorClause(error)})`);
+  }
+  const near = [path.dirname(manifest.worktree.path), path.dirname(manifest.repo.root)];
+  const movedTo = await deps.git.movedCheckoutOf(entry, near);
+  return { kept, entry: { dir: entry.dir, staged, ...(movedTo === undefined ? {} : { movedTo }) } };
+}
+
+/** Where a commit only a retired worktree's HEAD history held is kept. */
+export function keptRef(id: string, sha: string): string {
+  return `refs/pi-handoff/${id}/kept/${sha}`;
+}
+
+/**
+ * The work a removal without `force` would lose (or could not check): what it is, and what
+ * `force` does to it, one phrase each, so the refusal names only what applies.
+ */
+function stakesNeedingForce(plan: RemovalPlan): { phrase: string; forced: string }[] {
+  const { report, lostFiles, unmerged, manifest } = plan;
+  const stakes: { phrase: string; forced: string }[] = [];
+  const changed = lostFiles.dirty.length + lostFiles.untracked.length + lostFiles.ignored.length;
+  if (changed > 0)
+    stakes.push({
+      phrase: counted(changed, "uncommitted, untracked or ignored file"),
+      forced: changed === 1 ? "the file listed is deleted" : "the files listed are deleted",
+    });
+  const staged = plan.entry?.staged.length ?? 0;
+  if (staged > 0)
+    stakes.push({
+      phrase: `${counted(staged, "change")} staged in git's entry for its vanished checkout`,
+      forced: "git's entry goes with what is staged in it",
+    });
+  for (const fact of plan.unread) stakes.push({ phrase: fact, forced: "it is removed without that check" });
+  if (unmerged !== undefined && unmerged.total > 0)
+    stakes.push({
+      phrase: `${counted(unmerged.total, "commit")} not merged into ${branchStateTarget(report)}`,
+      forced: `the ${unmerged.total === 1 ? "commit stays" : "commits stay"} on branch ${manifest.branch}`,
+    });
+  if (report.changes === undefined && plan.worktree === "remove")
+    stakes.push({ phrase: "changes that could not be read", forced: "whatever is uncommitted there is deleted" });
   // A Pi no one could see may still be working in the checkout that would go.
-  if (report.writerUnknown !== undefined && plan.worktree === "remove") stakes.push(`a session that could not be checked for a running Pi (${stripPeriod(report.writerUnknown)})`);
+  if (report.writerUnknown !== undefined && plan.worktree === "remove")
+    stakes.push({
+      phrase: `a session that could not be checked for a running Pi (${stripPeriod(report.writerUnknown)})`,
+      forced: "the checkout goes even if a Pi still works in it",
+    });
   return stakes;
 }
 
@@ -177,103 +336,166 @@ function planBranch(manifest: Manifest, report: HandoffReport, deleteBranch: boo
   if (!deleteBranch) return { code: "keep" };
   if (manifest.setup?.existingBranch === true) return { code: "keep_preexisting" };
   if (state.unmerged.total > 0) return { code: "keep_unmerged", unmerged: state.unmerged.total };
-  return { code: "delete", tip: state.tip, mergeTarget: state.mergeTarget };
+  return { code: "delete", tip: state.tip, mergeTarget: state.mergeTarget, by: mergedByOf(state.merged) };
+}
+
+/** The rule git re-checks before deleting a branch (a branch with no commits of its own is in the target by ancestry). */
+function mergedByOf(merged: MergedFact | undefined): MergedBy {
+  if (merged?.rule === "landing" && merged.landed !== undefined) return { rule: "landing", result: merged.landed };
+  if (merged?.rule === "patch" || merged?.rule === "tree") return { rule: merged.rule };
+  return { rule: "ancestry" };
+}
+
+/** How a merge rule reads in a plan (`in main (rebased: every commit's patch is there)`). */
+function mergedPhrase(by: MergedBy, into: string): string {
+  switch (by.rule) {
+    case "ancestry":
+      return `everything on it is in ${into}`;
+    case "landing":
+      return `it was landed into its target, which still holds the landed commit ${by.result.slice(0, 12)}`;
+    case "patch":
+      return `every commit's change is in ${into} (a rebase or cherry-picks landed it; its own commits go with it)`;
+    case "tree":
+      return `merging it into ${into} would change nothing (a squash landed it; its own commits go with it)`;
+  }
 }
 
 /**
  * The question to ask after a removal was confirmed, when deleting the branch too would lose
  * nothing (the rule of `planBranch`), and the plan to confirm then; undefined: do not offer it.
  */
-export function branchDeletionOffer(plan: RemovalPlan): { question: string; detail: string; plan: RemovalPlan } | undefined {
+export function branchDeletionOffer(
+  plan: RemovalPlan,
+): { question: string; detail: string; plan: RemovalPlan } | undefined {
   const branch = planBranch(plan.manifest, plan.report, true);
   if (branch.code !== "delete") return undefined;
   return {
     question: `Also delete branch ${plan.manifest.branch}?`,
-    detail: `Everything on it is in ${branch.mergeTarget.ref}, so no commit is lost.`,
+    detail:
+      branch.by.rule === "ancestry"
+        ? `Everything on it is in ${branch.mergeTarget.ref}, so no commit is lost.`
+        : `${capitalized(mergedPhrase(branch.by, branch.mergeTarget.ref))}, so no change is lost.`,
     plan: { ...plan, branch },
   };
 }
 
-/** Plain lines that say exactly what a removal would do and lose (shown before it is done, or instead of it). */
-export function describeRemovalPlan(plan: RemovalPlan): string[] {
+/**
+ * Plain lines that say exactly what a removal does and loses: `would` when it is only shown (a
+ * dry run, a refusal, a question), `will` right before it is carried out.
+ */
+export function describeRemovalPlan(plan: RemovalPlan, tense: Tense = "would"): string[] {
   const { report } = plan;
-  const lines = [worktreeLine(plan)];
+  const lines = [worktreeLine(plan, tense)];
   if (report.unrecorded?.includes("window")) {
-    lines.push(`Its window (${describeLocation(report.mux)}) was made but never recorded (the handoff was killed first); it was found by its name and is treated as the handoff's.`);
+    lines.push(
+      `Its window (${describeLocation(report.mux)}) was made but never recorded (the handoff was killed first); it was found by its name and is treated as the handoff's.`,
+    );
   }
   if (report.unrecorded?.includes("session")) {
-    lines.push(`Its child session ${report.childSessionFile ?? "?"} was written but never recorded (the handoff was killed first); it is kept and recorded.`);
+    lines.push(
+      `Its child session ${report.childSessionFile ?? "?"} was written but never recorded (the handoff was killed first); it is kept and recorded.`,
+    );
   }
-  lines.push(...lossLines(plan), branchLine(plan));
+  lines.push(...lossLines(plan, tense), branchLine(plan, tense));
   if (report.writerUnknown !== undefined && plan.worktree === "remove") {
-    lines.push(`It could not be checked whether a Pi still works in it (${stripPeriod(report.writerUnknown)}); quit any Pi there first.`);
+    lines.push(
+      `It could not be checked whether a Pi still works in it (${stripPeriod(report.writerUnknown)}); quit any Pi there first.`,
+    );
   }
   if (report.workspace.code === "open" && !plan.closesWorkspace) {
-    lines.push("Its window would stay open (it is no longer the worktree's); close it yourself.");
+    lines.push(`Its window ${tense} stay open (it is no longer the worktree's); close it yourself.`);
   }
-  return lines;
+  // A file name or subject with terminal escapes or line breaks must not hide or fake a line.
+  return lines.map(printable);
 }
 
-function worktreeLine({ manifest, report, worktree, closesWorkspace }: RemovalPlan): string {
+/** Whether a plan is only shown (`would`) or about to be carried out (`will`). */
+export type Tense = "would" | "will";
+
+function worktreeLine({ manifest, report, worktree, closesWorkspace }: RemovalPlan, tense: Tense): string {
   switch (worktree) {
     case "remove":
-      return `The worktree ${manifest.worktree.path} would be deleted${closesWorkspace ? " and its window closed" : ""}.`;
+      return `The worktree ${manifest.worktree.path} ${tense} be deleted${closesWorkspace ? " and its window closed" : ""}.`;
     case "unregister":
-      return `The worktree ${manifest.worktree.path} is already gone; git's entry for it would be dropped.`;
+      return `The worktree ${manifest.worktree.path} is not where the handoff made it; git's entry for it ${tense} be dropped (a checkout moved by hand elsewhere would lose its link to git: git worktree repair <its new path> first).`;
     case "already_gone":
       return `The worktree ${manifest.worktree.path} is already gone.`;
     case "leave_orphaned":
-      return `The directory ${manifest.worktree.path} would be left in place: ${report.worktree.code === "orphaned" ? report.worktree.reason : "git does not know it"}; delete it yourself if you do not need it.`;
+      return `The directory ${manifest.worktree.path} ${tense} be left in place: ${report.worktree.code === "orphaned" ? report.worktree.reason : "git does not know it"}; delete it yourself if you do not need it.`;
   }
 }
 
-/** The files lost for good, and the unmerged commits that stay on the kept branch. */
-function lossLines({ manifest, report, lostFiles, unmerged }: RemovalPlan): string[] {
+/** The files lost for good, the commits kept under refs, and the unmerged commits that stay on the kept branch. */
+function lossLines({ manifest, report, lostFiles, unmerged, kept, entry }: RemovalPlan, tense: Tense): string[] {
   const lines: string[] = [];
-  const changed = lostFiles.dirty.length + lostFiles.untracked.length;
+  const changed = lostFiles.dirty.length + lostFiles.untracked.length + lostFiles.ignored.length;
   if (changed > 0) {
-    lines.push(`Would be lost for good (${changed} file(s) with uncommitted work):`);
+    lines.push(
+      `${tense === "would" ? "Would" : "Will"} be lost for good (${counted(changed, "file")} with uncommitted work):`,
+    );
     for (const file of lostFiles.dirty) lines.push(`  modified   ${file}`);
     for (const file of lostFiles.untracked) lines.push(`  untracked  ${file}`);
+    for (const file of lostFiles.ignored) lines.push(`  ignored    ${file}`);
+  }
+  if (entry !== undefined && entry.staged.length > 0) {
+    lines.push(
+      `${tense === "would" ? "Would" : "Will"} be lost for good (${counted(entry.staged.length, "change")} staged in git's entry ${entry.dir}):`,
+    );
+    for (const file of entry.staged) lines.push(`  staged     ${file}`);
+  }
+  if (kept.commits.length > 0) {
+    lines.push(
+      `${counted(kept.commits.length, "commit")} only the worktree's own HEAD history holds ${tense} be kept under refs/pi-handoff/${manifest.id}/kept/:`,
+    );
+    for (const commit of kept.commits.slice(0, 50)) lines.push(`  ${commit.sha.slice(0, 12)} ${commit.subject}`);
+    if (kept.commits.length > 50) lines.push(`  ... and ${kept.commits.length - 50} more`);
   }
   if (unmerged !== undefined && unmerged.total > 0) {
-    lines.push(`${unmerged.total} commit(s) not merged into ${branchStateTarget(report)} would stay on branch ${manifest.branch}, which would be kept:`);
+    lines.push(
+      `${counted(unmerged.total, "commit")} not merged into ${branchStateTarget(report)} ${tense} stay on branch ${manifest.branch}, which ${tense} be kept:`,
+    );
     for (const commit of unmerged.commits) lines.push(`  ${commit.sha.slice(0, 12)} ${commit.subject}`);
-    if (unmerged.commits.length < unmerged.total) lines.push(`  ... and ${unmerged.total - unmerged.commits.length} more`);
+    if (unmerged.commits.length < unmerged.total)
+      lines.push(`  ... and ${unmerged.total - unmerged.commits.length} more`);
   }
   return lines;
 }
 
-function branchLine({ manifest, branch }: RemovalPlan): string {
+function branchLine({ manifest, branch }: RemovalPlan, tense: Tense): string {
   switch (branch.code) {
     case "keep":
-      return `Branch ${manifest.branch} would be kept.`;
+      return `Branch ${manifest.branch} ${tense} be kept.`;
     case "keep_preexisting":
-      return `Branch ${manifest.branch} would be kept: it existed before this handoff (--existing), so it is not this handoff's to delete.`;
+      return `Branch ${manifest.branch} ${tense} be kept: it existed before this handoff (--existing), so it is not this handoff's to delete.`;
     case "delete":
-      return `Branch ${manifest.branch} would be deleted: everything on it is in ${branch.mergeTarget.ref}.`;
+      return `Branch ${manifest.branch} ${tense} be deleted: ${mergedPhrase(branch.by, branch.mergeTarget.ref)}.`;
     case "keep_unmerged":
-      return `Branch ${manifest.branch} would be kept: it has ${branch.unmerged} unmerged commit(s), and an unmerged branch is never deleted, even with --force.`;
+      return `Branch ${manifest.branch} ${tense} be kept: it has ${counted(branch.unmerged, "unmerged commit")}, and an unmerged branch is never deleted, even with --force.`;
     case "gone":
       return `Branch ${manifest.branch} no longer exists.`;
     case "unknown":
-      return `Branch ${manifest.branch} would be kept: ${branch.message}`;
+      return `Branch ${manifest.branch} ${tense} be kept: ${branch.message}`;
   }
 }
 
 /**
  * Removes handoff `id`: plans (re-checking for a live Pi), hands the plan to `onPlan` before
- * anything is done (returning false there cancels, e.g. when the plan is not the one a person
- * confirmed), then acts and records the removal.
+ * anything is done (`proceeding`: it is about to be carried out, not refused; returning false
+ * there cancels, e.g. when the plan is not the one a person confirmed), then acts and records the removal.
  */
 export async function removeHandoff(
   deps: RemovalDeps,
   id: string,
   options: RemoveOptions,
-  onPlan: (plan: RemovalPlan) => boolean | void = () => {},
+  onPlan: (plan: RemovalPlan, proceeding: boolean) => boolean | void = () => {},
 ): Promise<RemoveOutcome> {
   const read = await deps.store.read(id);
-  if (!read.ok) return { code: "refused", reason: read.code, message: read.code === "not_found" ? `There is no handoff with id ${id} in ${deps.store.dir}.` : read.message };
+  if (!read.ok)
+    return {
+      code: "refused",
+      reason: read.code,
+      message: read.code === "not_found" ? `There is no handoff with id ${id} in ${deps.store.dir}.` : read.message,
+    };
   const outcome = await deps.store.withActionLock(id, "remove", () => removeLocked(deps, id, options, onPlan));
   return isActionBusy(outcome) ? { code: "refused", reason: "busy", message: outcome.message } : outcome;
 }
@@ -282,32 +504,55 @@ async function removeLocked(
   deps: RemovalDeps,
   id: string,
   options: RemoveOptions,
-  onPlan: (plan: RemovalPlan) => boolean | void,
+  onPlan: (plan: RemovalPlan, proceeding: boolean) => boolean | void,
 ): Promise<RemoveOutcome> {
   // Planned under the lock, so the plan shown is the one carried out.
   const planned = await planRemoval(deps, id, options);
   if (planned.code === "refused") {
-    if (planned.plan !== undefined) onPlan(planned.plan);
+    if (planned.plan !== undefined) onPlan(planned.plan, false);
     return planned;
   }
   const plan = planned.plan;
-  if (onPlan(plan) === false) {
-    return { code: "refused", reason: "not_confirmed", message: `Handoff ${id} changed since it was shown; nothing was removed.`, plan };
+  if (onPlan(plan, true) === false) {
+    return {
+      code: "refused",
+      reason: "not_confirmed",
+      message: `Handoff ${id} changed since it was shown; nothing was removed.`,
+      plan,
+    };
   }
   const gitState = await gitStateBefore(deps, plan);
+  // Kept before the worktree (and with it its HEAD history) goes: a kill in between leaves a ref too many, never a lost commit.
+  if (plan.kept.refs.length > 0) {
+    try {
+      await deps.git.keepCommits(plan.manifest.repo.root, plan.kept.refs);
+    } catch (error) {
+      return {
+        code: "failed",
+        plan,
+        message: `Could not keep the commits only the worktree's HEAD history holds (${errorClause(error)}); handoff ${id} was not removed.`,
+      };
+    }
+  }
   // git's own --force only where the plan lists what it deletes: consent to remove despite an
   // unchecked writer is not consent to delete files that writer may be making.
   const worktree = await removeCheckout(deps, id, plan, options.force && checkoutNeedsForce(plan));
   if (!worktree.ok) return { code: "failed", plan, message: worktree.message };
   const done: string[] = [];
+  if (plan.kept.refs.length > 0)
+    done.push(
+      `kept ${counted(plan.kept.commits.length, "commit")} of its HEAD history under refs/pi-handoff/${plan.manifest.id}/kept/`,
+    );
   if (plan.worktree === "remove") done.push(`deleted worktree ${plan.manifest.worktree.path}`);
   if (plan.worktree === "unregister") done.push(`dropped git's entry for ${plan.manifest.worktree.path}`);
   if (worktree.windowLeftOpen) done.push("left its window open (it no longer shows the worktree)");
   const branch = await settleBranch(deps, plan);
   if (branch !== undefined) done.push(branch);
+  // Removed, its ports count as held no more (ports/reserve.ts): the next handoff may take them.
+  if (plan.manifest.ports !== undefined) done.push(`released ports ${plan.manifest.ports.join(", ")}`);
   const removed = await recordRemoval(deps, id, plan, gitState, done);
   const retired = await retireStoreFiles(deps, id);
-  if (retired.swept > 0) done.push(`deleted ${retired.swept} temp file(s) a killed writer left in the store`);
+  if (retired.swept > 0) done.push(`deleted ${counted(retired.swept, "temp file")} a killed writer left in the store`);
   if (retired.problem !== undefined) done.push(retired.problem);
   return { code: "removed", manifest: removed, plan, message: `Removed handoff ${id}: ${done.join(", ")}.` };
 }
@@ -323,8 +568,12 @@ async function gitStateBefore(deps: RemovalDeps, plan: RemovalPlan): Promise<Man
 }
 
 /** Whether git must be forced to remove the checkout: it holds files the plan listed as lost, or its changes could not be read. */
-function checkoutNeedsForce({ lostFiles, report }: RemovalPlan): boolean {
-  return lostFiles.dirty.length + lostFiles.untracked.length > 0 || report.changes === undefined;
+function checkoutNeedsForce({ lostFiles, report, entry }: RemovalPlan): boolean {
+  return (
+    lostFiles.dirty.length + lostFiles.untracked.length + lostFiles.ignored.length > 0 ||
+    report.changes === undefined ||
+    (entry?.staged.length ?? 0) > 0
+  );
 }
 
 /** The worktree step of the plan: through the backend when there is a window, else git alone. */
@@ -355,7 +604,10 @@ async function removeCheckout(
   try {
     await deps.git.removeWorktree(request.mainCheckout, request.worktreePath, { force: request.force });
   } catch (error) {
-    return { ok: false, message: `Could not remove the worktree: ${errorSentence(error)} Handoff ${id} was not removed.` };
+    return {
+      ok: false,
+      message: `Could not remove the worktree: ${errorSentence(error)} Handoff ${id} was not removed.`,
+    };
   }
   return { ok: true, windowLeftOpen: false };
 }
@@ -366,11 +618,30 @@ async function settleBranch(deps: RemovalDeps, plan: RemovalPlan): Promise<strin
   if (branch.code === "gone") return undefined;
   if (branch.code !== "delete") return `kept branch ${manifest.branch}`;
   try {
-    await deps.git.deleteBranch(manifest.repo.root, manifest.branch, { expectedTip: branch.tip, mergedInto: branch.mergeTarget.sha });
+    // Merged by a landing into another branch: git re-checks it against that branch.
+    const into =
+      branch.by.rule === "landing"
+        ? ((await landingTargetSha(deps, manifest)) ?? branch.mergeTarget.sha)
+        : branch.mergeTarget.sha;
+    await deps.git.deleteBranch(manifest.repo.root, manifest.branch, {
+      expectedTip: branch.tip,
+      mergedInto: into,
+      by: branch.by,
+    });
     return `deleted branch ${manifest.branch}`;
   } catch (error) {
     return `kept branch ${manifest.branch} (${errorClause(error)})`;
   }
+}
+
+/** Where the branch of the latest recorded landing is now. */
+async function landingTargetSha(deps: RemovalDeps, manifest: Manifest): Promise<string | undefined> {
+  const landing = [...(manifest.landings ?? [])].reverse().find((entry) => entry.state === "landed");
+  return landing === undefined ? undefined : deps.git.resolveCommit(manifest.repo.root, `refs/heads/${landing.into}`);
+}
+
+function capitalized(text: string): string {
+  return `${text.charAt(0).toUpperCase()}${text.slice(1)}`;
 }
 
 /**
@@ -384,19 +655,31 @@ async function retireStoreFiles(deps: RemovalDeps, id: string): Promise<{ swept:
   const problems: string[] = [];
   let swept = 0;
   try {
-    swept = (await deps.store.sweepLeftovers((leftover) => leftover.kind === "temp" && leftover.name.startsWith(`.${id}.json.`))).length;
+    swept = (
+      await deps.store.sweepLeftovers(
+        (leftover) => leftover.kind === "temp" && leftover.name.startsWith(`.${id}.json.`),
+      )
+    ).length;
   } catch (error) {
     problems.push(`could not delete its temp files .${id}.json.* in ${deps.store.dir} (${errorClause(error)})`);
   }
   const launch = await deleteLaunchFiles(deps.store.pathFor(id), id);
   if (launch.left.length > 0) {
     const named = launch.left.map((file) => `${file.path} (${file.reason})`).join(", ");
-    problems.push(`could not delete its launch file(s) ${named}; delete ${launch.left.length === 1 ? "it" : "them"} by hand`);
+    problems.push(
+      `could not delete its ${launch.left.length === 1 ? "launch file" : "launch files"} ${named}; delete ${launch.left.length === 1 ? "it" : "them"} by hand`,
+    );
   }
   return problems.length === 0 ? { swept } : { swept, problem: problems.join("; ") };
 }
 
-function recordRemoval(deps: RemovalDeps, id: string, plan: RemovalPlan, gitState: Manifest["gitState"], done: readonly string[]): Promise<Manifest> {
+function recordRemoval(
+  deps: RemovalDeps,
+  id: string,
+  plan: RemovalPlan,
+  gitState: Manifest["gitState"],
+  done: readonly string[],
+): Promise<Manifest> {
   return deps.store.transition(
     id,
     "removed",
@@ -404,7 +687,8 @@ function recordRemoval(deps: RemovalDeps, id: string, plan: RemovalPlan, gitStat
       if (gitState !== undefined) m.gitState = gitState;
       // The record names what the handoff made, also what a killed step left unrecorded.
       if (!hasWorkspace(m.mux) && hasWorkspace(plan.report.mux)) m.mux = plan.report.mux;
-      if (m.child.sessionFile === undefined && plan.report.childSessionFile !== undefined) m.child = { ...m.child, sessionFile: plan.report.childSessionFile };
+      if (m.child.sessionFile === undefined && plan.report.childSessionFile !== undefined)
+        m.child = { ...m.child, sessionFile: plan.report.childSessionFile };
     },
     `removed with pi-handoff: ${done.join(", ")}`,
   );
@@ -415,8 +699,14 @@ function recordRemoval(deps: RemovalDeps, id: string, plan: RemovalPlan, gitStat
  * beyond those listed, no more unmerged commits, and no branch deletion that was not shown.
  */
 export function losesNoMoreThan(next: RemovalPlan, confirmed: RemovalPlan): boolean {
-  const listed = new Set([...confirmed.lostFiles.dirty, ...confirmed.lostFiles.untracked]);
-  const filesListed = [...next.lostFiles.dirty, ...next.lostFiles.untracked].every((file) => listed.has(file));
+  const all = (plan: RemovalPlan): string[] => [
+    ...plan.lostFiles.dirty,
+    ...plan.lostFiles.untracked,
+    ...plan.lostFiles.ignored,
+    ...(plan.entry?.staged ?? []).map((file) => `staged:${file}`),
+  ];
+  const listed = new Set(all(confirmed));
+  const filesListed = all(next).every((file) => listed.has(file));
   const unmergedNow = next.unmerged?.total ?? 0;
   const unmergedShown = confirmed.unmerged?.total ?? 0;
   const branchShown = next.branch.code !== "delete" || confirmed.branch.code === "delete";
@@ -424,39 +714,87 @@ export function losesNoMoreThan(next: RemovalPlan, confirmed: RemovalPlan): bool
 }
 
 export type PruneAction =
-  | { code: "prune_worktrees"; repo: string; entries: string[] }
+  /**
+   * `prune --merged`: retire a handoff whose branch is merged into its target, through the safe
+   * removal, and delete its branch when this package created it (never one entered with `--existing`).
+   */
+  | { code: "retire_merged"; id: string; branch: string; plan: RemovalPlan }
+  /** Drop git's entry of one handoff's vanished worktree (`git worktree remove <that path>`), keeping its HEAD history's commits. */
+  | {
+      code: "drop_entry";
+      id: string;
+      repo: string;
+      path: string;
+      entry: string;
+      kept: { ref: string; sha: string }[];
+    }
   /** The store's abandoned leftovers (temp files of dead writers, dead holders' action locks, stale locks). */
   | { code: "sweep_leftovers"; leftovers: StoreLeftover[] }
-  | { code: "retire"; id: string; branch: string; reason: "worktree_gone_branch_merged" | "worktree_gone_branch_gone" | "failed_before_worktree" };
+  | {
+      code: "retire";
+      id: string;
+      branch: string;
+      reason: "worktree_gone_branch_merged" | "worktree_gone_branch_gone" | "failed_before_worktree";
+      /** The ports it holds, released with it. */
+      ports?: number[];
+      /** Its window is open (a shell in the deleted directory): it is closed with the retirement. */
+      closesWindow: boolean;
+    };
 
+/** `note`: what a done action left for the user (a window that could not be closed, and why). */
 export type PruneResult =
-  | { action: PruneAction; ok: true }
+  | { action: PruneAction; ok: true; note?: string }
   | { action: PruneAction; ok: false; message: string };
 
-/** What `prune` would do, from a fresh inventory. Changes nothing. */
-export async function planPrune(deps: InventoryDeps): Promise<{ actions: PruneAction[]; problems: string[]; notes: string[] }> {
+/** What `prune` would do (with `merged`, also retire merged handoffs), from a fresh inventory. Changes nothing. */
+export async function planPrune(
+  deps: InventoryDeps,
+  options: { merged?: boolean } = {},
+): Promise<{ actions: PruneAction[]; problems: string[]; notes: string[] }> {
   const inventory = await buildInventory(deps);
   const actions: PruneAction[] = [];
   const problems: string[] = [];
   const notes: string[] = [];
-  const reposWithPrunable = [...new Set(inventory.handoffs.filter((handoff) => handoff.worktree.code === "prunable").map((handoff) => handoff.repo))];
-  for (const repo of reposWithPrunable) {
-    try {
-      const entries = await deps.git.pruneWorktrees(repo, { dryRun: true });
-      if (entries.length > 0) actions.push({ code: "prune_worktrees", repo, entries });
-    } catch (error) {
-      problems.push(`Could not ask git what to prune in ${repo}: ${errorSentence(error)}`);
+  const retiredMerged = new Set<string>();
+  if (options.merged === true) {
+    for (const handoff of inventory.handoffs) {
+      if (handoff.branchState.code !== "present" || handoff.branchState.merged === undefined) continue;
+      const planned = await planRemoval(deps, handoff.id, { force: false, deleteBranch: true });
+      if (planned.code === "refused") {
+        notes.push(`left handoff ${handoff.id} (${handoff.branch}, merged) alone: ${planned.message}`);
+        continue;
+      }
+      retiredMerged.add(handoff.id);
+      actions.push({ code: "retire_merged", id: handoff.id, branch: handoff.branch, plan: planned.plan });
     }
   }
+  const manifests = new Map(
+    (await deps.store.list()).flatMap((entry) => (entry.ok ? [[entry.id, entry.manifest] as const] : [])),
+  );
+  // Only the handoffs' own entries: a person's worktree (moved by hand, say) is never touched.
   for (const handoff of inventory.handoffs) {
-    if (!handoff.actions.includes("prune") || !isPrunable(handoff)) continue;
+    const manifest = manifests.get(handoff.id);
+    if (handoff.worktree.code !== "prunable" || manifest === undefined || retiredMerged.has(handoff.id)) continue;
+    const dropped = await droppableEntry(deps, manifest);
+    if (dropped.ok) actions.push(dropped.action);
+    else notes.push(dropped.note);
+  }
+  for (const handoff of inventory.handoffs) {
+    if (!handoff.actions.includes("prune") || !isPrunable(handoff) || retiredMerged.has(handoff.id)) continue;
     const reason =
       handoff.status.code === "failed"
         ? "failed_before_worktree"
         : handoff.branchState.code === "gone"
           ? "worktree_gone_branch_gone"
           : "worktree_gone_branch_merged";
-    actions.push({ code: "retire", id: handoff.id, branch: handoff.branch, reason });
+    actions.push({
+      code: "retire",
+      id: handoff.id,
+      branch: handoff.branch,
+      reason,
+      ...(handoff.ports === undefined ? {} : { ports: handoff.ports }),
+      closesWindow: handoff.workspace.code === "open" && hasWorkspace(handoff.mux),
+    });
   }
   const leftovers = await deps.store.leftovers();
   const abandoned = leftovers.filter((leftover) => leftover.abandoned);
@@ -468,12 +806,61 @@ export async function planPrune(deps: InventoryDeps): Promise<{ actions: PruneAc
   return { actions, problems, notes };
 }
 
+/** Whether git's entry of a handoff's vanished worktree may go, losing nothing; why not otherwise. */
+async function droppableEntry(
+  deps: InventoryDeps,
+  manifest: Manifest,
+): Promise<{ ok: true; action: Extract<PruneAction, { code: "drop_entry" }> } | { ok: false; note: string }> {
+  const unread: string[] = [];
+  const facts = await entryAtStake(deps, manifest, true, unread);
+  const left = `left git's entry for ${manifest.worktree.path} (handoff ${manifest.id}) alone`;
+  if (facts.entry === undefined) return { ok: false, note: `${left}: it could not be found` };
+  if (facts.entry.movedTo !== undefined)
+    return { ok: false, note: `${left}: the checkout was moved by hand to ${facts.entry.movedTo}, which uses it` };
+  if (facts.entry.staged.length > 0)
+    return {
+      ok: false,
+      note: `${left}: it holds ${counted(facts.entry.staged.length, "staged change")} (pi-handoff remove ${manifest.id} --dry-run lists them)`,
+    };
+  if (unread.length > 0) return { ok: false, note: `${left}: ${unread.join("; ")}` };
+  return {
+    ok: true,
+    action: {
+      code: "drop_entry",
+      id: manifest.id,
+      repo: manifest.repo.root,
+      path: manifest.worktree.path,
+      entry: facts.entry.dir,
+      kept: facts.kept.refs,
+    },
+  };
+}
+
 export function describePruneAction(action: PruneAction): string[] {
-  if (action.code === "prune_worktrees") {
-    return [`git worktree prune in ${action.repo}:`, ...action.entries.map((entry) => `  ${entry}`)];
+  return pruneActionLines(action).map(printable);
+}
+
+function pruneActionLines(action: PruneAction): string[] {
+  if (action.code === "retire_merged") {
+    const rule =
+      action.plan.report.branchState.code === "present" ? action.plan.report.branchState.merged?.rule : undefined;
+    return [
+      `retire handoff ${action.id}: branch ${action.branch} is merged${rule === undefined ? "" : ` (${rule})`}`,
+      ...describeRemovalPlan(action.plan).map((line) => `  ${line}`),
+    ];
+  }
+  if (action.code === "drop_entry") {
+    const kept =
+      action.kept.length === 0
+        ? ""
+        : ` (keeping what only its HEAD history held under refs/pi-handoff/${action.id}/kept/)`;
+    return [`drop git's entry ${action.entry} for the vanished worktree ${action.path} of handoff ${action.id}${kept}`];
   }
   if (action.code === "sweep_leftovers") {
-    return [`delete ${action.leftovers.length} leftover file(s) in the store:`, ...action.leftovers.map((leftover) => `  ${leftover.name}: ${leftover.reason}`)];
+    return [
+      `delete ${counted(action.leftovers.length, "leftover file")} in the store:`,
+      ...action.leftovers.map((leftover) => `  ${leftover.name}: ${leftover.reason}`),
+    ];
   }
   const why =
     action.reason === "failed_before_worktree"
@@ -481,7 +868,8 @@ export function describePruneAction(action: PruneAction): string[] {
       : action.reason === "worktree_gone_branch_gone"
         ? `its worktree and branch ${action.branch} are gone`
         : `its worktree is gone and branch ${action.branch} is merged (the branch is kept)`;
-  return [`mark handoff ${action.id} removed: ${why}`];
+  const released = action.ports === undefined ? "" : ` (releases its ports ${action.ports.join(", ")})`;
+  return [`mark handoff ${action.id} removed: ${why}${released}${action.closesWindow ? ", and close its window" : ""}`];
 }
 
 /** Carries out planned prune actions in order (git first, then the records). */
@@ -489,26 +877,73 @@ export async function executePrune(deps: InventoryDeps, actions: readonly PruneA
   const results: PruneResult[] = [];
   for (const action of actions) {
     try {
-      if (action.code === "prune_worktrees") {
-        await deps.git.pruneWorktrees(action.repo, { dryRun: false });
+      if (action.code === "retire_merged") {
+        // Carried out only if, checked again now, it loses no more than was listed.
+        const removed = await removeHandoff(deps, action.id, { force: false, deleteBranch: true }, (plan) =>
+          losesNoMoreThan(plan, action.plan),
+        );
+        if (removed.code !== "removed") {
+          results.push({ action, ok: false, message: `${stripPeriod(removed.message)}; it was left alone.` });
+          continue;
+        }
+      } else if (action.code === "drop_entry") {
+        const dropped = await deps.store.withActionLock(action.id, "prune", async () => {
+          // Re-judged right before: the checkout may be back, or a moved one found, since the plan.
+          const read = await deps.store.read(action.id);
+          const again = read.ok ? await droppableEntry(deps, read.manifest) : undefined;
+          if (again === undefined || !again.ok || again.action.entry !== action.entry) return false;
+          await deps.git.keepCommits(action.repo, again.action.kept);
+          await deps.git.removeWorktree(action.repo, action.path, { force: false });
+          return true;
+        });
+        if (isActionBusy(dropped) || !dropped) {
+          results.push({
+            action,
+            ok: false,
+            message: isActionBusy(dropped)
+              ? `${dropped.message.replace(/; nothing was done.*$/, "")}; its entry was left alone.`
+              : `Handoff ${action.id}'s worktree entry changed since it was checked; it was left alone.`,
+          });
+          continue;
+        }
       } else if (action.code === "retire") {
         const retired = await deps.store.withActionLock(action.id, "prune", async () => {
           // Re-judged right before: a Pi may have started, or the branch moved, since the plan.
           const current = await inspectHandoff(deps, action.id);
-          if (current.code !== "found" || !isPrunable(current.report) || !current.report.actions.includes("prune")) return false;
-          await deps.store.transition(action.id, "removed", undefined, `pruned with pi-handoff: ${describePruneAction(action).join(" ")}`);
-          return (await retireStoreFiles(deps, action.id)).problem ?? true;
+          if (current.code !== "found" || !isPrunable(current.report) || !current.report.actions.includes("prune"))
+            return false;
+          const window = await closeRetiredWindow(deps, current.report);
+          await deps.store.transition(
+            action.id,
+            "removed",
+            undefined,
+            `pruned with pi-handoff: ${describePruneAction(action).join(" ")}${window.closed ? "" : window.note === undefined ? "" : `; ${window.note}`}`,
+          );
+          const problem = (await retireStoreFiles(deps, action.id)).problem;
+          return problem ?? (window.note === undefined ? true : { note: window.note });
         });
         if (isActionBusy(retired)) {
-          results.push({ action, ok: false, message: `${retired.message.replace(/; nothing was done.*$/, "")}; it was left alone.` });
+          results.push({
+            action,
+            ok: false,
+            message: `${retired.message.replace(/; nothing was done.*$/, "")}; it was left alone.`,
+          });
           continue;
         }
         if (!retired) {
-          results.push({ action, ok: false, message: `Handoff ${action.id} changed since it was checked; it was left alone.` });
+          results.push({
+            action,
+            ok: false,
+            message: `Handoff ${action.id} changed since it was checked; it was left alone.`,
+          });
           continue;
         }
         if (typeof retired === "string") {
           results.push({ action, ok: false, message: `Handoff ${action.id} was retired, but it ${retired}.` });
+          continue;
+        }
+        if (typeof retired === "object") {
+          results.push({ action, ok: true, note: `Handoff ${action.id} was retired; ${retired.note}.` });
           continue;
         }
       } else if (action.code === "sweep_leftovers") {
@@ -517,7 +952,11 @@ export async function executePrune(deps: InventoryDeps, actions: readonly PruneA
         const present = new Set((await deps.store.leftovers()).map((leftover) => leftover.name));
         const missed = action.leftovers.filter((leftover) => present.has(leftover.name));
         if (missed.length > 0) {
-          results.push({ action, ok: false, message: `${missed.length} leftover file(s) in the store were in use again when swept (${missed.map((leftover) => leftover.name).join(", ")}); they were left alone.` });
+          results.push({
+            action,
+            ok: false,
+            message: `${counted(missed.length, "leftover file")} in the store ${missed.length === 1 ? "was" : "were"} in use again when swept (${missed.map((leftover) => leftover.name).join(", ")}); they were left alone.`,
+          });
           continue;
         }
       }
@@ -529,7 +968,35 @@ export async function executePrune(deps: InventoryDeps, actions: readonly PruneA
   return results;
 }
 
+/**
+ * Closes the window of a handoff being retired whose worktree is gone (a shell sits in the deleted
+ * directory), through its backend, as a removal closes it; `note` says why it stays open when it does.
+ */
+async function closeRetiredWindow(
+  deps: InventoryDeps,
+  report: HandoffReport,
+): Promise<{ closed: boolean; note?: string }> {
+  if (report.workspace.code !== "open" || !hasWorkspace(report.mux)) return { closed: false };
+  const where = describeLocation(report.mux);
+  const mux = deps.muxFor(report.mux);
+  if (!mux.ok)
+    return { closed: false, note: `its window (${where}) stays open: ${stripPeriod(mux.message)}; close it yourself` };
+  if (mux.mux.closeWorkspace === undefined)
+    return {
+      closed: false,
+      note: `its window (${where}) stays open: this backend closes a workspace only with its worktree; close it yourself`,
+    };
+  const closed = await mux.mux.closeWorkspace(report.mux, report.worktreePath);
+  if (!closed.ok)
+    return {
+      closed: false,
+      note: `its window (${where}) stays open: ${stripPeriod(closed.message)}; close it yourself`,
+    };
+  return closed.closed
+    ? { closed: true }
+    : { closed: false, note: `its window (${where}) stays open: it no longer shows the worktree` };
+}
+
 function branchStateTarget(report: HandoffReport): string {
   return report.branchState.code === "present" ? report.branchState.mergeTarget.ref : report.base.ref;
 }
-

@@ -10,8 +10,19 @@
  *   script needs to act on it, and nothing that depends on the terminal it is shown in.
  */
 import { z } from "zod";
-import { HandoffStateSchema, HandoffStepSchema, LANDING_STATES, LandStrategySchema, ManifestSchema, MuxLocationSchema } from "../manifest/schema.ts";
+import {
+  HandoffStateSchema,
+  HandoffStepSchema,
+  LANDING_STATES,
+  REBASE_STATES,
+  LandStrategySchema,
+  ManifestSchema,
+  MuxLocationSchema,
+  PortSchema,
+  StepTimeSchema,
+} from "../manifest/schema.ts";
 import { CHILD_STATES } from "./status.ts";
+import { ChildReportSchema } from "../manifest/child-reports.ts";
 
 export const RECOVERY_JSON_VERSION = 1;
 
@@ -90,6 +101,16 @@ export const WorkspaceFactSchema = z.discriminatedUnion("code", [
 ]);
 export type WorkspaceFact = z.infer<typeof WorkspaceFactSchema>;
 
+/**
+ * Why the branch counts as merged (git/types.ts `MergedBy`): `ancestry` (its tip is in the target),
+ * `landing` (this package landed exactly this tip and the target still holds `landed`, the commit
+ * it made), `patch` (every commit's patch is in the target: a rebase), `tree` (merging it would
+ * change nothing: a squash).
+ */
+export const MERGE_RULES = ["ancestry", "landing", "patch", "tree"] as const;
+export const MergedSchema = z.strictObject({ rule: z.enum(MERGE_RULES), landed: sha.optional() });
+export type MergedFact = z.infer<typeof MergedSchema>;
+
 export const BranchFactSchema = z.discriminatedUnion("code", [
   z.strictObject({
     code: z.literal("present"),
@@ -98,8 +119,12 @@ export const BranchFactSchema = z.discriminatedUnion("code", [
     mergeTarget: z.strictObject({ ref: z.string(), sha }),
     /** Commits since the base commit the handoff started from. */
     aheadOfBase: z.number().int().nonnegative(),
-    /** Commits not contained in the merge target: deleting the branch would lose them. */
+    /** Commits whose changes are not in the merge target (by any rule of `merged`): deleting the branch would lose them. */
     unmerged: CommitListSchema,
+    /** Set when the branch has commits and all their changes are in the merge target, with the rule that says so. */
+    merged: MergedSchema.optional(),
+    /** Commits the merge target has that the branch lacks: how far the target moved past it. */
+    behind: z.number().int().nonnegative().optional(),
     /** Commits since the base that no remote-tracking branch contains. */
     unpushed: CommitListSchema,
   }),
@@ -113,6 +138,28 @@ export const ChangesSchema = z.strictObject({
   untrackedFiles: z.array(z.string()),
 });
 export type Changes = z.infer<typeof ChangesSchema>;
+
+/**
+ * One reserved port as `inspect` finds it, by a bind test on 127.0.0.1 and ::1 and who listens:
+ * `free`; `in_use_by_handoff` (its own processes: the handoff's marker, or working in its worktree;
+ * a server it runs); `taken` by someone else (the processes this user can see; none listed when
+ * the listener is another user's); `unknown` when it could not be told, with why.
+ */
+export const PortCheckSchema = z.discriminatedUnion("code", [
+  z.strictObject({ code: z.literal("free"), port: PortSchema }),
+  z.strictObject({
+    code: z.literal("in_use_by_handoff"),
+    port: PortSchema,
+    pids: z.array(z.number().int().positive()).min(1),
+  }),
+  z.strictObject({
+    code: z.literal("taken"),
+    port: PortSchema,
+    holders: z.array(z.strictObject({ pid: z.number().int().positive(), name: z.string() })),
+  }),
+  z.strictObject({ code: z.literal("unknown"), port: PortSchema, message: z.string() }),
+]);
+export type PortCheck = z.infer<typeof PortCheckSchema>;
 
 /** The one-word verdict on a handoff, most urgent first (see classify.ts for the order). */
 export const HandoffStatusSchema = z.discriminatedUnion("code", [
@@ -130,7 +177,12 @@ export const HandoffStatusSchema = z.discriminatedUnion("code", [
     owner: z.strictObject({ pid: z.number().int().positive(), alive: z.boolean() }).optional(),
   }),
   /** The handoff failed at `step`; `worktreeCreated` is false when it failed before any worktree existed. */
-  z.strictObject({ code: z.literal("failed"), step: HandoffStepSchema, message: z.string(), worktreeCreated: z.boolean() }),
+  z.strictObject({
+    code: z.literal("failed"),
+    step: HandoffStepSchema,
+    message: z.string(),
+    worktreeCreated: z.boolean(),
+  }),
   bare("worktree_missing"),
   bare("prunable"),
   z.strictObject({ code: z.literal("orphaned_checkout"), reason: z.string() }),
@@ -149,7 +201,7 @@ export const HANDOFF_FLAGS = ["dirty", "untracked", "unpushed", "unmerged", "mer
 export const HandoffFlagSchema = z.enum(HANDOFF_FLAGS);
 export type HandoffFlag = z.infer<typeof HandoffFlagSchema>;
 
-export const RECOVERY_ACTIONS = ["relaunch", "focus", "remove", "prune"] as const;
+export const RECOVERY_ACTIONS = ["relaunch", "focus", "land", "remove", "prune"] as const;
 export const RecoveryActionSchema = z.enum(RECOVERY_ACTIONS);
 export type RecoveryAction = z.infer<typeof RecoveryActionSchema>;
 
@@ -158,6 +210,10 @@ export const ChildStatusSchema = z.strictObject({
   state: z.enum(CHILD_STATES),
   since: isoTime.optional(),
   basis: z.string(),
+  /** `working`: the tool the child's Pi runs now, when it said. */
+  tool: z.string().optional(),
+  /** `exited`: the child's Pi's exit code, when it said. */
+  exitCode: z.number().int().optional(),
 });
 
 /**
@@ -178,6 +234,23 @@ export const LandingReportSchema = z.strictObject({
   targetAt: sha.optional(),
 });
 export type LandingReport = z.infer<typeof LandingReportSchema>;
+
+/**
+ * The latest rebase (`pi-handoff rebase`). `verdict`: `rebased` / `abandoned` (recorded), or for
+ * one still marked intended (its process died): `rebased_unrecorded` (the branch is at the new
+ * tip), `not_rebased` (still at the old one), `unknown` (elsewhere).
+ */
+export const RebaseReportSchema = z.strictObject({
+  state: z.enum(REBASE_STATES),
+  verdict: z.enum(["rebased", "abandoned", "rebased_unrecorded", "not_rebased", "unknown"]),
+  onto: z.strictObject({ ref: z.string(), sha }),
+  from: sha,
+  to: sha,
+  commits: z.number().int().nonnegative(),
+  at: isoTime,
+  branchAt: sha.optional(),
+});
+export type RebaseReport = z.infer<typeof RebaseReportSchema>;
 
 export const HandoffReportSchema = z.strictObject({
   id: z.string(),
@@ -219,6 +292,12 @@ export const HandoffReportSchema = z.strictObject({
   child: ChildStatusSchema.optional(),
   /** The latest landing (`pi-handoff land`) and, for one that was interrupted, where its target is now. */
   landing: LandingReportSchema.optional(),
+  /** The ports the handoff holds (absent when it reserved none, and once removed: they are free again). */
+  ports: z.array(PortSchema).optional(),
+  /** Each held port as `inspect` finds it now (not in `list`, which does not test them). */
+  portChecks: z.array(PortCheckSchema).optional(),
+  /** The latest rebase (`pi-handoff rebase`) and, for one that was interrupted, which tip the branch has. */
+  rebase: RebaseReportSchema.optional(),
 });
 export type HandoffReport = z.infer<typeof HandoffReportSchema>;
 
@@ -237,10 +316,50 @@ export const InventoryReportSchema = z.strictObject({
 });
 export type InventoryReport = z.infer<typeof InventoryReportSchema>;
 
-/** `pi-handoff inspect <id> --json`: the verdict plus the manifest it was made from. */
+/** `pi-handoff env <handoff> --json`: what everything run for the handoff gets, for another shell. */
+export const EnvReportSchema = z.strictObject({
+  version: z.literal(RECOVERY_JSON_VERSION),
+  id: z.string(),
+  branch: z.string(),
+  worktreePath: z.string(),
+  ports: z.array(PortSchema),
+  /** In the order the launcher exports them: PI_HANDOFF_PORT, PI_HANDOFF_PORTS, then the settings' env. */
+  env: z.record(z.string(), z.string()),
+});
+export type EnvReport = z.infer<typeof EnvReportSchema>;
+
+/** `pi-handoff inspect <id> --json`: the verdict plus the manifest it was made from, and the child's last report. */
+/** Where a handoff spent its time (recovery/step-times.ts): each step's total, then the launch until the child acknowledged. */
+export const StepTimesSchema = z.strictObject({
+  steps: z.array(StepTimeSchema),
+  launchToAckMs: z.number().int().nonnegative().optional(),
+});
+export type StepTimes = z.infer<typeof StepTimesSchema>;
+
 export const InspectReportSchema = z.strictObject({
   version: z.literal(RECOVERY_JSON_VERSION),
   handoff: HandoffReportSchema,
   manifest: ManifestSchema,
+  lastReport: ChildReportSchema.optional(),
+  /** Absent for a handoff whose manifest carries no step times (made before they were recorded). */
+  stepTimes: StepTimesSchema.optional(),
 });
 export type InspectReport = z.infer<typeof InspectReportSchema>;
+
+/**
+ * One handoff in `pi-handoff forecast --json` (an array of these): the branch it lands into, how
+ * many commits that target has that the branch lacks, the files that would conflict landing it now,
+ * and, for each sibling (same repository, same target), the files that would conflict between them.
+ */
+export const ForecastEntrySchema = z.strictObject({
+  id: z.string(),
+  branch: z.string(),
+  target: z.string(),
+  behind: z.number().int().nonnegative(),
+  conflicts: z.array(z.string()),
+  siblings: z.array(z.strictObject({ id: z.string(), branch: z.string(), conflicts: z.array(z.string()) })),
+});
+export type ForecastEntry = z.infer<typeof ForecastEntrySchema>;
+
+/** `pi-handoff forecast --json`. */
+export const ForecastReportSchema = z.array(ForecastEntrySchema);

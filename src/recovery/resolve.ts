@@ -12,15 +12,21 @@
  */
 import type { ManifestStore } from "../manifest/store.ts";
 
-export type ResolveOutcome =
-  | { ok: true; id: string }
-  | { ok: false; code: "not_found" | "ambiguous"; message: string };
+export type ResolveOutcome = { ok: true; id: string } | { ok: false; code: "not_found" | "ambiguous"; message: string };
 
 /** Candidates listed in an ambiguity refusal, at most. */
 const MAX_LISTED = 6;
 
-export async function resolveHandoffName(store: Pick<ManifestStore, "list" | "dir">, name: string): Promise<ResolveOutcome> {
-  if (name.trim() === "") return { ok: false, code: "not_found", message: "Name a handoff by its id or its branch (pi-handoff list shows them)." };
+export async function resolveHandoffName(
+  store: Pick<ManifestStore, "list" | "dir">,
+  name: string,
+): Promise<ResolveOutcome> {
+  if (name.trim() === "")
+    return {
+      ok: false,
+      code: "not_found",
+      message: "Name a handoff by its id or its branch (pi-handoff list shows them).",
+    };
   const entries = await store.list();
   if (entries.some((entry) => entry.id === name)) return { ok: true, id: name };
   const byPrefix = entries.filter((entry) => entry.id.startsWith(name));
@@ -31,11 +37,19 @@ export async function resolveHandoffName(store: Pick<ManifestStore, "list" | "di
   const only = candidates[0];
   if (candidates.length === 1 && only !== undefined) return { ok: true, id: only.id };
   if (candidates.length === 0) {
-    return { ok: false, code: "not_found", message: `There is no handoff with id or branch ${JSON.stringify(name)} in ${store.dir}.` };
+    return {
+      ok: false,
+      code: "not_found",
+      message: `There is no handoff with id or branch ${JSON.stringify(name)} in ${store.dir}.`,
+    };
   }
   const listed = candidates
     .slice(0, MAX_LISTED)
-    .map((entry) => (entry.ok ? `${entry.id} (${entry.manifest.branch}${entry.manifest.state === "removed" ? ", removed" : ""})` : entry.id))
+    .map((entry) =>
+      entry.ok
+        ? `${entry.id} (${entry.manifest.branch}${entry.manifest.state === "removed" ? ", removed" : ""})`
+        : entry.id,
+    )
     .join(", ");
   const more = candidates.length > MAX_LISTED ? ` and ${candidates.length - MAX_LISTED} more` : "";
   return {

@@ -1,0 +1,140 @@
+/**
+ * CheckoutBackup: what a checkout held at the paths a git command is about to rewrite, kept so the
+ * checkout can be put back exactly if that command is stopped half-way (a timeout while a slow
+ * smudge filter, as git-lfs is, writes the files).
+ *
+ * Invariants:
+ * - Taking a backup changes nothing a person can see: each existing file at a path is hard-linked
+ *   (copied where links cannot be made) into a directory inside the checkout's git dir, a symlink's
+ *   target is noted; git replaces files by unlink and create, never in place, so the link keeps the
+ *   old bytes.
+ * - `restore` touches only the given paths: a file that differs from its backup (or is gone) gets
+ *   its backup back by rename; a path that held nothing before and holds a file now (one the
+ *   stopped command made) is unlinked, with the directories it alone needed. It says how many paths
+ *   it put back and which it could not.
+ * - The backup directory is this module's own (`<git dir>/pi-handoff-backup-<tag>`), emptied before
+ *   use and removed by `discard`.
+ */
+import { copyFile, link, lstat, mkdir, readlink, rename, rm, rmdir, symlink, unlink } from "node:fs/promises";
+import path from "node:path";
+import { errorCode } from "../fs/probe.ts";
+
+type Saved =
+  | { kind: "absent"; missingDirs: string[] }
+  | { kind: "file"; ino: number; dev: number; backup: string }
+  | { kind: "symlink"; target: string }
+  | { kind: "other" };
+
+export interface RestoreResult {
+  /** Paths whose content was put back (or a file the stopped command made, removed). */
+  restored: string[];
+  /** Paths that could not be put back, with why. */
+  failed: { path: string; reason: string }[];
+}
+
+export class CheckoutBackup {
+  private readonly checkout: string;
+  private readonly dir: string;
+  private readonly saved = new Map<string, Saved>();
+
+  private constructor(checkout: string, dir: string) {
+    this.checkout = checkout;
+    this.dir = dir;
+  }
+
+  /** Keeps what `checkout` holds at each of `paths` (relative, `/`-separated) in `gitDir`. */
+  static async take(checkout: string, gitDir: string, tag: string, paths: readonly string[]): Promise<CheckoutBackup> {
+    const dir = path.join(gitDir, `pi-handoff-backup-${tag.replace(/[^A-Za-z0-9._-]/g, "-")}`);
+    await rm(dir, { recursive: true, force: true });
+    await mkdir(dir, { recursive: true });
+    const backup = new CheckoutBackup(checkout, dir);
+    let index = 0;
+    for (const relative of paths) {
+      const full = path.join(checkout, relative);
+      const stat = await lstat(full).catch((error: unknown) => {
+        if (errorCode(error) === "ENOENT" || errorCode(error) === "ENOTDIR") return undefined;
+        throw error;
+      });
+      if (stat === undefined) {
+        backup.saved.set(relative, { kind: "absent", missingDirs: await missingDirectories(checkout, relative) });
+      } else if (stat.isSymbolicLink()) {
+        backup.saved.set(relative, { kind: "symlink", target: await readlink(full) });
+      } else if (stat.isFile()) {
+        const kept = path.join(dir, String((index += 1)));
+        try {
+          await link(full, kept);
+        } catch {
+          await copyFile(full, kept);
+        }
+        // The original's inode is what git replaces when it writes the path (also when `kept` is a copy).
+        backup.saved.set(relative, { kind: "file", ino: stat.ino, dev: stat.dev, backup: kept });
+      } else {
+        backup.saved.set(relative, { kind: "other" });
+      }
+    }
+    return backup;
+  }
+
+  /** Puts every backed-up path back as it was (see the header). */
+  async restore(): Promise<RestoreResult> {
+    const result: RestoreResult = { restored: [], failed: [] };
+    for (const [relative, saved] of this.saved) {
+      const full = path.join(this.checkout, relative);
+      try {
+        const now = await lstat(full).catch((error: unknown) => {
+          if (errorCode(error) === "ENOENT" || errorCode(error) === "ENOTDIR") return undefined;
+          throw error;
+        });
+        switch (saved.kind) {
+          case "absent":
+            if (now === undefined) break;
+            if (now.isDirectory()) throw new Error("a directory is there now");
+            await unlink(full);
+            for (const dir of saved.missingDirs) await rmdir(path.join(this.checkout, dir)).catch(() => undefined);
+            result.restored.push(relative);
+            break;
+          case "file":
+            if (now !== undefined && now.isFile() && now.ino === saved.ino && now.dev === saved.dev) break;
+            if (now?.isDirectory() === true) throw new Error("a directory is there now");
+            await mkdir(path.dirname(full), { recursive: true });
+            await rename(saved.backup, full);
+            result.restored.push(relative);
+            break;
+          case "symlink": {
+            if (now?.isSymbolicLink() === true && (await readlink(full)) === saved.target) break;
+            if (now?.isDirectory() === true) throw new Error("a directory is there now");
+            if (now !== undefined) await unlink(full);
+            await mkdir(path.dirname(full), { recursive: true });
+            await symlink(saved.target, full);
+            result.restored.push(relative);
+            break;
+          }
+          case "other":
+            break;
+        }
+      } catch (error) {
+        result.failed.push({ path: relative, reason: error instanceof Error ? error.message : String(error) });
+      }
+    }
+    return result;
+  }
+
+  /** Removes the backup directory (what it holds is the old bytes of files now replaced). */
+  async discard(): Promise<void> {
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** The directories on the way to `relative` that do not exist yet, deepest first. */
+async function missingDirectories(checkout: string, relative: string): Promise<string[]> {
+  const missing: string[] = [];
+  for (let dir = path.posix.dirname(relative); dir !== "." && dir !== "/"; dir = path.posix.dirname(dir)) {
+    const exists = await lstat(path.join(checkout, dir)).then(
+      () => true,
+      () => false,
+    );
+    if (exists) break;
+    missing.push(dir);
+  }
+  return missing;
+}
