@@ -3,7 +3,8 @@
  * a shell user expects, for every command of this package.
  *
  * Invariants: pure; nothing is expanded (no variables, globs, backslash escapes or command
- * substitution); every refusal is one sentence.
+ * substitution); every refusal is one sentence. Completion of the word being typed follows one
+ * rule for every command (`completionsFor`).
  */
 
 export type SplitLine = { ok: true; words: Word[]; rest?: string } | { ok: false; message: string };
@@ -39,8 +40,15 @@ export function splitCommandLine(raw: string): SplitLine {
     if (QUOTES.has(opening)) {
       const close = raw.indexOf(opening, i + 1);
       if (close === -1) {
-        const rest = raw.slice(i + 1).trim().split(/\s/)[0] ?? "";
-        return { ok: false, message: `The quote ${opening} before ${JSON.stringify(rest)} is never closed; close it, or leave the quotes out.` };
+        const rest =
+          raw
+            .slice(i + 1)
+            .trim()
+            .split(/\s/)[0] ?? "";
+        return {
+          ok: false,
+          message: `The quote ${opening} before ${JSON.stringify(rest)} is never closed; close it, or leave the quotes out.`,
+        };
       }
       text = raw.slice(i + 1, close);
       quoted = true;
@@ -55,4 +63,15 @@ export function splitCommandLine(raw: string): SplitLine {
     }
     words.push({ text, quoted });
   }
+}
+
+/**
+ * The candidates completion offers for the word being typed: those that start with it, or none
+ * when it already is one of them. Pi's editor takes Enter to accept the highlighted suggestion
+ * rather than to submit, so a suggestion left up for a complete word costs a second Enter (and
+ * could turn a typed `--carry` into `--carry=all`).
+ */
+export function completionsFor<T extends string>(candidates: readonly T[], typed: string): T[] {
+  if (typed !== "" && candidates.includes(typed as T)) return [];
+  return candidates.filter((candidate) => candidate.startsWith(typed));
 }

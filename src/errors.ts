@@ -14,9 +14,10 @@ export function errorClause(error: unknown): string {
   return stripPeriod(oneLine(errorMessage(error)));
 }
 
-/** The message as a sentence of its own: one line, ending in a period. */
+/** The message as a sentence of its own: one line, ending in a period (or the question mark it asks with). */
 export function errorSentence(error: unknown): string {
-  return `${errorClause(error)}.`;
+  const clause = errorClause(error);
+  return clause.endsWith("?") ? clause : `${clause}.`;
 }
 
 /** The thrown value as an Error (a non-Error becomes one with its text as the message). */

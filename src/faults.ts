@@ -15,7 +15,9 @@
  *   done), `focus` (focus recorded: only the transaction's return is missing). Two points lie
  *   inside a step, where a resource exists that the manifest does not name yet (only its intent):
  *   `window` (the worktree, branch and window were made, `provisioned` not yet recorded) and
- *   `session` (the fork wrote the child session, `forked` not yet recorded).
+ *   `session` (the fork wrote the child session, `forked` not yet recorded). `pi-handoff land` and
+ *   `pi-handoff rebase` have their own (`land-*`, `rebase-*`: after the intent, after the one
+ *   move, after the record).
  * - `kill-random:<seed>[:<max ms>]`: SIGKILL at a delay drawn from the seed (0 to max ms, default
  *   3000) after the transaction starts: a random point inside some step (a timer fires between two
  *   awaits, not inside a synchronous write). The same seed gives the same delay.
@@ -25,7 +27,27 @@
  */
 import { HANDOFF_STEPS, type HandoffStep } from "./manifest/schema.ts";
 
-export const KILL_POINTS = ["manifest", "window", "worktree", "session", "fork", "launching", "launch", "confirm", "focus"] as const;
+export const KILL_POINTS = [
+  "manifest",
+  "window",
+  "worktree",
+  "session",
+  "fork",
+  "launching",
+  "launch",
+  "confirm",
+  "focus",
+  // pi-handoff land: the intent recorded (target not moved), the target moved (still `intended`),
+  // the landing recorded (the parent not told yet).
+  "land-intent",
+  "land-target",
+  "land-record",
+  // pi-handoff rebase: the intent recorded (branch not moved), the branch moved (still `intended`),
+  // the rebase recorded (the child not told yet).
+  "rebase-intent",
+  "rebase-move",
+  "rebase-record",
+] as const;
 export type KillPoint = (typeof KILL_POINTS)[number];
 
 export const FAULT_ENV = "PI_HANDOFF_FAULT";
@@ -35,7 +57,7 @@ const DEFAULT_RANDOM_KILL_MAX_MS = 3_000;
 
 export interface FaultPlan {
   /** The step that fails with an injected error. */
-  readonly failAt?: HandoffStep;
+  readonly failAt?: HandoffStep | undefined;
   /** The point right after which the process is killed. */
   readonly killAfter?: KillPoint;
   /** Milliseconds after the transaction starts at which the process is killed (`kill-random`). */

@@ -8,11 +8,18 @@
  */
 import { z } from "zod";
 import { SettingsFileSchema } from "./config/schema.ts";
-import { InspectReportSchema, InventoryReportSchema } from "./recovery/report-schema.ts";
+import {
+  EnvReportSchema,
+  ForecastReportSchema,
+  InspectReportSchema,
+  InventoryReportSchema,
+} from "./recovery/report-schema.ts";
 
 const PUBLISHED = {
   "inventory-report": { schema: InventoryReportSchema, title: "pi-handoff list --json" },
   "inspect-report": { schema: InspectReportSchema, title: "pi-handoff inspect --json" },
+  "env-report": { schema: EnvReportSchema, title: "pi-handoff env --json" },
+  "forecast-report": { schema: ForecastReportSchema, title: "pi-handoff forecast --json" },
   settings: { schema: SettingsFileSchema, title: "pi-handoff-worktree settings (handoff-worktree.json)" },
 } as const;
 

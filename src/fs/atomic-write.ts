@@ -2,13 +2,21 @@
  * Atomic file replacement: a reader sees the old content or the new, never a mix.
  *
  * Invariant: the temp file lives beside the target (same file system, so rename is atomic) and is
- * removed on every failure path.
+ * removed on every failure path. Durable by default (file and directory fsynced); `durable: false`
+ * keeps only the atomicity, for a small status file rewritten often whose loss in a crash costs nothing.
  */
 import { randomBytes } from "node:crypto";
 import { closeSync, fsyncSync, linkSync, openSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { link, open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { errorCode } from "./probe.ts";
+
+export interface AtomicWriteOptions {
+  /** `false`: fail with EEXIST instead of replacing an existing file. */
+  overwrite?: boolean;
+  /** `false`: no fsync of the file or its directory (still atomic, not crash-safe). */
+  durable?: boolean;
+}
 
 /** A fresh temp file name in the same directory as `path` (same file system, so a rename is atomic). */
 export function tempPathBeside(path: string): string {
@@ -20,14 +28,14 @@ export function tempPathBeside(path: string): string {
  * write `.<name>.<pid>.<random>.tmp` beside it, fsync, rename over `path`, fsync the directory.
  * With `overwrite: false` the temp file is hard-linked instead, which fails with EEXIST if `path` exists.
  */
-export async function writeFileAtomic(path: string, text: string, options: { overwrite?: boolean } = {}): Promise<void> {
+export async function writeFileAtomic(path: string, text: string, options: AtomicWriteOptions = {}): Promise<void> {
   const dir = dirname(path);
   const tempPath = tempPathBeside(path);
   try {
     const handle = await open(tempPath, "wx");
     try {
       await handle.writeFile(text, "utf8");
-      await handle.sync();
+      if (options.durable !== false) await handle.sync();
     } finally {
       await handle.close();
     }
@@ -41,18 +49,18 @@ export async function writeFileAtomic(path: string, text: string, options: { ove
     await rm(tempPath, { force: true });
     throw error;
   }
-  await fsyncDirectory(dir);
+  if (options.durable !== false) await fsyncDirectory(dir);
 }
 
 /** Synchronous twin of `writeFileAtomic`, for callers that cannot await. */
-export function writeFileAtomicSync(path: string, text: string, options: { overwrite?: boolean } = {}): void {
+export function writeFileAtomicSync(path: string, text: string, options: AtomicWriteOptions = {}): void {
   const dir = dirname(path);
   const tempPath = tempPathBeside(path);
   try {
     const fd = openSync(tempPath, "wx");
     try {
       writeFileSync(fd, text, "utf8");
-      fsyncSync(fd);
+      if (options.durable !== false) fsyncSync(fd);
     } finally {
       closeSync(fd);
     }
@@ -66,7 +74,7 @@ export function writeFileAtomicSync(path: string, text: string, options: { overw
     rmSync(tempPath, { force: true });
     throw error;
   }
-  fsyncDirectorySync(dir);
+  if (options.durable !== false) fsyncDirectorySync(dir);
 }
 
 async function fsyncDirectory(dir: string): Promise<void> {

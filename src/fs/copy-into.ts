@@ -31,7 +31,12 @@ function assertInside(relative: string): void {
 }
 
 /** Copies `relative` (a file, a symlink or a directory) from `fromRoot` to the same place under `toRoot`. */
-export async function copyInto(fromRoot: string, toRoot: string, relative: string, report: CopyReport = { created: [], skipped: [] }): Promise<CopyReport> {
+export async function copyInto(
+  fromRoot: string,
+  toRoot: string,
+  relative: string,
+  report: CopyReport = { created: [], skipped: [] },
+): Promise<CopyReport> {
   assertInside(relative);
   const source = join(fromRoot, relative);
   const target = join(toRoot, relative);
@@ -59,14 +64,24 @@ export async function copyInto(fromRoot: string, toRoot: string, relative: strin
 }
 
 /** Creates `toRoot/relative` as a symlink to `fromRoot/relative` (absolute), unless something is there. */
-export async function linkInto(fromRoot: string, toRoot: string, relative: string, report: CopyReport = { created: [], skipped: [] }): Promise<CopyReport> {
+export async function linkInto(
+  fromRoot: string,
+  toRoot: string,
+  relative: string,
+  report: CopyReport = { created: [], skipped: [] },
+): Promise<CopyReport> {
   assertInside(relative);
   const target = join(toRoot, relative);
   return createOnce(target, relative, report, () => symlink(join(fromRoot, relative), target));
 }
 
 /** Runs `create` (which fails with EEXIST rather than replace) and records what it did. */
-async function createOnce(target: string, relative: string, report: CopyReport, create: () => Promise<void>): Promise<CopyReport> {
+async function createOnce(
+  target: string,
+  relative: string,
+  report: CopyReport,
+  create: () => Promise<void>,
+): Promise<CopyReport> {
   await mkdir(dirname(target), { recursive: true });
   try {
     await create();

@@ -8,11 +8,12 @@
  *   cannot be read is undefined (or false), and each caller has a safe answer for that.
  * - `readFileEnd` reads a bounded window, never a whole file.
  */
-import { open, readFile, stat } from "node:fs/promises";
+import { lstat, open, readdir, readFile, readlink, stat } from "node:fs/promises";
 
 /** The `code` of a Node system error (`ENOENT`, `EEXIST`, ...), if it has one. */
 export function errorCode(error: unknown): string | undefined {
-  if (typeof error === "object" && error !== null && "code" in error && typeof error.code === "string") return error.code;
+  if (typeof error === "object" && error !== null && "code" in error && typeof error.code === "string")
+    return error.code;
   return undefined;
 }
 
@@ -87,5 +88,34 @@ export async function readFileEnd(path: string, maxBytes: number): Promise<FileE
     return undefined;
   } finally {
     await handle?.close();
+  }
+}
+
+/**
+ * Whether `a` and `b` hold the same: the same bytes for files, the same target for symlinks, the
+ * same names with the same content for directories (walked to at most `maxEntries` entries; more
+ * is "not known to be the same", false). Never throws: anything unreadable is false.
+ */
+export async function sameContent(a: string, b: string, maxEntries = 10_000): Promise<boolean> {
+  let budget = maxEntries;
+  const same = async (left: string, right: string): Promise<boolean> => {
+    budget -= 1;
+    if (budget < 0) return false;
+    const [l, r] = await Promise.all([lstat(left), lstat(right)]);
+    if (l.isSymbolicLink() || r.isSymbolicLink())
+      return l.isSymbolicLink() && r.isSymbolicLink() && (await readlink(left)) === (await readlink(right));
+    if (l.isFile() && r.isFile()) return l.size === r.size && (await readFile(left)).equals(await readFile(right));
+    if (l.isDirectory() && r.isDirectory()) {
+      const [ln, rn] = await Promise.all([readdir(left), readdir(right)]);
+      if (ln.length !== rn.length || ln.sort().join("\0") !== rn.sort().join("\0")) return false;
+      for (const name of ln) if (!(await same(`${left}/${name}`, `${right}/${name}`))) return false;
+      return true;
+    }
+    return false;
+  };
+  try {
+    return await same(a, b);
+  } catch {
+    return false;
   }
 }

@@ -38,19 +38,31 @@ export interface AdoptedRunsAnswer {
   isError?: true;
 }
 
-export async function answerAdoptedRuns(request: AdoptedRunsRequest, state: AdoptedRunsState): Promise<AdoptedRunsAnswer> {
+export async function answerAdoptedRuns(
+  request: AdoptedRunsRequest,
+  state: AdoptedRunsState,
+): Promise<AdoptedRunsAnswer> {
   if (state.code === "without_lineage") {
-    return { text: "This session continues no earlier session (its header names no parent), so it has adopted nothing.", runs: [] };
+    return {
+      text: "This session continues no earlier session (its header names no parent), so it has adopted nothing.",
+      runs: [],
+    };
   }
-  if (state.code === "not_scanned") return { text: "The lineage scan has not finished yet; try again in a moment.", runs: [] };
+  if (state.code === "not_scanned")
+    return { text: "The lineage scan has not finished yet; try again in a moment.", runs: [] };
   return request.action === "inspect" ? inspectRun(state.runs, request.runId ?? "") : listRuns(state.runs, state.notes);
 }
 
 async function inspectRun(runs: readonly AdoptedRun[], wanted: string): Promise<AdoptedRunsAnswer> {
-  const matches = runs.filter((run) => run.runId === wanted || (wanted.length >= MIN_PREFIX && run.runId.startsWith(wanted)));
+  const matches = runs.filter(
+    (run) => run.runId === wanted || (wanted.length >= MIN_PREFIX && run.runId.startsWith(wanted)),
+  );
   const run = matches.length === 1 ? matches[0] : undefined;
   if (run === undefined) {
-    const why = matches.length > 1 ? `"${wanted}" matches ${matches.length} runs; give more of the id.` : `No adopted run has the id "${wanted}".`;
+    const why =
+      matches.length > 1
+        ? `"${wanted}" matches ${matches.length} runs; give more of the id.`
+        : `No adopted run has the id "${wanted}".`;
     return { text: `${why} ${ADOPTED_RUNS_TOOL} with action=list shows them all.`, runs: [], isError: true };
   }
   const lines = runLines(run);

@@ -17,12 +17,12 @@ export const MAX_LINEAGE_DEPTH = 8;
 
 export interface SessionIdentity {
   /** The session file, when there is one. */
-  sessionFile?: string;
+  sessionFile?: string | undefined;
   /** The header id. */
-  sessionId?: string;
+  sessionId?: string | undefined;
   /** The header timestamp (creation time), in ms. */
-  createdAt?: number;
-  cwd?: string;
+  createdAt?: number | undefined;
+  cwd?: string | undefined;
 }
 
 export interface Ancestor extends SessionIdentity {
@@ -34,7 +34,7 @@ export interface Ancestor extends SessionIdentity {
    * When the session one level below was created from this one (that session's header
    * timestamp): what this ancestor had delivered before then is already in the copied history.
    */
-  forkedAt?: number;
+  forkedAt?: number | undefined;
   /** How the header was found: read from a file, or known only by id (file missing/unknown). */
   found: "file" | "id-only" | "missing" | "invalid";
 }
@@ -46,13 +46,13 @@ export interface Lineage {
 }
 
 export interface CurrentSessionInput {
-  sessionFile?: string;
-  sessionId?: string;
+  sessionFile?: string | undefined;
+  sessionId?: string | undefined;
   /** The current header's `parentSession`. */
-  parentSession?: string;
+  parentSession?: string | undefined;
   /** The current header's timestamp (ISO). */
-  timestamp?: string;
-  cwd?: string;
+  timestamp?: string | undefined;
+  cwd?: string | undefined;
 }
 
 function parseTime(value: string | undefined): number | undefined {
@@ -138,14 +138,20 @@ type Step =
  * One step up the chain: the session `base.ref` names (its child's file is `childFile`), unless
  * it is one already `seen` (a cycle) or cannot be read.
  */
-function stepUp(base: Pick<Ancestor, "depth" | "ref" | "forkedAt">, childFile: string | undefined, seen: ReadonlySet<string>): Step {
+function stepUp(
+  base: Pick<Ancestor, "depth" | "ref" | "forkedAt">,
+  childFile: string | undefined,
+  seen: ReadonlySet<string>,
+): Step {
   const { ref } = base;
   const isPath = looksLikePath(ref);
   const file = isPath ? ref : findSessionFileById(ref, childFile);
-  const cycleKeys = [file === undefined ? undefined : `file:${canonical(file)}`, isPath ? undefined : `id:${ref}`].filter(
-    (key): key is string => key !== undefined,
-  );
-  if (cycleKeys.some((key) => seen.has(key))) return { kind: "stop", note: `The lineage loops back to ${ref}; the walk stopped there.` };
+  const cycleKeys = [
+    file === undefined ? undefined : `file:${canonical(file)}`,
+    isPath ? undefined : `id:${ref}`,
+  ].filter((key): key is string => key !== undefined);
+  if (cycleKeys.some((key) => seen.has(key)))
+    return { kind: "stop", note: `The lineage loops back to ${ref}; the walk stopped there.` };
   if (file === undefined) {
     // A bare id whose file is not beside its child: known by id only, and its parent is unknown.
     return {
@@ -158,15 +164,28 @@ function stepUp(base: Pick<Ancestor, "depth" | "ref" | "forkedAt">, childFile: s
   if (!read.ok) {
     return {
       kind: "stop",
-      ancestor: { ...base, sessionFile: file, ...(isPath ? {} : { sessionId: ref }), found: read.code === "missing" ? "missing" : "invalid" },
+      ancestor: {
+        ...base,
+        sessionFile: file,
+        ...(isPath ? {} : { sessionId: ref }),
+        found: read.code === "missing" ? "missing" : "invalid",
+      },
       note: read.code === "missing" ? `Ancestor session ${file} is missing; the walk stopped there.` : read.message,
     };
   }
   const header = read.header;
-  if (seen.has(`id:${header.id}`)) return { kind: "stop", note: `The lineage loops back to session ${header.id}; the walk stopped there.` };
+  if (seen.has(`id:${header.id}`))
+    return { kind: "stop", note: `The lineage loops back to session ${header.id}; the walk stopped there.` };
   return {
     kind: "read",
-    ancestor: { ...base, sessionFile: file, sessionId: header.id, createdAt: parseTime(header.timestamp), cwd: header.cwd, found: "file" },
+    ancestor: {
+      ...base,
+      sessionFile: file,
+      sessionId: header.id,
+      createdAt: parseTime(header.timestamp),
+      cwd: header.cwd,
+      found: "file",
+    },
     file,
     parentRef: header.parentSession,
   };
@@ -198,6 +217,11 @@ export function ownerIndex(lineage: Lineage): Map<string, Ancestor> {
 
 /** A short human name for an ancestor: `parent session <file>` etc. */
 export function describeAncestor(ancestor: Pick<Ancestor, "depth" | "sessionFile" | "sessionId" | "ref">): string {
-  const level = ancestor.depth === 1 ? "parent session" : ancestor.depth === 2 ? "grandparent session" : `ancestor session (${ancestor.depth} levels up)`;
+  const level =
+    ancestor.depth === 1
+      ? "parent session"
+      : ancestor.depth === 2
+        ? "grandparent session"
+        : `ancestor session (${ancestor.depth} levels up)`;
   return `${level} ${ancestor.sessionFile ?? ancestor.sessionId ?? ancestor.ref}`;
 }

@@ -1,6 +1,6 @@
 /**
  * Delivering messages into a Pi session at idle points, each at most once: the state machine
- * shared by lineage adoption (pi-extension/lineage.ts) and handoff reports (reports from a child
+ * shared by lineage adoption (session.ts) and handoff reports (reports from a child
  * to its parent), behind a small host port so it runs and is tested without Pi.
  *
  * Invariants:
@@ -122,14 +122,18 @@ export class DeliveryQueue {
     this.settled();
   }
 
-  /** Deliver everything queued, now, if and only if the host is at an idle point. */
-  flush(): void {
+  /**
+   * Deliver everything queued, now, if and only if the host is at an idle point; `triggerTurn`
+   * overrides the owner's choice for this flush (a delivery at session start never races a prompt).
+   */
+  flush(options: { triggerTurn?: boolean } = {}): void {
     if (this.stopped || this.waiting || this.queue.length === 0 || !this.idle()) return;
     const items = this.queue;
     this.queue = [];
+    const triggerTurn = options.triggerTurn ?? this.triggerTurn;
     for (const item of items) {
       try {
-        this.host.send(item.message, { triggerTurn: this.triggerTurn });
+        this.host.send(item.message, { triggerTurn });
         if (item.records.length > 0) {
           this.host.appendEntry(LINEAGE_LEDGER_TYPE, ledgerEntryFor(item.records, item.kind, this.now()));
           for (const triple of item.records) this.ledger.add(tripleKey(triple));

@@ -45,6 +45,9 @@ export function ledgerEntryFor(runs: readonly DeliveredTriple[], kind: string, n
   };
 }
 
-export function isDelivered(ledger: ReadonlySet<string>, run: Pick<AdoptedRun, "source" | "runId" | "outcome">): boolean {
+export function isDelivered(
+  ledger: ReadonlySet<string>,
+  run: Pick<AdoptedRun, "source" | "runId" | "outcome">,
+): boolean {
   return ledger.has(deliveryKey(run));
 }

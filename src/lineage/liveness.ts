@@ -15,12 +15,17 @@ export type PidLiveness = "alive" | "dead" | "unknown";
 /** Slack for the start time's resolution (clock ticks, or whole seconds from ps) and for a status written a moment before the process is visible. */
 const START_TIME_SLACK_MS = 5_000;
 
-export async function pidLiveness(pid: number | undefined, runStartedAtMs?: number, facts: ProcessFacts = processFacts()): Promise<PidLiveness> {
+export async function pidLiveness(
+  pid: number | undefined,
+  runStartedAtMs?: number,
+  facts: ProcessFacts = processFacts(),
+): Promise<PidLiveness> {
   if (pid === undefined || !Number.isSafeInteger(pid) || pid <= 0) return "unknown";
   try {
     process.kill(pid, 0);
   } catch (error) {
-    const code = typeof error === "object" && error !== null && "code" in error ? (error as { code: unknown }).code : undefined;
+    const code =
+      typeof error === "object" && error !== null && "code" in error ? (error as { code: unknown }).code : undefined;
     // EPERM: the process exists but belongs to someone else; it is alive.
     if (code !== "EPERM") return code === "ESRCH" ? "dead" : "unknown";
   }

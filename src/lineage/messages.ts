@@ -69,7 +69,8 @@ function ownerLabel(run: AdoptedRun): string {
 function runBlock(run: AdoptedRun, indent = ""): string[] {
   const parts = [`${indent}- [${run.source}] ${run.runId}: ${run.title}`];
   const facts: string[] = [];
-  if (run.outcome === "finished") facts.push(run.success === undefined ? run.state : `${run.state}${run.success ? "" : " (not successful)"}`);
+  if (run.outcome === "finished")
+    facts.push(run.success === undefined ? run.state : `${run.state}${run.success ? "" : " (not successful)"}`);
   else if (run.outcome === "active") facts.push(run.state);
   if (run.progress !== undefined) facts.push(run.progress);
   const started = formatTime(run.startedAt);
@@ -82,8 +83,12 @@ function runBlock(run: AdoptedRun, indent = ""): string[] {
   if (run.summary !== undefined) parts.push(`${sub}summary: ${run.summary.replace(/\n+/g, `\n${sub}  `)}`);
   if (run.error !== undefined) parts.push(`${sub}error: ${run.error.replace(/\n+/g, " ")}`);
   if (run.paths.result !== undefined) parts.push(`${sub}result: ${run.paths.result}`);
-  if (run.paths.outputs.length > 0) parts.push(`${sub}output: ${run.paths.outputs.slice(0, 3).join(", ")}${run.paths.outputs.length > 3 ? ` (+${run.paths.outputs.length - 3})` : ""}`);
-  if (run.source !== "handoff" && run.inspect.length > 0) parts.push(`${sub}inspect: ${run.inspect.slice(0, 2).join("; or ")}`);
+  if (run.paths.outputs.length > 0)
+    parts.push(
+      `${sub}output: ${run.paths.outputs.slice(0, 3).join(", ")}${run.paths.outputs.length > 3 ? ` (+${run.paths.outputs.length - 3})` : ""}`,
+    );
+  if (run.source !== "handoff" && run.inspect.length > 0)
+    parts.push(`${sub}inspect: ${run.inspect.slice(0, 2).join("; or ")}`);
   return parts;
 }
 
@@ -141,7 +146,8 @@ export function buildResumeMessage(runs: readonly AdoptedRun[], maxChars = MAX_M
   );
   const handoffs = runs.filter((run) => run.source === "handoff");
   const own = handoffs.find((run) => run.state === "this session");
-  if (own !== undefined) out.push("", `This session is a handoff: ${own.title}, ${own.progress ?? ""}.`.replace(/, \.$/, "."));
+  if (own !== undefined)
+    out.push("", `This session is a handoff: ${own.title}, ${own.progress ?? ""}.`.replace(/, \.$/, "."));
   const earlier = handoffs.filter((run) => run !== own);
   if (earlier.length > 0) {
     out.push("Earlier handoffs in this lineage:");
@@ -155,16 +161,26 @@ export function buildResumeMessage(runs: readonly AdoptedRun[], maxChars = MAX_M
   }
   const isNested = (run: AdoptedRun) => run.parentRunId !== undefined && children.has(run.parentRunId);
   for (const section of SECTION_ORDER) {
-    const members = runs.filter((run) => run.outcome === section.outcome && run.source !== "handoff" && (section.source === undefined || run.source === section.source) && !isNested(run));
+    const members = runs.filter(
+      (run) =>
+        run.outcome === section.outcome &&
+        run.source !== "handoff" &&
+        (section.source === undefined || run.source === section.source) &&
+        !isNested(run),
+    );
     if (members.length === 0) continue;
     out.push("", `## ${section.heading} (${members.length})`);
     for (const run of members) {
       const lines = runBlock(run);
-      for (const child of children.get(run.runId) ?? []) lines.push(...runBlock(child, "    ").map((line, i) => (i === 0 ? line.replace("- [", `- ${child.outcome}: [`) : line)));
+      for (const child of children.get(run.runId) ?? [])
+        lines.push(
+          ...runBlock(child, "    ").map((line, i) => (i === 0 ? line.replace("- [", `- ${child.outcome}: [`) : line)),
+        );
       out.addBlock(lines, TAIL_RESERVE);
     }
   }
-  if (out.omitted > 0) out.push("", `[${out.omitted} more entries did not fit in this message; ${ADOPTED_RUNS_TOOL} lists them all.]`);
+  if (out.omitted > 0)
+    out.push("", `[${out.omitted} more entries did not fit in this message; ${ADOPTED_RUNS_TOOL} lists them all.]`);
   return {
     customType: LINEAGE_MESSAGE_TYPE,
     content: out.text(),
@@ -213,7 +229,8 @@ export function buildActiveReminder(runs: readonly AdoptedRun[], maxChars = MAX_
 
 /** A one-line summary for the TUI's collapsed view. */
 export function summarizeDetails(details: LineageMessageDetails): string {
-  const count = (outcome: string) => details.runs.filter((run) => run.outcome === outcome && run.source !== "handoff").length;
+  const count = (outcome: string) =>
+    details.runs.filter((run) => run.outcome === outcome && run.source !== "handoff").length;
   switch (details.kind) {
     case "resume": {
       const parts = [
@@ -226,7 +243,9 @@ export function summarizeDetails(details: LineageMessageDetails): string {
     }
     case "completion": {
       const run = details.runs[0];
-      return run === undefined ? "Adopted run finished" : `Adopted run ${run.outcome === "interrupted" ? "interrupted" : "finished"}: ${run.title} (${run.state})`;
+      return run === undefined
+        ? "Adopted run finished"
+        : `Adopted run ${run.outcome === "interrupted" ? "interrupted" : "finished"}: ${run.title} (${run.state})`;
     }
     case "active-reminder":
       return `Adopted runs still running: ${details.runs.length}`;

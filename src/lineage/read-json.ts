@@ -23,11 +23,13 @@ export async function readJsonFile<S extends z.ZodType>(path: string, schema: S)
   try {
     const info = await stat(path);
     if (!info.isFile()) return { ok: false, code: "unreadable", message: `${path} is not a file.` };
-    if (info.size > MAX_JSON_BYTES) return { ok: false, code: "too-large", message: `${path} is larger than ${MAX_JSON_BYTES} bytes; skipped.` };
+    if (info.size > MAX_JSON_BYTES)
+      return { ok: false, code: "too-large", message: `${path} is larger than ${MAX_JSON_BYTES} bytes; skipped.` };
     text = await readFile(path, "utf8");
   } catch (error) {
     const code = errorCode(error);
-    if (code === "ENOENT" || code === "ENOTDIR" || code === "ENAMETOOLONG") return { ok: false, code: "missing", message: `${path} does not exist.` };
+    if (code === "ENOENT" || code === "ENOTDIR" || code === "ENAMETOOLONG")
+      return { ok: false, code: "missing", message: `${path} does not exist.` };
     return { ok: false, code: "unreadable", message: `${path} cannot be read (${code ?? String(error)}).` };
   }
   let parsed: unknown;

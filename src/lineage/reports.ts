@@ -6,7 +6,8 @@
  * - The child writes only the report store (manifest/child-reports.ts), never the parent's session;
  *   the parent's Pi turns each report into one message at an idle point (delivery.ts), and its
  *   ledger key `(handoff-report, report id, delivered)` keeps it from being delivered twice, across
- *   restarts (a report written while the parent is closed is delivered when it starts again).
+ *   restarts (a report written while the parent is closed is delivered when it starts again:
+ *   at session start, before any prompt, in every mode, so `pi -p --session <parent> "..."` reads it).
  * - A report carries what the child did, what is left, and the branch's commits since the base
  *   (bounded: the newest `MAX_REPORT_COMMITS`, with the total); text is redacted and bounded by the store.
  */
@@ -16,6 +17,7 @@ import type { ManifestStore } from "../manifest/store.ts";
 import { errorSentence } from "../errors.ts";
 import type { DeliveredTriple } from "./ledger.ts";
 import type { DeliveryMessage } from "./delivery.ts";
+import { counted } from "../text.ts";
 
 export const REPORT_MESSAGE_TYPE = "handoff-worktree-report";
 export const REPORT_SOURCE = "handoff-report";
@@ -29,7 +31,9 @@ export function reportTriple(report: Pick<ChildReport, "id">): DeliveredTriple {
 export function reportMessage(report: ChildReport): DeliveryMessage {
   const lines: string[] = [];
   if (report.kind === "landed" && report.landing !== undefined) {
-    lines.push(`Handoff ${report.branch} (${report.handoffId}) was landed into ${report.landing.into} (${report.landing.strategy}); ${report.landing.into} is now at ${report.landing.result}.`);
+    lines.push(
+      `Handoff ${report.branch} (${report.handoffId}) was landed into ${report.landing.into} (${report.landing.strategy}); ${report.landing.into} is now at ${report.landing.result}.`,
+    );
   } else {
     lines.push(`Report from handoff ${report.branch} (${report.handoffId}), sent ${report.createdAt}:`);
     lines.push(report.text);
@@ -37,9 +41,12 @@ export function reportMessage(report: ChildReport): DeliveryMessage {
   if (report.done !== undefined && report.done.length > 0) lines.push(`Done: ${report.done}`);
   if (report.left !== undefined && report.left.length > 0) lines.push(`Left: ${report.left}`);
   if (report.commits.length > 0) {
-    lines.push(`${report.kind === "landed" ? "Commits landed" : `Commits on ${report.branch}`} (${report.commitsTotal}):`);
+    lines.push(
+      `${report.kind === "landed" ? "Commits landed" : `Commits on ${report.branch}`} (${report.commitsTotal}):`,
+    );
     for (const commit of report.commits) lines.push(`- ${commit.sha.slice(0, 12)} ${commit.subject}`);
-    if (report.commits.length < report.commitsTotal) lines.push(`- ... and ${report.commitsTotal - report.commits.length} more`);
+    if (report.commits.length < report.commitsTotal)
+      lines.push(`- ... and ${report.commitsTotal - report.commits.length} more`);
   } else if (report.kind === "report") {
     lines.push(`No commits on ${report.branch} yet.`);
   }
@@ -47,7 +54,13 @@ export function reportMessage(report: ChildReport): DeliveryMessage {
     customType: REPORT_MESSAGE_TYPE,
     content: lines.join("\n"),
     display: true,
-    details: { handoffId: report.handoffId, reportId: report.id, kind: report.kind, branch: report.branch, commits: report.commits.map((commit) => commit.sha) },
+    details: {
+      handoffId: report.handoffId,
+      reportId: report.id,
+      kind: report.kind,
+      branch: report.branch,
+      commits: report.commits.map((commit) => commit.sha),
+    },
   };
 }
 
@@ -58,12 +71,22 @@ export interface SendReportDeps {
   now(): Date;
 }
 
-export type SendReportOutcome = { ok: true; report: ChildReport; message: string } | { ok: false; code: "no_handoff" | "empty" | "failed"; message: string };
+export type SendReportOutcome =
+  | { ok: true; report: ChildReport; message: string }
+  | { ok: false; code: "no_handoff" | "empty" | "failed"; message: string };
 
 /** Writes the child's report for its parent, with the branch's commits since the base. */
-export async function sendChildReport(deps: SendReportDeps, input: { handoffId: string; text: string; done?: string; left?: string }): Promise<SendReportOutcome> {
+export async function sendChildReport(
+  deps: SendReportDeps,
+  input: { handoffId: string; text: string; done?: string; left?: string },
+): Promise<SendReportOutcome> {
   const read = await deps.store.read(input.handoffId);
-  if (!read.ok) return { ok: false, code: "no_handoff", message: `This session's handoff ${input.handoffId} has no readable manifest (${read.message}); no report was sent.` };
+  if (!read.ok)
+    return {
+      ok: false,
+      code: "no_handoff",
+      message: `This session's handoff ${input.handoffId} has no readable manifest (${read.message}); no report was sent.`,
+    };
   const manifest = read.manifest;
   if ([input.text, input.done ?? "", input.left ?? ""].every((text) => text.trim().length === 0)) {
     return { ok: false, code: "empty", message: "The report is empty; say what was done and what is left." };
@@ -71,10 +94,17 @@ export async function sendChildReport(deps: SendReportDeps, input: { handoffId: 
   let commits: Awaited<ReturnType<RecoveryGitPort["commitsNotIn"]>>;
   try {
     const tip = await deps.git.resolveCommit(manifest.worktree.path, "HEAD");
-    commits = tip === undefined ? { total: 0, commits: [] } : await deps.git.commitsNotIn(manifest.worktree.path, tip, [manifest.base.sha], { limit: MAX_REPORT_COMMITS });
+    commits =
+      tip === undefined
+        ? { total: 0, commits: [] }
+        : await deps.git.commitsNotIn(manifest.worktree.path, tip, [manifest.base.sha], { limit: MAX_REPORT_COMMITS });
   } catch (error) {
     // Said apart from a failed write: the report is fine, git is what to look at.
-    return { ok: false, code: "failed", message: `The branch's commits could not be read, so no report was sent: ${errorSentence(error)}` };
+    return {
+      ok: false,
+      code: "failed",
+      message: `The branch's commits could not be read, so no report was sent: ${errorSentence(error)}`,
+    };
   }
   try {
     const report = await deps.reports.write(
@@ -92,14 +122,22 @@ export async function sendChildReport(deps: SendReportDeps, input: { handoffId: 
       },
       deps.now(),
     );
-    return { ok: true, report, message: `Report sent to the parent session (${commits.total} commit(s) on ${manifest.branch}); it is delivered there at its next idle point.` };
+    return {
+      ok: true,
+      report,
+      message: `Report sent to the parent session (${counted(commits.total, "commit")} on ${manifest.branch}); it is delivered there at its next idle point.`,
+    };
   } catch (error) {
     return { ok: false, code: "failed", message: `The report could not be written: ${errorSentence(error)}` };
   }
 }
 
 /** Reports of these handoffs not yet delivered or queued (`known`), oldest first. */
-export async function undeliveredReports(reports: ChildReportStore, handoffIds: readonly string[], known: (triple: DeliveredTriple) => boolean): Promise<ChildReport[]> {
+export async function undeliveredReports(
+  reports: ChildReportStore,
+  handoffIds: readonly string[],
+  known: (triple: DeliveredTriple) => boolean,
+): Promise<ChildReport[]> {
   const found: ChildReport[] = [];
   for (const id of handoffIds) {
     // Known ids are skipped by name, so a refresh reads only the files of new reports.
@@ -107,4 +145,13 @@ export async function undeliveredReports(reports: ChildReportStore, handoffIds: 
     found.push(...listed.reports);
   }
   return found.sort((a, b) => a.id.localeCompare(b.id));
+}
+
+/**
+ * Whether reports delivered at session start may start a turn (`reportsTriggerTurn`): only in the
+ * TUI. In print, JSON and RPC mode a prompt follows at once, and a turn started first would race it;
+ * that prompt is the turn that reads them.
+ */
+export function startDeliveryTriggersTurn(reportsTriggerTurn: boolean, mode: string): boolean {
+  return reportsTriggerTurn && mode === "tui";
 }

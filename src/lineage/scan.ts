@@ -38,7 +38,11 @@ export async function scanSources(sources: readonly LineageSource[], context: Sc
   return { runs: results.flatMap((r) => r.runs), notes: results.flatMap((r) => r.notes) };
 }
 
-export async function refreshRuns(sources: readonly LineageSource[], runs: readonly AdoptedRun[], context: ScanContext): Promise<SourceScan> {
+export async function refreshRuns(
+  sources: readonly LineageSource[],
+  runs: readonly AdoptedRun[],
+  context: ScanContext,
+): Promise<SourceScan> {
   const results = await Promise.all(
     sources.map(async (source): Promise<SourceScan> => {
       const own = runs.filter((run) => run.source === source.name);
@@ -68,5 +72,7 @@ export function selectWatched(runs: readonly AdoptedRun[]): AdoptedRun[] {
 
 /** Watched runs whose refreshed view ended (finished or interrupted), and are not yet in the ledger. */
 export function newlyEnded(refreshed: readonly AdoptedRun[], ledger: ReadonlySet<string>): AdoptedRun[] {
-  return refreshed.filter((run) => (run.outcome === "finished" || run.outcome === "interrupted") && !isDelivered(ledger, run));
+  return refreshed.filter(
+    (run) => (run.outcome === "finished" || run.outcome === "interrupted") && !isDelivered(ledger, run),
+  );
 }

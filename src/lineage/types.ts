@@ -50,7 +50,7 @@ export interface AdoptedRun {
   parentRunId?: string;
   pid?: number;
   startedAt?: number;
-  endedAt?: number;
+  endedAt?: number | undefined;
   success?: boolean;
   /** Bounded, sanitized, redacted. */
   summary?: string;

@@ -36,7 +36,8 @@ async function scanLines(file: string, onLine: (bytes: Buffer, line: Line) => vo
     for (;;) {
       const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
       if (bytesRead === 0) break;
-      const chunk = carry.length > 0 ? Buffer.concat([carry, buffer.subarray(0, bytesRead)]) : buffer.subarray(0, bytesRead);
+      const chunk =
+        carry.length > 0 ? Buffer.concat([carry, buffer.subarray(0, bytesRead)]) : buffer.subarray(0, bytesRead);
       const chunkStart = carry.length > 0 ? carryStart : position;
       position += bytesRead;
       let lineStart = 0;
@@ -68,7 +69,9 @@ function parseEntryHead(bytes: Buffer): { type?: unknown; id?: unknown; parentId
   if (prefix !== null) return { type: prefix[1], id: prefix[2], parentId: prefix[3] ?? null };
   try {
     const value: unknown = JSON.parse(bytes.toString("utf8"));
-    return typeof value === "object" && value !== null ? (value as { type?: unknown; id?: unknown; parentId?: unknown }) : undefined;
+    return typeof value === "object" && value !== null
+      ? (value as { type?: unknown; id?: unknown; parentId?: unknown })
+      : undefined;
   } catch {
     return undefined;
   }
@@ -142,7 +145,11 @@ export interface ActivePathCopy {
  * Write `destination` = the header line, every entry on the path from the root to `leafId`, and
  * every label entry, in file order. Returns undefined when `leafId` is not in the file.
  */
-export async function copyActivePath(source: string, leafId: string, destination: string): Promise<ActivePathCopy | undefined> {
+export async function copyActivePath(
+  source: string,
+  leafId: string,
+  destination: string,
+): Promise<ActivePathCopy | undefined> {
   const index = new Map<string, IndexedEntry>();
   const kept: Line[] = [];
   let header: Line | undefined;

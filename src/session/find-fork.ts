@@ -24,7 +24,9 @@ export interface ForkedSessionQuery {
   since: string;
 }
 
-export async function findForkedSession(query: ForkedSessionQuery): Promise<{ sessionFile: string; sessionId: string } | undefined> {
+export async function findForkedSession(
+  query: ForkedSessionQuery,
+): Promise<{ sessionFile: string; sessionId: string } | undefined> {
   let names: string[];
   try {
     names = await readdir(query.dir);
@@ -38,7 +40,12 @@ export async function findForkedSession(query: ForkedSessionQuery): Promise<{ se
     if (!read.ok) continue;
     const { header } = read;
     const stamp = header.timestamp === undefined ? Number.NaN : Date.parse(header.timestamp);
-    if (header.cwd !== query.worktreePath || !(stamp >= since) || !isThisParent(header.parentSession, query.parentSessionFile)) continue;
+    if (
+      header.cwd !== query.worktreePath ||
+      !(stamp >= since) ||
+      !isThisParent(header.parentSession, query.parentSessionFile)
+    )
+      continue;
     return { sessionFile, sessionId: header.id };
   }
   return undefined;
@@ -47,5 +54,7 @@ export async function findForkedSession(query: ForkedSessionQuery): Promise<{ se
 function isThisParent(recorded: string | undefined, parentSessionFile: string): boolean {
   if (recorded === undefined) return false;
   if (recorded === parentSessionFile) return true;
-  return basename(recorded) === basename(parentSessionFile) && basename(dirname(recorded)).startsWith(FORK_SCRATCH_PREFIX);
+  return (
+    basename(recorded) === basename(parentSessionFile) && basename(dirname(recorded)).startsWith(FORK_SCRATCH_PREFIX)
+  );
 }

@@ -12,7 +12,14 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
-import { forkActiveBranch, ForkError, type ForkPhase, type ForkRequest, type ForkResult, type SessionHost } from "./fork.ts";
+import {
+  forkActiveBranch,
+  ForkError,
+  type ForkPhase,
+  type ForkRequest,
+  type ForkResult,
+  type SessionHost,
+} from "./fork.ts";
 import { formatWait } from "../text.ts";
 
 const WORKER_FILE = fileURLToPath(new URL("./fork-worker.mjs", import.meta.url));
@@ -62,7 +69,10 @@ export class ForkWorker {
     return new ForkWorker(sessionModulePath);
   }
 
-  fork(request: ForkRequest, options: { onPhase?: (phase: ForkPhase) => void; timeoutMs?: number } = {}): Promise<ForkResult> {
+  fork(
+    request: ForkRequest,
+    options: { onPhase?: (phase: ForkPhase) => void; timeoutMs?: number } = {},
+  ): Promise<ForkResult> {
     if (this.used) return Promise.reject(new ForkError("This fork worker was already used."));
     this.used = true;
     const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -76,12 +86,15 @@ export class ForkWorker {
         action();
       };
       const timer = setTimeout(() => {
-        settle(() => reject(new ForkError(`Copying the conversation took longer than ${formatWait(timeoutMs)} and was stopped.`)));
+        settle(() =>
+          reject(new ForkError(`Copying the conversation took longer than ${formatWait(timeoutMs)} and was stopped.`)),
+        );
       }, timeoutMs);
       this.worker.ref();
       this.worker.on("message", (message: WorkerMessage) => {
         if (message.type === "phase" && message.phase !== undefined) options.onPhase?.(message.phase);
-        else if (message.type === "done" && message.result !== undefined) settle(() => resolve(message.result as ForkResult));
+        else if (message.type === "done" && message.result !== undefined)
+          settle(() => resolve(message.result as ForkResult));
         else if (message.type === "error") settle(() => reject(new ForkError(message.message ?? "The fork failed.")));
         else if (message.type === "unavailable") settle(() => reject(new ForkWorkerUnavailable(message.message ?? "")));
       });
@@ -108,7 +121,9 @@ export interface ForkRunnerOptions {
 }
 
 export async function runFork(request: ForkRequest, options: ForkRunnerOptions): Promise<ForkResult> {
-  const worker = options.worker ?? (options.sessionModulePath !== undefined ? ForkWorker.start(options.sessionModulePath) : undefined);
+  const worker =
+    options.worker ??
+    (options.sessionModulePath !== undefined ? ForkWorker.start(options.sessionModulePath) : undefined);
   if (worker !== undefined) {
     try {
       return await worker.fork(request, {

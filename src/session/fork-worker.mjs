@@ -36,7 +36,9 @@ parentPort.on("message", async (message) => {
   }
   try {
     const [host, { forkActiveBranch }] = modules;
-    const result = await forkActiveBranch(message.request, host, (phase) => parentPort.postMessage({ type: "phase", phase }));
+    const result = await forkActiveBranch(message.request, host, (phase) =>
+      parentPort.postMessage({ type: "phase", phase }),
+    );
     parentPort.postMessage({ type: "done", result });
   } catch (error) {
     parentPort.postMessage({

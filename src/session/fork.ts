@@ -96,7 +96,12 @@ export async function forkActiveBranch(
     if (childSessionFile === undefined) throw new ForkError("Pi did not create a child session file.");
 
     onPhase("writing the handoff message");
-    manager.appendCustomMessageEntry(request.message.customType, request.message.content, true, request.message.details);
+    manager.appendCustomMessageEntry(
+      request.message.customType,
+      request.message.content,
+      true,
+      request.message.details,
+    );
     if (!existsSync(childSessionFile)) {
       throw new ForkError("The active branch has no messages yet, so there is nothing to hand off.");
     }

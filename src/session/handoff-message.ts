@@ -85,7 +85,9 @@ export function buildHandoffMessage(input: HandoffMessageInput): HandoffMessage 
     `- Handoff id: ${input.handoffId}`,
     "",
   ];
-  const notes = (input.setupNotes ?? []).map((note) => redactSecrets(oneLine(note)).text).filter((note) => note.length > 0);
+  const notes = (input.setupNotes ?? [])
+    .map((note) => redactSecrets(oneLine(note)).text)
+    .filter((note) => note.length > 0);
   if (notes.length > 0) lines.push("## Worktree setup", "", ...notes.map((note) => `- ${note}`), "");
   if (prepared.task !== undefined) {
     lines.push("## Task", "", prepared.task);

@@ -51,7 +51,11 @@ export function readSessionHeader(sessionFile: string): HeaderRead {
     try {
       parsed = JSON.parse(line);
     } catch {
-      return { ok: false, code: "invalid", message: `The session file ${sessionFile} does not start with a JSON header.` };
+      return {
+        ok: false,
+        code: "invalid",
+        message: `The session file ${sessionFile} does not start with a JSON header.`,
+      };
     }
     const header = SessionHeaderSchema.safeParse(parsed);
     if (!header.success) {

@@ -23,7 +23,9 @@ export function agentDirFromEnv(env: NodeJS.ProcessEnv = process.env): string {
 
 /** Pi's default session directory for a cwd: `<agentDir>/sessions/--<cwd, separators as ->--`. */
 export function defaultSessionDir(cwd: string, agentDir: string): string {
-  const safe = `--${resolve(cwd).replace(/^[/\\]/, "").replace(/[/\\:]/g, "-")}--`;
+  const safe = `--${resolve(cwd)
+    .replace(/^[/\\]/, "")
+    .replace(/[/\\:]/g, "-")}--`;
   return join(resolve(agentDir), "sessions", safe);
 }
 

@@ -17,7 +17,9 @@ export const HANDOFF_SOURCE = "handoff";
 export function handoffChainSource(): LineageSource {
   async function scan(context: ScanContext): Promise<SourceScan> {
     const notes: string[] = [];
-    const handoffs = context.branch.filter((entry) => entry.type === "custom_message" && entry.customType === HANDOFF_MESSAGE_TYPE);
+    const handoffs = context.branch.filter(
+      (entry) => entry.type === "custom_message" && entry.customType === HANDOFF_MESSAGE_TYPE,
+    );
     const runs: AdoptedRun[] = [];
     handoffs.forEach((entry, index) => {
       const parsed = HandoffDetailsSchema.safeParse(entry.details);
@@ -44,7 +46,10 @@ export function handoffChainSource(): LineageSource {
     return { runs, notes };
   }
 
-  const refresh = async (runs: readonly AdoptedRun[]): Promise<SourceScan> => ({ runs: runs.filter((run) => run.source === HANDOFF_SOURCE), notes: [] });
+  const refresh = async (runs: readonly AdoptedRun[]): Promise<SourceScan> => ({
+    runs: runs.filter((run) => run.source === HANDOFF_SOURCE),
+    notes: [],
+  });
 
   return { name: HANDOFF_SOURCE, scan, refresh };
 }

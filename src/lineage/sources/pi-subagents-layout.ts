@@ -121,7 +121,14 @@ export function layoutFor(root: string): PiSubagentsDirs {
 
 /** A run id usable as one path component (anything else is not a run directory we may open). */
 export function isSafeRunId(runId: string): boolean {
-  return runId.length > 0 && runId !== "." && runId !== ".." && !runId.startsWith(".") && !/[/\\\0]/.test(runId) && Buffer.byteLength(runId) <= 255;
+  return (
+    runId.length > 0 &&
+    runId !== "." &&
+    runId !== ".." &&
+    !runId.startsWith(".") &&
+    !/[/\\\0]/.test(runId) &&
+    Buffer.byteLength(runId) <= 255
+  );
 }
 
 export const activeRunsDir = (dirs: PiSubagentsDirs): string => join(dirs.runs, ".active-runs");
@@ -135,7 +142,8 @@ export const runDir = (dirs: PiSubagentsDirs, runId: string): string => join(dir
 export const statusPath = (dirs: PiSubagentsDirs, runId: string): string => join(dirs.runs, runId, "status.json");
 export const publicResultPath = (dirs: PiSubagentsDirs, runId: string): string => join(dirs.results, `${runId}.json`);
 /** A workflow child that its workflow awaits writes its result beside its status, not to the results dir. */
-export const workflowChildResultPath = (dirs: PiSubagentsDirs, runId: string): string => join(dirs.runs, runId, "workflow-result.json");
+export const workflowChildResultPath = (dirs: PiSubagentsDirs, runId: string): string =>
+  join(dirs.runs, runId, "workflow-result.json");
 export const pendingResultPaths = (dirs: PiSubagentsDirs, sessionKey: string, runId: string): string[] =>
   resultPendingDirs(dirs, sessionKey).flatMap((dir) =>
     indexSegmentAliases(runId, MAX_JSON_STEM_BYTES).map((segment) => join(dir, `${segment}.json`)),
@@ -147,7 +155,14 @@ export const completionArchivePath = (dirs: PiSubagentsDirs, runId: string): str
   join(dirs.results, "output-archives", `${encodeURIComponent(runId)}.json`);
 
 export const ACTIVE_STATES: ReadonlySet<string> = new Set(["queued", "running"]);
-export const TERMINAL_STATES: ReadonlySet<string> = new Set(["complete", "failed", "partial", "paused", "stopped", "rejected"]);
+export const TERMINAL_STATES: ReadonlySet<string> = new Set([
+  "complete",
+  "failed",
+  "partial",
+  "paused",
+  "stopped",
+  "rejected",
+]);
 
 const optionalNumber = z.number().finite().optional();
 const optionalString = z.string().optional();

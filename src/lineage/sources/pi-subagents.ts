@@ -69,14 +69,22 @@ interface LocatedResult {
 }
 
 /** Why a candidate is not adopted (kept for notes and tests). */
-export type SkipReason = "other-session" | "delivered-before-fork" | "own-process" | "dismissed" | "unreadable" | "gone";
+export type SkipReason =
+  | "other-session"
+  | "delivered-before-fork"
+  | "own-process"
+  | "dismissed"
+  | "unreadable"
+  | "gone";
 
-type Evaluation = { kind: "run"; run: AdoptedRun; status?: RunStatus; notes: string[] } | { kind: "skip"; reason: SkipReason; note?: string };
+type Evaluation =
+  | { kind: "run"; run: AdoptedRun; status?: RunStatus | undefined; notes: string[] }
+  | { kind: "skip"; reason: SkipReason; note?: string | undefined };
 
 interface Candidate {
   runId: string;
   /** Status already read while looking at active markers. */
-  status?: RunStatus;
+  status?: RunStatus | undefined;
 }
 
 /**
@@ -84,8 +92,15 @@ interface Candidate {
  * One that cannot be read or does not match is left out, with a note when `notes` is given; one
  * that vanished meanwhile is no news.
  */
-async function readRecords<S extends z.ZodType>(dir: string, schema: S, notes: string[] | undefined, keep: (name: string) => boolean = () => true): Promise<z.infer<S>[]> {
-  const files = (await listDir(dir, "files")).filter((name) => name.endsWith(".json") && !name.startsWith(".") && keep(name));
+async function readRecords<S extends z.ZodType>(
+  dir: string,
+  schema: S,
+  notes: string[] | undefined,
+  keep: (name: string) => boolean = () => true,
+): Promise<z.infer<S>[]> {
+  const files = (await listDir(dir, "files")).filter(
+    (name) => name.endsWith(".json") && !name.startsWith(".") && keep(name),
+  );
   const records: z.infer<S>[] = [];
   for (const read of await mapLimit(files, READ_CONCURRENCY, (name) => readJsonFile(join(dir, name), schema))) {
     if (read.ok) records.push(read.value);
@@ -119,7 +134,9 @@ export function piSubagentsSource(options: PiSubagentsSourceOptions = {}): Linea
     for (const dirs of await existingRoots(context)) {
       const candidates = await findCandidates(dirs, owners, notes);
       if (candidates.size > MAX_RUNS_PER_ROOT) {
-        notes.push(`pi-subagents: ${candidates.size} runs belong to this lineage in ${dirs.root}; only ${MAX_RUNS_PER_ROOT} were read.`);
+        notes.push(
+          `pi-subagents: ${candidates.size} runs belong to this lineage in ${dirs.root}; only ${MAX_RUNS_PER_ROOT} were read.`,
+        );
       }
       const list = [...candidates.values()].slice(-MAX_RUNS_PER_ROOT);
       const evaluated = await mapLimit(list, READ_CONCURRENCY, (candidate) =>
@@ -130,12 +147,17 @@ export function piSubagentsSource(options: PiSubagentsSourceOptions = {}): Linea
     return { runs, notes };
   }
 
-  async function findCandidates(dirs: PiSubagentsDirs, owners: Map<string, Ancestor>, notes: string[]): Promise<Map<string, Candidate>> {
+  async function findCandidates(
+    dirs: PiSubagentsDirs,
+    owners: Map<string, Ancestor>,
+    notes: string[],
+  ): Promise<Map<string, Candidate>> {
     const candidates = new Map<string, Candidate>();
-    const add = (runId: string, status?: RunStatus): void => {
+    const add = (runId: string, status?: RunStatus | undefined): void => {
       if (!isSafeRunId(runId)) return;
       const known = candidates.get(runId);
-      if (known === undefined || (known.status === undefined && status !== undefined)) candidates.set(runId, { runId, status });
+      if (known === undefined || (known.status === undefined && status !== undefined))
+        candidates.set(runId, { runId, status });
     };
     for (const [key, owner] of owners) {
       // Finished runs: one marker per run in the owner's own terminal-index directory, named
@@ -147,11 +169,13 @@ export function piSubagentsSource(options: PiSubagentsSourceOptions = {}): Linea
         return owner.forkedAt === undefined || !/^\d{16}-/.test(name) || endedAt > owner.forkedAt;
       };
       for (const dir of terminalRunsDirs(dirs, key)) {
-        for (const marker of await readRecords(dir, TerminalMarkerSchema, notes, endedAfterFork)) if (marker.sessionId === key) add(marker.runId);
+        for (const marker of await readRecords(dir, TerminalMarkerSchema, notes, endedAfterFork))
+          if (marker.sessionId === key) add(marker.runId);
       }
       // Results not yet delivered (or delivered but not yet removed), by owner session.
       for (const dir of resultIndexDirs(dirs, key)) {
-        for (const entry of await readRecords(dir, ResultIndexEntrySchema, notes)) if (entry.sessionId === key) add(entry.runId);
+        for (const entry of await readRecords(dir, ResultIndexEntrySchema, notes))
+          if (entry.sessionId === key) add(entry.runId);
       }
       for (const dir of resultPendingDirs(dirs, key)) {
         for (const payload of await readRecords(dir, ResultPayloadSchema, undefined)) {
@@ -162,16 +186,24 @@ export function piSubagentsSource(options: PiSubagentsSourceOptions = {}): Linea
     }
     // Running runs: the active markers are global, so each one's status says whose it is.
     const active = (await listDir(activeRunsDir(dirs), "files")).filter(isSafeRunId);
-    const statuses = await mapLimit(active, READ_CONCURRENCY, (runId) => readJsonFile(statusPath(dirs, runId), RunStatusSchema));
+    const statuses = await mapLimit(active, READ_CONCURRENCY, (runId) =>
+      readJsonFile(statusPath(dirs, runId), RunStatusSchema),
+    );
     statuses.forEach((status, index) => {
       if (status.ok) {
-        if (status.value.sessionId !== undefined && owners.has(status.value.sessionId)) add(active[index] ?? "", status.value);
+        if (status.value.sessionId !== undefined && owners.has(status.value.sessionId))
+          add(active[index] ?? "", status.value);
       } else if (status.code !== "missing") notes.push(`pi-subagents: ${status.message}`);
     });
     return candidates;
   }
 
-  async function locateResult(dirs: PiSubagentsDirs, runId: string, ownerKey: string | undefined, status: RunStatus | undefined): Promise<{ result?: LocatedResult; notes: string[] }> {
+  async function locateResult(
+    dirs: PiSubagentsDirs,
+    runId: string,
+    ownerKey: string | undefined,
+    status: RunStatus | undefined,
+  ): Promise<{ result?: LocatedResult; notes: string[] }> {
     const notes: string[] = [];
     const paths = [
       publicResultPath(dirs, runId),
@@ -197,13 +229,14 @@ export function piSubagentsSource(options: PiSubagentsSourceOptions = {}): Linea
     runId: string,
     context: ScanContext,
     owners: Map<string, Ancestor>,
-    options: { adopted: boolean; status?: RunStatus; previous?: AdoptedRun },
+    options: { adopted: boolean; status?: RunStatus | undefined; previous?: AdoptedRun },
   ): Promise<Evaluation> {
     let status = options.status;
     if (status === undefined) {
       const read = await readJsonFile(statusPath(dirs, runId), RunStatusSchema);
       if (read.ok) status = read.value;
-      else if (read.code !== "missing") return { kind: "skip", reason: "unreadable", note: `pi-subagents: ${read.message}` };
+      else if (read.code !== "missing")
+        return { kind: "skip", reason: "unreadable", note: `pi-subagents: ${read.message}` };
     }
     const located = await locateResult(dirs, runId, status?.sessionId, status);
     const result = located.result;
@@ -218,8 +251,12 @@ export function piSubagentsSource(options: PiSubagentsSourceOptions = {}): Linea
 
     const delivered = result?.payload.notificationDeliveredAt !== undefined;
     // A result is newer than a status the runner had no time to update.
-    const resultState = result === undefined ? undefined : (result.payload.state ?? (result.payload.success === true ? "complete" : "failed"));
-    const state = (result !== undefined && !delivered ? resultState : undefined) ?? status?.state ?? resultState ?? "unknown";
+    const resultState =
+      result === undefined
+        ? undefined
+        : (result.payload.state ?? (result.payload.success === true ? "complete" : "failed"));
+    const state =
+      (result !== undefined && !delivered ? resultState : undefined) ?? status?.state ?? resultState ?? "unknown";
     let outcome: RunOutcome;
     let pidState: PidLiveness | undefined;
     if (result !== undefined && !delivered) {
@@ -234,7 +271,8 @@ export function piSubagentsSource(options: PiSubagentsSourceOptions = {}): Linea
         const forkedAt = owner?.forkedAt;
         // Ended before this branch of the lineage was forked off the owner: the owner's copied
         // history already holds the delivery. Unknown times count as delivered (never twice).
-        if (forkedAt === undefined || endedAt === undefined || endedAt <= forkedAt) return { kind: "skip", reason: "delivered-before-fork" };
+        if (forkedAt === undefined || endedAt === undefined || endedAt <= forkedAt)
+          return { kind: "skip", reason: "delivered-before-fork" };
       }
       outcome = "finished";
     }
@@ -244,7 +282,10 @@ export function piSubagentsSource(options: PiSubagentsSourceOptions = {}): Linea
       outcome,
       state,
       pidState,
-      owner: owner === undefined ? (options.previous?.owner ?? { key: ownerKey ?? "?", depth: 0 }) : { key: ownerKey ?? owner.ref, depth: owner.depth },
+      owner:
+        owner === undefined
+          ? (options.previous?.owner ?? { key: ownerKey ?? "?", depth: 0 })
+          : { key: ownerKey ?? owner.ref, depth: owner.depth },
     });
     return { kind: "run", run, status, notes: located.notes };
   }
@@ -261,7 +302,7 @@ export function piSubagentsSource(options: PiSubagentsSourceOptions = {}): Linea
     owners: Map<string, Ancestor>,
     notes: string[],
   ): Promise<AdoptedRun[]> {
-    const byId = new Map<string, { run: AdoptedRun; status?: RunStatus }>();
+    const byId = new Map<string, { run: AdoptedRun; status?: RunStatus | undefined }>();
     for (const evaluation of evaluated) {
       if (evaluation.kind === "run") {
         byId.set(evaluation.run.runId, { run: evaluation.run, status: evaluation.status });
@@ -271,10 +312,15 @@ export function piSubagentsSource(options: PiSubagentsSourceOptions = {}): Linea
     // An interrupted workflow's children that the indexes did not list (their status names them).
     for (const { run, status } of [...byId.values()]) {
       if (run.outcome !== "interrupted" || status?.mode !== "workflow") continue;
-      const childIds = (status.steps ?? []).map((step) => step.runId).filter((id): id is string => id !== undefined && isSafeRunId(id) && !byId.has(id));
-      const children = await mapLimit(childIds, READ_CONCURRENCY, (childId) => evaluateRun(dirs, childId, context, owners, { adopted: false }));
+      const childIds = (status.steps ?? [])
+        .map((step) => step.runId)
+        .filter((id): id is string => id !== undefined && isSafeRunId(id) && !byId.has(id));
+      const children = await mapLimit(childIds, READ_CONCURRENCY, (childId) =>
+        evaluateRun(dirs, childId, context, owners, { adopted: false }),
+      );
       for (const child of children) {
-        if (child.kind === "run" && child.status?.parentWorkflowRunId === run.runId) byId.set(child.run.runId, { run: child.run, status: child.status });
+        if (child.kind === "run" && child.status?.parentWorkflowRunId === run.runId)
+          byId.set(child.run.runId, { run: child.run, status: child.status });
       }
     }
     const kept: AdoptedRun[] = [];
@@ -293,7 +339,8 @@ export function piSubagentsSource(options: PiSubagentsSourceOptions = {}): Linea
       runs.filter((run) => run.source === PI_SUBAGENTS_SOURCE),
       READ_CONCURRENCY,
       async (previous): Promise<AdoptedRun> => {
-        const dirs = previous.paths.runDir === undefined ? undefined : layoutFor(dirname(dirname(previous.paths.runDir)));
+        const dirs =
+          previous.paths.runDir === undefined ? undefined : layoutFor(dirname(dirname(previous.paths.runDir)));
         if (dirs === undefined) return previous;
         const evaluation = await evaluateRun(dirs, previous.runId, context, owners, { adopted: true, previous });
         if (evaluation.kind === "run") return evaluation.run;
@@ -332,14 +379,23 @@ function titleOf(mode: string, agents: string[], status: RunStatus | undefined):
   }
 }
 
-const DONE_STEP_STATES: ReadonlySet<string> = new Set(["complete", "completed", "failed", "partial", "paused", "stopped", "rejected"]);
+const DONE_STEP_STATES: ReadonlySet<string> = new Set([
+  "complete",
+  "completed",
+  "failed",
+  "partial",
+  "paused",
+  "stopped",
+  "rejected",
+]);
 
 function progressOf(status: RunStatus | undefined): string | undefined {
   if (status === undefined) return undefined;
   const steps = status.steps ?? [];
   if (status.mode === "chain") {
     const total = status.chainStepCount ?? steps.length;
-    if (total > 0 && status.currentStep !== undefined) return `step ${Math.min(status.currentStep + 1, total)}/${total}`;
+    if (total > 0 && status.currentStep !== undefined)
+      return `step ${Math.min(status.currentStep + 1, total)}/${total}`;
   }
   if (steps.length === 0) return undefined;
   const done = steps.filter((step) => step.status !== undefined && DONE_STEP_STATES.has(step.status)).length;
@@ -359,7 +415,7 @@ function absoluteIn(dir: string, path: string): string {
 async function runFiles(
   dirs: PiSubagentsDirs,
   runId: string,
-  input: { status?: RunStatus; result?: LocatedResult; outcome: RunOutcome },
+  input: { status?: RunStatus | undefined; result?: LocatedResult | undefined; outcome: RunOutcome },
 ): Promise<{ outputs: Set<string>; sessionFiles: Set<string>; archivedText: string | undefined }> {
   const { status, outcome } = input;
   const payload = input.result?.payload;
@@ -376,11 +432,14 @@ async function runFiles(
   let archivedText: string | undefined;
   if (payload === undefined && outcome === "finished") {
     // The owner consumed the result: pi-subagents keeps a bounded replay and an output archive.
-    for (const path of [completionArchivePath(dirs, runId), completionReplayPath(dirs, runId)]) if (await isFile(path)) outputs.add(path);
+    for (const path of [completionArchivePath(dirs, runId), completionReplayPath(dirs, runId)])
+      if (await isFile(path)) outputs.add(path);
     const archive = await readJsonFile(completionArchivePath(dirs, runId), CompletionArchiveSchema);
     if (archive.ok) {
       for (const entry of archive.value.entries) if (entry.path !== undefined) outputs.add(entry.path);
-      archivedText = archive.value.entries.map((entry) => entry.text).find((text) => text !== undefined && text.trim().length > 0);
+      archivedText = archive.value.entries
+        .map((entry) => entry.text)
+        .find((text) => text !== undefined && text.trim().length > 0);
     }
   }
   return { outputs, sessionFiles, archivedText };
@@ -395,7 +454,12 @@ function childOutputs(payload: ResultPayload | undefined): string {
 }
 
 /** How to look at a run: pi-subagents' own status call, then the files that show it. */
-function inspectSteps(runId: string, resultFile: string | undefined, statusFile: string | undefined, firstOutput: string | undefined): string[] {
+function inspectSteps(
+  runId: string,
+  resultFile: string | undefined,
+  statusFile: string | undefined,
+  firstOutput: string | undefined,
+): string[] {
   const inspect = [`subagent({ action: "status", id: "${runId}" }) (with pi-subagents loaded)`];
   if (resultFile !== undefined) inspect.push(`read ${resultFile}`);
   if (statusFile !== undefined) inspect.push(`read ${statusFile}`);
@@ -407,11 +471,11 @@ async function describeRun(
   dirs: PiSubagentsDirs,
   runId: string,
   input: {
-    status?: RunStatus;
-    result?: LocatedResult;
+    status?: RunStatus | undefined;
+    result?: LocatedResult | undefined;
     outcome: RunOutcome;
     state: string;
-    pidState?: PidLiveness;
+    pidState?: PidLiveness | undefined;
     owner: AdoptedRun["owner"];
   },
 ): Promise<AdoptedRun> {
@@ -422,7 +486,10 @@ async function describeRun(
   const { outputs, sessionFiles, archivedText } = await runFiles(dirs, runId, input);
 
   const summaryText = archivedText ?? payload?.summary ?? childOutputs(payload);
-  const errorText = payload?.error ?? status?.error ?? (payload?.results ?? []).map((child) => child.error).find((e) => typeof e === "string");
+  const errorText =
+    payload?.error ??
+    status?.error ??
+    (payload?.results ?? []).map((child) => child.error).find((e) => typeof e === "string");
   const statusFile = status === undefined ? undefined : statusPath(dirs, runId);
   const inspect = inspectSteps(runId, result?.path, statusFile, [...outputs][0]);
 
@@ -442,8 +509,14 @@ async function describeRun(
     ...(status?.parentWorkflowRunId === undefined ? {} : { parentRunId: status.parentWorkflowRunId }),
     ...(status?.pid === undefined ? {} : { pid: status.pid }),
     ...(status?.startedAt === undefined ? {} : { startedAt: status.startedAt }),
-    ...((status?.endedAt ?? payload?.timestamp) === undefined ? {} : { endedAt: status?.endedAt ?? payload?.timestamp }),
-    ...(payload?.success === undefined ? (status !== undefined && outcome === "finished" ? { success: status.state === "complete" } : {}) : { success: payload.success }),
+    ...((status?.endedAt ?? payload?.timestamp) === undefined
+      ? {}
+      : { endedAt: status?.endedAt ?? payload?.timestamp }),
+    ...(payload?.success === undefined
+      ? status !== undefined && outcome === "finished"
+        ? { success: status.state === "complete" }
+        : {}
+      : { success: payload.success }),
     ...(summaryText ? { summary: cleanText(summaryText, MAX_SUMMARY_CHARS) } : {}),
     ...(errorText ? { error: cleanText(errorText, MAX_ERROR_CHARS) } : {}),
     paths: {

@@ -43,7 +43,12 @@ export function workflowRunsDir(agentDir: string): string {
 }
 
 export function piWorkflowsSource(): LineageSource {
-  async function readBundle(dir: string, ancestorsById: Map<string, Ancestor>, ancestorsByFile: Map<string, Ancestor>, notes: string[]): Promise<AdoptedRun | undefined> {
+  async function readBundle(
+    dir: string,
+    ancestorsById: Map<string, Ancestor>,
+    ancestorsByFile: Map<string, Ancestor>,
+    notes: string[],
+  ): Promise<AdoptedRun | undefined> {
     const binding = await readJsonFile(join(dir, "session", "binding.json"), BindingSchema);
     if (!binding.ok) {
       if (binding.code !== "missing") notes.push(`pi-workflows: ${binding.message}`);
@@ -55,11 +60,19 @@ export function piWorkflowsSource(): LineageSource {
     if (owner === undefined) return undefined;
     const manifest = await readJsonFile(join(dir, "manifest.json"), ManifestSchema);
     const state = await readJsonFile(join(dir, "state.json"), StateSchema);
-    for (const read of [manifest, state]) if (!read.ok && read.code !== "missing") notes.push(`pi-workflows: ${read.message}`);
-    const status = (state.ok ? state.value.status : undefined) ?? (manifest.ok ? manifest.value.status : undefined) ?? "unknown";
-    const name = manifest.ok && manifest.value.workflowName !== undefined ? cleanLine(manifest.value.workflowName, 80) : "workflow";
+    for (const read of [manifest, state])
+      if (!read.ok && read.code !== "missing") notes.push(`pi-workflows: ${read.message}`);
+    const status =
+      (state.ok ? state.value.status : undefined) ?? (manifest.ok ? manifest.value.status : undefined) ?? "unknown";
+    const name =
+      manifest.ok && manifest.value.workflowName !== undefined
+        ? cleanLine(manifest.value.workflowName, 80)
+        : "workflow";
     const originFile = binding.value.piSessionFile ?? owner.sessionFile;
-    const reopen = originFile === undefined ? `reopen session ${owner.sessionId ?? owner.ref}` : `reopen its session: pi --session ${originFile}`;
+    const reopen =
+      originFile === undefined
+        ? `reopen session ${owner.sessionId ?? owner.ref}`
+        : `reopen its session: pi --session ${originFile}`;
     const open = OPEN_STATES.has(status);
     return {
       source: PI_WORKFLOWS_SOURCE,
@@ -69,8 +82,17 @@ export function piWorkflowsSource(): LineageSource {
       title: `workflow "${name}"`,
       progress: open ? `bound to its origin session; to continue it, ${reopen}` : `ended ${status}`,
       owner: { key: binding.value.piSessionId ?? originFile ?? owner.ref, depth: owner.depth },
-      paths: { runDir: dir, status: join(dir, "state.json"), outputs: [], sessionFiles: originFile === undefined ? [] : [originFile] },
-      inspect: [`read ${join(dir, "manifest.json")}`, `read ${join(dir, "state.json")}`, open ? reopen : `reopen its session to see its results`],
+      paths: {
+        runDir: dir,
+        status: join(dir, "state.json"),
+        outputs: [],
+        sessionFiles: originFile === undefined ? [] : [originFile],
+      },
+      inspect: [
+        `read ${join(dir, "manifest.json")}`,
+        `read ${join(dir, "state.json")}`,
+        open ? reopen : `reopen its session to see its results`,
+      ],
     };
   }
 
@@ -79,7 +101,8 @@ export function piWorkflowsSource(): LineageSource {
     const byFile = new Map<string, Ancestor>();
     for (const ancestor of context.lineage.ancestors) {
       if (ancestor.sessionId !== undefined && !byId.has(ancestor.sessionId)) byId.set(ancestor.sessionId, ancestor);
-      for (const file of [ancestor.sessionFile, ancestor.ref]) if (file !== undefined && !byFile.has(file)) byFile.set(file, ancestor);
+      for (const file of [ancestor.sessionFile, ancestor.ref])
+        if (file !== undefined && !byFile.has(file)) byFile.set(file, ancestor);
     }
     if (byId.size === 0 && byFile.size === 0) return { runs: [], notes: [] };
     const root = workflowRunsDir(context.agentDir);
@@ -94,7 +117,10 @@ export function piWorkflowsSource(): LineageSource {
   }
 
   // Bundles are notices, delivered once: there is nothing to watch.
-  const refresh = async (runs: readonly AdoptedRun[]): Promise<SourceScan> => ({ runs: runs.filter((run) => run.source === PI_WORKFLOWS_SOURCE), notes: [] });
+  const refresh = async (runs: readonly AdoptedRun[]): Promise<SourceScan> => ({
+    runs: runs.filter((run) => run.source === PI_WORKFLOWS_SOURCE),
+    notes: [],
+  });
 
   return { name: PI_WORKFLOWS_SOURCE, scan, refresh };
 }
