@@ -9,7 +9,11 @@ import { ManifestStore } from "../src/manifest/store.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import { report } from "./report.ts";
 
-export async function onSessionStart(pi: ExtensionAPI, ctx: ExtensionContext, keeper: SessionLeaseKeeper): Promise<void> {
+export async function onSessionStart(
+  pi: ExtensionAPI,
+  ctx: ExtensionContext,
+  keeper: SessionLeaseKeeper,
+): Promise<void> {
   const started = await startOnSession({
     keeper,
     store: ManifestStore.forAgentDir(agentDirFromEnv(process.env)),

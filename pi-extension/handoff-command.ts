@@ -3,13 +3,20 @@
  * runs the transaction; completes its arguments; asks for a branch in the TUI when none was typed.
  */
 import { unsupportedPlatform } from "../src/process/platform.ts";
-import { CURRENT_SESSION_VERSION, getPackageDir, SessionManager, type ExtensionAPI, type ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
+import {
+  CURRENT_SESSION_VERSION,
+  getPackageDir,
+  SessionManager,
+  type ExtensionAPI,
+  type ExtensionCommandContext,
+} from "@earendil-works/pi-coding-agent";
 import { settingsForHandoff } from "../src/config/post-create-approval.ts";
 import { completeInRepository, type CompletionItem } from "../src/handoff/completions.ts";
 import { HANDOFF_HELP, parseHandoffArgs } from "../src/handoff/args.ts";
 import { currentPiCommand, mirroredPiFlags } from "../src/launch/launch-command.ts";
 import { launchNoticeLevel } from "../src/launch/launcher.ts";
 import { nextSteps } from "../src/handoff/next-steps.ts";
+import { cancelledText } from "../src/handoff/notice.ts";
 import { createHandoffDeps } from "../src/handoff/deps.ts";
 import { HandoffTransaction, type HandoffOutcome, type HandoffRequest } from "../src/handoff/transaction.ts";
 import type { HandoffConfig } from "../src/config/schema.ts";
@@ -21,22 +28,40 @@ import { isFile } from "../src/fs/probe.ts";
 const STATUS_KEY = "handoff-worktree";
 
 /** Suggestions for the arguments typed so far, from the repository at `cwd`. */
-export function handoffCompletions(prefix: string, cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<CompletionItem[] | null> {
+export function handoffCompletions(
+  prefix: string,
+  cwd: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<CompletionItem[] | null> {
   return completeInRepository(prefix, cwd, env);
 }
 
 /**
  * In the TUI, `/handoff-worktree` alone asks for the branch (the first answer may hold a base and
- * flags too, as typed after the command) and then for an optional task. Undefined: cancelled.
+ * flags too, as typed after the command) and then for an optional task. `cancelled`: what was
+ * answered before Escape, for the notice.
  */
-async function askForArgs(ctx: ExtensionCommandContext): Promise<string | undefined> {
-  const head = (await ctx.ui.input("Hand off to which new branch? (a base and flags may follow, as after the command)", "feat/my-change"))?.trim();
-  if (head === undefined || head === "") return undefined;
-  if (/(^|\s)--(\s|$)/.test(head)) return head;
+async function askForArgs(
+  ctx: ExtensionCommandContext,
+): Promise<{ line: string } | { cancelled: { branch?: string } }> {
+  const head = (
+    await ctx.ui.input(
+      "Hand off to which new branch? (a base and flags may follow, as after the command)",
+      "feat/my-change",
+    )
+  )?.trim();
+  if (head === undefined || head === "") return { cancelled: {} };
+  if (/(^|\s)--(\s|$)/.test(head)) return { line: head };
   const task = await ctx.ui.input("What should the new Pi start on? (optional: leave empty and it waits for you)", "");
-  if (task === undefined) return undefined;
-  return task.trim() === "" ? head : `${head} -- ${task.trim()}`;
+  if (task === undefined) {
+    const parsed = parseHandoffArgs(head);
+    return { cancelled: { branch: parsed.ok && "args" in parsed ? parsed.args.branch : head } };
+  }
+  return { line: task.trim() === "" ? head : `${head} -- ${task.trim()}` };
 }
+
+/** Told (in this Pi) at each step of a handoff this session runs. */
+export const HANDOFF_PROGRESS_CHANNEL = "handoff-worktree:progress";
 
 export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionCommandContext): Promise<void> {
   const refusal = unsupportedPlatform();
@@ -45,8 +70,8 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
   // Print mode keeps its one-sentence refusal: there is nobody to ask.
   if (line.trim() === "" && ctx.hasUI) {
     const asked = await askForArgs(ctx);
-    if (asked === undefined) return report(ctx, "Handoff cancelled: no branch was given.", "info");
-    line = asked;
+    if ("cancelled" in asked) return report(ctx, cancelledText(asked.cancelled), "info");
+    line = asked.line;
   }
   const parsed = parseHandoffArgs(line);
   if (!parsed.ok) return report(ctx, parsed.message, "error");
@@ -66,7 +91,11 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
     agentDir,
     session: { SessionManager, CURRENT_SESSION_VERSION },
     piPackageDir: getPackageDir(),
-    status: (text) => ctx.ui.setStatus(STATUS_KEY, text),
+    status: (text) => {
+      ctx.ui.setStatus(STATUS_KEY, text);
+      // This session's widget shows the new handoff from its manifest on (parent-watch.ts).
+      pi.events.emit(HANDOFF_PROGRESS_CHANNEL, undefined);
+    },
   });
   const transaction = new HandoffTransaction(deps);
   let outcome: HandoffOutcome;
@@ -89,7 +118,11 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
 }
 
 /** The settings, approvals included (src/config/post-create-approval.ts); undefined: refused, and the user was told why. */
-async function readSettings(ctx: ExtensionCommandContext, agentDir: string, approvedByFlag: boolean): Promise<HandoffConfig | undefined> {
+async function readSettings(
+  ctx: ExtensionCommandContext,
+  agentDir: string,
+  approvedByFlag: boolean,
+): Promise<HandoffConfig | undefined> {
   const settings = await settingsForHandoff({
     cwd: ctx.cwd,
     agentDir,
@@ -121,7 +154,14 @@ async function hostRequest(
       cwd: ctx.cwd,
       sessionDir: sessionManager.getSessionDir(),
     },
-    model: model === undefined ? undefined : { provider: model.provider, id: model.id, available: ctx.modelRegistry.find(model.provider, model.id) !== undefined },
+    model:
+      model === undefined
+        ? undefined
+        : {
+            provider: model.provider,
+            id: model.id,
+            available: ctx.modelRegistry.find(model.provider, model.id) !== undefined,
+          },
     thinkingLevel: ctx.thinkingLevel ?? pi.getThinkingLevel(),
     projectTrusted: ctx.isProjectTrusted(),
     piCommand: currentPiCommand(),

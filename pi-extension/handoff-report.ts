@@ -17,10 +17,17 @@ import { gitCallMs } from "../src/config/waits.ts";
 export const REPORT_TOOL = "handoff_report";
 const GIT_TIMEOUT_MS = 15_000;
 
-async function send(ctx: ExtensionContext, input: { text: string; done?: string; left?: string }): Promise<SendReportOutcome> {
+async function send(
+  ctx: ExtensionContext,
+  input: { text: string; done?: string; left?: string },
+): Promise<SendReportOutcome> {
   const details = findHandoffDetails(ctx.sessionManager.getBranch());
   if (details === undefined) {
-    return { ok: false, code: "no_handoff", message: "This session is not a handoff child (it has no handoff message), so it has no parent to report to." };
+    return {
+      ok: false,
+      code: "no_handoff",
+      message: "This session is not a handoff child (it has no handoff message), so it has no parent to report to.",
+    };
   }
   const agentDir = agentDirFromEnv(process.env);
   return sendChildReport(
@@ -47,8 +54,14 @@ export function registerHandoffReport(pi: ExtensionAPI): void {
     description: "Send a short report to the parent session of this handoff (the branch's commits are added)",
     handler: async (args, ctx) => {
       let text = args.trim();
-      if (text.length === 0 && ctx.hasUI) text = ((await ctx.ui.input("Report to the parent session", "what was done, what is left")) ?? "").trim();
-      if (text.length === 0) return report(ctx, "Nothing was sent: give the report's text (/handoff-report <what was done, what is left>).", "error");
+      if (text.length === 0 && ctx.hasUI)
+        text = ((await ctx.ui.input("Report to the parent session", "what was done, what is left")) ?? "").trim();
+      if (text.length === 0)
+        return report(
+          ctx,
+          "Nothing was sent: give the report's text (/handoff-report <what was done, what is left>).",
+          "error",
+        );
       const outcome = await send(ctx, { text });
       report(ctx, outcome.message, outcome.ok ? "info" : "error");
     },
@@ -67,7 +80,10 @@ function registerTool(pi: ExtensionAPI): void {
       left: Type.Optional(Type.String({ description: "What is left or needs a decision" })),
     }),
     async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
-      const outcome = await send(ctx, { text: params.done, ...(params.left === undefined ? {} : { left: params.left }) });
+      const outcome = await send(ctx, {
+        text: params.done,
+        ...(params.left === undefined ? {} : { left: params.left }),
+      });
       return {
         content: [{ type: "text", text: outcome.message }],
         details: outcome.ok ? { reportId: outcome.report.id } : { error: outcome.code },

@@ -1,6 +1,6 @@
 /**
  * `/handoffs`: the recovery inventory inside Pi. Alone: pick a handoff, then relaunch its Pi,
- * switch to its window, inspect it, land its commits, or remove it (after a confirmation that lists
+ * switch to its window, inspect it, land its commits, rebase it onto its target's new tip, or remove it (after a confirmation that lists
  * what would be lost); in print mode (no UI) the list goes to stderr. With words (`/handoffs remove
  * feat/x`): the `pi-handoff` command of the same words, run here, except that a removal with a UI is
  * confirmed in a dialog instead of needing --force, and a landing with a UI asks for a strategy
@@ -19,26 +19,48 @@ import { splitCommandLine } from "../src/command-line-words.ts";
 import { main, USAGE } from "../src/recovery/cli.ts";
 import { parseRecoveryCommand } from "../src/recovery/command-line.ts";
 import { launchTimeoutsFromEnv } from "../src/launch/timeouts.ts";
-import { createLandDeps, createRecoveryDeps, recoveryEnvProblem, type RecoveryDeps } from "../src/recovery/deps.ts";
+import {
+  createLandDeps,
+  createRebaseDeps,
+  createRecoveryDeps,
+  recoveryEnvProblem,
+  type RecoveryDeps,
+} from "../src/recovery/deps.ts";
 import { completeRecoveryArgs, type RecoveryCompletion } from "../src/recovery/completions.ts";
 import { focusHandoff } from "../src/recovery/focus.ts";
-import { formatInventory, formatPickerLabel, formatReport } from "../src/recovery/format.ts";
+import { formatInventory, formatPickerLabel } from "../src/recovery/format.ts";
 import { buildInventory } from "../src/recovery/inventory.ts";
 import type { HandoffReport } from "../src/recovery/report-schema.ts";
 import { relaunchHandoff } from "../src/recovery/relaunch.ts";
-import { canOfferLand, describeLandPlan, landHandoff, landRequestFrom, removalFailedAfterLanding, type LandDeps, type LandRequest } from "../src/recovery/land.ts";
-import { branchDeletionOffer, describeRemovalPlan, losesNoMoreThan, planRemoval, removeHandoff } from "../src/recovery/remove.ts";
+import {
+  canOfferLand,
+  describeLandPlan,
+  landHandoff,
+  landRequestFrom,
+  removalFailedAfterLanding,
+  type LandDeps,
+  type LandRequest,
+} from "../src/recovery/land.ts";
+import {
+  branchDeletionOffer,
+  describeRemovalPlan,
+  losesNoMoreThan,
+  planRemoval,
+  removeHandoff,
+} from "../src/recovery/remove.ts";
 import { resolveHandoffName } from "../src/recovery/resolve.ts";
+import { canOfferRebase, describeRebasePlan, rebaseHandoff } from "../src/recovery/rebase.ts";
 import { report } from "./report.ts";
 
 const STATUS_KEY = "handoffs";
 
-type Choice = "relaunch" | "focus" | "inspect" | "land" | "remove";
+type Choice = "relaunch" | "focus" | "inspect" | "land" | "rebase" | "remove";
 const CHOICE_LABELS: Readonly<Record<Choice, string>> = {
   relaunch: "Relaunch its Pi",
   focus: "Switch to its window",
   inspect: "Inspect",
   land: "Land its commits",
+  rebase: "Rebase it onto its target's new tip",
   remove: "Remove it",
 };
 
@@ -53,7 +75,10 @@ export interface HandoffsCommandOptions {
 }
 
 /** Commands, then handoffs by branch or id, from this agent dir's manifests. */
-export function handoffsCompletions(prefix: string, env: NodeJS.ProcessEnv = process.env): Promise<RecoveryCompletion[] | null> {
+export function handoffsCompletions(
+  prefix: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<RecoveryCompletion[] | null> {
   return completeRecoveryArgs(prefix, ManifestStore.forAgentDir(agentDirFromEnv(env)));
 }
 
@@ -63,15 +88,21 @@ With a command, it does what pi-handoff does, here:
 
 `;
 
-export async function runHandoffs(args: string, ctx: ExtensionCommandContext, options: HandoffsCommandOptions = {}): Promise<void> {
+export async function runHandoffs(
+  args: string,
+  ctx: ExtensionCommandContext,
+  options: HandoffsCommandOptions = {},
+): Promise<void> {
   const refusal = unsupportedPlatform();
   if (refusal !== undefined) return report(ctx, refusal, "error");
   const split = splitCommandLine(args);
   if (!split.ok) return report(ctx, `/handoffs: ${split.message}`, "error");
   const words = split.words.map((word) => word.text);
-  if (split.rest !== undefined) return report(ctx, `/handoffs: Unexpected ${JSON.stringify(`-- ${split.rest}`)} (see /handoffs --help).`, "error");
+  if (split.rest !== undefined)
+    return report(ctx, `/handoffs: Unexpected ${JSON.stringify(`-- ${split.rest}`)} (see /handoffs --help).`, "error");
   // The help answers whatever the settings hold, as pi-handoff --help does.
-  if (words.includes("--help") || words.includes("-h") || words[0] === "help") return report(ctx, `${HELP}${USAGE.replace(/^Usage: .*\n\n/, "")}`, "info");
+  if (words.includes("--help") || words.includes("-h") || words[0] === "help")
+    return report(ctx, `${HELP}${USAGE.replace(/^Usage: .*\n\n/, "")}`, "info");
   const problem = options.deps === undefined ? recoveryEnvProblem(process.env) : undefined;
   if (problem !== undefined) return report(ctx, `/handoffs: ${problem}`, "error");
   const deps = options.deps ?? createRecoveryDeps(process.env);
@@ -104,6 +135,7 @@ export async function runHandoffs(args: string, ctx: ExtensionCommandContext, op
       err += text;
     },
     execPath: process.execPath,
+    cwd: ctx.cwd,
     program: "/handoffs",
     piCommand,
     progress: (step, text) => ctx.ui.setStatus(STATUS_KEY, `${step}: ${text}`),
@@ -118,7 +150,12 @@ export async function runHandoffs(args: string, ctx: ExtensionCommandContext, op
   report(ctx, `${out}${err}`.trimEnd(), status === 0 ? "info" : "error");
 }
 
-async function pick(deps: RecoveryDeps, ctx: ExtensionCommandContext, piCommand: readonly string[], options: HandoffsCommandOptions): Promise<void> {
+async function pick(
+  deps: RecoveryDeps,
+  ctx: ExtensionCommandContext,
+  piCommand: readonly string[],
+  options: HandoffsCommandOptions,
+): Promise<void> {
   const inventory = await buildInventory(deps);
   if (!ctx.hasUI) {
     (options.writeStderr ?? ((text: string) => process.stderr.write(text)))(`${formatInventory(inventory)}\n`);
@@ -129,33 +166,75 @@ async function pick(deps: RecoveryDeps, ctx: ExtensionCommandContext, piCommand:
     return;
   }
   const labels = inventory.handoffs.map((handoff) => formatPickerLabel(handoff));
-  const picked = await ctx.ui.select("Handoffs", labels);
-  const handoff = picked === undefined ? undefined : inventory.handoffs[labels.indexOf(picked)];
-  if (handoff === undefined) return;
+  // Escape in a handoff's menu goes back to the list; Escape in the list closes /handoffs.
+  for (;;) {
+    const picked = await ctx.ui.select("Handoffs", labels);
+    const handoff = picked === undefined ? undefined : inventory.handoffs[labels.indexOf(picked)];
+    if (handoff === undefined) return;
+    const choice = await chooseAction(ctx, handoff);
+    if (choice !== undefined) return act(choice, handoff, deps, ctx, piCommand, options);
+  }
+}
 
+/** The actions a handoff offers now, asked in a menu; undefined: Escape. */
+async function chooseAction(ctx: ExtensionCommandContext, handoff: HandoffReport): Promise<Choice | undefined> {
   const choices: Choice[] = [];
   if (handoff.actions.includes("relaunch")) choices.push("relaunch");
   if (handoff.actions.includes("focus")) choices.push("focus");
   choices.push("inspect");
   if (canOfferLand(handoff)) choices.push("land");
+  if (canOfferRebase(handoff)) choices.push("rebase");
   if (handoff.actions.includes("remove")) choices.push("remove");
   const choiceLabels = choices.map((choice) => CHOICE_LABELS[choice]);
   const chosenLabel = await ctx.ui.select(`${handoff.branch} (${handoff.id})`, choiceLabels);
-  const choice = chosenLabel === undefined ? undefined : choices[choiceLabels.indexOf(chosenLabel)];
+  return chosenLabel === undefined ? undefined : choices[choiceLabels.indexOf(chosenLabel)];
+}
+
+function act(
+  choice: Choice,
+  handoff: HandoffReport,
+  deps: RecoveryDeps,
+  ctx: ExtensionCommandContext,
+  piCommand: readonly string[],
+  options: HandoffsCommandOptions,
+): Promise<void> {
   switch (choice) {
-    case undefined:
-      return;
     case "inspect":
-      return report(ctx, formatReport(handoff), "info");
+      // The same report as `/handoffs inspect <id>`: judged now, with its task and last report.
+      return runHandoffs(`inspect ${handoff.id}`, ctx, options);
     case "focus":
       return focus(deps, handoff, ctx);
     case "relaunch":
       return relaunch(deps, handoff, ctx, piCommand);
     case "land":
-      return land(handoff.id, { dryRun: false, remove: false, deleteBranch: false }, ctx, options.landDeps ?? createLandDeps(process.env), { confirm: true });
+      return land(
+        handoff.id,
+        { dryRun: false, remove: false, deleteBranch: false },
+        ctx,
+        options.landDeps ?? createLandDeps(process.env),
+        { confirm: true },
+      );
+    case "rebase":
+      return rebase(handoff.id, ctx);
     case "remove":
       return remove(deps, handoff.id, ctx, {});
   }
+}
+
+/** The picker's "Rebase it": the plan is shown and confirmed first, then the same rebase runs. */
+async function rebase(id: string, ctx: ExtensionCommandContext): Promise<void> {
+  const deps = createRebaseDeps(process.env);
+  const shown = await rebaseHandoff(deps, id, { dryRun: true });
+  if (!shown.ok || shown.code !== "dry_run") return report(ctx, shown.message, shown.ok ? "info" : "error");
+  if (
+    !(await ctx.ui.confirm(
+      `Rebase ${shown.plan.branch} onto ${shown.plan.onto.ref}?`,
+      describeRebasePlan(shown.plan).join("\n"),
+    ))
+  )
+    return;
+  const outcome = await rebaseHandoff(deps, id, { dryRun: false });
+  report(ctx, outcome.message, outcome.ok ? "info" : "error");
 }
 
 /**
@@ -163,7 +242,13 @@ async function pick(deps: RecoveryDeps, ctx: ExtensionCommandContext, piCommand:
  * strategy in the TUI when a fast-forward is not possible; from the picker (`confirm`), the plan is
  * shown and confirmed first. Typed with its arguments, it lands as `pi-handoff land` would.
  */
-async function land(id: string, asked: LandRequest, ctx: ExtensionCommandContext, deps: LandDeps, options: { confirm: boolean }): Promise<void> {
+async function land(
+  id: string,
+  asked: LandRequest,
+  ctx: ExtensionCommandContext,
+  deps: LandDeps,
+  options: { confirm: boolean },
+): Promise<void> {
   let request = asked;
   const ask = ctx.hasUI;
   let outcome = await landHandoff(deps, id, { ...request, dryRun: request.dryRun || (ask && options.confirm) });
@@ -176,8 +261,20 @@ async function land(id: string, asked: LandRequest, ctx: ExtensionCommandContext
   }
   // From the picker the plan is shown and confirmed first; then the same request lands for real.
   if (outcome.ok && outcome.code === "dry_run" && !request.dryRun) {
-    if (!(await ctx.ui.confirm(`Land ${outcome.plan.branch} into ${outcome.plan.into}?`, describeLandPlan(outcome.plan).join("\n")))) return;
-    outcome = await landHandoff(deps, id, { ...request, strategy: outcome.plan.strategy, into: outcome.plan.into, confirmed: outcome.plan });
+    if (
+      !(await ctx.ui.confirm(
+        `Land ${outcome.plan.branch} into ${outcome.plan.into}?`,
+        // The confirmed plan lands with the very commits it made: their ids are the ones shown.
+        describeLandPlan(outcome.plan, { made: true }).join("\n"),
+      ))
+    )
+      return;
+    outcome = await landHandoff(deps, id, {
+      ...request,
+      strategy: outcome.plan.strategy,
+      into: outcome.plan.into,
+      confirmed: outcome.plan,
+    });
   }
   report(ctx, outcome.message, outcome.ok ? (removalFailedAfterLanding(outcome) ? "warning" : "info") : "error");
 }
@@ -187,7 +284,12 @@ async function focus(deps: RecoveryDeps, handoff: HandoffReport, ctx: ExtensionC
   if (!focused.ok) report(ctx, focused.message, "error");
 }
 
-async function relaunch(deps: RecoveryDeps, handoff: HandoffReport, ctx: ExtensionCommandContext, piCommand: readonly string[]): Promise<void> {
+async function relaunch(
+  deps: RecoveryDeps,
+  handoff: HandoffReport,
+  ctx: ExtensionCommandContext,
+  piCommand: readonly string[],
+): Promise<void> {
   try {
     const outcome = await relaunchHandoff(
       {
@@ -209,7 +311,12 @@ async function relaunch(deps: RecoveryDeps, handoff: HandoffReport, ctx: Extensi
 }
 
 /** `deleteBranch: true` was asked on the command line; otherwise a merged branch is offered for deletion. */
-async function remove(deps: RecoveryDeps, id: string, ctx: ExtensionCommandContext, asked: { deleteBranch?: true }): Promise<void> {
+async function remove(
+  deps: RecoveryDeps,
+  id: string,
+  ctx: ExtensionCommandContext,
+  asked: { deleteBranch?: true },
+): Promise<void> {
   const planned = await planRemoval(deps, id, { force: false, deleteBranch: asked.deleteBranch === true });
   if (planned.plan === undefined) {
     return report(ctx, planned.code === "refused" ? planned.message : "Nothing to remove.", "error");
@@ -220,9 +327,12 @@ async function remove(deps: RecoveryDeps, id: string, ctx: ExtensionCommandConte
   if (!(await ctx.ui.confirm(`Remove handoff ${branch}?`, describeRemovalPlan(shown).join("\n")))) return;
   // --delete-branch asked for it already (planned above); otherwise it is offered when that loses nothing.
   const offer = shown.branch.code === "delete" || asked.deleteBranch === true ? undefined : branchDeletionOffer(shown);
-  const deleteBranch = shown.branch.code === "delete" || (offer !== undefined && (await ctx.ui.confirm(offer.question, offer.detail)));
+  const deleteBranch =
+    shown.branch.code === "delete" || (offer !== undefined && (await ctx.ui.confirm(offer.question, offer.detail)));
   // The user saw what is lost; go on only if, checked again right now, nothing more would be.
   const confirmed = offer !== undefined && deleteBranch ? offer.plan : shown;
-  const outcome = await removeHandoff(deps, id, { force: needsForce, deleteBranch }, (plan) => losesNoMoreThan(plan, confirmed));
+  const outcome = await removeHandoff(deps, id, { force: needsForce, deleteBranch }, (plan) =>
+    losesNoMoreThan(plan, confirmed),
+  );
   report(ctx, outcome.message, outcome.code === "removed" ? "info" : "error");
 }

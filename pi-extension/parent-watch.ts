@@ -5,33 +5,45 @@
  *
  * Invariants:
  * - Decides nothing: states come from src/recovery/status.ts, delivery rules from delivery.ts.
- * - One unref'd poll per session (`PI_HANDOFF_WATCH_POLL_MS`), started at
- *   `session_start` and stopped at `session_shutdown`; each refresh reads bounded file tails, and
- *   asks each Herdr server that holds a child once for its panes' `agent_status`.
+ * - One unref'd poll per session (`PI_HANDOFF_WATCH_POLL_MS`), started at `session_start` and
+ *   stopped at `session_shutdown`; between polls the watch (src/recovery/watch.ts `HandoffWatch`)
+ *   shows a child's change as soon as it notices it (its state file, its manifest, its pid gone).
  * - Reports are delivered only at idle points, once (ledger), without triggering a turn unless the
- *   settings ask for it (`reportsTriggerTurn`); a report written while this session was closed is
- *   delivered at its next start.
+ *   settings ask for it (`reportsTriggerTurn`); those waiting when the session starts are delivered
+ *   during `session_start`, before any prompt, in every mode (print mode ends before a poll).
  * - Nothing at all runs in a session that has no handoffs of its own (one directory listing per poll).
+ * - The widget marks a child whose target moved past it or that would conflict (src/recovery/forecast.ts:
+ *   one branch listing per repository per refresh, merges only when a tip moved).
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
-import { pollIntervalMs } from "../src/config/waits.ts";
+import { gitCallMs, pollIntervalMs } from "../src/config/waits.ts";
+import { SimpleGitPort } from "../src/git/git.ts";
+import { LandGit } from "../src/git/land.ts";
+import type { Manifest } from "../src/manifest/schema.ts";
+import { ForecastCache, forecastHandoffs, type Forecast } from "../src/recovery/forecast.ts";
 import { loadHandoffConfig } from "../src/config/load.ts";
 import { DeliveryQueue, Poll } from "../src/lineage/delivery.ts";
 import { readLedger } from "../src/lineage/ledger.ts";
-import { reportMessage, reportTriple, undeliveredReports } from "../src/lineage/reports.ts";
+import { reportMessage, reportTriple, startDeliveryTriggersTurn, undeliveredReports } from "../src/lineage/reports.ts";
 import type { LineageEntryView } from "../src/lineage/types.ts";
 import { ChildReportStore } from "../src/manifest/child-reports.ts";
 import { ManifestStore } from "../src/manifest/store.ts";
-import { herdrAgentStatuses, type AgentStatusesOf } from "../src/mux/agent-statuses.ts";
+import { agentStatuses as terminalAgentStatuses, type AgentStatusesOf } from "../src/mux/registry.ts";
 import { formatChildrenWidget } from "../src/recovery/format.ts";
-import { ownHandoffStatuses, type ParentIdentity } from "../src/recovery/watch.ts";
+import { HandoffWatch, ownHandoffs, type OwnHandoff, type ParentIdentity } from "../src/recovery/watch.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import { SessionTails } from "../src/session/tail.ts";
+import { ChildStates } from "../src/launch/child-state.ts";
 import { expectsKickoff, piDeliveryHost } from "./lineage.ts";
+import { HANDOFF_PROGRESS_CHANNEL } from "./handoff-command.ts";
 
 export const WIDGET_KEY = "handoff-children";
+/** Per git call of the widget's forecast: it runs in the background, a slow repository must not pile up. */
+const FORECAST_GIT_TIMEOUT_MS = 15_000;
 /** The first look soon after start-up, once Pi has drawn its screen. */
 const FIRST_LOOK_MS = 100;
+/** How often the ages in the widget are redrawn (from what was read; nothing is read for it). */
+const AGE_TICK_MS = 1_000;
 
 class ParentWatch {
   private ctx: ExtensionContext;
@@ -40,32 +52,62 @@ class ParentWatch {
   private readonly store: ManifestStore;
   private readonly reports: ChildReportStore;
   private readonly parent: ParentIdentity;
-  private readonly agentDir: string;
-  private readonly agentStatuses: AgentStatusesOf;
-  private readonly tails = new SessionTails();
+  private readonly triggerTurn: boolean;
+  private readonly watch: HandoffWatch;
   private firstLook: NodeJS.Timeout | undefined;
+  /** Redraws the ages every second from what was read (no reads), when the text changed. */
+  private ageTick: NodeJS.Timeout | undefined;
   private stopped = false;
+  private looking = false;
   private shown = false;
-  /** Handoffs not read again: other sessions', and removed ones no longer shown (see ownHandoffs). */
-  private readonly skipped = new Set<string>();
+  private lastLines = "";
 
   constructor(pi: ExtensionAPI, ctx: ExtensionContext, triggerTurn: boolean) {
     this.ctx = ctx;
+    this.triggerTurn = triggerTurn;
     const agentDir = agentDirFromEnv(process.env);
-    this.agentDir = agentDir;
-    this.agentStatuses = herdrAgentStatuses(process.env);
+    const agentStatuses: AgentStatusesOf = terminalAgentStatuses(process.env);
     this.store = ManifestStore.forAgentDir(agentDir);
     this.reports = ChildReportStore.forAgentDir(agentDir);
     const file = ctx.sessionManager.getSessionFile();
-    this.parent = { sessionId: ctx.sessionManager.getSessionId(), ...(file === undefined ? {} : { sessionFile: file }) };
+    this.parent = {
+      sessionId: ctx.sessionManager.getSessionId(),
+      ...(file === undefined ? {} : { sessionFile: file }),
+    };
     const ledger = readLedger(ctx.sessionManager.getEntries() as LineageEntryView[]);
-    this.queue = new DeliveryQueue(piDeliveryHost(pi, () => this.ctx), ledger, {
-      waitForSettle: expectsKickoff(ctx) || !ctx.isIdle(),
-      triggerTurn,
-      // A failed send stopped the queue (its runtime went away): the watch stops (poll and first look); the next session_start watches anew.
-      onStop: () => this.stop(),
+    this.queue = new DeliveryQueue(
+      piDeliveryHost(pi, () => this.ctx),
+      ledger,
+      {
+        waitForSettle: expectsKickoff(ctx) || !ctx.isIdle(),
+        triggerTurn,
+        // A failed send stopped the queue (its runtime went away): the watch stops (poll and first look); the next session_start watches anew.
+        onStop: () => this.stop(),
+      },
+    );
+    this.watch = new HandoffWatch({
+      deps: {
+        store: this.store,
+        now: () => new Date(),
+        agentDir,
+        agentStatuses,
+        tails: new SessionTails(),
+        childStates: new ChildStates(agentDir),
+        // The widget's conflict/behind mark: git only when a tip moved (the cache).
+        forecast: watchForecast(process.env),
+      },
+      parent: this.parent,
+      onChange: (own) => this.show(own),
     });
     this.poll = new Poll(() => this.refresh(), pollIntervalMs(process.env, "PI_HANDOFF_WATCH_POLL_MS"));
+  }
+
+  /** The reports that waited while this session was closed, delivered now (before any prompt). */
+  async deliverPending(): Promise<void> {
+    const own = await ownHandoffs({ store: this.store, now: () => new Date() }, this.parent);
+    if (this.stopped || own.length === 0) return;
+    await this.enqueueReports(own.map((manifest) => manifest.id));
+    this.queue.flush({ triggerTurn: startDeliveryTriggersTurn(this.triggerTurn, this.ctx.mode) });
   }
 
   start(): void {
@@ -73,13 +115,28 @@ class ParentWatch {
       void this.refresh().finally(() => this.poll.start());
     }, FIRST_LOOK_MS);
     this.firstLook.unref();
+    this.ageTick = setInterval(() => {
+      if (this.shown) this.show(this.watch.shown());
+    }, AGE_TICK_MS);
+    this.ageTick.unref();
   }
 
   stop(): void {
     this.stopped = true;
     if (this.firstLook !== undefined) clearTimeout(this.firstLook);
+    if (this.ageTick !== undefined) clearInterval(this.ageTick);
     this.poll.stop();
+    this.watch.stop();
     this.queue.stop();
+  }
+
+  /** A handoff of this session is under way: its manifest is read now, not at the next poll (once; then the watch follows it). */
+  lookNow(): void {
+    if (this.stopped || this.looking || this.watch.ownIds().length > 0) return;
+    this.looking = true;
+    void this.refresh().finally(() => {
+      this.looking = false;
+    });
   }
 
   onSettled(ctx: ExtensionContext): void {
@@ -89,21 +146,35 @@ class ParentWatch {
 
   private async refresh(): Promise<void> {
     if (this.stopped) return;
-    const own = await ownHandoffStatuses(
-      { store: this.store, now: () => new Date(), agentDir: this.agentDir, agentStatuses: this.agentStatuses, tails: this.tails },
-      this.parent,
-      this.skipped,
-    );
+    const own = await this.watch.refresh();
     if (this.stopped) return;
-    if (own.length > 0 || this.shown) {
-      this.shown = own.length > 0;
-      this.setWidget(own.length > 0 ? formatChildrenWidget(own, Date.now()) : undefined);
-    }
-    if (own.length === 0) return;
-    const pending = await undeliveredReports(this.reports, own.map((handoff) => handoff.id), (triple) => this.queue.known(triple));
-    if (this.stopped) return;
-    for (const report of pending) this.queue.enqueue({ kind: `report-${report.kind}`, message: reportMessage(report), records: [reportTriple(report)] });
+    this.show(own);
+    // Reports of every own handoff still read, also one no longer shown (landed a while ago).
+    const ids = this.watch.ownIds();
+    if (ids.length === 0) return;
+    await this.enqueueReports(ids);
     this.queue.flush();
+  }
+
+  private show(own: readonly OwnHandoff[]): void {
+    if (this.stopped || (own.length === 0 && !this.shown)) return;
+    this.shown = own.length > 0;
+    const lines = own.length > 0 ? formatChildrenWidget(own, Date.now()) : undefined;
+    const text = lines?.join("\n") ?? "";
+    if (text === this.lastLines) return;
+    this.lastLines = text;
+    this.setWidget(lines);
+  }
+
+  private async enqueueReports(handoffIds: readonly string[]): Promise<void> {
+    const pending = await undeliveredReports(this.reports, handoffIds, (triple) => this.queue.known(triple));
+    if (this.stopped) return;
+    for (const report of pending)
+      this.queue.enqueue({
+        kind: `report-${report.kind}`,
+        message: reportMessage(report),
+        records: [reportTriple(report)],
+      });
   }
 
   private setWidget(lines: string[] | undefined): void {
@@ -115,10 +186,22 @@ class ParentWatch {
   }
 }
 
+/** The forecast the widget shows, with git's per-call bounds and a cache kept for the session. */
+function watchForecast(env: NodeJS.ProcessEnv): (manifests: readonly Manifest[]) => Promise<Forecast> {
+  const cache = new ForecastCache();
+  const timeoutMs = gitCallMs(env, FORECAST_GIT_TIMEOUT_MS);
+  const deps = { git: new SimpleGitPort({ env, timeoutMs }), landGit: new LandGit({ env, timeoutMs }) };
+  return (manifests) => forecastHandoffs(deps, manifests, cache);
+}
+
 /** The user's choice (settings `reportsTriggerTurn`); unreadable settings mean the default, never a turn. */
 async function reportsTriggerTurn(ctx: ExtensionContext): Promise<boolean> {
   try {
-    const loaded = await loadHandoffConfig({ cwd: ctx.cwd, agentDir: agentDirFromEnv(process.env), projectTrusted: ctx.isProjectTrusted() });
+    const loaded = await loadHandoffConfig({
+      cwd: ctx.cwd,
+      agentDir: agentDirFromEnv(process.env),
+      projectTrusted: ctx.isProjectTrusted(),
+    });
     return loaded.ok && loaded.config.reportsTriggerTurn === true;
   } catch {
     return false;
@@ -129,12 +212,19 @@ export function registerParentWatch(pi: ExtensionAPI): void {
   let watch: ParentWatch | undefined;
   pi.on("session_start", async (_event, ctx) => {
     watch?.stop();
-    watch = new ParentWatch(pi, ctx, await reportsTriggerTurn(ctx));
-    watch.start();
+    const current = new ParentWatch(pi, ctx, await reportsTriggerTurn(ctx));
+    watch = current;
+    try {
+      await current.deliverPending();
+    } catch {
+      // An unreadable store must not stop Pi from starting; the watch's refreshes try again.
+    }
+    current.start();
   });
   pi.on("agent_settled", async (_event, ctx) => {
     watch?.onSettled(ctx);
   });
+  pi.events.on(HANDOFF_PROGRESS_CHANNEL, () => watch?.lookNow());
   pi.on("session_shutdown", async () => {
     watch?.stop();
     watch = undefined;

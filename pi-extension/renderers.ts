@@ -24,7 +24,12 @@ export interface Styler {
 export const PLAIN: Styler = { title: (t) => t, strong: (t) => t, dim: (t) => t };
 
 /** The collapsed handoff message: branch, base, worktree, and the task's first line (or that there is none). */
-export function compactHandoffText(details: HandoffDetails, content: string, expandHint: string, style: Styler = PLAIN): string {
+export function compactHandoffText(
+  details: HandoffDetails,
+  content: string,
+  expandHint: string,
+  style: Styler = PLAIN,
+): string {
   const lines = [
     `${style.title("⇢ Handed off to a worktree")} ${style.strong(details.branch)} from ${details.baseRef} (${details.baseSha.slice(0, 12)})`,
     style.dim(details.worktreePath),
@@ -45,14 +50,23 @@ export function taskPreview(content: string): string | undefined {
 }
 
 /** The collapsed lineage message: the summary, the first few runs by name, the tool and the expand key. */
-export function compactLineageText(details: LineageMessageDetails | undefined, expandHint: string, style: Styler = PLAIN): string {
+export function compactLineageText(
+  details: LineageMessageDetails | undefined,
+  expandHint: string,
+  style: Styler = PLAIN,
+): string {
   if (details === undefined) return style.title("⟲ Adopted background work");
   const lines = [style.title(`⟲ ${summarizeDetails(details)}`)];
   const runs = details.runs.filter((run) => run.source !== "handoff");
-  for (const run of runs.slice(0, COMPACT_RUNS)) lines.push(`  ${run.outcome === "active" ? "●" : run.outcome === "interrupted" ? "✗" : "✓"} ${run.title} ${style.dim(`(${run.source}, ${run.state})`)}`);
+  for (const run of runs.slice(0, COMPACT_RUNS))
+    lines.push(
+      `  ${run.outcome === "active" ? "●" : run.outcome === "interrupted" ? "✗" : "✓"} ${run.title} ${style.dim(`(${run.source}, ${run.state})`)}`,
+    );
   const more = runs.length - Math.min(runs.length, COMPACT_RUNS) + details.omitted;
   if (more > 0) lines.push(style.dim(`  … and ${more} more`));
-  lines.push(`${style.dim(`${ADOPTED_RUNS_TOOL} lists and inspects them`)}${expandHint === "" ? "" : style.dim(" · ") + expandHint}`);
+  lines.push(
+    `${style.dim(`${ADOPTED_RUNS_TOOL} lists and inspects them`)}${expandHint === "" ? "" : style.dim(" · ") + expandHint}`,
+  );
   return lines.join("\n");
 }
 
@@ -60,7 +74,11 @@ export function registerRenderers(pi: ExtensionAPI): void {
   pi.registerMessageRenderer(HANDOFF_MESSAGE_TYPE, (message, options, theme) => {
     const parsed = HandoffDetailsSchema.safeParse(message.details);
     const content = typeof message.content === "string" ? message.content : "";
-    const style: Styler = { title: (t) => theme.fg("accent", t), strong: (t) => theme.bold(t), dim: (t) => theme.fg("dim", t) };
+    const style: Styler = {
+      title: (t) => theme.fg("accent", t),
+      strong: (t) => theme.bold(t),
+      dim: (t) => theme.fg("dim", t),
+    };
     let text: string;
     if (!parsed.success) {
       text = content;

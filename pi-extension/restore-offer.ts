@@ -1,0 +1,57 @@
+/**
+ * After a reboot: a Pi that starts in the TUI offers, once, to bring back the handoffs whose Pi is
+ * gone (src/recovery/restore-offer.ts decides which, and whether this Pi is the one to say it).
+ *
+ * Invariants:
+ * - Decides nothing and starts nothing: one notice naming `/handoffs relaunch --all`.
+ * - Off the start-up path: one unref'd timer `RESTORE_OFFER_DELAY_MS` after `session_start`
+ *   (startup only), so Pi draws its screen first and a Herdr restore has resumed its panes' Pi
+ *   (which then hold their leases and count as running); stopped at `session_shutdown`.
+ * - Print mode offers nothing: a script's stderr is not the place for a suggestion.
+ * - A failure to look is silent: the offer is a courtesy, `/handoffs` still lists everything.
+ */
+import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { createRecoveryDeps, recoveryEnvProblem } from "../src/recovery/deps.ts";
+import { restoreOffer } from "../src/recovery/restore-offer.ts";
+import { report } from "./report.ts";
+
+/** How long after start-up the offer looks. */
+export const RESTORE_OFFER_DELAY_MS = 3_000;
+
+export function registerRestoreOffer(pi: ExtensionAPI): void {
+  let timer: NodeJS.Timeout | undefined;
+  let generation = 0;
+  pi.on("session_start", (event, ctx) => {
+    if (event.reason !== "startup" || !ctx.hasUI) return;
+    if (recoveryEnvProblem(process.env) !== undefined) return;
+    const mine = ++generation;
+    timer = setTimeout(() => {
+      void look(ctx, () => mine === generation);
+    }, RESTORE_OFFER_DELAY_MS);
+    timer.unref();
+  });
+  pi.on("session_shutdown", () => {
+    generation += 1;
+    if (timer !== undefined) clearTimeout(timer);
+  });
+}
+
+async function look(ctx: ExtensionContext, current: () => boolean): Promise<void> {
+  try {
+    const deps = createRecoveryDeps(process.env);
+    const repo = await deps.git.findRepository(ctx.cwd);
+    const file = ctx.sessionManager.getSessionFile();
+    if (!current()) return;
+    const outcome = await restoreOffer(
+      deps,
+      {
+        ...(repo === undefined ? {} : { repoCommonDir: repo.commonDir }),
+        session: { sessionId: ctx.sessionManager.getSessionId(), ...(file === undefined ? {} : { sessionFile: file }) },
+      },
+      "/handoffs",
+    );
+    if (outcome.code === "offer" && current()) report(ctx, `handoff-worktree: ${outcome.message}`, "info");
+  } catch {
+    // Nothing to say: the offer is a courtesy (see the header).
+  }
+}
