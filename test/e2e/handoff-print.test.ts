@@ -11,8 +11,21 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HANDOFF_USAGE } from "../../src/handoff/args.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
+import { ChildReportStore } from "../../src/manifest/child-reports.ts";
+import { LINEAGE_LEDGER_TYPE } from "../../src/lineage/ledger.ts";
+import { REPORT_MESSAGE_TYPE } from "../../src/lineage/reports.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
-import { createPiSandbox, FAUX_MODEL, NODE_BIN, onlySessionFile, PI_CLI, EXTENSION_ENTRY, readEntries, runPiPrint, type PiSandbox } from "../support/pi.ts";
+import {
+  createPiSandbox,
+  FAUX_MODEL,
+  NODE_BIN,
+  onlySessionFile,
+  PI_CLI,
+  EXTENSION_ENTRY,
+  readEntries,
+  runPiPrint,
+  type PiSandbox,
+} from "../support/pi.ts";
 import { startPrivateTmux, waitFor, type PrivateTmux } from "../support/tmux.ts";
 
 const sha256 = (file: string) => createHash("sha256").update(readFileSync(file)).digest("hex");
@@ -32,7 +45,10 @@ describe("/handoff-worktree in print mode with the real Pi", () => {
   let store: ManifestStore;
 
   /** One print-mode Pi on the parent session, as if typed in the parent's tmux pane. */
-  function handoff(args: string, options: { env?: Record<string, string>; cwd?: string; session?: string[]; model?: boolean } = {}): PrintRun {
+  function handoff(
+    args: string,
+    options: { env?: Record<string, string>; cwd?: string; session?: string[]; model?: boolean } = {},
+  ): PrintRun {
     const argv = [
       PI_CLI,
       "-p",
@@ -69,7 +85,12 @@ describe("/handoff-worktree in print mode with the real Pi", () => {
     repo = createTempRepo({ extraCommits: 1 });
     tmux = await startPrivateTmux({ env: sandbox.env });
     const serverPid = (await tmux.tmux(["display-message", "-p", "#{pid}"])).trim();
-    tmuxEnv = { ...sandbox.env, TMUX: `${tmux.socketPath},${serverPid},0`, TMUX_PANE: tmux.firstPaneId, PI_HANDOFF_CONFIRM_TIMEOUT_MS: "20000" };
+    tmuxEnv = {
+      ...sandbox.env,
+      TMUX: `${tmux.socketPath},${serverPid},0`,
+      TMUX_PANE: tmux.firstPaneId,
+      PI_HANDOFF_CONFIRM_TIMEOUT_MS: "20000",
+    };
     runPiPrint(sandbox, repo.root, ["--model", FAUX_MODEL, "first question"]);
     parentFile = onlySessionFile(sandbox, repo.root);
     runPiPrint(sandbox, repo.root, ["--session", parentFile, "--model", FAUX_MODEL, "second question"]);
@@ -84,14 +105,38 @@ describe("/handoff-worktree in print mode with the real Pi", () => {
 
   describe("refusals leave no manifest, worktree, branch or window", () => {
     it.each([
-      ["an invalid branch name", "..bad", '"..bad" is not a valid branch name; pick a name git accepts (see git check-ref-format).'],
+      [
+        "an invalid branch name",
+        "..bad",
+        '"..bad" is not a valid branch name; pick a name git accepts (see git check-ref-format).',
+      ],
       ["a branch name that looks like an option", "-x", `Unknown option "-x"; usage: ${HANDOFF_USAGE}.`],
-      ["a quoted branch name that looks like an option", '"-x"', '"-x" is not a valid branch name; pick a name git accepts (see git check-ref-format).'],
+      [
+        "a quoted branch name that looks like an option",
+        '"-x"',
+        '"-x" is not a valid branch name; pick a name git accepts (see git check-ref-format).',
+      ],
       ["a mistyped option before the branch", "-m tmux feat/ok", `Unknown option "-m"; usage: ${HANDOFF_USAGE}.`],
-      ["a branch that exists", "existing", "Branch existing already exists; pick a new branch name (or add --existing to hand off into it)."],
-      ["a branch checked out elsewhere", "main", "Branch main is already checked out at {root}; pick a new branch name."],
-      ["a base that is not a commit", "feat/ok nope", 'Base "nope" does not resolve to a commit; give a branch, tag or commit.'],
-      ["a base that looks like an option", "feat/ok --upload-pack=touch", `Unknown option "--upload-pack=touch"; usage: ${HANDOFF_USAGE}.`],
+      [
+        "a branch that exists",
+        "existing",
+        "Branch existing already exists; pick a new branch name (or add --existing to hand off into it).",
+      ],
+      [
+        "a branch checked out elsewhere",
+        "main",
+        "Branch main is already checked out at {root}; pick a new branch name.",
+      ],
+      [
+        "a base that is not a commit",
+        "feat/ok nope",
+        'Base "nope" does not resolve to a commit; give a branch, tag or commit.',
+      ],
+      [
+        "a base that looks like an option",
+        "feat/ok --upload-pack=touch",
+        `Unknown option "--upload-pack=touch"; usage: ${HANDOFF_USAGE}.`,
+      ],
     ])("refuses %s", async (_label, args, expected) => {
       if (args === "existing") repo.run(["branch", "existing"]);
       const before = await snapshot();
@@ -115,8 +160,24 @@ describe("/handoff-worktree in print mode with the real Pi", () => {
       const before = await snapshot();
       const run = handoff("feat/ok", { env: { TMUX: "", TMUX_PANE: "", HERDR_ENV: "" } });
       expect(run.stderr.trim().split("\n").at(-1)).toBe(
-        "This Pi is not running inside tmux or Herdr; start Pi in a tmux (or Herdr) pane to hand off.",
+        "This Pi is not running inside tmux, Herdr or zellij; start Pi in a tmux, Herdr or zellij pane to hand off.",
       );
+      expect(await snapshot()).toEqual(before);
+    });
+
+    it("refuses a $TMUX whose server is gone, and a $TMUX_PANE the server does not have", async () => {
+      const before = await snapshot();
+      const dead = join(sandbox.dir, "no-server.sock");
+      const gone = handoff("feat/ok", { env: { TMUX: `${dead},4242,0` } });
+      expect(gone.stderr.trim().split("\n").at(-1)).toBe(
+        `No tmux server is running at ${dead} (the socket $TMUX names); start Pi in a pane of a running tmux, then try again.`,
+      );
+      expect(gone.status).toBe(1);
+      const noPane = handoff("feat/ok", { env: { TMUX_PANE: "%999" } });
+      expect(noPane.stderr.trim().split("\n").at(-1)).toBe(
+        `The tmux server at ${tmux.socketPath} has no pane %999 ($TMUX_PANE); start Pi in a pane of a running tmux, then try again.`,
+      );
+      expect(noPane.status).toBe(1);
       expect(await snapshot()).toEqual(before);
     });
 
@@ -141,7 +202,9 @@ describe("/handoff-worktree in print mode with the real Pi", () => {
       mkdirSync(bare, { recursive: true });
       const before = await snapshot();
       const run = handoff("feat/ok", { env: { PI_CODING_AGENT_DIR: bare }, model: false });
-      expect(run.stderr.trim().split("\n").at(-1)).toBe("No usable model is selected (unknown/unknown is not available in this Pi); choose one with /model, then hand off.");
+      expect(run.stderr.trim().split("\n").at(-1)).toBe(
+        "No usable model is selected (unknown/unknown is not available in this Pi); choose one with /model, then hand off.",
+      );
       expect(await snapshot()).toEqual(before);
     });
 
@@ -199,9 +262,13 @@ describe("/handoff-worktree in print mode with the real Pi", () => {
       }
       if (step === "confirm") {
         // The launcher ran and started nothing (the fault): said at once, not after the timeout.
-        expect(message).toContain("The launcher started, but its Pi exited (or never started) before confirming; the new pane shows why.");
+        expect(message).toContain(
+          "The launcher started, but its Pi exited (or never started) before confirming; the new pane shows why.",
+        );
       } else {
-        expect(message).toContain(`The handoff failed at the ${step} step: Injected fault at the ${step} step (PI_HANDOFF_FAULT).`);
+        expect(message).toContain(
+          `The handoff failed at the ${step} step: Injected fault at the ${step} step (PI_HANDOFF_FAULT).`,
+        );
       }
       expect(sha256(parentFile)).toBe(parentHash);
     });
@@ -216,12 +283,22 @@ describe("/handoff-worktree in print mode with the real Pi", () => {
       if (manifest.mux.kind !== "tmux") throw new Error("expected a tmux location");
       await tmux.tmux(["send-keys", "-t", manifest.mux.paneId ?? "", "-l", command]);
       await tmux.tmux(["send-keys", "-t", manifest.mux.paneId ?? "", "Enter"]);
-      const acknowledged = await waitFor(async () => {
-        const read = await store.read(manifest.id);
-        return read.ok && read.manifest.state === "running" ? read.manifest : undefined;
-      }, { timeoutMs: 30_000, description: "the hand-started child's acknowledgement" });
+      const acknowledged = await waitFor(
+        async () => {
+          const read = await store.read(manifest.id);
+          return read.ok && read.manifest.state === "running" ? read.manifest : undefined;
+        },
+        { timeoutMs: 30_000, description: "the hand-started child's acknowledgement" },
+      );
       expect(acknowledged.child.confirmedBy).toBe("ack");
-      expect(acknowledged.history.map((h) => h.state)).toEqual(["provisioning", "provisioned", "forked", "launching", "failed", "running"]);
+      expect(acknowledged.history.map((h) => h.state)).toEqual([
+        "provisioning",
+        "provisioned",
+        "forked",
+        "launching",
+        "failed",
+        "running",
+      ]);
     });
   });
 
@@ -235,7 +312,13 @@ describe("/handoff-worktree in print mode with the real Pi", () => {
     if (entry === undefined || !entry.ok) throw new Error("no manifest");
     // Print mode returned only after the acknowledgement.
     expect(entry.manifest.state).toBe("running");
-    expect(entry.manifest.history.map((h) => h.state)).toEqual(["provisioning", "provisioned", "forked", "launching", "running"]);
+    expect(entry.manifest.history.map((h) => h.state)).toEqual([
+      "provisioning",
+      "provisioned",
+      "forked",
+      "launching",
+      "running",
+    ]);
     expect(run.stderr).toContain(`Handed off to branch feat/print (from HEAD at`);
     expect(entry.manifest.branch).toBe("feat/print");
     expect(run.stderr).toContain(`Worktree: ${entry.manifest.worktree.path}`);
@@ -243,12 +326,72 @@ describe("/handoff-worktree in print mode with the real Pi", () => {
     expect(entry.manifest.task).toBe("summarise the README in one line");
     // The child starts on the task by itself: one kickoff, then an answer to it.
     const childFile = entry.manifest.child.sessionFile ?? "";
-    const answered = await waitFor(() => {
-      const entries = readEntries(childFile);
-      const kickoff = entries.findIndex((e) => e.type === "custom_message" && e.customType === "handoff-worktree-kickoff");
-      return kickoff !== -1 && entries.slice(kickoff).some((e) => e.type === "message" && e.message.role === "assistant") ? entries : undefined;
-    }, { timeoutMs: 30_000, description: "the child's first turn on the task" });
+    const answered = await waitFor(
+      () => {
+        const entries = readEntries(childFile);
+        const kickoff = entries.findIndex(
+          (e) => e.type === "custom_message" && e.customType === "handoff-worktree-kickoff",
+        );
+        return kickoff !== -1 &&
+          entries.slice(kickoff).some((e) => e.type === "message" && e.message.role === "assistant")
+          ? entries
+          : undefined;
+      },
+      { timeoutMs: 30_000, description: "the child's first turn on the task" },
+    );
     const handoffEntry = answered.find((e) => e.type === "custom_message" && e.customType === "handoff-worktree");
-    expect(handoffEntry?.type === "custom_message" ? handoffEntry.content : "").toContain("## Task\n\nsummarise the README in one line");
+    expect(handoffEntry?.type === "custom_message" ? handoffEntry.content : "").toContain(
+      "## Task\n\nsummarise the README in one line",
+    );
+  });
+
+  it("delivers a report that waited for the parent at the start of a print run, before its prompt, exactly once", async () => {
+    const entry = (await store.list()).find((listed) => listed.ok && listed.manifest.branch === "feat/print");
+    if (entry === undefined || !entry.ok) throw new Error("no feat/print handoff");
+    const report = await ChildReportStore.forAgentDir(sandbox.agentDir).write({
+      handoffId: entry.manifest.id,
+      kind: "report",
+      branch: "feat/print",
+      parentSessionFile: parentFile,
+      text: "summarised the README",
+      commits: [],
+    });
+    const ask = (prompt: string) =>
+      spawnSync(
+        NODE_BIN,
+        [PI_CLI, "-p", "--session", parentFile, "--model", FAUX_MODEL, "--extension", EXTENSION_ENTRY, prompt],
+        {
+          cwd: repo.root,
+          env: tmuxEnv,
+          encoding: "utf8",
+          timeout: 120_000,
+          stdio: ["ignore", "pipe", "pipe"],
+        },
+      );
+    const reportsIn = () =>
+      readEntries(parentFile).flatMap((e, index) =>
+        e.type === "custom_message" && e.customType === REPORT_MESSAGE_TYPE ? [{ index, entry: e }] : [],
+      );
+    const promptIndex = (prompt: string) =>
+      readEntries(parentFile).findIndex(
+        (e) => e.type === "message" && e.message.role === "user" && JSON.stringify(e.message.content).includes(prompt),
+      );
+
+    expect(ask("what came back?").status).toBe(0);
+    const delivered = reportsIn();
+    expect(delivered).toHaveLength(1);
+    const [first] = delivered;
+    expect(first?.entry.type === "custom_message" ? String(first.entry.content) : "").toContain(
+      "Report from handoff feat/print",
+    );
+    // In the session before the prompt, so the prompt's turn reads it; its ledger entry follows it.
+    expect(first?.index).toBeLessThan(promptIndex("what came back?"));
+    const ledger = readEntries(parentFile).filter((e) => e.type === "custom" && e.customType === LINEAGE_LEDGER_TYPE);
+    expect(JSON.stringify(ledger)).toContain(report.id);
+
+    // The next run delivers nothing again.
+    expect(ask("anything else?").status).toBe(0);
+    expect(promptIndex("anything else?")).toBeGreaterThan(-1);
+    expect(reportsIn()).toHaveLength(1);
   });
 });

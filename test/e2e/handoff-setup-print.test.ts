@@ -18,10 +18,20 @@ import { SimpleGitPort } from "../../src/git/git.ts";
 import { findChildProcess } from "../../src/launch/launcher.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
-import { TmuxMultiplexer } from "../../src/mux/tmux.ts";
+import { TmuxMultiplexer } from "../../src/mux/tmux/tmux.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
 import { PiRpc, type RpcRecord } from "../support/pi-rpc.ts";
-import { createPiSandbox, EXTENSION_ENTRY, FAUX_MODEL, NODE_BIN, onlySessionFile, PI_CLI, readEntries, runPiPrint, type PiSandbox } from "../support/pi.ts";
+import {
+  createPiSandbox,
+  EXTENSION_ENTRY,
+  FAUX_MODEL,
+  NODE_BIN,
+  onlySessionFile,
+  PI_CLI,
+  readEntries,
+  runPiPrint,
+  type PiSandbox,
+} from "../support/pi.ts";
 import { startPrivateTmux, type PrivateTmux } from "../support/tmux.ts";
 
 const sha256 = (data: Buffer | string) => createHash("sha256").update(data).digest("hex");
@@ -37,13 +47,28 @@ describe("/handoff-worktree worktree setup with the real Pi", () => {
   let userConfig: string;
 
   function handoff(args: string, flags: string[] = []): { status: number; stderr: string } {
-    const run = spawnSync(NODE_BIN, [PI_CLI, "-p", "--session", parentFile, "--model", FAUX_MODEL, "--extension", EXTENSION_ENTRY, ...flags, `/handoff-worktree ${args}`], {
-      cwd: repo.root,
-      env: tmuxEnv,
-      encoding: "utf8",
-      timeout: 120_000,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const run = spawnSync(
+      NODE_BIN,
+      [
+        PI_CLI,
+        "-p",
+        "--session",
+        parentFile,
+        "--model",
+        FAUX_MODEL,
+        "--extension",
+        EXTENSION_ENTRY,
+        ...flags,
+        `/handoff-worktree ${args}`,
+      ],
+      {
+        cwd: repo.root,
+        env: tmuxEnv,
+        encoding: "utf8",
+        timeout: 120_000,
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     return { status: run.status ?? -1, stderr: run.stderr };
   }
 
@@ -59,13 +84,20 @@ describe("/handoff-worktree worktree setup with the real Pi", () => {
 
   /** The parent checkout as bytes: index first (nothing below may refresh it), status, both diffs, files. */
   function parentState() {
-    const git = (args: string[]) => execFileSync("git", args, { cwd: repo.root, env: { ...repo.env, GIT_OPTIONAL_LOCKS: "0" }, timeout: 30_000 }).toString("latin1");
+    const git = (args: string[]) =>
+      execFileSync("git", args, {
+        cwd: repo.root,
+        env: { ...repo.env, GIT_OPTIONAL_LOCKS: "0" },
+        timeout: 30_000,
+      }).toString("latin1");
     return {
       index: sha256(readFileSync(join(repo.root, ".git", "index"))),
       status: git(["status", "--porcelain=v2", "-z", "--untracked-files=all"]),
       diff: sha256(git(["diff", "--binary"])),
       cached: sha256(git(["diff", "--cached", "--binary"])),
-      files: ["notes.md", "data.bin", "file-1.txt", "file-2.txt"].map((file) => (existsSync(join(repo.root, file)) ? sha256(readFileSync(join(repo.root, file))) : "absent")),
+      files: ["notes.md", "data.bin", "file-1.txt", "file-2.txt"].map((file) =>
+        existsSync(join(repo.root, file)) ? sha256(readFileSync(join(repo.root, file))) : "absent",
+      ),
     };
   }
 
@@ -74,7 +106,12 @@ describe("/handoff-worktree worktree setup with the real Pi", () => {
     repo = createTempRepo({ extraCommits: 2 });
     tmux = await startPrivateTmux({ env: sandbox.env });
     const serverPid = (await tmux.tmux(["display-message", "-p", "#{pid}"])).trim();
-    tmuxEnv = { ...sandbox.env, TMUX: `${tmux.socketPath},${serverPid},0`, TMUX_PANE: tmux.firstPaneId, PI_HANDOFF_CONFIRM_TIMEOUT_MS: "30000" };
+    tmuxEnv = {
+      ...sandbox.env,
+      TMUX: `${tmux.socketPath},${serverPid},0`,
+      TMUX_PANE: tmux.firstPaneId,
+      PI_HANDOFF_CONFIRM_TIMEOUT_MS: "30000",
+    };
     runPiPrint(sandbox, repo.root, ["--model", FAUX_MODEL, "first question"]);
     parentFile = onlySessionFile(sandbox, repo.root);
     store = ManifestStore.forAgentDir(sandbox.agentDir);
@@ -133,25 +170,40 @@ describe("/handoff-worktree worktree setup with the real Pi", () => {
     // The postCreate commands ran in the worktree before the child (which then acknowledged).
     expect(readFileSync(join(wt, ".hook-ran"), "utf8")).toBe("pi/e2e");
     expect(manifest.child.confirmedBy).toBe("ack");
-    expect(manifest.history.map((h) => h.state)).toEqual(["provisioning", "provisioned", "forked", "launching", "running"]);
+    expect(manifest.history.map((h) => h.state)).toEqual([
+      "provisioning",
+      "provisioned",
+      "forked",
+      "launching",
+      "running",
+    ]);
     // Carried, copied, linked.
     expect(readFileSync(join(wt, "data.bin"))).toEqual(Buffer.from([0, 200, 13, 10, 0, 255]));
     expect(readFileSync(join(wt, "file-1.txt"), "utf8")).toBe("1\nstaged edit\n");
     expect(existsSync(join(wt, "file-2.txt"))).toBe(false);
-    expect(repo.run(["diff", "--cached", "--name-only"], { cwd: wt }).split("\n").sort()).toEqual(["data.bin", "file-1.txt"]);
+    expect(repo.run(["diff", "--cached", "--name-only"], { cwd: wt }).split("\n").sort()).toEqual([
+      "data.bin",
+      "file-1.txt",
+    ]);
     expect(readFileSync(join(wt, ".env"), "utf8")).toBe("API=1\n");
     expect(readlinkSync(join(wt, "deps"))).toBe(join(repo.root, "deps"));
-    expect(manifest.setup).toMatchObject({ carried: { mode: "tracked", from: repo.root, changes: 3, untracked: 0 }, copied: [".env"], symlinked: ["deps"] });
+    expect(manifest.setup).toMatchObject({
+      carried: { mode: "tracked", from: repo.root, changes: 3, untracked: 0 },
+      copied: [".env"],
+      symlinked: ["deps"],
+    });
     // The parent checkout and session are byte-identical.
     expect(parentState()).toEqual(before);
     expect(sha256(readFileSync(parentFile))).toBe(parentHash);
     // Said to the user and to the new Pi.
-    expect(run.stderr).toContain(`Carried 3 uncommitted change(s) from ${repo.root} (staged ones stay staged): A data.bin, M file-1.txt, D file-2.txt.`);
+    expect(run.stderr).toContain(
+      `Carried 3 uncommitted changes from ${repo.root} (staged ones stay staged): A data.bin, M file-1.txt, D file-2.txt.`,
+    );
     expect(run.stderr).toContain("Copied from the main checkout: .env.");
     const childEntries = readEntries(manifest.child.sessionFile ?? "");
     const message = childEntries.find((e) => e.type === "custom_message" && e.customType === "handoff-worktree");
     const content = message?.type === "custom_message" && typeof message.content === "string" ? message.content : "";
-    expect(content).toContain("- Carried 3 uncommitted change(s)");
+    expect(content).toContain("- Carried 3 uncommitted changes");
     expect(content).toContain("## Task\n\nlist the files");
     // Leave the checkout clean for the next tests.
     repo.run(["reset", "-q", "--hard"]);
@@ -168,15 +220,27 @@ describe("/handoff-worktree worktree setup with the real Pi", () => {
     expect(manifest.state).toBe("failed");
     expect(manifest.error?.step).toBe("launch");
     expect(manifest.setup?.postCreate).toMatchObject({ commands: ["exit 4"], exitStatus: 4, failedCommand: 1 });
-    expect(run.stderr).toContain('The handoff failed at the launch step: The postCreate command 1 of 1 ("exit 4") failed with exit status 4 in the new pane, so Pi was not started.');
-    expect(run.stderr).toContain(`Kept (nothing was deleted): worktree ${manifest.worktree.path} on branch e2e-hook-fails`);
+    expect(run.stderr).toContain(
+      'The handoff failed at the launch step: The postCreate command 1 of 1 ("exit 4") failed with exit status 4 in the new pane, so Pi was not started.',
+    );
+    expect(run.stderr).toContain(
+      `Kept (nothing was deleted): worktree ${manifest.worktree.path} on branch e2e-hook-fails`,
+    );
     expect(existsSync(manifest.worktree.path)).toBe(true);
     expect(existsSync(manifest.child.sessionFile ?? "")).toBe(true);
     expect(manifest.child.pid).toBeUndefined();
-    const probe = await new TmuxMultiplexer({ socketPath: tmux.socketPath, targetSession: tmux.sessionId, git: new SimpleGitPort({ env: repo.env }) }).probe(manifest.mux);
+    const probe = await new TmuxMultiplexer({
+      socketPath: tmux.socketPath,
+      targetSession: tmux.sessionId,
+      git: new SimpleGitPort({ env: repo.env }),
+    }).probe(manifest.mux);
     expect(probe.ok && findChildProcess(probe.processes, manifest)).toBeFalsy();
     // The child session holds only the fork: no Pi ever opened it.
-    expect(readEntries(manifest.child.sessionFile ?? "").some((e) => e.type === "custom_message" && e.customType === "handoff-worktree-kickoff")).toBe(false);
+    expect(
+      readEntries(manifest.child.sessionFile ?? "").some(
+        (e) => e.type === "custom_message" && e.customType === "handoff-worktree-kickoff",
+      ),
+    ).toBe(false);
   });
 
   it("an untrusted project (--no-approve): the repository's settings are ignored with a one-line notice", async () => {
@@ -184,7 +248,9 @@ describe("/handoff-worktree worktree setup with the real Pi", () => {
     const existing = await ids();
     const run = handoff("untrusted", ["--no-approve"]);
     expect(run.status, run.stderr).toBe(0);
-    expect(run.stderr.split("\n")).toContain(`Ignored ${repoConfig}: this project is not trusted in Pi, so its handoff settings (which can run commands) are not used.`);
+    expect(run.stderr.split("\n")).toContain(
+      `Ignored ${repoConfig}: this project is not trusted in Pi, so its handoff settings (which can run commands) are not used.`,
+    );
     const manifest = await newManifest(existing);
     expect(manifest.branch).toBe("untrusted");
     expect(manifest.setup).toBeUndefined();
@@ -223,16 +289,22 @@ describe("/handoff-worktree worktree setup with the real Pi", () => {
     const before = await snapshot();
     const run = handoff("never-made");
     expect(run.status).toBe(1);
-    expect(run.stderr.trim().split("\n").at(-1)).toBe(`Unknown key "postCreat" in ${userConfig}; the keys are worktreeDir, branchPrefix, copy, symlink, postCreate, mux, reportsTriggerTurn.`);
+    expect(run.stderr.trim().split("\n").at(-1)).toBe(
+      `Unknown key "postCreat" in ${userConfig}; the keys are worktreeDir, branchPrefix, copy, symlink, postCreate, mux, reportsTriggerTurn, ports, env.`,
+    );
     expect(await snapshot()).toEqual(before);
     writeFileSync(userConfig, "{}");
   });
 
   it("in a UI (RPC mode), /handoff-worktree alone asks for the branch and the task; cancelling creates nothing", async () => {
     writeFileSync(repoConfig, "{}");
-    const rpc = PiRpc.start(["--session", parentFile, "--model", FAUX_MODEL, "--extension", EXTENSION_ENTRY], { cwd: repo.root, env: tmuxEnv });
+    const rpc = PiRpc.start(["--session", parentFile, "--model", FAUX_MODEL, "--extension", EXTENSION_ENTRY], {
+      cwd: repo.root,
+      env: tmuxEnv,
+    });
     try {
-      const isRequest = (method: string) => (record: RpcRecord) => record.type === "extension_ui_request" && record.method === method;
+      const isRequest = (method: string) => (record: RpcRecord) =>
+        record.type === "extension_ui_request" && record.method === method;
       // Cancelled at the first question: nothing happens.
       let from = rpc.records.length;
       const existing = await ids();
@@ -240,7 +312,34 @@ describe("/handoff-worktree worktree setup with the real Pi", () => {
       const first = await rpc.waitFor(isRequest("input"), "the branch question", 30_000, from);
       expect(first.title).toBe("Hand off to which new branch? (a base and flags may follow, as after the command)");
       rpc.send({ type: "extension_ui_response", id: first.id, cancelled: true });
-      await rpc.waitFor((r) => isRequest("notify")(r) && r.message === "Handoff cancelled: no branch was given.", "the cancel notice", 30_000, from);
+      await rpc.waitFor(
+        (r) => isRequest("notify")(r) && r.message === "Handoff cancelled: no branch was given.",
+        "the cancel notice",
+        30_000,
+        from,
+      );
+      expect(await ids()).toEqual(existing);
+
+      // Cancelled at the task question, after a branch was given: said so, nothing happens.
+      from = rpc.records.length;
+      void rpc.command({ type: "prompt", message: "/handoff-worktree" }, 60_000).catch(() => undefined);
+      const named = await rpc.waitFor(isRequest("input"), "the branch question", 30_000, from);
+      rpc.send({ type: "extension_ui_response", id: named.id, value: "asked/cancel" });
+      const question = await rpc.waitFor(
+        (r) => isRequest("input")(r) && r.id !== named.id,
+        "the task question",
+        30_000,
+        from,
+      );
+      rpc.send({ type: "extension_ui_response", id: question.id, cancelled: true });
+      await rpc.waitFor(
+        (r) =>
+          isRequest("notify")(r) &&
+          r.message === "Handoff to asked/cancel cancelled at the task question; nothing was created.",
+        "the cancel notice after a branch",
+        30_000,
+        from,
+      );
       expect(await ids()).toEqual(existing);
 
       // Answered: branch (with a flag), then the task.
@@ -248,10 +347,21 @@ describe("/handoff-worktree worktree setup with the real Pi", () => {
       void rpc.command({ type: "prompt", message: "/handoff-worktree" }, 120_000).catch(() => undefined);
       const branch = await rpc.waitFor(isRequest("input"), "the branch question", 30_000, from);
       rpc.send({ type: "extension_ui_response", id: branch.id, value: "asked --no-focus" });
-      const task = await rpc.waitFor((r) => isRequest("input")(r) && r.id !== branch.id, "the task question", 30_000, from);
+      const task = await rpc.waitFor(
+        (r) => isRequest("input")(r) && r.id !== branch.id,
+        "the task question",
+        30_000,
+        from,
+      );
       expect(task.title).toBe("What should the new Pi start on? (optional: leave empty and it waits for you)");
       rpc.send({ type: "extension_ui_response", id: task.id, value: "say hello" });
-      const done = await rpc.waitFor((r) => isRequest("notify")(r) && typeof r.message === "string" && r.message.startsWith("Handed off to branch asked"), "the handoff notice", 90_000, from);
+      const done = await rpc.waitFor(
+        (r) =>
+          isRequest("notify")(r) && typeof r.message === "string" && r.message.startsWith("Handed off to branch asked"),
+        "the handoff notice",
+        90_000,
+        from,
+      );
       expect(done.notifyType).toBe("info");
       const manifest = await newManifest(existing);
       expect(manifest).toMatchObject({ branch: "asked", state: "running", task: "say hello" });
@@ -264,18 +374,26 @@ describe("/handoff-worktree worktree setup with the real Pi", () => {
   it("in a UI (RPC mode), asks before running a repository's postCreate commands; no creates nothing, yes runs them", async () => {
     writeFileSync(userConfig, "{}");
     writeFileSync(repoConfig, JSON.stringify({ postCreate: ["touch asked-first"] }));
-    const rpc = PiRpc.start(["--session", parentFile, "--model", FAUX_MODEL, "--extension", EXTENSION_ENTRY], { cwd: repo.root, env: tmuxEnv });
+    const rpc = PiRpc.start(["--session", parentFile, "--model", FAUX_MODEL, "--extension", EXTENSION_ENTRY], {
+      cwd: repo.root,
+      env: tmuxEnv,
+    });
     try {
       const isConfirm = (record: RpcRecord) => record.type === "extension_ui_request" && record.method === "confirm";
       let from = rpc.records.length;
       const existing = await ids();
-      void rpc.command({ type: "prompt", message: "/handoff-worktree confirm/no --no-focus" }, 60_000).catch(() => undefined);
+      void rpc
+        .command({ type: "prompt", message: "/handoff-worktree confirm/no --no-focus" }, 60_000)
+        .catch(() => undefined);
       const refused = await rpc.waitFor(isConfirm, "the approval question", 30_000, from);
       expect(refused.title).toBe("Run this repository's postCreate commands?");
       expect(refused.message).toBe(`${repoConfig} asks to run, in the new worktree:\n1. touch asked-first`);
       rpc.send({ type: "extension_ui_response", id: refused.id, confirmed: false });
       await rpc.waitFor(
-        (r) => r.type === "extension_ui_request" && r.method === "notify" && r.message === `The handoff was not started: the postCreate commands in ${repoConfig} were not approved.`,
+        (r) =>
+          r.type === "extension_ui_request" &&
+          r.method === "notify" &&
+          r.message === `The handoff was not started: the postCreate commands in ${repoConfig} were not approved.`,
         "the refusal",
         30_000,
         from,
@@ -283,11 +401,17 @@ describe("/handoff-worktree worktree setup with the real Pi", () => {
       expect(await ids()).toEqual(existing);
 
       from = rpc.records.length;
-      void rpc.command({ type: "prompt", message: "/handoff-worktree confirm/yes --no-focus" }, 120_000).catch(() => undefined);
+      void rpc
+        .command({ type: "prompt", message: "/handoff-worktree confirm/yes --no-focus" }, 120_000)
+        .catch(() => undefined);
       const approved = await rpc.waitFor(isConfirm, "the approval question", 30_000, from);
       rpc.send({ type: "extension_ui_response", id: approved.id, confirmed: true });
       await rpc.waitFor(
-        (r) => r.type === "extension_ui_request" && r.method === "notify" && typeof r.message === "string" && r.message.startsWith("Handed off to branch confirm/yes"),
+        (r) =>
+          r.type === "extension_ui_request" &&
+          r.method === "notify" &&
+          typeof r.message === "string" &&
+          r.message.startsWith("Handed off to branch confirm/yes"),
         "the handoff notice",
         90_000,
         from,

@@ -15,7 +15,18 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { muxLabel } from "../../src/mux/label.ts";
-import { createPiSandbox, EXTENSION_ENTRY, FAUX_MODEL, NODE_BIN, onlySessionFile, PI_CLI, PROJECT_ROOT, readEntries, runPiPrint, type PiSandbox } from "../support/pi.ts";
+import {
+  createPiSandbox,
+  EXTENSION_ENTRY,
+  FAUX_MODEL,
+  NODE_BIN,
+  onlySessionFile,
+  PI_CLI,
+  PROJECT_ROOT,
+  readEntries,
+  runPiPrint,
+  type PiSandbox,
+} from "../support/pi.ts";
 import { killAndWait } from "../support/recovery-rig.ts";
 import { runProcess } from "../support/reliability.ts";
 import { startPrivateTmux, waitFor, type PrivateTmux } from "../support/tmux.ts";
@@ -34,7 +45,8 @@ function canaries(roots: readonly string[]): string[] {
     }
     for (const entry of entries) {
       if (entry.name === CANARY) found.push(join(dir, entry.name));
-      else if (entry.isDirectory() && depth > 0 && entry.name !== "node_modules") walk(join(dir, entry.name), depth - 1);
+      else if (entry.isDirectory() && depth > 0 && entry.name !== "node_modules")
+        walk(join(dir, entry.name), depth - 1);
     }
   };
   for (const root of roots) walk(root, 10);
@@ -54,7 +66,8 @@ describe("hostile input through the real Pi", () => {
     sandbox = createPiSandbox("phw-hostile-pi-");
     const dir = join(sandbox.dir, `$(touch ${CANARY}) it's "q" #(touch ${CANARY}) repo`);
     mkdirSync(dir);
-    const git = (args: string[]) => execFileSync("git", args, { cwd: dir, env: sandbox.env, timeout: 30_000, stdio: ["ignore", "pipe", "pipe"] });
+    const git = (args: string[]) =>
+      execFileSync("git", args, { cwd: dir, env: sandbox.env, timeout: 30_000, stdio: ["ignore", "pipe", "pipe"] });
     git(["init", "--quiet"]);
     writeFileSync(join(dir, "README.md"), "# hostile\n");
     git(["add", "README.md"]);
@@ -62,7 +75,12 @@ describe("hostile input through the real Pi", () => {
     repoRoot = realpathSync(dir);
     tmux = await startPrivateTmux({ env: sandbox.env });
     const serverPid = (await tmux.tmux(["display-message", "-p", "#{pid}"])).trim();
-    env = { ...sandbox.env, TMUX: `${tmux.socketPath},${serverPid},0`, TMUX_PANE: tmux.firstPaneId, PI_HANDOFF_CONFIRM_TIMEOUT_MS: "30000" };
+    env = {
+      ...sandbox.env,
+      TMUX: `${tmux.socketPath},${serverPid},0`,
+      TMUX_PANE: tmux.firstPaneId,
+      PI_HANDOFF_CONFIRM_TIMEOUT_MS: "30000",
+    };
     runPiPrint(sandbox, repoRoot, ["--model", FAUX_MODEL, "first question"]);
     parentFile = onlySessionFile(sandbox, repoRoot);
     store = ManifestStore.forAgentDir(sandbox.agentDir);
@@ -74,11 +92,25 @@ describe("hostile input through the real Pi", () => {
   });
 
   function handoff(args: string) {
-    return runProcess(NODE_BIN, [PI_CLI, "-p", "--session", parentFile, "--model", FAUX_MODEL, "--extension", EXTENSION_ENTRY, `/handoff-worktree ${args}`], {
-      env,
-      cwd: repoRoot,
-      timeoutMs: 90_000,
-    });
+    return runProcess(
+      NODE_BIN,
+      [
+        PI_CLI,
+        "-p",
+        "--session",
+        parentFile,
+        "--model",
+        FAUX_MODEL,
+        "--extension",
+        EXTENSION_ENTRY,
+        `/handoff-worktree ${args}`,
+      ],
+      {
+        env,
+        cwd: repoRoot,
+        timeoutMs: 90_000,
+      },
+    );
   }
 
   it("hands off a tmux-format branch with an escape-laden, secret-bearing task: nothing runs, nothing leaks", async () => {
@@ -97,23 +129,39 @@ describe("hostile input through the real Pi", () => {
     expect(manifest.state).toBe("running");
     expect(manifest.branch).toBe(branch);
     expect(manifest.repo.root).toBe(repoRoot);
-    expect(execFileSync("git", ["symbolic-ref", "HEAD"], { cwd: manifest.worktree.path, env: sandbox.env, encoding: "utf8" }).trim()).toBe(`refs/heads/${branch}`);
+    expect(
+      execFileSync("git", ["symbolic-ref", "HEAD"], {
+        cwd: manifest.worktree.path,
+        env: sandbox.env,
+        encoding: "utf8",
+      }).trim(),
+    ).toBe(`refs/heads/${branch}`);
 
     // The window: labelled safely, opened in the worktree (the path with #() taken literally).
     const paneId = manifest.mux.kind === "tmux" ? (manifest.mux.paneId ?? "") : "";
-    const [name, cwd] = (await tmux.tmux(["display-message", "-p", "-t", paneId, "#{window_name}\t#{pane_current_path}"])).replace(/\n$/, "").split("\t");
+    const [name, cwd] = (
+      await tmux.tmux(["display-message", "-p", "-t", paneId, "#{window_name}\t#{pane_current_path}"])
+    )
+      .replace(/\n$/, "")
+      .split("\t");
     expect(name).toBe(muxLabel(branch));
     expect(cwd).toBe(manifest.worktree.path);
 
     // The task: escapes dropped, secrets redacted, in the manifest and in the child's session.
-    expect(manifest.task).toBe(`fix it; token [REDACTED:github-token] and DATABASE_PASSWORD=[REDACTED:credential] $(touch ${canaryPath})`);
+    expect(manifest.task).toBe(
+      `fix it; token [REDACTED:github-token] and DATABASE_PASSWORD=[REDACTED:credential] $(touch ${canaryPath})`,
+    );
     const childFile = manifest.child.sessionFile ?? "";
     // The child starts on the task by itself: one kickoff, then an answer.
     await waitFor(
       () => {
         const entries = readEntries(childFile);
-        const kickoff = entries.findIndex((e) => e.type === "custom_message" && e.customType === "handoff-worktree-kickoff");
-        return kickoff !== -1 && entries.slice(kickoff).some((e) => e.type === "message" && e.message.role === "assistant");
+        const kickoff = entries.findIndex(
+          (e) => e.type === "custom_message" && e.customType === "handoff-worktree-kickoff",
+        );
+        return (
+          kickoff !== -1 && entries.slice(kickoff).some((e) => e.type === "message" && e.message.role === "assistant")
+        );
       },
       { timeoutMs: 30_000, description: "the child's first answer on the task" },
     );
@@ -133,7 +181,11 @@ describe("hostile input through the real Pi", () => {
   it("refuses a branch name the file system cannot store, in one sentence, leaving nothing", async () => {
     const before = {
       manifests: (await store.list()).length,
-      branches: execFileSync("git", ["for-each-ref", "refs/heads"], { cwd: repoRoot, env: sandbox.env, encoding: "utf8" }),
+      branches: execFileSync("git", ["for-each-ref", "refs/heads"], {
+        cwd: repoRoot,
+        env: sandbox.env,
+        encoding: "utf8",
+      }),
       windows: await tmux.tmux(["list-windows", "-a", "-F", "#{window_id}"]),
     };
     const run = await handoff(`long/${"x".repeat(300)}`);
@@ -143,7 +195,11 @@ describe("hostile input through the real Pi", () => {
     );
     expect({
       manifests: (await store.list()).length,
-      branches: execFileSync("git", ["for-each-ref", "refs/heads"], { cwd: repoRoot, env: sandbox.env, encoding: "utf8" }),
+      branches: execFileSync("git", ["for-each-ref", "refs/heads"], {
+        cwd: repoRoot,
+        env: sandbox.env,
+        encoding: "utf8",
+      }),
       windows: await tmux.tmux(["list-windows", "-a", "-F", "#{window_id}"]),
     }).toEqual(before);
     expect(canaries([sandbox.dir, tmux.rootDir])).toEqual([]);

@@ -15,17 +15,32 @@ import { SessionManager, type FileEntry } from "@earendil-works/pi-coding-agent"
 import { newManifest } from "../../src/manifest/factory.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { LINEAGE_LEDGER_TYPE, LedgerEntryDataSchema } from "../../src/lineage/ledger.ts";
-import { LINEAGE_MESSAGE_TYPE, LineageMessageDetailsSchema, type LineageMessageDetails } from "../../src/lineage/messages.ts";
+import {
+  LINEAGE_MESSAGE_TYPE,
+  LineageMessageDetailsSchema,
+  type LineageMessageDetails,
+} from "../../src/lineage/messages.ts";
 import { buildHandoffMessage } from "../../src/session/handoff-message.ts";
 import { ProcessPool } from "../support/lineage.ts";
-import { createPiSandbox, EXTENSION_ENTRY, FAUX_MODEL, onlySessionFile, PROJECT_ROOT, readEntries, runPiPrint, type PiSandbox } from "../support/pi.ts";
+import {
+  createPiSandbox,
+  EXTENSION_ENTRY,
+  FAUX_MODEL,
+  onlySessionFile,
+  PROJECT_ROOT,
+  readEntries,
+  runPiPrint,
+  type PiSandbox,
+} from "../support/pi.ts";
 import { PiRpc } from "../support/pi-rpc.ts";
 import { loadPiSubagentsWriters, PiSubagentsFixture } from "../support/pi-subagents-fixtures.ts";
 import { waitFor } from "../support/tmux.ts";
 
 function lineageMessages(entries: FileEntry[]): LineageMessageDetails[] {
   return entries.flatMap((entry) =>
-    entry.type === "custom_message" && entry.customType === LINEAGE_MESSAGE_TYPE ? [LineageMessageDetailsSchema.parse(entry.details)] : [],
+    entry.type === "custom_message" && entry.customType === LINEAGE_MESSAGE_TYPE
+      ? [LineageMessageDetailsSchema.parse(entry.details)]
+      : [],
   );
 }
 
@@ -53,14 +68,20 @@ describe("lineage adoption with the real Pi on a handoff child", () => {
   let handoffId: string;
 
   const startChild = () =>
-    PiRpc.start(["--session", childFile, "--model", FAUX_MODEL, "--extension", EXTENSION_ENTRY], { cwd: worktree, env });
+    PiRpc.start(["--session", childFile, "--model", FAUX_MODEL, "--extension", EXTENSION_ENTRY], {
+      cwd: worktree,
+      env,
+    });
 
   beforeAll(async () => {
     sandbox = createPiSandbox("phw-lineage-e2e-");
     // Keep almost nothing on compaction, so this small conversation can be compacted at all.
     writeFileSync(join(sandbox.agentDir, "settings.json"), JSON.stringify({ compaction: { keepRecentTokens: 10 } }));
     // The kickoff turn takes two seconds, so the scan ends while it runs: delivery must wait for the settle.
-    copyFileSync(join(PROJECT_ROOT, "test", "support", "fixtures", "slow-kickoff.ts"), join(sandbox.agentDir, "extensions", "slow-kickoff.ts"));
+    copyFileSync(
+      join(PROJECT_ROOT, "test", "support", "fixtures", "slow-kickoff.ts"),
+      join(sandbox.agentDir, "extensions", "slow-kickoff.ts"),
+    );
     processes = new ProcessPool();
     const root = join(sandbox.dir, "pi-subagents");
     env = { ...sandbox.env, PI_SUBAGENTS_TEMP_ROOT: root, PI_HANDOFF_LINEAGE_POLL_MS: "300" };
@@ -78,7 +99,13 @@ describe("lineage adoption with the real Pi on a handoff child", () => {
     // Background work the parent started: one still running, one finished and never delivered,
     // and another session's run that must stay invisible.
     runnerPid = processes.live();
-    fixture.startRun({ runId: "run-active", sessionId: parentFile, agents: ["scout", "worker"], mode: "chain", pid: runnerPid });
+    fixture.startRun({
+      runId: "run-active",
+      sessionId: parentFile,
+      agents: ["scout", "worker"],
+      mode: "chain",
+      pid: runnerPid,
+    });
     fixture.startRun({ runId: "run-finished", sessionId: parentFile, agents: ["reviewer"], pid: processes.dead() });
     fixture.finishRun("run-finished", { summary: "Review: two nits, otherwise fine." });
     fixture.startRun({ runId: "run-other", sessionId: join(sandbox.dir, "elsewhere.jsonl"), pid: processes.dead() });
@@ -136,10 +163,13 @@ describe("lineage adoption with the real Pi on a handoff child", () => {
   it("delivers one resume message after the kickoff turn settles, without a turn of its own", async () => {
     pi = startChild();
     await pi.waitFor((r) => r.type === "agent_settled", "the kickoff turn to settle", 60_000);
-    const entries = await waitFor(() => {
-      const all = readEntries(childFile);
-      return lineageMessages(all).length > 0 ? all : undefined;
-    }, { timeoutMs: 20_000, description: "the resume message" });
+    const entries = await waitFor(
+      () => {
+        const all = readEntries(childFile);
+        return lineageMessages(all).length > 0 ? all : undefined;
+      },
+      { timeoutMs: 20_000, description: "the resume message" },
+    );
 
     const messages = lineageMessages(entries);
     expect(messages).toHaveLength(1);
@@ -173,10 +203,13 @@ describe("lineage adoption with the real Pi on a handoff child", () => {
     if (pi === undefined) throw new Error("no Pi");
     const response = await pi.command({ type: "compact" }, 60_000);
     expect(response.success, JSON.stringify(response)).toBe(true);
-    const entries = await waitFor(() => {
-      const all = readEntries(childFile);
-      return lineageMessages(all).some((m) => m.kind === "active-reminder") ? all : undefined;
-    }, { timeoutMs: 20_000, description: "the reminder after compaction" });
+    const entries = await waitFor(
+      () => {
+        const all = readEntries(childFile);
+        return lineageMessages(all).some((m) => m.kind === "active-reminder") ? all : undefined;
+      },
+      { timeoutMs: 20_000, description: "the reminder after compaction" },
+    );
     const reminders = lineageMessages(entries).filter((m) => m.kind === "active-reminder");
     expect(reminders).toHaveLength(1);
     expect(reminders[0]?.runs.map((run) => run.runId)).toEqual(["run-active"]);
@@ -187,18 +220,29 @@ describe("lineage adoption with the real Pi on a handoff child", () => {
   it("delivers exactly one completion message when an adopted run finishes", async () => {
     fixture.finishRun("run-active", { summary: "Chain done: patch ready." });
     // The message and then its ledger entry: two appends, so wait for both.
-    const entries = await waitFor(() => {
-      const all = readEntries(childFile);
-      const delivered = lineageMessages(all).some((m) => m.kind === "completion") && ledgerTriples(all).at(-1)?.[0] === "pi-subagents/run-active/finished";
-      return delivered ? all : undefined;
-    }, { timeoutMs: 20_000, description: "the completion message and its ledger entry" });
+    const entries = await waitFor(
+      () => {
+        const all = readEntries(childFile);
+        const delivered =
+          lineageMessages(all).some((m) => m.kind === "completion") &&
+          ledgerTriples(all).at(-1)?.[0] === "pi-subagents/run-active/finished";
+        return delivered ? all : undefined;
+      },
+      { timeoutMs: 20_000, description: "the completion message and its ledger entry" },
+    );
     // Several more poll rounds: still exactly one.
     await new Promise((resolve) => setTimeout(resolve, 1500));
     const after = readEntries(childFile);
     const completions = lineageMessages(after).filter((m) => m.kind === "completion");
     expect(completions).toHaveLength(1);
     expect(completions[0]?.runs).toEqual([
-      { source: "pi-subagents", runId: "run-active", outcome: "finished", state: "complete", title: "chain: scout → worker" },
+      {
+        source: "pi-subagents",
+        runId: "run-active",
+        outcome: "finished",
+        state: "complete",
+        title: "chain: scout → worker",
+      },
     ]);
     expect(ledgerTriples(after).at(-1)).toEqual(["pi-subagents/run-active/finished"]);
     expect(after.length).toBe(entries.length);
@@ -221,20 +265,27 @@ describe("lineage adoption with the real Pi on a handoff child", () => {
     expect(lineageMessages(afterRestart)).toHaveLength(countBefore);
     expect(ledgerTriples(afterRestart)).toEqual(ledgerTriples(before));
     // The kickoff is not sent again either.
-    expect(afterRestart.filter((e) => e.type === "custom_message" && e.customType === "handoff-worktree-kickoff")).toHaveLength(1);
+    expect(
+      afterRestart.filter((e) => e.type === "custom_message" && e.customType === "handoff-worktree-kickoff"),
+    ).toHaveLength(1);
     await pi.stop();
 
     // The parent finishes another run while the child is closed: the next start says only that.
     fixture.startRun({ runId: "run-late", sessionId: parentFile, agents: ["fixer"], pid: processes.dead() });
     fixture.finishRun("run-late", { summary: "fixed the flaky test" });
     pi = startChild();
-    const entries = await waitFor(() => {
-      const all = readEntries(childFile);
-      return lineageMessages(all).length > countBefore ? all : undefined;
-    }, { timeoutMs: 20_000, description: "the resume message for the new run" });
+    const entries = await waitFor(
+      () => {
+        const all = readEntries(childFile);
+        return lineageMessages(all).length > countBefore ? all : undefined;
+      },
+      { timeoutMs: 20_000, description: "the resume message for the new run" },
+    );
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const fresh = lineageMessages(readEntries(childFile)).slice(countBefore);
-    expect(fresh.map((m) => [m.kind, m.runs.map((run) => `${run.runId}/${run.outcome}`)])).toEqual([["resume", ["run-late/finished"]]]);
+    expect(fresh.map((m) => [m.kind, m.runs.map((run) => `${run.runId}/${run.outcome}`)])).toEqual([
+      ["resume", ["run-late/finished"]],
+    ]);
     expect(entries.length).toBeGreaterThan(afterRestart.length);
   });
 });

@@ -17,7 +17,18 @@ import { listDescendants } from "../../src/process/procfs.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { InventoryReportSchema } from "../../src/recovery/report-schema.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
-import { createPiSandbox, EXTENSION_ENTRY, FAUX_MODEL, NODE_BIN, onlySessionFile, PI_CLI, PROJECT_ROOT, readEntries, runPiPrint, type PiSandbox } from "../support/pi.ts";
+import {
+  createPiSandbox,
+  EXTENSION_ENTRY,
+  FAUX_MODEL,
+  NODE_BIN,
+  onlySessionFile,
+  PI_CLI,
+  PROJECT_ROOT,
+  readEntries,
+  runPiPrint,
+  type PiSandbox,
+} from "../support/pi.ts";
 import { isProcessAlive, killAndWait } from "../support/recovery-rig.ts";
 import { startPrivateTmux, waitFor, type PrivateTmux } from "../support/tmux.ts";
 
@@ -62,10 +73,25 @@ describe("pi-handoff relaunch with the real Pi", () => {
     const serverPid = (await tmux.tmux(["display-message", "-p", "#{pid}"])).trim();
     const handoff = spawnSync(
       NODE_BIN,
-      [PI_CLI, "-p", "--session", parentFile, "--model", FAUX_MODEL, "--extension", EXTENSION_ENTRY, "/handoff-worktree feat/relaunch --no-focus"],
+      [
+        PI_CLI,
+        "-p",
+        "--session",
+        parentFile,
+        "--model",
+        FAUX_MODEL,
+        "--extension",
+        EXTENSION_ENTRY,
+        "/handoff-worktree feat/relaunch --no-focus",
+      ],
       {
         cwd: repo.root,
-        env: { ...sandbox.env, TMUX: `${tmux.socketPath},${serverPid},0`, TMUX_PANE: tmux.firstPaneId, PI_HANDOFF_CONFIRM_TIMEOUT_MS: "40000" },
+        env: {
+          ...sandbox.env,
+          TMUX: `${tmux.socketPath},${serverPid},0`,
+          TMUX_PANE: tmux.firstPaneId,
+          PI_HANDOFF_CONFIRM_TIMEOUT_MS: "40000",
+        },
         encoding: "utf8",
         timeout: 120_000,
         stdio: ["ignore", "pipe", "pipe"],
@@ -81,14 +107,22 @@ describe("pi-handoff relaunch with the real Pi", () => {
     const firstPid = first.child.pid ?? 0;
     const childFile = first.child.sessionFile ?? "";
     expect(first.state).toBe("running");
-    expect(first.child).toMatchObject({ model: { provider: "faux", id: "faux-1" }, extraArgs: ["--extension", EXTENSION_ENTRY] });
+    expect(first.child).toMatchObject({
+      model: { provider: "faux", id: "faux-1" },
+      extraArgs: ["--extension", EXTENSION_ENTRY],
+    });
     expect(readFileSync(`/proc/${firstPid}/comm`, "utf8").trim()).toBe("pi");
-    await waitFor(() => !existsSync(`${store.pathFor(first.id)}.lock`), { description: "the child's acknowledgement to release its lock" });
+    await waitFor(() => !existsSync(`${store.pathFor(first.id)}.lock`), {
+      description: "the child's acknowledgement to release its lock",
+    });
 
     // The inventory sees the real child as the session's writer.
     const listed = InventoryReportSchema.parse(JSON.parse(cli(["list", "--json"]).stdout));
     expect(listed.handoffs.map((h) => [h.id, h.status])).toEqual([
-      [first.id, { code: "child_running", writers: [{ pid: firstPid, evidence: ["lease", "recorded_pid", "marker", "cwd"] }] }],
+      [
+        first.id,
+        { code: "child_running", writers: [{ pid: firstPid, evidence: ["lease", "recorded_pid", "marker", "cwd"] }] },
+      ],
     ]);
 
     // While it lives, no second Pi.
@@ -101,7 +135,9 @@ describe("pi-handoff relaunch with the real Pi", () => {
 
     await killAndWait(firstPid);
     const relaunched = cli(["relaunch", first.id]);
-    expect(relaunched.stderr).toBe("launch: Waiting for the new pane's shell\nlaunch: Starting Pi in the new pane\nconfirm: Waiting for the new Pi to start\nfocus: Switching to the new window\n");
+    expect(relaunched.stderr).toBe(
+      "launch: Waiting for the new pane's shell\nlaunch: Starting Pi in the new pane\nconfirm: Waiting for the new Pi to start\nfocus: Switching to the new window\n",
+    );
     expect(relaunched.status).toBe(0);
 
     const read = await store.read(first.id);
@@ -113,7 +149,15 @@ describe("pi-handoff relaunch with the real Pi", () => {
     expect(isProcessAlive(secondPid)).toBe(true);
     expect(second.state).toBe("running");
     expect(second.child.confirmedBy).toBe("ack");
-    expect(second.history.map((h) => h.state)).toEqual(["provisioning", "provisioned", "forked", "launching", "running", "launching", "running"]);
+    expect(second.history.map((h) => h.state)).toEqual([
+      "provisioning",
+      "provisioned",
+      "forked",
+      "launching",
+      "running",
+      "launching",
+      "running",
+    ]);
     expect(second.history.at(-1)?.note).toBe(`acknowledged by pid ${secondPid}`);
     // The real Pi, in the worktree, with the marker, on the same session file.
     expect(readFileSync(`/proc/${secondPid}/comm`, "utf8").trim()).toBe("pi");
@@ -130,7 +174,10 @@ describe("pi-handoff relaunch with the real Pi", () => {
     // It carries on the conversation in that session.
     if (second.mux.kind !== "tmux") throw new Error("expected tmux");
     const pane = second.mux.paneId ?? "";
-    await waitFor(async () => /(?<!\/)faux-1/.test(await tmux.capturePane(pane)), { timeoutMs: 30_000, description: "the relaunched TUI" });
+    await waitFor(async () => /(?<!\/)faux-1/.test(await tmux.capturePane(pane)), {
+      timeoutMs: 30_000,
+      description: "the relaunched TUI",
+    });
     const deadline = Date.now() + 30_000;
     await tmux.tmux(["send-keys", "-t", pane, "-l", "after the relaunch"]);
     while (!readFileSync(childFile, "utf8").includes("faux reply to: after the relaunch") && Date.now() < deadline) {
@@ -142,15 +189,24 @@ describe("pi-handoff relaunch with the real Pi", () => {
     expect(JSON.stringify(entries)).toContain("faux reply to: after the relaunch");
 
     // `/handoffs` in the parent, in print mode: the same inventory, on stderr.
-    const fromPi = spawnSync(NODE_BIN, [PI_CLI, "-p", "--session", parentFile, "--model", FAUX_MODEL, "--extension", EXTENSION_ENTRY, "/handoffs"], {
-      cwd: repo.root,
-      env: sandbox.env,
-      encoding: "utf8",
-      timeout: 120_000,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const fromPi = spawnSync(
+      NODE_BIN,
+      [PI_CLI, "-p", "--session", parentFile, "--model", FAUX_MODEL, "--extension", EXTENSION_ENTRY, "/handoffs"],
+      {
+        cwd: repo.root,
+        env: sandbox.env,
+        encoding: "utf8",
+        timeout: 120_000,
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     expect(fromPi.status).toBe(0);
-    expect(fromPi.stderr).toMatch(new RegExp(`^ID +STATUS +CHILD +BRANCH +FLAGS +ACTIONS\n${first.id} +child running \\(pid ${secondPid}\\) +idle \\d+[smhd]( \\d+m)? +feat/relaunch +- +focus\n`, "m"));
+    expect(fromPi.stderr).toMatch(
+      new RegExp(
+        `^ID +STATUS +CHILD +BRANCH +FLAGS +ACTIONS\n${first.id} +child running \\(pid ${secondPid}\\) +idle \\d+[smhd]( \\d+m)? +feat/relaunch +- +focus\n`,
+        "m",
+      ),
+    );
   });
 
   it("sees a Pi started by hand on the child session through its lease alone, and never lets a second one write", async () => {
@@ -160,12 +216,31 @@ describe("pi-handoff relaunch with the real Pi", () => {
     const { manifest } = entry;
     const childFile = manifest.child.sessionFile ?? "";
     await killAndWait(manifest.child.pid ?? 0);
-    await waitFor(async () => (await readSessionLease(sandbox.agentDir, childFile)).state !== "live", { description: "the relaunched child's lease to end" });
+    await waitFor(async () => (await readSessionLease(sandbox.agentDir, childFile)).state !== "live", {
+      description: "the relaunched child's lease to end",
+    });
 
     // By hand, from a directory outside the worktree, with no PI_HANDOFF_ID: only the lease tells.
     const startByHand = async (): Promise<string> =>
       (
-        await tmux.tmux(["new-window", "-d", "-c", sandbox.home, "-P", "-F", "#{pane_id}", "--", NODE_BIN, PI_CLI, "--session", childFile, "--model", FAUX_MODEL, "--extension", EXTENSION_ENTRY])
+        await tmux.tmux([
+          "new-window",
+          "-d",
+          "-c",
+          sandbox.home,
+          "-P",
+          "-F",
+          "#{pane_id}",
+          "--",
+          NODE_BIN,
+          PI_CLI,
+          "--session",
+          childFile,
+          "--model",
+          FAUX_MODEL,
+          "--extension",
+          EXTENSION_ENTRY,
+        ])
       ).trim();
     const handPane = await startByHand();
     const handLease = await waitFor(
@@ -180,11 +255,17 @@ describe("pi-handoff relaunch with the real Pi", () => {
     const leaseFile = LeaseFileSchema.parse(JSON.parse(readFileSync(leasePath(sandbox.agentDir, childFile), "utf8")));
     expect(sameStart(leaseFile.start, await processFacts().startToken(handPid))).toBe(true);
     expect(leaseFile.start?.startsWith("ps:")).toBe(process.env.PI_HANDOFF_PROCESS_INFO === "portable");
-    expect(readFileSync(`/proc/${handPid}/environ`, "utf8").split("\0").some((v) => v.startsWith("PI_HANDOFF_ID="))).toBe(false);
+    expect(
+      readFileSync(`/proc/${handPid}/environ`, "utf8")
+        .split("\0")
+        .some((v) => v.startsWith("PI_HANDOFF_ID=")),
+    ).toBe(false);
     expect(realpathSync(readlinkSync(`/proc/${handPid}/cwd`))).toBe(realpathSync(sandbox.home));
 
     const listed = InventoryReportSchema.parse(JSON.parse(cli(["list", "--json"]).stdout));
-    expect(listed.handoffs.map((h) => h.status)).toEqual([{ code: "child_running", writers: [{ pid: handPid, evidence: ["lease"] }] }]);
+    expect(listed.handoffs.map((h) => h.status)).toEqual([
+      { code: "child_running", writers: [{ pid: handPid, evidence: ["lease"] }] },
+    ]);
     expect(cli(["relaunch", manifest.id])).toEqual({
       status: 1,
       stdout: "",
@@ -193,10 +274,16 @@ describe("pi-handoff relaunch with the real Pi", () => {
 
     // A second Pi on the same session warns in its TUI and leaves the lease where it is.
     const secondPane = await startByHand();
-    await waitFor(async () => screenText(await tmux.capturePane(secondPane)).includes(`Another Pi (pid ${handPid}) holds the lease on session`), {
-      timeoutMs: 30_000,
-      description: "the second Pi's warning",
-    });
+    await waitFor(
+      async () =>
+        screenText(await tmux.capturePane(secondPane)).includes(
+          `Another Pi (pid ${handPid}) holds the lease on session`,
+        ),
+      {
+        timeoutMs: 30_000,
+        description: "the second Pi's warning",
+      },
+    );
     expect(await readSessionLease(sandbox.agentDir, childFile)).toMatchObject({ state: "live", pid: handPid });
     const secondPanePid = Number((await tmux.tmux(["display-message", "-p", "-t", secondPane, "#{pane_pid}"])).trim());
     const secondPids = [secondPanePid, ...(await listDescendants(secondPanePid))];
@@ -204,9 +291,12 @@ describe("pi-handoff relaunch with the real Pi", () => {
     // Once the first stops, the second (still running) takes the session over on its next beat.
     await killAndWait(handPid);
     // tmux closes the pane once it has reaped the process, a moment after the process is gone.
-    await waitFor(async () => !(await tmux.tmux(["list-panes", "-a", "-F", "#{pane_id}"])).split("\n").includes(handPane), {
-      description: "the hand-started Pi's pane to close",
-    });
+    await waitFor(
+      async () => !(await tmux.tmux(["list-panes", "-a", "-F", "#{pane_id}"])).split("\n").includes(handPane),
+      {
+        description: "the hand-started Pi's pane to close",
+      },
+    );
     const takenOver = await waitFor(
       async () => {
         const lease = await readSessionLease(sandbox.agentDir, childFile);
@@ -216,9 +306,13 @@ describe("pi-handoff relaunch with the real Pi", () => {
     );
     expect(secondPids).toContain(takenOver.pid);
     const secondPid = takenOver.pid;
-    await waitFor(async () => screenText(await tmux.capturePane(secondPane)).includes("has stopped; this Pi now holds the session."), {
-      description: "the takeover notice",
-    });
+    await waitFor(
+      async () =>
+        screenText(await tmux.capturePane(secondPane)).includes("has stopped; this Pi now holds the session."),
+      {
+        description: "the takeover notice",
+      },
+    );
     expect(cli(["relaunch", manifest.id]).stderr).toBe(
       `pi-handoff relaunch: Handoff ${manifest.id} already has a live Pi on its session (pid ${secondPid}), so no second one was started.\n`,
     );
@@ -226,10 +320,15 @@ describe("pi-handoff relaunch with the real Pi", () => {
     // No Pi left: relaunch is allowed again.
     await killAndWait(secondPid);
     const relaunched = cli(["relaunch", manifest.id, "--no-focus"]);
-    expect(relaunched.stderr).toBe("launch: Waiting for the new pane's shell\nlaunch: Starting Pi in the new pane\nconfirm: Waiting for the new Pi to start\n");
+    expect(relaunched.stderr).toBe(
+      "launch: Waiting for the new pane's shell\nlaunch: Starting Pi in the new pane\nconfirm: Waiting for the new Pi to start\n",
+    );
     expect(relaunched.status).toBe(0);
     const after = await store.read(manifest.id);
     if (!after.ok) throw new Error(after.message);
-    expect(await readSessionLease(sandbox.agentDir, childFile)).toMatchObject({ state: "live", pid: after.manifest.child.pid });
+    expect(await readSessionLease(sandbox.agentDir, childFile)).toMatchObject({
+      state: "live",
+      pid: after.manifest.child.pid,
+    });
   });
 });

@@ -1,19 +1,32 @@
 /**
  * The return trip with the real Pi (test/support/return-trip.ts), once per backend: on tmux (a
- * private server) and on the Herdr test double (the parent in a Herdr pane, HERDR_ENV=1, no $TMUX;
- * Herdr removes the landed worktree). Watch, hear back, land with --remove, and a report delivered
- * once after the parent was closed.
+ * private server), on the real zellij (a session of its own) and on Herdr (the parent in a Herdr pane, HERDR_ENV=1, no $TMUX; Herdr removes
+ * the landed worktree): the double in the default pass, the real Herdr in the herdr-real pass.
+ * Watch, hear back, land with --remove, a report delivered once after the parent was closed, and
+ * a rebase that follows a moved base.
  */
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
-import { startHerdrRig, startTmuxRig, type MuxRig } from "../support/mux-rig.ts";
+import { HERDR_TARGET } from "../support/herdr.ts";
+import { startHerdrRig, startTmuxRig, startZellijRig, type MuxRig } from "../support/mux-rig.ts";
 import { createPiSandbox, type PiSandbox } from "../support/pi.ts";
-import { runReportWhileParentClosed, runReturnTrip, WATCH_POLL_ENV, type ReturnTripWorld } from "../support/return-trip.ts";
+import {
+  runRebaseTrip,
+  runReportWhileParentClosed,
+  runReturnTrip,
+  WATCH_POLL_ENV,
+  type ReturnTripWorld,
+} from "../support/return-trip.ts";
 
-const BACKENDS: Record<string, (sandbox: PiSandbox, repo: TempRepo) => Promise<MuxRig>> = {
-  tmux: (sandbox) => startTmuxRig(sandbox),
-  "the Herdr double": (sandbox, repo) => startHerdrRig(sandbox, repo),
-};
+/** On the herdr-real pass only Herdr runs again (tmux ran in the default pass). */
+const BACKENDS: Record<string, (sandbox: PiSandbox, repo: TempRepo) => Promise<MuxRig>> =
+  HERDR_TARGET === "real"
+    ? { "the real Herdr": (sandbox, repo) => startHerdrRig(sandbox, repo) }
+    : {
+        tmux: (sandbox) => startTmuxRig(sandbox),
+        "the Herdr double": (sandbox, repo) => startHerdrRig(sandbox, repo),
+        "the real zellij": (sandbox) => startZellijRig(sandbox),
+      };
 
 describe.each(Object.keys(BACKENDS))("the return trip on %s with the real Pi", (name) => {
   let sandbox: PiSandbox;
@@ -43,5 +56,9 @@ describe.each(Object.keys(BACKENDS))("the return trip on %s with the real Pi", (
 
   it("delivers a report sent while the parent was closed exactly once when it starts again", async () => {
     await runReportWhileParentClosed(world);
+  }, 240_000);
+
+  it("follows a moved base: the widget says behind, /handoffs rebase re-makes the commit on main, the child hears it once", async () => {
+    await runRebaseTrip(world);
   }, 240_000);
 });

@@ -38,8 +38,34 @@ it("writes results for every benchmark in quick mode", () => {
   expect(results.lineage).toBeTypeOf("object");
   expect(results.list).toBeTypeOf("object");
   expect(results.childStatus.handoffs).toBe(50);
+  // (g) runs wherever the real Herdr is built, and CI always builds it.
+  if (results.herdrVsTmux.skipped !== undefined) expect(process.env.CI).not.toBe("true");
+  else {
+    expect(results.herdrVsTmux.herdrVersion).toBe("herdr 0.8.2");
+    expect(results.herdrVsTmux.herdrMs).toHaveLength(1);
+    expect(results.herdrVsTmux.tmuxMs).toHaveLength(1);
+    expect(results.herdrVsTmux.herdrServerRssMB).toBeGreaterThan(0);
+  }
   expect(results.childStatus.ms).toHaveLength(2);
   expect(results.childStatus.maxEventLoopDelayMs).toHaveLength(2);
   expect(results.childStatus.warmMs).toHaveLength(2);
   expect(results.childStatus.warmMaxEventLoopDelayMs).toHaveLength(2);
+  expect(results.childStatus.legacyMs).toHaveLength(2);
+  expect(results.childStatus.ownWarmMs).toHaveLength(2);
+  expect(Number.isFinite(results.childStatus.ratioToLegacyWarm)).toBe(true);
+  // The scripted run counted every change, shown or missed (whether in time is the figure, not asserted).
+  const run = results.childStatus.changeToWidget;
+  expect(run.changes).toBe(60);
+  expect(run.shown + run.missed).toBe(60);
+  expect(run.shown).toBeGreaterThan(0);
+  expect(Number.isFinite(run.worstMs)).toBe(true);
+  expect(results.redaction.sizes).toEqual([8192, 16384]);
+  expect(results.forecast).toMatchObject({ files: 500, handoffs: 10, merges: 55 });
+  expect(results.forecast.forecastMs).toHaveLength(1);
+  expect(results.forecast.conflicts).toBeGreaterThan(0);
+  expect(Number.isFinite(results.forecast.ratio)).toBe(true);
+  for (const kind of ["prose", "a.a.a", "tokentoken", "eyJ-eyJ-", "a://b:"]) {
+    expect(results.redaction.ms[kind]).toHaveLength(2);
+    expect(Number.isFinite(results.redaction.doubling[kind])).toBe(true);
+  }
 }, 300_000);

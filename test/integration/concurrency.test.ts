@@ -15,7 +15,17 @@ import type { Manifest } from "../../src/manifest/schema.ts";
 import { NODE_BIN, PROJECT_ROOT } from "../support/pi.ts";
 import { isProcessAlive } from "../support/recovery-rig.ts";
 import { waitFor } from "../support/tmux.ts";
-import { createWorld, listInventory, newArtifacts, runCli, runDriver, runProcess, unaccounted, type DriverRun, type World } from "../support/reliability.ts";
+import {
+  createWorld,
+  listInventory,
+  newArtifacts,
+  runCli,
+  runDriver,
+  runProcess,
+  unaccounted,
+  type DriverRun,
+  type World,
+} from "../support/reliability.ts";
 
 const DIE_HOLDING_LOCK = join(PROJECT_ROOT, "test", "support", "fixtures", "die-holding-lock.ts");
 const COUNT = 20;
@@ -45,9 +55,14 @@ describe("concurrent handoffs on one repository and one manifest store", () => {
   /** Starts one driver per branch, all waiting on one barrier, then releases them together. */
   async function together(branches: readonly string[]): Promise<{ runs: DriverRun[]; wallMs: number }> {
     const barrier = join(world.dir, `go-${barrierCount++}`);
-    const pending = branches.map((branch) => runDriver(world.driverConfig(branch, { barrier, confirmMs: 60_000, focus: false }), world.env, 120_000));
+    const pending = branches.map((branch) =>
+      runDriver(world.driverConfig(branch, { barrier, confirmMs: 60_000, focus: false }), world.env, 120_000),
+    );
     const ready = () => readdirSync(world.dir).filter((name) => name.startsWith(`${basename(barrier)}.ready-`)).length;
-    await waitFor(() => ready() === branches.length, { timeoutMs: 60_000, description: "every driver to wait at the barrier" });
+    await waitFor(() => ready() === branches.length, {
+      timeoutMs: 60_000,
+      description: "every driver to wait at the barrier",
+    });
     const released = Date.now();
     writeFileSync(barrier, "");
     const runs = await Promise.all(pending);
@@ -59,17 +74,27 @@ describe("concurrent handoffs on one repository and one manifest store", () => {
     const branches = Array.from({ length: COUNT }, (_, index) => `many/h${String(index).padStart(2, "0")}`);
     const { runs, wallMs } = await together(branches);
 
-    const failures = runs.filter((run) => run.result?.code !== "running").map((run) => run.result?.message ?? `${run.status} ${run.stderr}`);
+    const failures = runs
+      .filter((run) => run.result?.code !== "running")
+      .map((run) => run.result?.message ?? `${run.status} ${run.stderr}`);
     expect(failures).toEqual([]);
     const ids = runs.map((run) => run.result?.id ?? "");
     const manifests = await Promise.all(ids.map((id) => manifestOf(world, id)));
     expect(manifests.map((m) => m.branch).sort()).toEqual(branches);
     for (const manifest of manifests) {
       expect(manifest.state).toBe("running");
-      expect(manifest.history.map((entry) => entry.state)).toEqual(["provisioning", "provisioned", "forked", "launching", "running"]);
+      expect(manifest.history.map((entry) => entry.state)).toEqual([
+        "provisioning",
+        "provisioned",
+        "forked",
+        "launching",
+        "running",
+      ]);
       expect(manifest.child.confirmedBy).toBe("ack");
       expect(isProcessAlive(manifest.child.pid ?? 0)).toBe(true);
-      expect(world.repo.run(["symbolic-ref", "--short", "HEAD"], { cwd: manifest.worktree.path })).toBe(manifest.branch);
+      expect(world.repo.run(["symbolic-ref", "--short", "HEAD"], { cwd: manifest.worktree.path })).toBe(
+        manifest.branch,
+      );
       expect(world.repo.run(["rev-parse", "HEAD"], { cwd: manifest.worktree.path })).toBe(manifest.base.sha);
     }
     // Every resource belongs to exactly one handoff.
@@ -96,7 +121,9 @@ describe("concurrent handoffs on one repository and one manifest store", () => {
     expect(unaccounted(newArtifacts(before, after), inventory.handoffs)).toEqual([]);
 
     const elapsed = stats(runs.map((run) => run.result?.elapsedMs ?? 0));
-    console.info(`${COUNT} concurrent handoffs: wall ${wallMs} ms; per handoff min ${elapsed.min} / median ${elapsed.median} / max ${elapsed.max} ms`);
+    console.info(
+      `${COUNT} concurrent handoffs: wall ${wallMs} ms; per handoff min ${elapsed.min} / median ${elapsed.median} / max ${elapsed.max} ms`,
+    );
   });
 
   it("two processes racing for one branch: exactly one proceeds, the other is refused in one sentence", async () => {
@@ -124,14 +151,19 @@ describe("concurrent handoffs on one repository and one manifest store", () => {
   });
 
   it("a lock left by a killed process is taken over once stale, never a permanent block", async () => {
-    const ids = (await world.store.list()).flatMap((entry) => (entry.ok && entry.manifest.branch === "many/h00" ? [entry.id] : []));
+    const ids = (await world.store.list()).flatMap((entry) =>
+      entry.ok && entry.manifest.branch === "many/h00" ? [entry.id] : [],
+    );
     const victim = await manifestOf(world, ids[0] ?? "");
     // Its child stops first, so recovery may remove the handoff.
     process.kill(victim.child.pid ?? 0, "SIGTERM");
 
     const holders = await Promise.all([
       runProcess(NODE_BIN, [DIE_HOLDING_LOCK, world.agentDir, "store"], { env: world.env, timeoutMs: 30_000 }),
-      runProcess(NODE_BIN, [DIE_HOLDING_LOCK, world.agentDir, "manifest", victim.id], { env: world.env, timeoutMs: 30_000 }),
+      runProcess(NODE_BIN, [DIE_HOLDING_LOCK, world.agentDir, "manifest", victim.id], {
+        env: world.env,
+        timeoutMs: 30_000,
+      }),
     ]);
     expect(holders.map((run) => run.signal)).toEqual(["SIGKILL", "SIGKILL"]);
     const storeEntries = readdirSync(world.store.dir);

@@ -10,7 +10,14 @@ import { appendFileSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeF
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { buildSessionContext, CURRENT_SESSION_VERSION, getPackageDir, parseSessionEntries, SessionManager, type SessionEntry } from "@earendil-works/pi-coding-agent";
+import {
+  buildSessionContext,
+  CURRENT_SESSION_VERSION,
+  getPackageDir,
+  parseSessionEntries,
+  SessionManager,
+  type SessionEntry,
+} from "@earendil-works/pi-coding-agent";
 import { locatePiSessionModule, runFork } from "../../src/session/fork-runner.ts";
 import { buildHandoffMessage } from "../../src/session/handoff-message.ts";
 import { NODE_BIN } from "../support/pi.ts";
@@ -58,11 +65,20 @@ describe("a fork while the parent session is being appended to", () => {
               api: "faux",
               provider: "faux",
               model: "faux-1",
-              usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+              usage: {
+                input: 1,
+                output: 1,
+                cacheRead: 0,
+                cacheWrite: 0,
+                totalTokens: 2,
+                cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+              },
               stopReason: "stop",
               timestamp: Date.now(),
             };
-      lines.push(JSON.stringify({ type: "message", id, parentId: parent, timestamp: new Date().toISOString(), message }));
+      lines.push(
+        JSON.stringify({ type: "message", id, parentId: parent, timestamp: new Date().toISOString(), message }),
+      );
       parent = id;
     }
     appendFileSync(parentFile, `${lines.join("\n")}\n`);
@@ -71,7 +87,9 @@ describe("a fork while the parent session is being appended to", () => {
     const log = join(dir, "appended.log");
     writeFileSync(log, "");
 
-    const appender = spawn(NODE_BIN, ["-e", APPENDER, parentFile, log, leaf, "4000"], { stdio: ["ignore", "pipe", "pipe"] });
+    const appender = spawn(NODE_BIN, ["-e", APPENDER, parentFile, log, leaf, "4000"], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     const exited = new Promise<number | null>((resolve) => appender.on("close", resolve));
     await new Promise<void>((resolve) => appender.stdout.once("data", () => resolve()));
 

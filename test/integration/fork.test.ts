@@ -8,7 +8,14 @@ import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { buildSessionContext, CURRENT_SESSION_VERSION, getPackageDir, parseSessionEntries, SessionManager, type SessionEntry } from "@earendil-works/pi-coding-agent";
+import {
+  buildSessionContext,
+  CURRENT_SESSION_VERSION,
+  getPackageDir,
+  parseSessionEntries,
+  SessionManager,
+  type SessionEntry,
+} from "@earendil-works/pi-coding-agent";
 import { ForkError, type ForkRequest } from "../../src/session/fork.ts";
 import { locatePiSessionModule, runFork } from "../../src/session/fork-runner.ts";
 import { buildHandoffMessage } from "../../src/session/handoff-message.ts";
@@ -22,7 +29,14 @@ function assistant(text: string) {
     api: "faux",
     provider: "faux",
     model: "faux-1",
-    usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+    usage: {
+      input: 1,
+      output: 1,
+      cacheRead: 0,
+      cacheWrite: 0,
+      totalTokens: 2,
+      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+    },
     stopReason: "stop" as const,
     timestamp: Date.now(),
   };
@@ -75,7 +89,13 @@ describe.each([
   }
 
   function fork(leafId = activeLeaf) {
-    const request: ForkRequest = { parentSessionFile: parentFile, leafId, childCwd: join(dir, "wt"), childSessionDir: join(dir, "child-sessions"), message: message() };
+    const request: ForkRequest = {
+      parentSessionFile: parentFile,
+      leafId,
+      childCwd: join(dir, "wt"),
+      childSessionDir: join(dir, "child-sessions"),
+      message: message(),
+    };
     return runFork(request, { sessionModulePath: modulePath, host });
   }
 
@@ -85,12 +105,22 @@ describe.each([
     expect(result).toMatchObject({ pathEntries: 4, parentEntries: 6 });
     expect(result.childSessionFile.startsWith(join(dir, "child-sessions") + "/")).toBe(true);
     const entries = parseSessionEntries(readFileSync(result.childSessionFile, "utf8"));
-    expect(entries[0]).toMatchObject({ type: "session", cwd: join(dir, "wt"), parentSession: parentFile, id: result.childSessionId });
+    expect(entries[0]).toMatchObject({
+      type: "session",
+      cwd: join(dir, "wt"),
+      parentSession: parentFile,
+      id: result.childSessionId,
+    });
     const body = entries.slice(1) as SessionEntry[];
     expect(body.map((e) => e.id)).not.toContain(abandoned[0]);
     expect(body.map((e) => e.id)).not.toContain(abandoned[1]);
     const last = body.at(-1);
-    expect(last).toMatchObject({ type: "custom_message", customType: "handoff-worktree", parentId: activeLeaf, display: true });
+    expect(last).toMatchObject({
+      type: "custom_message",
+      customType: "handoff-worktree",
+      parentId: activeLeaf,
+      display: true,
+    });
     const parentEntries = parseSessionEntries(readFileSync(parentFile, "utf8")).slice(1) as SessionEntry[];
     const parentContext = buildSessionContext(parentEntries, activeLeaf);
     const childContext = buildSessionContext(body, last?.id);
@@ -128,7 +158,12 @@ describe.each([
 
   it("keeps labels on the active path and drops the abandoned branch's", async () => {
     const manager = SessionManager.open(parentFile);
-    const activeUser = manager.getBranch(activeLeaf).find((e) => e.type === "message" && e.message.role === "user" && JSON.stringify(e.message.content).includes("active"));
+    const activeUser = manager
+      .getBranch(activeLeaf)
+      .find(
+        (e) =>
+          e.type === "message" && e.message.role === "user" && JSON.stringify(e.message.content).includes("active"),
+      );
     manager.appendLabelChange(activeUser?.id ?? "", "checkpoint");
     manager.appendLabelChange(abandoned[0] ?? "", "dead end");
     // The label entries extend the file; the active leaf stays where the live session had it.

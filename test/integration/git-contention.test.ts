@@ -38,15 +38,23 @@ function later(ms: number, action: () => void): Promise<void> {
 describe("transient git failures", () => {
   it("are told apart from real ones by git's own messages", () => {
     expect(isTransientGitFailure("fatal: failed to read .git/worktrees/r-8/commondir: Success\n")).toBe(true);
-    expect(isTransientGitFailure("fatal: failed to read /repo/.git/worktrees/x y/gitdir: No such file or directory")).toBe(true);
     expect(
-      isTransientGitFailure("fatal: cannot lock ref 'refs/heads/yy': Unable to create '/r/.git/refs/heads/yy.lock': File exists.\n\nAnother git process seems to be running"),
+      isTransientGitFailure("fatal: failed to read /repo/.git/worktrees/x y/gitdir: No such file or directory"),
+    ).toBe(true);
+    expect(
+      isTransientGitFailure(
+        "fatal: cannot lock ref 'refs/heads/yy': Unable to create '/r/.git/refs/heads/yy.lock': File exists.\n\nAnother git process seems to be running",
+      ),
     ).toBe(true);
     expect(isTransientGitFailure("fatal: Unable to create '/r/.git/index.lock': File exists.")).toBe(true);
     expect(isTransientGitFailure("error: could not lock config file .git/config: File exists")).toBe(true);
     expect(isTransientGitFailure("fatal: a branch named 'x' already exists")).toBe(false);
     expect(isTransientGitFailure("fatal: '/wt' already exists")).toBe(false);
-    expect(isTransientGitFailure("fatal: cannot lock ref 'refs/heads/x/aaa': Unable to create '/r/.git/refs/heads/x/aaa.lock': File name too long")).toBe(false);
+    expect(
+      isTransientGitFailure(
+        "fatal: cannot lock ref 'refs/heads/x/aaa': Unable to create '/r/.git/refs/heads/x/aaa.lock': File name too long",
+      ),
+    ).toBe(false);
     expect(isTransientGitFailure("fatal: not a valid branch point: '1111'")).toBe(false);
   });
 });
@@ -56,7 +64,9 @@ describe("SimpleGitPort under contention", () => {
     const { repo, git, sha } = setup();
     const branches = Array.from({ length: 20 }, (_, index) => `many/w${index}`);
     const results = await Promise.allSettled(
-      branches.map((branch) => git.addWorktree(repo.root, { path: path.join(repo.dir, "wt", branch.replace("/", "-")), branch, sha })),
+      branches.map((branch) =>
+        git.addWorktree(repo.root, { path: path.join(repo.dir, "wt", branch.replace("/", "-")), branch, sha }),
+      ),
     );
     expect(results.filter((result) => result.status === "rejected")).toEqual([]);
     const listed = await git.listWorktrees(repo.root);
@@ -69,7 +79,10 @@ describe("SimpleGitPort under contention", () => {
     const { repo, git } = setup();
     const admin = halfMadeWorktree(repo, "in-flight");
     const started = Date.now();
-    const [listed] = await Promise.all([git.listWorktrees(repo.root), later(300, () => rmSync(admin, { recursive: true }))]);
+    const [listed] = await Promise.all([
+      git.listWorktrees(repo.root),
+      later(300, () => rmSync(admin, { recursive: true })),
+    ]);
     expect(listed.map((entry) => entry.path)).toEqual([repo.root]);
     expect(Date.now() - started).toBeGreaterThanOrEqual(250);
   });
@@ -78,7 +91,9 @@ describe("SimpleGitPort under contention", () => {
     const { repo, git } = setup();
     halfMadeWorktree(repo, "stuck");
     const started = Date.now();
-    await expect(git.listWorktrees(repo.root)).rejects.toThrow("git worktree list failed: failed to read .git/worktrees/stuck/commondir: Success");
+    await expect(git.listWorktrees(repo.root)).rejects.toThrow(
+      "git worktree list failed: failed to read .git/worktrees/stuck/commondir: Success",
+    );
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 
@@ -88,7 +103,10 @@ describe("SimpleGitPort under contention", () => {
     mkdirSync(path.dirname(lock), { recursive: true });
     writeFileSync(lock, "");
     const worktree = path.join(repo.dir, "wt-locked");
-    await Promise.all([git.addWorktree(repo.root, { path: worktree, branch: "feat/locked", sha }), later(300, () => rmSync(lock))]);
+    await Promise.all([
+      git.addWorktree(repo.root, { path: worktree, branch: "feat/locked", sha }),
+      later(300, () => rmSync(lock)),
+    ]);
     expect(repo.run(["rev-parse", "feat/locked"])).toBe(sha);
     expect(repo.run(["symbolic-ref", "--short", "HEAD"], { cwd: worktree })).toBe("feat/locked");
   });
@@ -97,7 +115,10 @@ describe("SimpleGitPort under contention", () => {
     const { repo, git, sha } = setup();
     const admin = halfMadeWorktree(repo, "in-flight");
     const worktree = path.join(repo.dir, "wt-next");
-    await Promise.all([git.addWorktree(repo.root, { path: worktree, branch: "feat/next", sha }), later(300, () => rmSync(admin, { recursive: true }))]);
+    await Promise.all([
+      git.addWorktree(repo.root, { path: worktree, branch: "feat/next", sha }),
+      later(300, () => rmSync(admin, { recursive: true })),
+    ]);
     expect(repo.run(["rev-parse", "feat/next"])).toBe(sha);
     expect(repo.run(["symbolic-ref", "--short", "HEAD"], { cwd: worktree })).toBe("feat/next");
     expect((await git.listWorktrees(repo.root)).map((entry) => entry.path)).toEqual([repo.root, worktree]);

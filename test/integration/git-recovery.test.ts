@@ -3,7 +3,7 @@
  * against a real remote), worktree removal and prune, and a branch deletion that can never lose a
  * commit.
  */
-import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SimpleGitPort } from "../../src/git/git.ts";
@@ -42,6 +42,26 @@ describe("RecoveryGitPort on real repositories", () => {
     expect(await git.worktreeStatus(wt)).toEqual({ dirtyFiles: ["README.md"], untrackedFiles: ["new.txt"] });
   });
 
+  it("reads many worktrees' changes in one batch, as each alone, and leaves those git fails on to be asked alone", async () => {
+    const dirty = addWorktree("feat/batch-dirty");
+    const clean = addWorktree("feat/batch-clean");
+    const spaced = addWorktree("feat/batch-it's");
+    writeFileSync(join(dirty, "README.md"), "changed\n");
+    writeFileSync(join(dirty, "new file.txt"), "new\n");
+    writeFileSync(join(spaced, "x.txt"), "x\n");
+    const gone = join(repo.dir, "not-a-worktree");
+    const checkouts = [dirty, gone, clean, spaced, repo.root];
+    const batched = await git.worktreeStatuses(checkouts);
+    expect(batched).toEqual([
+      await git.worktreeStatus(dirty),
+      undefined,
+      await git.worktreeStatus(clean),
+      await git.worktreeStatus(spaced),
+      await git.worktreeStatus(repo.root),
+    ]);
+    expect(batched[0]).toEqual({ dirtyFiles: ["README.md"], untrackedFiles: ["new file.txt"] });
+  });
+
   it("lists commits not merged, and not pushed to any remote", async () => {
     const wt = addWorktree("feat/commits");
     const first = repo.commitFile("a.txt", "a\n", "first on branch", { cwd: wt });
@@ -53,7 +73,10 @@ describe("RecoveryGitPort on real repositories", () => {
         { sha: first, subject: "first on branch" },
       ],
     });
-    expect(await git.commitsNotIn(repo.root, second, [base], { limit: 1 })).toEqual({ total: 2, commits: [{ sha: second, subject: "second on branch" }] });
+    expect(await git.commitsNotIn(repo.root, second, [base], { limit: 1 })).toEqual({
+      total: 2,
+      commits: [{ sha: second, subject: "second on branch" }],
+    });
 
     // Push the first commit to a real remote: only the second is unpushed.
     const remote = join(repo.dir, "remote.git");
@@ -66,7 +89,10 @@ describe("RecoveryGitPort on real repositories", () => {
     });
 
     repo.run(["merge", "-q", "--ff-only", "feat/commits"]);
-    expect(await git.commitsNotIn(repo.root, second, [repo.run(["rev-parse", "main"])])).toEqual({ total: 0, commits: [] });
+    expect(await git.commitsNotIn(repo.root, second, [repo.run(["rev-parse", "main"])])).toEqual({
+      total: 0,
+      commits: [],
+    });
     expect(await git.isAncestor(repo.root, second, "main")).toBe(true);
     expect(await git.isAncestor(repo.root, second, base)).toBe(false);
   });
@@ -86,23 +112,44 @@ describe("RecoveryGitPort on real repositories", () => {
 
     const dirty = addWorktree("feat/dirty");
     writeFileSync(join(dirty, "keep.txt"), "work\n");
-    await expect(git.removeWorktree(repo.root, dirty, { force: false })).rejects.toThrow(/git worktree remove failed: .*untracked/);
+    await expect(git.removeWorktree(repo.root, dirty, { force: false })).rejects.toThrow(
+      /git worktree remove failed: .*untracked/,
+    );
     expect(existsSync(join(dirty, "keep.txt"))).toBe(true);
     await git.removeWorktree(repo.root, dirty, { force: true });
     expect(existsSync(dirty)).toBe(false);
   });
 
-  it("prunes only vanished worktrees, and a dry run changes nothing", async () => {
-    const vanished = addWorktree("feat/vanished");
-    const kept = addWorktree("feat/kept");
-    rmSync(vanished, { recursive: true });
-    const before = repo.run(["worktree", "list", "--porcelain"]);
-    expect(await git.pruneWorktrees(repo.root, { dryRun: true })).toEqual(["Removing worktrees/feat-vanished: gitdir file points to non-existent location"]);
-    expect(repo.run(["worktree", "list", "--porcelain"])).toBe(before);
-    expect(await git.pruneWorktrees(repo.root, { dryRun: false })).toEqual(["Removing worktrees/feat-vanished: gitdir file points to non-existent location"]);
-    const after = repo.run(["worktree", "list", "--porcelain"]);
-    expect(after).not.toContain(vanished);
-    expect(after).toContain(kept);
+  it("finds a worktree's own entry, what is staged in it, a checkout moved by hand using it, and commits only its HEAD history holds", async () => {
+    const wt = addWorktree("feat/entry");
+    const commonDir = join(repo.root, ".git");
+    const entry = await git.worktreeEntry(commonDir, wt);
+    expect(entry).toEqual({ name: "feat-entry", dir: join(commonDir, "worktrees", "feat-entry") });
+    expect(await git.worktreeEntry(commonDir, join(repo.dir, "nowhere"))).toBeUndefined();
+    if (entry === undefined) throw new Error("no entry");
+    // A detached experiment: only the worktree's HEAD history holds it.
+    repo.run(["checkout", "--quiet", "--detach"], { cwd: wt });
+    const experiment = repo.commitFile("x.txt", "x\n", "experiment", { cwd: wt });
+    repo.run(["checkout", "--quiet", "feat/entry"], { cwd: wt });
+    expect(await git.reflogOnlyCommits(repo.root, entry)).toEqual({
+      commits: [{ sha: experiment, subject: "experiment" }],
+      tips: [experiment],
+    });
+    await git.keepCommits(repo.root, [{ ref: `refs/pi-handoff/h/kept/${experiment}`, sha: experiment }]);
+    // Kept twice is fine; once kept, nothing is held by the HEAD history alone.
+    await git.keepCommits(repo.root, [{ ref: `refs/pi-handoff/h/kept/${experiment}`, sha: experiment }]);
+    expect(await git.reflogOnlyCommits(repo.root, entry)).toEqual({ commits: [], tips: [] });
+    await expect(git.keepCommits(repo.root, [{ ref: "refs/heads/main", sha: experiment }])).rejects.toThrow(
+      "is not a ref this package keeps commits under",
+    );
+    // Staged, then moved by hand: the entry holds the index, the moved checkout still uses it.
+    writeFileSync(join(wt, "staged.txt"), "s\n");
+    repo.run(["add", "staged.txt"], { cwd: wt });
+    const moved = join(repo.dir, "moved-by-hand");
+    renameSync(wt, moved);
+    expect(await git.stagedInEntry(entry)).toEqual(["staged.txt"]);
+    expect(await git.movedCheckoutOf(entry, [repo.dir])).toBe(moved);
+    expect(await git.movedCheckoutOf(entry, [join(repo.dir, "home")])).toBeUndefined();
   });
 
   it("deletes a branch only when its checked tip is merged", async () => {
@@ -122,8 +169,13 @@ describe("RecoveryGitPort on real repositories", () => {
     );
 
     repo.run(["merge", "-q", "--ff-only", "feat/merge-me"]);
-    await git.deleteBranch(repo.root, "feat/merge-me", { expectedTip: tip, mergedInto: repo.run(["rev-parse", "main"]) });
+    await git.deleteBranch(repo.root, "feat/merge-me", {
+      expectedTip: tip,
+      mergedInto: repo.run(["rev-parse", "main"]),
+    });
     expect(repo.run(["branch", "--list", "feat/merge-me"])).toBe("");
-    await expect(git.deleteBranch(repo.root, "-D", { expectedTip: tip, mergedInto: tip })).rejects.toThrow('"-D" is not a branch name.');
+    await expect(git.deleteBranch(repo.root, "-D", { expectedTip: tip, mergedInto: tip })).rejects.toThrow(
+      '"-D" is not a branch name.',
+    );
   });
 });

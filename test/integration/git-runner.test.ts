@@ -18,7 +18,10 @@ afterEach(() => {
 describe("runGit", () => {
   it("returns a non-zero exit as data, with git's stderr", async () => {
     repo = createTempRepo();
-    const run = await runGit(repo.root, ["rev-parse", "--verify", "--quiet", "refs/heads/nope"], { timeoutMs: 10_000, env: repo.env });
+    const run = await runGit(repo.root, ["rev-parse", "--verify", "--quiet", "refs/heads/nope"], {
+      timeoutMs: 10_000,
+      env: repo.env,
+    });
     expect(run.exitCode).toBe(1);
     expect(run.stdout.length).toBe(0);
   });
@@ -26,7 +29,11 @@ describe("runGit", () => {
   it("passes bytes to stdin and returns stdout bytes exactly (not UTF-8)", async () => {
     repo = createTempRepo();
     const bytes = Buffer.from([0xff, 0xfe, 0x00, 0x63, 0x61, 0x66, 0xe9, 0x0a]);
-    const hashed = await runGit(repo.root, ["hash-object", "-w", "--stdin"], { timeoutMs: 10_000, env: repo.env, input: bytes });
+    const hashed = await runGit(repo.root, ["hash-object", "-w", "--stdin"], {
+      timeoutMs: 10_000,
+      env: repo.env,
+      input: bytes,
+    });
     expect(hashed.exitCode).toBe(0);
     const sha = hashed.stdout.toString("utf8").trim();
     const shown = await runGit(repo.root, ["cat-file", "blob", sha], { timeoutMs: 10_000, env: repo.env });
@@ -47,6 +54,8 @@ describe("carrying a patch larger than the bound", () => {
     repo = createTempRepo();
     writeFileSync(join(repo.root, "README.md"), "x".repeat(4096));
     const git = new CheckoutGit({ env: repo.env, maxPatchBytes: 1024 });
-    await expect(git.snapshotChanges(repo.root, "tracked")).rejects.toThrow(`git diff in ${repo.root} made a patch of more than 0 MiB; that is too much to carry.`);
+    await expect(git.snapshotChanges(repo.root, "tracked")).rejects.toThrow(
+      `git diff in ${repo.root} made a patch of more than 0 MiB; that is too much to carry.`,
+    );
   });
 });

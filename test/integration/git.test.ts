@@ -1,9 +1,25 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SimpleGitPort } from "../../src/git/git.ts";
 import { GitStateSchema } from "../../src/manifest/schema.ts";
-import { createTempRepo, makeTempDir, removeTempDir, type TempRepo, type TempRepoOptions } from "../support/git-repo.ts";
+import {
+  createTempRepo,
+  makeTempDir,
+  removeTempDir,
+  type TempRepo,
+  type TempRepoOptions,
+} from "../support/git-repo.ts";
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {
@@ -340,8 +356,9 @@ describe("SimpleGitPort.addWorktree", () => {
     const { repo, git } = setup();
     const missing = "1".repeat(40);
     const worktree = path.join(repo.dir, "wt");
+    // git's own words, whole and on one line: git 2.39 and 2.47 word it differently.
     await expect(git.addWorktree(repo.root, { path: worktree, branch: "ok", sha: missing })).rejects.toThrow(
-      new Error(`git worktree add failed: not a valid branch point: '${missing}'`),
+      new RegExp(`^git worktree add failed: (not a valid branch point: '${missing}'|invalid reference: ${missing})$`),
     );
     expect(existsSync(worktree)).toBe(false);
     expect(await git.branchExists(repo.root, "ok")).toBe(false);
@@ -358,7 +375,9 @@ describe("SimpleGitPort.addWorktree", () => {
     chmodSync(hook, 0o755);
 
     await expect(git.addWorktree(repo.root, { path: worktree, branch: "slow", sha })).rejects.toThrow(
-      new Error(`git worktree add timed out after 0.5 s in ${repo.root}; now exists and left in place: branch 'slow', '${worktree}'.`),
+      new Error(
+        `git worktree add timed out after 0.5 s in ${repo.root}; now exists and left in place: branch 'slow', '${worktree}'.`,
+      ),
     );
   });
 });

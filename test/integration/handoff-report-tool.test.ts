@@ -65,8 +65,16 @@ describe("handoff_report", () => {
     const first = r.commitInWorktree("a.txt", "a\n", "add a");
     const second = r.commitInWorktree("b.txt", "b\n", "add b");
     // The extension reads its agent dir (and git its config) from the process environment: point both into the rig.
-    const saved = { PI_CODING_AGENT_DIR: process.env.PI_CODING_AGENT_DIR, HOME: process.env.HOME, XDG_CONFIG_HOME: process.env.XDG_CONFIG_HOME };
-    Object.assign(process.env, { PI_CODING_AGENT_DIR: r.agentDir, HOME: r.repo.home, XDG_CONFIG_HOME: `${r.repo.home}/.config` });
+    const saved = {
+      PI_CODING_AGENT_DIR: process.env.PI_CODING_AGENT_DIR,
+      HOME: process.env.HOME,
+      XDG_CONFIG_HOME: process.env.XDG_CONFIG_HOME,
+    };
+    Object.assign(process.env, {
+      PI_CODING_AGENT_DIR: r.agentDir,
+      HOME: r.repo.home,
+      XDG_CONFIG_HOME: `${r.repo.home}/.config`,
+    });
     try {
       const { pi, registered } = fakePi();
       registerHandoffReport(pi);
@@ -76,16 +84,37 @@ describe("handoff_report", () => {
       await registered.on.get("session_start")?.({}, childContext(r));
       const tool = registered.tools.get(REPORT_TOOL);
       if (tool === undefined) throw new Error("the tool was not registered in the child");
-      const result = await tool.execute("call-1", { done: "added a and b", left: "docs" }, undefined, undefined, childContext(r));
-      expect(result.content[0]?.text).toBe("Report sent to the parent session (2 commit(s) on feat/land); it is delivered there at its next idle point.");
+      const result = await tool.execute(
+        "call-1",
+        { done: "added a and b", left: "docs" },
+        undefined,
+        undefined,
+        childContext(r),
+      );
+      expect(result.content[0]?.text).toBe(
+        "Report sent to the parent session (2 commits on feat/land); it is delivered there at its next idle point.",
+      );
       const { reports } = await ChildReportStore.forAgentDir(r.agentDir).list(r.id);
-      expect(reports.map((report) => [report.kind, report.text, report.left, report.commits.map((c) => c.sha), report.parentSessionFile])).toEqual([
-        ["report", "added a and b", "docs", [first, second], r.parentSessionFile],
-      ]);
+      expect(
+        reports.map((report) => [
+          report.kind,
+          report.text,
+          report.left,
+          report.commits.map((c) => c.sha),
+          report.parentSessionFile,
+        ]),
+      ).toEqual([["report", "added a and b", "docs", [first, second], r.parentSessionFile]]);
 
       // Outside a handoff child: refused, nothing written.
       const refused = await tool.execute("call-2", { done: "x" }, undefined, undefined, childContext(undefined));
-      expect(refused).toMatchObject({ isError: true, content: [{ text: "This session is not a handoff child (it has no handoff message), so it has no parent to report to." }] });
+      expect(refused).toMatchObject({
+        isError: true,
+        content: [
+          {
+            text: "This session is not a handoff child (it has no handoff message), so it has no parent to report to.",
+          },
+        ],
+      });
       // The command without text in print mode sends nothing.
       const exitCode = process.exitCode;
       const stderr = process.stderr.write;
@@ -97,7 +126,9 @@ describe("handoff_report", () => {
         process.stderr.write = stderr;
         process.exitCode = exitCode;
       }
-      expect(written).toBe("Nothing was sent: give the report's text (/handoff-report <what was done, what is left>).\n");
+      expect(written).toBe(
+        "Nothing was sent: give the report's text (/handoff-report <what was done, what is left>).\n",
+      );
       expect((await ChildReportStore.forAgentDir(r.agentDir).list(r.id)).reports).toHaveLength(1);
     } finally {
       for (const [key, value] of Object.entries(saved)) {
@@ -110,7 +141,10 @@ describe("handoff_report", () => {
   it("says that git failed, not that the report could not be written, when the commits cannot be read", async () => {
     const r = (rig = await createLandRig());
     rmSync(r.worktree, { recursive: true, force: true });
-    const outcome = await sendChildReport({ ...r.deps(), reports: ChildReportStore.forAgentDir(r.agentDir) }, { handoffId: r.id, text: "done" });
+    const outcome = await sendChildReport(
+      { ...r.deps(), reports: ChildReportStore.forAgentDir(r.agentDir) },
+      { handoffId: r.id, text: "done" },
+    );
     expect(outcome).toMatchObject({ ok: false, code: "failed" });
     expect(outcome.message).toMatch(/^The branch's commits could not be read, so no report was sent: ./);
     expect((await ChildReportStore.forAgentDir(r.agentDir).list(r.id)).reports).toEqual([]);

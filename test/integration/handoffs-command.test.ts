@@ -12,7 +12,14 @@ import { runHandoffs } from "../../pi-extension/handoffs-command.ts";
 import { LandGit } from "../../src/git/land.ts";
 import { ChildReportStore } from "../../src/manifest/child-reports.ts";
 import { NODE_BIN } from "../support/pi.ts";
-import { createRecoveryRig, isProcessAlive, killAndWait, runningManifest, STAND_IN_PI, type RecoveryRig } from "../support/recovery-rig.ts";
+import {
+  createRecoveryRig,
+  isProcessAlive,
+  killAndWait,
+  runningManifest,
+  STAND_IN_PI,
+  type RecoveryRig,
+} from "../support/recovery-rig.ts";
 
 let rig: RecoveryRig;
 
@@ -60,7 +67,9 @@ function scriptedContext(answers: {
 
 function pick(id: string, action: string) {
   return (title: string, options: string[]): string | undefined =>
-    title === "Handoffs" ? options.find((option) => option.endsWith(`(${id})`)) : options.find((option) => option === action);
+    title === "Handoffs"
+      ? options.find((option) => option.endsWith(`(${id})`))
+      : options.find((option) => option === action);
 }
 
 describe("/handoffs", () => {
@@ -72,21 +81,70 @@ describe("/handoffs", () => {
     const tip = rig.repo.commitFile("landed.txt", "landed\n", "ui/land: work", { cwd: manifest.worktree.path });
     const moved = rig.repo.commitFile("moved.txt", "moved\n", "main moves on");
     const { ctx, dialogs } = scriptedContext({
-      select: (title, options) => (title === "Handoffs" ? options.find((option) => option.endsWith(`(${manifest.id})`)) : title.endsWith("Land how?") ? "merge" : "Land its commits"),
+      select: (title, options) =>
+        title === "Handoffs"
+          ? options.find((option) => option.endsWith(`(${manifest.id})`))
+          : title.endsWith("Land how?")
+            ? "merge"
+            : "Land its commits",
       confirm: (title) => title === "Land ui/land into main?",
     });
     await runHandoffs("", ctx, { deps: rig.recoveryDeps(), landDeps: { ...rig.recoveryDeps(), ...landExtras(rig) } });
-    expect(dialogs[1]).toMatchObject({ kind: "select", body: ["Relaunch its Pi", "Switch to its window", "Inspect", "Land its commits", "Remove it"] });
+    expect(dialogs[1]).toMatchObject({
+      kind: "select",
+      body: [
+        "Relaunch its Pi",
+        "Switch to its window",
+        "Inspect",
+        "Land its commits",
+        "Rebase it onto its target's new tip",
+        "Remove it",
+      ],
+    });
     expect(dialogs[2]).toEqual({
       kind: "select",
-      title: "main has moved on since ui/land left it, so it cannot be fast-forwarded; nothing was landed. Choose how: --strategy rebase, merge or squash.\nLand how?",
+      title:
+        "main has moved on since ui/land left it, so it cannot be fast-forwarded; nothing was landed. Choose how: --strategy rebase, merge or squash.\nLand how?",
       body: ["rebase", "merge", "squash"],
     });
-    expect(dialogs[3]).toMatchObject({ kind: "confirm", title: "Land ui/land into main?", body: expect.stringContaining(`  ${tip.slice(0, 12)} ui/land: work`) });
+    expect(dialogs[3]).toMatchObject({
+      kind: "confirm",
+      title: "Land ui/land into main?",
+      body: expect.stringContaining(`  ${tip.slice(0, 12)} ui/land: work`),
+    });
     const merged = rig.repo.run(["rev-parse", "main"]);
     expect(rig.repo.run(["rev-list", "--parents", "-n", "1", "main"]).split(" ").slice(1)).toEqual([moved, tip]);
-    expect(dialogs.at(-1)).toEqual({ kind: "notify", title: "info", body: `Landed 1 commit(s) of ui/land into main (merge): main is now at ${merged}.` });
-    expect((await rig.read(manifest.id)).landings?.map((landing) => [landing.state, landing.strategy, landing.to])).toEqual([["landed", "merge", merged]]);
+    expect(dialogs.at(-1)).toEqual({
+      kind: "notify",
+      title: "info",
+      body: `Landed 1 commit of ui/land into main (merge): main is now at ${merged}.`,
+    });
+    expect(
+      (await rig.read(manifest.id)).landings?.map((landing) => [landing.state, landing.strategy, landing.to]),
+    ).toEqual([["landed", "merge", merged]]);
+  });
+
+  it("goes back to the list on Escape in a handoff's menu, and closes only on Escape in the list", async () => {
+    const manifest = runningManifest(await rig.handoff("ui/back", { focus: false }));
+    let menus = 0;
+    const { ctx, dialogs } = scriptedContext({
+      select: (title, options) => {
+        if (title === "Handoffs") return options.find((option) => option.endsWith(`(${manifest.id})`));
+        menus += 1;
+        // Escape the first time, then Inspect.
+        return menus === 1 ? undefined : "Inspect";
+      },
+    });
+    await runHandoffs("", ctx, { deps: rig.recoveryDeps() });
+    expect(dialogs.map((dialog) => [dialog.kind, dialog.title])).toEqual([
+      ["select", "Handoffs"],
+      ["select", `ui/back (${manifest.id})`],
+      ["select", "Handoffs"],
+      ["select", `ui/back (${manifest.id})`],
+      ["notify", "info"],
+    ]);
+    expect(dialogs.at(-1)?.body).toEqual(expect.stringContaining(`Handoff ${manifest.id}\n`));
+    await killAndWait(manifest.child.pid ?? 0);
   });
 
   it("prints the list to stderr in print mode", async () => {
@@ -99,7 +157,11 @@ describe("/handoffs", () => {
       },
     });
     expect(written).toMatch(new RegExp(`^ID +STATUS +CHILD +BRANCH +FLAGS +ACTIONS\\n`));
-    expect(written).toMatch(new RegExp(`\\n${manifest.id} +child running \\(pid ${manifest.child.pid}\\) +idle \\d+[smhd]( \\d+m)? +ui/printed +- +focus\\n`));
+    expect(written).toMatch(
+      new RegExp(
+        `\\n${manifest.id} +child running \\(pid ${manifest.child.pid}\\) +idle \\d+[smhd]( \\d+m)? +ui/printed +- +focus\\n`,
+      ),
+    );
     await killAndWait(manifest.child.pid ?? 0);
   });
 
@@ -109,12 +171,70 @@ describe("/handoffs", () => {
     const { ctx, dialogs } = scriptedContext({ select: pick(manifest.id, "Relaunch its Pi") });
     await runHandoffs("", ctx, { deps: rig.recoveryDeps(), piCommand: [NODE_BIN, STAND_IN_PI] });
     // Offered in that order, for a handoff whose Pi is gone and whose window is open.
-    expect(dialogs[1]).toEqual({ kind: "select", title: `ui/relaunch (${manifest.id})`, body: ["Relaunch its Pi", "Switch to its window", "Inspect", "Remove it"] });
+    expect(dialogs[1]).toEqual({
+      kind: "select",
+      title: `ui/relaunch (${manifest.id})`,
+      body: ["Relaunch its Pi", "Switch to its window", "Inspect", "Remove it"],
+    });
     const after = await rig.read(manifest.id);
     expect(after.state).toBe("running");
     expect(isProcessAlive(after.child.pid ?? 0)).toBe(true);
-    expect(dialogs.at(-1)).toMatchObject({ kind: "notify", title: "info", body: expect.stringMatching(new RegExp(`^Relaunched handoff ${manifest.id}: Pi pid ${after.child.pid} `)) });
+    expect(dialogs.at(-1)).toMatchObject({
+      kind: "notify",
+      title: "info",
+      body: expect.stringMatching(new RegExp(`^Relaunched handoff ${manifest.id}: Pi pid ${after.child.pid} `)),
+    });
     await killAndWait(after.child.pid ?? 0);
+  });
+
+  it("relaunch --all: every handoff of the repository whose Pi is gone, one line each; again, one line that nothing is to do", async () => {
+    // A repository of its own, so the other tests' handoffs are not in it.
+    const own = await createRecoveryRig();
+    try {
+      const made = [
+        runningManifest(await own.handoff("all/one", { focus: false })),
+        runningManifest(await own.handoff("all/two", { focus: false })),
+      ];
+      for (const manifest of made) await killAndWait(manifest.child.pid ?? 0);
+      const run = async (): Promise<Dialog[]> => {
+        const { ctx, dialogs } = scriptedContext({ select: () => undefined });
+        await runHandoffs("relaunch --all", { ...ctx, cwd: own.repo.root } as ExtensionCommandContext, {
+          deps: own.recoveryDeps(),
+          piCommand: [NODE_BIN, STAND_IN_PI],
+        });
+        return dialogs;
+      };
+      const first = await run();
+      const after = await Promise.all(made.map((manifest) => own.read(manifest.id)));
+      const where = (m: (typeof after)[number]) =>
+        m.mux.kind === "tmux" ? `tmux window ${m.mux.windowId} (pane ${m.mux.paneId})` : "?";
+      expect(first).toEqual([
+        {
+          kind: "notify",
+          title: "info",
+          body: [
+            ...after.map(
+              (m) => `restored  ${m.branch} (${m.id}): Pi pid ${m.child.pid} runs on its session in ${where(m)}.`,
+            ),
+            `2 handoffs of ${own.repo.root}: 2 restored.`,
+          ].join("\n"),
+        },
+      ]);
+      for (const m of after) {
+        expect(m.state).toBe("running");
+        expect(isProcessAlive(m.child.pid ?? 0)).toBe(true);
+      }
+      expect(await run()).toEqual([
+        {
+          kind: "notify",
+          title: "info",
+          body: `Nothing to relaunch: all 2 handoffs of ${own.repo.root} already run a Pi on their sessions.`,
+        },
+      ]);
+      for (const m of after) await killAndWait(m.child.pid ?? 0);
+    } finally {
+      await own.cleanup();
+    }
   });
 
   it("removes only after a confirmation that lists the files lost, and not if more would be lost by then", async () => {
@@ -131,7 +251,7 @@ describe("/handoffs", () => {
       title: "Remove handoff ui/remove?",
       body: [
         `The worktree ${worktree} would be deleted and its window closed.`,
-        "Would be lost for good (1 file(s) with uncommitted work):",
+        "Would be lost for good (1 file with uncommitted work):",
         "  untracked  scratch.txt",
         "Branch ui/remove would be kept.",
       ].join("\n"),
@@ -148,16 +268,27 @@ describe("/handoffs", () => {
       },
     });
     await runHandoffs("", raced.ctx, { deps: rig.recoveryDeps() });
-    expect(raced.dialogs.at(-1)).toEqual({ kind: "notify", title: "error", body: `Handoff ${manifest.id} changed since it was shown; nothing was removed.` });
+    expect(raced.dialogs.at(-1)).toEqual({
+      kind: "notify",
+      title: "error",
+      body: `Handoff ${manifest.id} changed since it was shown; nothing was removed.`,
+    });
     expect(readFileSync(join(worktree, "late.txt"), "utf8")).toBe("written after the dialog\n");
 
     // Confirmed with everything listed: removed. The branch (nothing unmerged) is offered for
     // deletion separately; declining keeps it.
-    const confirmed = scriptedContext({ select: pick(manifest.id, "Remove it"), confirm: (title) => title === "Remove handoff ui/remove?" });
+    const confirmed = scriptedContext({
+      select: pick(manifest.id, "Remove it"),
+      confirm: (title) => title === "Remove handoff ui/remove?",
+    });
     await runHandoffs("", confirmed.ctx, { deps: rig.recoveryDeps() });
     const confirms = confirmed.dialogs.filter((dialog) => dialog.kind === "confirm");
     expect(confirms[0]?.body).toContain("  untracked  late.txt");
-    expect(confirms[1]).toEqual({ kind: "confirm", title: "Also delete branch ui/remove?", body: "Everything on it is in HEAD, so no commit is lost." });
+    expect(confirms[1]).toEqual({
+      kind: "confirm",
+      title: "Also delete branch ui/remove?",
+      body: "Everything on it is in HEAD, so no commit is lost.",
+    });
     expect(confirmed.dialogs.at(-1)).toEqual({
       kind: "notify",
       title: "info",
@@ -171,7 +302,10 @@ describe("/handoffs", () => {
   it("takes a command and a handoff's name: remove <branch> confirms and removes that one", async () => {
     const manifest = runningManifest(await rig.handoff("ui/args-remove", { focus: false }));
     await killAndWait(manifest.child.pid ?? 0);
-    const { ctx, dialogs } = scriptedContext({ select: () => undefined, confirm: (title) => title === "Remove handoff ui/args-remove?" });
+    const { ctx, dialogs } = scriptedContext({
+      select: () => undefined,
+      confirm: (title) => title === "Remove handoff ui/args-remove?",
+    });
     await runHandoffs("remove ui/args-remove", ctx, { deps: rig.recoveryDeps() });
     // No picker: straight to the confirmation of that handoff's removal.
     expect(dialogs.map((dialog) => [dialog.kind, dialog.title])).toEqual([
@@ -179,7 +313,9 @@ describe("/handoffs", () => {
       ["confirm", "Also delete branch ui/args-remove?"],
       ["notify", "info"],
     ]);
-    expect(dialogs.at(-1)?.body).toBe(`Removed handoff ${manifest.id}: deleted worktree ${manifest.worktree.path}, kept branch ui/args-remove.`);
+    expect(dialogs.at(-1)?.body).toBe(
+      `Removed handoff ${manifest.id}: deleted worktree ${manifest.worktree.path}, kept branch ui/args-remove.`,
+    );
     expect((await rig.read(manifest.id)).state).toBe("removed");
   });
 
@@ -195,16 +331,26 @@ describe("/handoffs", () => {
       return dialogs;
     };
     const inspected = await run(`inspect ${prefix}`);
-    expect(inspected).toEqual([{ kind: "notify", title: "info", body: expect.stringMatching(new RegExp(`^Handoff ${manifest.id}\n  status: `)) }]);
+    expect(inspected).toEqual([
+      { kind: "notify", title: "info", body: expect.stringMatching(new RegExp(`^Handoff ${manifest.id}\n  status: `)) },
+    ]);
     expect(await run(`focus "${prefix}"`)).toEqual([
-      { kind: "notify", title: "info", body: `Switched to handoff ${manifest.id}: tmux window ${manifest.mux.windowId} (pane ${manifest.mux.paneId}).` },
+      {
+        kind: "notify",
+        title: "info",
+        body: `Switched to handoff ${manifest.id}: tmux window ${manifest.mux.windowId} (pane ${manifest.mux.paneId}).`,
+      },
     ]);
     const dry = await run(`remove ${prefix} --dry-run`);
     expect(dry).toEqual([
       {
         kind: "notify",
         title: "info",
-        body: [`The worktree ${manifest.worktree.path} would be deleted and its window closed.`, "Branch ui/args-more would be kept.", "Dry run: nothing was removed."].join("\n"),
+        body: [
+          `The worktree ${manifest.worktree.path} would be deleted and its window closed.`,
+          "Branch ui/args-more would be kept.",
+          "Dry run: nothing was removed.",
+        ].join("\n"),
       },
     ]);
     expect(existsSync(manifest.worktree.path)).toBe(true);
@@ -221,33 +367,49 @@ describe("/handoffs", () => {
         {
           kind: "notify",
           title: "error",
-          body: expect.stringMatching(/^\/handoffs: PI_HANDOFF_MUX_TIMEOUT_MS is "soon", but it must be a whole number of milliseconds from 100 to 120000 \(such as 5000\); set it so, or unset it\.$/),
+          body: expect.stringMatching(
+            /^\/handoffs: PI_HANDOFF_MUX_TIMEOUT_MS is "soon", but it must be a whole number of milliseconds from 100 to 120000 \(such as 5000\); set it so, or unset it\.$/,
+          ),
         },
       ]);
     } finally {
       delete process.env.PI_HANDOFF_MUX_TIMEOUT_MS;
     }
     // Options are checked, never taken as a name.
-    expect(await run("list -m tmux")).toEqual([{ kind: "notify", title: "error", body: '/handoffs list: Unknown option "-m" (see /handoffs --help).' }]);
+    expect(await run("list -m tmux")).toEqual([
+      { kind: "notify", title: "error", body: '/handoffs list: Unknown option "-m" (see /handoffs --help).' },
+    ]);
     expect(await run("remove")).toEqual([
-      { kind: "notify", title: "error", body: "/handoffs remove: Name the handoff: its id, the start of its id, or its branch (pi-handoff list or /handoffs shows them)." },
+      {
+        kind: "notify",
+        title: "error",
+        body: "/handoffs remove: Name the handoff: its id, the start of its id, or its branch (pi-handoff list or /handoffs shows them).",
+      },
     ]);
     expect(await run("remove ui/no-such")).toEqual([
-      { kind: "notify", title: "error", body: `/handoffs remove: There is no handoff with id or branch "ui/no-such" in ${rig.store.dir}.` },
+      {
+        kind: "notify",
+        title: "error",
+        body: `/handoffs remove: There is no handoff with id or branch "ui/no-such" in ${rig.store.dir}.`,
+      },
     ]);
 
     // Print mode: no one to confirm, so it is pi-handoff remove itself (the plan first).
     let written = "";
-    await runHandoffs(`remove ${manifest.id}`, { hasUI: false, ui: { setStatus: () => {} } } as unknown as ExtensionCommandContext, {
-      deps: rig.recoveryDeps(),
-      writeStderr: (text) => {
-        written += text;
+    await runHandoffs(
+      `remove ${manifest.id}`,
+      { hasUI: false, ui: { setStatus: () => {} } } as unknown as ExtensionCommandContext,
+      {
+        deps: rig.recoveryDeps(),
+        writeStderr: (text) => {
+          written += text;
+        },
       },
-    });
+    );
     expect(written).toBe(
       [
-        `The worktree ${manifest.worktree.path} would be deleted and its window closed.`,
-        "Branch ui/args-more would be kept.",
+        `The worktree ${manifest.worktree.path} will be deleted and its window closed.`,
+        "Branch ui/args-more will be kept.",
         `Removed handoff ${manifest.id}: deleted worktree ${manifest.worktree.path}, kept branch ui/args-more.`,
         "",
       ].join("\n"),

@@ -33,10 +33,20 @@ interface Corpus {
   secrets: Array<{ kind: string; text: string; secret: string }>;
 }
 
-const corpus = JSON.parse(readFileSync(join(PROJECT_ROOT, "test", "fixtures", "hostile-corpus.json"), "utf8")) as Corpus;
+const corpus = JSON.parse(
+  readFileSync(join(PROJECT_ROOT, "test", "fixtures", "hostile-corpus.json"), "utf8"),
+) as Corpus;
 const CANARY_NAME = `CANARY-${randomBytes(4).toString("hex")}`;
 const MEGABYTE = "0123456789abcdef".repeat(65_536);
-const NOTHING_NEW: Artifacts = { manifests: [], storeLeftovers: [], gitWorktrees: [], worktreeDirs: [], branches: [], panes: [], sessions: [] };
+const NOTHING_NEW: Artifacts = {
+  manifests: [],
+  storeLeftovers: [],
+  gitWorktrees: [],
+  worktreeDirs: [],
+  branches: [],
+  panes: [],
+  sessions: [],
+};
 
 /** Every file named like the canary where a command could have run: the worlds, tmux's dirs, this project, the temp dir, `/`. */
 function canariesFound(roots: readonly string[]): string[] {
@@ -51,7 +61,8 @@ function canariesFound(roots: readonly string[]): string[] {
     for (const entry of entries) {
       const full = join(dir, entry.name);
       if (entry.name === CANARY_NAME) found.push(full);
-      else if (entry.isDirectory() && depth > 0 && entry.name !== "node_modules" && entry.name !== ".git") walk(full, depth - 1);
+      else if (entry.isDirectory() && depth > 0 && entry.name !== "node_modules" && entry.name !== ".git")
+        walk(full, depth - 1);
     }
   };
   for (const root of roots) walk(root, 8);
@@ -65,9 +76,15 @@ async function windowNameOf(world: World, paneId: string): Promise<string> {
 }
 
 function handoffMessageOf(manifest: Manifest): { content: string; details: Record<string, unknown> } {
-  const entry = readEntries(manifest.child.sessionFile ?? "").find((e) => e.type === "custom_message" && e.customType === "handoff-worktree");
-  if (entry === undefined || entry.type !== "custom_message") throw new Error("no handoff message in the child session");
-  return { content: typeof entry.content === "string" ? entry.content : JSON.stringify(entry.content), details: entry.details as Record<string, unknown> };
+  const entry = readEntries(manifest.child.sessionFile ?? "").find(
+    (e) => e.type === "custom_message" && e.customType === "handoff-worktree",
+  );
+  if (entry === undefined || entry.type !== "custom_message")
+    throw new Error("no handoff message in the child session");
+  return {
+    content: typeof entry.content === "string" ? entry.content : JSON.stringify(entry.content),
+    details: entry.details as Record<string, unknown>,
+  };
 }
 
 describe("the hostile input corpus through the real transaction", () => {
@@ -84,7 +101,10 @@ describe("the hostile input corpus through the real transaction", () => {
   });
 
   /** A handoff; nothing executed; for a refusal, nothing left behind and one sentence. */
-  async function attempt(input: { branch: string; base?: string; task?: string }, expected: "refused" | "accepted"): Promise<HandoffOutcome> {
+  async function attempt(
+    input: { branch: string; base?: string; task?: string },
+    expected: "refused" | "accepted",
+  ): Promise<HandoffOutcome> {
     const before = await world.artifacts();
     const outcome = await world.handoff(input);
     expect(canariesFound([world.dir, world.tmux.rootDir])).toEqual([]);
@@ -103,7 +123,9 @@ describe("the hostile input corpus through the real transaction", () => {
     expect(isProcessAlive(manifest.child.pid ?? 0)).toBe(true);
     // The child lets go of the manifest's lock just after acknowledging (killed holding it, it would
     // leave a stale lock); wait for that before counting what is in the store.
-    await waitFor(() => !existsSync(`${world.store.pathFor(manifest.id)}.lock`), { description: "the child's lock on the manifest" });
+    await waitFor(() => !existsSync(`${world.store.pathFor(manifest.id)}.lock`), {
+      description: "the child's lock on the manifest",
+    });
     // Exactly these things were made, and they are this handoff's.
     const paneId = manifest.mux.kind === "tmux" ? manifest.mux.paneId : undefined;
     expect(newArtifacts(before, await world.artifacts())).toEqual({
@@ -141,13 +163,16 @@ describe("the hostile input corpus through the real transaction", () => {
       }
       // Typed after /handoff-worktree, a name without whitespace reaches the transaction unchanged,
       // except a dash-led one, which is refused as an unknown option before it gets there.
-      if (name.startsWith("-")) expect(parsed).toEqual({ ok: false, message: expect.stringMatching(/^Unknown option /) });
+      if (name.startsWith("-"))
+        expect(parsed).toEqual({ ok: false, message: expect.stringMatching(/^Unknown option /) });
       else if (!/\s/.test(name)) expect(parsed).toMatchObject({ ok: true, args: { branch: name } });
       const outcome = await attempt({ branch: name }, c.expect);
       if (outcome.code !== "running") return;
       const { manifest } = outcome;
       expect(manifest.branch).toBe(name);
-      expect(world.repo.run(["rev-parse", "--verify", "--end-of-options", `refs/heads/${name}`])).toBe(manifest.base.sha);
+      expect(world.repo.run(["rev-parse", "--verify", "--end-of-options", `refs/heads/${name}`])).toBe(
+        manifest.base.sha,
+      );
       expect(world.repo.run(["symbolic-ref", "HEAD"], { cwd: manifest.worktree.path })).toBe(`refs/heads/${name}`);
       // The window is labelled with the branch made safe: tmux shows it as given, nothing expanded.
       const label = await windowNameOf(world, manifest.mux.kind === "tmux" ? (manifest.mux.paneId ?? "") : "");
@@ -157,34 +182,41 @@ describe("the hostile input corpus through the real transaction", () => {
   });
 
   describe("tasks", () => {
-    it.each(corpus.tasks.map((c, index) => [JSON.stringify(c.task).slice(0, 50), index, c] as const))("%s", async (_label, index, c) => {
-      const task = c.task === "MEGABYTE" ? MEGABYTE : fill(c.task);
-      const parsed = parseHandoffArgs(`task/${index} -- ${task}`);
-      expect(parsed).toMatchObject({ ok: true, args: { branch: `task/${index}` } });
-      expect(parsed.ok && "args" in parsed ? parsed.args.task : "?").toBe(task.trim() === "" ? undefined : task.trim());
-      const outcome = await attempt({ branch: `task/${index}`, task }, "accepted");
-      if (outcome.code !== "running") return;
-      const { manifest } = outcome;
-      const { content } = handoffMessageOf(manifest);
-      // The manifest keeps the task as cleaned, redacted and bounded; so does the message.
-      expect(manifest.task).toBe(prepareTask(task).task);
-      if (c.noTask === true) {
-        expect(manifest.task).toBeUndefined();
-        expect(content).toContain("No task was given with the handoff");
-      }
-      for (const needle of c.mustContain ?? []) expect(content).toContain(fill(needle));
-      for (const needle of c.mustNotContain ?? []) {
-        expect(content).not.toContain(needle);
-        expect(manifest.task ?? "").not.toContain(needle);
-      }
-      expect(content.length).toBeLessThanOrEqual(MAX_HANDOFF_CONTENT_CHARS);
-      expect((manifest.task ?? "").length).toBeLessThanOrEqual(MAX_TASK_CHARS);
-      if (c.task === "MEGABYTE") {
-        // 1 MB in, kilobytes on disk.
-        expect(statSync(join(world.store.dir, `${manifest.id}.json`)).size).toBeLessThan(16_384);
-        expect(statSync(manifest.child.sessionFile ?? "").size).toBeLessThan(statSync(world.parent.sessionFile).size + 16_384);
-      }
-    });
+    it.each(corpus.tasks.map((c, index) => [JSON.stringify(c.task).slice(0, 50), index, c] as const))(
+      "%s",
+      async (_label, index, c) => {
+        const task = c.task === "MEGABYTE" ? MEGABYTE : fill(c.task);
+        const parsed = parseHandoffArgs(`task/${index} -- ${task}`);
+        expect(parsed).toMatchObject({ ok: true, args: { branch: `task/${index}` } });
+        expect(parsed.ok && "args" in parsed ? parsed.args.task : "?").toBe(
+          task.trim() === "" ? undefined : task.trim(),
+        );
+        const outcome = await attempt({ branch: `task/${index}`, task }, "accepted");
+        if (outcome.code !== "running") return;
+        const { manifest } = outcome;
+        const { content } = handoffMessageOf(manifest);
+        // The manifest keeps the task as cleaned, redacted and bounded; so does the message.
+        expect(manifest.task).toBe(prepareTask(task).task);
+        if (c.noTask === true) {
+          expect(manifest.task).toBeUndefined();
+          expect(content).toContain("No task was given with the handoff");
+        }
+        for (const needle of c.mustContain ?? []) expect(content).toContain(fill(needle));
+        for (const needle of c.mustNotContain ?? []) {
+          expect(content).not.toContain(needle);
+          expect(manifest.task ?? "").not.toContain(needle);
+        }
+        expect(content.length).toBeLessThanOrEqual(MAX_HANDOFF_CONTENT_CHARS);
+        expect((manifest.task ?? "").length).toBeLessThanOrEqual(MAX_TASK_CHARS);
+        if (c.task === "MEGABYTE") {
+          // 1 MB in, kilobytes on disk.
+          expect(statSync(join(world.store.dir, `${manifest.id}.json`)).size).toBeLessThan(16_384);
+          expect(statSync(manifest.child.sessionFile ?? "").size).toBeLessThan(
+            statSync(world.parent.sessionFile).size + 16_384,
+          );
+        }
+      },
+    );
 
     it("redacts every secret of the corpus from the handoff message, the manifest and the child session", async () => {
       const task = `deploy with these:\n${corpus.secrets.map((s) => fill(s.text)).join("\n")}\nthen report back`;
@@ -201,7 +233,9 @@ describe("the hostile input corpus through the real transaction", () => {
         expect(sessionFile, secret.kind).not.toContain(secret.secret);
         expect(content, secret.kind).toContain(`[REDACTED:${secret.kind}]`);
       }
-      expect(Object.keys(details.redactions as Record<string, number>).sort()).toEqual([...new Set(corpus.secrets.map((s) => s.kind))].sort());
+      expect(Object.keys(details.redactions as Record<string, number>).sort()).toEqual(
+        [...new Set(corpus.secrets.map((s) => s.kind))].sort(),
+      );
       expect(content).toContain("then report back");
     });
   });
@@ -209,7 +243,10 @@ describe("the hostile input corpus through the real transaction", () => {
 
 describe("hostile repository directory names, end to end", () => {
   it.each(corpus.repoDirNames.map((c) => [JSON.stringify(c.name), c] as const))("%s", async (_label, c) => {
-    const world = await createWorld({ prefix: "phw-corpus-repo-", repoName: c.name.replaceAll("{CANARY}", CANARY_NAME) });
+    const world = await createWorld({
+      prefix: "phw-corpus-repo-",
+      repoName: c.name.replaceAll("{CANARY}", CANARY_NAME),
+    });
     try {
       const before = await world.artifacts();
       const outcome = await world.handoff({ branch: "feat/x", task: "look around" });
@@ -232,8 +269,12 @@ describe("hostile repository directory names, end to end", () => {
       expect(basename(world.repo.root)).toBe(c.name.replaceAll("{CANARY}", CANARY_NAME));
       // The window opened in the worktree (tmux took the path literally) and the child runs there.
       const paneId = manifest.mux.kind === "tmux" ? (manifest.mux.paneId ?? "") : "";
-      expect((await world.tmux.tmux(["display-message", "-p", "-t", paneId, "#{pane_current_path}"])).replace(/\n$/, "")).toBe(manifest.worktree.path);
-      expect(readFileSync(`/proc/${manifest.child.pid}/environ`, "utf8").split("\0")).toContain(`PI_HANDOFF_ID=${manifest.id}`);
+      expect(
+        (await world.tmux.tmux(["display-message", "-p", "-t", paneId, "#{pane_current_path}"])).replace(/\n$/, ""),
+      ).toBe(manifest.worktree.path);
+      expect(readFileSync(`/proc/${manifest.child.pid}/environ`, "utf8").split("\0")).toContain(
+        `PI_HANDOFF_ID=${manifest.id}`,
+      );
       expect(existsSync(join(manifest.worktree.path, "README.md"))).toBe(true);
       expect(handoffMessageOf(manifest).content).toContain("## Task\n\nlook around");
       await killAndWait(manifest.child.pid ?? 0);

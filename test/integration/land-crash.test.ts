@@ -17,9 +17,19 @@ afterEach(() => {
 });
 
 const CASES = [
-  { point: "land-intent", moved: false, inspect: /landing: +interrupted before the target moved: main is still at the old commit [0-9a-f]{12} \(nothing landed; run pi-handoff land again\)/ },
-  { point: "land-target", moved: true, inspect: /landing: +interrupted after the target moved: main is at the new commit [0-9a-f]{12} \(landed; pi-handoff land \S+ records it\)/ },
-  { point: "land-record", moved: true, inspect: /landing: +landed 1 commit\(s\) into main by ff/ },
+  {
+    point: "land-intent",
+    moved: false,
+    inspect:
+      /landing: +interrupted before the target moved: main is still at the old commit [0-9a-f]{12} \(nothing landed; run pi-handoff land again\)/,
+  },
+  {
+    point: "land-target",
+    moved: true,
+    inspect:
+      /landing: +interrupted after the target moved: main is at the new commit [0-9a-f]{12} \(landed; pi-handoff land \S+ records it\)/,
+  },
+  { point: "land-record", moved: true, inspect: /landing: +landed 1 commit into main by ff/ },
 ] as const;
 
 describe("land killed at each step", () => {
@@ -42,7 +52,9 @@ describe("land killed at each step", () => {
       const again = await runCli(["land", r.id], r.env, r.repo.root);
       if (point === "land-target") {
         expect(again.status).toBe(0);
-        expect(again.stdout).toBe(`An interrupted landing had already moved main to ${tip}; it is recorded now. Everything on feat/land is already in main; nothing to land.\n`);
+        expect(again.stdout).toBe(
+          `An interrupted landing had already moved main to ${tip}; it is recorded now. Everything on feat/land is already in main; nothing to land.\n`,
+        );
       } else if (moved) {
         expect(again.status).toBe(1);
         expect(again.stderr).toBe("pi-handoff land: Everything on feat/land is already in main; nothing to land.\n");

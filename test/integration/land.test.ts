@@ -40,14 +40,26 @@ describe("land strategies", () => {
     expect(readFileSync(join(r.repo.root, "b.txt"), "utf8")).toBe("b\n");
     expect(r.repo.run(["status", "--porcelain"])).toBe("");
     const landing = (await r.read()).landings?.at(-1);
-    expect(landing).toMatchObject({ state: "landed", into: "main", strategy: "ff", from: before, to: second, branchTip: second, checkout: r.repo.root });
+    expect(landing).toMatchObject({
+      state: "landed",
+      into: "main",
+      strategy: "ff",
+      from: before,
+      to: second,
+      branchTip: second,
+      checkout: r.repo.root,
+    });
     expect(landing?.commits).toEqual([
       { sha: first, subject: "add a" },
       { sha: second, subject: "add b" },
     ]);
     const { reports } = await ChildReportStore.forAgentDir(r.agentDir).list(r.id);
     expect(reports).toHaveLength(1);
-    expect(reports[0]).toMatchObject({ kind: "landed", landing: { into: "main", strategy: "ff", result: second }, parentSessionFile: r.parentSessionFile });
+    expect(reports[0]).toMatchObject({
+      kind: "landed",
+      landing: { into: "main", strategy: "ff", result: second },
+      parentSessionFile: r.parentSessionFile,
+    });
     expect(reports[0]?.commits.map((c) => c.sha)).toEqual([first, second]);
   });
 
@@ -56,7 +68,9 @@ describe("land strategies", () => {
     r.commitInWorktree("a.txt", "a\n", "add a");
     const before = r.snapshot();
     const deps = r.deps();
-    const answer = await deps.store.withActionLock(r.id, "relaunch", () => landHandoff(deps, r.id, { ...plain, remove: true }));
+    const answer = await deps.store.withActionLock(r.id, "relaunch", () =>
+      landHandoff(deps, r.id, { ...plain, remove: true }),
+    );
     expect(answer).toMatchObject({ ok: false, code: "busy" });
     expect(answer.message).toMatch(new RegExp(`^Handoff ${r.id} is busy: process ${process.pid} is relaunching it`));
     expect(r.snapshot()).toEqual(before);
@@ -88,12 +102,25 @@ describe("land strategies", () => {
     const [rebasedB] = [tip];
     const rebasedA = parentsOf(r, rebasedB)[0] ?? "";
     expect(parentsOf(r, rebasedA)).toEqual([mainMoved]);
-    expect(r.repo.run(["cat-file", "commit", rebasedA]).split("\n\n").slice(1).join("\n\n")).toBe("add a\n\nwith a body");
+    expect(r.repo.run(["cat-file", "commit", rebasedA]).split("\n\n").slice(1).join("\n\n")).toBe(
+      "add a\n\nwith a body",
+    );
     expect(r.repo.run(["log", "-1", "--format=%B", rebasedA])).toBe(r.repo.run(["log", "-1", "--format=%B", childA]));
-    for (const [original, rebased] of [[childA, rebasedA], [childB, rebasedB]] as const) {
-      expect(r.repo.run(["log", "-1", "--format=%an <%ae> %ad", "--date=raw", rebased])).toBe(r.repo.run(["log", "-1", "--format=%an <%ae> %ad", "--date=raw", original]));
+    for (const [original, rebased] of [
+      [childA, rebasedA],
+      [childB, rebasedB],
+    ] as const) {
+      expect(r.repo.run(["log", "-1", "--format=%an <%ae> %ad", "--date=raw", rebased])).toBe(
+        r.repo.run(["log", "-1", "--format=%an <%ae> %ad", "--date=raw", original]),
+      );
     }
-    expect(r.repo.run(["ls-tree", "--name-only", "main"]).split("\n").sort()).toEqual(["README.md", "a.txt", "b.txt", "file-1.txt", "m.txt"]);
+    expect(r.repo.run(["ls-tree", "--name-only", "main"]).split("\n").sort()).toEqual([
+      "README.md",
+      "a.txt",
+      "b.txt",
+      "file-1.txt",
+      "m.txt",
+    ]);
     expect(r.repo.run(["rev-parse", r.branch])).toBe(childB);
     expect(readFileSync(join(r.repo.root, "a.txt"), "utf8")).toBe("a\n");
   });
@@ -118,7 +145,9 @@ describe("land strategies", () => {
     expect(outcome).toMatchObject({ ok: true, code: "landed" });
     expect(parentsOf(r, "main")).toEqual([before]);
     expect(r.repo.run(["rev-parse", "main^{tree}"])).toBe(r.repo.run(["rev-parse", `${r.branch}^{tree}`]));
-    expect(r.repo.run(["log", "-1", "--format=%B", "main"])).toBe(`${r.branch}: 2 commit(s) squashed\n\nLanded from handoff ${r.id}:\n* add a\n* add b\n`);
+    expect(r.repo.run(["log", "-1", "--format=%B", "main"])).toBe(
+      `add a (and 1 more commit)\n\n2 commits squashed:\n* add a\n* add b\n\nLanded from handoff ${r.id} (branch ${r.branch}).\n`,
+    );
   });
 
   it("--remove lands, retires the worktree through the safe removal and keeps the branch", async () => {
@@ -136,7 +165,11 @@ describe("land strategies", () => {
     const r = await setup();
     const tip = r.commitInWorktree("a.txt", "a\n", "add a");
     const problem = "Running processes could not be looked for: ps did not answer within 5 s.";
-    const outcome = await landHandoff({ ...r.deps(), scanProcesses: async () => ({ piProcesses: [], problem }) }, r.id, { ...plain, remove: true });
+    const outcome = await landHandoff(
+      { ...r.deps(), scanProcesses: async () => ({ piProcesses: [], problem }) },
+      r.id,
+      { ...plain, remove: true },
+    );
     expect(outcome).toMatchObject({ ok: true, code: "landed", removal: { code: "refused", reason: "needs_force" } });
     expect(r.repo.run(["rev-parse", "main"])).toBe(tip);
     expect(outcome.ok ? outcome.message : "").toContain(
@@ -153,7 +186,11 @@ describe("land strategies", () => {
     const mainBefore = r.repo.run(["rev-parse", "main"]);
     r.commitInWorktree("b.txt", "b\n", "add b, never shown");
     const outcome = await landHandoff(r.deps(), r.id, { ...plain, confirmed: shown.plan });
-    expect(outcome).toMatchObject({ ok: false, code: "moved", message: `main or ${r.branch} changed since the landing was shown; nothing was landed. Look at it again.` });
+    expect(outcome).toMatchObject({
+      ok: false,
+      code: "moved",
+      message: `main or ${r.branch} changed since the landing was shown; nothing was landed. Look at it again.`,
+    });
     expect(r.repo.run(["rev-parse", "main"])).toBe(mainBefore);
     expect((await r.read()).landings ?? []).toEqual([]);
   });
@@ -194,7 +231,12 @@ describe("land refusals change nothing", () => {
     r.commitInWorktree("file-1.txt", "child\n", "child edits");
     r.repo.commitFile("file-1.txt", "main\n", "main edits");
     for (const strategy of ["rebase", "merge", "squash"] as const) {
-      await expectRefusal(r, { ...plain, strategy }, "conflict", /would conflict in file-1\.txt; nothing was landed\. Merge main into feat\/land/);
+      await expectRefusal(
+        r,
+        { ...plain, strategy },
+        "conflict",
+        /would conflict in file-1\.txt; nothing was landed\. Merge main into feat\/land/,
+      );
     }
   });
 
@@ -205,8 +247,18 @@ describe("land refusals change nothing", () => {
     r.repo.run(["merge", "--quiet", "--no-ff", "--no-edit", "main"], { cwd: r.worktree });
     // main moves on again, so the rebase would have to re-make the merge.
     r.repo.commitFile("t.txt", "t\n", "more main work", { cwd: r.repo.root });
-    await expectRefusal(r, { ...plain, strategy: "rebase" }, "not_linear", /contains merge commits, which a rebase would flatten; nothing was landed\. Use --strategy merge or squash/);
-    await expectRefusal(r, { ...plain, into: "no-such-branch" }, "no_target", /There is no local branch "no-such-branch" in .*; give an existing one with --into/);
+    await expectRefusal(
+      r,
+      { ...plain, strategy: "rebase" },
+      "not_linear",
+      /contains merge commits, which a rebase would flatten; nothing was landed\. Use --strategy merge or squash/,
+    );
+    await expectRefusal(
+      r,
+      { ...plain, into: "no-such-branch" },
+      "no_target",
+      /There is no local branch "no-such-branch" in .*; give an existing one with --into/,
+    );
     await expectRefusal(r, { ...plain, into: r.branch }, "no_target", /Cannot land feat\/land into itself/);
   });
 
@@ -214,7 +266,12 @@ describe("land refusals change nothing", () => {
     const r = await setup();
     r.commitInWorktree("a.txt", "a\n", "add a");
     writeFileSync(join(r.worktree, "a.txt"), "changed\n");
-    await expectRefusal(r, plain, "worktree_dirty", /uncommitted changes \(a\.txt\); nothing was landed\. Commit or stash them there/);
+    await expectRefusal(
+      r,
+      plain,
+      "worktree_dirty",
+      /uncommitted changes \(a\.txt\); nothing was landed\. Commit or stash them there/,
+    );
     r.repo.run(["checkout", "--", "a.txt"], { cwd: r.worktree });
     writeFileSync(join(r.worktree, "new.txt"), "new\n");
     await expectRefusal(r, plain, "worktree_dirty", /new\.txt/);
@@ -224,7 +281,14 @@ describe("land refusals change nothing", () => {
     const r = await setup();
     const tip = r.commitInWorktree("a.txt", "a\n", "add a");
     writeFileSync(join(r.repo.root, "a.txt"), "mine\n");
-    await expectRefusal(r, plain, "target_dirty", new RegExp(`${r.repo.root} \\(where main is checked out\\) has uncommitted changes in files the landing changes \\(a\\.txt\\)`));
+    await expectRefusal(
+      r,
+      plain,
+      "target_dirty",
+      new RegExp(
+        `${r.repo.root} \\(where main is checked out\\) has uncommitted changes in files the landing changes \\(a\\.txt\\)`,
+      ),
+    );
     writeFileSync(join(r.repo.root, "a.txt"), "");
     r.repo.run(["clean", "-fq"]);
     writeFileSync(join(r.repo.root, "README.md"), "my edit\n");
@@ -238,13 +302,40 @@ describe("land refusals change nothing", () => {
     const r = await setup();
     r.commitInWorktree("a.txt", "a\n", "add a");
     const header = { type: "session", version: 3, id: "child", timestamp: new Date().toISOString(), cwd: r.worktree };
-    const user = { type: "message", id: "aaaa0001", parentId: null, timestamp: new Date().toISOString(), message: { role: "user", content: "go", timestamp: Date.now() } };
+    const user = {
+      type: "message",
+      id: "aaaa0001",
+      parentId: null,
+      timestamp: new Date().toISOString(),
+      message: { role: "user", content: "go", timestamp: Date.now() },
+    };
     writeFileSync(r.childSessionFile, `${JSON.stringify(header)}\n${JSON.stringify(user)}\n`);
     await r.startLivePi();
-    await expectRefusal(r, plain, "child_working", /is in a turn \(working: a prompt is being answered\); nothing was landed\. Let it finish/);
-    const done = { type: "message", id: "aaaa0002", parentId: "aaaa0001", timestamp: new Date().toISOString(), message: { role: "assistant", content: [{ type: "text", text: "done" }], stopReason: "stop", timestamp: Date.now() } };
+    await expectRefusal(
+      r,
+      plain,
+      "child_working",
+      /is in a turn \(working: a prompt is being answered\); nothing was landed\. Let it finish/,
+    );
+    const done = {
+      type: "message",
+      id: "aaaa0002",
+      parentId: "aaaa0001",
+      timestamp: new Date().toISOString(),
+      message: {
+        role: "assistant",
+        content: [{ type: "text", text: "done" }],
+        stopReason: "stop",
+        timestamp: Date.now(),
+      },
+    };
     writeFileSync(r.childSessionFile, `${JSON.stringify(header)}\n${JSON.stringify(user)}\n${JSON.stringify(done)}\n`);
-    await expectRefusal(r, { ...plain, remove: true }, "child_running", /still runs \(pid \d+\), so its worktree cannot be removed; nothing was landed\. Quit that Pi first, or land without --remove/);
+    await expectRefusal(
+      r,
+      { ...plain, remove: true },
+      "child_running",
+      /still runs \(pid \d+\), so its worktree cannot be removed; nothing was landed\. Quit that Pi first, or land without --remove/,
+    );
   });
 
   it("refuses when there is nothing to land, and --dry-run says exactly what would happen", async () => {
@@ -258,9 +349,9 @@ describe("land refusals change nothing", () => {
     expect(outcome.ok && outcome.message).toBe(
       [
         "Dry run, nothing changed. Would:",
-        `Land 1 commit(s) of feat/land into main (${from.slice(0, 12)} -> ${tip.slice(0, 12)}): fast-forward main to ${tip.slice(0, 12)}.`,
+        `Land 1 commit of feat/land into main (${from.slice(0, 12)} -> ${tip.slice(0, 12)}): fast-forward main to ${tip.slice(0, 12)}.`,
         `  ${tip.slice(0, 12)} add a`,
-        `main is checked out in ${r.repo.root}: 1 file(s) there are updated (git merge --ff-only).`,
+        `main is checked out in ${r.repo.root}: 1 file there is updated (git merge --ff-only).`,
         "Then remove the handoff's worktree (branch feat/land kept).",
       ].join("\n"),
     );

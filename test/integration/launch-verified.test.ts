@@ -22,7 +22,7 @@ import type { ManifestStore } from "../../src/manifest/store.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { envInvocation, launchCommandFor } from "../../src/launch/launch-command.ts";
 import { MAX_DIRECT_LINE } from "../../src/launch/launcher-file.ts";
-import { HerdrMultiplexer } from "../../src/mux/herdr.ts";
+import { HerdrMultiplexer } from "../../src/mux/herdr/herdr.ts";
 import { relaunchHandoff } from "../../src/recovery/relaunch.ts";
 import {
   createHerdrRecoveryRig,
@@ -39,10 +39,14 @@ import { waitFor } from "../support/tmux.ts";
 
 /** Lets the swallowing start-up end once the launch line of `branch` was typed (and so lost). */
 async function releaseAfterFirstTyping(store: ManifestStore, branch: string, release: string): Promise<void> {
-  await waitFor(async () => (await store.list()).some((e) => e.ok && e.manifest.branch === branch && (e.manifest.launch?.typed ?? 0) >= 1), {
-    timeoutMs: 60_000,
-    description: `the first typing for ${branch}`,
-  });
+  await waitFor(
+    async () =>
+      (await store.list()).some((e) => e.ok && e.manifest.branch === branch && (e.manifest.launch?.typed ?? 0) >= 1),
+    {
+      timeoutMs: 60_000,
+      description: `the first typing for ${branch}`,
+    },
+  );
   writeFileSync(release, "");
 }
 
@@ -71,7 +75,9 @@ describe("a launch on Herdr whose shell swallows early input and cuts long lines
     await releaseAfterFirstTyping(rig.store, "feat/swallowed", release).finally(() => writeFileSync(release, ""));
     const manifest = runningManifest(await handoff);
     const paneId = manifest.mux.kind === "herdr" ? manifest.mux.paneId : undefined;
-    const typed = rig.herdr.calls().filter((call) => call.argv[0] === "pane" && call.argv[1] === "run" && call.argv[2] === paneId);
+    const typed = rig.herdr
+      .calls()
+      .filter((call) => call.argv[0] === "pane" && call.argv[1] === "run" && call.argv[2] === paneId);
     const line = manifest.child.command ?? "";
     expect(typed.map((call) => call.argv.slice(3).join(" "))).toEqual([line, line]);
     expect(manifest.launch).toMatchObject({ typed: 2, startedAt: expect.any(String) });
@@ -84,18 +90,29 @@ describe("a launch on Herdr whose shell swallows early input and cuts long lines
   it("starts the child with every flag when the worktree is deep enough that the old line would be cut", async () => {
     // As deep as Pi's session dir allows (the worktree path, flattened, is one file name: <= 255
     // bytes), with a mirrored extension deeper still, as installed packages often are.
-    const deepRoot = join(rig.repo.dir, ...Array.from({ length: 4 }, (_, i) => `deep-directory-level-${i}-${"x".repeat(26)}`));
+    const deepRoot = join(
+      rig.repo.dir,
+      ...Array.from({ length: 4 }, (_, i) => `deep-directory-level-${i}-${"x".repeat(26)}`),
+    );
     const extensionDir = join(deepRoot, ...Array.from({ length: 8 }, (_, i) => `node_modules-${i}-${"y".repeat(40)}`));
     mkdirSync(extensionDir, { recursive: true });
     const extension = join(extensionDir, "extension.ts");
     rig.env.PI_HANDOFF_WORKTREE_ROOT = deepRoot;
     try {
-      const manifest = runningManifest(await rig.handoff("feat/deep", { focus: false, extraPiArgs: ["--extension", extension, "--offline"] }));
+      const manifest = runningManifest(
+        await rig.handoff("feat/deep", { focus: false, extraPiArgs: ["--extension", extension, "--offline"] }),
+      );
       expect(manifest.worktree.path.startsWith(deepRoot)).toBe(true);
       // The one-line command this launch replaces would not fit in the terminal's line.
-      const derived = launchCommandFor(manifest, { piCommand: [NODE_BIN, STAND_IN_PI], agentDir: rig.agentDir, env: rig.env });
+      const derived = launchCommandFor(manifest, {
+        piCommand: [NODE_BIN, STAND_IN_PI],
+        agentDir: rig.agentDir,
+        env: rig.env,
+      });
       if (!derived.ok) throw new Error(derived.message);
-      expect(Buffer.byteLength(`cd ${manifest.worktree.path} && ${envInvocation(derived.command)}`)).toBeGreaterThan(1024);
+      expect(Buffer.byteLength(`cd ${manifest.worktree.path} && ${envInvocation(derived.command)}`)).toBeGreaterThan(
+        1024,
+      );
       const pid = manifest.child.pid ?? 0;
       expect(JSON.parse(readFileSync(`${manifest.child.sessionFile}.argv.json`, "utf8"))).toEqual([
         NODE_BIN,
@@ -110,7 +127,9 @@ describe("a launch on Herdr whose shell swallows early input and cuts long lines
         extension,
         "--offline",
       ]);
-      expect(readFileSync(`/proc/${pid}/environ`, "utf8").split("\0")).toEqual(expect.arrayContaining([`PI_HANDOFF_ID=${manifest.id}`, "HERDR_AGENT=pi"]));
+      expect(readFileSync(`/proc/${pid}/environ`, "utf8").split("\0")).toEqual(
+        expect.arrayContaining([`PI_HANDOFF_ID=${manifest.id}`, "HERDR_AGENT=pi"]),
+      );
       await killAndWait(pid);
     } finally {
       delete rig.env.PI_HANDOFF_WORKTREE_ROOT;
@@ -131,9 +150,18 @@ describe("the shell wait's polling budget on Herdr", () => {
 
   it("backs off from 50 ms to 500 ms: a 6 s wait asks Herdr about 16 times, not a hundred", async () => {
     const pane = await rig.herdr.openWorkspace(rig.repo.root, "slow");
-    const location = { kind: "herdr" as const, socketPath: rig.herdr.socketPath, workspaceId: pane.workspaceId, paneId: pane.paneId };
+    const location = {
+      kind: "herdr" as const,
+      socketPath: rig.herdr.socketPath,
+      workspaceId: pane.workspaceId,
+      paneId: pane.paneId,
+    };
     rig.herdr.clearCalls();
-    const mux = new HerdrMultiplexer({ herdrBin: rig.herdr.binPath, socketPath: rig.herdr.socketPath, env: rig.herdr.clientEnv });
+    const mux = new HerdrMultiplexer({
+      herdrBin: rig.herdr.binPath,
+      socketPath: rig.herdr.socketPath,
+      env: rig.herdr.clientEnv,
+    });
     const waited = await mux.waitForShell(location, { timeoutMs: 6_000 });
     expect(waited).toMatchObject({ ok: false, code: "shell_not_ready" });
     const polls = rig.herdr.calls().filter((call) => call.argv[0] === "pane" && call.argv[1] === "process-info");
@@ -151,17 +179,31 @@ describe("the shell wait's polling budget on Herdr", () => {
 
   it("a last poll the deadline cut short does not turn a shell that was not ready into Herdr's timeout", async () => {
     const pane = await rig.herdr.openWorkspace(rig.repo.root, "cut-short");
-    const location = { kind: "herdr" as const, socketPath: rig.herdr.socketPath, workspaceId: pane.workspaceId, paneId: pane.paneId };
+    const location = {
+      kind: "herdr" as const,
+      socketPath: rig.herdr.socketPath,
+      workspaceId: pane.workspaceId,
+      paneId: pane.paneId,
+    };
     // Each answer takes 5 s. The first poll has the whole 10 s wait (a 30 s call bound: room for a
     // slow Node client) and answers "not ready"; every later one starts after 5 s of the 10 s wait,
     // so less than 5 s is left for it: it cannot answer, and the deadline, not Herdr, cut it short.
     rig.herdr.setFaults({ "pane process-info": { delayMs: 5_000 } });
     try {
-      const mux = new HerdrMultiplexer({ herdrBin: rig.herdr.binPath, socketPath: rig.herdr.socketPath, env: rig.herdr.clientEnv, timeoutMs: 30_000 });
+      const mux = new HerdrMultiplexer({
+        herdrBin: rig.herdr.binPath,
+        socketPath: rig.herdr.socketPath,
+        env: rig.herdr.clientEnv,
+        timeoutMs: 30_000,
+      });
       const waited = await mux.waitForShell(location, { timeoutMs: 10_000 });
       expect(waited).toMatchObject({ ok: false, code: "shell_not_ready" });
       const message = "message" in waited ? waited.message : "";
-      expect(message).toMatch(new RegExp(`^The shell in Herdr pane ${pane.paneId} did not become ready within 10 s; Herdr did not answer its last poll in the \\d(?:\\.\\d)? s left\\.$`));
+      expect(message).toMatch(
+        new RegExp(
+          `^The shell in Herdr pane ${pane.paneId} did not become ready within 10 s; Herdr did not answer its last poll in the \\d(?:\\.\\d)? s left\\.$`,
+        ),
+      );
     } finally {
       rig.herdr.clearFaults();
     }
@@ -179,7 +221,10 @@ describe("a launch on tmux whose shell swallows early input", () => {
     const rcFile = join(dir, "swallow-rc.sh");
     // Builtins only (the shell owns the foreground throughout), throwing away whatever is typed,
     // until the test lets it finish starting up.
-    writeFileSync(rcFile, `PS1='$ '\nwhile [ ! -e '${release}' ]; do read -r -t 0.1 -d "" _swallowed; done\nunset _swallowed\n`);
+    writeFileSync(
+      rcFile,
+      `PS1='$ '\nwhile [ ! -e '${release}' ]; do read -r -t 0.1 -d "" _swallowed; done\nunset _swallowed\n`,
+    );
     rig = await createRecoveryRig({ rcFile });
   });
   afterAll(async () => {
@@ -197,11 +242,15 @@ describe("a launch on tmux whose shell swallows early input", () => {
 
     // The child exits: the launcher gives the pane to the user's shell, which starts up slowly.
     await killAndWait(manifest.child.pid ?? 0);
-    await waitFor(async () => cmdline(panePid)[0] === "/bin/bash", { timeoutMs: 10_000, description: "the pane's shell after Pi" });
+    await waitFor(async () => cmdline(panePid)[0] === "/bin/bash", {
+      timeoutMs: 10_000,
+      description: "the pane's shell after Pi",
+    });
     const relaunching = relaunchHandoff(rig.relaunchDeps(), manifest.id, { focus: false });
-    await waitFor(async () => ((await rig.read(manifest.id)).launch?.typed ?? 0) >= 1, { timeoutMs: 30_000, description: "the first typing" }).finally(() =>
-      writeFileSync(release, ""),
-    );
+    await waitFor(async () => ((await rig.read(manifest.id)).launch?.typed ?? 0) >= 1, {
+      timeoutMs: 30_000,
+      description: "the first typing",
+    }).finally(() => writeFileSync(release, ""));
     const relaunched = await relaunching;
     expect(relaunched.code, relaunched.message).toBe("running");
     if (relaunched.code !== "running") return;

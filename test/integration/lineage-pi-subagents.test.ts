@@ -16,7 +16,11 @@ import { piSubagentsSource } from "../../src/lineage/sources/pi-subagents.ts";
 import { deliveryKey, type AdoptedRun, type ScanContext } from "../../src/lineage/types.ts";
 import { makeTempDir, removeTempDir } from "../support/git-repo.ts";
 import { createRootSession, forkSession, ProcessPool, type SessionLink } from "../support/lineage.ts";
-import { loadPiSubagentsWriters, PiSubagentsFixture, type PiSubagentsWriters } from "../support/pi-subagents-fixtures.ts";
+import {
+  loadPiSubagentsWriters,
+  PiSubagentsFixture,
+  type PiSubagentsWriters,
+} from "../support/pi-subagents-fixtures.ts";
 
 const outcomes = (runs: readonly AdoptedRun[]) => Object.fromEntries(runs.map((run) => [run.runId, run.outcome]));
 
@@ -46,21 +50,52 @@ describe("pi-subagents runs across a three-level lineage", () => {
     grandparent = createRootSession(dir, join(dir, "repo"));
     // Runs of the grandparent that ended before the parent was forked from it.
     const longAgo = grandparent.createdAt - 60_000;
-    fixture.startRun({ runId: "gp-delivered-removed", sessionId: grandparent.file, pid: processes.dead(), startedAt: longAgo - 1000 });
+    fixture.startRun({
+      runId: "gp-delivered-removed",
+      sessionId: grandparent.file,
+      pid: processes.dead(),
+      startedAt: longAgo - 1000,
+    });
     fixture.finishRun("gp-delivered-removed", { endedAt: longAgo, delivery: "removed" });
-    fixture.startRun({ runId: "gp-delivered-marked", sessionId: grandparent.file, pid: processes.dead(), startedAt: longAgo - 1000 });
+    fixture.startRun({
+      runId: "gp-delivered-marked",
+      sessionId: grandparent.file,
+      pid: processes.dead(),
+      startedAt: longAgo - 1000,
+    });
     fixture.finishRun("gp-delivered-marked", { endedAt: longAgo, delivery: "marked" });
-    fixture.startRun({ runId: "gp-undelivered", sessionId: grandparent.file, agents: ["scout", "planner"], pid: processes.dead(), startedAt: longAgo - 1000 });
+    fixture.startRun({
+      runId: "gp-undelivered",
+      sessionId: grandparent.file,
+      agents: ["scout", "planner"],
+      pid: processes.dead(),
+      startedAt: longAgo - 1000,
+    });
     fixture.finishRun("gp-undelivered", { endedAt: longAgo, summary: "Found three call sites of parseArgs." });
 
     await new Promise((resolve) => setTimeout(resolve, 20));
     parent = forkSession(grandparent, dir, join(dir, "wt-parent"), "parent");
     // A grandparent run consumed by the grandparent's Pi after the parent was forked off: never seen below.
-    fixture.startRun({ runId: "gp-consumed-after-fork", sessionId: grandparent.file, pid: processes.dead(), startedAt: parent.createdAt - 500 });
-    fixture.finishRun("gp-consumed-after-fork", { endedAt: parent.createdAt + 5, delivery: "removed", summary: "late" });
+    fixture.startRun({
+      runId: "gp-consumed-after-fork",
+      sessionId: grandparent.file,
+      pid: processes.dead(),
+      startedAt: parent.createdAt - 500,
+    });
+    fixture.finishRun("gp-consumed-after-fork", {
+      endedAt: parent.createdAt + 5,
+      delivery: "removed",
+      summary: "late",
+    });
 
     livePid = processes.live();
-    fixture.startRun({ runId: "gp-active-chain", sessionId: grandparent.file, agents: ["scout", "worker", "reviewer"], mode: "chain", pid: livePid });
+    fixture.startRun({
+      runId: "gp-active-chain",
+      sessionId: grandparent.file,
+      agents: ["scout", "worker", "reviewer"],
+      mode: "chain",
+      pid: livePid,
+    });
 
     // A scripted workflow of the parent: it ran inside the parent's Pi (now gone), with two children.
     childRunnerPid = processes.live();
@@ -72,13 +107,30 @@ describe("pi-subagents runs across a three-level lineage", () => {
       pid: processes.dead(),
       childRunIds: ["p-wf-child-running", "p-wf-child-done"],
     });
-    fixture.startRun({ runId: "p-wf-child-running", sessionId: parent.file, agents: ["impl"], pid: childRunnerPid, parentWorkflowRunId: "p-workflow" });
-    fixture.startRun({ runId: "p-wf-child-done", sessionId: parent.file, agents: ["tests"], pid: processes.dead(), parentWorkflowRunId: "p-workflow" });
+    fixture.startRun({
+      runId: "p-wf-child-running",
+      sessionId: parent.file,
+      agents: ["impl"],
+      pid: childRunnerPid,
+      parentWorkflowRunId: "p-workflow",
+    });
+    fixture.startRun({
+      runId: "p-wf-child-done",
+      sessionId: parent.file,
+      agents: ["tests"],
+      pid: processes.dead(),
+      parentWorkflowRunId: "p-workflow",
+    });
     fixture.finishRun("p-wf-child-done", { resultLocation: "workflow-child", summary: "tests pass" });
     // A detached runner of the parent that died without a result.
     fixture.startRun({ runId: "p-runner-died", sessionId: parent.file, pid: processes.dead() });
     // This process's own pi-subagents run: left to pi-subagents.
-    fixture.startRun({ runId: "p-own-process", sessionId: parent.file, pid: processes.live(), completionOwnerId: "this-process-owner" });
+    fixture.startRun({
+      runId: "p-own-process",
+      sessionId: parent.file,
+      pid: processes.live(),
+      completionOwnerId: "this-process-owner",
+    });
 
     // Another session's runs, active and finished: never adopted.
     const stranger = join(dir, "sessions-other", "2026-01-01T00-00-00-000Z_other.jsonl");
@@ -101,7 +153,14 @@ describe("pi-subagents runs across a three-level lineage", () => {
       parentSession: header.header.parentSession,
       timestamp: header.header.timestamp,
     });
-    context = { lineage, branch: [], env: { PI_SUBAGENTS_TEMP_ROOT: root }, agentDir: join(dir, "agent"), now: Date.now(), ownCompletionOwnerId: "this-process-owner" };
+    context = {
+      lineage,
+      branch: [],
+      env: { PI_SUBAGENTS_TEMP_ROOT: root },
+      agentDir: join(dir, "agent"),
+      now: Date.now(),
+      ownCompletionOwnerId: "this-process-owner",
+    };
   });
 
   afterAll(() => {
@@ -131,7 +190,9 @@ describe("pi-subagents runs across a three-level lineage", () => {
       "p-wf-child-done": "finished",
       "p-runner-died": "interrupted",
     });
-    expect(scan.notes).toEqual([`pi-subagents: ${join(fixture.runsDir, "broken-run", "status.json")} is not valid JSON; skipped.`]);
+    expect(scan.notes).toEqual([
+      `pi-subagents: ${join(fixture.runsDir, "broken-run", "status.json")} is not valid JSON; skipped.`,
+    ]);
 
     const byId = new Map(scan.runs.map((run) => [run.runId, run]));
     const chain = byId.get("gp-active-chain");
@@ -141,7 +202,11 @@ describe("pi-subagents runs across a three-level lineage", () => {
       state: "running",
       pid: livePid,
       owner: { key: grandparent.file, depth: 2 },
-      paths: { runDir: fixture.runDir("gp-active-chain"), status: join(fixture.runDir("gp-active-chain"), "status.json"), outputs: [join(fixture.runDir("gp-active-chain"), "output-0.log")] },
+      paths: {
+        runDir: fixture.runDir("gp-active-chain"),
+        status: join(fixture.runDir("gp-active-chain"), "status.json"),
+        outputs: [join(fixture.runDir("gp-active-chain"), "output-0.log")],
+      },
     });
     expect(byId.get("gp-undelivered")).toMatchObject({
       state: "complete",
@@ -158,12 +223,19 @@ describe("pi-subagents runs across a three-level lineage", () => {
       paths: {
         outputs: [
           join(fixture.runDir("gp-consumed-after-fork"), "output-0.log"),
-          join(fixture.resultsDir, "output-archives", "gp-consumed-after-fork.json"), join(fixture.resultsDir, "completion-replay", "gp-consumed-after-fork.json")],
+          join(fixture.resultsDir, "output-archives", "gp-consumed-after-fork.json"),
+          join(fixture.resultsDir, "completion-replay", "gp-consumed-after-fork.json"),
+        ],
       },
     });
     expect(byId.get("gp-consumed-after-fork")?.paths.result).toBeUndefined();
-    expect(byId.get("p-workflow")).toMatchObject({ title: "workflow: impl, tests", owner: { key: parent.file, depth: 1 } });
-    expect(byId.get("p-workflow")?.progress).toMatch(/^its process \(pid \d+\) is gone; 0\/2 children done, 2 running$/);
+    expect(byId.get("p-workflow")).toMatchObject({
+      title: "workflow: impl, tests",
+      owner: { key: parent.file, depth: 1 },
+    });
+    expect(byId.get("p-workflow")?.progress).toMatch(
+      /^its process \(pid \d+\) is gone; 0\/2 children done, 2 running$/,
+    );
     expect(byId.get("p-wf-child-running")).toMatchObject({ parentRunId: "p-workflow", pid: childRunnerPid });
     expect(byId.get("p-wf-child-done")).toMatchObject({
       parentRunId: "p-workflow",
@@ -173,20 +245,42 @@ describe("pi-subagents runs across a three-level lineage", () => {
   });
 
   it("finds the same runs through the environment's temp root", async () => {
-    const scan = await scanSources([piSubagentsSource()], { ...context, env: { PI_SUBAGENTS_TEMP_ROOT: fixture.root } });
+    const scan = await scanSources([piSubagentsSource()], {
+      ...context,
+      env: { PI_SUBAGENTS_TEMP_ROOT: fixture.root },
+    });
     expect(Object.keys(outcomes(scan.runs)).sort()).toEqual(
-      ["gp-active-chain", "gp-consumed-after-fork", "gp-undelivered", "p-runner-died", "p-wf-child-done", "p-wf-child-running", "p-workflow"].sort(),
+      [
+        "gp-active-chain",
+        "gp-consumed-after-fork",
+        "gp-undelivered",
+        "p-runner-died",
+        "p-wf-child-done",
+        "p-wf-child-running",
+        "p-workflow",
+      ].sort(),
     );
   });
 
   it("leaves out what the ledger already holds, and watches the running ones", async () => {
     const scan = await scanSources([piSubagentsSource()], context);
     const byId = new Map(scan.runs.map((run) => [run.runId, run]));
-    const ledger = new Set([deliveryKey(byId.get("gp-active-chain") as AdoptedRun), deliveryKey(byId.get("p-workflow") as AdoptedRun)]);
-    expect(selectForResume(scan.runs, ledger).map((run) => run.runId).sort()).toEqual(
+    const ledger = new Set([
+      deliveryKey(byId.get("gp-active-chain") as AdoptedRun),
+      deliveryKey(byId.get("p-workflow") as AdoptedRun),
+    ]);
+    expect(
+      selectForResume(scan.runs, ledger)
+        .map((run) => run.runId)
+        .sort(),
+    ).toEqual(
       ["gp-consumed-after-fork", "gp-undelivered", "p-runner-died", "p-wf-child-done", "p-wf-child-running"].sort(),
     );
-    expect(selectWatched(scan.runs).map((run) => run.runId).sort()).toEqual(["gp-active-chain", "p-wf-child-running"]);
+    expect(
+      selectWatched(scan.runs)
+        .map((run) => run.runId)
+        .sort(),
+    ).toEqual(["gp-active-chain", "p-wf-child-running"]);
   });
 
   it("reports a watched run as finished once the package writes its result, and an ended runner as interrupted", async () => {
@@ -200,8 +294,15 @@ describe("pi-subagents runs across a three-level lineage", () => {
     const after = await refreshRuns([piSubagentsSource()], watched, context);
     expect(outcomes(after.runs)).toEqual({ "gp-active-chain": "finished", "p-wf-child-running": "interrupted" });
     // Adopted runs count as finished even when the owner's Pi consumed the result meanwhile.
-    expect(after.runs.find((run) => run.runId === "gp-active-chain")).toMatchObject({ state: "complete", success: true, summary: "Reviewed: ship it." });
-    const ended = newlyEnded(after.runs, new Set([deliveryKey({ source: "pi-subagents", runId: "p-wf-child-running", outcome: "interrupted" })]));
+    expect(after.runs.find((run) => run.runId === "gp-active-chain")).toMatchObject({
+      state: "complete",
+      success: true,
+      summary: "Reviewed: ship it.",
+    });
+    const ended = newlyEnded(
+      after.runs,
+      new Set([deliveryKey({ source: "pi-subagents", runId: "p-wf-child-running", outcome: "interrupted" })]),
+    );
     expect(ended.map((run) => run.runId)).toEqual(["gp-active-chain"]);
   });
 });
@@ -213,14 +314,24 @@ describe("index segments", () => {
   });
 
   it("match the package's encodeIndexSegment for any string", () => {
-    const sessionPaths = fc.tuple(fc.array(fc.stringMatching(/^[A-Za-z0-9._ -]{1,30}$/), { maxLength: 12 }), fc.constantFrom(".jsonl", "", ".x")).map(
-      ([parts, suffix]) => `/${parts.join("/")}${suffix}`,
-    );
+    const sessionPaths = fc
+      .tuple(
+        fc.array(fc.stringMatching(/^[A-Za-z0-9._ -]{1,30}$/), { maxLength: 12 }),
+        fc.constantFrom(".jsonl", "", ".x"),
+      )
+      .map(([parts, suffix]) => `/${parts.join("/")}${suffix}`);
     fc.assert(
-      fc.property(fc.oneof(fc.string({ unit: "grapheme", maxLength: 300 }), fc.string({ unit: "binary", maxLength: 100 }), sessionPaths), (value) => {
-        expect(indexSegment(value)).toBe(writers.encodeIndexSegment(value));
-        expect(indexSegment(value, 250)).toBe(writers.encodeIndexSegment(value, 250));
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string({ unit: "grapheme", maxLength: 300 }),
+          fc.string({ unit: "binary", maxLength: 100 }),
+          sessionPaths,
+        ),
+        (value) => {
+          expect(indexSegment(value)).toBe(writers.encodeIndexSegment(value));
+          expect(indexSegment(value, 250)).toBe(writers.encodeIndexSegment(value, 250));
+        },
+      ),
       { numRuns: 2000 },
     );
   });

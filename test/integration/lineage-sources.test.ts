@@ -23,7 +23,11 @@ import { createRootSession, forkSession, ProcessPool, type SessionLink } from ".
 import { loadPiSubagentsWriters, PiSubagentsFixture } from "../support/pi-subagents-fixtures.ts";
 import { waitFor } from "../support/tmux.ts";
 
-function writeBundle(agentDir: string, dir: string, files: { binding?: unknown; manifest?: unknown; state?: unknown; rawBinding?: string }): void {
+function writeBundle(
+  agentDir: string,
+  dir: string,
+  files: { binding?: unknown; manifest?: unknown; state?: unknown; rawBinding?: string },
+): void {
   const root = join(workflowRunsDir(agentDir), dir);
   mkdirSync(join(root, "session"), { recursive: true });
   if (files.binding !== undefined) writeFileSync(join(root, "session", "binding.json"), JSON.stringify(files.binding));
@@ -58,7 +62,11 @@ describe("pi-workflows bundles and the handoff chain", () => {
     agentDir = join(dir, "agent");
     grandparent = createRootSession(dir, join(dir, "repo"));
     parent = forkSession(grandparent, dir, join(dir, "wt1"), "parent");
-    const lineage = walkLineage({ sessionId: "child-id", parentSession: parent.file, timestamp: new Date().toISOString() });
+    const lineage = walkLineage({
+      sessionId: "child-id",
+      parentSession: parent.file,
+      timestamp: new Date().toISOString(),
+    });
     writeBundle(agentDir, "run-by-id", {
       binding: { runId: "wf-1", piSessionId: grandparent.id, piSessionFile: "/moved/elsewhere.jsonl", cwd: "/repo" },
       manifest: { runId: "wf-1", workflowName: "release", status: "running" },
@@ -69,7 +77,10 @@ describe("pi-workflows bundles and the handoff chain", () => {
       manifest: { runId: "wf-2", workflowName: "cleanup" },
       state: { status: "completed" },
     });
-    writeBundle(agentDir, "run-of-stranger", { binding: { runId: "wf-3", piSessionId: "someone-else" }, state: { status: "running" } });
+    writeBundle(agentDir, "run-of-stranger", {
+      binding: { runId: "wf-3", piSessionId: "someone-else" },
+      state: { status: "running" },
+    });
     writeBundle(agentDir, "run-broken", { rawBinding: "{{" });
     writeBundle(agentDir, "run-no-binding", { state: { status: "running" } });
     context = {
@@ -101,15 +112,32 @@ describe("pi-workflows bundles and the handoff chain", () => {
       progress: "bound to its origin session; to continue it, reopen its session: pi --session /moved/elsewhere.jsonl",
       owner: { key: grandparent.id, depth: 2 },
     });
-    expect(byId["wf-2"]).toMatchObject({ state: "completed", title: 'workflow "cleanup"', progress: "ended completed", owner: { key: parent.file, depth: 1 } });
-    expect(scan.notes).toEqual([`pi-workflows: ${join(workflowRunsDir(agentDir), "run-broken", "session", "binding.json")} is not valid JSON; skipped.`]);
+    expect(byId["wf-2"]).toMatchObject({
+      state: "completed",
+      title: 'workflow "cleanup"',
+      progress: "ended completed",
+      owner: { key: parent.file, depth: 1 },
+    });
+    expect(scan.notes).toEqual([
+      `pi-workflows: ${join(workflowRunsDir(agentDir), "run-broken", "session", "binding.json")} is not valid JSON; skipped.`,
+    ]);
   });
 
   it("names every handoff on the branch, the newest as this session's own", async () => {
     const scan = await handoffChainSource().scan(context);
     expect(scan.runs.map((run) => [run.runId, run.state, run.title, run.progress])).toEqual([
-      ["20260101-000000-first-aaaa", "earlier handoff", `worktree /wt/first on branch first (from main at ${"b".repeat(12)})`, `handed off from ${grandparent.file}`],
-      ["20260101-000100-second-bbbb", "this session", `worktree /wt/second on branch second (from main at ${"b".repeat(12)})`, `handed off from ${parent.file}`],
+      [
+        "20260101-000000-first-aaaa",
+        "earlier handoff",
+        `worktree /wt/first on branch first (from main at ${"b".repeat(12)})`,
+        `handed off from ${grandparent.file}`,
+      ],
+      [
+        "20260101-000100-second-bbbb",
+        "this session",
+        `worktree /wt/second on branch second (from main at ${"b".repeat(12)})`,
+        `handed off from ${parent.file}`,
+      ],
     ]);
     expect(scan.notes).toEqual(["handoff: a handoff message on this branch has unreadable details; skipped."]);
   });
@@ -198,7 +226,10 @@ describe("the Pi adapter with a recording host", () => {
     const sent = host.recorded.messages[0];
     expect(sent?.options).toEqual({ triggerTurn: false });
     expect(sent?.message.customType).toBe(LINEAGE_MESSAGE_TYPE);
-    expect(sent?.message.details.runs.map((run) => `${run.runId}/${run.outcome}`)).toEqual(["done-1/finished", "busy-1/active"]);
+    expect(sent?.message.details.runs.map((run) => `${run.runId}/${run.outcome}`)).toEqual([
+      "done-1/finished",
+      "busy-1/active",
+    ]);
     expect(host.recorded.entries).toEqual([
       {
         customType: LINEAGE_LEDGER_TYPE,
@@ -214,17 +245,35 @@ describe("the Pi adapter with a recording host", () => {
       },
     ]);
 
-    const list = (await host.tool().execute("call-1", { action: "list" })) as { content: Array<{ text: string }>; details: { runs: string[] } };
-    expect(list.details.runs).toEqual([JSON.stringify(["pi-subagents", "busy-1", "active"]), JSON.stringify(["pi-subagents", "done-1", "finished"])]);
-    expect(list.content[0]?.text).toContain(`[pi-subagents] busy-1 — active (running): single: scout\n  progress: 0/1 steps done, 1 running`);
+    const list = (await host.tool().execute("call-1", { action: "list" })) as {
+      content: Array<{ text: string }>;
+      details: { runs: string[] };
+    };
+    expect(list.details.runs).toEqual([
+      JSON.stringify(["pi-subagents", "busy-1", "active"]),
+      JSON.stringify(["pi-subagents", "done-1", "finished"]),
+    ]);
+    expect(list.content[0]?.text).toContain(
+      `[pi-subagents] busy-1 — active (running): single: scout\n  progress: 0/1 steps done, 1 running`,
+    );
     expect(list.content[0]?.text).toContain(`  result: ${fixture.resultPath("done-1")}`);
 
-    const inspect = (await host.tool().execute("call-2", { action: "inspect", runId: "busy" })) as { content: Array<{ text: string }>; isError?: boolean };
+    const inspect = (await host.tool().execute("call-2", { action: "inspect", runId: "busy" })) as {
+      content: Array<{ text: string }>;
+      isError?: boolean;
+    };
     expect(inspect.isError).toBeUndefined();
-    expect(inspect.content[0]?.text).toContain(`end of ${join(fixture.runDir("busy-1"), "output-0.log")}:\nline one\nline two: still working`);
-    const missing = (await host.tool().execute("call-3", { action: "inspect", runId: "nope" })) as { content: Array<{ text: string }>; isError?: boolean };
+    expect(inspect.content[0]?.text).toContain(
+      `end of ${join(fixture.runDir("busy-1"), "output-0.log")}:\nline one\nline two: still working`,
+    );
+    const missing = (await host.tool().execute("call-3", { action: "inspect", runId: "nope" })) as {
+      content: Array<{ text: string }>;
+      isError?: boolean;
+    };
     expect(missing.isError).toBe(true);
-    expect(missing.content[0]?.text).toBe('No adopted run has the id "nope". adopted_runs with action=list shows them all.');
+    expect(missing.content[0]?.text).toBe(
+      'No adopted run has the id "nope". adopted_runs with action=list shows them all.',
+    );
 
     await host.emit("session_shutdown", ctx);
   });
@@ -233,7 +282,11 @@ describe("the Pi adapter with a recording host", () => {
     const host = recordingHost();
     registerLineage(host.pi, { sources: [piSubagentsSource()], pollMs: 60_000 });
     let idle = false;
-    const ctx = { sessionManager: SessionManager.open(child.file), isIdle: () => idle, cwd: dir } as unknown as ExtensionContext;
+    const ctx = {
+      sessionManager: SessionManager.open(child.file),
+      isIdle: () => idle,
+      cwd: dir,
+    } as unknown as ExtensionContext;
     await host.emit("session_start", ctx);
     expect(host.hasTool()).toBe(true);
     await host.emit("agent_start", ctx);
@@ -247,7 +300,11 @@ describe("the Pi adapter with a recording host", () => {
     const lone = recordingHost();
     registerLineage(lone.pi, { sources: [piSubagentsSource()], pollMs: 60_000 });
     const root = SessionManager.create(join(dir, "lone"), join(dir, "lone-sessions"));
-    await lone.emit("session_start", { sessionManager: root, isIdle: () => true, cwd: dir } as unknown as ExtensionContext);
+    await lone.emit("session_start", {
+      sessionManager: root,
+      isIdle: () => true,
+      cwd: dir,
+    } as unknown as ExtensionContext);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(lone.recorded.messages).toEqual([]);
     // Without a lineage the tool is not even offered to the model.

@@ -11,12 +11,18 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SessionLease } from "../../src/launch/lease.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
-import { muxForLocation } from "../../src/mux/for-location.ts";
+import { muxForLocation } from "../../src/mux/registry.ts";
 import { relaunchHandoff } from "../../src/recovery/relaunch.ts";
 import { describeRemovalPlan, removeHandoff } from "../../src/recovery/remove.ts";
 import { NODE_BIN } from "../support/pi.ts";
 import * as ladder from "../support/recovery-ladder.ts";
-import { createRecoveryRig, killAndWait, runningManifest, STAND_IN_PI, type RecoveryRig } from "../support/recovery-rig.ts";
+import {
+  createRecoveryRig,
+  killAndWait,
+  runningManifest,
+  STAND_IN_PI,
+  type RecoveryRig,
+} from "../support/recovery-rig.ts";
 import { waitFor } from "../support/tmux.ts";
 
 let rig: RecoveryRig;
@@ -49,7 +55,8 @@ const tmux: ladder.LadderBackend = {
     await ladder.waitForExit(manifest.child.pid, "the child to die with its window");
   },
   openWindowIds: windowIds,
-  isFocused: async (window) => (await rig.tmux.tmux(["display-message", "-p", "-t", window.id, "#{window_active}"])).trim() === "1",
+  isFocused: async (window) =>
+    (await rig.tmux.tmux(["display-message", "-p", "-t", window.id, "#{window_active}"])).trim() === "1",
   // tmux has no such session: the transaction fails before anything is created.
   failBeforeWorktree: (branch) => rig.handoff(branch, { targetSession: "$999" }),
   focusElsewhere: async () => {
@@ -70,13 +77,17 @@ const tmux: ladder.LadderBackend = {
     expect(after.launch).toMatchObject({ launcherFile, typed: 1 });
     const params = readFileSync(launcherFile.replace(/\.sh$/, ".params"), "utf8");
     expect(params).toContain(`launch_cwd=${after.worktree.path}\n`);
-    expect(params).toContain(`launch_exec_pi() { exec env PI_CODING_AGENT_DIR=${rig.agentDir} PI_HANDOFF_ID=${manifest.id} ${NODE_BIN} ${STAND_IN_PI} --session ${after.child.sessionFile}`);
+    expect(params).toContain(
+      `launch_exec_pi() { exec env PI_CODING_AGENT_DIR=${rig.agentDir} PI_HANDOFF_ID=${manifest.id} ${NODE_BIN} ${STAND_IN_PI} --session ${after.child.sessionFile}`,
+    );
     expect(params).toContain("--model faux/faux-1 --thinking medium");
   },
   checkReopened: async (_manifest, after) => {
     // The new child is the reopened pane's own process.
     const pid = after.child.pid ?? 0;
-    const panePid = Number((await rig.tmux.tmux(["display-message", "-p", "-t", tmuxLocation(after).paneId, "#{pane_pid}"])).trim());
+    const panePid = Number(
+      (await rig.tmux.tmux(["display-message", "-p", "-t", tmuxLocation(after).paneId, "#{pane_pid}"])).trim(),
+    );
     expect(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ")[1]).toBe(String(panePid));
   },
 };
@@ -89,21 +100,28 @@ describe("the inventory on real states (tmux)", () => {
     await killAndWait(manifest.child.pid ?? 0);
     rig.repo.run(["checkout", "-q", "-b", "side"], { cwd: manifest.worktree.path });
     let report = await ladder.judge(rig.recoveryDeps(), manifest.id);
-    expect(report.status).toEqual({ code: "orphaned_checkout", reason: "it has branch side checked out, not feat/orphan" });
+    expect(report.status).toEqual({
+      code: "orphaned_checkout",
+      reason: "it has branch side checked out, not feat/orphan",
+    });
     expect(report.actions).not.toContain("relaunch");
 
     // git forgets the worktree altogether (its admin dir is gone), the directory stays.
     const adminDir = rig.repo.run(["rev-parse", "--git-dir"], { cwd: manifest.worktree.path });
     rmSync(adminDir, { recursive: true, force: true });
     report = await ladder.judge(rig.recoveryDeps(), manifest.id);
-    expect(report.status).toEqual({ code: "orphaned_checkout", reason: "git does not list it as a worktree of the repository" });
+    expect(report.status).toEqual({
+      code: "orphaned_checkout",
+      reason: "git does not list it as a worktree of the repository",
+    });
   });
 
   it("names the step of a handoff that failed or was never confirmed", () => ladder.nameFailedSteps(rig, tmux));
 });
 
 describe("relaunch on tmux", () => {
-  it("refuses while the child lives (by pid), relaunches after it died with a rebuilt command", () => ladder.relaunchAfterTheChildDied(rig, tmux));
+  it("refuses while the child lives (by pid), relaunches after it died with a rebuilt command", () =>
+    ladder.relaunchAfterTheChildDied(rig, tmux));
 
   it("refuses while a Pi without the marker runs in the worktree (as Herdr restarts it)", async () => {
     const manifest = runningManifest(await rig.handoff("feat/restarted"));
@@ -115,7 +133,9 @@ describe("relaunch on tmux", () => {
     });
     try {
       const pid = restarted.pid ?? 0;
-      await waitFor(() => ladder.piProcessesIn(manifest.worktree.path).includes(pid), { description: "the restarted pi" });
+      await waitFor(() => ladder.piProcessesIn(manifest.worktree.path).includes(pid), {
+        description: "the restarted pi",
+      });
       const report = await ladder.judge(rig.recoveryDeps(), manifest.id);
       expect(report.status).toEqual({ code: "child_running", writers: [{ pid, evidence: ["cwd"] }] });
       const refused = await relaunchHandoff(rig.relaunchDeps(), manifest.id, { focus: false });
@@ -134,12 +154,18 @@ describe("relaunch on tmux", () => {
     const before = readFileSync(manifestPath, "utf8");
     // The window's launcher hands the pane to its shell once the child is gone: wait for its prompt.
     const paneId = manifest.mux.kind === "tmux" ? (manifest.mux.paneId ?? "") : "";
-    const paneBefore = await waitFor(async () => {
-      const screen = await rig.tmux.capturePane(paneId);
-      return /[#$] *\n*$/.test(screen) ? screen : undefined;
-    }, { timeoutMs: 15_000, description: "the shell's prompt in the child's pane" });
+    const paneBefore = await waitFor(
+      async () => {
+        const screen = await rig.tmux.capturePane(paneId);
+        return /[#$] *\n*$/.test(screen) ? screen : undefined;
+      },
+      { timeoutMs: 15_000, description: "the shell's prompt in the child's pane" },
+    );
     // The inventory sees no lease; by the time the launch would type, a Pi (pid 4242) holds it.
-    const answers: SessionLease[] = [{ state: "none" }, { state: "live", pid: 4242, heartbeatAt: new Date().toISOString() }];
+    const answers: SessionLease[] = [
+      { state: "none" },
+      { state: "live", pid: 4242, heartbeatAt: new Date().toISOString() },
+    ];
     const readLease = async (): Promise<SessionLease> => answers.shift() ?? { state: "none" };
     const refused = await relaunchHandoff({ ...rig.relaunchDeps(), readLease }, manifest.id, { focus: false });
     expect(refused).toEqual({
@@ -157,10 +183,13 @@ describe("relaunch on tmux", () => {
     await killAndWait(manifest.child.pid ?? 0);
     const manifestPath = rig.store.pathFor(manifest.id);
     const paneId = manifest.mux.kind === "tmux" ? (manifest.mux.paneId ?? "") : "";
-    const paneBefore = await waitFor(async () => {
-      const screen = await rig.tmux.capturePane(paneId);
-      return /[#$] *\n*$/.test(screen) ? screen : undefined;
-    }, { timeoutMs: 15_000, description: "the shell's prompt in the child's pane" });
+    const paneBefore = await waitFor(
+      async () => {
+        const screen = await rig.tmux.capturePane(paneId);
+        return /[#$] *\n*$/.test(screen) ? screen : undefined;
+      },
+      { timeoutMs: 15_000, description: "the shell's prompt in the child's pane" },
+    );
     const before = readFileSync(manifestPath, "utf8");
     // Something in the way of the launcher file: a directory that cannot be replaced.
     const script = manifestPath.replace(/\.json$/, ".launch.sh");
@@ -170,7 +199,9 @@ describe("relaunch on tmux", () => {
       const failed = await relaunchHandoff(rig.relaunchDeps(), manifest.id, { focus: false });
       expect(failed).toMatchObject({ code: "failed", reason: "launcher_not_written" });
       expect(failed.message.startsWith(`Could not write the launcher ${script}: `), failed.message).toBe(true);
-      expect(failed.message.endsWith(` Nothing was typed; handoff ${manifest.id} is unchanged.`), failed.message).toBe(true);
+      expect(failed.message.endsWith(` Nothing was typed; handoff ${manifest.id} is unchanged.`), failed.message).toBe(
+        true,
+      );
       expect(readFileSync(manifestPath, "utf8")).toBe(before);
       expect(await rig.tmux.capturePane(paneId)).toBe(paneBefore);
     } finally {
@@ -183,22 +214,32 @@ describe("relaunch on tmux", () => {
     await killAndWait(manifest.child.pid ?? 0);
     const before = readFileSync(rig.store.pathFor(manifest.id), "utf8");
     const unreadable = "The session lease /x/leases/y.json is not valid JSON.";
-    const noLease = await relaunchHandoff({ ...rig.relaunchDeps(), readLease: async () => ({ state: "unreadable", message: unreadable }) }, manifest.id, { focus: false });
+    const noLease = await relaunchHandoff(
+      { ...rig.relaunchDeps(), readLease: async () => ({ state: "unreadable", message: unreadable }) },
+      manifest.id,
+      { focus: false },
+    );
     expect(noLease).toEqual({
       code: "refused",
       reason: "writer_unknown",
       message: `Handoff ${manifest.id} was not relaunched because it could not be checked whether a Pi still writes its session: The session lease /x/leases/y.json is not valid JSON.`,
     });
     const problem = "Running processes could not be looked for: ps did not answer within 5 s.";
-    const noTable = await relaunchHandoff({ ...rig.relaunchDeps(), scanProcesses: async () => ({ piProcesses: [], problem }) }, manifest.id, { focus: false });
+    const noTable = await relaunchHandoff(
+      { ...rig.relaunchDeps(), scanProcesses: async () => ({ piProcesses: [], problem }) },
+      manifest.id,
+      { focus: false },
+    );
     expect(noTable).toMatchObject({ code: "refused", reason: "writer_unknown" });
-    expect(noTable.message).toBe(`Handoff ${manifest.id} was not relaunched because it could not be checked whether a Pi still writes its session: ${problem}`);
+    expect(noTable.message).toBe(
+      `Handoff ${manifest.id} was not relaunched because it could not be checked whether a Pi still writes its session: ${problem}`,
+    );
     // Nor is its checkout removed under a Pi no one could see, unless the person says so.
     const blind = { ...rig.recoveryDeps(), scanProcesses: async () => ({ piProcesses: [], problem }) };
     const removal = await removeHandoff(blind, manifest.id, { force: false, deleteBranch: false });
     expect(removal).toMatchObject({ code: "refused", reason: "needs_force" });
     expect(removal.message).toBe(
-      `Handoff ${manifest.id} has a session that could not be checked for a running Pi (${problem.slice(0, -1)}); nothing was removed (add --force to remove it anyway: the files listed are deleted, the commits stay on branch feat/unknown-writer).`,
+      `Handoff ${manifest.id} has a session that could not be checked for a running Pi (${problem.slice(0, -1)}); nothing was removed (add --force to remove it anyway: the checkout goes even if a Pi still works in it).`,
     );
     expect(removal.code === "refused" && removal.plan !== undefined ? describeRemovalPlan(removal.plan) : []).toContain(
       `It could not be checked whether a Pi still works in it (${problem.slice(0, -1)}); quit any Pi there first.`,
@@ -213,8 +254,12 @@ describe("relaunch on tmux", () => {
   it("reopens a closed window, then launches and confirms there", () => ladder.relaunchIntoAReopenedWindow(rig, tmux));
 
   it("reopens in the caller's tmux when the recorded session is gone, and changes nothing when there is none", async () => {
-    const otherSession = (await rig.tmux.tmux(["new-session", "-d", "-s", "other", "-P", "-F", "#{session_id}"])).trim();
-    const manifest = runningManifest(await rig.handoff("feat/lost-session", { targetSession: otherSession, focus: false }));
+    const otherSession = (
+      await rig.tmux.tmux(["new-session", "-d", "-s", "other", "-P", "-F", "#{session_id}"])
+    ).trim();
+    const manifest = runningManifest(
+      await rig.handoff("feat/lost-session", { targetSession: otherSession, focus: false }),
+    );
     expect(manifest.mux).toMatchObject({ sessionId: otherSession });
     await rig.tmux.tmux(["kill-session", "-t", otherSession]);
     await ladder.waitForExit(manifest.child.pid, "the child to die with its session");
@@ -238,7 +283,11 @@ describe("relaunch on tmux", () => {
     );
     expect(relaunched.code).toBe("running");
     if (relaunched.code !== "running") return;
-    expect(relaunched.manifest.mux).toMatchObject({ kind: "tmux", socketPath: rig.tmux.socketPath, sessionId: rig.tmux.sessionId });
+    expect(relaunched.manifest.mux).toMatchObject({
+      kind: "tmux",
+      socketPath: rig.tmux.socketPath,
+      sessionId: rig.tmux.sessionId,
+    });
     await killAndWait(relaunched.manifest.child.pid ?? 0);
   });
 });

@@ -13,8 +13,21 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { inspectHandoff } from "../../src/recovery/inventory.ts";
 import { relaunchHandoff } from "../../src/recovery/relaunch.ts";
-import { createHerdrRecoveryRig, isProcessAlive, killAndWait, runningManifest, type HerdrRecoveryRig } from "../support/recovery-rig.ts";
-import { createWorld, listInventory, runCli, standInPiOnPath, type ProcessRun, type World } from "../support/reliability.ts";
+import {
+  createHerdrRecoveryRig,
+  isProcessAlive,
+  killAndWait,
+  runningManifest,
+  type HerdrRecoveryRig,
+} from "../support/recovery-rig.ts";
+import {
+  createWorld,
+  listInventory,
+  runCli,
+  standInPiOnPath,
+  type ProcessRun,
+  type World,
+} from "../support/reliability.ts";
 import { waitFor } from "../support/tmux.ts";
 
 describe("concurrent relaunches of one handoff", () => {
@@ -50,64 +63,79 @@ describe("concurrent relaunches of one handoff", () => {
     return history.split("\n").filter((line) => line.includes(manifest.id)).length;
   }
 
-  it.each([2, 5])("%i at once: one line typed, one Pi, the others told at once who is relaunching it", async (count) => {
-    const handedOff = runningManifest(await world.handoff({ branch: `race/${count}` }));
-    const id = handedOff.id;
-    await killAndWait(handedOff.child.pid ?? 0);
-    expect((await listInventory(cliEnv)).handoffs.find((handoff) => handoff.id === id)?.status).toEqual({ code: "no_child" });
-    const linesBefore = await typedLines(handedOff);
-    expect(linesBefore).toBe(1);
+  it.each([2, 5])(
+    "%i at once: one line typed, one Pi, the others told at once who is relaunching it",
+    async (count) => {
+      const handedOff = runningManifest(await world.handoff({ branch: `race/${count}` }));
+      const id = handedOff.id;
+      await killAndWait(handedOff.child.pid ?? 0);
+      expect((await listInventory(cliEnv)).handoffs.find((handoff) => handoff.id === id)?.status).toEqual({
+        code: "no_child",
+      });
+      const linesBefore = await typedLines(handedOff);
+      expect(linesBefore).toBe(1);
 
-    // Started together; the order in which they end is recorded. The child acknowledges only once
-    // every loser has answered: the winner is still waiting for it then.
-    rmSync(ackGate, { force: true });
-    const finished: number[] = [];
-    const pending = Promise.all(
-      Array.from({ length: count }, (_, index) =>
-        runCli(["relaunch", id, "--no-focus"], cliEnv).then((run: ProcessRun) => {
-          finished.push(index);
-          return run;
-        }),
-      ),
-    );
-    let runs: ProcessRun[];
-    try {
-      await waitFor(() => finished.length >= count - 1, { timeoutMs: 40_000, description: "every relaunch but one to answer" });
-    } finally {
-      // Opened whatever happened, so no relaunch is left waiting for a child that never confirms.
-      writeFileSync(ackGate, "");
-      runs = await pending;
-    }
-
-    const winners = runs.flatMap((run, index) => (run.status === 0 ? [index] : []));
-    expect(winners, runs.map((run) => run.stderr).join("\n")).toHaveLength(1);
-    const winner = winners[0] ?? -1;
-    const running = await manifestOf(id);
-    expect(running.state).toBe("running");
-    expect(running.child.confirmedBy).toBe("ack");
-    expect(running.owner?.pid).toBeGreaterThan(0);
-    for (const [index, run] of runs.entries()) {
-      if (index === winner) continue;
-      expect(run.status).toBe(1);
-      // The reason, naming the winner's action and pid (the winner's process is the manifest's owner).
-      expect(run.stderr).toMatch(
-        new RegExp(`^pi-handoff relaunch: Handoff ${id} is busy: process ${running.owner?.pid} is relaunching it \\(since [0-9T:.\\-]+Z\\); nothing was done, try again once it has finished\\.\\n$`),
+      // Started together; the order in which they end is recorded. The child acknowledges only once
+      // every loser has answered: the winner is still waiting for it then.
+      rmSync(ackGate, { force: true });
+      const finished: number[] = [];
+      const pending = Promise.all(
+        Array.from({ length: count }, (_, index) =>
+          runCli(["relaunch", id, "--no-focus"], cliEnv).then((run: ProcessRun) => {
+            finished.push(index);
+            return run;
+          }),
+        ),
       );
-      expect(run.stdout).toBe("");
-    }
-    // Every loser returned while the winner was still waiting for its child.
-    expect(finished.at(-1)).toBe(winner);
+      let runs: ProcessRun[];
+      try {
+        await waitFor(() => finished.length >= count - 1, {
+          timeoutMs: 40_000,
+          description: "every relaunch but one to answer",
+        });
+      } finally {
+        // Opened whatever happened, so no relaunch is left waiting for a child that never confirms.
+        writeFileSync(ackGate, "");
+        runs = await pending;
+      }
 
-    // Exactly one more launch line anywhere, and exactly one Pi on the session.
-    expect(await typedLines(running)).toBe(linesBefore + 1);
-    const report = (await listInventory(cliEnv)).handoffs.find((handoff) => handoff.id === id);
-    expect(report?.status).toEqual({ code: "child_running", writers: [{ pid: running.child.pid, evidence: ["recorded_pid", "marker", "cwd"] }] });
-    expect(isProcessAlive(running.child.pid ?? 0)).toBe(true);
-    // Nothing is left in the store: the action lock went with the winner (the child's manifest lock with the child's acknowledgement).
-    await waitFor(() => !existsSync(`${world.store.pathFor(id)}.lock`), { description: "the child's lock on the manifest" });
-    expect(await world.store.leftovers()).toEqual([]);
-    await killAndWait(running.child.pid ?? 0);
-  });
+      const winners = runs.flatMap((run, index) => (run.status === 0 ? [index] : []));
+      expect(winners, runs.map((run) => run.stderr).join("\n")).toHaveLength(1);
+      const winner = winners[0] ?? -1;
+      const running = await manifestOf(id);
+      expect(running.state).toBe("running");
+      expect(running.child.confirmedBy).toBe("ack");
+      expect(running.owner?.pid).toBeGreaterThan(0);
+      for (const [index, run] of runs.entries()) {
+        if (index === winner) continue;
+        expect(run.status).toBe(1);
+        // The reason, naming the winner's action and pid (the winner's process is the manifest's owner).
+        expect(run.stderr).toMatch(
+          new RegExp(
+            `^pi-handoff relaunch: Handoff ${id} is busy: process ${running.owner?.pid} is relaunching it \\(since [0-9T:.\\-]+Z\\); nothing was done, try again once it has finished\\.\\n$`,
+          ),
+        );
+        expect(run.stdout).toBe("");
+      }
+      // Every loser returned while the winner was still waiting for its child.
+      expect(finished.at(-1)).toBe(winner);
+
+      // Exactly one more launch line anywhere, and exactly one Pi on the session.
+      expect(await typedLines(running)).toBe(linesBefore + 1);
+      const report = (await listInventory(cliEnv)).handoffs.find((handoff) => handoff.id === id);
+      expect(report?.status).toEqual({
+        code: "child_running",
+        writers: [{ pid: running.child.pid, evidence: ["recorded_pid", "marker", "cwd"] }],
+      });
+      expect(isProcessAlive(running.child.pid ?? 0)).toBe(true);
+      // Nothing is left in the store: the action lock went with the winner (the child's manifest lock with the child's acknowledgement).
+      await waitFor(() => !existsSync(`${world.store.pathFor(id)}.lock`), {
+        description: "the child's lock on the manifest",
+      });
+      expect(await world.store.leftovers()).toEqual([]);
+      await killAndWait(running.child.pid ?? 0);
+    },
+  );
 
   it("a removal while a relaunch runs is refused at once, naming it, and changes nothing", async () => {
     const handedOff = runningManifest(await world.handoff({ branch: "race/remove" }));
@@ -120,7 +148,10 @@ describe("concurrent relaunches of one handoff", () => {
     let stillLaunching: string;
     try {
       // The relaunch holds the handoff once it records itself as the owner of the launch.
-      await waitFor(async () => (await manifestOf(id)).state === "launching", { timeoutMs: 30_000, description: "the relaunch to record launching" });
+      await waitFor(async () => (await manifestOf(id)).state === "launching", {
+        timeoutMs: 30_000,
+        description: "the relaunch to record launching",
+      });
       owner = (await manifestOf(id)).owner?.pid;
       removed = await runCli(["remove", id], cliEnv);
       stillLaunching = (await manifestOf(id)).state;
@@ -128,7 +159,11 @@ describe("concurrent relaunches of one handoff", () => {
       writeFileSync(ackGate, "");
     }
     expect(removed.status).toBe(1);
-    expect(removed.stderr).toMatch(new RegExp(`^pi-handoff remove: Handoff ${id} is busy: process ${owner} is relaunching it \\(since .+\\); nothing was done, try again once it has finished\\.\\n$`));
+    expect(removed.stderr).toMatch(
+      new RegExp(
+        `^pi-handoff remove: Handoff ${id} is busy: process ${owner} is relaunching it \\(since .+\\); nothing was done, try again once it has finished\\.\\n$`,
+      ),
+    );
     expect(removed.stdout).toBe("");
     expect(stillLaunching).toBe("launching");
     const relaunched = await relaunch;
@@ -156,7 +191,9 @@ describe("concurrent relaunches of one handoff on Herdr", () => {
     await killAndWait(handedOff.child.pid ?? 0);
     rig.herdr.clearCalls();
 
-    const outcomes = await Promise.all([1, 2, 3].map(() => relaunchHandoff(rig.relaunchDeps(), handedOff.id, { focus: false })));
+    const outcomes = await Promise.all(
+      [1, 2, 3].map(() => relaunchHandoff(rig.relaunchDeps(), handedOff.id, { focus: false })),
+    );
     const running = outcomes.filter((outcome) => outcome.code === "running");
     expect(running, JSON.stringify(outcomes)).toHaveLength(1);
     const refusals = outcomes.filter((outcome) => outcome.code === "refused");
@@ -166,11 +203,15 @@ describe("concurrent relaunches of one handoff on Herdr", () => {
         code: "refused",
         reason: "busy",
         message: expect.stringMatching(
-          new RegExp(`^Handoff ${handedOff.id} is busy: process ${process.pid} is relaunching it \\(since [0-9T:.\\-]+Z\\); nothing was done, try again once it has finished\\.$`),
+          new RegExp(
+            `^Handoff ${handedOff.id} is busy: process ${process.pid} is relaunching it \\(since [0-9T:.\\-]+Z\\); nothing was done, try again once it has finished\\.$`,
+          ),
         ),
       });
     }
-    const typed = rig.herdr.calls().filter((call) => call.argv[0] === "pane" && call.argv[1] === "run" && call.argv[2] === paneId);
+    const typed = rig.herdr
+      .calls()
+      .filter((call) => call.argv[0] === "pane" && call.argv[1] === "run" && call.argv[2] === paneId);
     expect(typed).toHaveLength(1);
     const after = await rig.read(handedOff.id);
     expect(after.state).toBe("running");
@@ -182,7 +223,9 @@ describe("concurrent relaunches of one handoff on Herdr", () => {
     const writers = status.code === "child_running" ? status.writers : [];
     expect(writers.map((writer) => writer.pid)).toEqual([after.child.pid]);
     expect(writers[0]?.evidence).toEqual(expect.arrayContaining(["recorded_pid", "marker", "cwd"]));
-    await waitFor(() => !existsSync(`${rig.store.pathFor(handedOff.id)}.lock`), { description: "the child's lock on the manifest" });
+    await waitFor(() => !existsSync(`${rig.store.pathFor(handedOff.id)}.lock`), {
+      description: "the child's lock on the manifest",
+    });
     expect(await rig.store.leftovers()).toEqual([]);
     await killAndWait(after.child.pid ?? 0);
   });

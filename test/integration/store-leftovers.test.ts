@@ -32,39 +32,53 @@ describe("the store's leftovers", () => {
     const liveOwn = `.${manifest.id}.json.${process.pid}.2a2b2c2d.tmp`;
     const deadLock = ".20260101-000000-gone-0000.action";
     for (const name of [deadOther, deadOwn, liveOwn, "notes.txt"]) writeFileSync(join(dir, name), "{");
-    writeFileSync(join(dir, deadLock), `${JSON.stringify({ id: "20260101-000000-gone-0000", action: "relaunch", pid: dead, since: "2026-01-01T00:00:00.000Z" })}\n`);
+    writeFileSync(
+      join(dir, deadLock),
+      `${JSON.stringify({ id: "20260101-000000-gone-0000", action: "relaunch", pid: dead, since: "2026-01-01T00:00:00.000Z" })}\n`,
+    );
     const entries = () => readdirSync(dir).sort();
     const before = entries();
 
     const listed = await runCli(["list"], world.env);
     expect(listed.status, listed.stderr).toBe(0);
-    expect(listed.stdout).toContain("\n5 other file(s) in the manifest store; pi-handoff prune --dry-run says what each is.\n");
+    expect(listed.stdout).toContain(
+      "\n5 other files in the manifest store; pi-handoff prune --dry-run says what each is.\n",
+    );
 
     const dry = await runCli(["prune", "--dry-run"], world.env);
     expect(dry.status, dry.stderr).toBe(0);
     expect(entries()).toEqual(before);
     const lines = dry.stdout.split("\n");
     expect(lines).toContain("Would do (dry run, nothing changed):");
-    expect(lines).toContain("  delete 3 leftover file(s) in the store:");
+    expect(lines).toContain("  delete 3 leftover files in the store:");
     expect(lines).toContain(`    ${deadOther}: a temp file whose writer (pid ${dead}) is gone`);
     expect(lines).toContain(`    ${deadOwn}: a temp file whose writer (pid ${dead}) is gone`);
-    expect(lines).toContain(`    ${deadLock}: the action lock of handoff 20260101-000000-gone-0000: relaunch by pid ${dead} since 2026-01-01T00:00:00.000Z, which is gone`);
+    expect(lines).toContain(
+      `    ${deadLock}: the action lock of handoff 20260101-000000-gone-0000: relaunch by pid ${dead} since 2026-01-01T00:00:00.000Z, which is gone`,
+    );
     expect(lines).toContain(`left in the store: ${liveOwn}: a temp file being written by pid ${process.pid}`);
     expect(lines).toContain("left in the store: notes.txt: not a file this store writes; left alone");
 
     const pruned = await runCli(["prune"], world.env);
     expect(pruned.status, pruned.stderr).toBe(0);
-    expect(pruned.stdout).toContain("Done: 1 of 1 action(s).");
+    expect(pruned.stdout).toContain("Done: 1 of 1 action.");
     expect(entries()).toEqual(before.filter((name) => ![deadOther, deadOwn, deadLock].includes(name)));
 
     // A removal sweeps the dead writers' temp files beside its own manifest, nothing else.
     const deadAgain = `.${manifest.id}.json.${dead}.3a3b3c3d.tmp`;
     writeFileSync(join(dir, deadAgain), "{");
     const ownFiles = () => entries().filter((name) => name.startsWith(`${manifest.id}.`));
-    expect(ownFiles()).toEqual(expect.arrayContaining([`${manifest.id}.json`, `${manifest.id}.launch.params`, `${manifest.id}.launch.sh`, `${manifest.id}.launch.started`]));
+    expect(ownFiles()).toEqual(
+      expect.arrayContaining([
+        `${manifest.id}.json`,
+        `${manifest.id}.launch.params`,
+        `${manifest.id}.launch.sh`,
+        `${manifest.id}.launch.started`,
+      ]),
+    );
     const removed = await runCli(["remove", manifest.id], world.env);
     expect(removed.status, removed.stderr).toBe(0);
-    expect(removed.stdout).toContain("deleted 1 temp file(s) a killed writer left in the store");
+    expect(removed.stdout).toContain("deleted 1 temp file a killed writer left in the store");
     expect(existsSync(join(dir, deadAgain))).toBe(false);
     expect(existsSync(join(dir, liveOwn))).toBe(true);
     expect(existsSync(join(dir, "notes.txt"))).toBe(true);
@@ -90,7 +104,9 @@ describe("the store's leftovers", () => {
     expect(removed.status, removed.stderr).toBe(0);
     const stuck = (path: string) => `${path} (EISDIR: illegal operation on a directory, unlink '${path}')`;
     const line = removed.stdout.split("\n").find((text) => text.includes("could not delete")) ?? removed.stdout;
-    expect(line).toContain(`could not delete its launch file(s) ${stuck(params)}, ${stuck(started)}; delete them by hand`);
+    expect(line).toContain(
+      `could not delete its launch files ${stuck(params)}, ${stuck(started)}; delete them by hand`,
+    );
     const after = await world.store.read(manifest.id);
     expect(after.ok && after.manifest.state).toBe("removed");
     expect(existsSync(join(params, "in-the-way"))).toBe(true);

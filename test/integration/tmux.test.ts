@@ -5,8 +5,8 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { GitPort } from "../../src/git/types.ts";
-import type { TmuxLocation } from "../../src/manifest/schema.ts";
-import { TmuxMultiplexer } from "../../src/mux/tmux.ts";
+import type { TmuxLocation } from "../../src/mux/tmux/location.ts";
+import { TmuxMultiplexer } from "../../src/mux/tmux/tmux.ts";
 import type { CreatedWorkspace, CreateWorkspaceRequest, MuxResult } from "../../src/mux/types.ts";
 import { startPrivateTmux, waitFor, type PrivateTmux } from "../support/tmux.ts";
 
@@ -90,7 +90,9 @@ function shellQuote(text: string): string {
 
 describe("TmuxMultiplexer on a private tmux server", () => {
   it("creates the worktree and an unfocused window in it, then runs, probes, focuses and detects the pane", async () => {
-    const originalWindow = (await server.tmux(["display-message", "-p", "-t", server.firstPaneId, "#{window_id}"])).trim();
+    const originalWindow = (
+      await server.tmux(["display-message", "-p", "-t", server.firstPaneId, "#{window_id}"])
+    ).trim();
     const mux = backend();
     const req = request();
 
@@ -101,6 +103,7 @@ describe("TmuxMultiplexer on a private tmux server", () => {
       sessionId: server.sessionId,
       windowId: expect.stringMatching(/^@\d+$/),
       paneId: expect.stringMatching(/^%\d+$/),
+      server: expect.stringMatching(/^\d+:\d+$/),
     });
     const paneId = location.paneId ?? "";
     const windowId = location.windowId ?? "";
@@ -118,6 +121,11 @@ describe("TmuxMultiplexer on a private tmux server", () => {
 
     expect(await mux.waitForShell(location, { timeoutMs: 5_000 })).toEqual({ ok: true });
     expect(await mux.exists(location)).toBe(true);
+    // The same pane id on another server (one started again on this socket) is not this window.
+    expect(await mux.workspaceState({ ...location, server: `${location.server}1` })).toEqual({ code: "closed" });
+    // A location recorded before servers were (an older manifest) is judged by its pane alone.
+    const { server: _recorded, ...older } = location;
+    expect(await mux.workspaceState(older)).toEqual({ code: "open" });
 
     // `run` types the line literally: every shell metacharacter reaches printf inside quotes.
     const canaryDir = join(dir, "canaries");
@@ -204,14 +212,16 @@ describe("TmuxMultiplexer on a private tmux server", () => {
     };
     const req = request();
     const result = await backend(gitThenSessionGone).createWorkspace(req);
-    expect(result).toMatchObject({ ok: false, code: "window_create_failed", partial: { worktreePath: req.worktreePath } });
+    expect(result).toMatchObject({
+      ok: false,
+      code: "window_create_failed",
+      partial: { worktreePath: req.worktreePath },
+    });
     expect(existsSync(join(req.worktreePath, "README.md"))).toBe(true);
   });
 
   it("opens the window in the session of the parent's pane when built from $TMUX/$TMUX_PANE", async () => {
-    const otherPane = (
-      await server.tmux(["new-session", "-d", "-s", "other", "-P", "-F", "#{pane_id}"])
-    ).trim();
+    const otherPane = (await server.tmux(["new-session", "-d", "-s", "other", "-P", "-F", "#{pane_id}"])).trim();
     const otherSession = (await paneFormat(otherPane, "#{session_id}")).trim();
     expect(TmuxMultiplexer.fromEnvironment({}, realGit)).toBeUndefined();
     const mux = TmuxMultiplexer.fromEnvironment(
@@ -242,7 +252,12 @@ describe("TmuxMultiplexer on a private tmux server", () => {
       message: `No tmux server is running on ${join(dir, "no-such.sock")}.`,
     });
     expect(gitCalled).toBe(false);
-    const location: TmuxLocation = { kind: "tmux", socketPath: join(dir, "no-such.sock"), paneId: "%0", windowId: "@0" };
+    const location: TmuxLocation = {
+      kind: "tmux",
+      socketPath: join(dir, "no-such.sock"),
+      paneId: "%0",
+      windowId: "@0",
+    };
     expect(await mux.exists(location)).toBe(false);
     expect(await mux.run(location, "true")).toMatchObject({ ok: false, code: "server_not_running" });
     expect(await mux.focus(location)).toMatchObject({ ok: false, code: "server_not_running" });
@@ -252,9 +267,16 @@ describe("TmuxMultiplexer on a private tmux server", () => {
     const stale = new TmuxMultiplexer({ socketPath: server.socketPath, targetSession: server.sessionId, git: realGit });
     await server.tmux(["kill-server"]);
     // kill-server returns before the server has exited; wait until nothing answers on the socket.
-    await waitFor(() => server.tmux(["list-sessions"]).then(() => false, () => true), {
-      description: "the killed server to stop answering",
-    });
+    await waitFor(
+      () =>
+        server.tmux(["list-sessions"]).then(
+          () => false,
+          () => true,
+        ),
+      {
+        description: "the killed server to stop answering",
+      },
+    );
     expect(await stale.createWorkspace(request())).toMatchObject({ ok: false, code: "server_not_running" });
   });
 

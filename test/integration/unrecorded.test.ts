@@ -40,7 +40,15 @@ afterAll(async () => {
 async function forgetWindowAndSession(rig: RecoveryRigBase, manifest: Manifest): Promise<Manifest> {
   return rig.store.transition(manifest.id, "failed", (m) => {
     m.error = { step: "worktree", message: "killed inside the worktree step (test)", at: new Date().toISOString() };
-    m.mux = m.mux.kind === "tmux" ? { kind: "tmux", ...(m.mux.socketPath === undefined ? {} : { socketPath: m.mux.socketPath }) } : { kind: "herdr", ...(m.mux.socketPath === undefined ? {} : { socketPath: m.mux.socketPath }) };
+    // Only what the server location records survives (what `serverLocation()` wrote first).
+    m.mux =
+      m.mux.kind === "zellij"
+        ? {
+            kind: "zellij",
+            ...(m.mux.socketDir === undefined ? {} : { socketDir: m.mux.socketDir }),
+            ...(m.mux.sessionName === undefined ? {} : { sessionName: m.mux.sessionName }),
+          }
+        : { kind: m.mux.kind, ...(m.mux.socketPath === undefined ? {} : { socketPath: m.mux.socketPath }) };
     delete m.child.sessionFile;
     delete m.child.sessionId;
   });
@@ -52,7 +60,10 @@ describe.each(["tmux", "herdr"] as const)("on %s: what a killed step left unreco
   it("is found through the intent, shown as the handoff's, and closed and recorded by remove", async () => {
     const handedOff = runningManifest(await rig().handoff(`unrecorded/${backend}`));
     await killAndWait(handedOff.child.pid ?? 0);
-    expect(handedOff.intent).toEqual({ windowLabel: muxLabel(`unrecorded/${backend}`), sessionDir: expect.any(String) });
+    expect(handedOff.intent).toEqual({
+      windowLabel: muxLabel(`unrecorded/${backend}`),
+      sessionDir: expect.any(String),
+    });
     const forgotten = await forgetWindowAndSession(rig(), handedOff);
     expect(forgotten.child.sessionFile).toBeUndefined();
 
@@ -66,11 +77,18 @@ describe.each(["tmux", "herdr"] as const)("on %s: what a killed step left unreco
     expect(report.childSessionExists).toBe(true);
     expect(report.problems).toEqual([]);
 
-    const removed = await removeHandoff(rig().recoveryDeps(), handedOff.id, { force: false, deleteBranch: false }, (plan) => {
-      const lines = describeRemovalPlan(plan);
-      expect(lines.some((line) => line.includes("was made but never recorded"))).toBe(true);
-      expect(lines).toContain(`Its child session ${handedOff.child.sessionFile} was written but never recorded (the handoff was killed first); it is kept and recorded.`);
-    });
+    const removed = await removeHandoff(
+      rig().recoveryDeps(),
+      handedOff.id,
+      { force: false, deleteBranch: false },
+      (plan) => {
+        const lines = describeRemovalPlan(plan);
+        expect(lines.some((line) => line.includes("was made but never recorded"))).toBe(true);
+        expect(lines).toContain(
+          `Its child session ${handedOff.child.sessionFile} was written but never recorded (the handoff was killed first); it is kept and recorded.`,
+        );
+      },
+    );
     expect(removed.code, removed.message).toBe("removed");
     const record = await rig().read(handedOff.id);
     expect(record.state).toBe("removed");
@@ -89,12 +107,18 @@ describe.each(["tmux", "herdr"] as const)("on %s: what a killed step left unreco
     await killAndWait(handedOff.child.pid ?? 0);
     // Another name, and a start after the session was written: neither the window nor the session is this handoff's.
     await rig().store.update(handedOff.id, (m) => {
-      m.intent = { windowLabel: "someone-else", ...(m.intent?.sessionDir === undefined ? {} : { sessionDir: m.intent.sessionDir }) };
+      m.intent = {
+        windowLabel: "someone-else",
+        ...(m.intent?.sessionDir === undefined ? {} : { sessionDir: m.intent.sessionDir }),
+      };
     });
     await forgetWindowAndSession(rig(), handedOff);
     // createdAt cannot change through the store: judge the manifest as if the handoff began later.
     const later = new Date(Date.now() + 60_000).toISOString();
-    const facts = await new FactGatherer(rig().recoveryDeps()).gather({ ...(await rig().read(handedOff.id)), createdAt: later });
+    const facts = await new FactGatherer(rig().recoveryDeps()).gather({
+      ...(await rig().read(handedOff.id)),
+      createdAt: later,
+    });
     expect(facts.unrecorded).toBeUndefined();
     expect(facts.workspace).toEqual({ code: "none" });
     expect(facts.childSessionExists).toBe(false);

@@ -7,7 +7,18 @@
  */
 import { createHash } from "node:crypto";
 import { execFileSync, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join, relative } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { handoffCompletions } from "../../pi-extension/handoff-command.ts";
@@ -20,7 +31,12 @@ const sha256 = (data: Buffer | string) => createHash("sha256").update(data).dige
 
 /** git with optional locks off (so reading never refreshes the index), stdout as bytes. */
 function gitBytes(repo: TempRepo, cwd: string, args: readonly string[]): Buffer {
-  return execFileSync("git", args, { cwd, env: { ...repo.env, GIT_OPTIONAL_LOCKS: "0" }, timeout: 30_000, stdio: ["ignore", "pipe", "pipe"] });
+  return execFileSync("git", args, {
+    cwd,
+    env: { ...repo.env, GIT_OPTIONAL_LOCKS: "0" },
+    timeout: 30_000,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
 }
 
 /** Every file under `root` (not .git) with its mode and content hash; symlinks by target. */
@@ -138,7 +154,9 @@ describe("carrying uncommitted changes", () => {
     expect(existsSync(join(worktree, "gone-staged.txt"))).toBe(false);
     expect(existsSync(join(worktree, "old-name.txt"))).toBe(false);
     expect(result.carried).toMatchObject({ mode: "tracked", from: repo.root, untracked: [] });
-    expect(describeSetup(result)[0]).toMatch(/^Carried \d+ uncommitted change\(s\) from .* \(staged ones stay staged\): .*R old-name\.txt -> new-name\.txt/);
+    expect(describeSetup(result)[0]).toMatch(
+      /^Carried \d+ uncommitted changes? from .* \(staged ones stay staged\): .*R old-name\.txt -> new-name\.txt/,
+    );
   });
 
   it("--carry=all adds untracked files (modes kept), never ignored ones", async () => {
@@ -158,7 +176,7 @@ describe("carrying uncommitted changes", () => {
     const child = checkoutState(repo, worktree, join(repo.root, ".git", "worktrees", "wt-all", "index"));
     expect(child.status).toBe(before.status.replace(/! [^\0]*\0/g, ""));
     expect(result.carried?.untracked.sort()).toEqual(["notes/untracked.txt", "tool.sh"]);
-    expect(describeSetup(result)).toContain("Carried 2 untracked file(s): notes/untracked.txt, tool.sh.");
+    expect(describeSetup(result)).toContain("Carried 2 untracked files: notes/untracked.txt, tool.sh.");
   });
 
   it("carries nothing from a clean checkout and says so", async () => {
@@ -170,7 +188,9 @@ describe("carrying uncommitted changes", () => {
     const worktree = join(repo.dir, "wt");
     repo.run(["worktree", "add", "-q", "-b", "clean", worktree, "HEAD"]);
     const result = await setUpWorktree({ git, mainCheckout: repo.root, worktreePath: worktree, carry: snapshot });
-    expect(describeSetup(result)).toEqual([`Carried: nothing (${repo.root} had no uncommitted changes to tracked files).`]);
+    expect(describeSetup(result)).toEqual([
+      `Carried: nothing (${repo.root} had no uncommitted changes to tracked files).`,
+    ]);
   });
 
   it("refuses a checkout with unresolved conflicts", async () => {
@@ -197,7 +217,9 @@ describe("carrying uncommitted changes", () => {
     const snapshot = await git.snapshotChanges(repo.root, "tracked");
     const worktree = join(repo.dir, "wt-old");
     repo.run(["worktree", "add", "-q", "-b", "old", worktree, old]);
-    await expect(setUpWorktree({ git, mainCheckout: repo.root, worktreePath: worktree, carry: snapshot })).rejects.toThrow(
+    await expect(
+      setUpWorktree({ git, mainCheckout: repo.root, worktreePath: worktree, carry: snapshot }),
+    ).rejects.toThrow(
       new RegExp(`^The unstaged changes do not apply in ${worktree}: .*c\\.txt.*; they are still in ${repo.root}\\.$`),
     );
     expect(readFileSync(join(repo.root, "c.txt"), "utf8")).toBe("one changed\n");
@@ -284,7 +306,8 @@ describe("base freshness", () => {
     execFileSync("git", ["clone", "-q", remoteDir, other], { env: repo.env, timeout: 30_000 });
     let counter = 0;
     const pushCommits = (n: number) => {
-      for (let i = 0; i < n; i++) repo.commitFile(`upstream-${++counter}.txt`, `${counter}\n`, `upstream ${counter}`, { cwd: other });
+      for (let i = 0; i < n; i++)
+        repo.commitFile(`upstream-${++counter}.txt`, `${counter}\n`, `upstream ${counter}`, { cwd: other });
       repo.run(["push", "-q", "origin", "main"], { cwd: other });
     };
     return { repo, pushCommits, remoteDir };
@@ -299,10 +322,15 @@ describe("base freshness", () => {
     const trackingBefore = repo.run(["rev-parse", "refs/remotes/origin/main"]);
     expect(await checkBaseFreshness(git, repo.root, { ref: "main", label: "main", fetch: false })).toEqual({
       ok: true,
-      notes: ["Warning: main is 2 commit(s) behind origin/main (as last fetched; add --fetch to fetch it first); the worktree starts from main as it is."],
+      notes: [
+        "Warning: main is 2 commits behind origin/main (as last fetched; add --fetch to fetch it first); the worktree starts from main as it is.",
+      ],
     });
     // HEAD means the current branch.
-    expect(await checkBaseFreshness(git, repo.root, { ref: "HEAD", label: "HEAD", fetch: false })).toMatchObject({ ok: true, notes: [expect.stringContaining("2 commit(s) behind")] });
+    expect(await checkBaseFreshness(git, repo.root, { ref: "HEAD", label: "HEAD", fetch: false })).toMatchObject({
+      ok: true,
+      notes: [expect.stringContaining("2 commits behind")],
+    });
     expect(repo.run(["rev-parse", "refs/remotes/origin/main"])).toBe(trackingBefore);
   });
 
@@ -315,13 +343,15 @@ describe("base freshness", () => {
       ok: true,
       notes: [
         "Fetched main from origin first.",
-        "Warning: main is 3 commit(s) behind origin/main (just fetched); the worktree starts from main as it is.",
+        "Warning: main is 3 commits behind origin/main (just fetched); the worktree starts from main as it is.",
       ],
     });
     expect(repo.run(["rev-parse", "main"])).toBe(localBefore);
     // A remote base is its own upstream: fetched, so current.
     pushCommits(1);
-    expect(await checkBaseFreshness(git, repo.root, { ref: "origin/main", label: "origin/main", fetch: true })).toEqual({ ok: true, notes: ["Fetched main from origin first."] });
+    expect(await checkBaseFreshness(git, repo.root, { ref: "origin/main", label: "origin/main", fetch: true })).toEqual(
+      { ok: true, notes: ["Fetched main from origin first."] },
+    );
     expect(repo.run(["rev-list", "--count", "main..origin/main"])).toBe("4");
   });
 
@@ -331,12 +361,14 @@ describe("base freshness", () => {
     repo.run(["branch", "local-only"]);
     expect(await checkBaseFreshness(git, repo.root, { ref: "local-only", label: "local-only", fetch: true })).toEqual({
       ok: false,
-      message: "local-only follows no remote branch, so --fetch has nothing to fetch; hand off without --fetch (or give a remote branch such as origin/main as the base).",
+      message:
+        "local-only follows no remote branch, so --fetch has nothing to fetch; hand off without --fetch (or give a remote branch such as origin/main as the base).",
     });
     execFileSync("mv", [remoteDir, `${remoteDir}.moved`], { timeout: 10_000 });
     const failed = await checkBaseFreshness(git, repo.root, { ref: "main", label: "main", fetch: true });
     expect(failed.ok).toBe(false);
-    if (!failed.ok) expect(failed.message).toMatch(/^git fetch origin main failed: .+; hand off without --fetch, or try again\.$/);
+    if (!failed.ok)
+      expect(failed.message).toMatch(/^git fetch origin main failed: .+; hand off without --fetch, or try again\.$/);
 
     // A remote that never answers: the fetch is stopped at its deadline, with everything it started.
     const marker = `sleep 31.${process.pid}`;
@@ -360,10 +392,18 @@ describe("base freshness", () => {
     repo.run(["branch", "feat/x"]);
     repo.run(["branch", "feat/busy"]);
     repo.run(["worktree", "add", "-q", join(repo.dir, "busy"), "feat/busy"]);
-    expect(await new CheckoutGit({ env: repo.env }).listRefs(repo.root)).toEqual({ branches: ["feat/busy", "feat/x", "main"], remotes: ["origin/main"], tags: ["v1"] });
+    expect(await new CheckoutGit({ env: repo.env }).listRefs(repo.root)).toEqual({
+      branches: ["feat/busy", "feat/x", "main"],
+      remotes: ["origin/main"],
+      tags: ["v1"],
+    });
     // Branches checked out somewhere (main, feat/busy) are not offered for --existing.
-    expect(await handoffCompletions("--existing ", repo.root, repo.env)).toEqual([{ value: "--existing feat/x ", label: "feat/x", description: "existing branch" }]);
-    expect((await handoffCompletions("new-branch o", join(repo.dir, "busy"), repo.env))?.map((item) => item.value)).toEqual(["new-branch origin/main "]);
+    expect(await handoffCompletions("--existing ", repo.root, repo.env)).toEqual([
+      { value: "--existing feat/x ", label: "feat/x", description: "existing branch" },
+    ]);
+    expect(
+      (await handoffCompletions("new-branch o", join(repo.dir, "busy"), repo.env))?.map((item) => item.value),
+    ).toEqual(["new-branch origin/main "]);
     expect(await handoffCompletions("x m", join(repo.dir, "not-a-repo"), repo.env)).toBeNull();
   });
 });

@@ -2,7 +2,13 @@
  * A process-facts port over a table the test writes, for unit tests of the callers' decisions
  * (what a reused pid, a vanished process or an unreadable table makes them do).
  */
-import { identifyFromParts, type DescribedProcess, type ProcessFacts, type ProcessIdentity, type ProcessStatus } from "../../src/process/facts.ts";
+import {
+  identifyFromParts,
+  type DescribedProcess,
+  type ProcessFacts,
+  type ProcessIdentity,
+  type ProcessStatus,
+} from "../../src/process/facts.ts";
 import { descendantsOf } from "../../src/process/table.ts";
 
 export interface FakeProcess {
@@ -15,6 +21,8 @@ export interface FakeProcess {
   cwd?: string;
   handoffId?: string;
   tpgid?: number;
+  /** TCP ports it listens on. */
+  listening?: number[];
 }
 
 export class FakeProcessFacts implements ProcessFacts {
@@ -40,7 +48,14 @@ export class FakeProcessFacts implements ProcessFacts {
   async status(pid: number): Promise<ProcessStatus | undefined> {
     const found = this.processes.get(pid);
     if (found === undefined) return undefined;
-    return { pid, ppid: found.ppid ?? 1, pgid: pid, tpgid: found.tpgid ?? -1, zombie: found.zombie ?? false, name: found.name ?? "sleep" };
+    return {
+      pid,
+      ppid: found.ppid ?? 1,
+      pgid: pid,
+      tpgid: found.tpgid ?? -1,
+      zombie: found.zombie ?? false,
+      name: found.name ?? "sleep",
+    };
   }
 
   async isAlive(pid: number): Promise<boolean> {
@@ -61,7 +76,10 @@ export class FakeProcessFacts implements ProcessFacts {
   }
 
   async descendants(rootPid: number): Promise<number[]> {
-    return descendantsOf(rootPid, [...this.processes.values()].map((p) => ({ pid: p.pid, ppid: p.ppid ?? 1 })));
+    return descendantsOf(
+      rootPid,
+      [...this.processes.values()].map((p) => ({ pid: p.pid, ppid: p.ppid ?? 1 })),
+    );
   }
 
   async describe(pids: readonly number[]): Promise<{ processes: DescribedProcess[] }> {
@@ -69,9 +87,19 @@ export class FakeProcessFacts implements ProcessFacts {
     for (const pid of pids) {
       const found = this.processes.get(pid);
       if (found === undefined || found.zombie === true) continue;
-      processes.push({ pid, name: found.name ?? "sleep", ...(found.cwd === undefined ? {} : { cwd: found.cwd }), ...(found.handoffId === undefined ? {} : { handoffId: found.handoffId }) });
+      processes.push({
+        pid,
+        name: found.name ?? "sleep",
+        ...(found.cwd === undefined ? {} : { cwd: found.cwd }),
+        ...(found.handoffId === undefined ? {} : { handoffId: found.handoffId }),
+      });
     }
     return { processes };
+  }
+
+  async listeners(port: number): Promise<{ pids: number[]; problem?: string }> {
+    if (this.tableProblem !== undefined) return { pids: [], problem: this.tableProblem };
+    return { pids: [...this.processes.values()].filter((p) => p.listening?.includes(port)).map((p) => p.pid) };
   }
 
   async findByName(name: string): Promise<{ processes: DescribedProcess[]; problem?: string }> {

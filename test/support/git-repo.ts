@@ -5,8 +5,17 @@
  * - Everything lives under one realpath'd directory in os.tmpdir(); `cleanup()` removes it.
  * - git never reads the real ~/.gitconfig or system config, nor inherited `GIT_*` variables.
  */
-import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync, spawnSync } from "node:child_process";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
@@ -109,4 +118,48 @@ export function createTempRepo(options: TempRepoOptions = {}): TempRepo {
   }
 
   return { root, dir, home, env, run, commitFile, cleanup: () => removeTempDir(dir) };
+}
+
+/**
+ * A server environment whose git speaks German, as a user's may: the distribution's git (built with
+ * its translations) first on PATH and a de_DE.UTF-8 locale compiled into `dir` by localedef and read
+ * through LOCPATH, so no system locale needs installing. Throws when this machine's git cannot.
+ */
+export async function germanGitServerEnv(dir: string): Promise<Record<string, string>> {
+  const bin = path.join(dir, "german-git-bin");
+  mkdirSync(bin, { recursive: true });
+  if (!existsSync(path.join(bin, "git"))) symlinkSync("/usr/bin/git", path.join(bin, "git"));
+  // Compiling a locale takes seconds: once per machine, shared by the tests, moved into place whole.
+  const locales = path.join(os.tmpdir(), "pi-handoff-test-locales");
+  const compiled = path.join(locales, "de_DE.utf8");
+  if (!existsSync(compiled)) {
+    mkdirSync(locales, { recursive: true });
+    const partial = mkdtempSync(path.join(locales, "partial-"));
+    execFileSync("localedef", ["-i", "de_DE", "-f", "UTF-8", path.join(partial, "de_DE.utf8")], {
+      stdio: "ignore",
+      timeout: 120_000,
+    });
+    try {
+      renameSync(path.join(partial, "de_DE.utf8"), compiled);
+    } catch {
+      // Another test compiled it first.
+    }
+    rmSync(partial, { recursive: true, force: true });
+  }
+  const env = {
+    PATH: `${bin}:${process.env.PATH ?? "/usr/bin:/bin"}`,
+    LOCPATH: locales,
+    LANG: "de_DE.UTF-8",
+  };
+  const spoken = spawnSync("git", ["no-such-command"], {
+    env: { ...process.env, ...env, LC_ALL: "", LC_MESSAGES: "" },
+    encoding: "utf8",
+    timeout: 10_000,
+  });
+  if (!/ist kein Git-Befehl/.test(spoken.stderr)) {
+    throw new Error(
+      `This machine's git does not speak German (it said ${JSON.stringify(spoken.stderr.trim())}); install Debian's git and locales.`,
+    );
+  }
+  return env;
 }

@@ -17,7 +17,17 @@ import { createTempRepo, type TempRepo } from "./git-repo.ts";
 import type { MuxRig } from "./mux-rig.ts";
 import { createPiSandbox, piTuiCommand, readEntries, type PiSandbox } from "./pi.ts";
 import { waitFor } from "./tmux.ts";
-import { buildParentWithAbandonedBranch, entriesOnly, HANDOFF_STARTED, PI_READY, sha256OfFile, submitLine, textOf, waitForScreen, type PaneDriver } from "./tui.ts";
+import {
+  buildParentWithAbandonedBranch,
+  entriesOnly,
+  HANDOFF_STARTED,
+  PI_READY,
+  sha256OfFile,
+  submitLine,
+  textOf,
+  waitForScreen,
+  type PaneDriver,
+} from "./tui.ts";
 
 /** A repository with a tag `v1` one commit behind `main`, a Pi sandbox, and a rig, set up once per file. */
 export interface HandoffWorld<R extends MuxRig> {
@@ -29,7 +39,10 @@ export interface HandoffWorld<R extends MuxRig> {
 }
 
 /** Registers the set-up and clean-up of a world in the enclosing `describe`; its fields are set in `beforeAll`. */
-export function useHandoffWorld<R extends MuxRig>(sandboxPrefix: string, startRig: (sandbox: PiSandbox, repo: TempRepo) => Promise<R>): HandoffWorld<R> {
+export function useHandoffWorld<R extends MuxRig>(
+  sandboxPrefix: string,
+  startRig: (sandbox: PiSandbox, repo: TempRepo) => Promise<R>,
+): HandoffWorld<R> {
   const world = {} as HandoffWorld<R>;
   beforeAll(async () => {
     world.sandbox = createPiSandbox(sandboxPrefix);
@@ -63,17 +76,22 @@ export interface BackendChecks {
 }
 
 /** Starts the parent Pi in the rig's parent pane with a live turn; returns its file, abandoned ids and leaf. */
-async function startParentWithLiveTurn(world: HandoffWorld<MuxRig>): Promise<{ file: string; abandonedIds: string[]; leafId: string }> {
+async function startParentWithLiveTurn(
+  world: HandoffWorld<MuxRig>,
+): Promise<{ file: string; abandonedIds: string[]; leafId: string }> {
   const { rig } = world;
   const parent = buildParentWithAbandonedBranch(world.sandbox, world.repo);
   await rig.runInParentPane(piTuiCommand(world.repo.root, ["--session", parent.file]));
   await waitForScreen(rig.parentPane, PI_READY, "the parent TUI");
   // A live turn in the TUI, so the handoff starts from a leaf that exists only in this process's memory too.
   await submitLine(rig.parentPane, "live question", /faux reply to: live question/);
-  const leafId = await waitFor(() => {
-    const last = entriesOnly(readEntries(parent.file)).at(-1);
-    return last?.type === "message" && textOf(last.message) === "faux reply to: live question" ? last.id : undefined;
-  }, { timeoutMs: 10_000, description: "the live turn on disk" });
+  const leafId = await waitFor(
+    () => {
+      const last = entriesOnly(readEntries(parent.file)).at(-1);
+      return last?.type === "message" && textOf(last.message) === "faux reply to: live question" ? last.id : undefined;
+    },
+    { timeoutMs: 10_000, description: "the live turn on disk" },
+  );
   return { ...parent, leafId };
 }
 
@@ -87,12 +105,18 @@ async function onlyManifest(world: HandoffWorld<MuxRig>): Promise<Manifest> {
 }
 
 /** The child session: header, active branch only, plus exactly one handoff message the model sees after the parent's context. */
-function expectForkedChildSession(world: HandoffWorld<MuxRig>, manifest: Manifest, parent: { file: string; abandonedIds: string[]; leafId: string }): void {
+function expectForkedChildSession(
+  world: HandoffWorld<MuxRig>,
+  manifest: Manifest,
+  parent: { file: string; abandonedIds: string[]; leafId: string },
+): void {
   const childEntries = readEntries(manifest.child.sessionFile ?? "");
   expect(childEntries[0]).toMatchObject({ type: "session", cwd: manifest.worktree.path, parentSession: parent.file });
   const childIds = new Set(entriesOnly(childEntries).map((e) => e.id));
   for (const id of parent.abandonedIds) expect(childIds.has(id)).toBe(false);
-  const handoffEntries = entriesOnly(childEntries).filter((e) => e.type === "custom_message" && e.customType === "handoff-worktree");
+  const handoffEntries = entriesOnly(childEntries).filter(
+    (e) => e.type === "custom_message" && e.customType === "handoff-worktree",
+  );
   expect(handoffEntries).toHaveLength(1);
   const handoffEntry = handoffEntries[0];
   if (handoffEntry === undefined || handoffEntry.type !== "custom_message") throw new Error("no handoff entry");
@@ -121,19 +145,32 @@ async function expectChildAnswersOnlyUs(world: HandoffWorld<MuxRig>, manifest: M
   });
   // Without a task, the child did not start a turn by itself: the only answer is to our prompt.
   const answers = entriesOnly(readEntries(childFile)).filter(
-    (e) => e.type === "message" && e.message.role === "assistant" && Date.parse(e.timestamp) > Date.parse(manifest.createdAt),
+    (e) =>
+      e.type === "message" &&
+      e.message.role === "assistant" &&
+      Date.parse(e.timestamp) > Date.parse(manifest.createdAt),
   );
-  expect(answers.map((e) => (e.type === "message" ? textOf(e.message) : ""))).toEqual(["faux reply to: ping from the test"]);
+  expect(answers.map((e) => (e.type === "message" ? textOf(e.message) : ""))).toEqual([
+    "faux reply to: ping from the test",
+  ]);
 }
 
 /** Types `/handoff-worktree <branch> --no-focus` into `pane`, waits for its notice, and returns the running handoff's manifest. */
 export async function handOffUnfocused(pane: PaneDriver, agentDir: string, branch: string): Promise<Manifest> {
   await submitLine(pane, `/handoff-worktree ${branch} --no-focus`, HANDOFF_STARTED);
-  const screen = await waitForScreen(pane, new RegExp(`Handed off to branch ${branch.replace("/", "\\/")}|failed|did not confirm`), "the handoff's notice", 90_000);
+  const screen = await waitForScreen(
+    pane,
+    new RegExp(`Handed off to branch ${branch.replace("/", "\\/")}|failed|did not confirm`),
+    "the handoff's notice",
+    90_000,
+  );
   expect(screen).toContain(`Handed off to branch ${branch}`);
-  const listed = (await ManifestStore.forAgentDir(agentDir).list()).filter((entry) => entry.ok && entry.manifest.branch === branch);
+  const listed = (await ManifestStore.forAgentDir(agentDir).list()).filter(
+    (entry) => entry.ok && entry.manifest.branch === branch,
+  );
   const entry = listed[0];
-  if (entry === undefined || !entry.ok || entry.manifest.state !== "running") throw new Error(`The handoff to ${branch} is not running.`);
+  if (entry === undefined || !entry.ok || entry.manifest.state !== "running")
+    throw new Error(`The handoff to ${branch} is not running.`);
   return entry.manifest;
 }
 
@@ -145,7 +182,12 @@ export async function runHandoffScenario(world: HandoffWorld<MuxRig>, backend: B
 
   backend.beforeHandoff?.();
   await submitLine(rig.parentPane, "/handoff-worktree feat/e2e v1", HANDOFF_STARTED);
-  const screen = await waitForScreen(rig.parentPane, /Handed off to branch feat\/e2e|failed|did not confirm|not running/, "the handoff's final notice", 90_000);
+  const screen = await waitForScreen(
+    rig.parentPane,
+    /Handed off to branch feat\/e2e|failed|did not confirm|not running/,
+    "the handoff's final notice",
+    90_000,
+  );
   expect(screen).toContain("Handed off to branch feat/e2e (from v1 at " + baseSha.slice(0, 12) + ")");
   expect(screen).toMatch(/Worktree: \S+feat-e2e/);
   expect(screen).toMatch(/Child session: \S+\.jsonl/);
@@ -153,7 +195,13 @@ export async function runHandoffScenario(world: HandoffWorld<MuxRig>, backend: B
 
   // The manifest: every step, in transaction order, on this backend.
   const manifest = await onlyManifest(world);
-  expect(manifest.history.map((h) => h.state)).toEqual(["provisioning", "provisioned", "forked", "launching", "running"]);
+  expect(manifest.history.map((h) => h.state)).toEqual([
+    "provisioning",
+    "provisioned",
+    "forked",
+    "launching",
+    "running",
+  ]);
   expect(manifest.state).toBe("running");
   expect(manifest.branch).toBe("feat/e2e");
   expect(manifest.base).toEqual({ ref: "v1", sha: baseSha });
@@ -162,7 +210,9 @@ export async function runHandoffScenario(world: HandoffWorld<MuxRig>, backend: B
   expect(manifest.mux.kind).toBe(rig.kind);
   // The notice ends with what to do next, with this handoff's own ids.
   expect(screen).toContain(backend.nextStep(manifest));
-  expect(screen).toContain(`Later: /handoffs here, or pi-handoff inspect ${manifest.id} in a shell (relaunch its Pi, switch to it, remove it).`);
+  expect(screen).toContain(
+    `Later: /handoffs here, or pi-handoff inspect ${manifest.id} in a shell (relaunch its Pi, switch to it, remove it).`,
+  );
 
   // The worktree: at the planned path beside the main checkout, on the new branch, at the base commit.
   const worktree = manifest.worktree.path;

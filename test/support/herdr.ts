@@ -1,6 +1,8 @@
 /**
- * The Herdr test double (test/support/herdr-double/) for tests: start an instance, talk to it,
- * read its call log, inject faults, kill it.
+ * Herdr for tests, real or double, behind one interface (`HerdrServer`): start an instance, talk to
+ * it, restart it, kill it. The double (test/support/herdr-double/) adds its call log and faults;
+ * the real Herdr (herdr-real.ts) is what users run. `startHerdr` picks the one this test run is for
+ * (`PI_HANDOFF_TEST_HERDR=real` in the herdr-real vitest project), so one scenario runs on both.
  *
  * Invariants:
  * - Every instance lives in its own temp dir with its own HOME and XDG_CONFIG_HOME, so its socket
@@ -17,7 +19,9 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { execa } from "execa";
 import { makeTempDir } from "./git-repo.ts";
+import { startRealHerdr, type RealHerdr } from "./herdr-real.ts";
 import { PROJECT_ROOT } from "./pi.ts";
+import { waitFor } from "./tmux.ts";
 
 export const HERDR_DOUBLE_DIR = join(PROJECT_ROOT, "test", "support", "herdr-double");
 /** The double's executable, what `HERDR_BIN_PATH` names inside its panes. */
@@ -37,20 +41,9 @@ export interface HerdrRun {
   stderr: string;
 }
 
-export interface HerdrDoubleOptions {
-  /** The server's environment, inherited by every pane (default: PATH, LANG and the isolated HOME). */
-  env?: Record<string, string>;
+export interface HerdrDoubleOptions extends HerdrServerOptions {
   /** What `herdr --version` says; `--trust-repository` exists from 0.9.0 on. Default 0.9.2. */
   version?: string;
-  /** How long each new pane's shell start-up job holds the foreground and swallows typed input. */
-  shellDelayMs?: number;
-  /**
-   * How long each new pane's shell start-up runs builtins only (the shell owns the foreground from
-   * the first instant, so readiness cannot be seen) while it reads and discards what is typed.
-   */
-  shellSwallowMs?: number;
-  /** The same start-up, lasting until this file exists (a test decides when the shell is up). */
-  shellSwallowUntil?: string;
   /** A terminal line limit: typed text beyond `lineCap - 1` bytes is dropped (1024 on macOS). */
   lineCap?: number;
   /** Refuse every worktree command without `--trust-repository`, as an untrusted repository does. */
@@ -61,12 +54,33 @@ export interface HerdrDoubleOptions {
   firstWorkspaceNumber?: number;
 }
 
-export interface HerdrDouble {
+export interface HerdrServerOptions {
+  /** The server's environment, inherited by every pane (default: PATH, LANG and the isolated HOME). */
+  env?: Record<string, string>;
+  /**
+   * How long each new pane's shell start-up job holds the foreground and swallows typed input
+   * (test/support/pane-shell-rc.mjs: the pane shell's rc file, on the double and the real Herdr).
+   */
+  shellDelayMs?: number;
+  /**
+   * How long each new pane's shell start-up runs builtins only (the shell owns the foreground from the
+   * first instant, so readiness cannot be seen) while it reads and discards what is typed.
+   */
+  shellSwallowMs?: number;
+  /** The same start-up, lasting until this file exists (a test decides when the shell is up). */
+  shellSwallowUntil?: string;
+}
+
+/** What the double and the real Herdr both offer a test. */
+export interface HerdrServerBase {
+  /** What `herdr --version` says (the double's pretended version, or the real one's). */
+  version: string;
   rootDir: string;
   home: string;
   socketPath: string;
-  /** Where the double keeps its state, call log and faults file. */
+  /** The server's own directory (`<home>/.config/herdr`): its socket, config, session and logs. */
   serverDir: string;
+  /** The `herdr` executable, what `HERDR_BIN_PATH` names inside its panes. */
   binPath: string;
   /** The environment the server (and so each pane) started with. */
   serverEnv: Record<string, string>;
@@ -74,7 +88,7 @@ export interface HerdrDouble {
   clientEnv: Record<string, string>;
   /** The environment Herdr gives a process in `paneId` (for a print-mode Pi that pretends to run there). */
   paneEnv(paneId: string): Promise<Record<string, string>>;
-  /** Runs the double with `args`; never throws for a non-zero exit. */
+  /** Runs `herdr` with `args`; never throws for a non-zero exit. */
   herdr(args: readonly string[], options?: { env?: Record<string, string>; timeoutMs?: number }): Promise<HerdrRun>;
   /** Runs a command that must succeed with JSON and returns its `result`. */
   result(args: readonly string[]): Promise<Record<string, unknown>>;
@@ -82,18 +96,91 @@ export interface HerdrDouble {
   openWorkspace(cwd: string, label: string): Promise<{ workspaceId: string; tabId: string; paneId: string }>;
   /** The visible text of a pane (`herdr pane read --source visible`). */
   read(paneId: string): Promise<string>;
+  /**
+   * A server restart: every pane's processes end; workspaces, tabs and panes come back with their
+   * ids, and new workspaces are numbered from the highest restored id + 1 (w1 when none is
+   * restored). A pane with a kept Pi session gets a new shell with `pi --session <path>` typed
+   * into it. `whileStopped` runs while the server is down (the double has no down state: before).
+   * `blindMs` is the double's: how long such a pane answers pane_not_found first.
+   */
+  restart(options?: { blindMs?: number; whileStopped?: () => Promise<void> }): Promise<void>;
+  kill(): Promise<void>;
+}
+
+export interface HerdrDouble extends HerdrServerBase {
+  kind: "double";
   calls(): HerdrCall[];
   clearCalls(): void;
   /** Faults by command (`"worktree create"`, `"pane process-info"`, `"*"`), read on every call. */
   setFaults(faults: Record<string, unknown>): void;
   clearFaults(): void;
-  /**
-   * A server restart: every pane's processes end. A pane with a reported Pi session answers
-   * pane_not_found from `pane process-info` for `blindMs` (default 750), then gets a new shell with
-   * `pi --session <path>` written into it at once; other panes get a new shell at once.
-   */
-  restart(options?: { blindMs?: number }): Promise<void>;
-  kill(): Promise<void>;
+}
+
+export type HerdrServer = HerdrDouble | RealHerdr;
+
+/** Which Herdr this test run is for: the real one in the herdr-real project, else the double. */
+export const HERDR_TARGET: "real" | "double" = process.env.PI_HANDOFF_TEST_HERDR === "real" ? "real" : "double";
+
+/**
+ * The Herdr this run is for, with only what both share: a scenario written once runs on the real
+ * Herdr and on the double. Double-only options (faults, shell delays, ids) are for `startHerdrDouble`.
+ */
+export async function startHerdr(options: HerdrServerOptions = {}): Promise<HerdrServer> {
+  return HERDR_TARGET === "real" ? startRealHerdr(options) : startHerdrDouble(options);
+}
+
+/** `herdr` calls with `env` (socket and binary named), each bounded; for the double and the real one. */
+export function herdrClientFor(
+  binPath: string,
+  clientEnv: Record<string, string>,
+  serverEnv: Record<string, string>,
+): Pick<HerdrServerBase, "herdr" | "result" | "openWorkspace" | "read" | "paneEnv"> {
+  const herdr = async (
+    args: readonly string[],
+    runOptions: { env?: Record<string, string>; timeoutMs?: number } = {},
+  ): Promise<HerdrRun> => {
+    const run = await execa(binPath, [...args], {
+      env: runOptions.env ?? clientEnv,
+      extendEnv: false,
+      reject: false,
+      stdin: "ignore",
+      timeout: runOptions.timeoutMs ?? CALL_TIMEOUT_MS,
+      stripFinalNewline: false,
+    });
+    if (run.timedOut) throw new Error(`herdr ${args.join(" ")} timed out.`);
+    return { exitCode: run.exitCode ?? -1, stdout: String(run.stdout), stderr: String(run.stderr) };
+  };
+  const result = async (args: readonly string[]): Promise<Record<string, unknown>> => {
+    const run = await herdr(args);
+    if (run.exitCode !== 0) throw new Error(`herdr ${args.join(" ")} exited ${run.exitCode}: ${run.stderr}`);
+    return (JSON.parse(run.stdout) as { result: Record<string, unknown> }).result;
+  };
+  return {
+    herdr,
+    result,
+    async openWorkspace(cwd, label) {
+      const created = await result(["workspace", "create", "--cwd", cwd, "--label", label, "--focus"]);
+      const rootPane = created.root_pane as { pane_id: string; tab_id: string; workspace_id: string };
+      return { workspaceId: rootPane.workspace_id, tabId: rootPane.tab_id, paneId: rootPane.pane_id };
+    },
+    async read(paneId) {
+      const run = await herdr(["pane", "read", paneId, "--source", "visible"]);
+      if (run.exitCode !== 0) throw new Error(`herdr pane read ${paneId} exited ${run.exitCode}: ${run.stderr}`);
+      return run.stdout;
+    },
+    async paneEnv(paneId) {
+      const pane = (await result(["pane", "get", paneId])).pane as { tab_id: string; workspace_id: string };
+      return {
+        ...serverEnv,
+        HERDR_ENV: "1",
+        HERDR_PANE_ID: paneId,
+        HERDR_TAB_ID: pane.tab_id,
+        HERDR_WORKSPACE_ID: pane.workspace_id,
+        HERDR_SOCKET_PATH: clientEnv.HERDR_SOCKET_PATH ?? "",
+        HERDR_BIN_PATH: binPath,
+      };
+    },
+  };
 }
 
 export async function startHerdrDouble(options: HerdrDoubleOptions = {}): Promise<HerdrDouble> {
@@ -122,24 +209,8 @@ export async function startHerdrDouble(options: HerdrDoubleOptions = {}): Promis
     HERDR_BIN_PATH: HERDR_DOUBLE_BIN,
   };
 
-  const herdr = async (args: readonly string[], runOptions: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<HerdrRun> => {
-    const run = await execa(HERDR_DOUBLE_BIN, [...args], {
-      env: runOptions.env ?? clientEnv,
-      extendEnv: false,
-      reject: false,
-      stdin: "ignore",
-      timeout: runOptions.timeoutMs ?? CALL_TIMEOUT_MS,
-      stripFinalNewline: false,
-    });
-    if (run.timedOut) throw new Error(`herdr ${args.join(" ")} timed out.`);
-    return { exitCode: run.exitCode ?? -1, stdout: String(run.stdout), stderr: String(run.stderr) };
-  };
-
-  const result = async (args: readonly string[]): Promise<Record<string, unknown>> => {
-    const run = await herdr(args);
-    if (run.exitCode !== 0) throw new Error(`herdr ${args.join(" ")} exited ${run.exitCode}: ${run.stderr}`);
-    return (JSON.parse(run.stdout) as { result: Record<string, unknown> }).result;
-  };
+  const client = herdrClientFor(HERDR_DOUBLE_BIN, clientEnv, serverEnv);
+  const { herdr } = client;
 
   const callLog = join(serverDir, "calls.jsonl");
   const faultsFile = join(serverDir, "faults.json");
@@ -153,26 +224,29 @@ export async function startHerdrDouble(options: HerdrDoubleOptions = {}): Promis
   };
 
   try {
-    const started = await herdr([
-      "__double",
-      "start",
-      "--version",
-      options.version ?? "0.9.2",
-      "--shell-delay-ms",
-      String(options.shellDelayMs ?? 0),
-      "--shell-swallow-ms",
-      String(options.shellSwallowMs ?? 0),
-      "--shell-swallow-until",
-      options.shellSwallowUntil ?? "",
-      "--line-cap",
-      String(options.lineCap ?? 0),
-      "--require-trust",
-      options.requireTrust === true ? "1" : "0",
-      "--first-workspace-number",
-      String(options.firstWorkspaceNumber ?? 1),
-      "--legacy-ids",
-      options.legacyIds === true ? "1" : "0",
-    ], { env: serverEnv });
+    const started = await herdr(
+      [
+        "__double",
+        "start",
+        "--version",
+        options.version ?? "0.9.2",
+        "--shell-delay-ms",
+        String(options.shellDelayMs ?? 0),
+        "--shell-swallow-ms",
+        String(options.shellSwallowMs ?? 0),
+        "--shell-swallow-until",
+        options.shellSwallowUntil ?? "",
+        "--line-cap",
+        String(options.lineCap ?? 0),
+        "--require-trust",
+        options.requireTrust === true ? "1" : "0",
+        "--first-workspace-number",
+        String(options.firstWorkspaceNumber ?? 1),
+        "--legacy-ids",
+        options.legacyIds === true ? "1" : "0",
+      ],
+      { env: serverEnv },
+    );
     if (started.exitCode !== 0) throw new Error(`The Herdr double did not start: ${started.stderr}`);
   } catch (error) {
     await kill();
@@ -180,6 +254,8 @@ export async function startHerdrDouble(options: HerdrDoubleOptions = {}): Promis
   }
 
   return {
+    kind: "double",
+    version: options.version ?? "0.9.2",
     rootDir,
     home,
     socketPath,
@@ -187,30 +263,7 @@ export async function startHerdrDouble(options: HerdrDoubleOptions = {}): Promis
     binPath: HERDR_DOUBLE_BIN,
     serverEnv,
     clientEnv,
-    async paneEnv(paneId) {
-      const pane = (await result(["pane", "get", paneId])).pane as { tab_id: string; workspace_id: string };
-      return {
-        ...serverEnv,
-        HERDR_ENV: "1",
-        HERDR_PANE_ID: paneId,
-        HERDR_TAB_ID: pane.tab_id,
-        HERDR_WORKSPACE_ID: pane.workspace_id,
-        HERDR_SOCKET_PATH: socketPath,
-        HERDR_BIN_PATH: HERDR_DOUBLE_BIN,
-      };
-    },
-    herdr,
-    result,
-    async openWorkspace(cwd, label) {
-      const created = await result(["workspace", "create", "--cwd", cwd, "--label", label, "--focus"]);
-      const rootPane = created.root_pane as { pane_id: string; tab_id: string; workspace_id: string };
-      return { workspaceId: rootPane.workspace_id, tabId: rootPane.tab_id, paneId: rootPane.pane_id };
-    },
-    async read(paneId) {
-      const run = await herdr(["pane", "read", paneId, "--source", "visible"]);
-      if (run.exitCode !== 0) throw new Error(`herdr pane read ${paneId} exited ${run.exitCode}: ${run.stderr}`);
-      return run.stdout;
-    },
+    ...client,
     calls() {
       if (!existsSync(callLog)) return [];
       return readFileSync(callLog, "utf8")
@@ -228,6 +281,8 @@ export async function startHerdrDouble(options: HerdrDoubleOptions = {}): Promis
       rmSync(faultsFile, { force: true });
     },
     async restart(restartOptions = {}) {
+      // The double has no stopped state to act in: `whileStopped` runs before the restart.
+      await restartOptions.whileStopped?.();
       const run = await herdr(["__double", "restart", "--blind-ms", String(restartOptions.blindMs ?? 750)]);
       if (run.exitCode !== 0) throw new Error(`The Herdr double did not restart: ${run.stderr}`);
     },
@@ -239,7 +294,7 @@ export async function startHerdrDouble(options: HerdrDoubleOptions = {}): Promis
  * Processes that still carry this instance's socket in their environment: a pane's children that
  * outlived the SIGHUP of the tmux server (or a double call hung by a fault). SIGTERM, then SIGKILL.
  */
-async function endStragglers(socketPath: string): Promise<void> {
+export async function endStragglers(socketPath: string): Promise<void> {
   const marker = `HERDR_SOCKET_PATH=${socketPath}`;
   const find = (): number[] => {
     const pids: number[] = [];
@@ -273,11 +328,68 @@ async function endStragglers(socketPath: string): Promise<void> {
 }
 
 /** A double of its own for one test (other options, another server), killed afterwards whatever happens. */
-export async function withHerdrDouble<T>(options: HerdrDoubleOptions, body: (double: HerdrDouble) => Promise<T>): Promise<T> {
+export async function withHerdrDouble<T>(
+  options: HerdrDoubleOptions,
+  body: (double: HerdrDouble) => Promise<T>,
+): Promise<T> {
   const double = await startHerdrDouble(options);
   try {
     return await body(double);
   } finally {
     await double.kill();
   }
+}
+
+/**
+ * Registers tests only for the double: what the real Herdr cannot be made to show (injected faults,
+ * the call log, a pretended version or id form). On the real pass they are not registered at all,
+ * so nothing there is reported as skipped.
+ */
+export function forDoubleOnly(body: () => void): void {
+  if (HERDR_TARGET === "double") body();
+}
+
+/** The double behind a `HerdrServer`, for a double-only test; throws on the real Herdr. */
+export function asDouble(herdr: HerdrServer): HerdrDouble {
+  if (herdr.kind !== "double") throw new Error("This test needs the Herdr double.");
+  return herdr;
+}
+
+/**
+ * A process Herdr detects as Pi in the pane's foreground (its title is `pi`, as Pi sets its own,
+ * and it carries `HERDR_AGENT=pi`, as the launch gives the child), started from the shell there;
+ * resolves once Herdr shows the pane's agent as `pi`. Ends with `stopForeground`, or with the pane.
+ * The hint matters on the real Herdr: a title set after its first look at a new foreground job is
+ * not looked at again unless the screen changes (src/pane.rs `should_probe_foreground_job`).
+ */
+export async function startFakePi(server: HerdrServerBase, paneId: string): Promise<void> {
+  const run = await server.herdr([
+    "pane",
+    "run",
+    paneId,
+    `HERDR_AGENT=pi ${process.execPath} -e "process.title = 'pi'; setInterval(() => {}, 1000)"`,
+  ]);
+  if (run.exitCode !== 0) throw new Error(`herdr pane run ${paneId} exited ${run.exitCode}: ${run.stderr}`);
+  await waitFor(
+    async () => {
+      const pane = (await server.result(["pane", "get", paneId])).pane as { agent?: string };
+      return pane.agent === "pi" ? true : undefined;
+    },
+    { timeoutMs: 15_000, description: "Herdr to detect Pi in the pane" },
+  );
+}
+
+/** Ctrl-C to the pane's foreground; resolves once its shell holds the foreground again. */
+export async function stopForeground(server: HerdrServerBase, paneId: string): Promise<void> {
+  await server.herdr(["pane", "send-keys", paneId, "C-c"]);
+  await waitFor(
+    async () => {
+      const info = (await server.result(["pane", "process-info", "--pane", paneId])).process_info as {
+        shell_pid?: number;
+        foreground_process_group_id?: number;
+      };
+      return info.shell_pid !== undefined && info.shell_pid === info.foreground_process_group_id ? true : undefined;
+    },
+    { timeoutMs: 10_000, description: "the pane's shell to get the foreground back" },
+  );
 }

@@ -32,6 +32,8 @@ export interface LandRig {
   childSessionFile: string;
   /** Commits `file` in the handoff's worktree. */
   commitInWorktree(file: string, content: string, message: string): string;
+  /** One more handoff of the same repository and parent (a sibling), on `branch` from main's tip. */
+  addHandoff(branch: string): Promise<{ id: string; worktree: string }>;
   deps(): LandDeps;
   read(): Promise<Manifest>;
   /** A process named `pi` working in the worktree (what recovery counts as the child's live Pi). */
@@ -52,29 +54,41 @@ export async function createLandRig(options: { branch?: string } = {}): Promise<
   mkdirSync(agentDir, { recursive: true });
   const env = outsideShellEnv(repo, agentDir);
   const branch = options.branch ?? "feat/land";
-  const worktree = join(repo.dir, "worktree");
-  const base = repo.run(["rev-parse", "HEAD"]);
-  repo.run(["worktree", "add", "--quiet", "-b", branch, worktree, base]);
   const store = ManifestStore.forAgentDir(agentDir);
-  const id = `land-test-${process.pid}-${(counter += 1)}`;
   const parentSessionFile = join(repo.dir, "parent.jsonl");
-  writeFileSync(parentSessionFile, `${JSON.stringify({ type: "session", version: 3, id: "parent", timestamp: new Date().toISOString(), cwd: repo.root })}\n`);
+  writeFileSync(
+    parentSessionFile,
+    `${JSON.stringify({ type: "session", version: 3, id: "parent", timestamp: new Date().toISOString(), cwd: repo.root })}\n`,
+  );
+  const addHandoff = async (
+    name: string,
+    worktree: string,
+    childSessionFile: string,
+  ): Promise<{ id: string; worktree: string }> => {
+    const base = repo.run(["rev-parse", "HEAD"]);
+    repo.run(["worktree", "add", "--quiet", "-b", name, worktree, base]);
+    const handoffId = `land-test-${process.pid}-${(counter += 1)}`;
+    const manifest = newManifest({
+      id: handoffId,
+      now: new Date(),
+      branch: name,
+      base: { ref: "main", sha: base },
+      repo: { root: repo.root, commonDir: join(repo.root, ".git") },
+      parent: { sessionFile: parentSessionFile, sessionId: "parent", leafId: null, cwd: repo.root },
+      worktree: { path: worktree },
+      mux: { kind: "tmux" },
+    });
+    await store.create(manifest);
+    for (const state of ["provisioned", "forked", "launching", "running"] as const)
+      await store.transition(handoffId, state);
+    await store.update(handoffId, (m) => {
+      m.child.sessionFile = childSessionFile;
+    });
+    return { id: handoffId, worktree };
+  };
+  const worktree = join(repo.dir, "worktree");
   const childSessionFile = join(repo.dir, "child.jsonl");
-  const manifest = newManifest({
-    id,
-    now: new Date(),
-    branch,
-    base: { ref: "main", sha: base },
-    repo: { root: repo.root, commonDir: join(repo.root, ".git") },
-    parent: { sessionFile: parentSessionFile, sessionId: "parent", leafId: null, cwd: repo.root },
-    worktree: { path: worktree },
-    mux: { kind: "tmux" },
-  });
-  await store.create(manifest);
-  for (const state of ["provisioned", "forked", "launching", "running"] as const) await store.transition(id, state);
-  await store.update(id, (m) => {
-    m.child.sessionFile = childSessionFile;
-  });
+  const { id } = await addHandoff(branch, worktree, childSessionFile);
   const children: ChildProcess[] = [];
 
   return {
@@ -88,6 +102,10 @@ export async function createLandRig(options: { branch?: string } = {}): Promise<
     parentSessionFile,
     childSessionFile,
     commitInWorktree: (file, content, message) => repo.commitFile(file, content, message, { cwd: worktree }),
+    addHandoff: (name) => {
+      const slug = name.replace(/[^a-z0-9]+/gi, "-");
+      return addHandoff(name, join(repo.dir, `worktree-${slug}`), join(repo.dir, `child-${slug}.jsonl`));
+    },
     deps: () => createLandDeps(env),
     read: async () => {
       const read = await store.read(id);
@@ -102,7 +120,10 @@ export async function createLandRig(options: { branch?: string } = {}): Promise<
       });
       children.push(child);
       const pid = child.pid ?? 0;
-      await waitFor(() => safeRead(`/proc/${pid}/comm`).trim() === "pi", { timeoutMs: 10_000, description: "the stand-in pi to set its title" });
+      await waitFor(() => safeRead(`/proc/${pid}/comm`).trim() === "pi", {
+        timeoutMs: 10_000,
+        description: "the stand-in pi to set its title",
+      });
       return child;
     },
     snapshot: () => snapshotOf(repo, worktree),

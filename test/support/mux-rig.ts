@@ -1,17 +1,23 @@
 /**
  * The backend an end-to-end test runs the real Pi on, one rig per multiplexer: a private tmux
- * server, or the Herdr double (the parent in a Herdr pane, HERDR_ENV=1, no $TMUX). Both give the
+ * server, Herdr (the parent in a Herdr pane, HERDR_ENV=1, no $TMUX): the real Herdr in the
+ * herdr-real project, the double elsewhere (`startHerdr`), or the real zellij (a session of its own,
+ * its client in a private tmux pane). Each gives the
  * parent's pane, a way to run a shell line in it, and a handoff's child pane from its manifest, so a
  * scenario written once (test/support/return-trip.ts, test/support/handoff-scenario.ts) runs on
  * either; the raw tmux or Herdr handle stays on the rig for what only that backend can show.
  */
 import { expect } from "vitest";
-import type { HerdrLocation, Manifest, MuxKind, MuxLocation, TmuxLocation } from "../../src/manifest/schema.ts";
+import type { Manifest, MuxKind, MuxLocation } from "../../src/manifest/schema.ts";
+import type { HerdrLocation } from "../../src/mux/herdr/location.ts";
+import type { TmuxLocation } from "../../src/mux/tmux/location.ts";
+import type { ZellijLocation } from "../../src/mux/zellij/location.ts";
 import type { TempRepo } from "./git-repo.ts";
-import { startHerdrDouble, type HerdrDouble, type HerdrDoubleOptions } from "./herdr.ts";
+import { startHerdr, type HerdrServer, type HerdrServerOptions } from "./herdr.ts";
 import type { PiSandbox } from "./pi.ts";
 import { startPrivateTmux, type PrivateTmux } from "./tmux.ts";
 import { herdrPane, tmuxPane, type PaneDriver } from "./tui.ts";
+import { startZellij, type ZellijSession } from "./zellij.ts";
 
 interface RigBase {
   /** The pane the parent Pi runs in. */
@@ -34,14 +40,21 @@ export interface TmuxRig extends RigBase {
 
 export interface HerdrRig extends RigBase {
   kind: "herdr";
-  herdr: HerdrDouble;
+  herdr: HerdrServer;
   /** The workspace the parent's pane is in (focused when the rig starts). */
   parentWorkspaceId: string;
   /** The manifest's Herdr location; throws for any other. */
   locate(manifest: Manifest): HerdrLocation;
 }
 
-export type MuxRig = TmuxRig | HerdrRig;
+export interface ZellijRig extends RigBase {
+  kind: "zellij";
+  zellij: ZellijSession;
+  /** The manifest's zellij location; throws for any other. */
+  locate(manifest: Manifest): ZellijLocation;
+}
+
+export type MuxRig = TmuxRig | HerdrRig | ZellijRig;
 
 /** Reads a manifest's location as `kind`'s; throws for any other. */
 function locator<K extends MuxKind>(kind: K, name: string): (manifest: Manifest) => Extract<MuxLocation, { kind: K }> {
@@ -75,8 +88,12 @@ export async function startTmuxRig(sandbox: PiSandbox): Promise<TmuxRig> {
   };
 }
 
-export async function startHerdrRig(sandbox: PiSandbox, repo: TempRepo, options: Omit<HerdrDoubleOptions, "env"> = {}): Promise<HerdrRig> {
-  const herdr = await startHerdrDouble({ ...options, env: sandbox.env });
+export async function startHerdrRig(
+  sandbox: PiSandbox,
+  repo: TempRepo,
+  options: Omit<HerdrServerOptions, "env"> = {},
+): Promise<HerdrRig> {
+  const herdr = await startHerdr({ ...options, env: sandbox.env });
   const parent = await herdr.openWorkspace(repo.root, "parent");
   const locate = locator("herdr", "Herdr");
   return {
@@ -92,5 +109,34 @@ export async function startHerdrRig(sandbox: PiSandbox, repo: TempRepo, options:
     locate,
     childPane: (manifest) => herdrPane(herdr, paneOf(locate(manifest))),
     stop: () => herdr.kill(),
+  };
+}
+
+/** A zellij pane, as the helpers here drive it: `dump-screen`, `write-chars`, `write 13`. */
+export function zellijPane(zellij: ZellijSession, pane: string): PaneDriver {
+  return {
+    name: pane,
+    read: () => zellij.read(pane),
+    type: (text) => zellij.type(pane, text),
+    enter: () => zellij.enter(pane),
+  };
+}
+
+export async function startZellijRig(sandbox: PiSandbox): Promise<ZellijRig> {
+  const zellij = await startZellij({ env: sandbox.env });
+  const parentPane = zellijPane(zellij, zellij.firstPaneId);
+  const locate = locator("zellij", "zellij");
+  return {
+    kind: "zellij",
+    zellij,
+    parentPane,
+    parentPaneId: zellij.firstPaneId,
+    runInParentPane: async (line) => {
+      await parentPane.type(line);
+      await parentPane.enter();
+    },
+    locate,
+    childPane: (manifest) => zellijPane(zellij, paneOf(locate(manifest))),
+    stop: () => zellij.kill(),
   };
 }

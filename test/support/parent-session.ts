@@ -19,7 +19,10 @@ export interface ParentConversation {
 export function createParentConversation(
   cwd: string,
   sessionDir: string,
-  texts: { question: string; answer: string } = { question: "what is in this repository?", answer: "a README and one file" },
+  texts: { question: string; answer: string } = {
+    question: "what is in this repository?",
+    answer: "a README and one file",
+  },
 ): ParentConversation {
   const manager = SessionManager.create(cwd, sessionDir);
   manager.appendMessage(userMessage(texts.question));

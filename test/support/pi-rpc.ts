@@ -44,7 +44,11 @@ export class PiRpc {
   }
 
   static start(args: readonly string[], options: { cwd: string; env: Record<string, string> }): PiRpc {
-    const child = spawn(NODE_BIN, [PI_CLI, "--mode", "rpc", ...args], { cwd: options.cwd, env: options.env, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(NODE_BIN, [PI_CLI, "--mode", "rpc", ...args], {
+      cwd: options.cwd,
+      env: options.env,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
     return new PiRpc(child);
   }
 
@@ -61,7 +65,11 @@ export class PiRpc {
     this.nextId += 1;
     const id = `test-${this.nextId}`;
     this.child.stdin?.write(`${JSON.stringify({ ...command, id })}\n`);
-    return this.waitFor((record) => record.type === "response" && record.id === id, `the response to ${String(command.type)}`, timeoutMs);
+    return this.waitFor(
+      (record) => record.type === "response" && record.id === id,
+      `the response to ${String(command.type)}`,
+      timeoutMs,
+    );
   }
 
   /** Writes one record and waits for nothing (an `extension_ui_response` has no response). */
@@ -70,7 +78,12 @@ export class PiRpc {
   }
 
   /** The first record from `from` on that matches. */
-  async waitFor(match: (record: RpcRecord) => boolean, description: string, timeoutMs = 30_000, from = 0): Promise<RpcRecord> {
+  async waitFor(
+    match: (record: RpcRecord) => boolean,
+    description: string,
+    timeoutMs = 30_000,
+    from = 0,
+  ): Promise<RpcRecord> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const found = this.records.slice(from).find(match);
@@ -78,7 +91,8 @@ export class PiRpc {
       if (this.child.exitCode !== null || this.child.signalCode !== null) {
         throw new Error(`Pi exited while waiting for ${description}. stderr:\n${this.stderr}`);
       }
-      if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${description}. stderr:\n${this.stderr}`);
+      if (Date.now() > deadline)
+        throw new Error(`Timed out after ${timeoutMs} ms waiting for ${description}. stderr:\n${this.stderr}`);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }

@@ -28,7 +28,15 @@ export interface PiSubagentsWriters {
   removeResultIndex(resultsDir: string, sessionId: string | undefined, runId: string | undefined): void;
   encodeIndexSegment(value: string, maxBytes?: number): string;
   toWaitCompletion(data: Record<string, unknown>, runId: string): unknown;
-  writeCompletionReplay(input: { resultsDir: string; runId: string; sessionId: string; completion: unknown; data: Record<string, unknown>; now: number; ttlMs: number }): unknown;
+  writeCompletionReplay(input: {
+    resultsDir: string;
+    runId: string;
+    sessionId: string;
+    completion: unknown;
+    data: Record<string, unknown>;
+    now: number;
+    ttlMs: number;
+  }): unknown;
 }
 
 export type ModuleImporter = (path: string) => Promise<unknown>;
@@ -37,13 +45,18 @@ const defaultImporter: ModuleImporter = (path) => import(/* @vite-ignore */ path
 
 function pick<T>(module: unknown, name: string): T {
   const value = (module as Record<string, unknown>)[name];
-  if (typeof value !== "function") throw new Error(`pi-subagents no longer exports ${name}; the fixtures need updating.`);
+  if (typeof value !== "function")
+    throw new Error(`pi-subagents no longer exports ${name}; the fixtures need updating.`);
   return value as T;
 }
 
-export async function loadPiSubagentsWriters(importModule: ModuleImporter = defaultImporter): Promise<PiSubagentsWriters> {
-  const version = (JSON.parse(readFileSync(join(PACKAGE_ROOT, "package.json"), "utf8")) as { version?: string }).version;
-  if (version !== PI_SUBAGENTS_VERSION) throw new Error(`The fixtures are written for pi-subagents ${PI_SUBAGENTS_VERSION}, found ${version}.`);
+export async function loadPiSubagentsWriters(
+  importModule: ModuleImporter = defaultImporter,
+): Promise<PiSubagentsWriters> {
+  const version = (JSON.parse(readFileSync(join(PACKAGE_ROOT, "package.json"), "utf8")) as { version?: string })
+    .version;
+  if (version !== PI_SUBAGENTS_VERSION)
+    throw new Error(`The fixtures are written for pi-subagents ${PI_SUBAGENTS_VERSION}, found ${version}.`);
   const src = (path: string) => join(PACKAGE_ROOT, "src", path);
   const atomic = await importModule(src("shared/atomic-json.ts"));
   const activeIndex = await importModule(src("runs/background/active-run-index.ts"));
@@ -131,10 +144,18 @@ export class PiSubagentsFixture {
       cwd: input.cwd ?? "/tmp",
       currentStep: 0,
       ...(mode === "chain" ? { chainStepCount: agents.length } : {}),
-      ...(input.parentWorkflowRunId === undefined ? {} : { parentWorkflowRunId: input.parentWorkflowRunId, workflowKey: `${input.runId}-key` }),
+      ...(input.parentWorkflowRunId === undefined
+        ? {}
+        : { parentWorkflowRunId: input.parentWorkflowRunId, workflowKey: `${input.runId}-key` }),
       steps:
         mode === "workflow"
-          ? (input.childRunIds ?? []).map((runId, i) => ({ agent: agents[i] ?? "worker", status: "running", runId, async: true, workflowKey: `k${i}` }))
+          ? (input.childRunIds ?? []).map((runId, i) => ({
+              agent: agents[i] ?? "worker",
+              status: "running",
+              runId,
+              async: true,
+              workflowKey: `k${i}`,
+            }))
           : agents.map((agent, i) => ({ agent, status: i === 0 ? "running" : "pending" })),
       outputFile: join(asyncDir, "output-0.log"),
     };
@@ -155,7 +176,10 @@ export class PiSubagentsFixture {
       state,
       endedAt,
       lastUpdate: endedAt,
-      steps: (previous.steps as Array<Record<string, unknown>>).map((step) => ({ ...step, status: state === "complete" ? "complete" : "failed" })),
+      steps: (previous.steps as Array<Record<string, unknown>>).map((step) => ({
+        ...step,
+        status: state === "complete" ? "complete" : "failed",
+      })),
       ...(state === "complete" ? {} : { error: input.summary ?? "failed" }),
     };
     this.writers.writeAtomicJson(join(asyncDir, "status.json"), status);
@@ -163,7 +187,8 @@ export class PiSubagentsFixture {
     this.statuses.set(runId, status);
     if (input.noResult === true) return;
     const sessionId = String(previous.sessionId);
-    const resultPath = input.resultLocation === "workflow-child" ? join(asyncDir, "workflow-result.json") : this.resultPath(runId);
+    const resultPath =
+      input.resultLocation === "workflow-child" ? join(asyncDir, "workflow-result.json") : this.resultPath(runId);
     const agents = (previous.steps as Array<{ agent: string }>).map((step) => step.agent);
     const payload: Record<string, unknown> = {
       id: runId,
@@ -172,7 +197,11 @@ export class PiSubagentsFixture {
       success: state === "complete",
       state,
       summary: input.summary ?? `${runId} done`,
-      results: agents.map((agent) => ({ agent, output: input.summary ?? `${runId} done`, success: state === "complete" })),
+      results: agents.map((agent) => ({
+        agent,
+        output: input.summary ?? `${runId} done`,
+        success: state === "complete",
+      })),
       timestamp: endedAt,
       durationMs: endedAt - Number(previous.startedAt),
       sessionId,

@@ -41,7 +41,7 @@ export interface PiSandbox {
  */
 export function keptInSandbox(key: string): boolean {
   if (key === PROCESS_INFO_ENV) return true;
-  return !key.startsWith("TMUX") && !key.startsWith("HERDR") && !key.startsWith("PI_");
+  return !key.startsWith("TMUX") && !key.startsWith("HERDR") && !key.startsWith("ZELLIJ") && !key.startsWith("PI_");
 }
 
 /**
@@ -81,7 +81,12 @@ export function createPiSandbox(prefix = "phw-pi-"): PiSandbox {
 }
 
 /** `pi -p ...` in print mode; returns stdout. */
-export function runPiPrint(sandbox: PiSandbox, cwd: string, args: readonly string[], extraEnv: Record<string, string> = {}): string {
+export function runPiPrint(
+  sandbox: PiSandbox,
+  cwd: string,
+  args: readonly string[],
+  extraEnv: Record<string, string> = {},
+): string {
   return execFileSync(NODE_BIN, [PI_CLI, "-p", ...args], {
     cwd,
     env: { ...sandbox.env, ...extraEnv },

@@ -1,38 +1,40 @@
 /**
  * Rigs for recovery tests: real handoffs made by the real `HandoffTransaction` (real git, a real
- * fork of a real session file, a real multiplexer: a private tmux server, or the Herdr test
- * double), whose child is the stand-in Pi (fixtures/stand-in-pi.ts) started by the real launch
- * command, plus the recovery dependencies pointed at the same agent dir.
+ * fork of a real session file, a real multiplexer: a private tmux server, the Herdr test double,
+ * the real Herdr in the herdr-real project, or a real zellij session), whose child is the stand-in Pi (fixtures/stand-in-pi.ts)
+ * started by the real launch command, plus the recovery dependencies pointed at the same agent dir.
  *
  * Invariants:
- * - Everything lives in temp dirs and a private tmux server (or the double's own); `cleanup()`
+ * - Everything lives in temp dirs and a private tmux server (or the Herdr server's own); `cleanup()`
  *   kills the server (which hangs up every pane process) and removes the dirs. Nothing touches
  *   ~/.pi, ~/.config, ~/.herdr or the user's tmux.
  * - The recovery side runs with an environment without `$TMUX` or `HERDR_*`, as a shell outside
  *   the multiplexer would: handoffs are found through the socket their manifest recorded (for
- *   Herdr, the `herdr` on PATH is the double, as the real binary would be).
+ *   Herdr, the `herdr` on PATH is the one the handoff used, the double or the real binary).
  */
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { CURRENT_SESSION_VERSION, SessionManager } from "@earendil-works/pi-coding-agent";
 import { SimpleGitPort } from "../../src/git/git.ts";
 import { HandoffTransaction, type HandoffOutcome } from "../../src/handoff/transaction.ts";
 import { shellQuote } from "../../src/launch/launch-command.ts";
 import type { HandoffStep, Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
-import { muxForLocation } from "../../src/mux/for-location.ts";
-import { HerdrMultiplexer } from "../../src/mux/herdr.ts";
-import { TmuxMultiplexer } from "../../src/mux/tmux.ts";
+import { muxForLocation } from "../../src/mux/registry.ts";
+import { HerdrMultiplexer } from "../../src/mux/herdr/herdr.ts";
+import { TmuxMultiplexer } from "../../src/mux/tmux/tmux.ts";
+import { ZellijMultiplexer } from "../../src/mux/zellij/zellij.ts";
 import type { Multiplexer } from "../../src/mux/types.ts";
 import type { RecoveryDeps } from "../../src/recovery/deps.ts";
 import type { RelaunchDeps } from "../../src/recovery/relaunch.ts";
 import { forkActiveBranch } from "../../src/session/fork.ts";
 import { defaultSessionDir } from "../../src/session/paths.ts";
 import { createTempRepo, type TempRepo } from "./git-repo.ts";
-import { HERDR_DOUBLE_DIR, startHerdrDouble, type HerdrDouble } from "./herdr.ts";
+import { startHerdr, startHerdrDouble, type HerdrDouble, type HerdrServer, type HerdrServerOptions } from "./herdr.ts";
 import { NODE_BIN, outsideShellEnv, PROJECT_ROOT } from "./pi.ts";
 import { startPrivateTmux, waitFor, type PrivateTmux } from "./tmux.ts";
+import { startZellij, type ZellijSession } from "./zellij.ts";
 import { createParentConversation } from "./parent-session.ts";
 
 export const STAND_IN_PI = join(PROJECT_ROOT, "test", "support", "fixtures", "stand-in-pi.ts");
@@ -58,8 +60,13 @@ export interface RecoveryRig extends RecoveryRigBase {
   tmux: PrivateTmux;
 }
 
-export interface HerdrRecoveryRig extends RecoveryRigBase {
-  herdr: HerdrDouble;
+export interface ZellijRecoveryRig extends RecoveryRigBase {
+  zellij: ZellijSession;
+}
+
+/** A rig on Herdr: the double (`createHerdrRecoveryRig`), or the one this run is for (`createRunHerdrRecoveryRig`). */
+export interface HerdrRecoveryRig<Server extends HerdrServer = HerdrDouble> extends RecoveryRigBase {
+  herdr: Server;
 }
 
 export interface HandoffOptions {
@@ -70,6 +77,8 @@ export interface HandoffOptions {
   focus?: boolean;
   /** Hand off into a branch that already exists (`--existing`). */
   existing?: boolean;
+  /** The task after ` -- ` (the stand-in child does not start on it). */
+  task?: string;
   /** Pi flags mirrored from the parent's command line (default none). */
   extraPiArgs?: string[];
   /** How long to wait for the launcher to start after each typing, and how many typings (launch defaults). */
@@ -120,8 +129,22 @@ function createRigCore(prefix: string): RigCore {
       faults: { failAt: options.faultAt },
     });
     const outcome = await transaction.run({
-      args: { branch, base: "HEAD", baseGiven: false, focus: options.focus ?? true, ...(options.existing === true ? { existing: true } : {}) },
-      parent: { sessionFile: parentSessionFile, sessionFileExists: true, sessionId: parent.sessionId, leafId: parent.leafId, cwd: repo.root, sessionDir },
+      args: {
+        branch,
+        base: "HEAD",
+        baseGiven: false,
+        focus: options.focus ?? true,
+        ...(options.existing === true ? { existing: true } : {}),
+        ...(options.task === undefined ? {} : { task: options.task }),
+      },
+      parent: {
+        sessionFile: parentSessionFile,
+        sessionFileExists: true,
+        sessionId: parent.sessionId,
+        leafId: parent.leafId,
+        cwd: repo.root,
+        sessionDir,
+      },
       model: { provider: "faux", id: "faux-1", available: true },
       thinkingLevel: "medium",
       projectTrusted: false,
@@ -182,7 +205,10 @@ export async function createRecoveryRig(options: { rcFile?: string } = {}): Prom
   const core = createRigCore("phw-recovery-");
   let tmux: PrivateTmux;
   try {
-    tmux = await startPrivateTmux({ env: { HOME: core.repo.home }, ...(options.rcFile !== undefined ? { rcFile: options.rcFile } : {}) });
+    tmux = await startPrivateTmux({
+      env: { HOME: core.repo.home },
+      ...(options.rcFile !== undefined ? { rcFile: options.rcFile } : {}),
+    });
   } catch (error) {
     core.repo.cleanup();
     throw error;
@@ -190,7 +216,11 @@ export async function createRecoveryRig(options: { rcFile?: string } = {}): Prom
   const handoff: RecoveryRigBase["handoff"] = (branch, options = {}) =>
     core.runHandoff(
       branch,
-      new TmuxMultiplexer({ socketPath: tmux.socketPath, targetSession: options.targetSession ?? tmux.sessionId, git: core.git }),
+      new TmuxMultiplexer({
+        socketPath: tmux.socketPath,
+        targetSession: options.targetSession ?? tmux.sessionId,
+        git: core.git,
+      }),
       options,
     );
   const base = rigFrom(core, handoff, async () => {
@@ -201,42 +231,107 @@ export async function createRecoveryRig(options: { rcFile?: string } = {}): Prom
 }
 
 /**
+ * The same rig on the real zellij: the handoff's backend is the one a Pi in the session's first
+ * pane builds (its session and socket dir); the recovery side runs outside zellij, with zellij on
+ * PATH, and finds the session through what the manifest recorded.
+ */
+export async function createZellijRecoveryRig(): Promise<ZellijRecoveryRig> {
+  const core = createRigCore("phw-recovery-zj-");
+  let zellij: ZellijSession;
+  try {
+    zellij = await startZellij({ env: { ...core.env, HOME: core.repo.home } });
+  } catch (error) {
+    core.repo.cleanup();
+    throw error;
+  }
+  core.env.PATH = `${dirname(zellij.bin)}:${core.env.PATH ?? "/usr/bin:/bin"}`;
+  const handoff: RecoveryRigBase["handoff"] = (branch, options = {}) =>
+    core.runHandoff(
+      branch,
+      new ZellijMultiplexer({
+        sessionName: options.targetSession ?? zellij.sessionName,
+        socketDir: zellij.socketDir,
+        git: core.git,
+        zellijBin: zellij.bin,
+        env: zellij.paneEnv(zellij.firstPaneId),
+      }),
+      options,
+    );
+  const base = rigFrom(core, handoff, async () => {
+    await zellij.kill();
+    core.repo.cleanup();
+  });
+  return { ...base, zellij };
+}
+
+/**
  * The same rig on the Herdr double: the handoff's backend is the one a Pi inside a Herdr pane
  * builds (the double's socket and binary named explicitly); the recovery side runs outside Herdr
  * with the double as `herdr` on PATH, and finds the server through the recorded socket.
- */
-/**
  * `legacyIds`: the double mints Herdr <= 0.6.10 ids. `piOnPath`: the panes find a `pi` (the stand-in)
  * on PATH, as Herdr's own resume after a restart needs (it types a bare `pi --session <file>`).
  */
 export async function createHerdrRecoveryRig(
-  options: { shellDelayMs?: number; legacyIds?: boolean; piOnPath?: boolean; shellSwallowMs?: number; shellSwallowUntil?: string; lineCap?: number } = {},
-): Promise<HerdrRecoveryRig> {
-  const core = createRigCore("phw-recovery-herdr-");
-  let herdr: HerdrDouble;
-  try {
-    const env = { ...core.env };
-    if (options.piOnPath === true) {
-      const bin = join(core.repo.dir, "pi-bin");
-      mkdirSync(bin, { recursive: true });
-      writeFileSync(join(bin, "pi"), `#!/bin/sh\nexec ${shellQuote(NODE_BIN)} ${shellQuote(STAND_IN_PI)} "$@"\n`, { mode: 0o755 });
-      env.PATH = `${bin}:${env.PATH ?? "/usr/bin:/bin"}`;
-    }
-    herdr = await startHerdrDouble({
+  options: {
+    shellDelayMs?: number;
+    legacyIds?: boolean;
+    piOnPath?: boolean;
+    shellSwallowMs?: number;
+    shellSwallowUntil?: string;
+    lineCap?: number;
+  } = {},
+): Promise<HerdrRecoveryRig<HerdrDouble>> {
+  return herdrRig(options.piOnPath === true, (env) =>
+    startHerdrDouble({
       env,
       shellDelayMs: options.shellDelayMs ?? 0,
       legacyIds: options.legacyIds === true,
       ...(options.shellSwallowMs !== undefined ? { shellSwallowMs: options.shellSwallowMs } : {}),
       ...(options.shellSwallowUntil !== undefined ? { shellSwallowUntil: options.shellSwallowUntil } : {}),
       ...(options.lineCap !== undefined ? { lineCap: options.lineCap } : {}),
-    });
+    }),
+  );
+}
+
+/**
+ * The same rig on the Herdr this run is for (`startHerdr`: the real one in the herdr-real project,
+ * else the double), with only what both offer; the recovery side finds that `herdr` on PATH.
+ */
+export async function createRunHerdrRecoveryRig(
+  options: Omit<HerdrServerOptions, "env"> & { piOnPath?: boolean } = {},
+): Promise<HerdrRecoveryRig<HerdrServer>> {
+  const { piOnPath, ...serverOptions } = options;
+  return herdrRig(piOnPath === true, (env) => startHerdr({ ...serverOptions, env }));
+}
+
+async function herdrRig<Server extends HerdrServer>(
+  piOnPath: boolean,
+  start: (env: Record<string, string>) => Promise<Server>,
+): Promise<HerdrRecoveryRig<Server>> {
+  const core = createRigCore("phw-recovery-herdr-");
+  let herdr: Server;
+  try {
+    const env = { ...core.env };
+    if (piOnPath) {
+      const bin = join(core.repo.dir, "pi-bin");
+      mkdirSync(bin, { recursive: true });
+      writeFileSync(join(bin, "pi"), `#!/bin/sh\nexec ${shellQuote(NODE_BIN)} ${shellQuote(STAND_IN_PI)} "$@"\n`, {
+        mode: 0o755,
+      });
+      env.PATH = `${bin}:${env.PATH ?? "/usr/bin:/bin"}`;
+    }
+    herdr = await start(env);
   } catch (error) {
     core.repo.cleanup();
     throw error;
   }
-  core.env.PATH = `${HERDR_DOUBLE_DIR}:${core.env.PATH ?? "/usr/bin:/bin"}`;
+  core.env.PATH = `${dirname(herdr.binPath)}:${core.env.PATH ?? "/usr/bin:/bin"}`;
   const handoff: RecoveryRigBase["handoff"] = (branch, handoffOptions = {}) =>
-    core.runHandoff(branch, new HerdrMultiplexer({ herdrBin: herdr.binPath, socketPath: herdr.socketPath, env: herdr.clientEnv }), handoffOptions);
+    core.runHandoff(
+      branch,
+      new HerdrMultiplexer({ herdrBin: herdr.binPath, socketPath: herdr.socketPath, env: herdr.clientEnv }),
+      handoffOptions,
+    );
   const base = rigFrom(core, handoff, async () => {
     await herdr.kill();
     core.repo.cleanup();

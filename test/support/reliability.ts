@@ -15,7 +15,7 @@ import { CURRENT_SESSION_VERSION, SessionManager } from "@earendil-works/pi-codi
 import { SimpleGitPort } from "../../src/git/git.ts";
 import { HandoffTransaction, type HandoffOutcome } from "../../src/handoff/transaction.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
-import { TmuxMultiplexer } from "../../src/mux/tmux.ts";
+import { TmuxMultiplexer } from "../../src/mux/tmux/tmux.ts";
 import { InventoryReportSchema, type HandoffReport, type InventoryReport } from "../../src/recovery/report-schema.ts";
 import { forkActiveBranch } from "../../src/session/fork.ts";
 import { defaultSessionDir } from "../../src/session/paths.ts";
@@ -70,20 +70,32 @@ export interface DriverRun extends ProcessRun {
 }
 
 /** One handoff in its own process through the real transaction (see fixtures/handoff-driver.ts). */
-export async function runDriver(config: DriverConfig, env: Record<string, string>, timeoutMs = 90_000): Promise<DriverRun> {
+export async function runDriver(
+  config: DriverConfig,
+  env: Record<string, string>,
+  timeoutMs = 90_000,
+): Promise<DriverRun> {
   const run = await runProcess(NODE_BIN, [HANDOFF_DRIVER, JSON.stringify(config)], { env, timeoutMs });
   const last = run.stdout.trim().split("\n").at(-1);
-  if (run.status === 0 && last !== undefined && last.startsWith("{")) return { ...run, result: JSON.parse(last) as DriverResult };
+  if (run.status === 0 && last !== undefined && last.startsWith("{"))
+    return { ...run, result: JSON.parse(last) as DriverResult };
   return run;
 }
 
 /** `pi-handoff <args>` as a real process. */
 export function runCli(args: readonly string[], env: Record<string, string>, cwd?: string): Promise<ProcessRun> {
-  return runProcess(NODE_BIN, [PI_HANDOFF_BIN, ...args], { env, timeoutMs: 120_000, ...(cwd === undefined ? {} : { cwd }) });
+  return runProcess(NODE_BIN, [PI_HANDOFF_BIN, ...args], {
+    env,
+    timeoutMs: 120_000,
+    ...(cwd === undefined ? {} : { cwd }),
+  });
 }
 
 /** `pi-handoff list --json` (all handoffs, removed ones included with `all`), validated against the published schema. */
-export async function listInventory(env: Record<string, string>, options: { all?: boolean } = {}): Promise<InventoryReport> {
+export async function listInventory(
+  env: Record<string, string>,
+  options: { all?: boolean } = {},
+): Promise<InventoryReport> {
   const run = await runCli(["list", "--json", ...(options.all === true ? ["--all"] : [])], env);
   if (run.status !== 0) throw new Error(`pi-handoff list failed (${run.status}): ${run.stderr}`);
   return InventoryReportSchema.parse(JSON.parse(run.stdout));
@@ -94,7 +106,13 @@ export function parentOf(sessionFile: string, cwd: string): DriverConfig["parent
   const entries = readEntries(sessionFile);
   const header = entries[0];
   const leaf = entries.at(-1);
-  if (header === undefined || header.type !== "session" || leaf === undefined || !("id" in leaf) || leaf.type === "session") {
+  if (
+    header === undefined ||
+    header.type !== "session" ||
+    leaf === undefined ||
+    !("id" in leaf) ||
+    leaf.type === "session"
+  ) {
     throw new Error(`${sessionFile} is not a session with entries.`);
   }
   return { sessionFile, sessionId: header.id, leafId: leaf.id, cwd, sessionDir: dirname(sessionFile) };
@@ -109,7 +127,8 @@ export function standInPiOnPath(dir: string, options: { ackGate?: string } = {})
   mkdirSync(bin, { recursive: true });
   const pi = join(bin, "pi");
   // The pane's environment is the tmux server's, so the gate is set by the script itself.
-  const delay = options.ackGate === undefined ? "" : `process.env.STAND_IN_PI_ACK_GATE = ${JSON.stringify(options.ackGate)};\n`;
+  const delay =
+    options.ackGate === undefined ? "" : `process.env.STAND_IN_PI_ACK_GATE = ${JSON.stringify(options.ackGate)};\n`;
   // An extensionless script with a node shebang is run by the CLI with its own Node (pi-command.ts).
   writeFileSync(pi, `#!/usr/bin/env node\n${delay}import(${JSON.stringify(pathToFileURL(STAND_IN).href)});\n`);
   chmodSync(pi, 0o755);
@@ -151,7 +170,10 @@ export async function collectArtifacts(input: {
   const panes = (await tmux.tmux(["list-panes", "-a", "-F", "#{pane_id}"])).split("\n").filter((line) => line !== "");
   const exclude = new Set(input.excludeSessions ?? []);
   return {
-    manifests: storeEntries.filter((name) => name.endsWith(".json") && !name.startsWith(".")).map((name) => name.slice(0, -5)).sort(),
+    manifests: storeEntries
+      .filter((name) => name.endsWith(".json") && !name.startsWith("."))
+      .map((name) => name.slice(0, -5))
+      .sort(),
     // A manifest's own launch files (launcher, params, start notes, postCreate runner) are explained by it.
     storeLeftovers: storeEntries
       .filter((name) => !(name.endsWith(".json") && !name.startsWith(".")))
@@ -161,17 +183,31 @@ export async function collectArtifacts(input: {
       })
       .sort(),
     gitWorktrees: gitWorktrees.sort(),
-    worktreeDirs: existsSync(worktreeRoot) ? readdirSync(worktreeRoot).map((name) => join(worktreeRoot, name)).sort() : [],
-    branches: repo.run(["for-each-ref", "--format=%(refname:short)", "refs/heads"]).split("\n").filter((line) => line !== "").sort(),
+    worktreeDirs: existsSync(worktreeRoot)
+      ? readdirSync(worktreeRoot)
+          .map((name) => join(worktreeRoot, name))
+          .sort()
+      : [],
+    branches: repo
+      .run(["for-each-ref", "--format=%(refname:short)", "refs/heads"])
+      .split("\n")
+      .filter((line) => line !== "")
+      .sort(),
     panes: panes.sort(),
-    sessions: sessionFiles(join(agentDir, "sessions")).filter((file) => !exclude.has(file)).sort(),
+    sessions: sessionFiles(join(agentDir, "sessions"))
+      .filter((file) => !exclude.has(file))
+      .sort(),
   };
 }
 
 function sessionFiles(dir: string): string[] {
   if (!existsSync(dir)) return [];
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
-    entry.isDirectory() ? sessionFiles(join(dir, entry.name)) : entry.name.endsWith(".jsonl") ? [join(dir, entry.name)] : [],
+    entry.isDirectory()
+      ? sessionFiles(join(dir, entry.name))
+      : entry.name.endsWith(".jsonl")
+        ? [join(dir, entry.name)]
+        : [],
   );
 }
 
@@ -247,8 +283,19 @@ export async function createWorld(options: { repoName?: string; prefix?: string 
     mkdirSync(root);
     const gitEnv = isolatedGitEnv(home);
     const run = (args: readonly string[], runOptions: { cwd?: string } = {}): string =>
-      execFileSync("git", args, { cwd: runOptions.cwd ?? root, env: gitEnv, encoding: "utf8", timeout: 30_000, stdio: ["ignore", "pipe", "pipe"] }).replace(/\n$/, "");
-    const commitFile = (file: string, content: string, message: string, commitOptions: { cwd?: string } = {}): string => {
+      execFileSync("git", args, {
+        cwd: runOptions.cwd ?? root,
+        env: gitEnv,
+        encoding: "utf8",
+        timeout: 30_000,
+        stdio: ["ignore", "pipe", "pipe"],
+      }).replace(/\n$/, "");
+    const commitFile = (
+      file: string,
+      content: string,
+      message: string,
+      commitOptions: { cwd?: string } = {},
+    ): string => {
       const cwd = commitOptions.cwd ?? root;
       mkdirSync(dirname(join(cwd, file)), { recursive: true });
       writeFileSync(join(cwd, file), content);
@@ -260,7 +307,15 @@ export async function createWorld(options: { repoName?: string; prefix?: string 
     commitFile("README.md", "# test repository\n", "initial commit");
     commitFile("file-1.txt", "1\n", "commit 1");
     run(["tag", "v1"]);
-    const repo: TempRepo = { root: realpathSync(root), dir, home, env: gitEnv, run, commitFile, cleanup: () => removeTempDir(dir) };
+    const repo: TempRepo = {
+      root: realpathSync(root),
+      dir,
+      home,
+      env: gitEnv,
+      run,
+      commitFile,
+      cleanup: () => removeTempDir(dir),
+    };
 
     const env: Record<string, string> = {};
     for (const [key, value] of Object.entries(gitEnv)) {
@@ -288,14 +343,28 @@ export async function createWorld(options: { repoName?: string; prefix?: string 
       new HandoffTransaction({
         git,
         store,
-        selectMux: () => ({ ok: true, mux: new TmuxMultiplexer({ socketPath: tmux.socketPath, targetSession: tmux.sessionId, git, timeoutMs: 15_000 }) }),
+        selectMux: () => ({
+          ok: true,
+          mux: new TmuxMultiplexer({
+            socketPath: tmux.socketPath,
+            targetSession: tmux.sessionId,
+            git,
+            timeoutMs: 15_000,
+          }),
+        }),
         fork: (request) => forkActiveBranch(request, { SessionManager, CURRENT_SESSION_VERSION }),
         now: () => new Date(),
         sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
         progress: () => {},
         timeouts: { shellMs: 15_000, confirmMs: input.confirmMs ?? 20_000, pollMs: 50 },
       }).run({
-        args: { branch: input.branch, base: input.base ?? "HEAD", baseGiven: input.base !== undefined, focus: false, ...(input.task !== undefined ? { task: input.task } : {}) },
+        args: {
+          branch: input.branch,
+          base: input.base ?? "HEAD",
+          baseGiven: input.base !== undefined,
+          focus: false,
+          ...(input.task !== undefined ? { task: input.task } : {}),
+        },
         parent: { ...parent, sessionFileExists: true },
         model: { provider: "faux", id: "faux-1", available: true },
         thinkingLevel: "medium",

@@ -5,12 +5,14 @@
  * `/handoffs land <id> --remove` typed in the parent lands the exact commits on the parent's
  * branch, retires the worktree, keeps the branch, and the parent hears one message naming them.
  * And restart safety: a report sent while the parent is closed is delivered exactly once when it
- * starts again.
+ * starts again. And a moving base: main moves on, the widget says by how much, `/handoffs rebase`
+ * re-makes the child's commit on main's tip, and the child hears it once in its conversation.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { expect } from "vitest";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { REPORT_MESSAGE_TYPE } from "../../src/lineage/reports.ts";
+import { NOTE_MESSAGE_TYPE } from "../../src/lineage/notes.ts";
 import type { TempRepo } from "./git-repo.ts";
 import { handOffUnfocused } from "./handoff-scenario.ts";
 import { FAUX_MODEL, onlySessionFile, piTuiCommand, readEntries, runPiPrint, type PiSandbox } from "./pi.ts";
@@ -37,7 +39,9 @@ interface ReportMessage {
 /** The report messages in a session file, in order. */
 export function reportMessages(sessionFile: string): ReportMessage[] {
   return entriesOnly(readEntries(sessionFile)).flatMap((entry) =>
-    entry.type === "custom_message" && entry.customType === REPORT_MESSAGE_TYPE ? [{ content: String(entry.content), details: entry.details as ReportMessage["details"] }] : [],
+    entry.type === "custom_message" && entry.customType === REPORT_MESSAGE_TYPE
+      ? [{ content: String(entry.content), details: entry.details as ReportMessage["details"] }]
+      : [],
   );
 }
 
@@ -45,18 +49,24 @@ export function reportMessages(sessionFile: string): ReportMessage[] {
 async function startParent(world: ReturnTripWorld, sessionFile: string): Promise<number> {
   await world.runInParentPane(piTuiCommand(world.repo.root, ["--session", sessionFile], { keepShell: true }));
   await waitForScreen(world.parentPane, PI_READY, "the parent TUI");
-  return waitFor(() => piProcessesIn(world.repo.root).filter(isProcessAlive)[0], { timeoutMs: 10_000, description: "the parent Pi's process" });
+  return waitFor(() => piProcessesIn(world.repo.root).filter(isProcessAlive)[0], {
+    timeoutMs: 10_000,
+    description: "the parent Pi's process",
+  });
 }
 
 /** Types /quit and waits until that Pi's process is gone. */
 async function quit(pane: PaneDriver, pid: number | undefined, what: string): Promise<void> {
   if (pid === undefined) throw new Error(`No pid for ${what}.`);
   await pane.type("/quit");
-  await waitFor(async () => {
-    if (!isProcessAlive(pid)) return true;
-    await pane.enter();
-    return undefined;
-  }, { timeoutMs: 20_000, intervalMs: 500, description: `${what} (pid ${pid}) to quit` });
+  await waitFor(
+    async () => {
+      if (!isProcessAlive(pid)) return true;
+      await pane.enter();
+      return undefined;
+    },
+    { timeoutMs: 20_000, intervalMs: 500, description: `${what} (pid ${pid}) to quit` },
+  );
 }
 
 /** The first session: hand off, commit, watch, hear back, land with --remove. */
@@ -78,12 +88,19 @@ export async function runReturnTrip(world: ReturnTripWorld): Promise<void> {
   await waitForScreen(world.parentPane, /handoff feat\/trip +idle \d+[smhd]/, "the widget showing the child idle");
 
   // The child's report arrives once in the parent conversation.
-  await submitLine(child, "/handoff-report wrote trip-1 and trip-2; nothing left", /Report sent to the parent session \(2 commit\(s\) on feat\/trip\)/);
+  await submitLine(
+    child,
+    "/handoff-report wrote trip-1 and trip-2; nothing left",
+    /Report sent to the parent session \(2 commits on feat\/trip\)/,
+  );
   await waitForScreen(world.parentPane, /Report from handoff feat\/trip/, "the report in the parent");
-  const reported = await waitFor(() => {
-    const messages = reportMessages(parentFile);
-    return messages.length > 0 ? messages : undefined;
-  }, { timeoutMs: 20_000, description: "the report in the parent session file" });
+  const reported = await waitFor(
+    () => {
+      const messages = reportMessages(parentFile);
+      return messages.length > 0 ? messages : undefined;
+    },
+    { timeoutMs: 20_000, description: "the report in the parent session file" },
+  );
   expect(reported).toHaveLength(1);
   expect(reported[0]?.details).toMatchObject({ kind: "report", commits: [first, second] });
   expect(reported[0]?.content).toContain("wrote trip-1 and trip-2; nothing left");
@@ -95,7 +112,12 @@ export async function runReturnTrip(world: ReturnTripWorld): Promise<void> {
 
   // Land with --remove from the parent: exact SHAs on the parent's branch, worktree gone, branch kept.
   const mainBefore = repo.run(["rev-parse", "main"]);
-  await submitLine(world.parentPane, `/handoffs land ${manifest.id} --remove`, /Landed 2 commit\(s\) of feat\/trip into main \(ff\)/, 60_000);
+  await submitLine(
+    world.parentPane,
+    `/handoffs land ${manifest.id} --remove`,
+    /Landed 2 commits of feat\/trip into main \(ff\)/,
+    60_000,
+  );
   expect(repo.run(["rev-parse", "main"])).toBe(second);
   expect(repo.run(["rev-list", "--reverse", `${mainBefore}..main`]).split("\n")).toEqual([first, second]);
   expect(readFileSync(`${repo.root}/trip-2.txt`, "utf8")).toBe("two\n");
@@ -105,13 +127,18 @@ export async function runReturnTrip(world: ReturnTripWorld): Promise<void> {
   const after = await ManifestStore.forAgentDir(sandbox.agentDir).read(manifest.id);
   if (!after.ok) throw new Error(after.message);
   expect(after.manifest.state).toBe("removed");
-  expect(after.manifest.landings?.map((landing) => [landing.state, landing.strategy, landing.from, landing.to])).toEqual([["landed", "ff", mainBefore, second]]);
+  expect(
+    after.manifest.landings?.map((landing) => [landing.state, landing.strategy, landing.from, landing.to]),
+  ).toEqual([["landed", "ff", mainBefore, second]]);
 
   // The parent hears one message naming the commits.
-  const landed = await waitFor(() => {
-    const messages = reportMessages(parentFile).filter((message) => message.details.kind === "landed");
-    return messages.length > 0 ? messages : undefined;
-  }, { timeoutMs: 20_000, description: "the landing notice in the parent session file" });
+  const landed = await waitFor(
+    () => {
+      const messages = reportMessages(parentFile).filter((message) => message.details.kind === "landed");
+      return messages.length > 0 ? messages : undefined;
+    },
+    { timeoutMs: 20_000, description: "the landing notice in the parent session file" },
+  );
   await waitForScreen(world.parentPane, /was landed into main \(ff\)/, "the landing notice on the parent's screen");
   expect(landed).toHaveLength(1);
   expect(landed[0]?.details.commits).toEqual([first, second]);
@@ -139,7 +166,10 @@ export async function runReportWhileParentClosed(world: ReturnTripWorld): Promis
 
   const secondPid = await startParent(world, parentFile);
   await waitForScreen(world.parentPane, /Report from handoff feat\/closed/, "the late report in the restarted parent");
-  await waitFor(() => reportMessages(parentFile).length > before, { timeoutMs: 20_000, description: "the late report on disk" });
+  await waitFor(() => reportMessages(parentFile).length > before, {
+    timeoutMs: 20_000,
+    description: "the late report on disk",
+  });
   await quit(world.parentPane, secondPid, "the parent Pi");
 
   // Once more: the ledger in the parent's session keeps it from coming twice. The widget shows
@@ -151,4 +181,62 @@ export async function runReportWhileParentClosed(world: ReturnTripWorld): Promis
   expect(late.map((message) => message.content.includes("sent while the parent was closed"))).toEqual([true]);
   await quit(world.parentPane, thirdPid, "the parent Pi");
   await quit(child, manifest.child.pid, "the child Pi");
+}
+
+/** The notes (its base moved) delivered into a child's session, in order. */
+export function noteMessages(sessionFile: string): { content: string; details: { kind: string; noteId: string } }[] {
+  return entriesOnly(readEntries(sessionFile)).flatMap((entry) =>
+    entry.type === "custom_message" && entry.customType === NOTE_MESSAGE_TYPE
+      ? [{ content: String(entry.content), details: entry.details as { kind: string; noteId: string } }]
+      : [],
+  );
+}
+
+/**
+ * A moving base: the child commits, main moves on; the parent's widget says the child is behind;
+ * `/handoffs rebase` in the parent re-makes the child's commit on main's tip (its worktree along),
+ * and the child's Pi tells its conversation once, at its idle point.
+ */
+export async function runRebaseTrip(world: ReturnTripWorld): Promise<void> {
+  const { repo, sandbox } = world;
+  const parentFile = onlySessionFile(sandbox, repo.root);
+  const parentPid = await startParent(world, parentFile);
+  const manifest = await handOffUnfocused(world.parentPane, sandbox.agentDir, "feat/follow");
+  const worktree = manifest.worktree.path;
+  const child = world.childPane(manifest);
+  await waitForScreen(child, PI_READY, "the child TUI");
+  const work = repo.commitFile("follow.txt", "follow\n", "follow: work", { cwd: worktree });
+  const moved = repo.commitFile("moved.txt", "moved\n", "main moves on");
+
+  await waitForScreen(world.parentPane, /handoff feat\/follow +idle \S+( \S+)? +\(behind 1\)/, "the widget: behind 1");
+  await submitLine(
+    world.parentPane,
+    `/handoffs rebase ${manifest.id}`,
+    /Rebased 1 commit of feat\/follow onto main/,
+    60_000,
+  );
+  const tip = repo.run(["rev-parse", "refs/heads/feat/follow"]);
+  expect(repo.run(["rev-parse", `${tip}^`])).toBe(moved);
+  expect(repo.run(["log", "-1", "--format=%s %an", tip])).toBe(repo.run(["log", "-1", "--format=%s %an", work]));
+  expect(readFileSync(`${worktree}/moved.txt`, "utf8")).toBe("moved\n");
+  expect(repo.run(["status", "--porcelain"], { cwd: worktree })).toBe("");
+
+  // The child hears it once, in its conversation, and the widget no longer says behind.
+  const childFile = manifest.child.sessionFile ?? "";
+  const told = await waitFor(
+    () => {
+      const notes = noteMessages(childFile);
+      return notes.length > 0 ? notes : undefined;
+    },
+    { timeoutMs: 30_000, description: "the rebase note in the child session file" },
+  );
+  await waitForScreen(child, /The base of this handoff moved/, "the note on the child's screen");
+  expect(told).toHaveLength(1);
+  expect(told[0]?.details.kind).toBe("rebased");
+  expect(told[0]?.content).toContain(`Branch feat/follow is now at ${tip.slice(0, 12)}`);
+  await waitForScreen(world.parentPane, /handoff feat\/follow +idle \S+( \S+)?\s*$/m, "the widget without a mark");
+  await new Promise((resolve) => setTimeout(resolve, 5 * Number(WATCH_POLL_ENV.PI_HANDOFF_WATCH_POLL_MS)));
+  expect(noteMessages(childFile)).toHaveLength(1);
+  await quit(child, manifest.child.pid, "the child Pi");
+  await quit(world.parentPane, parentPid, "the parent Pi");
 }

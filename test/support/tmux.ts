@@ -40,7 +40,11 @@ export async function startPrivateTmux(options: PrivateTmuxOptions = {}): Promis
   await mkdir(home);
   const socketPath = join(rootDir, "sock");
   const shellCommand =
-    options.shell === "sh" ? ["/bin/sh"] : options.rcFile !== undefined ? ["/bin/bash", "--noprofile", "--rcfile", options.rcFile, "-i"] : ["/bin/bash", "--norc", "--noprofile"];
+    options.shell === "sh"
+      ? ["/bin/sh"]
+      : options.rcFile !== undefined
+        ? ["/bin/bash", "--noprofile", "--rcfile", options.rcFile, "-i"]
+        : ["/bin/bash", "--norc", "--noprofile"];
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
     HOME: home,
@@ -55,7 +59,14 @@ export async function startPrivateTmux(options: PrivateTmuxOptions = {}): Promis
     ...options.env,
   };
 
-  const server = await startTmuxServer({ socketPath, env, sessionName: "test", width: 200, height: 50, shell: shellCommand }).catch(async (error: unknown) => {
+  const server = await startTmuxServer({
+    socketPath,
+    env,
+    sessionName: "test",
+    width: 200,
+    height: 50,
+    shell: shellCommand,
+  }).catch(async (error: unknown) => {
     await rm(rootDir, { recursive: true, force: true });
     throw error;
   });
@@ -65,7 +76,16 @@ export async function startPrivateTmux(options: PrivateTmuxOptions = {}): Promis
     // Pane processes get SIGHUP from kill-server and may still be writing (Node's compile cache) for a moment.
     await rm(rootDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
   };
-  return { socketPath, sessionId: server.sessionId, firstPaneId: server.firstPaneId, rootDir, env, tmux, capturePane: (paneId) => capture(tmux, paneId), kill };
+  return {
+    socketPath,
+    sessionId: server.sessionId,
+    firstPaneId: server.firstPaneId,
+    rootDir,
+    env,
+    tmux,
+    capturePane: (paneId) => capture(tmux, paneId),
+    kill,
+  };
 }
 
 function capture(tmux: PrivateTmux["tmux"], paneId: string): Promise<string> {

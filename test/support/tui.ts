@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { SessionManager, type FileEntry, type SessionEntry } from "@earendil-works/pi-coding-agent";
 import type { TempRepo } from "./git-repo.ts";
 import { FAUX_MODEL, onlySessionFile, runPiPrint, type PiSandbox } from "./pi.ts";
-import type { HerdrDouble } from "./herdr.ts";
+import type { HerdrServerBase } from "./herdr.ts";
 import { waitFor, type PrivateTmux } from "./tmux.ts";
 
 /** Pi's footer names the model; the typed command line shows it only after a slash. */
@@ -17,7 +17,8 @@ export const PI_READY = /(?<!\/)faux-1/;
 export const HANDOFF_STARTED = /^handoff(?::| \w+ \()|Handed off/m;
 
 export const sha256OfFile = (file: string): string => createHash("sha256").update(readFileSync(file)).digest("hex");
-export const entriesOnly = (entries: FileEntry[]): SessionEntry[] => entries.filter((e): e is SessionEntry => e.type !== "session");
+export const entriesOnly = (entries: FileEntry[]): SessionEntry[] =>
+  entries.filter((e): e is SessionEntry => e.type !== "session");
 
 export function textOf(message: unknown): string {
   const content = (message as { content?: unknown }).content;
@@ -31,20 +32,34 @@ export function textOf(message: unknown): string {
  * branch moved back to the first answer and continued (as /tree does), so the second turn is
  * abandoned but still in the file.
  */
-export function buildParentWithAbandonedBranch(sandbox: PiSandbox, repo: TempRepo): { file: string; abandonedIds: string[] } {
+export function buildParentWithAbandonedBranch(
+  sandbox: PiSandbox,
+  repo: TempRepo,
+): { file: string; abandonedIds: string[] } {
   runPiPrint(sandbox, repo.root, ["--model", FAUX_MODEL, "first question"]);
   const file = onlySessionFile(sandbox, repo.root);
   runPiPrint(sandbox, repo.root, ["--session", file, "--model", FAUX_MODEL, "abandoned question"]);
   const manager = SessionManager.open(file);
   const entries = manager.getEntries();
-  const firstAnswer = entries.find((e) => e.type === "message" && textOf(e.message) === "faux reply to: first question");
+  const firstAnswer = entries.find(
+    (e) => e.type === "message" && textOf(e.message) === "faux reply to: first question",
+  );
   const abandoned = entries.filter((e) => e.type === "message" && /abandoned question/.test(textOf(e.message)));
-  if (abandoned.length !== 2 || firstAnswer === undefined || firstAnswer.type !== "message" || firstAnswer.message.role !== "assistant") {
+  if (
+    abandoned.length !== 2 ||
+    firstAnswer === undefined ||
+    firstAnswer.type !== "message" ||
+    firstAnswer.message.role !== "assistant"
+  ) {
     throw new Error("The parent conversation did not come out as planned.");
   }
   manager.branch(firstAnswer.id);
   manager.appendMessage({ role: "user", content: [{ type: "text", text: "active question" }], timestamp: Date.now() });
-  manager.appendMessage({ ...firstAnswer.message, content: [{ type: "text", text: "faux reply to: active question" }], timestamp: Date.now() });
+  manager.appendMessage({
+    ...firstAnswer.message,
+    content: [{ type: "text", text: "faux reply to: active question" }],
+    timestamp: Date.now(),
+  });
   return { file, abandonedIds: abandoned.map((e) => e.id) };
 }
 
@@ -70,8 +85,8 @@ export function tmuxPane(tmux: PrivateTmux, pane: string): PaneDriver {
   };
 }
 
-/** A pane of the Herdr double, as the helpers here drive it: `pane read`, `send-text`, `send-keys`. */
-export function herdrPane(herdr: HerdrDouble, pane: string): PaneDriver {
+/** A Herdr pane (real or double), as the helpers here drive it: `pane read`, `send-text`, `send-keys`. */
+export function herdrPane(herdr: HerdrServerBase, pane: string): PaneDriver {
   return {
     name: pane,
     read: () => herdr.read(pane),
@@ -86,13 +101,21 @@ export function herdrPane(herdr: HerdrDouble, pane: string): PaneDriver {
 }
 
 /** Wait until the pane's screen matches; on timeout the error shows the screen. */
-export async function waitForScreen(pane: PaneDriver, pattern: RegExp, description: string, timeoutMs = 30_000): Promise<string> {
+export async function waitForScreen(
+  pane: PaneDriver,
+  pattern: RegExp,
+  description: string,
+  timeoutMs = 30_000,
+): Promise<string> {
   let last = "";
   try {
-    return await waitFor(async () => {
-      last = await pane.read();
-      return pattern.test(last) ? last : undefined;
-    }, { timeoutMs, intervalMs: 100, description });
+    return await waitFor(
+      async () => {
+        last = await pane.read();
+        return pattern.test(last) ? last : undefined;
+      },
+      { timeoutMs, intervalMs: 100, description },
+    );
   } catch (error) {
     throw new Error(`${(error as Error).message}\nScreen of ${pane.name}:\n${last}`);
   }
@@ -117,5 +140,7 @@ export async function submitLine(pane: PaneDriver, text: string, effect: RegExp,
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
-  throw new Error(`Typing ${JSON.stringify(text)} into ${pane.name} did not show ${effect} within ${timeoutMs} ms. Screen:\n${screen}`);
+  throw new Error(
+    `Typing ${JSON.stringify(text)} into ${pane.name} did not show ${effect} within ${timeoutMs} ms. Screen:\n${screen}`,
+  );
 }

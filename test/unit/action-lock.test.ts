@@ -62,9 +62,21 @@ async function holderProcess(id: string, action: string): Promise<ChildProcess> 
       "});",
     ].join("\n"),
   );
-  const child = spawn(process.execPath, ["--experimental-strip-types", "--disable-warning=ExperimentalWarning", script, STORE_MODULE_URL, store.dir, id, action], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      "--experimental-strip-types",
+      "--disable-warning=ExperimentalWarning",
+      script,
+      STORE_MODULE_URL,
+      store.dir,
+      id,
+      action,
+    ],
+    {
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
   await new Promise<void>((resolve, reject) => {
     child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
       if (chunk.includes("held")) resolve();
@@ -112,11 +124,18 @@ describe("withActionLock", () => {
     expect(existsSync(join(store.dir, `.${id}.action`))).toBe(true);
     expect(await store.actionHolder(id)).toBeUndefined();
     const leftovers = await store.leftovers();
-    expect(leftovers.map((entry) => [entry.kind, entry.name, entry.abandoned])).toEqual([["action_lock", `.${id}.action`, true]]);
-    expect(leftovers[0]?.reason).toMatch(new RegExp(`^the action lock of handoff ${id}: handoff by pid ${pid} since .+, which is gone$`));
+    expect(leftovers.map((entry) => [entry.kind, entry.name, entry.abandoned])).toEqual([
+      ["action_lock", `.${id}.action`, true],
+    ]);
+    expect(leftovers[0]?.reason).toMatch(
+      new RegExp(`^the action lock of handoff ${id}: handoff by pid ${pid} since .+, which is gone$`),
+    );
 
     const answer = await store.withActionLock(id, "relaunch", async () => {
-      const during = JSON.parse(await readFile(join(store.dir, `.${id}.action`), "utf8")) as { pid: number; action: string };
+      const during = JSON.parse(await readFile(join(store.dir, `.${id}.action`), "utf8")) as {
+        pid: number;
+        action: string;
+      };
       return `ran as ${during.action} by ${during.pid}`;
     });
     expect(answer).toBe(`ran as relaunch by ${process.pid}`);
@@ -159,7 +178,9 @@ describe("withActionLock", () => {
 
   it("is released when the action throws, and can be taken before the manifest exists", async () => {
     const id = store.newId("not-yet");
-    await expect(store.withActionLock(id, "handoff", async () => Promise.reject(new Error("boom")))).rejects.toThrow("boom");
+    await expect(store.withActionLock(id, "handoff", async () => Promise.reject(new Error("boom")))).rejects.toThrow(
+      "boom",
+    );
     expect(await store.withActionLock(id, "handoff", async () => "again")).toBe("again");
     expect(await readdir(store.dir)).toEqual([]);
   });
@@ -172,7 +193,8 @@ describe("leftovers and the sweep", () => {
     const deadTemp = `.${id}.json.${dead}.0123abcd.tmp`;
     const liveTemp = `.${id}.json.${process.pid}.89abcdef.tmp`;
     const oldTemp = `.${id}.json.${process.pid}.deadbeef.tmp`;
-    for (const name of [deadTemp, liveTemp, oldTemp, "notes.txt", `${id}.post-create.sh`]) await writeFile(join(store.dir, name), "{");
+    for (const name of [deadTemp, liveTemp, oldTemp, "notes.txt", `${id}.post-create.sh`])
+      await writeFile(join(store.dir, name), "{");
     const longAgo = new Date(Date.now() - TEMP_MAX_AGE_MS - 60_000);
     await utimes(join(store.dir, oldTemp), longAgo, longAgo);
     await mkdir(join(store.dir, ".store.lock"));
@@ -194,7 +216,9 @@ describe("leftovers and the sweep", () => {
 
     const swept = await store.sweepLeftovers();
     expect(swept.map((entry) => entry.name).sort()).toEqual([deadTemp, oldTemp, ".store.lock"].sort());
-    expect((await readdir(store.dir)).sort()).toEqual([liveTemp, `${id}.json`, `${id}.json.lock`, `${id}.post-create.sh`, "notes.txt"].sort());
+    expect((await readdir(store.dir)).sort()).toEqual(
+      [liveTemp, `${id}.json`, `${id}.json.lock`, `${id}.post-create.sh`, "notes.txt"].sort(),
+    );
     // The manifest itself is untouched.
     expect((await store.read(id)).ok).toBe(true);
   });
@@ -202,10 +226,19 @@ describe("leftovers and the sweep", () => {
   it("counts a handoff's launcher files as its own, and a dead launcher's note temp file as a temp file", async () => {
     const id = await createHandoff();
     const dead = await deadPid();
-    const own = [".launch.sh", ".launch.params", ".launch.window", ".launch.pid", ".launch.started", ".launch.refused"].map((suffix) => `${id}${suffix}`);
+    const own = [
+      ".launch.sh",
+      ".launch.params",
+      ".launch.window",
+      ".launch.pid",
+      ".launch.started",
+      ".launch.refused",
+    ].map((suffix) => `${id}${suffix}`);
     const noteTemp = `${id}.launch.started.${dead}.tmp`;
     for (const name of [...own, noteTemp]) await writeFile(join(store.dir, name), "x");
-    expect((await store.leftovers()).map((entry) => [entry.name, entry.kind, entry.abandoned])).toEqual([[noteTemp, "temp", true]]);
+    expect((await store.leftovers()).map((entry) => [entry.name, entry.kind, entry.abandoned])).toEqual([
+      [noteTemp, "temp", true],
+    ]);
     expect((await store.sweepLeftovers()).map((entry) => entry.name)).toEqual([noteTemp]);
     expect((await readdir(store.dir)).sort()).toEqual([`${id}.json`, ...own].sort());
   });

@@ -8,7 +8,10 @@ import { completeHandoffArgs, FLAG_COMPLETIONS, type CompletionSource } from "..
 
 describe("parseHandoffArgs: setup flags", () => {
   it("reads --carry, --carry=all, --existing and --fetch anywhere before the task", () => {
-    expect(parseHandoffArgs("b --carry")).toEqual({ ok: true, args: { branch: "b", base: "HEAD", baseGiven: false, focus: true, carry: "tracked" } });
+    expect(parseHandoffArgs("b --carry")).toEqual({
+      ok: true,
+      args: { branch: "b", base: "HEAD", baseGiven: false, focus: true, carry: "tracked" },
+    });
     expect(parseHandoffArgs("--carry=all b main -- go")).toEqual({
       ok: true,
       args: { branch: "b", base: "main", baseGiven: true, focus: true, carry: "all", task: "go" },
@@ -18,19 +21,33 @@ describe("parseHandoffArgs: setup flags", () => {
       args: { branch: "b", base: "HEAD", baseGiven: false, focus: true, existing: true, fetch: true },
     });
     // After " -- " they are part of the task.
-    expect(parseHandoffArgs("b -- use --carry later")).toEqual({ ok: true, args: { branch: "b", base: "HEAD", baseGiven: false, focus: true, task: "use --carry later" } });
+    expect(parseHandoffArgs("b -- use --carry later")).toEqual({
+      ok: true,
+      args: { branch: "b", base: "HEAD", baseGiven: false, focus: true, task: "use --carry later" },
+    });
   });
 
   it("refuses an unknown --carry value in one sentence", () => {
-    expect(parseHandoffArgs("b --carry=some")).toEqual({ ok: false, message: '--carry takes no value or =all, not "some".' });
+    expect(parseHandoffArgs("b --carry=some")).toEqual({
+      ok: false,
+      message: '--carry takes no value or =all, not "some".',
+    });
   });
 
   it("documents every flag in the help and the usage", () => {
-    for (const flag of ["--carry", "--carry=all", "--existing", "--fetch", "--mux", "--no-focus", "--approve-post-create"]) {
+    for (const flag of [
+      "--carry",
+      "--carry=all",
+      "--existing",
+      "--fetch",
+      "--mux",
+      "--no-focus",
+      "--approve-post-create",
+    ]) {
       expect(HANDOFF_HELP).toContain(`  ${flag}`);
     }
     expect(HANDOFF_USAGE).toBe(
-      "/handoff-worktree <branch> [base] [--carry[=all]] [--existing] [--fetch] [--mux tmux|herdr] [--no-focus] [--approve-post-create] [-- task]",
+      "/handoff-worktree <branch> [base] [--carry[=all]] [--existing] [--fetch] [--mux tmux|herdr|zellij] [--no-focus] [--approve-post-create] [-- task]",
     );
     expect(parseHandoffArgs("b --approve-post-create")).toMatchObject({ ok: true, args: { approvePostCreate: true } });
   });
@@ -38,7 +55,11 @@ describe("parseHandoffArgs: setup flags", () => {
 
 describe("completeHandoffArgs", () => {
   const source: CompletionSource = {
-    refs: async () => ({ branches: ["main", "feat/login", "feat/busy"], remotes: ["origin/main", "origin/feat/login"], tags: ["v1.0"] }),
+    refs: async () => ({
+      branches: ["main", "feat/login", "feat/busy"],
+      remotes: ["origin/main", "origin/feat/login"],
+      tags: ["v1.0"],
+    }),
     checkedOut: async () => new Set(["main", "feat/busy"]),
   };
 
@@ -47,11 +68,15 @@ describe("completeHandoffArgs", () => {
       { value: "feat/x --carry ", label: "--carry", description: FLAG_COMPLETIONS[0]?.description },
       { value: "feat/x --carry=all ", label: "--carry=all", description: FLAG_COMPLETIONS[1]?.description },
     ]);
-    expect(await completeHandoffArgs("feat/x --mux h", source)).toEqual([{ value: "feat/x --mux herdr ", label: "herdr" }]);
+    expect(await completeHandoffArgs("feat/x --mux h", source)).toEqual([
+      { value: "feat/x --mux herdr ", label: "herdr" },
+    ]);
   });
 
   it("offers branches that are not checked out anywhere for --existing", async () => {
-    expect(await completeHandoffArgs("--existing feat/", source)).toEqual([{ value: "--existing feat/login ", label: "feat/login", description: "existing branch" }]);
+    expect(await completeHandoffArgs("--existing feat/", source)).toEqual([
+      { value: "--existing feat/login ", label: "feat/login", description: "existing branch" },
+    ]);
   });
 
   it("offers refs for the base, nothing for a new branch name, nothing inside the task", async () => {
@@ -59,14 +84,31 @@ describe("completeHandoffArgs", () => {
       { value: "feat/x --carry origin/main ", label: "origin/main", description: "remote branch" },
       { value: "feat/x --carry origin/feat/login ", label: "origin/feat/login", description: "remote branch" },
     ]);
-    expect(await completeHandoffArgs("feat/x v", source)).toEqual([{ value: "feat/x v1.0 ", label: "v1.0", description: "tag" }]);
+    expect(await completeHandoffArgs("feat/x v", source)).toEqual([
+      { value: "feat/x v1.0 ", label: "v1.0", description: "tag" },
+    ]);
     expect(await completeHandoffArgs("fe", source)).toBeNull();
     expect(await completeHandoffArgs("feat/x main -- fix ma", source)).toBeNull();
     expect(await completeHandoffArgs("--existing feat/login ma", source)).toBeNull();
   });
 
+  it("offers nothing for a word typed out whole, so Enter runs the command", async () => {
+    expect(await completeHandoffArgs("feat/two --no-focus", source)).toBeNull();
+    // Not --carry=all either: Enter would accept it in place of what was typed.
+    expect(await completeHandoffArgs("feat/x --carry", source)).toBeNull();
+    expect(await completeHandoffArgs("feat/x --mux tmux", source)).toBeNull();
+    expect(await completeHandoffArgs("feat/x main", source)).toBeNull();
+    expect(await completeHandoffArgs("feat/x origin/main", source)).toBeNull();
+    expect(await completeHandoffArgs("--existing feat/login", source)).toBeNull();
+    // One more character still completes.
+    expect((await completeHandoffArgs("feat/x --no-focu", source))?.map((item) => item.label)).toEqual(["--no-focus"]);
+  });
+
   it("offers nothing when git cannot be asked", async () => {
-    const failing: CompletionSource = { refs: async () => Promise.reject(new Error("no repo")), checkedOut: async () => new Set() };
+    const failing: CompletionSource = {
+      refs: async () => Promise.reject(new Error("no repo")),
+      checkedOut: async () => new Set(),
+    };
     expect(await completeHandoffArgs("feat/x ma", failing)).toBeNull();
   });
 });

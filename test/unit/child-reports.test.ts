@@ -20,7 +20,15 @@ const base = { handoffId: "feat-x-1234", branch: "feat/x", parentSessionFile: "/
 describe("ChildReportStore", () => {
   it("redacts secrets, drops control characters and bounds the text before writing", async () => {
     const store = new ChildReportStore(join(dir, "a"));
-    const written = await store.write({ ...base, kind: "report", text: `done \u001b[31mred\u001b[0m with token ghp_${"a".repeat(36)} ${"x".repeat(5000)}`, commits: [] }, new Date("2026-01-01T00:00:00Z"));
+    const written = await store.write(
+      {
+        ...base,
+        kind: "report",
+        text: `done \u001b[31mred\u001b[0m with token ghp_${"a".repeat(36)} ${"x".repeat(5000)}`,
+        commits: [],
+      },
+      new Date("2026-01-01T00:00:00Z"),
+    );
     expect(written.written).toBe(true);
     expect(written.text.length).toBe(MAX_REPORT_TEXT_CHARS);
     expect(written.text.startsWith("done red with token ")).toBe(true);
@@ -28,17 +36,37 @@ describe("ChildReportStore", () => {
     expect(Object.values(written.redactions).reduce((a, b) => a + b, 0)).toBe(1);
     const files = readdirSync(join(dir, "a", base.handoffId));
     expect(files).toEqual([`${written.id}.json`]);
-    expect(JSON.parse(readFileSync(join(dir, "a", base.handoffId, files[0] ?? ""), "utf8"))).toMatchObject({ id: written.id, kind: "report" });
+    expect(JSON.parse(readFileSync(join(dir, "a", base.handoffId, files[0] ?? ""), "utf8"))).toMatchObject({
+      id: written.id,
+      kind: "report",
+    });
   });
 
   it("writes a fixed-id notice at most once, and lists reports oldest first, skipping broken files", async () => {
     const store = new ChildReportStore(join(dir, "b"));
     const at = new Date("2026-01-01T00:00:01Z");
     const landing = { into: "main", strategy: "ff", result: sha("b") };
-    const first = await store.write({ ...base, kind: "landed", text: "landed", commits: [{ sha: sha("b"), subject: "s" }], landing, fixedId: { at, hex: sha("b") } });
-    const again = await store.write({ ...base, kind: "landed", text: "landed again", commits: [], landing, fixedId: { at, hex: sha("b") } });
+    const first = await store.write({
+      ...base,
+      kind: "landed",
+      text: "landed",
+      commits: [{ sha: sha("b"), subject: "s" }],
+      landing,
+      fixedId: { at, hex: sha("b") },
+    });
+    const again = await store.write({
+      ...base,
+      kind: "landed",
+      text: "landed again",
+      commits: [],
+      landing,
+      fixedId: { at, hex: sha("b") },
+    });
     expect([first.written, again.written, again.id]).toEqual([true, false, first.id]);
-    const earlier = await store.write({ ...base, kind: "report", text: "earlier", commits: [] }, new Date("2026-01-01T00:00:00Z"));
+    const earlier = await store.write(
+      { ...base, kind: "report", text: "earlier", commits: [] },
+      new Date("2026-01-01T00:00:00Z"),
+    );
     writeFileSync(join(dir, "b", base.handoffId, "1767225600500-deadbeef.json"), "{ not json");
     const listed = await store.list(base.handoffId);
     expect(listed.reports.map((report) => [report.id, report.text])).toEqual([
@@ -53,7 +81,20 @@ describe("ChildReportStore", () => {
 describe("report messages and selection", () => {
   it("names the handoff, the text and the commits, and selects only what is not known", async () => {
     const store = new ChildReportStore(join(dir, "c"));
-    const report = await store.write({ ...base, kind: "report", text: "did it", left: "docs", commits: [{ sha: sha("a"), subject: "first" }, { sha: sha("b"), subject: "second" }], commitsTotal: 3 }, new Date("2026-01-01T00:00:00Z"));
+    const report = await store.write(
+      {
+        ...base,
+        kind: "report",
+        text: "did it",
+        left: "docs",
+        commits: [
+          { sha: sha("a"), subject: "first" },
+          { sha: sha("b"), subject: "second" },
+        ],
+        commitsTotal: 3,
+      },
+      new Date("2026-01-01T00:00:00Z"),
+    );
     const message = reportMessage(report);
     expect(message.content).toBe(
       [
@@ -66,9 +107,15 @@ describe("report messages and selection", () => {
         "- ... and 1 more",
       ].join("\n"),
     );
-    expect(message).toMatchObject({ customType: "handoff-worktree-report", display: true, details: { reportId: report.id, kind: "report", commits: [sha("a"), sha("b")] } });
+    expect(message).toMatchObject({
+      customType: "handoff-worktree-report",
+      display: true,
+      details: { reportId: report.id, kind: "report", commits: [sha("a"), sha("b")] },
+    });
     const known = new Set<string>();
-    expect((await undeliveredReports(store, [base.handoffId], (t) => known.has(tripleKey(t)))).map((r) => r.id)).toEqual([report.id]);
+    expect(
+      (await undeliveredReports(store, [base.handoffId], (t) => known.has(tripleKey(t)))).map((r) => r.id),
+    ).toEqual([report.id]);
     known.add(tripleKey(reportTriple(report)));
     expect(await undeliveredReports(store, [base.handoffId], (t) => known.has(tripleKey(t)))).toEqual([]);
   });

@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { DeliveryQueue, Poll, tripleKey, type DeliveryHost, type DeliveryMessage } from "../../src/lineage/delivery.ts";
 import { LINEAGE_LEDGER_TYPE } from "../../src/lineage/ledger.ts";
+import { startDeliveryTriggersTurn } from "../../src/lineage/reports.ts";
 
 function recordingHost(idle = true) {
   const sent: { message: DeliveryMessage; triggerTurn: boolean }[] = [];
@@ -37,10 +38,38 @@ describe("DeliveryQueue", () => {
     queue.flush();
     expect(sent).toEqual([{ message: message("one"), triggerTurn: false }]);
     expect(entries).toEqual([
-      { customType: LINEAGE_LEDGER_TYPE, data: { version: 1, kind: "report", at: "2026-01-02T03:04:05.000Z", delivered: [triple("r1")] } },
+      {
+        customType: LINEAGE_LEDGER_TYPE,
+        data: { version: 1, kind: "report", at: "2026-01-02T03:04:05.000Z", delivered: [triple("r1")] },
+      },
     ]);
     queue.flush();
     expect(sent).toHaveLength(1);
+  });
+
+  it("lets one flush override whether a turn starts (a delivery at session start)", () => {
+    const { host, sent } = recordingHost(true);
+    const queue = new DeliveryQueue(host, new Set(), { waitForSettle: false, triggerTurn: true, now: at });
+    queue.enqueue({ kind: "report", message: message("at start"), records: [triple("r1")] });
+    queue.flush({ triggerTurn: false });
+    queue.enqueue({ kind: "report", message: message("later"), records: [triple("r2")] });
+    queue.flush();
+    expect(sent.map((item) => [item.message.content, item.triggerTurn])).toEqual([
+      ["at start", false],
+      ["later", true],
+    ]);
+    // At start a turn is started only in the TUI, and only when the settings ask for it.
+    expect(
+      (["tui", "print", "json", "rpc"] as const).map((mode) => [
+        startDeliveryTriggersTurn(true, mode),
+        startDeliveryTriggersTurn(false, mode),
+      ]),
+    ).toEqual([
+      [true, false],
+      [false, false],
+      [false, false],
+      [false, false],
+    ]);
   });
 
   it("waits for a settle when asked, and release() ends the wait", () => {
@@ -119,5 +148,58 @@ describe("Poll", () => {
     expect(ticks).toBe(after);
     expect(overlapped).toBe(false);
     expect(poll.active).toBe(false);
+  });
+});
+
+describe("notes into a handoff child (lineage/notes.ts)", () => {
+  it("delivers a rebase note once, at an idle point, without a turn, and never again (ledger, restart)", async () => {
+    const { mkdtempSync, rmSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const { HandoffNoteStore } = await import("../../src/manifest/handoff-notes.ts");
+    const { noteMessage, noteTriple, undeliveredNotes, NOTE_MESSAGE_TYPE } = await import("../../src/lineage/notes.ts");
+    const { readLedger } = await import("../../src/lineage/ledger.ts");
+    const dir = mkdtempSync(join(tmpdir(), "phw-notes-"));
+    try {
+      const store = new HandoffNoteStore(dir);
+      const sha = (c: string) => c.repeat(40);
+      const input = {
+        handoffId: "h-1234",
+        kind: "rebased" as const,
+        branch: "feat/x",
+        text: "The base of this handoff moved.\u001b[31m",
+        rebase: { onto: { ref: "main", sha: sha("a") }, from: sha("b"), to: sha("c"), commits: 2 },
+        fixedId: { at: new Date("2026-01-02T03:04:05.000Z"), hex: sha("c") },
+      };
+      expect((await store.write(input)).written).toBe(true);
+      // Told again after a crash: the same note, not a second one.
+      expect((await store.write(input)).written).toBe(false);
+      const { host, sent, entries, state } = recordingHost(false);
+      const queue = new DeliveryQueue(host, new Set(), { waitForSettle: false, now: at });
+      const feed = async (q: DeliveryQueue) => {
+        for (const note of await undeliveredNotes(store, "h-1234", (t) => q.known(t)))
+          q.enqueue({ kind: `note-${note.kind}`, message: noteMessage(note), records: [noteTriple(note)] });
+        q.flush();
+      };
+      await feed(queue);
+      expect(sent).toEqual([]);
+      state.idle = true;
+      await feed(queue);
+      await feed(queue);
+      expect(sent).toHaveLength(1);
+      expect(sent[0]).toMatchObject({
+        triggerTurn: false,
+        message: { customType: NOTE_MESSAGE_TYPE, content: "The base of this handoff moved." },
+      });
+      // A restarted child reads its ledger back and delivers nothing again.
+      const again = recordingHost(true);
+      const ledger = readLedger(
+        entries.map((entry) => ({ type: "custom", customType: entry.customType, data: entry.data })),
+      );
+      await feed(new DeliveryQueue(again.host, ledger, { waitForSettle: false }));
+      expect(again.sent).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

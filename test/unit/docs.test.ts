@@ -21,11 +21,17 @@ function markdownFiles(dir: string): string[] {
 
 const README = join(PROJECT_ROOT, "README.md");
 const DOCS = [README, ...markdownFiles(join(PROJECT_ROOT, "docs"))];
-const PACKAGE = JSON.parse(readFileSync(join(PROJECT_ROOT, "package.json"), "utf8")) as { homepage: string; files: string[] };
+const PACKAGE = JSON.parse(readFileSync(join(PROJECT_ROOT, "package.json"), "utf8")) as {
+  homepage: string;
+  files: string[];
+};
 /** The repository, from package.json's homepage: where the README's links and picture point. */
 const REPO_URL = PACKAGE.homepage.replace(/#.*$/, "");
 const REPO_BLOB = `${REPO_URL}/blob/main/`;
 const REPO_RAW = `${REPO_URL.replace("https://github.com/", "https://raw.githubusercontent.com/")}/main/`;
+
+/** The README's picture, by its path in the repository. */
+const DEMO_PICTURE = "docs/demo.png";
 
 /** GitHub's heading anchors: lowercase, punctuation dropped, spaces to dashes. */
 function anchorsOf(markdown: string): Set<string> {
@@ -61,33 +67,42 @@ describe("documentation", () => {
     }
   });
 
-  it.each(DOCS.map((file) => [relative(PROJECT_ROOT, file), file]))("%s: every relative link resolves", (_name, file) => {
-    const text = withoutCodeBlocks(readFileSync(file, "utf8"));
-    const broken: string[] = [];
-    const isReadme = file === README;
-    for (const match of text.matchAll(/\[[^\]]*\]\(([^)\s]+)\)/g)) {
-      let target = match[1] ?? "";
-      // The README is also the registry's page, where a relative link leads nowhere: it links into
-      // the repository by absolute URL, checked here against the files it names.
-      if (isReadme && !/^[a-z]+:/i.test(target)) {
-        broken.push(`${target} (relative in the README)`);
-        continue;
+  it.each(DOCS.map((file) => [relative(PROJECT_ROOT, file), file]))(
+    "%s: every relative link resolves",
+    (_name, file) => {
+      const text = withoutCodeBlocks(readFileSync(file, "utf8"));
+      const broken: string[] = [];
+      const isReadme = file === README;
+      for (const match of text.matchAll(/\[[^\]]*\]\(([^)\s]+)\)/g)) {
+        let target = match[1] ?? "";
+        // The README is also the registry's page, where a relative link leads nowhere: it links into
+        // the repository by absolute URL, checked here against the files it names. The one
+        // exception is the demo picture, by its path in the repository: it shows offline (a
+        // checkout, the installed package), and GitHub and the registry resolve it there.
+        if (isReadme && !/^[a-z]+:/i.test(target) && target !== DEMO_PICTURE) {
+          broken.push(`${target} (relative in the README)`);
+          continue;
+        }
+        const own = [REPO_BLOB, REPO_RAW].find((base) => target.startsWith(base));
+        if (own !== undefined) target = relative(dirname(file), join(PROJECT_ROOT, target.slice(own.length))) || ".";
+        else if (/^[a-z]+:/i.test(target)) continue; // external: not checked offline
+        const [pathPart = "", anchor] = target.split("#");
+        const resolved = pathPart === "" ? file : resolve(dirname(file), pathPart);
+        if (!existsSync(resolved)) {
+          broken.push(target);
+          continue;
+        }
+        if (
+          anchor !== undefined &&
+          resolved.endsWith(".md") &&
+          !anchorsOf(readFileSync(resolved, "utf8")).has(anchor)
+        ) {
+          broken.push(target);
+        }
       }
-      const own = [REPO_BLOB, REPO_RAW].find((base) => target.startsWith(base));
-      if (own !== undefined) target = relative(dirname(file), join(PROJECT_ROOT, target.slice(own.length))) || ".";
-      else if (/^[a-z]+:/i.test(target)) continue; // external: not checked offline
-      const [pathPart = "", anchor] = target.split("#");
-      const resolved = pathPart === "" ? file : resolve(dirname(file), pathPart);
-      if (!existsSync(resolved)) {
-        broken.push(target);
-        continue;
-      }
-      if (anchor !== undefined && resolved.endsWith(".md") && !anchorsOf(readFileSync(resolved, "utf8")).has(anchor)) {
-        broken.push(target);
-      }
-    }
-    expect(broken).toEqual([]);
-  });
+      expect(broken).toEqual([]);
+    },
+  );
 
   it("names only flags /handoff-worktree knows, and the command accepts them", () => {
     const readme = readFileSync(join(PROJECT_ROOT, "README.md"), "utf8");
@@ -114,12 +129,26 @@ describe("documentation", () => {
     const help = run.stdout;
     const commandsBlock = help.slice(help.indexOf("Commands:"), help.indexOf("Exit status:"));
     const commands = new Set([...commandsBlock.matchAll(/^ {2}([a-z]+)\b/gm)].map((m) => m[1] ?? ""));
-    expect([...commands].sort()).toEqual(["focus", "inspect", "land", "list", "prune", "relaunch", "remove"]);
+    expect([...commands].sort()).toEqual([
+      "completion",
+      "env",
+      "focus",
+      "forecast",
+      "inspect",
+      "land",
+      "list",
+      "prune",
+      "rebase",
+      "relaunch",
+      "remove",
+    ]);
     const helpFlags = new Set(help.match(/--[a-z][a-z-]*/g) ?? []);
 
     const readme = readFileSync(join(PROJECT_ROOT, "README.md"), "utf8");
     // Commands are named in code: fenced blocks and inline spans, one line at a time.
-    const code = [...readme.matchAll(/```[\s\S]*?```/g), ...readme.matchAll(/`[^`\n]+`/g)].flatMap((m) => m[0].split("\n"));
+    const code = [...readme.matchAll(/```[\s\S]*?```/g), ...readme.matchAll(/`[^`\n]+`/g)].flatMap((m) =>
+      m[0].split("\n"),
+    );
     const uses = code.flatMap((line) => [...line.matchAll(/(?<![\w-])pi-handoff ([a-z][\w-]*)([^`#\n]*)/g)]);
     expect(uses.length).toBeGreaterThan(8);
     const named = new Set<string>();
@@ -127,7 +156,8 @@ describe("documentation", () => {
       const [whole, command = "", rest = ""] = use;
       expect(commands, whole).toContain(command);
       named.add(command);
-      for (const flag of rest.match(/--[a-z][a-z-]*/g) ?? []) expect(helpFlags, `${flag} in "${whole}"`).toContain(flag);
+      for (const flag of rest.match(/--[a-z][a-z-]*/g) ?? [])
+        expect(helpFlags, `${flag} in "${whole}"`).toContain(flag);
     }
     // The README shows every command at least once.
     expect([...named].sort()).toEqual([...commands].sort());
@@ -135,14 +165,18 @@ describe("documentation", () => {
 
   it("names only environment variables the code reads, and embeds the demo picture", () => {
     const readme = readFileSync(join(PROJECT_ROOT, "README.md"), "utf8");
-    const sources = ["src", "pi-extension"].flatMap((dir) => sourceFiles(join(PROJECT_ROOT, dir))).map((file) => readFileSync(file, "utf8")).join("\n");
+    const sources = ["src", "pi-extension"]
+      .flatMap((dir) => sourceFiles(join(PROJECT_ROOT, dir)))
+      .map((file) => readFileSync(file, "utf8"))
+      .join("\n");
     const variables = new Set(readme.match(/\bPI_HANDOFF_[A-Z_]+/g) ?? []);
     expect(variables.size).toBeGreaterThan(3);
     // Read as `env.NAME`, `env["NAME"]` or through a constant `"NAME"`: a name in a comment does not count.
     const unread = [...variables].filter((variable) => !new RegExp(`(?:\\.|["'])${variable}\\b`).test(sources));
     expect(unread).toEqual([]);
-    // By absolute URL (the registry's page has no files beside it), of a file the package ships.
-    expect(readme).toContain(`](${REPO_RAW}docs/demo.png)`);
+    // By its path in the repository, a file the package ships: it shows offline too.
+    expect(readme).toContain(`](${DEMO_PICTURE})`);
+    expect(readme).not.toContain(`${REPO_RAW}docs/demo.png`);
     expect(PACKAGE.files).toContain("docs");
   });
 });

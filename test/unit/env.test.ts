@@ -20,10 +20,18 @@ describe("readHandoffEnv", () => {
     ["PI_HANDOFF_SHELL_TIMEOUT_MS", "-5", `${MS} (such as 15000)`],
     ["PI_HANDOFF_SHELL_TIMEOUT_MS", "1.5", `${MS} (such as 15000)`],
     ["PI_HANDOFF_SHELL_TIMEOUT_MS", "600001", `${MS} (such as 15000)`],
-    ["PI_HANDOFF_POST_CREATE_TIMEOUT_MS", "10s", "a whole number of milliseconds from 1000 to 86400000 (such as 600000)"],
+    [
+      "PI_HANDOFF_POST_CREATE_TIMEOUT_MS",
+      "10s",
+      "a whole number of milliseconds from 1000 to 86400000 (such as 600000)",
+    ],
     ["PI_HANDOFF_GIT_TIMEOUT_MS", "999", "a whole number of milliseconds from 1000 to 3600000 (such as 60000)"],
     ["PI_HANDOFF_GIT_FETCH_TIMEOUT_MS", "soon", "a whole number of milliseconds from 1000 to 3600000 (such as 30000)"],
-    ["PI_HANDOFF_GIT_WORKTREE_TIMEOUT_MS", "0", "a whole number of milliseconds from 1000 to 86400000 (such as 600000)"],
+    [
+      "PI_HANDOFF_GIT_WORKTREE_TIMEOUT_MS",
+      "0",
+      "a whole number of milliseconds from 1000 to 86400000 (such as 600000)",
+    ],
     ["PI_HANDOFF_LINEAGE_POLL_MS", "50", "a whole number of milliseconds, at least 100 (such as 2000)"],
     [
       "PI_HANDOFF_WORKTREE_ROOT",
@@ -47,18 +55,35 @@ describe("readHandoffEnv", () => {
         PI_HANDOFF_LINEAGE_POLL_MS: "100",
         UNRELATED: "x",
       }),
-    ).toEqual({ ok: true, env: { PI_HANDOFF_CONFIRM_TIMEOUT_MS: 45000, PI_HANDOFF_WORKTREE_ROOT: "~/trees", PI_HANDOFF_LINEAGE_POLL_MS: 100 } });
-    expect(readHandoffEnv({ PI_HANDOFF_WORKTREE_ROOT: "/srv/trees" })).toEqual({ ok: true, env: { PI_HANDOFF_WORKTREE_ROOT: "/srv/trees" } });
+    ).toEqual({
+      ok: true,
+      env: {
+        PI_HANDOFF_CONFIRM_TIMEOUT_MS: 45000,
+        PI_HANDOFF_WORKTREE_ROOT: "~/trees",
+        PI_HANDOFF_LINEAGE_POLL_MS: 100,
+      },
+    });
+    expect(readHandoffEnv({ PI_HANDOFF_WORKTREE_ROOT: "/srv/trees" })).toEqual({
+      ok: true,
+      env: { PI_HANDOFF_WORKTREE_ROOT: "/srv/trees" },
+    });
     expect(readHandoffEnv({})).toEqual({ ok: true, env: {} });
   });
 
   it("checks only the variables asked for, and the launch waits take only valid ones", () => {
-    expect(readHandoffEnv({ PI_HANDOFF_LINEAGE_POLL_MS: "x" }, ["PI_HANDOFF_CONFIRM_TIMEOUT_MS"])).toEqual({ ok: true, env: {} });
-    expect(validHandoffEnv({ PI_HANDOFF_CONFIRM_TIMEOUT_MS: "abc", PI_HANDOFF_SHELL_TIMEOUT_MS: "500" }, HANDOFF_ENV_NAMES)).toEqual({ PI_HANDOFF_SHELL_TIMEOUT_MS: 500 });
-    expect(launchTimeoutsFromEnv({ PI_HANDOFF_CONFIRM_TIMEOUT_MS: "abc", PI_HANDOFF_SHELL_TIMEOUT_MS: "500" })).toEqual({
-      ...DEFAULT_LAUNCH_TIMEOUTS,
-      shellMs: 500,
+    expect(readHandoffEnv({ PI_HANDOFF_LINEAGE_POLL_MS: "x" }, ["PI_HANDOFF_CONFIRM_TIMEOUT_MS"])).toEqual({
+      ok: true,
+      env: {},
     });
+    expect(
+      validHandoffEnv({ PI_HANDOFF_CONFIRM_TIMEOUT_MS: "abc", PI_HANDOFF_SHELL_TIMEOUT_MS: "500" }, HANDOFF_ENV_NAMES),
+    ).toEqual({ PI_HANDOFF_SHELL_TIMEOUT_MS: 500 });
+    expect(launchTimeoutsFromEnv({ PI_HANDOFF_CONFIRM_TIMEOUT_MS: "abc", PI_HANDOFF_SHELL_TIMEOUT_MS: "500" })).toEqual(
+      {
+        ...DEFAULT_LAUNCH_TIMEOUTS,
+        shellMs: 500,
+      },
+    );
   });
 
   it("knows every PI_HANDOFF_* setting the code reads", () => {
@@ -68,7 +93,16 @@ describe("readHandoffEnv", () => {
       for (const match of readFileSync(file, "utf8").matchAll(/\bPI_HANDOFF_[A-Z_]+\b/g)) read.add(match[0]);
     }
     // Set by the package for its children, or for tests: not user settings.
-    for (const internal of ["PI_HANDOFF_ID", "PI_HANDOFF_BRANCH", "PI_HANDOFF_WORKTREE", "PI_HANDOFF_MAIN_CHECKOUT", "PI_HANDOFF_FAULT", "PI_HANDOFF_PROCESS_INFO"]) {
+    for (const internal of [
+      "PI_HANDOFF_ID",
+      "PI_HANDOFF_BRANCH",
+      "PI_HANDOFF_WORKTREE",
+      "PI_HANDOFF_MAIN_CHECKOUT",
+      "PI_HANDOFF_FAULT",
+      "PI_HANDOFF_PROCESS_INFO",
+      "PI_HANDOFF_PORT",
+      "PI_HANDOFF_PORTS",
+    ]) {
       read.delete(internal);
     }
     expect([...read].filter((name) => !(HANDOFF_ENV_NAMES as string[]).includes(name)).sort()).toEqual([]);
@@ -77,14 +111,26 @@ describe("readHandoffEnv", () => {
 
 describe("the note for uncommitted work that stays behind", () => {
   it.each([
-    [{ tracked: 2, untracked: 0 }, undefined, "Not carried: 2 uncommitted change(s) to tracked files stayed in /repo (the new worktree does not have them); --carry takes them along."],
+    [
+      { tracked: 2, untracked: 0 },
+      undefined,
+      "Not carried: 2 uncommitted changes to tracked files stayed in /repo (the new worktree does not have them); --carry takes them along.",
+    ],
     [
       { tracked: 2, untracked: 1 },
       undefined,
-      "Not carried: 2 uncommitted change(s) to tracked files and 1 untracked file(s) stayed in /repo (the new worktree does not have them); --carry takes the changes along, --carry=all the untracked files too.",
+      "Not carried: 2 uncommitted changes to tracked files and 1 untracked file stayed in /repo (the new worktree does not have them); --carry takes the changes along, --carry=all the untracked files too.",
     ],
-    [{ tracked: 0, untracked: 3 }, undefined, "Not carried: 3 untracked file(s) stayed in /repo (the new worktree does not have them); --carry=all takes them along."],
-    [{ tracked: 2, untracked: 1 }, "tracked", "Not carried: 1 untracked file(s) stayed in /repo (the new worktree does not have them); --carry=all takes them along."],
+    [
+      { tracked: 0, untracked: 3 },
+      undefined,
+      "Not carried: 3 untracked files stayed in /repo (the new worktree does not have them); --carry=all takes them along.",
+    ],
+    [
+      { tracked: 2, untracked: 1 },
+      "tracked",
+      "Not carried: 1 untracked file stayed in /repo (the new worktree does not have them); --carry=all takes them along.",
+    ],
     [{ tracked: 2, untracked: 0 }, "tracked", undefined],
     [{ tracked: 2, untracked: 1 }, "all", undefined],
     [{ tracked: 0, untracked: 0 }, undefined, undefined],

@@ -73,7 +73,13 @@ describe("parseWorktreeList", () => {
   });
 
   it("keeps paths with spaces whole and ignores unknown keys", () => {
-    const text = ["worktree /repos/my app", `HEAD ${MAIN_SHA}`, "branch refs/heads/main", "future-key some value", ""].join("\n");
+    const text = [
+      "worktree /repos/my app",
+      `HEAD ${MAIN_SHA}`,
+      "branch refs/heads/main",
+      "future-key some value",
+      "",
+    ].join("\n");
     expect(parseWorktreeList(text)).toEqual([entry({ path: "/repos/my app", head: MAIN_SHA, branch: "main" })]);
   });
 

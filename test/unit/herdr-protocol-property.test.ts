@@ -1,5 +1,5 @@
 /**
- * Property tests for the Herdr output decoder (src/mux/herdr-protocol.ts), with fast-check:
+ * Property tests for the Herdr output decoder (src/mux/herdr/protocol.ts), with fast-check:
  * - anything at all on either stream (random text, random JSON, JSON of the wrong shape) decodes to
  *   one of the four typed outcomes, never a throw;
  * - a valid envelope generated from the schemas decodes to exactly what was encoded, with unknown
@@ -23,7 +23,7 @@ import {
   WorktreeOpenedSchema,
   WorktreeRemovedSchema,
   type HerdrOutput,
-} from "../../src/mux/herdr-protocol.ts";
+} from "../../src/mux/herdr/protocol.ts";
 
 const RUNS = { numRuns: 300 };
 
@@ -36,7 +36,13 @@ const count = fc.nat({ max: 10_000 });
 const text = fc.string({ maxLength: 40 });
 const pid = fc.integer({ min: 1, max: 4_194_304 });
 
-const worktreeOfWorkspace = fc.record({ repo_key: text, repo_name: text, repo_root: text, checkout_path: text, is_linked_worktree: fc.boolean() });
+const worktreeOfWorkspace = fc.record({
+  repo_key: text,
+  repo_name: text,
+  repo_root: text,
+  checkout_path: text,
+  is_linked_worktree: fc.boolean(),
+});
 const workspace = fc.record(
   {
     workspace_id: workspaceId,
@@ -49,7 +55,18 @@ const workspace = fc.record(
     agent_status: text,
     worktree: worktreeOfWorkspace,
   },
-  { requiredKeys: ["workspace_id", "number", "label", "focused", "pane_count", "tab_count", "active_tab_id", "agent_status"] },
+  {
+    requiredKeys: [
+      "workspace_id",
+      "number",
+      "label",
+      "focused",
+      "pane_count",
+      "tab_count",
+      "active_tab_id",
+      "agent_status",
+    ],
+  },
 );
 const pane = fc.record(
   {
@@ -84,7 +101,13 @@ const foregroundProcess = fc.record(
   { requiredKeys: ["pid", "name"] },
 );
 const processInfo = fc.record(
-  { pane_id: paneId, shell_pid: pid, foreground_process_group_id: pid, tty: text, foreground_processes: fc.array(foregroundProcess, { maxLength: 3 }) },
+  {
+    pane_id: paneId,
+    shell_pid: pid,
+    foreground_process_group_id: pid,
+    tty: text,
+    foreground_processes: fc.array(foregroundProcess, { maxLength: 3 }),
+  },
   // Always present here, so the decoded value equals the encoded one (absent decodes to [], tested below).
   { requiredKeys: ["pane_id", "foreground_processes"] },
 );
@@ -95,11 +118,27 @@ const source = fc.record(
 
 /** Each result type with its schema: what a call expects, and what Herdr would print for it. */
 const RESULTS: Array<{ type: string; schema: z.ZodType<unknown>; result: fc.Arbitrary<Record<string, unknown>> }> = [
-  { type: "workspace_info", schema: WorkspaceInfoResultSchema, result: fc.record({ type: fc.constant("workspace_info"), workspace }) },
-  { type: "workspace_list", schema: WorkspaceListSchema, result: fc.record({ type: fc.constant("workspace_list"), workspaces: fc.array(workspace, { maxLength: 3 }) }) },
+  {
+    type: "workspace_info",
+    schema: WorkspaceInfoResultSchema,
+    result: fc.record({ type: fc.constant("workspace_info"), workspace }),
+  },
+  {
+    type: "workspace_list",
+    schema: WorkspaceListSchema,
+    result: fc.record({ type: fc.constant("workspace_list"), workspaces: fc.array(workspace, { maxLength: 3 }) }),
+  },
   { type: "pane_info", schema: PaneInfoResultSchema, result: fc.record({ type: fc.constant("pane_info"), pane }) },
-  { type: "pane_list", schema: PaneListSchema, result: fc.record({ type: fc.constant("pane_list"), panes: fc.array(pane, { maxLength: 3 }) }) },
-  { type: "pane_process_info", schema: PaneProcessInfoSchema, result: fc.record({ type: fc.constant("pane_process_info"), process_info: processInfo }) },
+  {
+    type: "pane_list",
+    schema: PaneListSchema,
+    result: fc.record({ type: fc.constant("pane_list"), panes: fc.array(pane, { maxLength: 3 }) }),
+  },
+  {
+    type: "pane_process_info",
+    schema: PaneProcessInfoSchema,
+    result: fc.record({ type: fc.constant("pane_process_info"), process_info: processInfo }),
+  },
   {
     type: "worktree_created",
     schema: WorktreeCreatedSchema,
@@ -108,13 +147,29 @@ const RESULTS: Array<{ type: string; schema: z.ZodType<unknown>; result: fc.Arbi
   {
     type: "worktree_opened",
     schema: WorktreeOpenedSchema,
-    result: fc.record({ type: fc.constant("worktree_opened"), workspace, tab, root_pane: pane, worktree, already_open: fc.boolean() }),
+    result: fc.record({
+      type: fc.constant("worktree_opened"),
+      workspace,
+      tab,
+      root_pane: pane,
+      worktree,
+      already_open: fc.boolean(),
+    }),
   },
-  { type: "worktree_list", schema: WorktreeListSchema, result: fc.record({ type: fc.constant("worktree_list"), source, worktrees: fc.array(worktree, { maxLength: 3 }) }) },
+  {
+    type: "worktree_list",
+    schema: WorktreeListSchema,
+    result: fc.record({ type: fc.constant("worktree_list"), source, worktrees: fc.array(worktree, { maxLength: 3 }) }),
+  },
   {
     type: "worktree_removed",
     schema: WorktreeRemovedSchema,
-    result: fc.record({ type: fc.constant("worktree_removed"), workspace_id: workspaceId, path: text, forced: fc.boolean() }),
+    result: fc.record({
+      type: fc.constant("worktree_removed"),
+      workspace_id: workspaceId,
+      path: text,
+      forced: fc.boolean(),
+    }),
   },
   { type: "ok", schema: OkResultSchema, result: fc.constant({ type: "ok" }) },
 ];
@@ -173,7 +228,12 @@ function wrongTypeFor(value: unknown): unknown {
 
 describe("the Herdr envelope decoder, for any input", () => {
   it("never throws on random text on either stream", () => {
-    const noise = fc.oneof(fc.string(), fc.string({ unit: "binary" }), fc.lorem(), fc.array(fc.string(), { maxLength: 5 }).map((lines) => lines.join("\n")));
+    const noise = fc.oneof(
+      fc.string(),
+      fc.string({ unit: "binary" }),
+      fc.lorem(),
+      fc.array(fc.string(), { maxLength: 5 }).map((lines) => lines.join("\n")),
+    );
     fc.assert(
       fc.property(noise, noise, fc.constantFrom(...SCHEMAS), (stdout, stderr, schema) => {
         expectTyped(decodeHerdrOutput({ stdout, stderr }, schema));
@@ -184,7 +244,9 @@ describe("the Herdr envelope decoder, for any input", () => {
 
   it("never throws on random JSON, and yields a result only for a value the schema accepts", () => {
     const json = fc.jsonValue({ maxDepth: 4 }).map((value) => JSON.stringify(value));
-    const enveloped = fc.record({ id: fc.oneof(text, fc.integer()), result: fc.jsonValue({ maxDepth: 3 }) }).map((value) => JSON.stringify(value));
+    const enveloped = fc
+      .record({ id: fc.oneof(text, fc.integer()), result: fc.jsonValue({ maxDepth: 3 }) })
+      .map((value) => JSON.stringify(value));
     const stream = fc.oneof(json, enveloped, fc.constant(""));
     fc.assert(
       fc.property(stream, stream, fc.constantFrom(...RESULTS.keys()), (stdout, stderr, index) => {
@@ -204,14 +266,21 @@ describe("valid envelopes generated from the schemas", () => {
     fc.assert(
       fc.property(anyCase, ({ index, result, id }) => {
         const schema = SCHEMAS[index] as z.ZodType<unknown>;
-        expect(decodeHerdrOutput({ stdout: `${JSON.stringify({ id, result })}\n`, stderr: "" }, schema)).toEqual({ kind: "result", result });
+        expect(decodeHerdrOutput({ stdout: `${JSON.stringify({ id, result })}\n`, stderr: "" }, schema)).toEqual({
+          kind: "result",
+          result,
+        });
       }),
       RUNS,
     );
   });
 
   it("decode the same with unknown keys added, a warning line before, and noise on stderr", () => {
-    const extra = fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }).map((key) => `x_${key}`), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 });
+    const extra = fc.dictionary(
+      fc.string({ minLength: 1, maxLength: 8 }).map((key) => `x_${key}`),
+      fc.jsonValue({ maxDepth: 2 }),
+      { maxKeys: 3 },
+    );
     fc.assert(
       fc.property(anyCase, extra, fc.lorem(), ({ index, result, id }, extras, noise) => {
         const schema = SCHEMAS[index] as z.ZodType<unknown>;
@@ -243,8 +312,14 @@ describe("valid envelopes generated from the schemas", () => {
     fc.assert(
       fc.property(processInfo, text, (info, id) => {
         const { foreground_processes: _omitted, ...rest } = info;
-        const output = decodeHerdrOutput({ stdout: JSON.stringify({ id, result: { type: "pane_process_info", process_info: rest } }), stderr: "" }, PaneProcessInfoSchema);
-        expect(output).toEqual({ kind: "result", result: { type: "pane_process_info", process_info: { ...rest, foreground_processes: [] } } });
+        const output = decodeHerdrOutput(
+          { stdout: JSON.stringify({ id, result: { type: "pane_process_info", process_info: rest } }), stderr: "" },
+          PaneProcessInfoSchema,
+        );
+        expect(output).toEqual({
+          kind: "result",
+          result: { type: "pane_process_info", process_info: { ...rest, foreground_processes: [] } },
+        });
       }),
       RUNS,
     );
@@ -262,7 +337,10 @@ describe("broken envelopes are malformed, never a result", () => {
         ({ value: { index, result, id }, path, wrongType }) => {
           const original = path.reduce<unknown>((cursor, key) => (cursor as Record<string, unknown>)[key], result);
           const broken = withValueAt(result, path, wrongType ? wrongTypeFor(original) : null);
-          const output = decodeHerdrOutput({ stdout: JSON.stringify({ id, result: broken }), stderr: "" }, SCHEMAS[index] as z.ZodType<unknown>);
+          const output = decodeHerdrOutput(
+            { stdout: JSON.stringify({ id, result: broken }), stderr: "" },
+            SCHEMAS[index] as z.ZodType<unknown>,
+          );
           expect(output.kind, `${path.join(".")} -> ${JSON.stringify(broken).slice(0, 200)}`).toBe("malformed");
         },
       ),
@@ -272,17 +350,28 @@ describe("broken envelopes are malformed, never a result", () => {
 
   it("a missing or non-string id, a missing result, or another result type than the call expects", () => {
     fc.assert(
-      fc.property(anyCase, fc.constantFrom(...RESULTS.keys()), fc.integer(), ({ index, result, id }, other, numericId) => {
-        const schema = SCHEMAS[index] as z.ZodType<unknown>;
-        const decode = (value: unknown) => decodeHerdrOutput({ stdout: JSON.stringify(value), stderr: "" }, schema).kind;
-        expect(decode({ result })).toBe("malformed");
-        expect(decode({ id: numericId, result })).toBe("malformed");
-        expect(decode({ id })).toBe("malformed");
-        if ((RESULTS[other] as (typeof RESULTS)[number]).type !== (RESULTS[index] as (typeof RESULTS)[number]).type) {
-          // The same envelope handed to a call that expects another result.
-          expect(decodeHerdrOutput({ stdout: JSON.stringify({ id, result }), stderr: "" }, SCHEMAS[other] as z.ZodType<unknown>).kind).toBe("malformed");
-        }
-      }),
+      fc.property(
+        anyCase,
+        fc.constantFrom(...RESULTS.keys()),
+        fc.integer(),
+        ({ index, result, id }, other, numericId) => {
+          const schema = SCHEMAS[index] as z.ZodType<unknown>;
+          const decode = (value: unknown) =>
+            decodeHerdrOutput({ stdout: JSON.stringify(value), stderr: "" }, schema).kind;
+          expect(decode({ result })).toBe("malformed");
+          expect(decode({ id: numericId, result })).toBe("malformed");
+          expect(decode({ id })).toBe("malformed");
+          if ((RESULTS[other] as (typeof RESULTS)[number]).type !== (RESULTS[index] as (typeof RESULTS)[number]).type) {
+            // The same envelope handed to a call that expects another result.
+            expect(
+              decodeHerdrOutput(
+                { stdout: JSON.stringify({ id, result }), stderr: "" },
+                SCHEMAS[other] as z.ZodType<unknown>,
+              ).kind,
+            ).toBe("malformed");
+          }
+        },
+      ),
       RUNS,
     );
   });

@@ -38,12 +38,29 @@ describe("currentPiCommand and mirroredPiFlags", () => {
     symlinkSync(recorder, link);
     expect(currentPiCommand(process.execPath, [process.execPath, link, "--x"])).toEqual([process.execPath, recorder]);
     // A single-file build: no script on disk.
-    expect(currentPiCommand(process.execPath, [process.execPath, "/$bunfs/root/pi", "--session", "s"])).toEqual([process.execPath]);
+    expect(currentPiCommand(process.execPath, [process.execPath, "/$bunfs/root/pi", "--session", "s"])).toEqual([
+      process.execPath,
+    ]);
     expect(currentPiCommand(process.execPath, [process.execPath])).toEqual([process.execPath]);
   });
 
   it("mirrors extensions (local paths made absolute) and offline, and nothing else", () => {
-    const argv = ["node", "cli.js", "-e", "./ext/a.ts", "--model", "x", "--extension=npm:pkg", "--offline", "-ne", "--extension", "/abs/b.ts", "--", "-e", "no"];
+    const argv = [
+      "node",
+      "cli.js",
+      "-e",
+      "./ext/a.ts",
+      "--model",
+      "x",
+      "--extension=npm:pkg",
+      "--offline",
+      "-ne",
+      "--extension",
+      "/abs/b.ts",
+      "--",
+      "-e",
+      "no",
+    ];
     expect(mirroredPiFlags(argv, "/work")).toEqual([
       "--extension",
       "/work/ext/a.ts",

@@ -7,10 +7,21 @@
  * typed line stays short however deep the agent dir is.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { launchCommandFor, type LaunchCommand } from "../../src/launch/launch-command.ts";
+import { exportLines, launchCommandFor, shellQuote, type LaunchCommand } from "../../src/launch/launch-command.ts";
 import {
   cancelLauncher,
   launcherFiles,
@@ -31,6 +42,8 @@ import { waitFor } from "../support/tmux.ts";
 
 const ID = "20261201-070000-feat-x-abcd";
 // Names a directory can have: every hostile word but the empty ones and those with a slash.
+/** Writes this process's environment, NUL-separated, to stdout. */
+const DUMP_ENV = "process.stdout.write(Object.entries(process.env).map(([k, v]) => k + '=' + v).join('\\0'))";
 const hostile = hostileWords("CANARY").filter((word) => word !== "" && word !== "''" && !word.includes("/"));
 
 describe("the launcher", () => {
@@ -51,13 +64,18 @@ describe("the launcher", () => {
       `const fs = require("fs");
 fs.writeFileSync(process.env.RECORD_TO, JSON.stringify({ argv: process.argv.slice(2), cwd: process.cwd(), pid: process.pid,
   agentDir: process.env.PI_CODING_AGENT_DIR, handoffId: process.env.PI_HANDOFF_ID, offline: process.env.PI_OFFLINE,
-  herdrAgent: process.env.HERDR_AGENT, secret: process.env.SECRET_TOKEN }));
+  herdrAgent: process.env.HERDR_AGENT, secret: process.env.SECRET_TOKEN,
+  handoffEnv: Object.fromEntries(Object.entries(process.env).filter(([k]) => /^(PI_HANDOFF_PORTS?|HOSTILE_\\d+)$/.test(k))) }));
 const hold = process.env.HOLD; if (hold) { const t = setInterval(() => { if (!fs.existsSync(hold)) clearInterval(t); }, 20); }`,
     );
   });
   afterEach(() => removeTempDir(dir));
 
-  function manifest(worktree: string, overrides: Partial<Manifest["child"]> = {}, kind: "tmux" | "herdr" = "tmux"): Manifest {
+  function manifest(
+    worktree: string,
+    overrides: Partial<Manifest["child"]> = {},
+    kind: "tmux" | "herdr" = "tmux",
+  ): Manifest {
     return {
       version: 1,
       id: ID,
@@ -93,7 +111,11 @@ const hold = process.env.HOLD; if (hold) { const t = setInterval(() => { if (!fs
     return derived.command;
   }
 
-  async function prepare(command: LaunchCommand, token = "tok1", extra: { prelude?: readonly string[] } = {}): Promise<void> {
+  async function prepare(
+    command: LaunchCommand,
+    token = "tok1",
+    extra: { prelude?: readonly string[] } = {},
+  ): Promise<void> {
     await writeLauncher({ handoffId: ID, files, ownerPid: process.pid, paramsWaitMs: 5_000 });
     await writeLauncherParams(files, { token, command, ...extra });
   }
@@ -157,9 +179,19 @@ const hold = process.env.HOLD; if (hold) { const t = setInterval(() => { if (!fs
     const legacy = manifest(worktree, { sessionDir: undefined, sessionFile: join(dir, "custom", "s.jsonl") });
     delete legacy.child.sessionDir;
     const derived = launchCommandFor(legacy, { piCommand: ["pi"], agentDir, env: {} });
-    expect(derived.ok && derived.command.argv.slice(0, 5)).toEqual(["pi", "--session", join(dir, "custom", "s.jsonl"), "--session-dir", join(dir, "custom")]);
-    expect(launchCommandFor(manifest(worktree, { model: undefined }), { piCommand: ["pi"], agentDir, env: {} })).toMatchObject({ ok: false, code: "no_launch_settings" });
-    expect(launchCommandFor(manifest(worktree, { sessionFile: "a\nb" }), { piCommand: ["pi"], agentDir, env: {} })).toMatchObject({ ok: false, code: "bad_command" });
+    expect(derived.ok && derived.command.argv.slice(0, 5)).toEqual([
+      "pi",
+      "--session",
+      join(dir, "custom", "s.jsonl"),
+      "--session-dir",
+      join(dir, "custom"),
+    ]);
+    expect(
+      launchCommandFor(manifest(worktree, { model: undefined }), { piCommand: ["pi"], agentDir, env: {} }),
+    ).toMatchObject({ ok: false, code: "no_launch_settings" });
+    expect(
+      launchCommandFor(manifest(worktree, { sessionFile: "a\nb" }), { piCommand: ["pi"], agentDir, env: {} }),
+    ).toMatchObject({ ok: false, code: "bad_command" });
   });
 
   it("exits at once, saying so, when run again while its Pi lives; takes over a stale lock", async () => {
@@ -169,14 +201,20 @@ const hold = process.env.HOLD; if (hold) { const t = setInterval(() => { if (!fs
     const hold = join(dir, "hold");
     writeFileSync(hold, "");
     const recordTo = join(dir, "first.json");
-    const first = spawn("/bin/sh", [files.script], { cwd: dir, env: { PATH: process.env.PATH ?? "", RECORD_TO: recordTo, HOLD: hold }, stdio: "ignore" });
+    const first = spawn("/bin/sh", [files.script], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? "", RECORD_TO: recordTo, HOLD: hold },
+      stdio: "ignore",
+    });
     const firstPid = first.pid ?? 0;
     await waitFor(() => existsSync(recordTo), { description: "the first Pi" });
     expect(readFileSync(files.lock, "utf8")).toBe(`${firstPid}\n`);
 
     const second = typed({ RECORD_TO: join(dir, "second.json") });
     expect(second.status).toBe(0);
-    expect(second.stdout).toContain(`The Pi of handoff ${ID} already runs (pid ${firstPid}), so no second one was started.`);
+    expect(second.stdout).toContain(
+      `The Pi of handoff ${ID} already runs (pid ${firstPid}), so no second one was started.`,
+    );
     expect(existsSync(join(dir, "second.json"))).toBe(false);
     expect(await readLauncherNote(files.refused, "tok1")).toEqual({ pid: firstPid });
 
@@ -199,17 +237,21 @@ const hold = process.env.HOLD; if (hold) { const t = setInterval(() => { if (!fs
     const recordTo = join(dir, "rec.json");
     const hold = join(dir, "hold");
     writeFileSync(hold, "");
-    const window = spawn("/bin/sh", [files.script, "window", "/bin/sh", "-c", `echo "$$" > '${after}'`], {
-      cwd: worktree,
-      env: { PATH: process.env.PATH ?? "", RECORD_TO: recordTo, HOLD: hold },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const window = spawn(
+      "/bin/sh",
+      [files.script, "window", "/bin/sh", "-c", `echo "$$ $PI_HANDOFF_PORTS" > '${after}'`],
+      {
+        cwd: worktree,
+        env: { PATH: process.env.PATH ?? "", RECORD_TO: recordTo, HOLD: hold },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     let out = "";
     window.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
     const exited = new Promise<number | null>((resolve) => window.on("exit", resolve));
     await waitFor(() => out.includes("its Pi starts here in a moment"), { description: "the waiting launcher" });
     // Params alone (written before the launch step records launching) do not start it: the go-ahead does.
-    await writeLauncherParams(files, { token: "w1", command: derive(manifest(worktree)) });
+    await writeLauncherParams(files, { token: "w1", command: derive({ ...manifest(worktree), ports: [4100, 4101] }) });
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(existsSync(recordTo)).toBe(false);
     await releaseWindowLauncher(files, "w1");
@@ -224,28 +266,45 @@ const hold = process.env.HOLD; if (hold) { const t = setInterval(() => { if (!fs
     // The launcher ran Pi as its child, released its lock, then exec'd the shell (same pid).
     expect(await readLauncherNote(files.started, "w1")).toEqual({ pid: window.pid });
     expect(recorded.pid).not.toBe(window.pid);
-    expect(readFileSync(after, "utf8").trim()).toBe(String(window.pid));
+    // ... which has the handoff's ports too, for a server started there after Pi.
+    expect(readFileSync(after, "utf8").trim()).toBe(`${window.pid} 4100,4101`);
     expect(existsSync(files.lock)).toBe(false);
   });
 
-  it.each(["cancelled", "owner gone", "wait over"] as const)("as the window's command: starts nothing when %s, and leaves the shell", async (why) => {
-    const owner = why === "owner gone" ? spawnSync("/bin/sh", ["-c", "echo $$"], { encoding: "utf8" }).stdout.trim() : String(process.pid);
-    await writeLauncher({ handoffId: ID, files, ownerPid: Number(owner), paramsWaitMs: why === "wait over" ? 1_000 : 20_000 });
-    // Params exist in every case (a launch that stopped after writing them): only the go-ahead starts Pi.
-    await writeLauncherParams(files, { token: "c1", command: derive(manifest(join(dir, "wt"))) });
-    if (why === "cancelled") await cancelLauncher(files, "Handoff x failed at the fork step, so no Pi was started here.");
-    const after = join(dir, "after");
-    const run = spawnSync("/bin/sh", [files.script, "window", "/bin/sh", "-c", `echo shell > '${after}'`], { cwd: dir, encoding: "utf8", timeout: 15_000 });
-    expect(run.stdout).toContain(
-      why === "cancelled"
-        ? "Handoff x failed at the fork step, so no Pi was started here."
-        : why === "owner gone"
-          ? "The handoff stopped before starting Pi here"
-          : `Gave up waiting for handoff ${ID} to start Pi here`,
-    );
-    expect(readFileSync(after, "utf8")).toBe("shell\n");
-    expect(existsSync(files.started)).toBe(false);
-  });
+  it.each(["cancelled", "owner gone", "wait over"] as const)(
+    "as the window's command: starts nothing when %s, and leaves the shell",
+    async (why) => {
+      const owner =
+        why === "owner gone"
+          ? spawnSync("/bin/sh", ["-c", "echo $$"], { encoding: "utf8" }).stdout.trim()
+          : String(process.pid);
+      await writeLauncher({
+        handoffId: ID,
+        files,
+        ownerPid: Number(owner),
+        paramsWaitMs: why === "wait over" ? 1_000 : 20_000,
+      });
+      // Params exist in every case (a launch that stopped after writing them): only the go-ahead starts Pi.
+      await writeLauncherParams(files, { token: "c1", command: derive(manifest(join(dir, "wt"))) });
+      if (why === "cancelled")
+        await cancelLauncher(files, "Handoff x failed at the fork step, so no Pi was started here.");
+      const after = join(dir, "after");
+      const run = spawnSync("/bin/sh", [files.script, "window", "/bin/sh", "-c", `echo shell > '${after}'`], {
+        cwd: dir,
+        encoding: "utf8",
+        timeout: 15_000,
+      });
+      expect(run.stdout).toContain(
+        why === "cancelled"
+          ? "Handoff x failed at the fork step, so no Pi was started here."
+          : why === "owner gone"
+            ? "The handoff stopped before starting Pi here"
+            : `Gave up waiting for handoff ${ID} to start Pi here`,
+      );
+      expect(readFileSync(after, "utf8")).toBe("shell\n");
+      expect(existsSync(files.started)).toBe(false);
+    },
+  );
 
   it.each([
     ["all succeed", ["true"], true],
@@ -265,6 +324,47 @@ const hold = process.env.HOLD; if (hold) { const t = setInterval(() => { if (!fs
     if (!started) expect(existsSync(files.lock)).toBe(false);
   });
 
+  it("gives postCreate and Pi the handoff's ports and variables byte for byte, whatever the values hold", async () => {
+    const worktree = join(dir, "wt");
+    mkdirSync(worktree);
+    // Every hostile word as a value: quotes, $(), backticks, backslashes, globs, the empty string.
+    const env = Object.fromEntries(hostileWords(join(dir, "CANARY")).map((word, index) => [`HOSTILE_${index}`, word]));
+    const expected = { PI_HANDOFF_PORT: "4100", PI_HANDOFF_PORTS: "4100,4107", ...env };
+    const m = { ...manifest(worktree), ports: [4100, 4107], env };
+    const hooks = postCreateFiles(join(store, `${ID}.json`));
+    await writeRunner(hooks, { handoffId: ID, mainCheckout: dir, worktreePath: worktree, branch: "feat/x" });
+    // The postCreate command dumps its environment NUL-separated, as the kernel holds it.
+    const dump = join(dir, "post-create.env");
+    await prepare(derive(m), "tok1", {
+      prelude: postCreatePrelude(hooks, [
+        `${shellQuote(process.execPath)} -e ${shellQuote(DUMP_ENV)} > ${shellQuote(dump)}`,
+      ]),
+    });
+    const recordTo = join(dir, "rec.json");
+    const run = typed({ RECORD_TO: recordTo, HOSTILE_1: "from the shell" });
+    expect(run.status, String(run.stderr)).toBe(0);
+    expect(JSON.parse(readFileSync(recordTo, "utf8")).handoffEnv).toEqual(expected);
+    const seen = Object.fromEntries(
+      readFileSync(dump, "utf8")
+        .split("\0")
+        .filter((entry) => /^(PI_HANDOFF_PORTS?|HOSTILE_\d+)=/.test(entry))
+        .map((entry) => [entry.slice(0, entry.indexOf("=")), entry.slice(entry.indexOf("=") + 1)]),
+    );
+    expect(seen).toEqual(expected);
+    expect(existsSync(join(dir, "CANARY"))).toBe(false);
+  });
+
+  it("refuses a recorded variable that could not be passed as data, and a handoff without any exports nothing", () => {
+    const worktree = join(dir, "wt");
+    for (const value of ["a\nb", "nul\u0000x"]) {
+      expect(
+        launchCommandFor({ ...manifest(worktree), env: { BAD: value } }, { piCommand: ["pi"], agentDir: dir, env: {} }),
+      ).toMatchObject({ ok: false, code: "bad_command" });
+    }
+    expect(derive(manifest(worktree)).handoffEnv).toEqual([]);
+    expect(() => exportLines([["NOT-A-NAME", "x"]])).toThrow(/not a variable name/);
+  });
+
   it("keeps the typed line short however deep the agent dir is, and the line still starts Pi", async () => {
     const deep = join(dir, ...Array.from({ length: 40 }, (_, i) => `level-${i}-${"d".repeat(20)}`));
     mkdirSync(deep, { recursive: true });
@@ -276,7 +376,12 @@ const hold = process.env.HOLD; if (hold) { const t = setInterval(() => { if (!fs
     expect(files.script.length).toBeGreaterThan(1024);
     expect(Buffer.byteLength(line)).toBeLessThanOrEqual(MAX_DIRECT_LINE);
     const recordTo = join(dir, "rec.json");
-    const run = spawnSync("/bin/bash", ["--norc", "--noprofile", "-c", line], { cwd: dir, env: { PATH: process.env.PATH ?? "", RECORD_TO: recordTo }, encoding: "utf8", timeout: 15_000 });
+    const run = spawnSync("/bin/bash", ["--norc", "--noprofile", "-c", line], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? "", RECORD_TO: recordTo },
+      encoding: "utf8",
+      timeout: 15_000,
+    });
     expect(run.status, String(run.stderr)).toBe(0);
     expect(JSON.parse(readFileSync(recordTo, "utf8")).argv).toContain("--approve");
     // A launcher with a short path is named directly.

@@ -25,7 +25,12 @@ function run(runId: string, outcome: AdoptedRun["outcome"], extra: Partial<Adopt
     state: outcome === "finished" ? "complete" : outcome === "active" ? "running" : "running",
     title: `single: agent-${runId}`,
     owner: { key: "/s/parent.jsonl", depth: 1 },
-    paths: { runDir: `/r/${runId}`, status: `/r/${runId}/status.json`, outputs: [`/r/${runId}/output-0.log`], sessionFiles: [] },
+    paths: {
+      runDir: `/r/${runId}`,
+      status: `/r/${runId}/status.json`,
+      outputs: [`/r/${runId}/output-0.log`],
+      sessionFiles: [],
+    },
     inspect: [`subagent({ action: "status", id: "${runId}" })`, `read /r/${runId}/status.json`],
     ...extra,
   };
@@ -50,8 +55,18 @@ describe("the resume message", () => {
       run("a1", "active", { progress: "step 2/3", startedAt: Date.parse("2026-01-02T03:04:05Z") }),
       run("wf", "interrupted", { title: "workflow: impl, tests", progress: "its process (pid 42) is gone" }),
       run("wf-c1", "active", { parentRunId: "wf" }),
-      run("f1", "finished", { success: true, summary: "all good", paths: { outputs: [], sessionFiles: [], result: "/res/f1.json" } }),
-      { ...run("w1", "notice"), source: "pi-workflows", state: "running", title: 'workflow "deploy"', progress: "bound to its origin session; to continue it, reopen its session: pi --session /s/p.jsonl" },
+      run("f1", "finished", {
+        success: true,
+        summary: "all good",
+        paths: { outputs: [], sessionFiles: [], result: "/res/f1.json" },
+      }),
+      {
+        ...run("w1", "notice"),
+        source: "pi-workflows",
+        state: "running",
+        title: 'workflow "deploy"',
+        progress: "bound to its origin session; to continue it, reopen its session: pi --session /s/p.jsonl",
+      },
     ]);
     expect(message.customType).toBe(LINEAGE_MESSAGE_TYPE);
     expect(message.content).toBe(
@@ -96,18 +111,33 @@ describe("the resume message", () => {
     const details = LineageMessageDetailsSchema.parse(message.details);
     expect(details.kind).toBe("resume");
     expect(details.omitted).toBe(0);
-    expect(details.runs.map((r) => `${r.runId}/${r.outcome}`)).toEqual(["h1/notice", "a1/active", "wf/interrupted", "wf-c1/active", "f1/finished", "w1/notice"]);
-    expect(summarizeDetails(details)).toBe("Adopted background work from earlier sessions: 2 running · 1 interrupted · 1 finished · 1 workflow notice");
+    expect(details.runs.map((r) => `${r.runId}/${r.outcome}`)).toEqual([
+      "h1/notice",
+      "a1/active",
+      "wf/interrupted",
+      "wf-c1/active",
+      "f1/finished",
+      "w1/notice",
+    ]);
+    expect(summarizeDetails(details)).toBe(
+      "Adopted background work from earlier sessions: 2 running · 1 interrupted · 1 finished · 1 workflow notice",
+    );
   });
 
   it("stays within its bound for any number of runs and says how many were left out", () => {
-    const many = Array.from({ length: 500 }, (_, i) => run(`run-${i}`, i % 2 === 0 ? "active" : "finished", { summary: "x".repeat(600) }));
+    const many = Array.from({ length: 500 }, (_, i) =>
+      run(`run-${i}`, i % 2 === 0 ? "active" : "finished", { summary: "x".repeat(600) }),
+    );
     const message = buildResumeMessage(many);
     expect(message.content.length).toBeLessThanOrEqual(MAX_MESSAGE_CHARS);
     const shown = (message.content.match(/^- \[pi-subagents\] run-\d+:/gm) ?? []).length;
     expect(shown).toBeGreaterThan(5);
     expect(message.details.omitted).toBe(500 - shown);
-    expect(message.content.endsWith(`[${500 - shown} more entries did not fit in this message; adopted_runs lists them all.]`)).toBe(true);
+    expect(
+      message.content.endsWith(
+        `[${500 - shown} more entries did not fit in this message; adopted_runs lists them all.]`,
+      ),
+    ).toBe(true);
     expect(message.details.runs).toHaveLength(200);
   });
 });
@@ -139,14 +169,20 @@ describe("completion and reminder messages", () => {
   });
 
   it("clean text from other extensions' files: no escapes, no secrets, bounded", () => {
-    expect(cleanText("\u001b[31mred\u001b[0m token=sk-proj-abcdefghijklmnopqrstuvwxyz0123 done", 200)).toBe("red token=[REDACTED:openai-key] done");
+    expect(cleanText("\u001b[31mred\u001b[0m token=sk-proj-abcdefghijklmnopqrstuvwxyz0123 done", 200)).toBe(
+      "red token=[REDACTED:openai-key] done",
+    );
     expect(cleanText("a".repeat(50), 10)).toBe(`${"a".repeat(10)}… [40 more characters]`);
   });
 });
 
 describe("the ledger and the selection rules", () => {
   it("reads back every delivered triple, ignoring other and malformed entries", () => {
-    const entry = ledgerEntryFor([run("a", "active"), run("b", "finished")], "resume", new Date("2026-01-01T00:00:00Z"));
+    const entry = ledgerEntryFor(
+      [run("a", "active"), run("b", "finished")],
+      "resume",
+      new Date("2026-01-01T00:00:00Z"),
+    );
     expect(entry).toEqual({
       version: 1,
       kind: "resume",
@@ -171,6 +207,11 @@ describe("the ledger and the selection rules", () => {
     expect(selectForResume(runs, ledger).map((r) => r.runId)).toEqual(["h", "f", "i"]);
     expect(selectForResume([handoff("h", true), run("a", "active")], ledger)).toEqual([]);
     expect(selectWatched(runs).map((r) => r.runId)).toEqual(["a"]);
-    expect(newlyEnded([run("a", "finished"), run("b", "active"), run("c", "interrupted")], new Set([deliveryKey(run("c", "interrupted"))])).map((r) => r.runId)).toEqual(["a"]);
+    expect(
+      newlyEnded(
+        [run("a", "finished"), run("b", "active"), run("c", "interrupted")],
+        new Set([deliveryKey(run("c", "interrupted"))]),
+      ).map((r) => r.runId),
+    ).toEqual(["a"]);
   });
 });

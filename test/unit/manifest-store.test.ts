@@ -57,7 +57,6 @@ async function createOrFail(store: ManifestStore, manifest: Manifest): Promise<M
   return result.manifest;
 }
 
-
 /** Takes a file's bytes and modification time now; the returned check asserts both are unchanged. */
 async function expectUntouchedLater(path: string): Promise<() => Promise<void>> {
   const bytes = await readFile(path, "utf8");
@@ -171,7 +170,9 @@ describe("create and read", () => {
   it("refuses a handoff that conflicts with a live one, and allows it once the old one is removed", async () => {
     const store = makeStore();
     const sameBranchLive = (candidate: Manifest) => (existing: Manifest) =>
-      existing.repo.root === candidate.repo.root && existing.branch === candidate.branch && existing.state !== "removed";
+      existing.repo.root === candidate.repo.root &&
+      existing.branch === candidate.branch &&
+      existing.state !== "removed";
     const first = await createOrFail(store, sampleManifest(store, "feature/x"));
 
     const otherRepo = sampleManifest(store, "feature/x", "/other-repo");
@@ -208,9 +209,14 @@ describe("update and transition", () => {
     await store.transition(manifest.id, "provisioned", (m) => {
       m.mux = { kind: "tmux", socketPath: "/tmp/tmux-test", sessionId: "$1", windowId: "@2", paneId: "%3" };
     });
-    await store.transition(manifest.id, "forked", (m) => {
-      m.child.sessionFile = "/sessions/child.jsonl";
-    }, "forked at leaf1");
+    await store.transition(
+      manifest.id,
+      "forked",
+      (m) => {
+        m.child.sessionFile = "/sessions/child.jsonl";
+      },
+      "forked at leaf1",
+    );
     const final = await store.transition(manifest.id, "launching");
 
     expect(final.history.map((entry) => entry.state)).toEqual(["provisioning", "provisioned", "forked", "launching"]);
@@ -256,7 +262,9 @@ describe("update and transition", () => {
     const manifest = await createOrFail(store, sampleManifest(store));
     const before = await readFile(store.pathFor(manifest.id), "utf8");
 
-    await expect(store.update(manifest.id, (m) => ({ ...m, branch: "" }))).rejects.toThrow(/not a valid manifest \(branch/);
+    await expect(store.update(manifest.id, (m) => ({ ...m, branch: "" }))).rejects.toThrow(
+      /not a valid manifest \(branch/,
+    );
     await expect(
       store.update(manifest.id, (m) => {
         m.history[0] = { state: "provisioning", at: "2020-01-01T00:00:00.000Z" };
@@ -409,7 +417,11 @@ describe("writeFileAtomic", () => {
     await writeFile(stopFile, "");
     expect(await exited).toBe(0);
 
-    const summary = JSON.parse(output.split("\n")[1] ?? "") as { reads: number; failures: number; firstFailure: string | null };
+    const summary = JSON.parse(output.split("\n")[1] ?? "") as {
+      reads: number;
+      failures: number;
+      firstFailure: string | null;
+    };
     expect(summary.failures, summary.firstFailure ?? "").toBe(0);
     expect(summary.reads).toBeGreaterThan(200);
     expect(await readFile(target, "utf8")).toBe(content(200));

@@ -3,7 +3,8 @@
  * window and back, `/handoffs`, `pi-handoff inspect|relaunch|remove|prune <id>`), per backend.
  */
 import { describe, expect, it } from "vitest";
-import { nextSteps, switchCommand } from "../../src/handoff/next-steps.ts";
+import { nextSteps } from "../../src/handoff/next-steps.ts";
+import { switchCommand } from "../../src/mux/registry.ts";
 import { newManifest } from "../../src/manifest/factory.ts";
 import { ManifestSchema, type Manifest, type MuxLocation } from "../../src/manifest/schema.ts";
 
@@ -11,7 +12,13 @@ const ID = "20260101-100000-feat-x-abcd";
 const WORKTREE = "/work/repo.worktrees/feat-x";
 const CHILD = "/s/child.jsonl";
 const TMUX: MuxLocation = { kind: "tmux", socketPath: "/tmp/sock", sessionId: "$1", windowId: "@7", paneId: "%7" };
-const HERDR: MuxLocation = { kind: "herdr", socketPath: "/h/herdr.sock", workspaceId: "w2", tabId: "w2:t1", paneId: "w2:p1" };
+const HERDR: MuxLocation = {
+  kind: "herdr",
+  socketPath: "/h/herdr.sock",
+  workspaceId: "w2",
+  tabId: "w2:t1",
+  paneId: "w2:p1",
+};
 
 function manifest(mux: MuxLocation, patch: (m: Manifest) => void = () => {}): Manifest {
   const m = newManifest({
@@ -53,17 +60,21 @@ describe("nextSteps", () => {
     const failedFocus = manifest(TMUX, (m) => {
       m.focus = { error: "Window @7 is gone.", at: "2026-01-01T10:00:05.000Z" };
     });
-    expect(nextSteps({ code: "running", manifest: failedFocus }, { env: {} })[0]).toBe("Next: switch to it with tmux select-window -t @7.");
+    expect(nextSteps({ code: "running", manifest: failedFocus }, { env: {} })[0]).toBe(
+      "Next: switch to it with tmux select-window -t @7.",
+    );
   });
 
   it("running in Herdr: workspace focus commands, the way back from $HERDR_WORKSPACE_ID", () => {
-    expect(nextSteps({ code: "running", manifest: manifest(HERDR, focused) }, { env: { HERDR_WORKSPACE_ID: "w1" } })[0]).toBe(
+    expect(
+      nextSteps({ code: "running", manifest: manifest(HERDR, focused) }, { env: { HERDR_WORKSPACE_ID: "w1" } })[0],
+    ).toBe(
       "Next: you are in its workspace now; come back with herdr workspace focus w1, return with herdr workspace focus w2.",
     );
     // A malformed id is not offered as a command.
-    expect(nextSteps({ code: "running", manifest: manifest(HERDR) }, { env: { HERDR_WORKSPACE_ID: "w1; rm -rf /" } })[0]).toBe(
-      "Next: switch to it with herdr workspace focus w2.",
-    );
+    expect(
+      nextSteps({ code: "running", manifest: manifest(HERDR) }, { env: { HERDR_WORKSPACE_ID: "w1; rm -rf /" } })[0],
+    ).toBe("Next: switch to it with herdr workspace focus w2.");
   });
 
   it("unconfirmed: look at the window, relaunch if no Pi runs, inspect or remove", () => {
@@ -84,7 +95,12 @@ describe("nextSteps", () => {
   });
 
   it("failed before any worktree: try again, prune retires the record", () => {
-    expect(nextSteps({ code: "failed", manifest: manifest({ kind: "tmux", socketPath: "/tmp/sock" }) }, { env: {}, exists: () => false })).toEqual([
+    expect(
+      nextSteps(
+        { code: "failed", manifest: manifest({ kind: "tmux", socketPath: "/tmp/sock" }) },
+        { env: {}, exists: () => false },
+      ),
+    ).toEqual([
       "Next: fix the cause above and run /handoff-worktree feat/x again; pi-handoff prune retires this record.",
     ]);
   });

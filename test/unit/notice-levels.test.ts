@@ -13,7 +13,9 @@ it("a launch that runs is news, an unconfirmed one a warning, anything else an e
 });
 
 it("a lease held again is news; a lost or unrefreshed one a warning", () => {
-  const events: LeaseEvent[] = ["taken_over", "leased", "lost", "error"].map((code) => ({ code, message: code }) as LeaseEvent);
+  const events: LeaseEvent[] = ["taken_over", "leased", "lost", "error"].map(
+    (code) => ({ code, message: code }) as LeaseEvent,
+  );
   expect(events.map((event) => leaseEventLevel(event))).toEqual(["info", "info", "warning", "warning"]);
 });
 

@@ -15,7 +15,10 @@ function sourceFiles(dir: string): string[] {
     .map((entry) => relative(ROOT, join(entry.parentPath, entry.name)));
 }
 
-const FILES = [...sourceFiles("src"), ...sourceFiles("pi-extension")].map((file) => ({ file, text: readFileSync(join(ROOT, file), "utf8") }));
+const FILES = [...sourceFiles("src"), ...sourceFiles("pi-extension")].map((file) => ({
+  file,
+  text: readFileSync(join(ROOT, file), "utf8"),
+}));
 
 /** The files among `FILES` where `pattern` occurs, other than those `owners` allows. */
 function outside(pattern: RegExp, owners: (file: string) => boolean): string[] {
@@ -31,33 +34,75 @@ describe("one module owns each outside system", () => {
 
   it("subprocesses start only in the modules that own them (git, herdr, tmux, process facts)", () => {
     const owners = (file: string): boolean =>
-      file.startsWith("src/git/") || file === "src/mux/herdr.ts" || file === "src/mux/tmux.ts" || file.startsWith("src/process/");
+      file.startsWith("src/git/") ||
+      file.startsWith("src/mux/herdr/") ||
+      file.startsWith("src/mux/tmux/") ||
+      file.startsWith("src/mux/zellij/") ||
+      file.startsWith("src/process/");
     expect(outside(imports("execa"), owners)).toEqual([]);
     expect(outside(/from\s+["'](?:node:)?child_process["']/, owners)).toEqual([]);
   });
 
-  it("git runs only in src/git/, tmux only in src/mux/tmux.ts", () => {
+  it("only src/ports/probe.ts opens sockets (the bind test of a port)", () => {
+    expect(outside(/from\s+["'](?:node:)?(?:net|dgram)["']/, (file) => file === "src/ports/probe.ts")).toEqual([]);
+  });
+
+  it("git runs only in src/git/, tmux only in src/mux/tmux/, zellij only in src/mux/zellij/", () => {
     expect(outside(/execa\(\s*["']git["']/, (file) => file.startsWith("src/git/"))).toEqual([]);
-    expect(outside(/execa\(\s*["']tmux["']/, (file) => file === "src/mux/tmux.ts")).toEqual([]);
+    expect(outside(/execa\(\s*["']tmux["']/, (file) => file.startsWith("src/mux/tmux/"))).toEqual([]);
+    expect(outside(/zellijBin/, (file) => file.startsWith("src/mux/zellij/"))).toEqual([]);
+  });
+});
+
+describe("a terminal is one folder and one registry entry", () => {
+  it("no code outside src/mux/ names a terminal kind or imports a terminal's folder", () => {
+    // A kind as a string (`"tmux"`, `'zellij'`), a comparison with one, or a backend class.
+    const named = /["'`](?:tmux|herdr|zellij)["'`]|\b(?:Tmux|Herdr|Zellij)Multiplexer\b/;
+    expect(outside(named, (file) => file.startsWith("src/mux/"))).toEqual([]);
+    // Outside src/mux/, only the registry, the location union and the interfaces are imported.
+    const folder = /from\s+["'](?:\.\.?\/)+(?:src\/)?mux\/(?:tmux|herdr|zellij)\//;
+    expect(outside(folder, (file) => file.startsWith("src/mux/"))).toEqual([]);
   });
 });
 
 describe("dependencies point inward", () => {
   it("nothing in src/ imports the Pi adapter", () => {
-    expect(FILES.filter(({ file, text }) => file.startsWith("src/") && /from\s+["'][./]*pi-extension\//.test(text)).map(({ file }) => file)).toEqual([]);
+    expect(
+      FILES.filter(({ file, text }) => file.startsWith("src/") && /from\s+["'][./]*pi-extension\//.test(text)).map(
+        ({ file }) => file,
+      ),
+    ).toEqual([]);
   });
 
   it("recovery and the handoff stand on src/launch/ and never import each other", () => {
     // At any depth (`../handoff/`, `../../handoff/`), and never the same-named rooms elsewhere.
     const importsDir = (dir: string): RegExp => new RegExp(`from\\s+["'](?:\\.\\./)+${dir}/`);
-    expect(FILES.filter(({ file, text }) => file.startsWith("src/recovery/") && importsDir("handoff").test(text)).map(({ file }) => file)).toEqual([]);
-    expect(FILES.filter(({ file, text }) => file.startsWith("src/handoff/") && importsDir("recovery").test(text)).map(({ file }) => file)).toEqual([]);
+    expect(
+      FILES.filter(({ file, text }) => file.startsWith("src/recovery/") && importsDir("handoff").test(text)).map(
+        ({ file }) => file,
+      ),
+    ).toEqual([]);
+    expect(
+      FILES.filter(({ file, text }) => file.startsWith("src/handoff/") && importsDir("recovery").test(text)).map(
+        ({ file }) => file,
+      ),
+    ).toEqual([]);
   });
 
   it("the shared rooms (launch, mux, process, session, manifest, git) import neither the handoff nor recovery", () => {
-    const shared = ["src/launch/", "src/mux/", "src/process/", "src/session/", "src/manifest/", "src/git/", "src/fs/", "src/config/"];
+    const shared = [
+      "src/launch/",
+      "src/mux/",
+      "src/process/",
+      "src/session/",
+      "src/manifest/",
+      "src/git/",
+      "src/fs/",
+      "src/config/",
+    ];
     const offenders = FILES.filter(
-      ({ file, text }) => shared.some((dir) => file.startsWith(dir)) && /from\s+["'](?:\.\.\/)+(?:handoff|recovery)\//.test(text),
+      ({ file, text }) =>
+        shared.some((dir) => file.startsWith(dir)) && /from\s+["'](?:\.\.\/)+(?:handoff|recovery)\//.test(text),
     ).map(({ file }) => file);
     expect(offenders).toEqual([]);
   });

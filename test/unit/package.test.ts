@@ -39,7 +39,9 @@ function runtimeImports(): Set<string> {
   const names = new Set<string>();
   for (const file of ["bin", "src", "pi-extension"].flatMap((dir) => shippedSources(join(PROJECT_ROOT, dir)))) {
     const text = readFileSync(file, "utf8");
-    for (const match of text.matchAll(/^\s*import\s+(?!type\s)[^;]*?\bfrom\s+"([^".][^"]*)"|\bimport\("([^".][^"]*)"\)/gm)) {
+    for (const match of text.matchAll(
+      /^\s*import\s+(?!type\s)[^;]*?\bfrom\s+"([^".][^"]*)"|\bimport\("([^".][^"]*)"\)/gm,
+    )) {
       const spec = match[1] ?? match[2] ?? "";
       if (spec.startsWith("node:")) continue;
       names.add(spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : (spec.split("/")[0] ?? spec));
@@ -51,12 +53,21 @@ function runtimeImports(): Set<string> {
 describe("package.json", () => {
   it("declares exactly the packages the shipped code imports", () => {
     const imported = runtimeImports();
-    for (const name of ["zod", "jiti", "typebox", "@earendil-works/pi-coding-agent"]) expect(imported, name).toContain(name);
+    for (const name of ["zod", "jiti", "typebox", "@earendil-works/pi-coding-agent"])
+      expect(imported, name).toContain(name);
     const declared = new Set([...Object.keys(pkg.dependencies), ...Object.keys(pkg.peerDependencies)]);
     expect([...imported].filter((name) => !declared.has(name)).sort()).toEqual([]);
     // A peer nothing imports would only make npm look for it.
-    expect(Object.keys(pkg.peerDependencies).filter((name) => !imported.has(name)).sort()).toEqual([]);
-    expect(Object.keys(pkg.peerDependencies).sort()).toEqual(["@earendil-works/pi-coding-agent", "@earendil-works/pi-tui", "typebox"]);
+    expect(
+      Object.keys(pkg.peerDependencies)
+        .filter((name) => !imported.has(name))
+        .sort(),
+    ).toEqual([]);
+    expect(Object.keys(pkg.peerDependencies).sort()).toEqual([
+      "@earendil-works/pi-coding-agent",
+      "@earendil-works/pi-tui",
+      "typebox",
+    ]);
   });
 
   it("takes Pi's packages as optional peers of Pi 1.6 or later, pinned for the tests", () => {
@@ -68,7 +79,9 @@ describe("package.json", () => {
     expect(pkg.peerDependencies["@earendil-works/pi-coding-agent"]).toBe(">=1.6.0");
     expect(pkg.peerDependencies["@earendil-works/pi-tui"]).toBe(">=1.6.0");
     // Never a dependency: Pi warns, and a second copy bypasses its module mapping.
-    expect(Object.keys(pkg.dependencies).filter((name) => name.startsWith("@earendil-works/") || name === "typebox")).toEqual([]);
+    expect(
+      Object.keys(pkg.dependencies).filter((name) => name.startsWith("@earendil-works/") || name === "typebox"),
+    ).toEqual([]);
   });
 
   it("names its repository, homepage, bugs and platforms, and ships a licence and a changelog", () => {
@@ -84,12 +97,24 @@ describe("package.json", () => {
       expect(existsSync(join(PROJECT_ROOT, file)), file).toBe(true);
     }
     // Pi shows the entries newer than the installed version, matched by their heading.
-    expect(readFileSync(join(PROJECT_ROOT, "CHANGELOG.md"), "utf8")).toMatch(new RegExp(`^## \\[${pkg.version.replaceAll(".", "\\.")}\\]`, "m"));
+    expect(readFileSync(join(PROJECT_ROOT, "CHANGELOG.md"), "utf8")).toMatch(
+      new RegExp(`^## \\[${pkg.version.replaceAll(".", "\\.")}\\]`, "m"),
+    );
   });
 
   it("keeps package-lock.json in step with it", () => {
     const lock = z
-      .object({ packages: z.record(z.string(), z.object({ peerDependencies: z.record(z.string(), z.string()).optional(), os: z.array(z.string()).optional() }).passthrough()) })
+      .object({
+        packages: z.record(
+          z.string(),
+          z
+            .object({
+              peerDependencies: z.record(z.string(), z.string()).optional(),
+              os: z.array(z.string()).optional(),
+            })
+            .passthrough(),
+        ),
+      })
       .parse(JSON.parse(readFileSync(join(PROJECT_ROOT, "package-lock.json"), "utf8")));
     const root = lock.packages[""];
     expect(root?.peerDependencies).toEqual(pkg.peerDependencies);

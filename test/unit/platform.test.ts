@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { unsupportedPlatform } from "../../src/process/platform.ts";
 import { main } from "../../src/recovery/cli.ts";
 
-const WINDOWS = "pi-handoff-worktree does not run on Windows (it needs Linux or macOS with tmux or Herdr); run Pi inside WSL to use it there.";
+const WINDOWS =
+  "pi-handoff-worktree does not run on Windows (it needs Linux or macOS with tmux, Herdr or zellij); run Pi inside WSL to use it there.";
 
 describe("platforms", () => {
   it("runs on Linux, macOS and the BSDs, and refuses Windows in one sentence", () => {

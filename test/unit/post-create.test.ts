@@ -27,21 +27,36 @@ describe("postCreate runner", () => {
 
   async function runner(): Promise<ReturnType<typeof postCreateFiles>> {
     const files = postCreateFiles(join(manifests, "h-1.json"));
-    await writeRunner(files, { handoffId: "h-1", mainCheckout: "/main checkout", worktreePath: worktree, branch: "feat/it's" });
+    await writeRunner(files, {
+      handoffId: "h-1",
+      mainCheckout: "/main checkout",
+      worktreePath: worktree,
+      branch: "feat/it's",
+    });
     return files;
   }
 
   it("names its files beside the manifest", () => {
-    expect(postCreateFiles("/a/m/id-1.json")).toEqual({ runnerFile: "/a/m/id-1.post-create.sh", statusFile: "/a/m/id-1.post-create.status" });
+    expect(postCreateFiles("/a/m/id-1.json")).toEqual({
+      runnerFile: "/a/m/id-1.post-create.sh",
+      statusFile: "/a/m/id-1.post-create.status",
+    });
   });
 
   it("runs every command in order with the handoff's variables and records success", async () => {
     const files = await runner();
-    const out = execFileSync("/bin/sh", postCreatePrelude(files, ['printf "%s|%s|%s|%s" "$PI_HANDOFF_ID" "$PI_HANDOFF_BRANCH" "$PI_HANDOFF_MAIN_CHECKOUT" "$PWD" > vars.txt', "echo second >> order.txt"]).slice(1), {
-      cwd: worktree,
-      encoding: "utf8",
-      timeout: 10_000,
-    });
+    const out = execFileSync(
+      "/bin/sh",
+      postCreatePrelude(files, [
+        'printf "%s|%s|%s|%s" "$PI_HANDOFF_ID" "$PI_HANDOFF_BRANCH" "$PI_HANDOFF_MAIN_CHECKOUT" "$PWD" > vars.txt',
+        "echo second >> order.txt",
+      ]).slice(1),
+      {
+        cwd: worktree,
+        encoding: "utf8",
+        timeout: 10_000,
+      },
+    );
     expect(readFileSync(join(worktree, "vars.txt"), "utf8")).toBe(`h-1|feat/it's|/main checkout|${worktree}`);
     expect(readFileSync(join(worktree, "order.txt"), "utf8")).toBe("second\n");
     expect(out).toContain("[postCreate 1/2] printf");
@@ -53,7 +68,11 @@ describe("postCreate runner", () => {
 
   it("stops at the first failing command and records its exit status and number", async () => {
     const files = await runner();
-    const run = spawnSync("/bin/sh", postCreatePrelude(files, ["true", "exit 3", "touch never"]).slice(1), { cwd: worktree, encoding: "utf8", timeout: 10_000 });
+    const run = spawnSync("/bin/sh", postCreatePrelude(files, ["true", "exit 3", "touch never"]).slice(1), {
+      cwd: worktree,
+      encoding: "utf8",
+      timeout: 10_000,
+    });
     expect(run.status).toBe(3);
     expect(run.stdout).toContain("[postCreate 2/3] failed with exit status 3; Pi was not started.");
     expect(existsSync(join(worktree, "never"))).toBe(false);
@@ -62,7 +81,11 @@ describe("postCreate runner", () => {
 
   it("records an interrupt as a failure", async () => {
     const files = await runner();
-    const run = spawnSync("/bin/sh", postCreatePrelude(files, ["kill -INT $PPID; sleep 0.2"]).slice(1), { cwd: worktree, encoding: "utf8", timeout: 10_000 });
+    const run = spawnSync("/bin/sh", postCreatePrelude(files, ["kill -INT $PPID; sleep 0.2"]).slice(1), {
+      cwd: worktree,
+      encoding: "utf8",
+      timeout: 10_000,
+    });
     expect(run.status).toBe(130);
     expect(await readPostCreateStatus(files.statusFile)).toEqual({ exitStatus: 130, command: 1 });
   });

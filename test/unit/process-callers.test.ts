@@ -50,6 +50,9 @@ describe("recovery's process scan", () => {
     const facts = new FakeProcessFacts([{ pid: 5, name: "pi", cwd: "/w" }]);
     expect(await scanPiProcesses(facts)).toEqual({ piProcesses: [{ pid: 5, name: "pi", cwd: "/w" }] });
     facts.tableProblem = "Running processes could not be looked for: ps is not installed.";
-    expect(await scanPiProcesses(facts)).toEqual({ piProcesses: [], problem: "Running processes could not be looked for: ps is not installed." });
+    expect(await scanPiProcesses(facts)).toEqual({
+      piProcesses: [],
+      problem: "Running processes could not be looked for: ps is not installed.",
+    });
   });
 });

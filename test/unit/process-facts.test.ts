@@ -40,7 +40,9 @@ describe.each([
 
     const status = await facts.status(pid);
     expect(status).toMatchObject({ pid, ppid: process.pid, zombie: false, name: "x) (y z" });
-    expect(await facts.describe([pid, 2 ** 30])).toEqual({ processes: [{ pid, name: "x) (y z", cwd: dir, handoffId: "h-1" }] });
+    expect(await facts.describe([pid, 2 ** 30])).toEqual({
+      processes: [{ pid, name: "x) (y z", cwd: dir, handoffId: "h-1" }],
+    });
     expect(await facts.descendants(process.pid)).toContain(pid);
     expect(await facts.isAlive(pid)).toBe(true);
     const token = await facts.startToken(pid);
@@ -74,6 +76,36 @@ describe.each([
       status = await facts.status(panePid);
     }
     expect(status).toMatchObject({ pid: panePid, pgid: panePid, tpgid: panePid });
+  });
+
+  it("names the processes listening on a TCP port, over IPv4 and IPv6, and none where nothing listens", async () => {
+    const listen = async (host: string): Promise<{ pid: number; port: number }> => {
+      const child = execa(
+        process.execPath,
+        [
+          "-e",
+          `const s = require("net").createServer().listen(0, ${JSON.stringify(host)}, () => console.log(s.address().port)); setInterval(() => {}, 1e5);`,
+        ],
+        { reject: false, buffer: false },
+      );
+      cleanups.push(async () => {
+        child.kill("SIGKILL");
+        await child;
+      });
+      const port = await new Promise<number>((resolve) =>
+        child.stdout?.once("data", (chunk) => resolve(Number(String(chunk).trim()))),
+      );
+      return { pid: child.pid ?? 0, port };
+    };
+    const v4 = await listen("127.0.0.1");
+    const v6 = await listen("::1");
+    expect(await facts.listeners(v4.port)).toEqual({ pids: [v4.pid] });
+    expect(await facts.listeners(v6.port)).toEqual({ pids: [v6.pid] });
+    // A port just freed: no listener.
+    const gone = await listen("127.0.0.1");
+    const freed = cleanups.pop();
+    await freed?.();
+    expect(await facts.listeners(gone.port)).toEqual({ pids: [] });
   });
 
   it("tolerates pids that do not exist", async () => {
@@ -112,7 +144,9 @@ describe("one reader of process facts", () => {
 async function listFiles(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true });
   const nested = await Promise.all(
-    entries.map((entry) => (entry.isDirectory() ? listFiles(join(dir, entry.name)) : Promise.resolve([join(dir, entry.name)]))),
+    entries.map((entry) =>
+      entry.isDirectory() ? listFiles(join(dir, entry.name)) : Promise.resolve([join(dir, entry.name)]),
+    ),
   );
   return nested.flat();
 }

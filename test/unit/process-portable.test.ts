@@ -6,6 +6,7 @@ import {
   environmentFlag,
   parseEnvironMarkers,
   parseLsofCwds,
+  parseLsofPids,
   parsePsRows,
   type CommandAnswer,
   type CommandRunner,
@@ -14,17 +15,58 @@ import { sameStart } from "../../src/process/facts.ts";
 import { acquireSessionLease, readSessionLease } from "../../src/launch/lease.ts";
 import { makeTempDir, removeTempDir } from "../support/git-repo.ts";
 
-const fixture = (name: string): Promise<string> => readFile(join(import.meta.dirname, "..", "fixtures", "ps", name), "utf8");
+const fixture = (name: string): Promise<string> =>
+  readFile(join(import.meta.dirname, "..", "fixtures", "ps", name), "utf8");
 
 describe("parsePsRows", () => {
   it("reads procps output captured on Linux, with zombies and names holding spaces and parentheses", async () => {
     const rows = parsePsRows(await fixture("procps-status.txt"));
     expect(rows).toEqual([
-      { pid: 1, ppid: 0, pgid: 0, tpgid: -1, zombie: false, name: "process_api", startedAtSeconds: Date.UTC(2026, 11, 1, 7, 14, 49) / 1000 },
-      { pid: 16698, ppid: 16697, pgid: 16698, tpgid: 16730, zombie: false, name: "bash", startedAtSeconds: Date.UTC(2026, 11, 1, 7, 24, 52) / 1000 },
-      { pid: 16730, ppid: 16698, pgid: 16730, tpgid: 16730, zombie: false, name: "sleep", startedAtSeconds: Date.UTC(2026, 11, 1, 7, 24, 53) / 1000 },
-      { pid: 16788, ppid: 16743, pgid: 16693, tpgid: -1, zombie: true, name: "python3", startedAtSeconds: Date.UTC(2026, 11, 1, 7, 24, 53) / 1000 },
-      { pid: 16801, ppid: 16698, pgid: 16801, tpgid: 16730, zombie: false, name: "x) (y z", startedAtSeconds: Date.UTC(2026, 0, 14, 23, 5, 9) / 1000 },
+      {
+        pid: 1,
+        ppid: 0,
+        pgid: 0,
+        tpgid: -1,
+        zombie: false,
+        name: "process_api",
+        startedAtSeconds: Date.UTC(2026, 11, 1, 7, 14, 49) / 1000,
+      },
+      {
+        pid: 16698,
+        ppid: 16697,
+        pgid: 16698,
+        tpgid: 16730,
+        zombie: false,
+        name: "bash",
+        startedAtSeconds: Date.UTC(2026, 11, 1, 7, 24, 52) / 1000,
+      },
+      {
+        pid: 16730,
+        ppid: 16698,
+        pgid: 16730,
+        tpgid: 16730,
+        zombie: false,
+        name: "sleep",
+        startedAtSeconds: Date.UTC(2026, 11, 1, 7, 24, 53) / 1000,
+      },
+      {
+        pid: 16788,
+        ppid: 16743,
+        pgid: 16693,
+        tpgid: -1,
+        zombie: true,
+        name: "python3",
+        startedAtSeconds: Date.UTC(2026, 11, 1, 7, 24, 53) / 1000,
+      },
+      {
+        pid: 16801,
+        ppid: 16698,
+        pgid: 16801,
+        tpgid: 16730,
+        zombie: false,
+        name: "x) (y z",
+        startedAtSeconds: Date.UTC(2026, 0, 14, 23, 5, 9) / 1000,
+      },
     ]);
   });
 
@@ -42,7 +84,8 @@ describe("parsePsRows", () => {
   });
 
   it("skips headers, blank lines and lines cut short (a process that vanished mid-print)", () => {
-    const text = "  PID  PPID\n\n  12    1    12    -1 S Tue Dec  1 07:14:49\n  13    1    13    -1 S Tue Xyz  1 07:14:49 2026 a\n  14    1    14    -1 S Tue Dec  1 07:14:49 2026 b\n";
+    const text =
+      "  PID  PPID\n\n  12    1    12    -1 S Tue Dec  1 07:14:49\n  13    1    13    -1 S Tue Xyz  1 07:14:49 2026 a\n  14    1    14    -1 S Tue Dec  1 07:14:49 2026 b\n";
     expect(parsePsRows(text).map((row) => row.pid)).toEqual([14]);
   });
 });
@@ -61,7 +104,9 @@ describe("parseEnvironMarkers", () => {
   });
 
   it("does not take a longer variable name or an empty value for the marker", () => {
-    expect([...parseEnvironMarkers("5 pi XPI_HANDOFF_ID=no PI_HANDOFF_ID_OLD=no PI_HANDOFF_ID=\n", "PI_HANDOFF_ID")]).toEqual([]);
+    expect([
+      ...parseEnvironMarkers("5 pi XPI_HANDOFF_ID=no PI_HANDOFF_ID_OLD=no PI_HANDOFF_ID=\n", "PI_HANDOFF_ID"),
+    ]).toEqual([]);
   });
 });
 
@@ -74,6 +119,13 @@ describe("parseLsofCwds", () => {
   });
 });
 
+describe("parseLsofPids", () => {
+  it("takes each p<pid> once (a process listening on IPv4 and IPv6 is two entries), nothing else", () => {
+    expect(parseLsofPids("p4242\nf21\np4242\nf22\np77\nf3\n")).toEqual([4242, 77]);
+    expect(parseLsofPids("")).toEqual([]);
+  });
+});
+
 describe("environmentFlag", () => {
   it("uses -E on macOS, the BSD-style e with procps, -e on the other BSDs", () => {
     expect(environmentFlag("darwin")).toBe("-E");
@@ -83,7 +135,10 @@ describe("environmentFlag", () => {
 });
 
 /** A runner answering from canned output, recording what was asked. */
-function cannedRunner(answers: (file: string, args: readonly string[]) => CommandAnswer): { run: CommandRunner; calls: string[] } {
+function cannedRunner(answers: (file: string, args: readonly string[]) => CommandAnswer): {
+  run: CommandRunner;
+  calls: string[];
+} {
   const calls: string[] = [];
   return {
     calls,
@@ -104,7 +159,10 @@ describe("the portable facts on canned output", () => {
       const sessionFile = join(agentDir, "s.jsonl");
       expect((await acquireSessionLease({ agentDir, sessionFile, facts })).ok).toBe(true);
       calls.length = 0;
-      expect(await readSessionLease(agentDir, sessionFile, { facts })).toMatchObject({ state: "live", pid: process.pid });
+      expect(await readSessionLease(agentDir, sessionFile, { facts })).toMatchObject({
+        state: "live",
+        pid: process.pid,
+      });
       expect(calls).toEqual([`ps -ww -o pid=,ppid=,pgid=,tpgid=,state=,lstart=,comm= -p ${process.pid}`]);
     } finally {
       removeTempDir(agentDir);
@@ -121,7 +179,8 @@ describe("the portable facts on canned output", () => {
     const { run, calls } = cannedRunner((file, args) => {
       if (file === "ps" && args.includes("-A")) return { ok: true, stdout: status };
       // 641 exited after the table was read: neither its environment nor its cwd is printed.
-      if (file === "ps" && args[0] === "-E") return { ok: true, stdout: "  640 pi PI_HANDOFF_ID=h-mac-1 HOME=/Users/me\n" };
+      if (file === "ps" && args[0] === "-E")
+        return { ok: true, stdout: "  640 pi PI_HANDOFF_ID=h-mac-1 HOME=/Users/me\n" };
       if (file === "lsof") return { ok: true, stdout: "p640\nfcwd\nn/\n" };
       return { ok: true, stdout: status };
     });
@@ -142,15 +201,29 @@ describe("the portable facts on canned output", () => {
   });
 
   it("leaves out a pid that is gone by the time it is described, and zombies", async () => {
-    const { run } = cannedRunner(() => ({ ok: true, stdout: "  701   612   701   640 Z    Tue Dec  1 07:25:01 2026 <defunct>\n" }));
+    const { run } = cannedRunner(() => ({
+      ok: true,
+      stdout: "  701   612   701   640 Z    Tue Dec  1 07:25:01 2026 <defunct>\n",
+    }));
     const facts = createPortableFacts({ run, platform: "darwin" });
     expect(await facts.describe([700, 701])).toEqual({ processes: [] });
     expect(await facts.status(700)).toBeUndefined();
-    expect(await facts.status(701)).toEqual({ pid: 701, ppid: 612, pgid: 701, tpgid: 640, zombie: true, name: "<defunct>" });
+    expect(await facts.status(701)).toEqual({
+      pid: 701,
+      ppid: 612,
+      pgid: 701,
+      tpgid: 640,
+      zombie: true,
+      name: "<defunct>",
+    });
   });
 
   it("says so when lsof is missing, instead of reporting processes without a cwd as the whole truth", async () => {
-    const { run } = cannedRunner((file) => (file === "lsof" ? { ok: false, reason: "missing", message: "lsof is not installed" } : { ok: true, stdout: status }));
+    const { run } = cannedRunner((file) =>
+      file === "lsof"
+        ? { ok: false, reason: "missing", message: "lsof is not installed" }
+        : { ok: true, stdout: status },
+    );
     const found = await createPortableFacts({ run, platform: "linux" }).findByName("pi");
     expect(found.processes.map((p) => p.pid)).toEqual([640, 641]);
     expect(found.problem).toBe("Process working directories could not be read (lsof is not installed).");
@@ -159,22 +232,37 @@ describe("the portable facts on canned output", () => {
   it("says so when ps times out, and finds nothing rather than claiming no process runs", async () => {
     const { run } = cannedRunner(() => ({ ok: false, reason: "timeout", message: "ps did not answer within 5 s" }));
     const facts = createPortableFacts({ run, platform: "linux" });
-    expect(await facts.findByName("pi")).toEqual({ processes: [], problem: "Running processes could not be looked for: ps did not answer within 5 s." });
+    expect(await facts.findByName("pi")).toEqual({
+      processes: [],
+      problem: "Running processes could not be looked for: ps did not answer within 5 s.",
+    });
     expect(await facts.startToken(process.pid)).toBeUndefined();
     expect(await facts.descendants(612)).toEqual([]);
   });
 
   it("builds the start token from lstart, comparable only with its own kind, and asks no ps about a pid that is gone", async () => {
     const pid = process.pid;
-    const { run, calls } = cannedRunner(() => ({ ok: true, stdout: `${String(pid).padStart(7)}   612 ${String(pid).padStart(7)}   640 S+   Tue Dec  1 07:24:53 2026 pi\n` }));
+    const { run, calls } = cannedRunner(() => ({
+      ok: true,
+      stdout: `${String(pid).padStart(7)}   612 ${String(pid).padStart(7)}   640 S+   Tue Dec  1 07:24:53 2026 pi\n`,
+    }));
     const facts = createPortableFacts({ run, platform: "darwin" });
     const token = await facts.startToken(pid);
     expect(token).toBe(`ps:${Date.UTC(2026, 11, 1, 7, 24, 53) / 1000}`);
     expect(await facts.startTimeMs(pid)).toBe(Date.UTC(2026, 11, 1, 7, 24, 53));
-    expect(await facts.identify(pid)).toEqual({ alive: true, start: token, startedAtMs: Date.UTC(2026, 11, 1, 7, 24, 53) });
+    expect(await facts.identify(pid)).toEqual({
+      alive: true,
+      start: token,
+      startedAtMs: Date.UTC(2026, 11, 1, 7, 24, 53),
+    });
     calls.length = 0;
     const gone = 2 ** 22 + 12_345;
-    expect([await facts.startToken(gone), await facts.startTimeMs(gone), await facts.isAlive(gone), await facts.identify(gone)]).toEqual([undefined, undefined, false, { alive: false }]);
+    expect([
+      await facts.startToken(gone),
+      await facts.startTimeMs(gone),
+      await facts.isAlive(gone),
+      await facts.identify(gone),
+    ]).toEqual([undefined, undefined, false, { alive: false }]);
     expect(calls).toEqual([]);
     expect(sameStart(token, `ps:${Date.UTC(2026, 11, 1, 7, 24, 53) / 1000}`)).toBe(true);
     expect(sameStart(token, "ps:1")).toBe(false);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseStat } from "../../src/process/procfs.ts";
+import { listeningInodes, parseStat } from "../../src/process/procfs.ts";
 
 describe("parseStat", () => {
   it("takes the fields after the last ')' when the command name holds spaces and parentheses", () => {
@@ -24,6 +24,25 @@ describe("parseStat", () => {
     expect(parseStat("")).toBeUndefined();
     expect(parseStat("12 (x) S 1 2")).toBeUndefined();
     expect(parseStat("12 x) S 1 2 3 4 5")).toBeUndefined();
+  });
+});
+
+describe("listeningInodes", () => {
+  it("takes the listening sockets on the port only, from an IPv4 and an IPv6 table", () => {
+    const header = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n";
+    const v4 =
+      header +
+      "   0: 0100007F:4E20 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 5551 1 0 100 0 0 10 0\n" +
+      // The same port, connected (01): not a listener.
+      "   1: 0100007F:4E20 0100007F:9C40 01 00000000:00000000 00:00000000 00000000  1000        0 5552 1 0 20 4 30 10 -1\n" +
+      "   2: 00000000:4E21 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 5553 1 0 100 0 0 10 0\n";
+    const v6 =
+      header +
+      "   0: 00000000000000000000000001000000:4E20 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 6661 1 0 100 0 0 10 0\n";
+    expect(listeningInodes(v4, 20000)).toEqual(["5551"]);
+    expect(listeningInodes(v6, 20000)).toEqual(["6661"]);
+    expect(listeningInodes(v4, 20002)).toEqual([]);
+    expect(listeningInodes("", 20000)).toEqual([]);
   });
 });
 

@@ -22,6 +22,17 @@ describe("published JSON Schemas", () => {
       properties: Record<string, unknown>;
     };
     expect(settings.additionalProperties).toBe(false);
-    expect(Object.keys(settings.properties).sort()).toEqual(["$schema", "branchPrefix", "copy", "mux", "postCreate", "reportsTriggerTurn", "symlink", "worktreeDir"]);
+    expect(Object.keys(settings.properties).sort()).toEqual([
+      "$schema",
+      "branchPrefix",
+      "copy",
+      "env",
+      "mux",
+      "ports",
+      "postCreate",
+      "reportsTriggerTurn",
+      "symlink",
+      "worktreeDir",
+    ]);
   });
 });

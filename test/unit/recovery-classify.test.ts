@@ -5,9 +5,16 @@
 import { describe, expect, it } from "vitest";
 import { newManifest } from "../../src/manifest/factory.ts";
 import { ManifestSchema, type Manifest } from "../../src/manifest/schema.ts";
-import { classify, findWriters, isPrunable, IN_PROGRESS_GRACE_MS, type HandoffFacts } from "../../src/recovery/classify.ts";
+import {
+  classify,
+  findWriters,
+  isPrunable,
+  IN_PROGRESS_GRACE_MS,
+  type HandoffFacts,
+} from "../../src/recovery/classify.ts";
 import { branchDeletionOffer, type RemovalPlan } from "../../src/recovery/remove.ts";
-import { HandoffReportSchema, type BranchFact } from "../../src/recovery/report-schema.ts";
+import { HandoffReportSchema, type BranchFact, type HandoffReport } from "../../src/recovery/report-schema.ts";
+import { formatInventory, formatReport } from "../../src/recovery/format.ts";
 
 const BASE = "a".repeat(40);
 const TIP = "b".repeat(40);
@@ -40,7 +47,13 @@ const merged: BranchFact = {
   mergeTarget: { ref: "main", sha: TIP },
   aheadOfBase: 2,
   unmerged: { total: 0, commits: [] },
-  unpushed: { total: 2, commits: [{ sha: TIP, subject: "second" }, { sha: "c".repeat(40), subject: "first" }] },
+  unpushed: {
+    total: 2,
+    commits: [
+      { sha: TIP, subject: "second" },
+      { sha: "c".repeat(40), subject: "first" },
+    ],
+  },
 };
 const unmerged: BranchFact = { ...merged, mergeTarget: { ref: "main", sha: BASE }, unmerged: merged.unpushed };
 const untouched: BranchFact = { ...merged, tip: BASE, aheadOfBase: 0, unpushed: { total: 0, commits: [] } };
@@ -86,7 +99,10 @@ describe("classify", () => {
     });
     const child = { pid: 4242, name: "pi", cwd: WORKTREE, handoffId: ID };
     const v = verdict(facts(m, { recordedProcess: child, piProcesses: [child] }));
-    expect(v.status).toEqual({ code: "child_running", writers: [{ pid: 4242, evidence: ["recorded_pid", "marker", "cwd"] }] });
+    expect(v.status).toEqual({
+      code: "child_running",
+      writers: [{ pid: 4242, evidence: ["recorded_pid", "marker", "cwd"] }],
+    });
     // Never relaunch or remove under a live writer; the window can still be shown.
     expect(v.actions).toEqual(["focus"]);
   });
@@ -121,18 +137,28 @@ describe("classify", () => {
       delete m.child.pid;
     });
     const lease = { state: "live" as const, pid: 5151, heartbeatAt: LATER.toISOString() };
-    expect(verdict(facts(m, { lease }))).toMatchObject({ status: { code: "child_running", writers: [{ pid: 5151, evidence: ["lease"] }] }, actions: ["focus"] });
+    expect(verdict(facts(m, { lease }))).toMatchObject({
+      status: { code: "child_running", writers: [{ pid: 5151, evidence: ["lease"] }] },
+      actions: ["focus"],
+    });
     // The probes agree on the same pid: one writer, the lease first.
     const probed = facts(m, { lease, piProcesses: [{ pid: 5151, name: "pi", cwd: WORKTREE }] });
-    expect(verdict(probed).status).toEqual({ code: "child_running", writers: [{ pid: 5151, evidence: ["lease", "cwd"] }] });
+    expect(verdict(probed).status).toEqual({
+      code: "child_running",
+      writers: [{ pid: 5151, evidence: ["lease", "cwd"] }],
+    });
   });
 
   it("a stale or absent lease leaves the verdict to the process probes", () => {
     const m = manifest("running", (m) => {
       delete m.child.pid;
     });
-    expect(verdict(facts(m, { lease: { state: "stale", pid: 5151, heartbeatAt: CREATED.toISOString() } })).status).toEqual({ code: "no_child" });
-    expect(verdict(facts(m, { lease: { state: "none" }, piProcesses: [{ pid: 6, name: "pi", handoffId: ID }] })).status).toEqual({
+    expect(
+      verdict(facts(m, { lease: { state: "stale", pid: 5151, heartbeatAt: CREATED.toISOString() } })).status,
+    ).toEqual({ code: "no_child" });
+    expect(
+      verdict(facts(m, { lease: { state: "none" }, piProcesses: [{ pid: 6, name: "pi", handoffId: ID }] })).status,
+    ).toEqual({
       code: "child_running",
       writers: [{ pid: 6, evidence: ["marker"] }],
     });
@@ -142,10 +168,17 @@ describe("classify", () => {
     const m = manifest("running", (m) => {
       delete m.child.pid;
     });
-    const unreadable = classify(facts(m, { lease: { state: "unreadable", message: "The session lease /a/b.json is not valid JSON." } }));
+    const unreadable = classify(
+      facts(m, { lease: { state: "unreadable", message: "The session lease /a/b.json is not valid JSON." } }),
+    );
     expect(unreadable.writerUnknown).toBe("The session lease /a/b.json is not valid JSON");
     expect(unreadable.actions).toEqual(["focus", "remove"]);
-    const noTable = classify(facts(m, { lease: { state: "none" }, processScanProblem: "Running processes could not be looked for: ps did not answer within 5 s." }));
+    const noTable = classify(
+      facts(m, {
+        lease: { state: "none" },
+        processScanProblem: "Running processes could not be looked for: ps did not answer within 5 s.",
+      }),
+    );
     expect(noTable.writerUnknown).toBe("Running processes could not be looked for: ps did not answer within 5 s");
     expect(noTable.actions).toEqual(["focus", "remove"]);
     expect(HandoffReportSchema.parse(noTable).writerUnknown).toBe(noTable.writerUnknown);
@@ -164,7 +197,10 @@ describe("classify", () => {
       { pid: 31, evidence: ["herdr_agent"] },
       { pid: 32, evidence: ["herdr_agent"] },
     ]);
-    expect(verdict(facts(m, { workspace: agent("working", session, [31]) })).status).toEqual({ code: "child_running", writers: [{ pid: 31, evidence: ["herdr_agent"] }] });
+    expect(verdict(facts(m, { workspace: agent("working", session, [31]) })).status).toEqual({
+      code: "child_running",
+      writers: [{ pid: 31, evidence: ["herdr_agent"] }],
+    });
     // No agent detected (Herdr keeps a session after its agent ended), or another session: no writer.
     expect(findWriters(m, undefined, [], undefined, agent("unknown", session, [31]))).toEqual([]);
     expect(findWriters(m, undefined, [], undefined, agent("idle", `${session}.other`, [31]))).toEqual([]);
@@ -175,7 +211,10 @@ describe("classify", () => {
     const m = manifest("launching", (m) => {
       m.updatedAt = new Date(LATER.getTime() - 1_000).toISOString();
     });
-    expect(verdict(facts(m))).toMatchObject({ status: { code: "unfinished", step: "confirm", inProgress: true }, actions: ["focus"] });
+    expect(verdict(facts(m))).toMatchObject({
+      status: { code: "unfinished", step: "confirm", inProgress: true },
+      actions: ["focus"],
+    });
     const stale = manifest("forked");
     expect(verdict(facts(stale))).toMatchObject({
       status: { code: "unfinished", step: "launch", inProgress: false },
@@ -190,7 +229,14 @@ describe("classify", () => {
       m.error = { step: "worktree", message: "tmux has no session $9.", at: CREATED.toISOString() };
     });
     const v = verdict(
-      facts(m, { worktreeDirectoryExists: false, registration: { code: "not_listed" }, workspace: { code: "none" }, branch: { code: "gone" }, changes: undefined, childSessionExists: false }),
+      facts(m, {
+        worktreeDirectoryExists: false,
+        registration: { code: "not_listed" },
+        workspace: { code: "none" },
+        branch: { code: "gone" },
+        changes: undefined,
+        childSessionExists: false,
+      }),
     );
     expect(v).toEqual({
       status: { code: "failed", step: "worktree", message: "tmux has no session $9.", worktreeCreated: false },
@@ -201,7 +247,12 @@ describe("classify", () => {
   });
 
   it("a missing worktree with a merged branch can be pruned; with unmerged commits it cannot", () => {
-    const gone = { worktreeDirectoryExists: false, registration: { code: "not_listed" as const }, changes: undefined, workspace: { code: "closed" as const } };
+    const gone = {
+      worktreeDirectoryExists: false,
+      registration: { code: "not_listed" as const },
+      changes: undefined,
+      workspace: { code: "closed" as const },
+    };
     const m = manifest("running");
     expect(verdict(facts(m, { ...gone, branch: merged }))).toMatchObject({
       status: { code: "worktree_missing" },
@@ -211,19 +262,29 @@ describe("classify", () => {
     expect(verdict(facts(m, { ...gone, branch: unmerged }))).toMatchObject({
       status: { code: "worktree_missing" },
       flags: ["unpushed", "unmerged"],
-      actions: ["remove"],
+      // Its commits can still be landed: a landing works in the object store, without the worktree.
+      actions: ["land", "remove"],
     });
     expect(verdict(facts(m, { ...gone, branch: { code: "gone" } }))).toMatchObject({ actions: ["remove", "prune"] });
   });
 
   it("a vanished directory git still lists is prunable", () => {
-    const v = verdict(facts(manifest("running"), { worktreeDirectoryExists: false, changes: undefined, workspace: { code: "closed" } }));
-    expect(v).toMatchObject({ status: { code: "prunable" }, worktree: { code: "prunable" }, actions: ["remove", "prune"] });
+    const v = verdict(
+      facts(manifest("running"), { worktreeDirectoryExists: false, changes: undefined, workspace: { code: "closed" } }),
+    );
+    expect(v).toMatchObject({
+      status: { code: "prunable" },
+      worktree: { code: "prunable" },
+      actions: ["remove", "prune"],
+    });
   });
 
   it.each([
     [{ code: "not_listed" as const }, "git does not list it as a worktree of the repository"],
-    [{ code: "listed" as const, branch: "other", detached: false, prunable: false }, "it has branch other checked out, not feat/x"],
+    [
+      { code: "listed" as const, branch: "other", detached: false, prunable: false },
+      "it has branch other checked out, not feat/x",
+    ],
     [{ code: "listed" as const, detached: true, prunable: false }, "its HEAD is detached, not on the handoff's branch"],
   ])("a directory that is not the branch's worktree any more is an orphaned checkout (%o)", (registration, reason) => {
     const v = verdict(facts(manifest("running"), { registration }));
@@ -236,7 +297,12 @@ describe("classify", () => {
     const failed = manifest("failed", (m) => {
       m.error = { step: "launch", message: "The shell did not become ready.", at: CREATED.toISOString() };
     });
-    expect(verdict(facts(failed)).status).toEqual({ code: "failed", step: "launch", message: "The shell did not become ready.", worktreeCreated: true });
+    expect(verdict(facts(failed)).status).toEqual({
+      code: "failed",
+      step: "launch",
+      message: "The shell did not become ready.",
+      worktreeCreated: true,
+    });
     const unconfirmed = manifest("launch_unconfirmed", (m) => {
       m.error = { step: "confirm", message: "No ack.", at: CREATED.toISOString() };
     });
@@ -245,7 +311,10 @@ describe("classify", () => {
 
   it("tells a closed window from an open one when no Pi runs", () => {
     const m = manifest("running");
-    expect(verdict(facts(m, { workspace: { code: "closed" } }))).toMatchObject({ status: { code: "workspace_closed" }, actions: ["relaunch", "remove"] });
+    expect(verdict(facts(m, { workspace: { code: "closed" } }))).toMatchObject({
+      status: { code: "workspace_closed" },
+      actions: ["relaunch", "remove"],
+    });
     expect(verdict(facts(m))).toMatchObject({ status: { code: "no_child" }, actions: ["relaunch", "focus", "remove"] });
   });
 
@@ -258,7 +327,9 @@ describe("classify", () => {
   });
 
   it("flags uncommitted work and commits independently of the status", () => {
-    const v = verdict(facts(manifest("running"), { changes: { dirtyFiles: ["a.txt"], untrackedFiles: ["new/"] }, branch: unmerged }));
+    const v = verdict(
+      facts(manifest("running"), { changes: { dirtyFiles: ["a.txt"], untrackedFiles: ["new/"] }, branch: unmerged }),
+    );
     expect(v.flags).toEqual(["dirty", "untracked", "unpushed", "unmerged"]);
     // A branch without commits is not "merged": there is no work that reached the base.
     expect(verdict(facts(manifest("running"))).flags).toEqual([]);
@@ -268,7 +339,9 @@ describe("classify", () => {
     const m = manifest("failed", (m) => {
       m.error = { step: "worktree", message: "x", at: CREATED.toISOString() };
     });
-    const report = classify(facts(m, { worktreeDirectoryExists: false, registration: { code: "not_listed" }, workspace: { code: "open" } }));
+    const report = classify(
+      facts(m, { worktreeDirectoryExists: false, registration: { code: "not_listed" }, workspace: { code: "open" } }),
+    );
     expect(report.status.code).toBe("failed");
     expect(isPrunable(report)).toBe(false);
   });
@@ -277,14 +350,29 @@ describe("classify", () => {
 describe("branchDeletionOffer (the /handoffs question after a confirmed removal)", () => {
   function plan(m: Manifest, branch: BranchFact): RemovalPlan {
     const report = HandoffReportSchema.parse(classify(facts(m, { branch })));
-    return { manifest: m, report, worktree: "remove", lostFiles: { dirty: [], untracked: [] }, unmerged: undefined, branch: { code: "keep" }, closesWorkspace: true };
+    return {
+      manifest: m,
+      report,
+      worktree: "remove",
+      lostFiles: { dirty: [], untracked: [], ignored: [] },
+      kept: { commits: [], refs: [] },
+      unread: [],
+      unmerged: undefined,
+      branch: { code: "keep" },
+      closesWorkspace: true,
+    };
   }
 
   it("offers to delete a merged branch the handoff created, with the deletion in the plan to confirm", () => {
     const offer = branchDeletionOffer(plan(manifest("running"), merged));
     expect(offer?.question).toBe("Also delete branch feat/x?");
     expect(offer?.detail).toBe("Everything on it is in main, so no commit is lost.");
-    expect(offer?.plan.branch).toEqual({ code: "delete", tip: TIP, mergeTarget: { ref: "main", sha: TIP } });
+    expect(offer?.plan.branch).toEqual({
+      code: "delete",
+      tip: TIP,
+      mergeTarget: { ref: "main", sha: TIP },
+      by: { rule: "ancestry" },
+    });
   });
 
   it("never offers a branch the handoff did not create (--existing), nor one with unmerged commits", () => {
@@ -293,5 +381,107 @@ describe("branchDeletionOffer (the /handoffs question after a confirmed removal)
     });
     expect(branchDeletionOffer(plan(existing, merged))).toBeUndefined();
     expect(branchDeletionOffer(plan(manifest("running"), unmerged))).toBeUndefined();
+  });
+});
+
+describe("reserved ports", () => {
+  const withPorts = (state: Manifest["state"]) =>
+    manifest(state, (m) => {
+      m.ports = [20000, 20001, 20002, 20003, 20004];
+    });
+  const inUse = { free: false, inUse: true, reason: "something listens on 127.0.0.1:2000x" } as const;
+
+  it("reports the ports a live handoff holds, and none once it is removed", () => {
+    expect(HandoffReportSchema.parse(classify(facts(withPorts("running")))).ports).toEqual([
+      20000, 20001, 20002, 20003, 20004,
+    ]);
+    expect(classify(facts(withPorts("removed"))).ports).toBeUndefined();
+    expect(classify(facts(manifest("running"))).ports).toBeUndefined();
+  });
+
+  it("tells its own server from someone else's, and an unreadable answer from either", () => {
+    const report = HandoffReportSchema.parse(
+      classify(
+        facts(withPorts("running"), {
+          ports: [
+            { port: 20000, answer: { free: true } },
+            // Its own: the marker, or working in the worktree (a server started in its pane's shell).
+            {
+              port: 20001,
+              answer: inUse,
+              listeners: [
+                { pid: 11, name: "node", handoffId: ID },
+                { pid: 12, name: "node", cwd: `${WORKTREE}/web` },
+              ],
+            },
+            // A stranger: another handoff's marker, a cwd that only starts like the worktree.
+            {
+              port: 20002,
+              answer: inUse,
+              listeners: [
+                { pid: 11, name: "node", handoffId: ID },
+                { pid: 21, name: "postgres", cwd: `${WORKTREE}-other`, handoffId: "other" },
+              ],
+            },
+            // In use, and no listener this user can see: another user's.
+            { port: 20003, answer: inUse, listeners: [] },
+            { port: 20004, answer: inUse, listenersProblem: "lsof is not installed." },
+          ],
+        }),
+      ),
+    );
+    expect(report.portChecks).toEqual([
+      { code: "free", port: 20000 },
+      { code: "in_use_by_handoff", port: 20001, pids: [11, 12] },
+      { code: "taken", port: 20002, holders: [{ pid: 21, name: "postgres" }] },
+      { code: "taken", port: 20003, holders: [] },
+      { code: "unknown", port: 20004, message: "it is in use, but lsof is not installed" },
+    ]);
+    expect(
+      classify(
+        facts(withPorts("running"), {
+          ports: [{ port: 20000, answer: { free: false, inUse: false, reason: "no permission" } }],
+        }),
+      ).portChecks,
+    ).toEqual([{ code: "unknown", port: 20000, message: "no permission" }]);
+  });
+
+  it("shows the ports in list only where some handoff holds them, and each check in inspect", () => {
+    const held = classify(facts(withPorts("running")));
+    const plain = { ...classify(facts(manifest("running"))), id: "20260101-100000-feat-y-abcd", branch: "feat/y" };
+    const inventory = (handoffs: HandoffReport[]) => ({
+      version: 1 as const,
+      agentDir: "/a",
+      generatedAt: LATER.toISOString(),
+      handoffs,
+      hiddenRemoved: 0,
+      unreadable: [],
+    });
+    const table = formatInventory(inventory([held, plain])).split("\n");
+    expect(table[0]).toMatch(/^ID +STATUS +CHILD +BRANCH +PORTS +FLAGS +ACTIONS$/);
+    expect(table[1]).toContain(" 20000,20001,20002,20003,20004 ");
+    expect(table[2]).toMatch(/ feat\/y +- +/);
+    expect(formatInventory(inventory([plain]))).not.toContain("PORTS");
+
+    expect(formatReport(held)).toContain("  ports:         20000, 20001, 20002, 20003, 20004\n");
+    const checked = classify(
+      facts(withPorts("running"), {
+        ports: [
+          { port: 20000, answer: { free: true } },
+          { port: 20001, answer: inUse, listeners: [{ pid: 11, name: "node", handoffId: ID }] },
+          { port: 20002, answer: inUse, listeners: [{ pid: 21, name: "nginx" }] },
+          { port: 20003, answer: inUse, listeners: [] },
+        ],
+      }),
+    );
+    const lines = formatReport(checked)
+      .split("\n")
+      .filter((line) => line.startsWith("  port:"));
+    expect(lines).toEqual([
+      "  port:          20000 free",
+      "  port:          20001 in use by this handoff (pid 11)",
+      "  port:          20002 TAKEN by someone else (pid 21 nginx): its servers cannot listen there; stop that process, or hand off again for new ports",
+      "  port:          20003 TAKEN by someone else (a process of another user): its servers cannot listen there; stop that process, or hand off again for new ports",
+    ]);
   });
 });

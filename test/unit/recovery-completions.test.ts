@@ -17,16 +17,37 @@ const store = {
     entry("20260101-000000-feat-a-0001", "feat/a", "running"),
     entry("20260102-000000-feat-b-0002", "feat/b", "launch_unconfirmed"),
     entry("20260103-000000-old-0003", "feat/old", "removed"),
-    { ok: false, id: "20260104-000000-broken-0004", path: "/m/broken.json", error: "Manifest file /m/broken.json is not valid JSON." },
+    {
+      ok: false,
+      id: "20260104-000000-broken-0004",
+      path: "/m/broken.json",
+      error: "Manifest file /m/broken.json is not valid JSON.",
+    },
   ],
 };
 
 describe("completeRecoveryArgs", () => {
   it("offers the commands, with what each does", async () => {
-    expect((await completeRecoveryArgs("", store))?.map((item) => item.value)).toEqual(["list ", "inspect ", "focus ", "relaunch ", "remove ", "prune ", "land "]);
+    expect((await completeRecoveryArgs("", store))?.map((item) => item.value)).toEqual([
+      "list ",
+      "inspect ",
+      "env ",
+      "focus ",
+      "relaunch ",
+      "remove ",
+      "prune ",
+      "land ",
+      "forecast ",
+      "rebase ",
+    ]);
     expect(await completeRecoveryArgs("re", store)).toEqual([
       { value: "relaunch ", label: "relaunch", description: "start its Pi again" },
       { value: "remove ", label: "remove", description: "close its window and delete its worktree (asks first)" },
+      {
+        value: "rebase ",
+        label: "rebase",
+        description: "re-make its commits on the tip of the branch it lands into, and tell its Pi",
+      },
     ]);
   });
 
@@ -36,7 +57,23 @@ describe("completeRecoveryArgs", () => {
       { value: "focus feat/a ", label: "feat/a", description: "20260101-000000-feat-a-0001 (running)" },
     ]);
     expect(await completeRecoveryArgs("remove 20260101", store)).toEqual([
-      { value: "remove 20260101-000000-feat-a-0001 ", label: "20260101-000000-feat-a-0001", description: "feat/a (running)" },
+      {
+        value: "remove 20260101-000000-feat-a-0001 ",
+        label: "20260101-000000-feat-a-0001",
+        description: "feat/a (running)",
+      },
+    ]);
+  });
+
+  it("offers nothing for a word typed out whole, so Enter runs the command", async () => {
+    expect(await completeRecoveryArgs("list", store)).toBeNull();
+    expect(await completeRecoveryArgs("remove feat/a", store)).toBeNull();
+    expect(await completeRecoveryArgs("inspect 20260102-000000-feat-b-0002", store)).toBeNull();
+    // A removed handoff's branch is not a complete name: nothing of it is offered anyway.
+    expect(await completeRecoveryArgs("remove feat/old", store)).toBeNull();
+    expect((await completeRecoveryArgs("remove feat/", store))?.map((item) => item.label)).toEqual([
+      "feat/b",
+      "feat/a",
     ]);
   });
 
@@ -45,6 +82,8 @@ describe("completeRecoveryArgs", () => {
     expect(await completeRecoveryArgs("focus feat/a ", store)).toBeNull();
     expect(await completeRecoveryArgs("remove --", store)).toBeNull();
     expect(await completeRecoveryArgs("zz", store)).toBeNull();
-    expect(await completeRecoveryArgs("focus ", { list: async () => Promise.reject(new Error("unreadable")) })).toBeNull();
+    expect(
+      await completeRecoveryArgs("focus ", { list: async () => Promise.reject(new Error("unreadable")) }),
+    ).toBeNull();
   });
 });

@@ -19,7 +19,12 @@ const store = {
     entry("20260102-000000-feat-a-0002", "feat/a", "running"),
     entry("20260103-000000-feat-b-0003", "feat/b", "removed"),
     entry("20260103-000000-feat-b-0004", "feat/b", "removed"),
-    { ok: false, id: "20260104-000000-broken-0005", path: "/m/broken.json", error: "Manifest file /m/broken.json is not valid JSON." },
+    {
+      ok: false,
+      id: "20260104-000000-broken-0005",
+      path: "/m/broken.json",
+      error: "Manifest file /m/broken.json is not valid JSON.",
+    },
   ],
 };
 
@@ -39,9 +44,14 @@ describe("resolveHandoffName", () => {
     expect(await resolveHandoffName(store, "feat/b")).toEqual({
       ok: false,
       code: "ambiguous",
-      message: '"feat/b" names 2 handoffs (20260103-000000-feat-b-0003 (feat/b, removed), 20260103-000000-feat-b-0004 (feat/b, removed)); give more of the id.',
+      message:
+        '"feat/b" names 2 handoffs (20260103-000000-feat-b-0003 (feat/b, removed), 20260103-000000-feat-b-0004 (feat/b, removed)); give more of the id.',
     });
-    expect(await resolveHandoffName(store, "2026010")).toMatchObject({ ok: false, code: "ambiguous", message: expect.stringMatching(/^"2026010" names 5 handoffs /) });
+    expect(await resolveHandoffName(store, "2026010")).toMatchObject({
+      ok: false,
+      code: "ambiguous",
+      message: expect.stringMatching(/^"2026010" names 5 handoffs /),
+    });
     expect(await resolveHandoffName(store, "feat/c")).toEqual({
       ok: false,
       code: "not_found",

@@ -16,9 +16,34 @@ import { describeStatus } from "../../src/recovery/format.ts";
 
 describe("PI_HANDOFF_FAULT: one grammar for the fault plan", () => {
   it("kill-after:<point> names one of the crash points, and nothing else kills", () => {
-    for (const point of KILL_POINTS) expect(faultPlanFromEnv({ PI_HANDOFF_FAULT: `kill-after:${point}` })).toEqual({ killAfter: point });
-    expect(KILL_POINTS).toEqual(["manifest", "window", "worktree", "session", "fork", "launching", "launch", "confirm", "focus"]);
-    for (const value of [undefined, "", "fork", "kill-after:", "kill-after:preconditions", "kill-after:fork ", "KILL-AFTER:fork"]) {
+    for (const point of KILL_POINTS)
+      expect(faultPlanFromEnv({ PI_HANDOFF_FAULT: `kill-after:${point}` })).toEqual({ killAfter: point });
+    expect(KILL_POINTS).toEqual([
+      "manifest",
+      "window",
+      "worktree",
+      "session",
+      "fork",
+      "launching",
+      "launch",
+      "confirm",
+      "focus",
+      "land-intent",
+      "land-target",
+      "land-record",
+      "rebase-intent",
+      "rebase-move",
+      "rebase-record",
+    ]);
+    for (const value of [
+      undefined,
+      "",
+      "fork",
+      "kill-after:",
+      "kill-after:preconditions",
+      "kill-after:fork ",
+      "KILL-AFTER:fork",
+    ]) {
       expect(faultPlanFromEnv(value === undefined ? {} : { PI_HANDOFF_FAULT: value }).killAfter).toBeUndefined();
     }
   });
@@ -74,7 +99,8 @@ describe("labels and paths handed to tmux", () => {
     expect(muxLabel("rtl\u202eevil")).toBe("rtl-evil");
     expect(muxLabel("#()")).toBe("handoff");
     expect(muxLabel("x".repeat(300))).toBe("x".repeat(60));
-    for (const input of ["a#b", "#{", "##", "#[fg=red]", "$(x)", "`x`", "a;b", "a b"]) expect(muxLabel(input)).not.toMatch(/[#$`;\s(){}[\]]/);
+    for (const input of ["a#b", "#{", "##", "#[fg=red]", "$(x)", "`x`", "a;b", "a b"])
+      expect(muxLabel(input)).not.toMatch(/[#$`;\s(){}[\]]/);
   });
 
   it("doubles every # in a literal, which tmux reads back as one", () => {
@@ -131,12 +157,21 @@ describe("an unfinished handoff judged by its owner", () => {
       manifest: m,
       now: SOON,
       worktreeDirectoryExists: created,
-      registration: created ? { code: "listed", branch: "feat/x", detached: false, prunable: false } : { code: "not_listed" },
+      registration: created
+        ? { code: "listed", branch: "feat/x", detached: false, prunable: false }
+        : { code: "not_listed" },
       workspace: created ? { code: "open" } : { code: "none" },
       recordedProcess: undefined,
       piProcesses: [],
       branch: created
-        ? { code: "present", tip: "a".repeat(40), mergeTarget: { ref: "main", sha: "a".repeat(40) }, aheadOfBase: 0, unmerged: { total: 0, commits: [] }, unpushed: { total: 0, commits: [] } }
+        ? {
+            code: "present",
+            tip: "a".repeat(40),
+            mergeTarget: { ref: "main", sha: "a".repeat(40) },
+            aheadOfBase: 0,
+            unmerged: { total: 0, commits: [] },
+            unpushed: { total: 0, commits: [] },
+          }
         : { code: "gone" },
       changes: created ? { dirtyFiles: [], untrackedFiles: [] } : undefined,
       childSessionExists: false,
@@ -155,7 +190,12 @@ describe("an unfinished handoff judged by its owner", () => {
 
   it("is not in progress the moment its owner is dead: recovery may act at once", () => {
     const stopped = classify(facts(manifest("provisioned"), { ownerAlive: false }));
-    expect(stopped.status).toEqual({ code: "unfinished", step: "fork", inProgress: false, owner: { pid: 4321, alive: false } });
+    expect(stopped.status).toEqual({
+      code: "unfinished",
+      step: "fork",
+      inProgress: false,
+      owner: { pid: 4321, alive: false },
+    });
     expect(stopped.actions).toEqual(["focus", "remove"]);
     expect(describeStatus(stopped.status)).toBe("stopped at fork (pid 4321 gone)");
   });
@@ -164,19 +204,35 @@ describe("an unfinished handoff judged by its owner", () => {
     const m = manifest("forked");
     delete m.owner;
     expect(classify(facts(m, {})).status).toEqual({ code: "unfinished", step: "launch", inProgress: true });
-    expect(classify(facts(m, { now: LATER })).status).toEqual({ code: "unfinished", step: "launch", inProgress: false });
+    expect(classify(facts(m, { now: LATER })).status).toEqual({
+      code: "unfinished",
+      step: "launch",
+      inProgress: false,
+    });
   });
 
   it("stopped before its worktree: unfinished (not a missing worktree), prunable when git made nothing", () => {
     const report = classify(facts(manifest("provisioning"), { ownerAlive: false, worktreeDirectoryExists: false }));
-    expect(report.status).toEqual({ code: "unfinished", step: "worktree", inProgress: false, owner: { pid: 4321, alive: false } });
+    expect(report.status).toEqual({
+      code: "unfinished",
+      step: "worktree",
+      inProgress: false,
+      owner: { pid: 4321, alive: false },
+    });
     expect(report.actions).toEqual(["remove", "prune"]);
     expect(isPrunable(report)).toBe(true);
     // The branch exists after all (killed inside `git worktree add`): not prunable, it may hold work.
     const withBranch = classify(
       facts(manifest("provisioning"), {
         ownerAlive: false,
-        branch: { code: "present", tip: "a".repeat(40), mergeTarget: { ref: "main", sha: "a".repeat(40) }, aheadOfBase: 0, unmerged: { total: 0, commits: [] }, unpushed: { total: 0, commits: [] } },
+        branch: {
+          code: "present",
+          tip: "a".repeat(40),
+          mergeTarget: { ref: "main", sha: "a".repeat(40) },
+          aheadOfBase: 0,
+          unmerged: { total: 0, commits: [] },
+          unpushed: { total: 0, commits: [] },
+        },
       }),
     );
     expect(withBranch.actions).toEqual(["remove"]);

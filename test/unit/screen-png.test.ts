@@ -5,7 +5,16 @@
  */
 import { PNG } from "pngjs";
 import { describe, expect, it } from "vitest";
-import { BACKGROUND, color256, FOREGROUND, layoutScreens, PALETTE_16, parseAnsiScreen, renderScreenPng, type Rgb } from "../../scripts/lib/screen-png.ts";
+import {
+  BACKGROUND,
+  color256,
+  FOREGROUND,
+  layoutScreens,
+  PALETTE_16,
+  parseAnsiScreen,
+  renderScreenPng,
+  type Rgb,
+} from "../../scripts/lib/screen-png.ts";
 
 /** DejaVu Sans Mono at the default 15 px: a 0.602 em advance and a 1.164 em line. */
 const CELL_WIDTH = 9;
@@ -46,7 +55,8 @@ describe("renderScreenPng", () => {
       width: 2 * MARGIN + 2 * PADDING + 5 * CELL_WIDTH,
       height: 2 * MARGIN + TITLE + 2 * PADDING + 2 * CELL_HEIGHT,
     });
-    const centre = (column: number, row: number): Rgb => image.pixel(MARGIN + PADDING + column * CELL_WIDTH + 4, MARGIN + TITLE + PADDING + row * CELL_HEIGHT + 9);
+    const centre = (column: number, row: number): Rgb =>
+      image.pixel(MARGIN + PADDING + column * CELL_WIDTH + 4, MARGIN + TITLE + PADDING + row * CELL_HEIGHT + 9);
 
     expect(image.pixel(0, 0)).toEqual(BACKGROUND);
     expect(centre(0, 0)).toEqual(PALETTE_16[2]);

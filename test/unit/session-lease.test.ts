@@ -1,7 +1,8 @@
+import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
-import { execa, type ResultPromise } from "execa";
+import { execa } from "execa";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   acquireSessionLease,
@@ -71,7 +72,7 @@ describe.each([
 ] as const)("the session lease with %s process facts", (_name, facts: ProcessFacts) => {
   let agentDir: string;
   let sessionFile: string;
-  const children: ResultPromise[] = [];
+  const children: Array<{ kill(signal: NodeJS.Signals): boolean } & PromiseLike<unknown>> = [];
 
   beforeEach(async () => {
     const dir = await realpath(await mkdtemp(join(tmpdir(), "phw-lease-")));
@@ -101,7 +102,12 @@ describe.each([
     const onDisk = LeaseFileSchema.parse(JSON.parse(await readFile(leasePath(agentDir, sessionFile), "utf8")));
     expect(onDisk).toMatchObject({ version: 1, sessionFile, pid: process.pid, host: hostname(), handoffId: "h-1" });
     expect(onDisk.start).toBe(await facts.startToken(process.pid));
-    expect(await readSessionLease(agentDir, sessionFile, { facts })).toEqual({ state: "live", pid: process.pid, heartbeatAt: onDisk.heartbeatAt, handoffId: "h-1" });
+    expect(await readSessionLease(agentDir, sessionFile, { facts })).toEqual({
+      state: "live",
+      pid: process.pid,
+      heartbeatAt: onDisk.heartbeatAt,
+      handoffId: "h-1",
+    });
 
     await acquired.lease.release();
     expect(await readdir(leaseDir(agentDir))).toEqual([]);
@@ -115,7 +121,9 @@ describe.each([
     const second = await acquireSessionLease({ agentDir, sessionFile, facts });
     expect(second).toMatchObject({ ok: false, code: "held", holder: { pid: other } });
     if (second.ok || second.code !== "held") throw new Error("unreachable");
-    expect(second.message).toBe(`Another Pi (pid ${other}) holds the lease on session ${sessionFile} (heartbeat ${second.holder.heartbeatAt}).`);
+    expect(second.message).toBe(
+      `Another Pi (pid ${other}) holds the lease on session ${sessionFile} (heartbeat ${second.holder.heartbeatAt}).`,
+    );
 
     children[0]?.kill("SIGKILL");
     await children[0];
@@ -188,21 +196,59 @@ describe("SessionLeaseKeeper and the session start", () => {
     const first = await acquireSessionLease({ agentDir, sessionFile, pid: 777, facts });
     expect(first.ok).toBe(true);
     const events: LeaseEvent[] = [];
-    const keeper = new SessionLeaseKeeper({ agentDir, facts, intervalMs: 60_000, onEvent: (event) => events.push(event) });
+    const holding: boolean[] = [];
+    const keeper = new SessionLeaseKeeper({
+      agentDir,
+      facts,
+      intervalMs: 60_000,
+      onEvent: (event) => events.push(event),
+      onHoldingChange: (now) => holding.push(now),
+    });
     const held = await keeper.hold(sessionFile);
     expect(held).toMatchObject({ ok: false, code: "held" });
     expect(keeper.holding).toBe(false);
+    // Not holding: the published state of this Pi is not written (launch/child-state.ts).
+    expect(holding).toEqual([]);
 
     await keeper.tick();
     expect(events).toEqual([]);
     facts.remove(777);
     await keeper.tick();
-    expect(events).toEqual([{ code: "taken_over", message: `The other Pi on session ${sessionFile} has stopped; this Pi now holds the session.` }]);
+    expect(events).toEqual([
+      {
+        code: "taken_over",
+        message: `The other Pi on session ${sessionFile} has stopped; this Pi now holds the session.`,
+      },
+    ]);
     expect(keeper.holding).toBe(true);
+    expect(holding).toEqual([true]);
     expect(await readSessionLease(agentDir, sessionFile, { facts })).toMatchObject({ state: "live", pid: process.pid });
 
     await keeper.release();
+    expect(holding).toEqual([true, false]);
     expect(await readSessionLease(agentDir, sessionFile, { facts })).toEqual({ state: "none" });
+  });
+
+  it("at exit, tells the holder's last word while the lease is still held, then releases it", async () => {
+    const { facts, agentDir, sessionFile } = twoPi();
+    const seen: string[] = [];
+    const keeper = new SessionLeaseKeeper({
+      agentDir,
+      facts,
+      intervalMs: 60_000,
+      onEvent: () => undefined,
+      onHoldingChange: (now) => seen.push(`holding ${now}`),
+      onExit: (code) =>
+        seen.push(`exit ${code} while the lease is ${existsSync(leasePath(agentDir, sessionFile)) ? "there" : "gone"}`),
+    });
+    expect(await keeper.hold(sessionFile)).toMatchObject({ ok: true });
+    keeper.exitSync(143);
+    expect(seen).toEqual(["holding true", "exit 143 while the lease is there", "holding false"]);
+    expect(existsSync(leasePath(agentDir, sessionFile))).toBe(false);
+    // A keeper that holds nothing has no last word to tell.
+    const idle = new SessionLeaseKeeper({ agentDir, facts, onEvent: () => undefined, onExit: () => seen.push("exit") });
+    idle.exitSync(0);
+    expect(seen).toHaveLength(3);
   });
 
   it("a lease that could not be written at start is taken on a later tick, and said so without blaming another Pi", async () => {
@@ -211,13 +257,23 @@ describe("SessionLeaseKeeper and the session start", () => {
     await mkdir(join(agentDir, "handoff-worktree"), { recursive: true });
     await writeFile(leaseDir(agentDir), "not a directory\n");
     const events: LeaseEvent[] = [];
-    const keeper = new SessionLeaseKeeper({ agentDir, facts, intervalMs: 60_000, onEvent: (event) => events.push(event) });
+    const keeper = new SessionLeaseKeeper({
+      agentDir,
+      facts,
+      intervalMs: 60_000,
+      onEvent: (event) => events.push(event),
+    });
     expect(await keeper.hold(sessionFile)).toMatchObject({ ok: false, code: "io_error" });
     await keeper.tick();
     expect(events).toEqual([]);
     await rm(leaseDir(agentDir));
     await keeper.tick();
-    expect(events).toEqual([{ code: "leased", message: `The lease on session ${sessionFile} is taken now, so recovery sees this Pi as its writer.` }]);
+    expect(events).toEqual([
+      {
+        code: "leased",
+        message: `The lease on session ${sessionFile} is taken now, so recovery sees this Pi as its writer.`,
+      },
+    ]);
     expect(await readSessionLease(agentDir, sessionFile, { facts })).toMatchObject({ state: "live", pid: process.pid });
     await keeper.release();
   });
@@ -227,7 +283,12 @@ describe("SessionLeaseKeeper and the session start", () => {
     await mkdir(join(agentDir, "handoff-worktree"), { recursive: true });
     await writeFile(leaseDir(agentDir), "not a directory\n");
     const events: LeaseEvent[] = [];
-    const keeper = new SessionLeaseKeeper({ agentDir, facts, intervalMs: 60_000, onEvent: (event) => events.push(event) });
+    const keeper = new SessionLeaseKeeper({
+      agentDir,
+      facts,
+      intervalMs: 60_000,
+      onEvent: (event) => events.push(event),
+    });
     expect(await keeper.hold(sessionFile)).toMatchObject({ ok: false, code: "io_error" });
     // The directory works again, and another Pi takes the lease before this one's next tick.
     await rm(leaseDir(agentDir));
@@ -237,7 +298,12 @@ describe("SessionLeaseKeeper and the session start", () => {
     expect(events).toEqual([]);
     facts.remove(777);
     await keeper.tick();
-    expect(events).toEqual([{ code: "taken_over", message: `The other Pi on session ${sessionFile} has stopped; this Pi now holds the session.` }]);
+    expect(events).toEqual([
+      {
+        code: "taken_over",
+        message: `The other Pi on session ${sessionFile} has stopped; this Pi now holds the session.`,
+      },
+    ]);
     await keeper.release();
   });
 
@@ -246,7 +312,12 @@ describe("SessionLeaseKeeper and the session start", () => {
     const other = await acquireSessionLease({ agentDir, sessionFile, pid: 777, facts });
     if (!other.ok) throw new Error(other.message);
     const events: LeaseEvent[] = [];
-    const keeper = new SessionLeaseKeeper({ agentDir, facts, intervalMs: 60_000, onEvent: (event) => events.push(event) });
+    const keeper = new SessionLeaseKeeper({
+      agentDir,
+      facts,
+      intervalMs: 60_000,
+      onEvent: (event) => events.push(event),
+    });
     expect(await keeper.hold(sessionFile)).toMatchObject({ ok: false, code: "held" });
     // The other Pi stops and its lease goes, while the lease directory cannot be used: an I/O error.
     facts.remove(777);
@@ -256,7 +327,12 @@ describe("SessionLeaseKeeper and the session start", () => {
     expect(events).toEqual([]);
     await rm(leaseDir(agentDir));
     await keeper.tick();
-    expect(events).toEqual([{ code: "taken_over", message: `The other Pi on session ${sessionFile} has stopped; this Pi now holds the session.` }]);
+    expect(events).toEqual([
+      {
+        code: "taken_over",
+        message: `The other Pi on session ${sessionFile} has stopped; this Pi now holds the session.`,
+      },
+    ]);
     await keeper.release();
   });
 
@@ -284,7 +360,9 @@ describe("SessionLeaseKeeper and the session start", () => {
     await keeper.release();
     expect(started.ack).toBeUndefined();
     expect(started.kickoff).toBeUndefined();
-    expect(started.warning).toMatch(/^Another Pi \(pid 777\) holds the lease on session .* Two Pi processes writing one session file corrupt it: quit this one \(\/quit\)/);
+    expect(started.warning).toMatch(
+      /^Another Pi \(pid 777\) holds the lease on session .* Two Pi processes writing one session file corrupt it: quit this one \(\/quit\)/,
+    );
     // Nothing was written for the handoff (no manifest store directory was even created).
     expect(await readdir(join(agentDir, "handoff-worktree"))).toEqual(["leases"]);
   });

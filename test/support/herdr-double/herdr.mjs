@@ -27,11 +27,17 @@
  * - `--help`/`-h` counts only directly after the subcommand (src/cli/spec.rs `write_requested_help`);
  *   later it is an unknown option of the subcommand (exit 2).
  * - `pane report-agent-session` records the session of an official source (`herdr:pi`/`pi`) and
- *   `pane get` shows it as `agent_session`; while a process named `pi` holds the pane's foreground,
- *   `agent_status` is `working` when the screen shows "Working...", else `idle`; otherwise
- *   `unknown` (src/agent_resume.rs, src/detect/manifests/pi.toml).
+ *   `pane get` shows it as `agent_session` until that Pi leaves the pane's foreground (or a server
+ *   restart finds it running and resumes it); while a process named `pi` holds the pane's foreground,
+ *   `agent_status` is the state Pi's source last reported with `pane report-agent` (one sequence
+ *   with the session reports: a smaller or equal `--seq` is dropped, and so is an unsequenced one
+ *   after a sequenced one, src/terminal/state.rs `accept_hook_report`; a sequenced one sent before
+ *   the Pi is seen waits for it), else `working` when the screen shows
+ *   "Working...", else `idle`; otherwise `unknown` (src/agent_resume.rs, src/detect/manifests/pi.toml).
  * - Pane processes get HERDR_ENV=1, HERDR_PANE_ID, HERDR_TAB_ID, HERDR_WORKSPACE_ID,
  *   HERDR_SOCKET_PATH, HERDR_BIN_PATH, and never TMUX/TMUX_PANE (the private tmux is invisible).
+ * - A workspace made without `--label` is labelled as Herdr derives it from its root pane's cwd,
+ *   again as that cwd changes: the git checkout's top-level directory name, else the directory's.
  * - `worktree create` runs the real `git worktree add`; an existing local branch is checked out
  *   and `--base` is ignored; the default path is `<~/.herdr/worktrees>/<repo>/<slug(branch)>`.
  * - Every tmux and git call carries a timeout; nothing is ever run through a shell string.
@@ -71,6 +77,7 @@ import { homedir } from "node:os";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import lockfile from "proper-lockfile";
+import { paneShellRc, paneShellVars } from "../pane-shell-rc.mjs";
 
 const DOUBLE_DIR = dirname(fileURLToPath(import.meta.url));
 const BIN_PATH = join(DOUBLE_DIR, "herdr");
@@ -94,6 +101,8 @@ const NOUNS = ["badger", "heron", "lynx", "otter", "puffin", "raven", "walrus", 
 // Outcomes
 
 class UsageError extends Error {}
+/** A client-side failure Herdr prints as plain `Error: ...` text with exit 1 (a bad option value). */
+class ClientError extends Error {}
 
 class ApiError extends Error {
   constructor(code, message) {
@@ -148,6 +157,15 @@ function mintPaneId(state, ws) {
   return state.legacyIds ? `${ws.id}-${n}` : `${ws.id}:p${encodeId(n)}`;
 }
 
+/** The number of a current-form workspace id (`w11` -> 33), or undefined (a legacy hex id). */
+function decodeWorkspaceNumber(id) {
+  const digits = /^w([1-9A-HJKMNP-TV-Z0]+)$/.exec(id)?.[1];
+  if (digits === undefined) return undefined;
+  let n = 0;
+  for (const digit of digits) n = n * 32 + ID_ALPHABET.indexOf(digit) + 1;
+  return n;
+}
+
 /** Bijective base 32 over ID_ALPHABET: 1 -> "1", 32 -> "0", 33 -> "11". */
 function encodeId(n) {
   let digits = "";
@@ -190,7 +208,14 @@ function serverPaths(socketPath) {
 }
 
 function serverNotRunning(paths) {
-  return new ApiError("server_not_running", `no herdr server is running at ${paths.socketPath}; run \`herdr\` to start one`);
+  // The real client words it so and writes this envelope id first (src/cli.rs), unlike the others.
+  return Object.assign(
+    new ApiError(
+      "server_not_running",
+      `no herdr server is running at ${paths.socketPath}; run \`herdr\` to start or attach it`,
+    ),
+    { idFirst: true },
+  );
 }
 
 function requireServer(paths) {
@@ -228,6 +253,7 @@ async function withState(paths, fn) {
   try {
     const state = readState(paths);
     pruneClosedPanes(paths, state);
+    observeAgentExits(state);
     try {
       return await fn(state);
     } finally {
@@ -322,11 +348,16 @@ function pruneClosedPanes(paths, state) {
   }
 }
 
-function git(state, cwd, args) {
+/**
+ * git as the server runs it. The worktree commands whose messages a client sees (`add`, `remove`)
+ * run in the server's own environment and language, as Herdr runs them (src/worktree.rs); the
+ * double's own queries are read in the C locale.
+ */
+function git(state, cwd, args, { asServer = false } = {}) {
   try {
     const stdout = execFileSync("git", args, {
       cwd,
-      env: { ...state.serverEnv, LC_ALL: "C" },
+      env: asServer ? state.serverEnv : { ...state.serverEnv, LC_ALL: "C" },
       encoding: "utf8",
       timeout: GIT_TIMEOUT_MS,
       stdio: ["ignore", "pipe", "pipe"],
@@ -407,9 +438,7 @@ function paneEnvironment(paths, state, ws, tabId, paneId) {
     HERDR_BIN_PATH: BIN_PATH,
   };
   if (state.sessionName !== undefined) vars.HERDR_SESSION = state.sessionName;
-  if (state.shellDelayMs > 0) vars.HERDR_DOUBLE_SHELL_DELAY_S = (state.shellDelayMs / 1000).toFixed(3);
-  if (state.shellSwallowMs > 0) vars.HERDR_DOUBLE_SWALLOW_S = (state.shellSwallowMs / 1000).toFixed(3);
-  if (state.shellSwallowUntil) vars.HERDR_DOUBLE_SWALLOW_UNTIL = state.shellSwallowUntil;
+  Object.assign(vars, paneShellVars(state));
   return vars;
 }
 
@@ -466,7 +495,14 @@ function openWorkspace(paths, state, { cwd, label, env = {}, focus, worktree }) 
   ws.tmuxSessionId = sessionId;
   ws.tabs.push({ id: tabId, label: "1", paneIds: [paneId] });
   ws.activeTabId = tabId;
-  state.panes[paneId] = { id: paneId, workspaceId: ws.id, tabId, tmuxPaneId, revision: 0, terminal: state.nextTerminal++ };
+  state.panes[paneId] = {
+    id: paneId,
+    workspaceId: ws.id,
+    tabId,
+    tmuxPaneId,
+    revision: 0,
+    terminal: state.nextTerminal++,
+  };
   state.workspaces.push(ws);
   state.live.set(tmuxPaneId, { pid: 0, tty: "", path: cwd });
   if (focus || state.focusedWorkspaceId === undefined) state.focusedWorkspaceId = ws.id;
@@ -476,7 +512,9 @@ function openWorkspace(paths, state, { cwd, label, env = {}, focus, worktree }) 
 function closeWorkspace(paths, state, ws) {
   // Its own panes only: a pane moved in or out (`pane move`) lives in another workspace's tmux
   // session, and a tmux session ends with its last pane.
-  const targets = ws.tabs.flatMap((tab) => tab.paneIds.map((id) => ["kill-pane", "-t", state.panes[id]?.tmuxPaneId ?? ""]));
+  const targets = ws.tabs.flatMap((tab) =>
+    tab.paneIds.map((id) => ["kill-pane", "-t", state.panes[id]?.tmuxPaneId ?? ""]),
+  );
   for (const args of targets) {
     try {
       tmux(paths, state, args);
@@ -489,12 +527,38 @@ function closeWorkspace(paths, state, ws) {
   if (state.focusedWorkspaceId === ws.id) state.focusedWorkspaceId = state.workspaces[0]?.id;
 }
 
+/**
+ * The label of a workspace without one of its own, as Herdr derives it from its root pane's cwd,
+ * again whenever that cwd changes: the name of the git checkout it is in (its top level), else of
+ * the directory, `~` for the home directory (src/workspace.rs display_name_from_terminals,
+ * src/workspace/git/discovery.rs derive_label_from_cwd). Remembered per cwd for this call.
+ */
+const automaticLabels = new Map();
+function automaticLabel(state, ws) {
+  const root = ws.tabs.find((tab) => tab.id === ws.activeTabId) ?? ws.tabs[0];
+  const pane = root === undefined ? undefined : state.panes[root.paneIds[0]];
+  const cwd = (pane !== undefined && state.live?.get(pane.tmuxPaneId)?.path) || ws.cwd;
+  let label = automaticLabels.get(cwd);
+  if (label === undefined) {
+    const space = gitSpace(state, cwd);
+    const home = state.serverEnv?.HOME;
+    label =
+      space !== undefined
+        ? basename(space.topLevel)
+        : home && canonical(cwd) === canonical(home)
+          ? "~"
+          : basename(cwd) || cwd;
+    automaticLabels.set(cwd, label);
+  }
+  return label;
+}
+
 function workspaceInfo(state, ws) {
   const paneCount = ws.tabs.reduce((sum, tab) => sum + tab.paneIds.length, 0);
   return {
     workspace_id: ws.id,
     number: state.workspaces.indexOf(ws) + 1,
-    label: ws.label,
+    label: ws.label ?? automaticLabel(state, ws),
     focused: state.focusedWorkspaceId === ws.id,
     pane_count: paneCount,
     tab_count: ws.tabs.length,
@@ -523,10 +587,103 @@ function tabInfo(state, ws, tab) {
 function piAgentStatus(paths, state, pane) {
   if (paths === undefined) return "idle";
   try {
-    return tmux(paths, state, ["capture-pane", "-p", "-t", pane.tmuxPaneId]).includes("Working...") ? "working" : "idle";
+    return tmux(paths, state, ["capture-pane", "-p", "-t", pane.tmuxPaneId]).includes("Working...")
+      ? "working"
+      : "idle";
   } catch {
     return "idle";
   }
+}
+
+/** Herdr detects Pi by its process in the pane's foreground (src/detect/manifests/pi.toml). */
+function detectsPi(state, pane) {
+  return detectedPiPid(state, pane) !== undefined;
+}
+
+/** The pid of the Pi leading the pane's foreground, if a process named `pi` does. */
+function detectedPiPid(state, pane) {
+  const live = state.live.get(pane.tmuxPaneId);
+  const shell = live !== undefined && live.pid > 0 ? readProcStat(live.pid) : undefined;
+  return shell !== undefined && shell.tpgid > 0 && readProcStat(shell.tpgid)?.comm === "pi" ? shell.tpgid : undefined;
+}
+
+/**
+ * How long Herdr still shows a Pi whose shell has the foreground back: its detection task first
+ * publishes an idle "process exit" on its next tick, and clears the agent on the one after
+ * (src/pane.rs `foreground_shell_agent_action`: ReportProcessExit, then ClearAgent; a tick is
+ * TICK_IDENTIFIED, 300 ms).
+ */
+const AGENT_EXIT_LAG_MS = 600;
+
+/**
+ * Herdr's detection loop sees a Pi leave the pane's foreground, and the session it reported goes
+ * with it: no `agent_session` after, nothing to resume on a restart, the source's report sequence
+ * forgotten (src/terminal/state.rs `set_detected_state_with_screen_signals_at`, `process_exited`:
+ * `hook_authority` and `persisted_agent_session` cleared, `hook_report_sequences` removed). Until
+ * then (AGENT_EXIT_LAG_MS) the pane still shows the Pi, idle, on its session, though its shell holds
+ * the foreground. The double looks before every call, by pid, so a Pi replaced between two calls
+ * counts as gone too (at once: Herdr reports a replacement process). A report accepted before its
+ * Pi was detected counts once it is.
+ */
+function observeAgentExits(state) {
+  const now = Date.now();
+  for (const pane of Object.values(state.panes)) {
+    if (pane.pendingResume === true) continue;
+    const pid = detectedPiPid(state, pane);
+    if (pane.piPid !== undefined && pane.piPid !== pid) {
+      pane.piGoneAt ??= now;
+      if (pid === undefined && now - pane.piGoneAt < AGENT_EXIT_LAG_MS) continue;
+      delete pane.agentSession;
+      delete pane.reportSeq;
+      delete pane.hookState;
+      delete pane.pendingHookState;
+      delete pane.piGoneAt;
+    }
+    if (pid === undefined) delete pane.piPid;
+    else {
+      pane.piPid = pid;
+      if (pane.pendingAgentSession !== undefined) {
+        pane.agentSession = pane.pendingAgentSession;
+        delete pane.pendingAgentSession;
+      }
+    }
+  }
+}
+
+/** The session starts Herdr recognises on a sequenced report (src/terminal/state.rs). */
+const RECOGNISED_SESSION_STARTS = new Set(["startup", "clear", "resume", "compact", "new", "fork", "select"]);
+
+/**
+ * `pane report-agent-session` for the official Pi source, as src/terminal/state.rs
+ * `set_agent_session_ref_for_session_start` decides it: while Pi runs in the pane and a session of
+ * that source is kept, a newer report replaces it (an unsequenced one only if none was sequenced);
+ * otherwise a report needs a sequence number above the last one and a recognised session start,
+ * else it is dropped without a word (exit 0 all the same). An accepted report for a pane where no Pi
+ * is detected yet waits, and counts once Pi is detected.
+ */
+function reportAgentSession(state, pane, params) {
+  if (params.source !== "herdr:pi" || params.agent !== "pi") return;
+  if (params.path === undefined || !isAbsolute(params.path)) return;
+  const ref = { source: params.source, agent: params.agent, kind: "path", value: params.path };
+  const detected = detectsPi(state, pane);
+  const anchored = pane.agentSession?.source === params.source;
+  const seq = params.seq === undefined ? undefined : Number(params.seq);
+  if (detected && anchored) {
+    // A session Herdr already keeps for the Pi running there: any newer report replaces it.
+    if (seq === undefined ? pane.reportSeq !== undefined : pane.reportSeq !== undefined && seq <= pane.reportSeq)
+      return;
+    if (seq !== undefined) pane.reportSeq = seq;
+    pane.agentSession = ref;
+    return;
+  }
+  // Otherwise only a sequenced report of a session start Herdr knows counts.
+  if (seq === undefined || !RECOGNISED_SESSION_STARTS.has(params.startSource)) return;
+  if (pane.reportSeq !== undefined && seq <= pane.reportSeq) return;
+  pane.reportSeq = seq;
+  if (detected) {
+    pane.agentSession = ref;
+    delete pane.pendingAgentSession;
+  } else pane.pendingAgentSession = ref;
 }
 
 function paneInfo(state, pane, paths) {
@@ -535,19 +692,28 @@ function paneInfo(state, pane, paths) {
   const live = state.live.get(pane.tmuxPaneId);
   const shell = live !== undefined && live.pid > 0 ? readProcStat(live.pid) : undefined;
   const foregroundCwd = shell !== undefined && shell.tpgid > 0 ? readProcCwd(shell.tpgid) : undefined;
-  // Herdr detects Pi by its process in the foreground (src/detect/manifests/pi.toml).
-  const foregroundName = shell !== undefined && shell.tpgid > 0 ? readProcStat(shell.tpgid)?.comm : undefined;
-  const piDetected = foregroundName === "pi";
+  // A Pi that has just left is still shown for a moment (observeAgentExits), idle.
+  const lingering = pane.piGoneAt !== undefined;
+  const piDetected = !lingering && detectsPi(state, pane);
+  if (piDetected && pane.pendingAgentSession !== undefined) {
+    pane.agentSession = pane.pendingAgentSession;
+    delete pane.pendingAgentSession;
+  }
+  if (piDetected && pane.pendingHookState !== undefined) {
+    pane.hookState = pane.pendingHookState;
+    delete pane.pendingHookState;
+  }
   return {
     pane_id: pane.id,
     terminal_id: `term_${pane.terminal}`,
     workspace_id: pane.workspaceId,
     tab_id: pane.tabId,
-    focused: state.focusedWorkspaceId === pane.workspaceId && ws?.activeTabId === pane.tabId && tab?.paneIds[0] === pane.id,
+    focused:
+      state.focusedWorkspaceId === pane.workspaceId && ws?.activeTabId === pane.tabId && tab?.paneIds[0] === pane.id,
     cwd: live?.path || undefined,
     foreground_cwd: foregroundCwd,
-    agent_status: piDetected ? piAgentStatus(paths, state, pane) : "unknown",
-    agent: piDetected ? "pi" : undefined,
+    agent_status: piDetected ? (pane.hookState ?? piAgentStatus(paths, state, pane)) : lingering ? "idle" : "unknown",
+    agent: piDetected || lingering ? "pi" : undefined,
     agent_session: pane.agentSession,
     revision: pane.revision,
   };
@@ -577,7 +743,9 @@ function processInfo(state, pane) {
       if (!/^\d+$/.test(name)) continue;
       const stat = readProcStat(Number(name));
       if (stat === undefined || stat.pgrp !== shell.tpgid || stat.ttyNr !== shell.ttyNr) continue;
-      const argv = (readProc(stat.pid, "cmdline") ?? "").split("\0").filter((part, i, all) => part !== "" || i < all.length - 1);
+      const argv = (readProc(stat.pid, "cmdline") ?? "")
+        .split("\0")
+        .filter((part, i, all) => part !== "" || i < all.length - 1);
       processes.push({
         pid: stat.pid,
         name: (readProc(stat.pid, "comm") ?? stat.comm).trim(),
@@ -598,7 +766,20 @@ function processInfo(state, pane) {
 /** The git space of `path`: top level, main checkout, common dir, whether it is a linked worktree. */
 function gitSpace(state, path) {
   if (!existsSync(path)) return undefined;
-  const shown = git(state, path, ["rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir", "--git-dir"]);
+  // One process per call: a call asks each directory once.
+  if (!gitSpaces.has(path)) gitSpaces.set(path, readGitSpace(state, path));
+  return gitSpaces.get(path);
+}
+const gitSpaces = new Map();
+
+function readGitSpace(state, path) {
+  const shown = git(state, path, [
+    "rev-parse",
+    "--path-format=absolute",
+    "--show-toplevel",
+    "--git-common-dir",
+    "--git-dir",
+  ]);
   if (!shown.ok) return undefined;
   const [topLevel, commonDir, gitDir] = shown.stdout.trim().split("\n");
   if (!topLevel || !commonDir || !gitDir) return undefined;
@@ -633,18 +814,28 @@ function listWorktrees(state, repoRoot) {
 }
 
 /**
- * The workspace Herdr names for a checkout: the first, in workspace order, whose membership is that
- * checkout or whose root pane's cwd is that checkout. The second half is Herdr #4293: a repository's own
- * workspace whose shell was `cd`ed into a worktree is named for that worktree.
+ * The workspace Herdr names for a checkout (and `worktree open` takes over): the first, in workspace
+ * order, whose membership is that checkout, whose git space is that checkout (a workspace opened in
+ * or under it, or without a space of its own and its root pane there now), or whose root pane's cwd
+ * is that checkout (src/app/api/worktrees.rs `open_workspace_idx_for_checkout`). The last is Herdr
+ * #4293: a repository's own workspace whose shell was `cd`ed into a worktree is named for it.
  */
 function workspaceForCheckout(state, path) {
   const wanted = canonical(path);
   return state.workspaces.find((ws) => {
-    if (canonical(ws.worktree?.checkout_path ?? ws.cwd) === wanted) return true;
-    const root = rootPane(state, ws).pane;
-    const cwd = root !== undefined ? state.live.get(root.tmuxPaneId)?.path : undefined;
+    if (ws.worktree !== undefined && canonical(ws.worktree.checkout_path) === wanted) return true;
+    const cwd = rootCwd(state, ws);
+    // The workspace's git space: the one it was opened in, else the one its root pane is in now;
+    // a checkout is named for the workspace whose space is that checkout (a subdirectory too).
+    const space = gitSpace(state, ws.cwd) ?? (cwd ? gitSpace(state, cwd) : undefined);
+    if (space !== undefined && space.topLevel === wanted) return true;
     return cwd !== undefined && cwd !== "" && canonical(cwd) === wanted;
   });
+}
+
+function rootCwd(state, ws) {
+  const root = rootPane(state, ws).pane;
+  return root !== undefined ? state.live.get(root.tmuxPaneId)?.path : undefined;
 }
 
 function worktreeInfo(state, space, entry) {
@@ -678,7 +869,8 @@ function resolveSource(state, { workspaceId, cwd }, { allowLinked }) {
     path = ws.worktree?.checkout_path ?? ws.cwd;
   } else if (path === undefined) {
     const focused = findWorkspace(state, state.focusedWorkspaceId);
-    if (focused === undefined) throw new ApiError("invalid_request", "workspace_id or cwd is required when no workspace is active");
+    if (focused === undefined)
+      throw new ApiError("invalid_request", "workspace_id or cwd is required when no workspace is active");
     path = focused.worktree?.checkout_path ?? focused.cwd;
   }
   const space = gitSpace(state, path);
@@ -693,30 +885,46 @@ function resolveSource(state, { workspaceId, cwd }, { allowLinked }) {
 
 /** Herdr's slug: lowercase ASCII alphanumerics, each run of anything else one `-`. */
 function slug(value) {
-  return value.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "");
+  return value
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "");
 }
 
 function generatedBranch() {
   const pick = (list) => list[Math.floor(Math.random() * list.length)];
-  const hex = Math.floor(Math.random() * 0x10000).toString(16).padStart(4, "0");
+  const hex = Math.floor(Math.random() * 0x10000)
+    .toString(16)
+    .padStart(4, "0");
   return `worktree/${pick(ADJECTIVES)}-${pick(NOUNS)}-${hex}`;
 }
 
 /** The first create for a repository Herdr has not seen opens its parent workspace, unreported. */
 function ensureParentWorkspace(paths, state, space) {
   const parent = state.workspaces.find(
-    (ws) => (ws.worktree !== undefined && ws.worktree.repo_key === space.repoKey && !ws.worktree.is_linked_worktree) || canonical(ws.cwd) === space.repoRoot,
+    (ws) =>
+      (ws.worktree !== undefined && ws.worktree.repo_key === space.repoKey && !ws.worktree.is_linked_worktree) ||
+      canonical(ws.cwd) === space.repoRoot,
   );
   if (parent !== undefined) {
     parent.worktree ??= membership(space, space.repoRoot, false);
     return;
   }
-  openWorkspace(paths, state, { cwd: space.repoRoot, label: space.repoName, focus: false, worktree: membership(space, space.repoRoot, false) });
+  openWorkspace(paths, state, {
+    cwd: space.repoRoot,
+    focus: false,
+    worktree: membership(space, space.repoRoot, false),
+  });
 }
 
 function createdResponse(state, ws, worktree) {
   const { tab, pane } = rootPane(state, ws);
-  return { workspace: workspaceInfo(state, ws), tab: tabInfo(state, ws, tab), root_pane: paneInfo(state, pane), worktree };
+  return {
+    workspace: workspaceInfo(state, ws),
+    tab: tabInfo(state, ws, tab),
+    root_pane: paneInfo(state, pane),
+    worktree,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -748,8 +956,23 @@ const WORKTREE_OPEN_USAGE =
 /** Each worktree subcommand's options, as its clap help lists them (src/cli/spec.rs `worktree_command`). */
 const WORKTREE_HELP = {
   list: ["List worktree workspaces", ["--workspace <ID>", "--cwd <PATH>"]],
-  create: ["Create and open a Git worktree", ["--workspace <ID>", "--cwd <PATH>", "--branch <NAME>", "--base <REF>", "--path <PATH>", "--label <TEXT>", "--focus", "--no-focus"]],
-  open: ["Open an existing Git worktree", ["--workspace <ID>", "--cwd <PATH>", "--path <PATH>", "--branch <NAME>", "--label <TEXT>", "--focus", "--no-focus"]],
+  create: [
+    "Create and open a Git worktree",
+    [
+      "--workspace <ID>",
+      "--cwd <PATH>",
+      "--branch <NAME>",
+      "--base <REF>",
+      "--path <PATH>",
+      "--label <TEXT>",
+      "--focus",
+      "--no-focus",
+    ],
+  ],
+  open: [
+    "Open an existing Git worktree",
+    ["--workspace <ID>", "--cwd <PATH>", "--path <PATH>", "--branch <NAME>", "--label <TEXT>", "--focus", "--no-focus"],
+  ],
   remove: ["Remove a Git worktree and close its workspace", ["--workspace <ID>", "--force"]],
 };
 
@@ -757,7 +980,16 @@ const WORKTREE_HELP = {
 function worktreeHelp(command, version) {
   const [about, options] = WORKTREE_HELP[command] ?? ["", []];
   const all = supportsTrustFlag(version) ? [...options, "--trust-repository"] : options;
-  return [about, "", `Usage: herdr worktree ${command} [OPTIONS]`, "", "Options:", ...all.map((option) => `      ${option}`), "  -h, --help  Print help", ""].join("\n");
+  return [
+    about,
+    "",
+    `Usage: herdr worktree ${command} [OPTIONS]`,
+    "",
+    "Options:",
+    ...all.map((option) => `      ${option}`),
+    "  -h, --help  Print help",
+    "",
+  ].join("\n");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -767,17 +999,36 @@ function parseWorktreeCreate(args, state) {
   const params = { focus: false, trust: false };
   for (let i = 0; i < args.length; ) {
     const arg = args[i];
-    if (arg === "--workspace") { params.workspaceId = valueOf(args, i); i += 2; }
-    else if (arg === "--cwd") { params.cwd = absolutePath(valueOf(args, i)); i += 2; }
-    else if (arg === "--branch") { params.branch = valueOf(args, i); i += 2; }
-    else if (arg === "--base") { params.base = valueOf(args, i); i += 2; }
-    else if (arg === "--path") { params.path = absolutePath(valueOf(args, i)); i += 2; }
-    else if (arg === "--label") { params.label = valueOf(args, i); i += 2; }
-    else if (arg === "--focus") { params.focus = true; i += 1; }
-    else if (arg === "--no-focus") { params.focus = false; i += 1; }
-    else if (arg === "--trust-repository" && supportsTrustFlag(state.version)) { params.trust = true; i += 1; }
-    else if (arg === "--json") { i += 1; }
-    else throw new UsageError(`unknown option: ${arg}`);
+    if (arg === "--workspace") {
+      params.workspaceId = valueOf(args, i);
+      i += 2;
+    } else if (arg === "--cwd") {
+      params.cwd = absolutePath(valueOf(args, i));
+      i += 2;
+    } else if (arg === "--branch") {
+      params.branch = valueOf(args, i);
+      i += 2;
+    } else if (arg === "--base") {
+      params.base = valueOf(args, i);
+      i += 2;
+    } else if (arg === "--path") {
+      params.path = absolutePath(valueOf(args, i));
+      i += 2;
+    } else if (arg === "--label") {
+      params.label = valueOf(args, i);
+      i += 2;
+    } else if (arg === "--focus") {
+      params.focus = true;
+      i += 1;
+    } else if (arg === "--no-focus") {
+      params.focus = false;
+      i += 1;
+    } else if (arg === "--trust-repository" && supportsTrustFlag(state.version)) {
+      params.trust = true;
+      i += 1;
+    } else if (arg === "--json") {
+      i += 1;
+    } else throw new UsageError(`unknown option: ${arg}`);
   }
   if (params.workspaceId !== undefined && params.cwd !== undefined) throw new UsageError(WORKTREE_CREATE_USAGE);
   return params;
@@ -787,11 +1038,18 @@ function parseWorktreeList(args, state) {
   const params = { trust: false };
   for (let i = 0; i < args.length; ) {
     const arg = args[i];
-    if (arg === "--workspace") { params.workspaceId = valueOf(args, i); i += 2; }
-    else if (arg === "--cwd") { params.cwd = absolutePath(valueOf(args, i)); i += 2; }
-    else if (arg === "--trust-repository" && supportsTrustFlag(state.version)) { params.trust = true; i += 1; }
-    else if (arg === "--json") { i += 1; }
-    else throw new UsageError(`unknown option: ${arg}`);
+    if (arg === "--workspace") {
+      params.workspaceId = valueOf(args, i);
+      i += 2;
+    } else if (arg === "--cwd") {
+      params.cwd = absolutePath(valueOf(args, i));
+      i += 2;
+    } else if (arg === "--trust-repository" && supportsTrustFlag(state.version)) {
+      params.trust = true;
+      i += 1;
+    } else if (arg === "--json") {
+      i += 1;
+    } else throw new UsageError(`unknown option: ${arg}`);
   }
   if (params.workspaceId !== undefined && params.cwd !== undefined) {
     throw new UsageError("usage: herdr worktree list [--workspace ID | --cwd PATH]");
@@ -803,16 +1061,33 @@ function parseWorktreeOpen(args, state) {
   const params = { focus: false, trust: false };
   for (let i = 0; i < args.length; ) {
     const arg = args[i];
-    if (arg === "--workspace") { params.workspaceId = valueOf(args, i); i += 2; }
-    else if (arg === "--cwd") { params.cwd = absolutePath(valueOf(args, i)); i += 2; }
-    else if (arg === "--path") { params.path = absolutePath(valueOf(args, i)); i += 2; }
-    else if (arg === "--branch") { params.branch = valueOf(args, i); i += 2; }
-    else if (arg === "--label") { params.label = valueOf(args, i); i += 2; }
-    else if (arg === "--focus") { params.focus = true; i += 1; }
-    else if (arg === "--no-focus") { params.focus = false; i += 1; }
-    else if (arg === "--trust-repository" && supportsTrustFlag(state.version)) { params.trust = true; i += 1; }
-    else if (arg === "--json") { i += 1; }
-    else throw new UsageError(`unknown option: ${arg}`);
+    if (arg === "--workspace") {
+      params.workspaceId = valueOf(args, i);
+      i += 2;
+    } else if (arg === "--cwd") {
+      params.cwd = absolutePath(valueOf(args, i));
+      i += 2;
+    } else if (arg === "--path") {
+      params.path = absolutePath(valueOf(args, i));
+      i += 2;
+    } else if (arg === "--branch") {
+      params.branch = valueOf(args, i);
+      i += 2;
+    } else if (arg === "--label") {
+      params.label = valueOf(args, i);
+      i += 2;
+    } else if (arg === "--focus") {
+      params.focus = true;
+      i += 1;
+    } else if (arg === "--no-focus") {
+      params.focus = false;
+      i += 1;
+    } else if (arg === "--trust-repository" && supportsTrustFlag(state.version)) {
+      params.trust = true;
+      i += 1;
+    } else if (arg === "--json") {
+      i += 1;
+    } else throw new UsageError(`unknown option: ${arg}`);
   }
   if (params.workspaceId !== undefined && params.cwd !== undefined) throw new UsageError(WORKTREE_OPEN_USAGE);
   if ((params.path !== undefined) === (params.branch !== undefined)) throw new UsageError(WORKTREE_OPEN_USAGE);
@@ -823,11 +1098,18 @@ function parseWorktreeRemove(args, state) {
   const params = { force: false, trust: false };
   for (let i = 0; i < args.length; ) {
     const arg = args[i];
-    if (arg === "--workspace") { params.workspaceId = valueOf(args, i); i += 2; }
-    else if (arg === "--force") { params.force = true; i += 1; }
-    else if (arg === "--trust-repository" && supportsTrustFlag(state.version)) { params.trust = true; i += 1; }
-    else if (arg === "--json") { i += 1; }
-    else throw new UsageError(`unknown option: ${arg}`);
+    if (arg === "--workspace") {
+      params.workspaceId = valueOf(args, i);
+      i += 2;
+    } else if (arg === "--force") {
+      params.force = true;
+      i += 1;
+    } else if (arg === "--trust-repository" && supportsTrustFlag(state.version)) {
+      params.trust = true;
+      i += 1;
+    } else if (arg === "--json") {
+      i += 1;
+    } else throw new UsageError(`unknown option: ${arg}`);
   }
   if (params.workspaceId === undefined) throw new UsageError("usage: herdr worktree remove --workspace ID [--force]");
   return params;
@@ -857,21 +1139,27 @@ function worktreeCreate(ctx, params) {
   if ((state.operations ?? []).some((op) => canonical(op.path) === canonical(checkoutPath))) {
     throw new ApiError("worktree_operation_in_progress", "worktree operation is already in progress for this checkout");
   }
-  if (fault?.late !== undefined) return deferCreate(paths, state, { ...params, branch, path: checkoutPath }, fault.late);
+  if (fault?.late !== undefined)
+    return deferCreate(paths, state, { ...params, branch, path: checkoutPath }, fault.late);
   const existingBranch = git(state, space.repoRoot, ["show-ref", "--verify", "--quiet", `refs/heads/${branch}`]).ok;
   mkdirSync(dirname(checkoutPath), { recursive: true });
   // An existing local branch is checked out as it is: --base is silently ignored.
   const added = existingBranch
-    ? git(state, space.repoRoot, ["worktree", "add", checkoutPath, branch])
-    : git(state, space.repoRoot, ["worktree", "add", "-b", branch, checkoutPath, params.base ?? "HEAD"]);
+    ? git(state, space.repoRoot, ["worktree", "add", checkoutPath, branch], { asServer: true })
+    : git(state, space.repoRoot, ["worktree", "add", "-b", branch, checkoutPath, params.base ?? "HEAD"], {
+        asServer: true,
+      });
   if (!added.ok) throw new ApiError("worktree_create_failed", added.stderr);
   if (fault?.error === "worktree_open_failed") {
-    throw new ApiError("worktree_open_failed", fault.message ?? `failed to open a workspace for ${checkoutPath}: pty spawn failed`);
+    throw new ApiError(
+      "worktree_open_failed",
+      fault.message ?? `failed to open a workspace for ${checkoutPath}: pty spawn failed`,
+    );
   }
   ensureParentWorkspace(paths, state, space);
   const ws = openWorkspace(paths, state, {
     cwd: checkoutPath,
-    label: params.label ?? branch,
+    label: params.label,
     focus: params.focus,
     worktree: membership(space, checkoutPath, true),
   });
@@ -887,11 +1175,15 @@ function worktreeCreate(ctx, params) {
 function deferCreate(paths, state, params, ms) {
   state.operations ??= [];
   state.operations.push({ path: params.path, branch: params.branch });
-  const child = spawn(process.execPath, [SCRIPT_PATH, "__double", "finish-create", String(ms), JSON.stringify(params)], {
-    detached: true,
-    stdio: "ignore",
-    env: { ...process.env, HERDR_SOCKET_PATH: paths.socketPath },
-  });
+  const child = spawn(
+    process.execPath,
+    [SCRIPT_PATH, "__double", "finish-create", String(ms), JSON.stringify(params)],
+    {
+      detached: true,
+      stdio: "ignore",
+      env: { ...process.env, HERDR_SOCKET_PATH: paths.socketPath },
+    },
+  );
   child.unref();
   return { type: "deferred" };
 }
@@ -948,15 +1240,21 @@ function worktreeOpen(ctx, params) {
     ensureParentWorkspace(paths, state, space);
     ws = openWorkspace(paths, state, {
       cwd: entry.path,
-      label: params.label ?? entry.branch ?? basename(entry.path),
+      label: params.label,
       focus: params.focus,
       worktree: membership(space, entry.path, canonical(entry.path) !== space.repoRoot),
     });
   } else {
+    // Herdr takes the workspace over for the worktree: its membership is rewritten and it gets the label.
+    ws.worktree = membership(space, entry.path, canonical(entry.path) !== space.repoRoot);
     if (params.label !== undefined) ws.label = params.label;
     if (params.focus) state.focusedWorkspaceId = ws.id;
   }
-  return { type: "worktree_opened", already_open: alreadyOpen, ...createdResponse(state, ws, worktreeInfo(state, space, entry)) };
+  return {
+    type: "worktree_opened",
+    already_open: alreadyOpen,
+    ...createdResponse(state, ws, worktreeInfo(state, space, entry)),
+  };
 }
 
 function worktreeRemove(ctx, params) {
@@ -967,15 +1265,37 @@ function worktreeRemove(ctx, params) {
     throw new ApiError("not_linked_worktree", "workspace is not a linked worktree checkout");
   }
   const checkoutPath = ws.worktree.checkout_path;
-  const removed = git(state, ws.worktree.repo_root, ["worktree", "remove", ...(params.force ? ["--force"] : []), checkoutPath]);
+  const repoRoot = ws.worktree.repo_root;
+  // A forced removal stops the workspace's terminals before git runs (src/app/api/worktrees/
+  // deferred.rs): if git then refuses (a locked worktree), the processes are gone all the same,
+  // and so is the workspace whose last pane ended.
+  if (params.force) closeWorkspace(paths, state, ws);
+  const removed = git(state, repoRoot, ["worktree", "remove", ...(params.force ? ["--force"] : []), checkoutPath], {
+    asServer: true,
+  });
   if (!removed.ok) {
-    if (/contains modified or untracked files/.test(removed.stderr)) {
+    // Matched from git's English text only (src/worktree.rs is_dirty_worktree_remove_error).
+    const lower = removed.stderr.toLowerCase();
+    if (
+      !params.force &&
+      lower.includes("contains modified or untracked files") &&
+      lower.includes("use --force to delete it")
+    ) {
       throw new ApiError("dirty_worktree_requires_force", removed.stderr);
     }
     throw new ApiError("worktree_remove_failed", removed.stderr);
   }
   // git never deletes the branch here; Herdr then closes the workspace.
-  closeWorkspace(paths, state, ws);
+  if (!params.force) closeWorkspace(paths, state, ws);
+  // The released 0.8.2 then focuses the repository's own workspace, wherever the focus was (fixed
+  // after the tag, herdr #3099).
+  if (/^0\.8\./.test(state.version)) {
+    const parent = state.workspaces.find(
+      (other) =>
+        other.worktree?.is_linked_worktree === false && canonical(other.worktree.repo_root) === canonical(repoRoot),
+    );
+    if (parent !== undefined) state.focusedWorkspaceId = parent.id;
+  }
   return { type: "worktree_removed", workspace_id: ws.id, path: checkoutPath, forced: params.force };
 }
 
@@ -996,19 +1316,26 @@ function parseWorkspaceCreate(args) {
   const params = { focus: false, env: {} };
   for (let i = 0; i < args.length; ) {
     const arg = args[i];
-    if (arg === "--cwd") { params.cwd = absolutePath(valueOf(args, i)); i += 2; }
-    else if (arg === "--label") { params.label = valueOf(args, i); i += 2; }
-    else if (arg === "--env") {
+    if (arg === "--cwd") {
+      params.cwd = absolutePath(valueOf(args, i));
+      i += 2;
+    } else if (arg === "--label") {
+      params.label = valueOf(args, i);
+      i += 2;
+    } else if (arg === "--env") {
       const assignment = valueOf(args, i);
       const equals = assignment.indexOf("=");
       if (equals < 0) throw new UsageError("env must use KEY=VALUE");
       if (equals === 0) throw new UsageError("env key must not be empty");
       params.env[assignment.slice(0, equals)] = assignment.slice(equals + 1);
       i += 2;
-    }
-    else if (arg === "--focus") { params.focus = true; i += 1; }
-    else if (arg === "--no-focus") { params.focus = false; i += 1; }
-    else throw new UsageError(`unknown option: ${arg}`);
+    } else if (arg === "--focus") {
+      params.focus = true;
+      i += 1;
+    } else if (arg === "--no-focus") {
+      params.focus = false;
+      i += 1;
+    } else throw new UsageError(`unknown option: ${arg}`);
   }
   return params;
 }
@@ -1020,21 +1347,31 @@ function parseWorkspaceRename(args) {
 
 function parsePaneMove(args) {
   if (args.length < 1 || args[0].startsWith("-")) throw new UsageError(PANE_MOVE_USAGE);
-  const params = { paneId: args[0], focus: false, newWorkspace: false };
+  // Like Herdr, a move focuses the moved pane unless told not to.
+  const params = { paneId: args[0], focus: true, newWorkspace: false };
   for (let i = 1; i < args.length; ) {
     const arg = args[i];
-    if (arg === "--new-workspace") { params.newWorkspace = true; i += 1; }
-    else if (arg === "--label") { params.label = valueOf(args, i); i += 2; }
-    else if (arg === "--focus") { params.focus = true; i += 1; }
-    else if (arg === "--no-focus") { params.focus = false; i += 1; }
-    else throw new UsageError(`unknown option: ${arg}`);
+    if (arg === "--new-workspace") {
+      params.newWorkspace = true;
+      i += 1;
+    } else if (arg === "--label") {
+      params.label = valueOf(args, i);
+      i += 2;
+    } else if (arg === "--focus") {
+      params.focus = true;
+      i += 1;
+    } else if (arg === "--no-focus") {
+      params.focus = false;
+      i += 1;
+    } else throw new UsageError(`unknown option: ${arg}`);
   }
   // The double implements the --new-workspace form only.
   if (!params.newWorkspace) throw new UsageError(PANE_MOVE_USAGE);
   return params;
 }
 
-const PANE_MOVE_USAGE = "usage: herdr pane move <pane_id> --new-workspace [--label TEXT] [--tab-label TEXT] [--focus|--no-focus]";
+const PANE_MOVE_USAGE =
+  "usage: herdr pane move <pane_id> --new-workspace [--label TEXT] [--tab-label TEXT] [--focus|--no-focus]";
 
 /**
  * `pane move --new-workspace`: the pane (its PTY and processes untouched) gets a new workspace and
@@ -1043,38 +1380,82 @@ const PANE_MOVE_USAGE = "usage: herdr pane move <pane_id> --new-workspace [--lab
 function movePaneToNewWorkspace(paths, state, params) {
   const pane = requirePane(state, params.paneId);
   const from = requireWorkspace(state, pane.workspaceId);
+  const cwd = state.live.get(pane.tmuxPaneId)?.path || from.cwd;
+  // The new workspace is a plain one: no worktree membership, and the label Herdr derives from its
+  // directory (automaticLabel).
   const ws = {
     id: mintWorkspaceId(state),
-    label: params.label ?? from.label,
-    cwd: state.live.get(pane.tmuxPaneId)?.path || from.cwd,
+    label: params.label,
+    cwd,
     env: from.env,
     tabs: [],
     activeTabId: undefined,
     nextTab: 1,
     nextPane: 1,
-    worktree: from.worktree,
   };
   const tabId = mintTabId(state, ws);
   const paneId = mintPaneId(state, ws);
   for (const tab of from.tabs) tab.paneIds = tab.paneIds.filter((id) => id !== pane.id);
   delete state.panes[pane.id];
   state.paneAliases ??= {};
-  for (const [alias, target] of Object.entries(state.paneAliases)) if (target === pane.id) state.paneAliases[alias] = paneId;
+  for (const [alias, target] of Object.entries(state.paneAliases))
+    if (target === pane.id) state.paneAliases[alias] = paneId;
   state.paneAliases[pane.id] = paneId;
   const moved = { ...pane, id: paneId, workspaceId: ws.id, tabId };
   state.panes[paneId] = moved;
   ws.tabs.push({ id: tabId, label: "1", paneIds: [paneId] });
   ws.activeTabId = tabId;
   state.workspaces.push(ws);
+  const previousTabId = pane.tabId;
+  const sourceStays = from.tabs.some((tab) => tab.paneIds.length > 0);
   pruneClosedPanes(paths, state);
   if (params.focus) state.focusedWorkspaceId = ws.id;
-  return { type: "pane_info", pane: paneInfo(state, moved, paths) };
+  const tab = ws.tabs[0];
+  return {
+    type: "pane_move",
+    move_result: {
+      changed: true,
+      ...(sourceStays ? {} : { closed_tab_id: previousTabId, closed_workspace_id: from.id }),
+      created_tab: tabInfo(state, ws, tab),
+      created_workspace: workspaceInfo(state, ws),
+      focused_pane_id: paneId,
+      pane: paneInfo(state, moved, paths),
+      previous_pane_id: pane.id,
+      previous_tab_id: previousTabId,
+      previous_workspace_id: from.id,
+      target_layout: {
+        area: { height: Number(PANE_HEIGHT), width: Number(PANE_WIDTH), x: 0, y: 0 },
+        focused_pane_id: paneId,
+        panes: [
+          {
+            focused: true,
+            pane_id: paneId,
+            rect: { height: Number(PANE_HEIGHT), width: Number(PANE_WIDTH), x: 0, y: 0 },
+          },
+        ],
+        splits: [],
+        tab_id: tabId,
+        workspace_id: ws.id,
+        zoomed: false,
+      },
+    },
+  };
 }
 
 function parseReportAgentSession(args) {
-  if (args.length < 1) throw new UsageError("usage: herdr pane report-agent-session <pane_id> --source ID --agent LABEL [--seq N] [--agent-session-id ID] [--agent-session-path PATH] [--session-start-source SOURCE]");
+  if (args.length < 1)
+    throw new UsageError(
+      "usage: herdr pane report-agent-session <pane_id> --source ID --agent LABEL [--seq N] [--agent-session-id ID] [--agent-session-path PATH] [--session-start-source SOURCE]",
+    );
   const params = { paneId: args[0] };
-  const names = { "--source": "source", "--agent": "agent", "--seq": "seq", "--agent-session-id": "id", "--agent-session-path": "path", "--session-start-source": "startSource" };
+  const names = {
+    "--source": "source",
+    "--agent": "agent",
+    "--seq": "seq",
+    "--agent-session-id": "id",
+    "--agent-session-path": "path",
+    "--session-start-source": "startSource",
+  };
   for (let i = 1; i < args.length; i += 2) {
     const name = names[args[i]];
     if (name === undefined) throw new UsageError(`unknown option: ${args[i]}`);
@@ -1082,14 +1463,60 @@ function parseReportAgentSession(args) {
   }
   if (params.source === undefined || params.source.trim() === "") throw new UsageError("missing required --source");
   if (params.agent === undefined) throw new UsageError("missing required --agent");
+  if (params.seq !== undefined && !/^\d+$/.test(params.seq)) {
+    throw new ClientError(`Error: Custom { kind: Other, error: "invalid value for --seq: ${params.seq}" }`);
+  }
   return params;
+}
+
+function parseReportAgent(args) {
+  const usage =
+    "usage: herdr pane report-agent <pane_id> --source ID --agent LABEL --state idle|working|blocked|unknown [--message TEXT] [--seq N] [--agent-session-id ID] [--agent-session-path PATH]";
+  if (args.length < 1) throw new UsageError(usage);
+  const params = { paneId: args[0] };
+  const names = {
+    "--source": "source",
+    "--agent": "agent",
+    "--state": "state",
+    "--message": "message",
+    "--seq": "seq",
+    "--agent-session-id": "id",
+    "--agent-session-path": "path",
+  };
+  for (let i = 1; i < args.length; i += 2) {
+    const name = names[args[i]];
+    if (name === undefined) throw new UsageError(`unknown option: ${args[i]}`);
+    params[name] = valueOf(args, i);
+  }
+  if (params.source === undefined || params.source.trim() === "") throw new UsageError("missing required --source");
+  if (params.agent === undefined) throw new UsageError("missing required --agent");
+  if (params.state === undefined) throw new UsageError("missing required --state");
+  if (!["idle", "working", "blocked", "unknown"].includes(params.state))
+    throw new UsageError(`invalid --state: ${params.state}`);
+  if (params.seq !== undefined && !/^\d+$/.test(params.seq)) throw new UsageError(`invalid --seq: ${params.seq}`);
+  return params;
+}
+
+/**
+ * Herdr's acceptance of a sequenced report of Pi's source (src/terminal/state.rs
+ * `accept_hook_report`, one sequence per source, shared with the session reports): with a sequence
+ * number, only a larger one than the last; without one, only while none was ever taken.
+ */
+function acceptHookReport(pane, seq) {
+  const number = seq === undefined ? undefined : Number(seq);
+  if (number === undefined) return pane.reportSeq === undefined;
+  if (pane.reportSeq !== undefined && number <= pane.reportSeq) return false;
+  pane.reportSeq = number;
+  return true;
 }
 
 function parsePaneList(args) {
   const params = {};
   for (let i = 0; i < args.length; ) {
-    if (args[i] === "--workspace") { params.workspaceId = valueOf(args, i); i += 2; }
-    else throw new UsageError(`unknown option: ${args[i]}`);
+    if (args[i] === "--workspace") {
+      params.workspaceId = valueOf(args, i);
+      i += 2;
+    } else throw new UsageError(`unknown option: ${args[i]}`);
   }
   return params;
 }
@@ -1097,11 +1524,16 @@ function parsePaneList(args) {
 function parsePaneProcessInfo(args) {
   const params = {};
   for (let i = 0; i < args.length; ) {
-    if (args[i] === "--pane") { params.paneId = valueOf(args, i); i += 2; }
+    if (args[i] === "--pane") {
+      params.paneId = valueOf(args, i);
+      i += 2;
+    }
     // `--current` is $HERDR_PANE_ID; neither flag means the focused pane (src/cli/pane.rs
     // `parse_optional_current_pane_args`), not $HERDR_PANE_ID.
-    else if (args[i] === "--current") { params.paneId = process.env.HERDR_PANE_ID?.trim() || undefined; i += 1; }
-    else throw new UsageError(`unknown option: ${args[i]}`);
+    else if (args[i] === "--current") {
+      params.paneId = process.env.HERDR_PANE_ID?.trim() || undefined;
+      i += 1;
+    } else throw new UsageError(`unknown option: ${args[i]}`);
   }
   return params;
 }
@@ -1152,8 +1584,7 @@ function parsePaneRead(args) {
 /** `pane run|send-text <pane_id> <text...>`: the words after the id are joined with spaces. */
 function parsePaneText(args, usage) {
   if (args.length < 2) throw new UsageError(usage);
-  // A pane id never starts with "-": an option here (such as --json) is not one this command has.
-  if (args[0].startsWith("-")) throw new UsageError(`unknown option: ${args[0]}`);
+  // The first word is the pane id whatever it looks like: `pane run --json x` asks for pane --json.
   return { paneId: args[0], text: args.slice(1).join(" "), keys: args.slice(1) };
 }
 
@@ -1161,7 +1592,10 @@ function typeInto(ctx, pane, text, keys, capped = false) {
   const { paths, state } = ctx;
   if (capped && state.lineCap > 0 && Buffer.byteLength(text) > state.lineCap - 1) {
     // The tty keeps the first MAX_CANON - 1 bytes of a line and drops the rest; Enter still submits.
-    text = Buffer.from(text).subarray(0, state.lineCap - 1).toString("utf8").replace(/\uFFFD$/, "");
+    text = Buffer.from(text)
+      .subarray(0, state.lineCap - 1)
+      .toString("utf8")
+      .replace(/\uFFFD$/, "");
   }
   if (text !== "") tmux(paths, state, ["send-keys", "-t", pane.tmuxPaneId, "-l", "--", text]);
   for (const key of keys) tmux(paths, state, ["send-keys", "-t", pane.tmuxPaneId, key]);
@@ -1184,13 +1618,23 @@ const COMMANDS = {
   "worktree remove": { id: "cli:worktree:remove", parse: parseWorktreeRemove, run: worktreeRemove, mutates: true },
   "workspace list": {
     id: "cli:workspace:list",
-    parse: (args) => parseNoOptions(args, "usage: herdr workspace list"),
-    run: ({ state }) => ({ type: "workspace_list", workspaces: state.workspaces.map((ws) => workspaceInfo(state, ws)) }),
+    // Herdr answers any argument of `workspace list` with its usage, options included.
+    parse: (args) => {
+      if (args.length > 0) throw new UsageError("usage: herdr workspace list");
+      return {};
+    },
+    run: ({ state }) => ({
+      type: "workspace_list",
+      workspaces: state.workspaces.map((ws) => workspaceInfo(state, ws)),
+    }),
   },
   "workspace get": {
     id: "cli:workspace:get",
     parse: (args) => parseOneId(args, "usage: herdr workspace get <workspace_id>"),
-    run: ({ state }, { id }) => ({ type: "workspace_info", workspace: workspaceInfo(state, requireWorkspace(state, id)) }),
+    run: ({ state }, { id }) => ({
+      type: "workspace_info",
+      workspace: workspaceInfo(state, requireWorkspace(state, id)),
+    }),
   },
   "workspace focus": {
     id: "cli:workspace:focus",
@@ -1224,9 +1668,19 @@ const COMMANDS = {
     run: ({ paths, state }, params) => {
       const cwd = params.cwd ?? process.cwd();
       if (!existsSync(cwd)) throw new ApiError("invalid_request", `cwd does not exist: ${cwd}`);
-      const ws = openWorkspace(paths, state, { cwd, label: params.label ?? basename(cwd), env: params.env, focus: params.focus });
+      const ws = openWorkspace(paths, state, {
+        cwd,
+        label: params.label,
+        env: params.env,
+        focus: params.focus,
+      });
       const { tab, pane } = rootPane(state, ws);
-      return { type: "workspace_created", workspace: workspaceInfo(state, ws), tab: tabInfo(state, ws, tab), root_pane: paneInfo(state, pane, paths) };
+      return {
+        type: "workspace_created",
+        workspace: workspaceInfo(state, ws),
+        tab: tabInfo(state, ws, tab),
+        root_pane: paneInfo(state, pane, paths),
+      };
     },
   },
   "pane list": {
@@ -1234,7 +1688,9 @@ const COMMANDS = {
     parse: parsePaneList,
     run: ({ paths, state }, { workspaceId }) => {
       if (workspaceId !== undefined) requireWorkspace(state, workspaceId);
-      const panes = Object.values(state.panes).filter((pane) => workspaceId === undefined || pane.workspaceId === workspaceId);
+      const panes = Object.values(state.panes).filter(
+        (pane) => workspaceId === undefined || pane.workspaceId === workspaceId,
+      );
       return { type: "pane_list", panes: panes.map((pane) => paneInfo(state, pane, paths)) };
     },
   },
@@ -1246,7 +1702,10 @@ const COMMANDS = {
   "pane process-info": {
     id: "cli:pane:process_info",
     parse: parsePaneProcessInfo,
-    run: ({ state }, { paneId }) => ({ type: "pane_process_info", process_info: processInfo(state, requirePane(state, currentPaneId(state, paneId))) }),
+    run: ({ state }, { paneId }) => ({
+      type: "pane_process_info",
+      process_info: processInfo(state, requirePane(state, currentPaneId(state, paneId))),
+    }),
   },
   "pane run": {
     id: "cli:request",
@@ -1287,18 +1746,29 @@ const COMMANDS = {
     parse: parsePaneMove,
     run: ({ paths, state }, params) => movePaneToNewWorkspace(paths, state, params),
   },
+  "pane report-agent": {
+    id: "cli:request",
+    fireAndForget: true,
+    parse: parseReportAgent,
+    run: ({ state }, params) => {
+      const pane = requirePane(state, params.paneId);
+      // Pi's full-lifecycle source (`herdr:pi`/`pi`) is the pane's state while Pi runs there
+      // (src/detect/mod.rs); before Herdr sees the Pi, a sequenced report waits for it
+      // (`route_full_lifecycle_hook_report`'s pending replacement).
+      if (params.source !== "herdr:pi" || params.agent !== "pi") return;
+      if (!acceptHookReport(pane, params.seq)) return;
+      if (detectsPi(state, pane)) {
+        pane.hookState = params.state;
+        delete pane.pendingHookState;
+      } else if (params.seq !== undefined) pane.pendingHookState = params.state;
+    },
+  },
   "pane report-agent-session": {
     id: "cli:request",
     fireAndForget: true,
     parse: parseReportAgentSession,
-    run: ({ state }, params) => {
-      const pane = requirePane(state, params.paneId);
-      // Only an official source gets a session ref Herdr keeps and resumes (src/agent_resume.rs).
-      if (params.source === "herdr:pi" && params.agent === "pi" && params.path !== undefined) {
-        if (!isAbsolute(params.path)) return;
-        pane.agentSession = { source: params.source, agent: params.agent, kind: "path", value: params.path };
-      }
-    },
+    // Only an official source gets a session ref Herdr keeps and resumes (src/agent_resume.rs).
+    run: ({ state }, params) => reportAgentSession(state, requirePane(state, params.paneId), params),
   },
   "pane close": {
     id: "cli:pane:close",
@@ -1332,6 +1802,7 @@ const GROUP_HELP = {
     "  herdr pane run <pane_id> <command> | send-text <pane_id> <text> | send-keys <pane_id> <key>...",
     "  herdr pane read <pane_id> [--source visible|recent|...] [--lines N] | close <pane_id>",
     "  herdr pane move <pane_id> --new-workspace [--label TEXT] [--focus|--no-focus]",
+    "  herdr pane report-agent <pane_id> --source ID --agent LABEL --state idle|working|blocked|unknown [--message TEXT] [--seq N] [--agent-session-id ID] [--agent-session-path PATH]",
     "  herdr pane report-agent-session <pane_id> --source ID --agent LABEL [--seq N] [--agent-session-id ID] [--agent-session-path PATH]",
   ],
 };
@@ -1350,7 +1821,8 @@ function parseAdminOptions(args) {
 }
 
 function adminStart(paths, options, sessionName) {
-  if (existsSync(paths.socketPath)) throw new ApiError("server_already_running", `a herdr server is already running at ${paths.socketPath}`);
+  if (existsSync(paths.socketPath))
+    throw new ApiError("server_already_running", `a herdr server is already running at ${paths.socketPath}`);
   mkdirSync(paths.dir, { recursive: true });
   const serverEnv = {};
   for (const [key, value] of Object.entries(process.env)) {
@@ -1359,28 +1831,7 @@ function adminStart(paths, options, sessionName) {
     serverEnv[key] = value;
   }
   const home = serverEnv.HOME || homedir();
-  writeFileSync(
-    paths.paneRc,
-    [
-      "# Written by the Herdr test double: the pane shell's only start-up file.",
-      "PS1='$ '",
-      'if [ -n "${HERDR_DOUBLE_SHELL_DELAY_S:-}" ]; then',
-      "  # A start-up job that holds the terminal's foreground and swallows typed input, like a slow",
-      "  # shell plugin: text typed before the shell owns the foreground is lost.",
-      "  set -m",
-      '  ( while read -r -t "$HERDR_DOUBLE_SHELL_DELAY_S" _swallowed; do :; done )',
-      "fi",
-      'if [ -n "${HERDR_DOUBLE_SWALLOW_S:-}" ]; then',
-      "  # A start-up that runs only builtins (as shell plugins do): the shell itself owns the foreground",
-      "  # from the first instant, and everything typed before its prompt is read and thrown away.",
-      '  read -r -t "$HERDR_DOUBLE_SWALLOW_S" -d "" _swallowed',
-      "fi",
-      "# The same start-up, for as long as a test says: until its file exists.",
-      'while [ -n "${HERDR_DOUBLE_SWALLOW_UNTIL:-}" ] && [ ! -e "$HERDR_DOUBLE_SWALLOW_UNTIL" ]; do read -r -t 0.1 -d "" _swallowed; done',
-      "unset HERDR_DOUBLE_SHELL_DELAY_S HERDR_DOUBLE_SWALLOW_S HERDR_DOUBLE_SWALLOW_UNTIL _swallowed",
-      "",
-    ].join("\n"),
-  );
+  writeFileSync(paths.paneRc, paneShellRc());
   const state = {
     doubleVersion: 1,
     version: options.version ?? DEFAULT_VERSION,
@@ -1405,8 +1856,34 @@ function adminStart(paths, options, sessionName) {
   // A placeholder session keeps the private tmux server alive while no workspace is open.
   execFileSync(
     "tmux",
-    ["-S", paths.tmuxSocket, "-f", "/dev/null", "new-session", "-d", "-s", "herdr-double-server", "--", "sleep", "2147483647",
-      ";", "set", "-s", "exit-empty", "off", ";", "set", "-s", "escape-time", "0", ";", "set", "-g", "history-limit", "10000"],
+    [
+      "-S",
+      paths.tmuxSocket,
+      "-f",
+      "/dev/null",
+      "new-session",
+      "-d",
+      "-s",
+      "herdr-double-server",
+      "--",
+      "sleep",
+      "2147483647",
+      ";",
+      "set",
+      "-s",
+      "exit-empty",
+      "off",
+      ";",
+      "set",
+      "-s",
+      "escape-time",
+      "0",
+      ";",
+      "set",
+      "-g",
+      "history-limit",
+      "10000",
+    ],
     { env: serverEnv, timeout: TMUX_TIMEOUT_MS, stdio: ["ignore", "pipe", "pipe"] },
   );
   writeState(paths, state);
@@ -1425,17 +1902,37 @@ async function adminRestart(paths, options) {
   requireServer(paths);
   const blindMs = Number(options["blind-ms"] ?? DEFAULT_RESTART_BLIND_MS);
   await withState(paths, async (state) => {
+    // The counter lives in the server process: a new one starts above the highest restored id, or
+    // at w1 when none is (src/workspace.rs reserve_workspace_ids), so closed ids are minted again.
+    if (!state.legacyIds) {
+      const numbers = state.workspaces.map((ws) => decodeWorkspaceNumber(ws.id)).filter((n) => n !== undefined);
+      state.nextWorkspace = numbers.length > 0 ? Math.max(...numbers) + 1 : 1;
+    }
     for (const pane of Object.values(state.panes)) {
       const ws = findWorkspace(state, pane.workspaceId);
       if (ws === undefined) continue;
       const cwd = state.live.get(pane.tmuxPaneId)?.path || ws.cwd;
       pane.restoredCwd = cwd;
+      // A new server process: no Pi seen yet, no report sequence known (src/terminal/state.rs keeps
+      // hook_report_sequences in memory only); a session kept at the stop stays, to be resumed.
+      delete pane.piPid;
+      delete pane.piGoneAt;
+      delete pane.reportSeq;
       if (pane.agentSession?.kind === "path") {
         // No terminal runtime yet: a placeholder holds the tmux pane until the resume spawns the shell.
         pane.pendingResume = true;
         tmux(paths, state, ["respawn-pane", "-k", "-t", pane.tmuxPaneId, "-c", cwd, "--", "sleep", "2147483647"]);
       } else {
-        tmux(paths, state, ["respawn-pane", "-k", "-t", pane.tmuxPaneId, "-c", cwd, "--", ...paneCommand(paths, paneEnvironment(paths, state, ws, pane.tabId, pane.id))]);
+        tmux(paths, state, [
+          "respawn-pane",
+          "-k",
+          "-t",
+          pane.tmuxPaneId,
+          "-c",
+          cwd,
+          "--",
+          ...paneCommand(paths, paneEnvironment(paths, state, ws, pane.tabId, pane.id)),
+        ]);
       }
     }
   });
@@ -1458,7 +1955,16 @@ async function resumeAgents(paths, blindMs) {
       delete pane.pendingResume;
       if (ws === undefined || pane.agentSession === undefined) continue;
       const vars = paneEnvironment(paths, state, ws, pane.tabId, pane.id);
-      tmux(paths, state, ["respawn-pane", "-k", "-t", pane.tmuxPaneId, "-c", pane.restoredCwd ?? ws.cwd, "--", ...paneCommand(paths, vars)]);
+      tmux(paths, state, [
+        "respawn-pane",
+        "-k",
+        "-t",
+        pane.tmuxPaneId,
+        "-c",
+        pane.restoredCwd ?? ws.cwd,
+        "--",
+        ...paneCommand(paths, vars),
+      ]);
       typeInto({ paths, state }, pane, `pi --session ${posixQuote(pane.agentSession.value)}`, ["Enter"]);
     }
   });
@@ -1471,7 +1977,10 @@ function posixQuote(word) {
 function adminStop(paths) {
   rmSync(paths.socketPath, { force: true });
   try {
-    execFileSync("tmux", ["-S", paths.tmuxSocket, "kill-server"], { timeout: TMUX_TIMEOUT_MS, stdio: ["ignore", "pipe", "pipe"] });
+    execFileSync("tmux", ["-S", paths.tmuxSocket, "kill-server"], {
+      timeout: TMUX_TIMEOUT_MS,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
   } catch {
     // Already stopped.
   }
@@ -1492,7 +2001,9 @@ async function execute(paths, key, spec, args) {
     if (fault?.usage !== undefined) throw new UsageError(fault.usage);
     if (fault?.error !== undefined && fault.error !== "worktree_open_failed") {
       if (fault.error === "server_not_running") throw serverNotRunning(paths);
-      throw Object.assign(new ApiError(fault.error, fault.message ?? `injected ${fault.error}`), { inband: fault.inband === true });
+      throw Object.assign(new ApiError(fault.error, fault.message ?? `injected ${fault.error}`), {
+        inband: fault.inband === true,
+      });
     }
     if (fault?.error === "worktree_open_failed" && !key.startsWith("worktree")) {
       throw new ApiError("worktree_open_failed", fault.message ?? "injected worktree_open_failed");
@@ -1508,7 +2019,10 @@ async function execute(paths, key, spec, args) {
   }
   if (after?.hang === "after") return hangForever();
   if (after?.partial === true) {
-    throw new ApiError("worktree_open_failed", after.message ?? "the workspace was opened but its description could not be produced");
+    throw new ApiError(
+      "worktree_open_failed",
+      after.message ?? "the workspace was opened but its description could not be produced",
+    );
   }
   if (after?.garbage !== undefined) {
     writeOut(after.garbage);
@@ -1585,8 +2099,15 @@ async function main(argv) {
       writeErr(`${error.message}\n`);
       return 2;
     }
+    if (error instanceof ClientError) {
+      writeErr(`${error.message}\n`);
+      return 1;
+    }
     if (error instanceof ApiError) {
-      const line = json({ error: { code: error.code, message: error.message }, id: spec.id }) + "\n";
+      const line =
+        (error.idFirst === true
+          ? JSON.stringify({ id: spec.id, error: { code: error.code, message: error.message } })
+          : json({ error: { code: error.code, message: error.message }, id: spec.id })) + "\n";
       if (error.inband) writeOut(line);
       else writeErr(line);
       return 1;

@@ -1,0 +1,6 @@
+export function paneShellRc(): string;
+export function paneShellVars(options?: {
+  shellDelayMs?: number;
+  shellSwallowMs?: number;
+  shellSwallowUntil?: string;
+}): Record<string, string>;
