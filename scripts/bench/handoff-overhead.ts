@@ -6,7 +6,16 @@
  * Invariants: everything lives in one temp dir with a private tmux server and agent dir; both
  * sides are timed until the new Pi's `session_start`; the tmux server is always killed.
  */
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -16,7 +25,7 @@ import { getPackageDir } from "@earendil-works/pi-coding-agent";
 import { SimpleGitPort } from "../../src/git/git.ts";
 import { HandoffTransaction } from "../../src/handoff/transaction.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
-import { TmuxMultiplexer } from "../../src/mux/tmux.ts";
+import { TmuxMultiplexer } from "../../src/mux/tmux/tmux.ts";
 import { ForkWorker, locatePiSessionModule, runFork } from "../../src/session/fork-runner.ts";
 import { defaultSessionDir } from "../../src/session/paths.ts";
 
@@ -80,7 +89,8 @@ export async function measureHandoffOverhead(options: { runs: number; files: num
     TERM: "xterm-256color",
     LANG: "C.UTF-8",
   };
-  const run = (file: string, args: string[], cwd = repo) => execa(file, args, { cwd, env, extendEnv: false, stdin: "ignore", timeout: TIMEOUT_MS });
+  const run = (file: string, args: string[], cwd = repo) =>
+    execa(file, args, { cwd, env, extendEnv: false, stdin: "ignore", timeout: TIMEOUT_MS });
   const socket = join(root, "tmux.sock");
   const tmux = (args: string[]) => run("tmux", ["-S", socket, ...args]);
   try {
@@ -103,7 +113,22 @@ export async function measureHandoffOverhead(options: { runs: number; files: num
     const leafId = parent.getLeafId();
     if (leafId === null) throw new Error("The bench parent session is empty.");
 
-    await tmux(["-f", "/dev/null", "new-session", "-d", "-s", "bench", "-x", "160", "-y", "45", "--", "/bin/bash", "--norc", "--noprofile"]);
+    await tmux([
+      "-f",
+      "/dev/null",
+      "new-session",
+      "-d",
+      "-s",
+      "bench",
+      "-x",
+      "160",
+      "-y",
+      "45",
+      "--",
+      "/bin/bash",
+      "--norc",
+      "--noprofile",
+    ]);
     await tmux(["set", "-g", "default-command", "exec /bin/bash --norc --noprofile"]);
     const sessionId = (await tmux(["display-message", "-p", "-t", "bench:", "#{session_id}"])).stdout.trim();
     const git = new SimpleGitPort({ env });
@@ -130,7 +155,14 @@ export async function measureHandoffOverhead(options: { runs: number; files: num
         timeouts: { shellMs: 15_000, confirmMs: 45_000, pollMs: 25 },
       }).run({
         args: { branch: `bench/ours-${i}`, base: "HEAD", baseGiven: false, focus: true },
-        parent: { sessionFile: parentFile, sessionFileExists: true, sessionId: parent.getSessionId(), leafId, cwd: repo, sessionDir },
+        parent: {
+          sessionFile: parentFile,
+          sessionFileExists: true,
+          sessionId: parent.getSessionId(),
+          leafId,
+          cwd: repo,
+          sessionDir,
+        },
         model: { provider: "faux", id: "faux-1", available: true },
         thinkingLevel: "off",
         projectTrusted: false,
@@ -140,7 +172,8 @@ export async function measureHandoffOverhead(options: { runs: number; files: num
         extraPiArgs: ["--extension", join(PROJECT, "pi-extension", "index.ts")],
         env,
       });
-      if (outcome.code !== "running") throw new Error(`The benchmark handoff ended ${outcome.code}: ${outcome.message}`);
+      if (outcome.code !== "running")
+        throw new Error(`The benchmark handoff ended ${outcome.code}: ${outcome.message}`);
       oursMs.push(performance.now() - started);
       if (outcome.manifest.mux.kind === "tmux") await tmux(["kill-window", "-t", outcome.manifest.mux.windowId ?? ""]);
 
@@ -149,13 +182,24 @@ export async function measureHandoffOverhead(options: { runs: number; files: num
       const baseStarted = performance.now();
       const path = join(root, "repo.worktrees", `base-${i}`);
       await run("git", ["worktree", "add", "-q", "-b", `bench/base-${i}`, path, sha]);
-      const pane = (await tmux(["new-window", "-d", "-t", `${sessionId}:`, "-c", path, "-P", "-F", "#{pane_id}"])).stdout.trim();
+      const pane = (
+        await tmux(["new-window", "-d", "-t", `${sessionId}:`, "-c", path, "-P", "-F", "#{pane_id}"])
+      ).stdout.trim();
       const copy = join(root, `baseline-${i}.jsonl`);
       copyFileSync(parentFile, copy);
       // The user's installed packages load in every Pi they start; this one included.
-      await tmux(["send-keys", "-t", pane, "-l", `${NODE_BIN} ${PI_CLI} --session ${copy} --model faux/faux-1 --extension ${join(PROJECT, "pi-extension", "index.ts")}`]);
+      await tmux([
+        "send-keys",
+        "-t",
+        pane,
+        "-l",
+        `${NODE_BIN} ${PI_CLI} --session ${copy} --model faux/faux-1 --extension ${join(PROJECT, "pi-extension", "index.ts")}`,
+      ]);
       await tmux(["send-keys", "-t", pane, "Enter"]);
-      await waitFor(() => (readdirSync(readyDir).some((name) => !before.has(name)) ? true : undefined), "the baseline Pi");
+      await waitFor(
+        () => (readdirSync(readyDir).some((name) => !before.has(name)) ? true : undefined),
+        "the baseline Pi",
+      );
       baselineMs.push(performance.now() - baseStarted);
       await tmux(["kill-window", "-t", pane]);
     }

@@ -18,7 +18,11 @@ import { walkLineage } from "../../src/lineage/ancestry.ts";
 import { scanSources } from "../../src/lineage/scan.ts";
 import { piSubagentsSource } from "../../src/lineage/sources/pi-subagents.ts";
 import type { ScanContext } from "../../src/lineage/types.ts";
-import { loadPiSubagentsWriters, PiSubagentsFixture, type ModuleImporter } from "../../test/support/pi-subagents-fixtures.ts";
+import {
+  loadPiSubagentsWriters,
+  PiSubagentsFixture,
+  type ModuleImporter,
+} from "../../test/support/pi-subagents-fixtures.ts";
 
 export interface ScanTiming {
   unrelatedRuns: number;
@@ -53,17 +57,37 @@ function median(values: number[]): number {
 }
 
 function headerFile(path: string, id: string, timestamp: string, parentSession?: string): void {
-  writeFileSync(path, `${JSON.stringify({ type: "session", version: 3, id, timestamp, cwd: "/bench", ...(parentSession === undefined ? {} : { parentSession }) })}\n`);
+  writeFileSync(
+    path,
+    `${JSON.stringify({ type: "session", version: 3, id, timestamp, cwd: "/bench", ...(parentSession === undefined ? {} : { parentSession }) })}\n`,
+  );
 }
 
 /** One store: the lineage's own three runs plus `unrelated` finished runs of 1 in 10 other sessions. */
-function fillStore(fixture: PiSubagentsFixture, parentFile: string, forkedAt: number, unrelated: number, sessionsDir: string): void {
+function fillStore(
+  fixture: PiSubagentsFixture,
+  parentFile: string,
+  forkedAt: number,
+  unrelated: number,
+  sessionsDir: string,
+): void {
   // The lineage's runs: running (this process stands in for the runner), finished and never
   // delivered, and delivered before the fork (skipped).
-  fixture.startRun({ runId: "lineage-active", sessionId: parentFile, agents: ["scout", "worker"], mode: "chain", pid: process.pid });
+  fixture.startRun({
+    runId: "lineage-active",
+    sessionId: parentFile,
+    agents: ["scout", "worker"],
+    mode: "chain",
+    pid: process.pid,
+  });
   fixture.startRun({ runId: "lineage-finished", sessionId: parentFile, pid: process.pid, startedAt: forkedAt - 5_000 });
   fixture.finishRun("lineage-finished", { endedAt: forkedAt - 4_000, summary: "done" });
-  fixture.startRun({ runId: "lineage-delivered", sessionId: parentFile, pid: process.pid, startedAt: forkedAt - 5_000 });
+  fixture.startRun({
+    runId: "lineage-delivered",
+    sessionId: parentFile,
+    pid: process.pid,
+    startedAt: forkedAt - 5_000,
+  });
   fixture.finishRun("lineage-delivered", { endedAt: forkedAt - 4_000, delivery: "removed" });
   for (let i = 0; i < unrelated; i += 1) {
     const owner = join(sessionsDir, `2026-01-01T00-00-00-000Z_other-${Math.floor(i / 10)}.jsonl`);
@@ -79,10 +103,15 @@ function fillStore(fixture: PiSubagentsFixture, parentFile: string, forkedAt: nu
  * Alternates the two stores scan by scan, so warm-up and background load fall on both alike;
  * one untimed scan of each first warms the file-system cache, as a second start of Pi finds it.
  */
-async function timeScans(context: ScanContext, roots: readonly string[], repeats: number): Promise<Array<{ times: number[]; adopted: number }>> {
+async function timeScans(
+  context: ScanContext,
+  roots: readonly string[],
+  repeats: number,
+): Promise<Array<{ times: number[]; adopted: number }>> {
   const sources = roots.map((root) => [piSubagentsSource({ roots: [root] })]);
   const results = [];
-  for (const source of sources) results.push({ times: [] as number[], adopted: (await scanSources(source, context)).runs.length });
+  for (const source of sources)
+    results.push({ times: [] as number[], adopted: (await scanSources(source, context)).runs.length });
   for (let i = 0; i < repeats; i += 1) {
     for (const [index, source] of sources.entries()) {
       const started = performance.now();
@@ -109,7 +138,12 @@ export async function measureLineageScan(options: LineageScanBenchOptions = {}):
     headerFile(parentFile, "parent", new Date(forkedAt - 3_600_000).toISOString());
     headerFile(childFile, "child", new Date(forkedAt).toISOString(), parentFile);
     const context: ScanContext = {
-      lineage: walkLineage({ sessionFile: childFile, sessionId: "child", parentSession: parentFile, timestamp: new Date(forkedAt).toISOString() }),
+      lineage: walkLineage({
+        sessionFile: childFile,
+        sessionId: "child",
+        parentSession: parentFile,
+        timestamp: new Date(forkedAt).toISOString(),
+      }),
       branch: [],
       env: {},
       agentDir: join(dir, "agent"),
@@ -117,7 +151,15 @@ export async function measureLineageScan(options: LineageScanBenchOptions = {}):
     };
     const sizes = [unrelatedSmall, unrelatedLarge];
     const roots = sizes.map((unrelated) => join(dir, `store-${unrelated}`));
-    sizes.forEach((unrelated, i) => fillStore(new PiSubagentsFixture(roots[i] ?? "", writers), parentFile, forkedAt, unrelated, join(dir, "other-sessions")));
+    sizes.forEach((unrelated, i) =>
+      fillStore(
+        new PiSubagentsFixture(roots[i] ?? "", writers),
+        parentFile,
+        forkedAt,
+        unrelated,
+        join(dir, "other-sessions"),
+      ),
+    );
     const measured = await timeScans(context, roots, repeats);
     const timings: ScanTiming[] = measured.map(({ times, adopted }, i) => ({
       unrelatedRuns: sizes[i] ?? 0,

@@ -37,7 +37,8 @@ export async function measureList(options: { runs: number; manifests: number }):
     TMUX_PANE: "",
     HERDR_ENV: "",
   };
-  const git = (args: string[], cwd: string) => execFileSync("git", args, { cwd, env, encoding: "utf8", timeout: 60_000 });
+  const git = (args: string[], cwd: string) =>
+    execFileSync("git", args, { cwd, env, encoding: "utf8", timeout: 60_000 });
   try {
     const repo = join(root, "repo");
     mkdirSync(repo, { recursive: true });
@@ -64,23 +65,40 @@ export async function measureList(options: { runs: number; manifests: number }):
         repo: { root: repo, commonDir: join(repo, ".git") },
         parent: { sessionFile: join(root, "parent.jsonl"), sessionId: "parent", leafId: "abcd1234", cwd: repo },
         worktree: { path },
-        mux: { kind: "tmux", socketPath: join(root, "no-tmux.sock"), sessionId: "$1", windowId: `@${i}`, paneId: `%${i}` },
+        mux: {
+          kind: "tmux",
+          socketPath: join(root, "no-tmux.sock"),
+          sessionId: "$1",
+          windowId: `@${i}`,
+          paneId: `%${i}`,
+        },
       });
       const created = await store.create({
         ...manifest,
         state: "running",
         history: [...manifest.history, { state: "running", at: manifest.createdAt }],
-        child: { sessionFile: join(root, `child-${i}.jsonl`), sessionId: `child-${i}`, pid: 4_000_000, ackAt: manifest.createdAt, confirmedBy: "ack" },
+        child: {
+          sessionFile: join(root, `child-${i}.jsonl`),
+          sessionId: `child-${i}`,
+          pid: 4_000_000,
+          ackAt: manifest.createdAt,
+          confirmedBy: "ack",
+        },
       });
       if (!created.ok) throw new Error(created.message);
     }
     const ms: number[] = [];
     for (let run = 0; run < options.runs; run++) {
       const started = performance.now();
-      const out = execFileSync(process.execPath, [join(PROJECT, "bin", "pi-handoff.mjs"), "list", "--all", "--json"], { env, encoding: "utf8", timeout: 120_000 });
+      const out = execFileSync(process.execPath, [join(PROJECT, "bin", "pi-handoff.mjs"), "list", "--all", "--json"], {
+        env,
+        encoding: "utf8",
+        timeout: 120_000,
+      });
       ms.push(performance.now() - started);
       const listed = (JSON.parse(out) as { handoffs: unknown[] }).handoffs.length;
-      if (listed !== options.manifests) throw new Error(`pi-handoff list showed ${listed} of ${options.manifests} handoffs.`);
+      if (listed !== options.manifests)
+        throw new Error(`pi-handoff list showed ${listed} of ${options.manifests} handoffs.`);
     }
     return { manifests: options.manifests, withWorktree, ms };
   } finally {

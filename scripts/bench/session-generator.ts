@@ -23,9 +23,17 @@ function seededRandom(seed: number): () => number {
   };
 }
 
-const WORDS = "the handoff worktree session branch commit parser token cache test build review refactor module interface error".split(" ");
+const WORDS =
+  "the handoff worktree session branch commit parser token cache test build review refactor module interface error".split(
+    " ",
+  );
 
-export async function generateSession(options: { file: string; cwd: string; entries: number; targetBytes: number }): Promise<GeneratedSession> {
+export async function generateSession(options: {
+  file: string;
+  cwd: string;
+  entries: number;
+  targetBytes: number;
+}): Promise<GeneratedSession> {
   const random = seededRandom(42);
   const textBytes = Math.max(40, Math.floor(options.targetBytes / options.entries) - 400);
   const text = (n: number) => {
@@ -66,7 +74,14 @@ export async function generateSession(options: { file: string; cwd: string; entr
             api: "faux",
             provider: "faux",
             model: "faux-1",
-            usage: { input: 10, output: 10, cacheRead: 0, cacheWrite: 0, totalTokens: 20, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+            usage: {
+              input: 10,
+              output: 10,
+              cacheRead: 0,
+              cacheWrite: 0,
+              totalTokens: 20,
+              cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+            },
             stopReason: "stop",
             timestamp: 1796000000000,
           },

@@ -35,6 +35,9 @@ export async function readOnlyManifest(dir: string): Promise<ManifestFile | unde
   if (names.length > 1) throw new DemoFailure(`Expected one handoff manifest in ${dir}, found ${names.length}.`);
   const path = join(dir, name);
   const parsed = ManifestSchema.safeParse(JSON.parse(await readFile(path, "utf8")));
-  if (!parsed.success) throw new DemoFailure(`The handoff manifest ${path} does not match the schema (${parsed.error.issues.length} issues).`);
+  if (!parsed.success)
+    throw new DemoFailure(
+      `The handoff manifest ${path} does not match the schema (${parsed.error.issues.length} issues).`,
+    );
   return { path, manifest: parsed.data };
 }

@@ -39,10 +39,13 @@ export function waitForScreen(
   matches: (screen: string) => boolean,
   options: { timeoutMs: number; failure: string; signal: AbortSignal },
 ): Promise<string> {
-  return waitFor(async () => {
-    const screen = await tmux.capturePane(paneId);
-    return matches(screen) ? screen : undefined;
-  }, { ...options, intervalMs: 150 });
+  return waitFor(
+    async () => {
+      const screen = await tmux.capturePane(paneId);
+      return matches(screen) ? screen : undefined;
+    },
+    { ...options, intervalMs: 150 },
+  );
 }
 
 /**

@@ -2,7 +2,8 @@
  * A private tmux server: its own socket, no config file, only the environment it is given, and
  * bash without rc files, so neither the demo nor the tests ever touch the user's tmux or dotfiles.
  * `startTmuxServer` is the core both use (test/support/tmux.ts wraps it for tests);
- * `startPrivateTmux` is the demo's, with screen captures.
+ * `startPrivateTmux` is the demo's, with screen captures and `extended-keys` on, as Pi asks a tmux
+ * user to set it.
  *
  * Invariants: every tmux call has a timeout; `kill()` is idempotent and never throws.
  */
@@ -38,25 +39,60 @@ export async function startTmuxServer(options: {
   const { socketPath, env } = options;
   const shell = options.shell ?? SHELL;
   const run = async (args: readonly string[]): Promise<string> => {
-    const result = await execa("tmux", ["-S", socketPath, ...args], { env, extendEnv: false, stdin: "ignore", timeout: TMUX_CALL_TIMEOUT_MS });
+    const result = await execa("tmux", ["-S", socketPath, ...args], {
+      env,
+      extendEnv: false,
+      stdin: "ignore",
+      timeout: TMUX_CALL_TIMEOUT_MS,
+    });
     return result.stdout;
   };
   let killed = false;
   const kill = async (): Promise<void> => {
     if (killed) return;
     killed = true;
-    await execa("tmux", ["-S", socketPath, "kill-server"], { env, extendEnv: false, stdin: "ignore", reject: false, timeout: TMUX_CALL_TIMEOUT_MS });
+    await execa("tmux", ["-S", socketPath, "kill-server"], {
+      env,
+      extendEnv: false,
+      stdin: "ignore",
+      reject: false,
+      timeout: TMUX_CALL_TIMEOUT_MS,
+    });
   };
   try {
     // `;` separates tmux commands.
     await run([
-      "-f", "/dev/null",
-      "new-session", "-d", "-s", options.sessionName, "-x", String(options.width), "-y", String(options.height), "--", ...shell,
-      ";", "set", "-g", "default-shell", shell[0] ?? "/bin/sh",
-      ";", "set", "-g", "default-command", `exec ${shell.join(" ")}`,
-      ";", "set", "-s", "escape-time", "0",
+      "-f",
+      "/dev/null",
+      "new-session",
+      "-d",
+      "-s",
+      options.sessionName,
+      "-x",
+      String(options.width),
+      "-y",
+      String(options.height),
+      "--",
+      ...shell,
+      ";",
+      "set",
+      "-g",
+      "default-shell",
+      shell[0] ?? "/bin/sh",
+      ";",
+      "set",
+      "-g",
+      "default-command",
+      `exec ${shell.join(" ")}`,
+      ";",
+      "set",
+      "-s",
+      "escape-time",
+      "0",
     ]);
-    const [sessionId = "", firstPaneId = ""] = (await run(["display-message", "-p", "-t", `${options.sessionName}:`, "#{session_id} #{pane_id}"])).split(" ");
+    const [sessionId = "", firstPaneId = ""] = (
+      await run(["display-message", "-p", "-t", `${options.sessionName}:`, "#{session_id} #{pane_id}"])
+    ).split(" ");
     return { sessionId, firstPaneId, run, kill };
   } catch (error) {
     await kill();
@@ -101,6 +137,8 @@ export async function startPrivateTmux(options: {
 }): Promise<PrivateTmux> {
   const server = await startTmuxServer({ ...options, sessionName: SESSION_NAME });
   const { run } = server;
+  // As Pi asks a tmux user to set it (it warns on every start otherwise): the demo shows Pi as set up.
+  await run(["set", "-s", "extended-keys", "on"]);
   const listPanes = async (): Promise<PaneInfo[]> => {
     const out = await run(["list-panes", "-a", "-F", "#{pane_id}\t#{pane_pid}\t#{window_index}:#{window_name}"]);
     return out

@@ -62,10 +62,22 @@ const PADDING = 8;
 
 /** The 16 basic colours (a Tango-like palette: readable on a dark background). */
 export const PALETTE_16: readonly Rgb[] = [
-  [0x2e, 0x34, 0x36], [0xef, 0x29, 0x29], [0x8a, 0xe2, 0x34], [0xfc, 0xe9, 0x4f],
-  [0x72, 0x9f, 0xcf], [0xad, 0x7f, 0xa8], [0x34, 0xe2, 0xe2], [0xd3, 0xd7, 0xcf],
-  [0x55, 0x57, 0x53], [0xff, 0x6e, 0x6e], [0xb5, 0xf5, 0x7a], [0xff, 0xf5, 0x8a],
-  [0x9c, 0xc4, 0xf0], [0xd8, 0xa8, 0xd2], [0x7a, 0xf5, 0xf5], [0xee, 0xee, 0xec],
+  [0x2e, 0x34, 0x36],
+  [0xef, 0x29, 0x29],
+  [0x8a, 0xe2, 0x34],
+  [0xfc, 0xe9, 0x4f],
+  [0x72, 0x9f, 0xcf],
+  [0xad, 0x7f, 0xa8],
+  [0x34, 0xe2, 0xe2],
+  [0xd3, 0xd7, 0xcf],
+  [0x55, 0x57, 0x53],
+  [0xff, 0x6e, 0x6e],
+  [0xb5, 0xf5, 0x7a],
+  [0xff, 0xf5, 0x8a],
+  [0x9c, 0xc4, 0xf0],
+  [0xd8, 0xa8, 0xd2],
+  [0x7a, 0xf5, 0xf5],
+  [0xee, 0xee, 0xec],
 ];
 
 /** xterm's 256-colour table: the 16 above, a 6x6x6 cube, then 24 greys. */
@@ -94,7 +106,14 @@ export interface Cell {
   style: CellStyle;
 }
 
-const PLAIN_STYLE: CellStyle = { fg: undefined, bg: undefined, bold: false, dim: false, underline: false, reverse: false };
+const PLAIN_STYLE: CellStyle = {
+  fg: undefined,
+  bg: undefined,
+  bold: false,
+  dim: false,
+  underline: false,
+  reverse: false,
+};
 
 /** One screen's text as a grid of styled cells (SGR state carries across lines, as in a terminal). */
 export function parseAnsiScreen(text: string): Cell[][] {
@@ -118,7 +137,8 @@ export function parseAnsiScreen(text: string): Cell[][] {
         if (next === "]") {
           // OSC (a title, a hyperlink): up to BEL or ST; never drawn.
           let end = i + 2;
-          while (end < line.length && line[end] !== "\u0007" && !(line[end] === "\u001b" && line[end + 1] === "\\")) end++;
+          while (end < line.length && line[end] !== "\u0007" && !(line[end] === "\u001b" && line[end + 1] === "\\"))
+            end++;
           i = line[end] === "\u0007" ? end + 1 : end + 2;
           continue;
         }
@@ -132,7 +152,11 @@ export function parseAnsiScreen(text: string): Cell[][] {
     }
     rows.push(row);
   }
-  while (rows.length > 0 && (rows.at(-1) ?? []).every((cell) => cell.ch === " " && cell.style.bg === undefined && !cell.style.reverse)) rows.pop();
+  while (
+    rows.length > 0 &&
+    (rows.at(-1) ?? []).every((cell) => cell.ch === " " && cell.style.bg === undefined && !cell.style.reverse)
+  )
+    rows.pop();
   return rows;
 }
 
@@ -313,7 +337,11 @@ class Canvas {
 }
 
 function mix(a: Rgb, b: Rgb, t: number): Rgb {
-  return [Math.round(a[0] * (1 - t) + b[0] * t), Math.round(a[1] * (1 - t) + b[1] * t), Math.round(a[2] * (1 - t) + b[2] * t)];
+  return [
+    Math.round(a[0] * (1 - t) + b[0] * t),
+    Math.round(a[1] * (1 - t) + b[1] * t),
+    Math.round(a[2] * (1 - t) + b[2] * t),
+  ];
 }
 
 /** Where everything goes, from the screens' sizes (exported so tests can find a cell's pixels). */
@@ -360,7 +388,14 @@ export async function renderScreenPng(panels: readonly ScreenPanel[], options: S
     canvas.fill(left, top, panelWidth, titleHeight, TITLE_BACKGROUND);
     const title = [...panel.title].slice(0, columns);
     title.forEach((ch, column) => {
-      canvas.blit(left + PADDING + column * cellWidth, top + PADDING / 2, glyphs.coverage(ch, true), cellWidth, cellHeight, TITLE_FOREGROUND);
+      canvas.blit(
+        left + PADDING + column * cellWidth,
+        top + PADDING / 2,
+        glyphs.coverage(ch, true),
+        cellWidth,
+        cellHeight,
+        TITLE_FOREGROUND,
+      );
     });
 
     const grid = parseAnsiScreen(panel.text);

@@ -23,14 +23,17 @@ export function readSessionFile(path: string): SessionFile {
     .map((line): unknown => JSON.parse(line))
     .filter(isJsonObject);
   const [header, ...entries] = objects;
-  if (header === undefined || header.type !== "session") throw new Error(`${path} does not start with a session header.`);
+  if (header === undefined || header.type !== "session")
+    throw new Error(`${path} does not start with a session header.`);
   return { header, entries };
 }
 
 function textOf(content: unknown): string {
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) return "";
-  return content.map((part: unknown) => (isJsonObject(part) && typeof part.text === "string" ? part.text : "")).join("");
+  return content
+    .map((part: unknown) => (isJsonObject(part) && typeof part.text === "string" ? part.text : ""))
+    .join("");
 }
 
 /** The texts of assistant messages written after `sinceMs`, in file order. */

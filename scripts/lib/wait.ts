@@ -22,7 +22,10 @@ export interface WaitOptions {
 }
 
 /** Polls `probe` until it returns something other than undefined; throws a DemoFailure at the deadline. */
-export async function waitFor<T>(probe: () => T | undefined | Promise<T | undefined>, options: WaitOptions): Promise<T> {
+export async function waitFor<T>(
+  probe: () => T | undefined | Promise<T | undefined>,
+  options: WaitOptions,
+): Promise<T> {
   const deadline = Date.now() + options.timeoutMs;
   for (;;) {
     const value = await probe();
