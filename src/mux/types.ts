@@ -94,9 +94,14 @@ export interface ReopenWorkspaceRequest {
 export interface PaneAgent {
   /** Herdr's `agent_status`: `idle`, `working`, `blocked`, `done`, or `unknown` (no agent detected). */
   status: string;
+  /**
+   * Herdr's `agent`: the agent it sees in the pane (by its hooks, or its process detection), also
+   * while it cannot tell that agent's state (`status` unknown, as for a Pi it resumed itself).
+   */
+  label?: string;
   /** The session file the pane's agent reported (for Pi: the session Herdr resumes on restore). */
   sessionFile?: string;
-  /** The pane's foreground processes while an agent is detected, to name the writer by pid. */
+  /** The pane's foreground processes while an agent is seen there, to name the writer by pid. */
   pids?: number[];
 }
 

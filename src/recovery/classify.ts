@@ -242,7 +242,7 @@ export function findWriters(
     agent !== undefined &&
     agent.sessionFile !== undefined &&
     agent.sessionFile === manifest.child.sessionFile &&
-    agent.status !== "unknown"
+    (agent.status !== "unknown" || agent.label !== undefined)
   ) {
     for (const pid of agent.pids ?? []) add(pid, "herdr_agent");
   }

@@ -201,6 +201,13 @@ describe("classify", () => {
       code: "child_running",
       writers: [{ pid: 31, evidence: ["herdr_agent"] }],
     });
+    // Herdr sees its Pi there but cannot tell the state (a Pi it resumed itself): still the writer.
+    expect(
+      findWriters(m, undefined, [], undefined, {
+        code: "open",
+        agent: { status: "unknown", label: "pi", sessionFile: session, pids: [31] },
+      }),
+    ).toEqual([{ pid: 31, evidence: ["herdr_agent"] }]);
     // No agent detected (Herdr keeps a session after its agent ended), or another session: no writer.
     expect(findWriters(m, undefined, [], undefined, agent("unknown", session, [31]))).toEqual([]);
     expect(findWriters(m, undefined, [], undefined, agent("idle", `${session}.other`, [31]))).toEqual([]);

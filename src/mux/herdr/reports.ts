@@ -154,9 +154,11 @@ export async function paneAgent(
   const session = pane.agent_session;
   const sessionFile =
     session !== undefined && session.kind === "path" && session.agent === PI_AGENT_LABEL ? session.value : undefined;
-  if (pane.agent_status === "unknown" && sessionFile === undefined) return undefined;
+  if (pane.agent_status === "unknown" && sessionFile === undefined && pane.agent === undefined) return undefined;
   let pids: number[] | undefined;
-  if (LIVE_AGENT_STATUSES.has(pane.agent_status)) {
+  // Herdr may see its Pi running while it cannot tell the state (a Pi it resumed after a restart
+  // reads `unknown` once its restored state is dropped): the agent label still says one runs.
+  if (LIVE_AGENT_STATUSES.has(pane.agent_status) || pane.agent !== undefined) {
     const info = await client.processInfo(pane.pane_id, socketPath);
     if (info.ok) {
       const { shell_pid: shellPid, foreground_process_group_id: foreground } = info.result.process_info;
@@ -168,6 +170,7 @@ export async function paneAgent(
   }
   return {
     status: pane.agent_status,
+    ...(pane.agent !== undefined ? { label: pane.agent } : {}),
     ...(sessionFile !== undefined ? { sessionFile } : {}),
     ...(pids !== undefined ? { pids } : {}),
   };
