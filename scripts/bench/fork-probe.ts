@@ -31,7 +31,9 @@ const message = buildHandoffMessage({
 const sessionModulePath = locatePiSessionModule(getPackageDir());
 // "oursWarm" is the fork as a handoff runs it: the worker starts while the worktree is created.
 const warmWorker =
-  method === "oursWarm" && sessionModulePath !== undefined ? ForkWorker.start(sessionModulePath) : undefined;
+  method === "oursWarm" && sessionModulePath !== undefined
+    ? ForkWorker.start(sessionModulePath, CURRENT_SESSION_VERSION)
+    : undefined;
 // Let start-up settle, so the baseline is the process at rest.
 await new Promise((resolve) => setTimeout(resolve, warmWorker !== undefined ? 600 : 200));
 const rssBefore = process.memoryUsage().rss;

@@ -140,7 +140,8 @@ export async function measureHandoffOverhead(options: { runs: number; files: num
     for (let i = 0; i < options.runs; i++) {
       // Ours: the whole transaction, as the /handoff-worktree command runs it.
       const started = performance.now();
-      const worker = sessionModulePath !== undefined ? ForkWorker.start(sessionModulePath) : undefined;
+      const worker =
+        sessionModulePath !== undefined ? ForkWorker.start(sessionModulePath, CURRENT_SESSION_VERSION) : undefined;
       const mux = new TmuxMultiplexer({ socketPath: socket, targetSession: sessionId, git });
       const outcome = await new HandoffTransaction({
         git,

@@ -157,7 +157,8 @@ export async function measureHerdrVsTmux(options: { runs: number }): Promise<Her
     const handoff = async (mux: Multiplexer, branch: string, childEnv: Record<string, string>): Promise<number> => {
       const started = performance.now();
       // One warm worker per command, as /handoff-worktree starts one.
-      const worker = sessionModulePath !== undefined ? ForkWorker.start(sessionModulePath) : undefined;
+      const worker =
+        sessionModulePath !== undefined ? ForkWorker.start(sessionModulePath, CURRENT_SESSION_VERSION) : undefined;
       const outcome = await new HandoffTransaction({
         git,
         store,

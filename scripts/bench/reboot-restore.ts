@@ -150,7 +150,8 @@ export async function measureRebootRestore(options: { runs: number; handoffs: nu
     const git = new SimpleGitPort({ env });
     const sessionModulePath = locatePiSessionModule(getPackageDir());
     for (let i = 0; i < options.handoffs; i++) {
-      const worker = sessionModulePath !== undefined ? ForkWorker.start(sessionModulePath) : undefined;
+      const worker =
+        sessionModulePath !== undefined ? ForkWorker.start(sessionModulePath, CURRENT_SESSION_VERSION) : undefined;
       const outcome = await new HandoffTransaction({
         git,
         store,

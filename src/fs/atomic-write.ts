@@ -77,7 +77,7 @@ export function writeFileAtomicSync(path: string, text: string, options: AtomicW
   if (options.durable !== false) fsyncDirectorySync(dir);
 }
 
-async function fsyncDirectory(dir: string): Promise<void> {
+export async function fsyncDirectory(dir: string): Promise<void> {
   let handle;
   try {
     handle = await open(dir, "r");

@@ -75,7 +75,10 @@ export function createHandoffDeps(host: HandoffHost): { deps: HandoffDeps; dispo
   const sessionModulePath = locatePiSessionModule(host.piPackageDir);
   // The worker starts now and loads its modules while the worktree is being created, so the fork
   // runs off the event loop and the TUI stays responsive.
-  const forkWorker = sessionModulePath !== undefined ? ForkWorker.start(sessionModulePath) : undefined;
+  const forkWorker =
+    sessionModulePath !== undefined
+      ? ForkWorker.start(sessionModulePath, host.session.CURRENT_SESSION_VERSION)
+      : undefined;
   const deps: HandoffDeps = {
     git,
     store: ManifestStore.forAgentDir(host.agentDir),

@@ -1,16 +1,26 @@
 /**
- * Copy just the active path of a session file (header, the root-to-leaf entries, and labels) into
- * a private file, so the fork never loads abandoned branches and never opens the parent with a
- * SessionManager (which may write to what it opens).
+ * Write the child session straight from the parent file: Pi's branched session of the active path
+ * (what `SessionManager.createBranchedSession` writes) plus the handoff message (what
+ * `appendCustomMessageEntry` adds), without loading the conversation into memory (ADR 0014).
  *
  * Invariants:
- * - Reads the source; writes only the destination (created new, never overwritten).
- * - Memory is bounded by one read chunk plus a small index per entry (id, parent, byte range),
- *   never the whole file.
- * - Kept lines are copied byte for byte, in file order; a line that does not parse is dropped
- *   (Pi drops it too).
+ * - Reads the parent; writes only the new child file (a temp file beside it, fsynced, then linked
+ *   into place, so the child exists complete or not at all, and never replaces a file).
+ * - Memory is bounded by a read chunk plus a small index per entry (id, parent, type, byte range),
+ *   never the whole file: the lines are parsed as far as their first keys, in full only where Pi's
+ *   rules need a value (labels, a re-chained or compaction entry, a message line not in Pi's shape).
+ * - The result is Pi's, entry for entry: the same header fields in Pi's order, the root-to-leaf path
+ *   without label entries (re-chained where a label sat between two of them, the root's parent
+ *   null), the labels Pi resolves for the path re-emitted after it with fresh ids, then one custom
+ *   message. Kept lines Pi would not change are copied byte for byte.
+ * - Pi's rule for writing at all holds: a path with no user or assistant message writes nothing.
+ * - Only for the current session version: an older file needs Pi's migration first (see fork.ts).
  */
-import { open } from "node:fs/promises";
+import { randomBytes, randomUUID } from "node:crypto";
+import { link, mkdir, open, rm } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { fsyncDirectory, tempPathBeside } from "../fs/atomic-write.ts";
+import type { HandoffMessage } from "./handoff-message.ts";
 
 const CHUNK_BYTES = 4 * 1024 * 1024;
 const NEWLINE = 0x0a;
@@ -22,7 +32,11 @@ interface Line {
 }
 
 interface IndexedEntry extends Line {
+  id: string;
   parentId: string | null;
+  type: string;
+  /** For `message` entries: whether it is a user or assistant message (Pi's "has a conversation"). */
+  conversation?: boolean;
 }
 
 /** Calls `onLine` for each line with its bytes and absolute byte range, reading in large chunks. */
@@ -56,128 +70,316 @@ async function scanLines(file: string, onLine: (bytes: Buffer, line: Line) => vo
 }
 
 /**
- * Pi writes most entries with `type`, `id` and `parentId` as the first three keys. When a line
- * starts that way, those are the top-level values (nothing nested can come first), so the rest of
- * the line need not be parsed; any other line is parsed in full.
+ * Pi writes entries with `type`, `id` and `parentId` as the first keys (and a message's `role`
+ * first inside it). When a line starts that way, those are the top-level values (nothing nested
+ * can come first), so the rest of the line need not be parsed; any other line is parsed in full.
  */
 const ENTRY_PREFIX = /^\{"type":"([a-z_]+)","id":"([A-Za-z0-9_.:-]+)","parentId":(?:null|"([A-Za-z0-9_.:-]+)")[,}]/;
-const PREFIX_BYTES = 160;
+const MESSAGE_ROLE =
+  /^\{"type":"message","id":"[^"\\]*","parentId":(?:null|"[^"\\]*"),"timestamp":"[^"\\]*","message":\{"role":"([a-zA-Z]+)"/;
+const PREFIX_BYTES = 240;
 
-function parseEntryHead(bytes: Buffer): { type?: unknown; id?: unknown; parentId?: unknown } | undefined {
+type Parsed = Record<string, unknown>;
+
+function parseLine(bytes: Buffer): Parsed | undefined {
   if (bytes.length === 0) return undefined;
-  const prefix = ENTRY_PREFIX.exec(bytes.toString("latin1", 0, Math.min(bytes.length, PREFIX_BYTES)));
-  if (prefix !== null) return { type: prefix[1], id: prefix[2], parentId: prefix[3] ?? null };
   try {
     const value: unknown = JSON.parse(bytes.toString("utf8"));
-    return typeof value === "object" && value !== null
-      ? (value as { type?: unknown; id?: unknown; parentId?: unknown })
-      : undefined;
+    return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Parsed) : undefined;
   } catch {
     return undefined;
   }
 }
 
-/**
- * Copy the given lines of `source` into a new file, each ending in a newline. Lines are sorted;
- * neighbours in the source are merged into one range. The source is read sequentially in large
- * chunks and the output is written in large chunks: a few dozen I/O calls for a 50 MB session.
- */
-async function copyLines(source: string, lines: Line[], destination: string): Promise<void> {
-  const ranges: Line[] = [];
-  for (const line of lines) {
-    const last = ranges.at(-1);
-    // `end` excludes the newline, so a following line starts at end + 1.
-    if (last !== undefined && line.start === last.end + 1) last.end = line.end;
-    else ranges.push({ ...line });
-  }
-  const input = await open(source, "r");
-  const output = await open(destination, "wx");
-  try {
-    const inBuffer = Buffer.allocUnsafe(CHUNK_BYTES);
-    const outBuffer = Buffer.allocUnsafe(CHUNK_BYTES);
-    let pending = 0;
-    const emit = async (bytes: Buffer): Promise<void> => {
-      for (let offset = 0; offset < bytes.length; ) {
-        const length = Math.min(bytes.length - offset, outBuffer.length - pending);
-        bytes.copy(outBuffer, pending, offset, offset + length);
-        pending += length;
-        offset += length;
-        if (pending === outBuffer.length) {
-          await output.write(outBuffer, 0, pending);
-          pending = 0;
-        }
-      }
-    };
-    const newline = Buffer.from([NEWLINE]);
-    let rangeIndex = 0;
-    for (let position = 0; rangeIndex < ranges.length; ) {
-      const { bytesRead } = await input.read(inBuffer, 0, inBuffer.length, position);
-      if (bytesRead === 0) throw new Error(`${source} changed while it was being copied.`);
-      const chunkEnd = position + bytesRead;
-      while (rangeIndex < ranges.length) {
-        const range = ranges[rangeIndex] as Line;
-        if (range.start >= chunkEnd) break;
-        const from = Math.max(range.start, position);
-        const to = Math.min(range.end, chunkEnd);
-        if (to > from) await emit(inBuffer.subarray(from - position, to - position));
-        if (range.end > chunkEnd) break; // continues in the next chunk
-        await emit(newline);
-        rangeIndex++;
-      }
-      position = chunkEnd;
-    }
-    if (pending > 0) await output.write(outBuffer, 0, pending);
-    // No fsync: the copy is private and thrown away after the fork.
-  } finally {
-    await input.close();
-    await output.close();
-  }
+function isConversation(message: unknown): boolean {
+  const role = typeof message === "object" && message !== null ? (message as { role?: unknown }).role : undefined;
+  return role === "user" || role === "assistant";
 }
 
-export interface ActivePathCopy {
-  /** Entries on the root-to-leaf path (labels not counted). */
-  pathEntries: number;
-  /** Entries in the source (header not counted). */
-  sourceEntries: number;
+interface LabelState {
+  label: unknown;
+  timestamp: unknown;
 }
 
-/**
- * Write `destination` = the header line, every entry on the path from the root to `leafId`, and
- * every label entry, in file order. Returns undefined when `leafId` is not in the file.
- */
-export async function copyActivePath(
-  source: string,
-  leafId: string,
-  destination: string,
-): Promise<ActivePathCopy | undefined> {
-  const index = new Map<string, IndexedEntry>();
-  const kept: Line[] = [];
+/** The index of a session file: its entries by id, and its labels resolved as Pi resolves them. */
+interface SessionIndex {
+  header: Line | undefined;
+  entries: Map<string, IndexedEntry>;
+  /** Target id -> label, in Pi's map order (a label set again keeps its place; a cleared one leaves). */
+  labels: Map<unknown, LabelState>;
+}
+
+async function indexSession(file: string): Promise<SessionIndex> {
+  const entries = new Map<string, IndexedEntry>();
+  const labels = new Map<unknown, LabelState>();
   let header: Line | undefined;
-  await scanLines(source, (bytes, line) => {
-    const entry = parseEntryHead(bytes);
-    if (entry === undefined) return;
-    if (entry.type === "session") {
-      header ??= line;
-      return;
+  let first = true;
+  await scanLines(file, (bytes, line) => {
+    const head =
+      bytes.length === 0 ? null : ENTRY_PREFIX.exec(bytes.toString("latin1", 0, Math.min(bytes.length, PREFIX_BYTES)));
+    let type: unknown;
+    let id: unknown;
+    let parentId: unknown;
+    let full: Parsed | undefined;
+    if (head !== null && head[1] !== "label" && head[1] !== "session") {
+      [, type, id, parentId = null] = head;
+    } else {
+      full = parseLine(bytes);
+      if (full === undefined) return;
+      ({ type, id, parentId } = full);
     }
-    if (typeof entry.id !== "string") return;
-    index.set(entry.id, { ...line, parentId: typeof entry.parentId === "string" ? entry.parentId : null });
-    if (entry.type === "label") kept.push(line);
+    // Pi's loader takes the first parsed line as the header (fork.ts checked it is one).
+    if (first) {
+      first = false;
+      if (type === "session") {
+        header = line;
+        return;
+      }
+    }
+    if (type === "session" || typeof id !== "string") return;
+    const entry: IndexedEntry = {
+      ...line,
+      id,
+      parentId: typeof parentId === "string" ? parentId : null,
+      type: typeof type === "string" ? type : "",
+    };
+    if (type === "message") {
+      const role = MESSAGE_ROLE.exec(bytes.toString("latin1", 0, Math.min(bytes.length, PREFIX_BYTES)));
+      entry.conversation =
+        role !== null
+          ? role[1] === "user" || role[1] === "assistant"
+          : isConversation((full ?? parseLine(bytes))?.message);
+    }
+    entries.set(id, entry);
+    if (type === "label" && full !== undefined) {
+      // Pi's index: a label with text sets its target's label, an empty one clears it.
+      if (full.label) labels.set(full.targetId, { label: full.label, timestamp: full.timestamp });
+      else labels.delete(full.targetId);
+    }
   });
-  if (!index.has(leafId)) return undefined;
+  return { header, entries, labels };
+}
 
-  if (header !== undefined) kept.push(header);
-  let pathEntries = 0;
-  const seen = new Set<string>();
-  for (let id: string | null = leafId; id !== null && !seen.has(id); ) {
-    seen.add(id);
-    const entry = index.get(id);
-    if (entry === undefined) break;
-    kept.push(entry);
-    pathEntries++;
-    id = entry.parentId;
+/** Pi's short entry id: 8 hex characters not yet taken (a full UUID after 100 collisions). */
+function newEntryId(taken: ReadonlySet<string>): string {
+  for (let i = 0; i < 100; i++) {
+    const id = randomUUID().slice(0, 8);
+    if (!taken.has(id)) return id;
   }
-  kept.sort((a, b) => a.start - b.start);
-  await copyLines(source, kept, destination);
-  return { pathEntries, sourceEntries: index.size };
+  return randomUUID();
+}
+
+/** A version 7 UUID (time-ordered), the form of Pi's session ids. */
+function newSessionId(now: number): string {
+  const bytes = randomBytes(16);
+  bytes.writeUIntBE(now, 0, 6);
+  bytes[6] = ((bytes[6] ?? 0) & 0x0f) | 0x70;
+  bytes[8] = ((bytes[8] ?? 0) & 0x3f) | 0x80;
+  const hex = bytes.toString("hex");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/** One piece of the child file: a line of the parent copied as it is, or a line written anew. */
+type Part = { kind: "copy"; line: Line } | { kind: "text"; text: string };
+
+/** Copied lines that are neighbours in the parent become one range (with the newline between). */
+function mergeNeighbours(parts: readonly Part[]): Part[] {
+  const merged: Part[] = [];
+  for (const part of parts) {
+    const last = merged.at(-1);
+    if (part.kind === "copy" && last?.kind === "copy" && last.line.end + 1 === part.line.start) {
+      last.line = { start: last.line.start, end: part.line.end };
+    } else {
+      merged.push(part.kind === "copy" ? { kind: "copy", line: { start: part.line.start, end: part.line.end } } : part);
+    }
+  }
+  return merged;
+}
+
+export interface BranchedSessionRequest {
+  parentSessionFile: string;
+  leafId: string;
+  childCwd: string;
+  childSessionDir: string;
+  message: HandoffMessage;
+  sessionVersion: number;
+}
+
+export type BranchedSessionOutcome =
+  | {
+      code: "written";
+      childSessionFile: string;
+      childSessionId: string;
+      /** Entries on the root-to-leaf path (labels not counted), and in the parent (header not counted). */
+      pathEntries: number;
+      parentEntries: number;
+    }
+  | { code: "leaf_missing" }
+  | { code: "no_conversation" };
+
+/** Writes the child session (see the header); `onIndexed` marks the end of reading the parent. */
+export async function writeBranchedSession(
+  request: BranchedSessionRequest,
+  onIndexed: () => void = () => {},
+): Promise<BranchedSessionOutcome> {
+  const index = await indexSession(request.parentSessionFile);
+  const leaf = index.entries.get(request.leafId);
+  if (leaf === undefined) return { code: "leaf_missing" };
+  onIndexed();
+
+  // Pi's getBranch: from the leaf up through the parents it finds (a cycle ends the walk).
+  const path: IndexedEntry[] = [];
+  const seen = new Set<string>();
+  for (let entry: IndexedEntry | undefined = leaf; entry !== undefined && !seen.has(entry.id); ) {
+    seen.add(entry.id);
+    path.push(entry);
+    entry = entry.parentId === null ? undefined : index.entries.get(entry.parentId);
+  }
+  path.reverse();
+
+  // Pi's createBranchedSession: label entries leave the path, which is re-chained around them.
+  const kept: IndexedEntry[] = [];
+  const replacementByLabelId = new Map<string, string>();
+  const pendingLabelIds: string[] = [];
+  const newParent = new Map<IndexedEntry, string | null>();
+  let pathParentId: string | null = null;
+  for (const entry of path) {
+    if (entry.type === "label") {
+      pendingLabelIds.push(entry.id);
+      continue;
+    }
+    for (const labelId of pendingLabelIds) replacementByLabelId.set(labelId, entry.id);
+    pendingLabelIds.length = 0;
+    kept.push(entry);
+    newParent.set(entry, pathParentId);
+    pathParentId = entry.id;
+  }
+  if (!kept.some((entry) => entry.conversation === true)) return { code: "no_conversation" };
+
+  const parent = await open(request.parentSessionFile, "r");
+  try {
+    const readLine = async (line: Line): Promise<Buffer> => {
+      const bytes = Buffer.allocUnsafe(line.end - line.start);
+      let done = 0;
+      while (done < bytes.length) {
+        const { bytesRead } = await parent.read(bytes, done, bytes.length - done, line.start + done);
+        if (bytesRead === 0) throw new Error(`${request.parentSessionFile} changed while it was being read.`);
+        done += bytesRead;
+      }
+      return bytes;
+    };
+
+    const parts: Part[] = [];
+    for (const entry of kept) {
+      const parentId = newParent.get(entry) ?? null;
+      const rechained = parentId !== entry.parentId;
+      if (!rechained && (entry.type !== "compaction" || replacementByLabelId.size === 0)) {
+        parts.push({ kind: "copy", line: entry });
+        continue;
+      }
+      const value = parseLine(await readLine(entry));
+      if (value === undefined) throw new Error(`An entry of ${request.parentSessionFile} changed while it was read.`);
+      const rewritten: Parsed = { ...value, parentId };
+      if (entry.type === "compaction") {
+        const firstKept = value.firstKeptEntryId;
+        rewritten.firstKeptEntryId =
+          firstKept === entry.id
+            ? entry.id
+            : ((typeof firstKept === "string" ? replacementByLabelId.get(firstKept) : undefined) ?? firstKept);
+      }
+      parts.push({ kind: "text", text: JSON.stringify(rewritten) });
+    }
+
+    const now = Date.now();
+    const timestamp = new Date(now).toISOString();
+    const sessionId = newSessionId(now);
+    const header = {
+      type: "session",
+      version: request.sessionVersion,
+      id: sessionId,
+      timestamp,
+      cwd: resolve(request.childCwd),
+      parentSession: request.parentSessionFile,
+    };
+    const ids = new Set(kept.map((entry) => entry.id));
+    let lastId = kept.at(-1)?.id ?? null;
+    const labelLines: string[] = [];
+    for (const [targetId, { label, timestamp: labelTimestamp }] of index.labels) {
+      if (typeof targetId !== "string" || !ids.has(targetId)) continue;
+      const id = newEntryId(ids);
+      labelLines.push(
+        JSON.stringify({ type: "label", id, parentId: lastId, timestamp: labelTimestamp, targetId, label }),
+      );
+      ids.add(id);
+      lastId = id;
+    }
+    const message = request.message;
+    const messageLine = JSON.stringify({
+      type: "custom_message",
+      customType: message.customType,
+      content: message.content,
+      display: true,
+      details: message.details,
+      id: newEntryId(ids),
+      parentId: lastId,
+      timestamp: new Date().toISOString(),
+    });
+
+    const childSessionDir = resolve(request.childSessionDir);
+    await mkdir(childSessionDir, { recursive: true });
+    const childSessionFile = join(childSessionDir, `${timestamp.replace(/[:.]/g, "-")}_${sessionId}.jsonl`);
+    const temp = tempPathBeside(childSessionFile);
+    try {
+      const out = await open(temp, "wx");
+      try {
+        const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+        let pending = 0;
+        const flush = async (): Promise<void> => {
+          if (pending > 0) await out.write(buffer, 0, pending);
+          pending = 0;
+        };
+        const emit = async (text: string): Promise<void> => {
+          const bytes = Buffer.from(text);
+          if (bytes.length > buffer.length - pending) await flush();
+          if (bytes.length > buffer.length) await out.write(bytes);
+          else pending += bytes.copy(buffer, pending);
+        };
+        // Copied lines are read straight into the output buffer: nothing is allocated per line.
+        const copy = async (line: Line): Promise<void> => {
+          for (let position = line.start; position < line.end; ) {
+            if (pending === buffer.length) await flush();
+            const length = Math.min(line.end - position, buffer.length - pending);
+            const { bytesRead } = await parent.read(buffer, pending, length, position);
+            if (bytesRead === 0) throw new Error(`${request.parentSessionFile} changed while it was being read.`);
+            pending += bytesRead;
+            position += bytesRead;
+          }
+        };
+        await emit(`${JSON.stringify(header)}\n`);
+        for (const part of mergeNeighbours(parts)) {
+          if (part.kind === "copy") await copy(part.line);
+          else await emit(part.text);
+          await emit("\n");
+        }
+        for (const line of [...labelLines, messageLine]) await emit(`${line}\n`);
+        await flush();
+        await out.sync();
+      } finally {
+        await out.close();
+      }
+      await link(temp, childSessionFile);
+    } finally {
+      await rm(temp, { force: true });
+    }
+    await fsyncDirectory(childSessionDir);
+    return {
+      code: "written",
+      childSessionFile,
+      childSessionId: sessionId,
+      pathEntries: kept.length,
+      parentEntries: index.entries.size,
+    };
+  } finally {
+    await parent.close();
+  }
 }

@@ -52,7 +52,10 @@ export class ForkWorker {
   private readonly worker: Worker;
   private used = false;
 
-  private constructor(sessionModulePath: string) {
+  private readonly sessionVersion: number;
+
+  private constructor(sessionModulePath: string, sessionVersion: number) {
+    this.sessionVersion = sessionVersion;
     this.worker = new Worker(WORKER_FILE, {
       workerData: { sessionModulePath, forkModulePath: FORK_MODULE, packageRootUrl: PACKAGE_ROOT },
       stdout: true,
@@ -65,8 +68,9 @@ export class ForkWorker {
     this.worker.unref();
   }
 
-  static start(sessionModulePath: string): ForkWorker {
-    return new ForkWorker(sessionModulePath);
+  /** `sessionVersion`: Pi's CURRENT_SESSION_VERSION as this thread loaded it. */
+  static start(sessionModulePath: string, sessionVersion: number): ForkWorker {
+    return new ForkWorker(sessionModulePath, sessionVersion);
   }
 
   fork(
@@ -100,7 +104,8 @@ export class ForkWorker {
       });
       this.worker.on("error", (error) => settle(() => reject(new ForkWorkerUnavailable(error.message))));
       this.worker.on("exit", (code) => settle(() => reject(new ForkWorkerUnavailable(`exit code ${code}`))));
-      this.worker.postMessage({ type: "fork", request });
+      // The worker needs Pi's session module only for an older file: it is told the current version.
+      this.worker.postMessage({ type: "fork", request, sessionVersion: this.sessionVersion });
     });
   }
 
@@ -123,7 +128,9 @@ export interface ForkRunnerOptions {
 export async function runFork(request: ForkRequest, options: ForkRunnerOptions): Promise<ForkResult> {
   const worker =
     options.worker ??
-    (options.sessionModulePath !== undefined ? ForkWorker.start(options.sessionModulePath) : undefined);
+    (options.sessionModulePath !== undefined
+      ? ForkWorker.start(options.sessionModulePath, options.host.CURRENT_SESSION_VERSION)
+      : undefined);
   if (worker !== undefined) {
     try {
       return await worker.fork(request, {

@@ -3,10 +3,13 @@
  *
  * Invariants:
  * - The parent session file is only read, never opened by a SessionManager (which rewrites files
- *   it migrates and appends a newline to a file that lacks one). The fork works on a private copy
- *   of the active path, and the child's header is pointed back at the real parent.
- * - Only the root-to-leaf path reaches the child (`createBranchedSession`), never abandoned branches.
- * - Exactly one handoff message is appended, after the copied path.
+ *   it migrates and appends a newline to a file that lacks one).
+ * - Only the root-to-leaf path reaches the child, never abandoned branches, and exactly one
+ *   handoff message is appended after it; the child's header points back at the real parent.
+ * - A parent of Pi's current session version is written straight into the child as Pi's
+ *   `createBranchedSession` + `appendCustomMessageEntry` would write it (active-path.ts, ADR 0014),
+ *   streaming: the conversation is never held in memory. An older file needs Pi's own migration,
+ *   so it goes through Pi's SessionManager on a private copy, and the child header is rewritten.
  * - The child file is complete on disk when `forkActiveBranch` resolves; the private copy is gone.
  * - Pi's SessionManager is passed in (`SessionHost`), so the same code runs on the main thread and
  *   in a worker that loaded Pi's session module by path.
@@ -16,7 +19,7 @@ import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import type { SessionManager } from "@earendil-works/pi-coding-agent";
-import { copyActivePath } from "./active-path.ts";
+import { writeBranchedSession } from "./active-path.ts";
 import type { HandoffMessage } from "./handoff-message.ts";
 import { readSessionHeader } from "./header.ts";
 import { replaceFirstLine } from "./rewrite-header.ts";
@@ -42,9 +45,12 @@ export interface ForkResult {
   parentEntries: number;
 }
 
+type SessionOpener = Pick<typeof SessionManager, "open">;
+
 /** The parts of Pi's session module the fork uses. */
 export interface SessionHost {
-  SessionManager: Pick<typeof SessionManager, "open">;
+  /** Pi's SessionManager, or how to load it: only an older file needs it (Pi's migration). */
+  SessionManager: SessionOpener | (() => Promise<SessionOpener>);
   CURRENT_SESSION_VERSION: number;
 }
 
@@ -54,6 +60,8 @@ export class ForkError extends Error {
   override readonly name = "ForkError";
 }
 
+const NO_CONVERSATION = "The active branch has no messages yet, so there is nothing to hand off.";
+
 export async function forkActiveBranch(
   request: ForkRequest,
   host: SessionHost,
@@ -61,37 +69,44 @@ export async function forkActiveBranch(
 ): Promise<ForkResult> {
   const header = readSessionHeader(request.parentSessionFile);
   if (!header.ok) throw new ForkError(header.message);
+  const missingLeaf = () => new ForkError(`The active entry ${request.leafId} is not in ${request.parentSessionFile}.`);
+  if (header.header.version === host.CURRENT_SESSION_VERSION) {
+    onPhase("copying the active path");
+    const written = await writeBranchedSession({ ...request, sessionVersion: host.CURRENT_SESSION_VERSION }, () =>
+      onPhase("branching"),
+    );
+    if (written.code === "leaf_missing") throw missingLeaf();
+    if (written.code === "no_conversation") throw new ForkError(NO_CONVERSATION);
+    onPhase("writing the handoff message");
+    const { childSessionFile, childSessionId, pathEntries, parentEntries } = written;
+    return { childSessionFile, childSessionId, pathEntries, parentEntries };
+  }
+  return forkMigrated(request, host, onPhase, missingLeaf);
+}
+
+/**
+ * An older file gets ids only when Pi migrates it, so its path cannot be read before that:
+ * Pi's SessionManager migrates and branches a full private copy.
+ */
+async function forkMigrated(
+  request: ForkRequest,
+  host: SessionHost,
+  onPhase: (phase: ForkPhase) => void,
+  missingLeaf: () => ForkError,
+): Promise<ForkResult> {
   const scratchDir = await mkdtemp(join(tmpdir(), FORK_SCRATCH_PREFIX));
   try {
     const copy = join(scratchDir, basename(request.parentSessionFile));
     onPhase("copying the active path");
-    let pathEntries: number;
-    let parentEntries: number;
-    if (header.header.version === host.CURRENT_SESSION_VERSION) {
-      const copied = await copyActivePath(request.parentSessionFile, request.leafId, copy);
-      if (copied === undefined) {
-        throw new ForkError(`The active entry ${request.leafId} is not in ${request.parentSessionFile}.`);
-      }
-      pathEntries = copied.pathEntries;
-      parentEntries = copied.sourceEntries;
-    } else {
-      // Older files get ids only when Pi migrates them, so the path cannot be read before that:
-      // migrate a full private copy instead.
-      await copyFile(request.parentSessionFile, copy);
-      pathEntries = -1;
-      parentEntries = -1;
-    }
+    await copyFile(request.parentSessionFile, copy);
 
     onPhase("branching");
     // `open` with a cwd override: the branched header takes the worktree as its cwd.
-    const manager = host.SessionManager.open(copy, request.childSessionDir, request.childCwd);
-    if (!manager.getEntry(request.leafId)) {
-      throw new ForkError(`The active entry ${request.leafId} is not in ${request.parentSessionFile}.`);
-    }
-    if (pathEntries === -1) {
-      pathEntries = manager.getBranch(request.leafId).length;
-      parentEntries = manager.getEntryCount();
-    }
+    const opener = "open" in host.SessionManager ? host.SessionManager : await host.SessionManager();
+    const manager = opener.open(copy, request.childSessionDir, request.childCwd);
+    if (!manager.getEntry(request.leafId)) throw missingLeaf();
+    const pathEntries = manager.getBranch(request.leafId).length;
+    const parentEntries = manager.getEntryCount();
     const childSessionFile = manager.createBranchedSession(request.leafId);
     if (childSessionFile === undefined) throw new ForkError("Pi did not create a child session file.");
 
@@ -102,9 +117,7 @@ export async function forkActiveBranch(
       true,
       request.message.details,
     );
-    if (!existsSync(childSessionFile)) {
-      throw new ForkError("The active branch has no messages yet, so there is nothing to hand off.");
-    }
+    if (!existsSync(childSessionFile)) throw new ForkError(NO_CONVERSATION);
     await replaceFirstLine(childSessionFile, (line) => {
       const childHeader = JSON.parse(line) as Record<string, unknown>;
       childHeader.parentSession = request.parentSessionFile;
