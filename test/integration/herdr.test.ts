@@ -171,7 +171,10 @@ async function herdrAsSeen(): Promise<HerdrAsSeen> {
   return { workspaces: await workspaceList(), screens };
 }
 
-/** Herdr as seen once two looks 200 ms apart agree (a prompt still being drawn is not a change). */
+/**
+ * Herdr as seen once every pane's shell has drawn something and two looks 200 ms apart agree (a
+ * prompt still being drawn, or a shell slow to start on a loaded machine, is not a change).
+ */
 async function settledHerdr(): Promise<HerdrAsSeen> {
   let last = await herdrAsSeen();
   return waitFor(
@@ -180,7 +183,8 @@ async function settledHerdr(): Promise<HerdrAsSeen> {
       const now = await herdrAsSeen();
       const same = JSON.stringify(now) === JSON.stringify(last);
       last = now;
-      return same ? now : undefined;
+      const drawn = now.screens.every((screen) => screen.slice(screen.indexOf("\n") + 1).trim().length > 0);
+      return same && drawn ? now : undefined;
     },
     { timeoutMs: 10_000, description: "Herdr's screens to settle" },
   );

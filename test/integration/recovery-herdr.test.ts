@@ -195,7 +195,7 @@ const herdr: ladder.LadderBackend = {
   // Herdr sees Pi in the pane, on the session the launch reported to it.
   openWorkspace: (manifest) => ({
     code: "open",
-    agent: { status: "idle", sessionFile: manifest.child.sessionFile, pids: [manifest.child.pid ?? 0] },
+    agent: { status: "idle", label: "pi", sessionFile: manifest.child.sessionFile, pids: [manifest.child.pid ?? 0] },
   }),
   window: herdrWindow,
   describeWindow: (manifest) => `Herdr workspace ${herdrWindow(manifest).id} (pane ${herdrWindow(manifest).paneId})`,
