@@ -475,3 +475,27 @@ describe("SimpleGitPort options", () => {
     expectNoCanary(repo);
   });
 });
+
+describe("SimpleGitPort.worktreeStatus and worktreeStatuses", () => {
+  it("look without writing: an index git would refresh stays as it was, one worktree or many", async () => {
+    const { repo, git } = setup();
+    const worktree = path.join(repo.dir, "wt");
+    repo.run(["worktree", "add", "-q", "-b", "feat/look", worktree]);
+    const indexes = [path.join(repo.root, ".git", "index"), path.join(repo.root, ".git", "worktrees", "wt", "index")];
+    // Same bytes, a new time: a plain `git status` refreshes the index entry and writes it back;
+    // ours runs without optional locks (GIT_OPTIONAL_LOCKS=0), so a look never takes index.lock.
+    const later = new Date(Date.now() + 60_000);
+    for (const checkout of [repo.root, worktree]) utimesSync(path.join(checkout, "README.md"), later, later);
+    const before = indexes.map((file) => readFileSync(file));
+
+    expect(await git.worktreeStatus(repo.root)).toEqual({ dirtyFiles: [], untrackedFiles: [] });
+    expect(await git.worktreeStatuses([repo.root, worktree])).toEqual([
+      { dirtyFiles: [], untrackedFiles: [] },
+      { dirtyFiles: [], untrackedFiles: [] },
+    ]);
+    expect(indexes.map((file) => readFileSync(file))).toEqual(before);
+    // What a plain status does there, so the test can tell the difference.
+    repo.run(["status", "--porcelain"], { cwd: worktree });
+    expect(readFileSync(indexes[1] ?? "")).not.toEqual(before[1]);
+  });
+});
