@@ -217,6 +217,17 @@ function childStatusSection(figures: unknown): string[] {
   ];
 }
 
+/** (e) against its goal: the median of the runs beside 0.5 s. */
+function listGoalLine(raw: unknown): string[] {
+  const ms = (raw as { ms?: number[] } | undefined)?.ms;
+  if (ms === undefined || ms.length === 0) return [];
+  const s = spread(ms);
+  return [
+    `Goal: under 500 ms on this machine. Measured: ${s.median.toFixed(0)} ms median (${s.min.toFixed(0)}-${s.max.toFixed(0)}), ${s.runs} runs.`,
+    "",
+  ];
+}
+
 function formatMarkdown(results: Record<string, unknown>): string {
   const r = results as {
     machine: { cpu: string; cores: number; memoryGB: number; node: string; pi: string };
@@ -256,9 +267,9 @@ function formatMarkdown(results: Record<string, unknown>): string {
     "",
     "| ratio | value | goal |",
     "|---|---|---|",
-    `| ours (warm) / forkFrom, time | ${r.ratios.forkVsForkFrom} | <= 0.7 |`,
+    `| ours (warm) / forkFrom, time | ${r.ratios.forkVsForkFrom} | <= 0.6 |`,
     `| ours (cold) / forkFrom, time | ${r.ratios.coldForkVsForkFrom} | |`,
-    `| ours (warm) peak extra RSS / file size | ${r.ratios.extraRssVsFile} | <= 1 |`,
+    `| ours (warm) peak extra RSS / file size | ${r.ratios.extraRssVsFile} | <= 1.2 |`,
     `| max event-loop delay during our fork, ms | ${r.ratios.maxDelayMs} | < 50 |`,
     "",
     `## (c) A whole handoff against the bare steps, ${r.overhead.files}-file repository`,
@@ -267,7 +278,7 @@ function formatMarkdown(results: Record<string, unknown>): string {
     "|---|---|",
     `| /handoff-worktree (manifest, worktree, window, fork, launch, acknowledgement, focus) | ${r.overhead.ours.median.toFixed(0)} (${r.overhead.ours.min.toFixed(0)}-${r.overhead.ours.max.toFixed(0)}) |`,
     `| by hand: git worktree add, tmux new-window, pi --session until session_start | ${r.overhead.baseline.median.toFixed(0)} (${r.overhead.baseline.min.toFixed(0)}-${r.overhead.baseline.max.toFixed(0)}) |`,
-    `| ratio (goal <= 1.15) | ${r.overhead.ratio} |`,
+    `| ratio (goal <= 1.10) | ${r.overhead.ratio} |`,
     "",
     "## (d) Lineage scan, 10,000 unrelated pi-subagents runs against 20",
     "",
@@ -277,6 +288,7 @@ function formatMarkdown(results: Record<string, unknown>): string {
     "",
     "## (e) `pi-handoff list --json` over 500 manifests",
     "",
+    ...listGoalLine(r.list),
     "```json",
     JSON.stringify(r.list, null, 2),
     "```",
@@ -314,30 +326,29 @@ function formatMarkdown(results: Record<string, unknown>): string {
     "- **The TUI stays responsive** (b): the fork runs in a worker thread that loads Pi's own session",
     "  module; the parent's event loop never waits more than a few milliseconds, where `forkFrom` and",
     "  `open` + `createBranchedSession` on the main thread freeze it for their whole run.",
-    "- **Fork time** (a): ours streams the active path into a private file (so the parent is never",
-    "  opened by a SessionManager), lets `SessionManager.open` parse that and `createBranchedSession`",
-    "  write the child, then rewrites the child's first line. The two Pi calls alone are the",
-    "  main-thread row; the copy, the header rewrite and the worker's start are the rest. Beating",
-    "  `forkFrom` by 30% would need skipping `createBranchedSession`'s full rewrite, which this package",
-    "  keeps on purpose (the child file is written by Pi's own code).",
-    "- **Memory** (a): a worker is a second V8 heap; its base cost plus SessionManager's in-memory",
-    "  entries for the active path make the peak. It stays in the parent process, but it is released",
-    "  when the worker ends.",
+    "- **Fork time** (a): ours reads the parent once to index it (each line parsed only as far as",
+    "  its first keys) and writes the child straight from those byte ranges, as Pi's",
+    "  `createBranchedSession` would write it (decision 0014, checked against Pi's own output by",
+    "  `test/integration/fork-equivalence.test.ts`); `forkFrom` and `open` + `createBranchedSession`",
+    "  parse and re-serialise every entry. The worker's start is the difference between the warm and",
+    "  the cold row.",
+    "- **Memory** (a): a read buffer and a small index per entry; the conversation is never held.",
+    "  The rest of the peak is the worker itself (a second V8 heap, released when it ends); Pi's",
+    "  session module is loaded there only for an older file that needs Pi's migration.",
     "- **Whole handoff** (c): the extra time over the bare steps is the checks before anything is",
     "  written (git, the multiplexer), the manifest's locked and fsynced writes at each step, and the",
     "  child's acknowledgement through the manifest, which the bare steps do not have: it is what",
     "  makes the handoff recoverable and its confirmation real.",
     "- **Lineage scan** (d): only the ancestors' own indexes are read, so 10,000 unrelated runs cost",
     "  nothing measurable.",
-    "- **List** (e): goal under 0.5 s. A new Node process loading the TypeScript CLI costs about a",
-    "  quarter of a second before the first manifest is read (from a checkout, the stripped TypeScript",
-    "  kept beside Node's compile cache; an installed copy under node_modules goes through jiti, about",
-    "  half a second more). What is left is mostly one `git status` per live worktree: a few",
-    "  processes run them in turn (one Node spawn per group, not per handoff), and on two cores the",
-    "  250 of them take about as long as everything else together. Timed inside one run (load 3): Node's",
-    "  start 30 ms, loading the CLI 160-300 ms, reading the 500 manifests 90-170 ms, gathering and",
-    "  judging the handoffs 550-700 ms, of which the status batch is 350-500 ms. Below the goal would",
-    "  take git answering for many worktrees in one process, or a cheaper `status` check per worktree.",
+    "- **List** (e): goal under 0.5 s, not met: the floor here is about that. A new Node process",
+    "  loading the TypeScript CLI takes about 0.18 s before the first manifest is read (from a",
+    "  checkout, the stripped TypeScript kept beside Node's compile cache; an installed copy goes",
+    "  through jiti and pays more). Then one `git status` per live worktree: 250 processes, which",
+    "  cost 0.12 s on two cores for starting alone (`true` in their place) and 0.24-0.26 s as `git",
+    "  status`, without optional locks; reading and judging the 500 handoffs is about 0.25 s of",
+    "  JavaScript beside them. Below the goal would take git answering for many worktrees in one",
+    "  process, which git does not offer, or not asking about the worktrees at all.",
     "- **The parent's view** (f): a warm refresh costs what it did (one stat of a state file instead of one of a",
     "  session tail, the lease as before); a change reaches the widget through the state directory's events in",
     "  milliseconds, where the poll took up to its interval. The first refresh reads every state file once.",
