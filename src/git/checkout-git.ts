@@ -4,13 +4,13 @@
  * freshness (with the one fetch a user may ask for), and its refs (for completion).
  *
  * Invariants:
- * - Runs git through the project's one runner (`runner.ts`: simple-git with its timeout plugin, the
- *   sanitised environment, argument arrays, a deadline on every call), with patches as bytes: a
+ * - Runs git through the project's one runner (`runner.ts`: the sanitised environment, argument
+ *   arrays, a deadline on every call that ends git's process group), with patches as bytes: a
  *   `git diff --binary` of a file that is not UTF-8 is written by git to a private temp file
  *   (`--output`, so its size is checked before it is read) and reaches `git apply` on stdin unchanged.
  * - The one exception is `fetchUpstream`: a fetch's transport starts programs of its own (ssh, a
  *   remote helper) that must die with it on its deadline, so it runs in its own process group
- *   through execa, which can kill the whole group; simple-git kills only git itself.
+ *   through execa, with the fetch's own longer deadline and its own failure words.
  * - Reading a checkout never changes it: `git diff` and `git ls-files` with optional locks off
  *   write neither the index nor the work tree, so the parent checkout stays byte-identical.
  * - Writes: `applyChanges` only in the new worktree (its own index and files), atomically per patch

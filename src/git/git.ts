@@ -1,11 +1,11 @@
 /**
  * SimpleGitPort: the `GitPort` and `RecoveryGitPort` implementation. Like every git call of the
- * package, its calls run through `runner.ts` (simple-git with its timeout plugin); the other git
+ * package, its calls run through `runner.ts` (git spawned with a deadline); the other git
  * code is `checkout-git.ts` (patches, base freshness, refs).
  *
  * Invariants:
- * - Every git call has a deadline (simple-git `timeout.block`, not extended by output) and its own
- *   simple-git instance, so one failed call never cancels another.
+ * - Every git call has a deadline (not extended by output) and its own process, so one failed call
+ *   never cancels another.
  * - User input never reaches git where it could be read as an option: names and refs are validated
  *   first and passed after `--` or `--end-of-options` where the command accepts it.
  * - Read operations never write: `GIT_OPTIONAL_LOCKS=0` stops `git status` refreshing the index.
@@ -15,7 +15,7 @@
  *   every vanished entry of a repository), and `deleteBranch`
  *   checks the tip and its merge itself right before git deletes it.
  * - git runs with `LC_ALL=C` (its messages are classified and shown verbatim) and without inherited
- *   `GIT_*` variables other than a small allowlist (simple-git v4 refuses the others anyway).
+ *   `GIT_*` variables other than a small allowlist (runner.ts `gitEnvironment`).
  * - A non-zero exit is data, not an exception: each method decides what the exit code means.
  * - A failure that only means "another git process is busy" (a lock file it holds, a worktree it is
  *   still creating) is retried a few times, briefly (`TRANSIENT_RETRY_DELAYS_MS`), by the calls

@@ -1,6 +1,6 @@
 /**
  * LandGit: the git operations of `pi-handoff land`, bringing a handoff branch's commits into
- * another branch. Runs git only through `runGit` (runner.ts: simple-git, deadline per call,
+ * another branch. Runs git only through `runGit` (runner.ts: a deadline per call,
  * sanitised env; `commit-tree` alone is handed the author of the commit it re-makes).
  *
  * Invariants:

@@ -1,28 +1,33 @@
 /**
- * The one way git runs: simple-git, one instance per call, with its timeout plugin, the sanitised
- * environment and the exit code, stdout bytes and stderr of every call. `git.ts` (text) and
- * `checkout-git.ts` (byte-exact patches) both run git through `runGit`.
+ * The one way git runs: git spawned with an argument array (never a shell), the sanitised
+ * environment and a deadline, returning the exit code, stdout bytes and stderr of every call.
+ * `git.ts` (text) and `checkout-git.ts` (byte-exact patches) both run git through `runGit`.
  *
  * Invariants:
- * - Every call has a deadline (simple-git `timeout.block`, not extended by output); a timeout and
- *   simple-git's own refusals (unsafe argument, environment guard) are errors, with the command
- *   named; a non-zero exit is data for the caller, which knows what it means.
+ * - Every call has a deadline (not extended by output); at it git's whole process group is killed
+ *   (hooks and filters included) and the call is an error naming the command. A non-zero exit is
+ *   data for the caller, which knows what it means. An argument that would make git start a
+ *   program of the caller's choosing (`--upload-pack`, `-c core.sshCommand=...`, ...) is refused
+ *   before git runs: every argument here comes from this package, and none needs one.
+ * - A call costs git's own time: nothing waits after git exits (simple-git, used before, waited
+ *   50 ms after every command that printed nothing: every `--quiet` check).
  * - git runs with `LC_ALL=C`, `GIT_OPTIONAL_LOCKS=0` and without inherited `GIT_*` variables other
  *   than a small allowlist (`gitEnvironment`): the user's own config files and identity are kept,
  *   so git commits, signs and runs hooks as the user's git would; a caller may allow a few more it
  *   sets itself.
  * - stdout reaches the caller as bytes, exactly as git wrote them (patches are not always UTF-8);
- *   `input` is written to git's stdin, as bytes.
+ *   `input` is written to git's stdin, as bytes; without it stdin stays open and empty, as a
+ *   terminal that never types would be.
  */
 import { spawn } from "node:child_process";
+import os from "node:os";
 import { randomBytes } from "node:crypto";
-import { GitPluginError, simpleGit } from "simple-git";
 import { errorMessage } from "../errors.ts";
 import { formatWait } from "../text.ts";
 
 /**
- * The only `GIT_*` variables git inherits. simple-git v4 rejects a task that is handed any other
- * `GIT_*` variable, and inherited ones such as `GIT_DIR` would point git at the wrong repository.
+ * The only `GIT_*` variables git inherits: inherited ones such as `GIT_DIR` would point git at the
+ * wrong repository, and others change what git runs or prints.
  * The user's config files (`GIT_CONFIG_GLOBAL`, `GIT_CONFIG_SYSTEM`) and identity (`GIT_AUTHOR_*`,
  * `GIT_COMMITTER_*` names and emails) are theirs: without them a landing's commit has no author
  * ("unable to auto-detect email address") or is made without the settings (signing, hooks) the
@@ -39,7 +44,7 @@ const INHERITED_GIT_VARIABLES = [
   "GIT_COMMITTER_NAME",
   "GIT_COMMITTER_EMAIL",
 ] as const;
-/** Variables that make git start programs; simple-git v4 refuses tasks that are handed them. */
+/** Variables that make git start programs: never passed on. */
 const PROGRAM_VARIABLES = new Set(["EDITOR", "VISUAL", "PAGER", "PREFIX", "SSH_ASKPASS"]);
 
 /** The environment git runs with: `base` without guarded variables, in the C locale, without optional locks. */
@@ -73,45 +78,90 @@ export interface GitRunOptions {
   gitVariables?: Readonly<Record<string, string>>;
 }
 
-/** Runs one git command in `cwd`; resolves with any exit code, rejects on a timeout or a refusal. */
-export async function runGit(cwd: string, args: readonly string[], options: GitRunOptions): Promise<GitRun> {
-  let finished: GitRun | undefined;
-  try {
-    const env = { ...gitEnvironment(options.env ?? process.env), ...options.gitVariables };
-    // The person's own config files (simple-git guards the variables that name them); never an argument.
-    const ownConfigPaths = env.GIT_CONFIG_GLOBAL !== undefined || env.GIT_CONFIG_SYSTEM !== undefined;
-    const git = simpleGit({
-      baseDir: cwd,
-      ...(ownConfigPaths ? { unsafe: { allowUnsafeConfigPaths: true } } : {}),
-      timeout: { block: options.timeoutMs, stdOut: false, stdErr: false },
-      allowEnvironment: [...INHERITED_GIT_VARIABLES, ...Object.keys(options.gitVariables ?? {})],
-      ...(options.input !== undefined ? { input: () => Buffer.from(options.input ?? new Uint8Array()) } : {}),
-      errors: (error, result) => {
-        finished = {
-          exitCode: result.exitCode,
-          stdout: Buffer.concat(result.stdOut),
-          stderr: Buffer.concat(result.stdErr).toString("utf8"),
-        };
-        // simple-git's own refusals (timeout, unsafe argument, environment guard) stay errors;
-        // a non-zero exit is returned to the caller, which knows what it means.
-        return error instanceof GitPluginError ? error : undefined;
-      },
-    }).env(env);
-    await git.raw([...args]);
-    if (finished === undefined) throw new Error("simple-git did not report an exit code");
-    return finished;
-  } catch (error) {
-    const command = gitCommandName(args);
-    if (error instanceof GitPluginError && error.plugin === "timeout") {
-      throw new Error(`${command} timed out after ${formatWait(options.timeoutMs)} in ${cwd}.`, { cause: error });
-    }
-    throw new Error(`${command} could not run in ${cwd}: ${firstLine(errorMessage(error))}`, { cause: error });
+/**
+ * Options that make git start a program named in the argument itself: refused in `runGit`. Config
+ * keys are compared without case, as git compares them.
+ */
+const PROGRAM_OPTIONS = /^--(upload-pack|receive-pack|exec|config-env)(=|$)/;
+const PROGRAM_CONFIG_KEYS =
+  /^(core\.(sshcommand|gitproxy|fsmonitor|hookspath|pager|editor|askpass)|protocol\..*\.allow|uploadpack\.packobjectshook|diff\..*\.(textconv|command)|filter\..*|merge\..*\.driver|credential\..*helper|alias\..*)(=|$)/i;
+
+/** Why `args` may not be run, if so (see `PROGRAM_OPTIONS`). */
+function programOption(args: readonly string[]): string | undefined {
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index] ?? "";
+    if (arg === "--end-of-options" || arg === "--") return undefined;
+    if (PROGRAM_OPTIONS.test(arg)) return arg;
+    const config = arg === "-c" ? args[index + 1] : arg.startsWith("-c") && arg.length > 2 ? arg.slice(2) : undefined;
+    if (config !== undefined && PROGRAM_CONFIG_KEYS.test(config)) return `-c ${config}`;
   }
+  return undefined;
 }
 
-/** `git <command>` (with the subcommand of `git worktree`), for messages. */
+/** Runs one git command in `cwd`; resolves with any exit code, rejects on a timeout or a refusal. */
+export async function runGit(cwd: string, args: readonly string[], options: GitRunOptions): Promise<GitRun> {
+  const command = gitCommandName(args);
+  const refused = programOption(args);
+  if (refused !== undefined)
+    throw new Error(`${command} was not run: the argument ${JSON.stringify(refused)} would make git start a program.`);
+  const env = { ...gitEnvironment(options.env ?? process.env), ...options.gitVariables };
+  return new Promise<GitRun>((resolve, reject) => {
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    let settled = false;
+    const settle = (action: () => void): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      action();
+    };
+    const child = spawn("git", [...args], {
+      cwd,
+      env,
+      stdio: ["pipe", "pipe", "pipe"],
+      // Its own process group, so the deadline ends what git started too (hooks, filters).
+      detached: true,
+    });
+    const timer = setTimeout(() => {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // Already gone.
+      }
+      settle(() => reject(new Error(`${command} timed out after ${formatWait(options.timeoutMs)} in ${cwd}.`)));
+    }, options.timeoutMs);
+    child.stdout.on("data", (chunk: Buffer) => stdout.push(chunk));
+    child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
+    // git may exit before reading its input: a closed pipe is not the call's failure.
+    child.stdin.on("error", () => {});
+    child.on("error", (error) =>
+      settle(() =>
+        reject(new Error(`${command} could not run in ${cwd}: ${firstLine(errorMessage(error))}`, { cause: error })),
+      ),
+    );
+    child.on("close", (code, signal) =>
+      settle(() =>
+        resolve({
+          exitCode: code ?? (signal === null ? -1 : 128 + signalNumber(signal)),
+          stdout: Buffer.concat(stdout),
+          stderr: Buffer.concat(stderr).toString("utf8"),
+        }),
+      ),
+    );
+    if (options.input !== undefined) child.stdin.end(options.input);
+  });
+}
+
+/** A signal's number, for the exit code a shell would report (128 + n); 0 when unknown. */
+function signalNumber(signal: NodeJS.Signals): number {
+  return os.constants.signals[signal] ?? 0;
+}
+
+/** `git <command>` (with the subcommand of `git worktree`), for messages; git's own options before it are skipped. */
 export function gitCommandName(args: readonly string[]): string {
-  const [command, subcommand] = args;
+  let at = 0;
+  while (at < args.length && (args[at] ?? "").startsWith("-")) at += args[at] === "-c" || args[at] === "-C" ? 2 : 1;
+  const [command, subcommand] = args.slice(at);
   const isSubcommand = subcommand !== undefined && /^[a-z][a-z-]*$/.test(subcommand);
   return ["git", command ?? "", ...(command === "worktree" && isSubcommand ? [subcommand] : [])].join(" ").trim();
 }

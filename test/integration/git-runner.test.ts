@@ -1,13 +1,16 @@
 /**
- * The one git runner (src/git/runner.ts, simple-git) with real git: exit codes as data, bytes in
- * and out unchanged, deadlines, and the carried patch's size bound.
+ * The one git runner (src/git/runner.ts) with real git: exit codes as data, bytes in and out
+ * unchanged, deadlines that end what git started, arguments that would start a program refused,
+ * and the carried patch's size bound.
  */
-import { writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { runGit } from "../../src/git/runner.ts";
 import { CheckoutGit } from "../../src/git/checkout-git.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
+import { isProcessAlive } from "../support/recovery-rig.ts";
+import { waitFor } from "../support/tmux.ts";
 
 let repo: TempRepo | undefined;
 afterEach(() => {
@@ -46,6 +49,56 @@ describe("runGit", () => {
     await expect(runGit(repo.root, ["hash-object", "--stdin"], { timeoutMs: 300, env: repo.env })).rejects.toThrow(
       `git hash-object timed out after 0.3 s in ${repo.root}.`,
     );
+  });
+});
+
+describe("runGit, what it will not do", () => {
+  it("ends the whole process group at the deadline: a hook git started dies with it", async () => {
+    repo = createTempRepo();
+    const pidFile = join(repo.dir, "hook.pid");
+    const hook = join(repo.root, ".git", "hooks", "post-checkout");
+    writeFileSync(hook, `#!/bin/sh\necho $$ > '${pidFile}'\nexec sleep 60\n`, { mode: 0o755 });
+    await expect(
+      runGit(repo.root, ["checkout", "-q", "-b", "feat/slow"], { timeoutMs: 1_000, env: repo.env }),
+    ).rejects.toThrow(`git checkout timed out after 1 s in ${repo.root}.`);
+    expect(existsSync(pidFile)).toBe(true);
+    const hookPid = Number(readFileSync(pidFile, "utf8").trim());
+    await waitFor(() => (isProcessAlive(hookPid) ? undefined : true), {
+      timeoutMs: 5_000,
+      description: "the hook to end with git",
+    });
+  });
+
+  it.each([
+    [
+      ["fetch", "--upload-pack=touch canary", "origin"],
+      'git fetch was not run: the argument "--upload-pack=touch canary"',
+    ],
+    [
+      ["-c", "core.sshCommand=touch canary", "fetch", "origin"],
+      'git fetch was not run: the argument "-c core.sshCommand=touch canary"',
+    ],
+    [
+      ["-ccore.fsmonitor=touch canary", "status"],
+      'git status was not run: the argument "-c core.fsmonitor=touch canary"',
+    ],
+    [["-c", "Alias.x=!touch canary", "x"], 'git x was not run: the argument "-c Alias.x=!touch canary"'],
+    [["--config-env=core.pager=X", "log"], 'git log was not run: the argument "--config-env=core.pager=X"'],
+  ])("refuses %j before git runs, in one sentence", async (args, said) => {
+    repo = createTempRepo();
+    await expect(runGit(repo.root, args, { timeoutMs: 10_000, env: repo.env })).rejects.toThrow(
+      new Error(`${said} would make git start a program.`),
+    );
+    expect(existsSync(join(repo.root, "canary"))).toBe(false);
+  });
+
+  it("passes such words through after --end-of-options, where git reads them as names", async () => {
+    repo = createTempRepo();
+    const run = await runGit(repo.root, ["rev-parse", "--verify", "--quiet", "--end-of-options", "--upload-pack=x"], {
+      timeoutMs: 10_000,
+      env: repo.env,
+    });
+    expect(run.exitCode).toBe(1);
   });
 });
 
