@@ -40,6 +40,12 @@ import { envInvocation, exportLines, shellQuote, type LaunchCommand } from "./la
 import { readTextIfPresent } from "../fs/probe.ts";
 import { unlinkEach, unlinkIfPresent, type Deletions } from "../fs/unlink.ts";
 
+/**
+ * How long the window's launcher sleeps between looks for its go-ahead: the go-ahead is seen at
+ * most this late (a tenth of a second cost a handoff 50 ms on average), for one `sleep` per look.
+ */
+const NAP_MS = 20;
+
 /** Longest typed line that names the launcher directly; longer ones go through the short link. */
 export const MAX_DIRECT_LINE = 200;
 /** Where the short links live: a fixed, short directory, whatever `$TMPDIR` or the agent dir are. */
@@ -90,7 +96,7 @@ export interface LauncherScriptInput {
  */
 export function launcherScript(input: LauncherScriptInput): string {
   const { files } = input;
-  const ticks = Math.max(1, Math.ceil(input.paramsWaitMs / 100));
+  const ticks = Math.max(1, Math.ceil(input.paramsWaitMs / NAP_MS));
   return [
     `# Written by pi-handoff-worktree: starts the child Pi of handoff ${input.handoffId}. Run it with sh;`,
     "# a second run while that Pi lives exits at once. What it starts is in the params file beside it.",
@@ -110,8 +116,8 @@ export function launcherScript(input: LauncherScriptInput): string {
     "say() { printf '[pi-handoff] %s\\n' \"$*\"; }",
     'note() { printf \'%s %s\\n\' "${launch_token:-?}" "$2" > "$1.$$.tmp" && mv -f "$1.$$.tmp" "$1"; }',
     'release() { if [ "$(cat "$lock" 2>/dev/null)" = "$$" ]; then rm -f "$lock"; fi; }',
-    // A tenth of a second where `sleep` takes fractions (GNU, BSD, busybox); else a whole one, counted as ten.
-    "nap() { sleep 0.1 2>/dev/null && return 0; sleep 1; waited=$((waited + 9)); }",
+    // NAP_MS where `sleep` takes fractions (GNU, BSD, busybox); else a whole second, counted as such.
+    `nap() { sleep ${NAP_MS / 1000} 2>/dev/null && return 0; sleep 1; waited=$((waited + ${1000 / NAP_MS - 1})); }`,
     "launch_main() {",
     '  if [ "$mode" = window ]; then',
     '    if [ ! -f "$window_file" ]; then say "Preparing handoff $id; its Pi starts here in a moment."; fi',
