@@ -4,8 +4,10 @@
  * `git.ts` (text) and `checkout-git.ts` (byte-exact patches) both run git through `runGit`.
  *
  * Invariants:
- * - Every call has a deadline (not extended by output); at it git's whole process group is killed
- *   (hooks and filters included) and the call is an error naming the command. A non-zero exit is
+ * - Every call has a deadline (not extended by output); at it git gets SIGTERM (it removes its lock
+ *   files on it), SIGKILL 2 s later, and the call is an error naming the command. git runs in this
+ *   process's group, as run by hand: it keeps the terminal, and an interrupt reaches it. A
+ *   non-zero exit is
  *   data for the caller, which knows what it means. An argument that would make git start a
  *   program of the caller's choosing (`--upload-pack`, `-c core.sshCommand=...`, ...) is refused
  *   before git runs: every argument here comes from this package, and none needs one.
@@ -20,9 +22,11 @@
  *   terminal that never types would be.
  */
 import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import os from "node:os";
 import { randomBytes } from "node:crypto";
 import { errorMessage } from "../errors.ts";
+import { errorCode } from "../fs/probe.ts";
 import { formatWait } from "../text.ts";
 
 /**
@@ -109,48 +113,61 @@ export async function runGit(cwd: string, args: readonly string[], options: GitR
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
     let settled = false;
+    let exitGrace: NodeJS.Timeout | undefined;
     const settle = (action: () => void): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      clearTimeout(exitGrace);
       action();
     };
-    const child = spawn("git", [...args], {
-      cwd,
-      env,
-      stdio: ["pipe", "pipe", "pipe"],
-      // Its own process group, so the deadline ends what git started too (hooks, filters).
-      detached: true,
-    });
-    const timer = setTimeout(() => {
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
-      } catch {
-        // Already gone.
-      }
-      settle(() => reject(new Error(`${command} timed out after ${formatWait(options.timeoutMs)} in ${cwd}.`)));
-    }, options.timeoutMs);
-    child.stdout.on("data", (chunk: Buffer) => stdout.push(chunk));
-    child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
-    // git may exit before reading its input: a closed pipe is not the call's failure.
-    child.stdin.on("error", () => {});
-    child.on("error", (error) =>
-      settle(() =>
-        reject(new Error(`${command} could not run in ${cwd}: ${firstLine(errorMessage(error))}`, { cause: error })),
-      ),
-    );
-    child.on("close", (code, signal) =>
+    // In this process's group and session, as git run by hand: it keeps the terminal (a signing
+    // passphrase prompt) and an interrupt of the command reaches it too.
+    const child = spawn("git", [...args], { cwd, env, stdio: ["pipe", "pipe", "pipe"] });
+    const finish = (code: number | null, signal: NodeJS.Signals | null): void =>
       settle(() =>
         resolve({
           exitCode: code ?? (signal === null ? -1 : 128 + signalNumber(signal)),
           stdout: Buffer.concat(stdout),
           stderr: Buffer.concat(stderr).toString("utf8"),
         }),
-      ),
-    );
+      );
+    const timer = setTimeout(() => {
+      // A catchable signal first: git removes its lock files and a half-made worktree on it.
+      child.kill("SIGTERM");
+      setTimeout(() => {
+        if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      }, KILL_GRACE_MS).unref();
+      settle(() => reject(new Error(`${command} timed out after ${formatWait(options.timeoutMs)} in ${cwd}.`)));
+    }, options.timeoutMs);
+    child.stdout.on("data", (chunk: Buffer) => stdout.push(chunk));
+    child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
+    // git may exit before reading its input: a closed pipe is not the call's failure.
+    child.stdin.on("error", () => {});
+    child.on("error", (error) => {
+      const reason =
+        errorCode(error) === "ENOENT" && !existsSync(cwd)
+          ? "the directory does not exist"
+          : firstLine(errorMessage(error)).replace(/\.$/, "");
+      settle(() => reject(new Error(`${command} could not run in ${cwd}: ${reason}.`, { cause: error })));
+    });
+    // A hook's or helper's child that keeps git's output open must not hold a finished call.
+    child.on("exit", (code, signal) => {
+      exitGrace = setTimeout(() => {
+        child.stdout.destroy();
+        child.stderr.destroy();
+        finish(code, signal);
+      }, EXIT_GRACE_MS);
+    });
+    child.on("close", finish);
     if (options.input !== undefined) child.stdin.end(options.input);
   });
 }
+
+/** How long a timed-out git has to end on SIGTERM before it is killed. */
+const KILL_GRACE_MS = 2_000;
+/** How long after git exited its output may still arrive before the call ends without it. */
+const EXIT_GRACE_MS = 200;
 
 /** A signal's number, for the exit code a shell would report (128 + n); 0 when unknown. */
 function signalNumber(signal: NodeJS.Signals): number {

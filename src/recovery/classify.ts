@@ -242,7 +242,8 @@ export function findWriters(
     agent !== undefined &&
     agent.sessionFile !== undefined &&
     agent.sessionFile === manifest.child.sessionFile &&
-    (agent.status !== "unknown" || agent.label !== undefined)
+    // A live status, or Herdr's Pi there while its state is unknown (another agent is no child).
+    (agent.status !== "unknown" || agent.label === "pi")
   ) {
     for (const pid of agent.pids ?? []) add(pid, "herdr_agent");
   }

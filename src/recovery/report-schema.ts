@@ -88,7 +88,7 @@ export const WorkspaceFactSchema = z.discriminatedUnion("code", [
     agent: z
       .strictObject({
         status: z.string(),
-        /** The agent Herdr sees in the pane, also while its state is `unknown`. */
+        /** The agent Herdr sees in the pane (`pi` for the child), also while its state is `unknown`. */
         label: z.string().optional(),
         sessionFile: z.string().optional(),
         pids: z.array(z.number().int().positive()).optional(),

@@ -208,6 +208,13 @@ describe("classify", () => {
         agent: { status: "unknown", label: "pi", sessionFile: session, pids: [31] },
       }),
     ).toEqual([{ pid: 31, evidence: ["herdr_agent"] }]);
+    // Another agent Herdr sees there, on a session it kept from the child: not the child.
+    expect(
+      findWriters(m, undefined, [], undefined, {
+        code: "open",
+        agent: { status: "unknown", label: "claude", sessionFile: session, pids: [31] },
+      }),
+    ).toEqual([]);
     // No agent detected (Herdr keeps a session after its agent ended), or another session: no writer.
     expect(findWriters(m, undefined, [], undefined, agent("unknown", session, [31]))).toEqual([]);
     expect(findWriters(m, undefined, [], undefined, agent("idle", `${session}.other`, [31]))).toEqual([]);

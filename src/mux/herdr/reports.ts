@@ -158,7 +158,7 @@ export async function paneAgent(
   let pids: number[] | undefined;
   // Herdr may see its Pi running while it cannot tell the state (a Pi it resumed after a restart
   // reads `unknown` once its restored state is dropped): the agent label still says one runs.
-  if (LIVE_AGENT_STATUSES.has(pane.agent_status) || pane.agent !== undefined) {
+  if (LIVE_AGENT_STATUSES.has(pane.agent_status) || pane.agent === PI_AGENT_LABEL) {
     const info = await client.processInfo(pane.pane_id, socketPath);
     if (info.ok) {
       const { shell_pid: shellPid, foreground_process_group_id: foreground } = info.result.process_info;
