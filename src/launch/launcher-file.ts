@@ -117,7 +117,7 @@ export function launcherScript(input: LauncherScriptInput): string {
     'note() { printf \'%s %s\\n\' "${launch_token:-?}" "$2" > "$1.$$.tmp" && mv -f "$1.$$.tmp" "$1"; }',
     'release() { if [ "$(cat "$lock" 2>/dev/null)" = "$$" ]; then rm -f "$lock"; fi; }',
     // NAP_MS where `sleep` takes fractions (GNU, BSD, busybox); else a whole second, counted as such.
-    `nap() { sleep ${NAP_MS / 1000} 2>/dev/null && return 0; sleep 1; waited=$((waited + ${1000 / NAP_MS - 1})); }`,
+    `nap() { sleep ${NAP_MS / 1000} 2>/dev/null && return 0; sleep 1; waited=$((waited + ${Math.round(1000 / NAP_MS) - 1})); }`,
     "launch_main() {",
     '  if [ "$mode" = window ]; then',
     '    if [ ! -f "$window_file" ]; then say "Preparing handoff $id; its Pi starts here in a moment."; fi',

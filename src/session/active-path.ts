@@ -34,6 +34,8 @@ interface Line {
 interface IndexedEntry extends Line {
   id: string;
   parentId: string | null;
+  /** False when the line's `parentId` is neither a string nor null (Pi writes null there). */
+  parentIdExact: boolean;
   type: string;
   /** For `message` entries: whether it is a user or assistant message (Pi's "has a conversation"). */
   conversation?: boolean;
@@ -121,7 +123,8 @@ async function indexSession(file: string): Promise<SessionIndex> {
     let id: unknown;
     let parentId: unknown;
     let full: Parsed | undefined;
-    if (head !== null && head[1] !== "label" && head[1] !== "session") {
+    // The fast path only for a whole object (a line cut off mid-write is parsed, and skipped as Pi skips it).
+    if (head !== null && head[1] !== "label" && head[1] !== "session" && endsObject(bytes)) {
       [, type, id, parentId = null] = head;
     } else {
       full = parseLine(bytes);
@@ -136,11 +139,17 @@ async function indexSession(file: string): Promise<SessionIndex> {
         return;
       }
     }
+    if (type === "label" && full !== undefined) {
+      // Pi's index: a label with text sets its target's label, an empty one clears it (whatever its id).
+      if (full.label) labels.set(full.targetId, { label: full.label, timestamp: full.timestamp });
+      else labels.delete(full.targetId);
+    }
     if (type === "session" || typeof id !== "string") return;
     const entry: IndexedEntry = {
       ...line,
       id,
       parentId: typeof parentId === "string" ? parentId : null,
+      parentIdExact: typeof parentId === "string" || parentId === null,
       type: typeof type === "string" ? type : "",
     };
     if (type === "message") {
@@ -151,13 +160,15 @@ async function indexSession(file: string): Promise<SessionIndex> {
           : isConversation((full ?? parseLine(bytes))?.message);
     }
     entries.set(id, entry);
-    if (type === "label" && full !== undefined) {
-      // Pi's index: a label with text sets its target's label, an empty one clears it.
-      if (full.label) labels.set(full.targetId, { label: full.label, timestamp: full.timestamp });
-      else labels.delete(full.targetId);
-    }
   });
   return { header, entries, labels };
+}
+
+/** Whether the line's last character (before trailing whitespace) closes an object. */
+function endsObject(bytes: Buffer): boolean {
+  let end = bytes.length - 1;
+  while (end >= 0 && (bytes[end] === 0x0d || bytes[end] === 0x20 || bytes[end] === 0x09)) end--;
+  return end >= 0 && bytes[end] === 0x7d;
 }
 
 /** Pi's short entry id: 8 hex characters not yet taken (a full UUID after 100 collisions). */
@@ -242,6 +253,8 @@ export async function writeBranchedSession(
   const replacementByLabelId = new Map<string, string>();
   const pendingLabelIds: string[] = [];
   const newParent = new Map<IndexedEntry, string | null>();
+  // A compaction's kept-from label is replaced by what Pi knew at that point of the path.
+  const replacementsAtCompaction = new Map<IndexedEntry, ReadonlyMap<string, string>>();
   let pathParentId: string | null = null;
   for (const entry of path) {
     if (entry.type === "label") {
@@ -252,6 +265,8 @@ export async function writeBranchedSession(
     pendingLabelIds.length = 0;
     kept.push(entry);
     newParent.set(entry, pathParentId);
+    if (entry.type === "compaction" && replacementByLabelId.size > 0)
+      replacementsAtCompaction.set(entry, new Map(replacementByLabelId));
     pathParentId = entry.id;
   }
   if (!kept.some((entry) => entry.conversation === true)) return { code: "no_conversation" };
@@ -272,8 +287,9 @@ export async function writeBranchedSession(
     const parts: Part[] = [];
     for (const entry of kept) {
       const parentId = newParent.get(entry) ?? null;
-      const rechained = parentId !== entry.parentId;
-      if (!rechained && (entry.type !== "compaction" || replacementByLabelId.size === 0)) {
+      const rechained = parentId !== entry.parentId || !entry.parentIdExact;
+      const replacements = replacementsAtCompaction.get(entry);
+      if (!rechained && replacements === undefined) {
         parts.push({ kind: "copy", line: entry });
         continue;
       }
@@ -285,7 +301,7 @@ export async function writeBranchedSession(
         rewritten.firstKeptEntryId =
           firstKept === entry.id
             ? entry.id
-            : ((typeof firstKept === "string" ? replacementByLabelId.get(firstKept) : undefined) ?? firstKept);
+            : ((typeof firstKept === "string" ? replacements?.get(firstKept) : undefined) ?? firstKept);
       }
       parts.push({ kind: "text", text: JSON.stringify(rewritten) });
     }
@@ -334,14 +350,22 @@ export async function writeBranchedSession(
       try {
         const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
         let pending = 0;
+        // A write may take fewer bytes than offered (a full disk says so only on the next one).
+        const writeAll = async (bytes: Buffer, length: number): Promise<void> => {
+          for (let done = 0; done < length; ) {
+            const { bytesWritten } = await out.write(bytes, done, length - done);
+            if (bytesWritten === 0) throw new Error(`Could not write ${temp}.`);
+            done += bytesWritten;
+          }
+        };
         const flush = async (): Promise<void> => {
-          if (pending > 0) await out.write(buffer, 0, pending);
+          if (pending > 0) await writeAll(buffer, pending);
           pending = 0;
         };
         const emit = async (text: string): Promise<void> => {
           const bytes = Buffer.from(text);
           if (bytes.length > buffer.length - pending) await flush();
-          if (bytes.length > buffer.length) await out.write(bytes);
+          if (bytes.length > buffer.length) await writeAll(bytes, bytes.length);
           else pending += bytes.copy(buffer, pending);
         };
         // Copied lines are read straight into the output buffer: nothing is allocated per line.

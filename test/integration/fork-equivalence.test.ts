@@ -198,6 +198,47 @@ describe("the fork writes the child Pi's SessionManager writes", () => {
     expect(entries[1]).toMatchObject({ id: root.id, parentId: null });
   });
 
+  it("a compaction not re-chained keeping from a label replaced before it, one keeping from itself, a label as the leaf", async () => {
+    const manager = SessionManager.create(join(dir, "repo"), join(dir, "sessions"));
+    const first = manager.appendMessage(user("first"));
+    const label = manager.appendLabelChange(first, "mark");
+    const answer = manager.appendMessage(assistant("after the mark"));
+    // Its parent is a message, so Pi keeps its parent; its kept-from label was replaced by `answer`.
+    manager.appendCompaction("summary", label, 10);
+    const self = manager.appendMessage(user("more"));
+    manager.appendCompaction("again", self, 20);
+    manager.appendMessage(assistant("last answer"));
+    const leaf = manager.appendLabelChange(answer, "the leaf is a label");
+    const parentFile = manager.getSessionFile() ?? "";
+
+    const entries = await expectSameAsPi(parentFile, leaf);
+    expect(entries.find((entry) => entry.type === "compaction")).toMatchObject({ firstKeptEntryId: answer });
+  });
+
+  it("CRLF lines, an entry without parentId, a label without id that clears, a line cut off mid-write", async () => {
+    const manager = SessionManager.create(join(dir, "repo"), join(dir, "sessions"));
+    const first = manager.appendMessage(user("first"));
+    manager.appendLabelChange(first, "to be cleared");
+    manager.appendMessage(assistant("answer"));
+    const leaf = manager.appendMessage(user("last"));
+    const parentFile = manager.getSessionFile() ?? "";
+    const lines = readFileSync(parentFile, "utf8")
+      .split("\n")
+      .filter((line) => line.length > 0);
+    const answerLine = JSON.parse(lines[3] ?? "{}") as Entry;
+    const { parentId: _dropped, ...withoutParent } = answerLine;
+    lines[3] = JSON.stringify(withoutParent);
+    lines.splice(4, 0, JSON.stringify({ type: "label", targetId: first, label: "" }));
+    // A write cut off mid-line that repeats the leaf's id: its start looks like the leaf, Pi skips it.
+    const cut = { type: "message", id: leaf, parentId: answerLine.id, timestamp: "t", message: user("cut") };
+    lines.push(JSON.stringify(cut).slice(0, 150));
+    writeFileSync(parentFile, `${lines.join("\r\n")}\r\n`);
+
+    const entries = await expectSameAsPi(parentFile, leaf);
+    expect(entries.filter((entry) => entry.type === "label")).toEqual([]);
+    expect(JSON.stringify(entries)).not.toContain('"cut"');
+  });
+
   it("a path with no user or assistant message writes nothing, as Pi writes nothing", async () => {
     const manager = SessionManager.create(join(dir, "repo"), join(dir, "sessions"));
     manager.appendMessage(user("kept for the file to exist"));
