@@ -7,7 +7,8 @@
  * - Failures are values with a stable code (`timeout`, `zellij_not_found`, `session_not_found`,
  *   `zellij_failed`) and one sentence, never thrown.
  * - The pane list is decoded by one zod schema; an answer cut off while a tab is being made is
- *   asked for again, a few times, before it is called a failure.
+ *   asked for again, a few times, before it is called a failure; so is "no such session", twice
+ *   (zellij 0.45's client can miss a live session under load, zellij-utils sessions.rs).
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { execa } from "execa";
@@ -17,6 +18,8 @@ import type { MuxFailure } from "../types.ts";
 
 const PANE_LIST_ATTEMPTS = 8;
 const PANE_LIST_RETRY_MS = 100;
+/** The pauses before asking again about a session zellij said is not there (see `call`). */
+const SESSION_RECHECK_DELAYS_MS = [150, 350];
 
 /** One pane as `zellij action list-panes --all --json` prints it (fields this backend reads). */
 const PaneSchema = z.looseObject({
@@ -78,7 +81,21 @@ export class ZellijClient {
     };
   }
 
+  /**
+   * One action, asked again (twice, briefly) when zellij says the session is not there: its client
+   * decides that from one status round trip with the server, which a loaded machine can lose, and
+   * then it sent nothing, so asking again never repeats an action.
+   */
   async call(sessionName: string, socketDir: string | undefined, args: string[]): Promise<ZellijCallResult> {
+    for (let attempt = 0; ; attempt++) {
+      const result = await this.#callOnce(sessionName, socketDir, args);
+      if (result.ok || result.code !== "session_not_found" || attempt >= SESSION_RECHECK_DELAYS_MS.length)
+        return result;
+      await sleep(SESSION_RECHECK_DELAYS_MS[attempt] ?? 0);
+    }
+  }
+
+  async #callOnce(sessionName: string, socketDir: string | undefined, args: string[]): Promise<ZellijCallResult> {
     const timeoutMs = this.#timeoutMs;
     const result = await execa(this.#bin, ["--session", sessionName, "action", ...args], {
       timeout: timeoutMs,
