@@ -509,7 +509,9 @@ export class SimpleGitPort implements RecoveryGitPort {
     if (shas.length === 0) return { commits: [], tips: [] };
     const listed = await this.run(
       repo,
-      ["log", "--format=%H%x00%P%x00%s", "--stdin", "--not", "--all", "--"],
+      // `--single-worktree`: `--all` would count every worktree's HEAD too, the dropped one's
+      // included, and a commit its detached HEAD alone holds would be taken for reachable.
+      ["log", "--format=%H%x00%P%x00%s", "--stdin", "--not", "--single-worktree", "--all", "--"],
       undefined,
       `${shas.join("\n")}\n`,
     );

@@ -79,6 +79,24 @@ describe("remove", () => {
     expect(r.repo.run(["show", `${experiment}:x.txt`])).toBe("x");
   });
 
+  it("keeps what a worktree left detached holds when its folder is gone: prune keeps it under refs/pi-handoff/ before dropping the entry", async () => {
+    const r = await setup();
+    r.repo.run(["checkout", "--quiet", "--detach"], { cwd: r.worktree });
+    const experiment = r.repo.commitFile("x.txt", "x\n", "detached experiment", { cwd: r.worktree });
+    rmSync(r.worktree, { recursive: true, force: true });
+    const deps = r.deps();
+    const planned = await planPrune(deps);
+    expect(planned.actions.find((action) => action.code === "drop_entry")).toMatchObject({
+      kept: [{ ref: `refs/pi-handoff/${r.id}/kept/${experiment}`, sha: experiment }],
+    });
+    const results = await executePrune(deps, planned.actions);
+    expect(results.every((result) => result.ok)).toBe(true);
+    expect(r.repo.run(["worktree", "list", "--porcelain"])).not.toContain(r.worktree);
+    // Reachable from a ref: git gc keeps it.
+    expect(r.repo.run(["rev-list", "--all"]).split("\n")).toContain(experiment);
+    expect(r.repo.run(["show", `${experiment}:x.txt`])).toBe("x");
+  });
+
   it("never cuts a worktree moved by hand off from git, even with --force: its entry and staged index stay", async () => {
     const r = await setup();
     writeFileSync(join(r.worktree, "staged.txt"), "staged\n");
