@@ -30,7 +30,7 @@ import type { GatherDeps } from "./gather.ts";
 import { inspectHandoff } from "./inventory.ts";
 import { defaultTarget, HOOKS_RUN_BY, listed, rebaseCommits } from "./land.ts";
 import type { HandoffReport } from "./report-schema.ts";
-import { CHILD_STATE_LABELS } from "./status.ts";
+import { BUSY_CHILD_STATES, CHILD_STATE_LABELS } from "./status.ts";
 
 export interface RebaseDeps extends GatherDeps {
   git: SimpleGitPort;
@@ -127,7 +127,8 @@ async function planOf(
       message: `Handoff ${id} is still being set up (${report.state}); rebase it once it has started.`,
     };
   const child = report.child;
-  if (child !== undefined && (child.state === "working" || child.state === "waiting_input"))
+  // The same rule as a landing's: a Pi starting, in a turn or compacting is busy with its session.
+  if (child !== undefined && BUSY_CHILD_STATES.has(child.state))
     return {
       ok: false,
       code: "child_working",
@@ -222,7 +223,7 @@ async function planOf(
 
 /** Whether `/handoffs` offers a rebase: its target moved past it and no Pi is in a turn there. */
 export function canOfferRebase(report: HandoffReport): boolean {
-  const busy = report.child?.state === "working" || report.child?.state === "waiting_input";
+  const busy = report.child !== undefined && BUSY_CHILD_STATES.has(report.child.state);
   return (
     report.state !== "removed" &&
     !busy &&

@@ -9,15 +9,15 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ZellijClient } from "../../src/mux/zellij/client.ts";
 
-let dir: string | undefined;
+const dirs: string[] = [];
 afterEach(() => {
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
-  dir = undefined;
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
 /** A `zellij` that fails with zellij's own words `misses` times, then prints `ok`; it counts its runs. */
-function standIn(misses: number): { bin: string; runs: () => number } {
-  dir = mkdtempSync(join(tmpdir(), "phw-zellij-client-"));
+function standIn(misses: number, words = "There is no active session!"): { bin: string; runs: () => number } {
+  const dir = mkdtempSync(join(tmpdir(), "phw-zellij-client-"));
+  dirs.push(dir);
   const count = join(dir, "count");
   writeFileSync(count, "0");
   const bin = join(dir, "zellij");
@@ -26,7 +26,7 @@ function standIn(misses: number): { bin: string; runs: () => number } {
     [
       "#!/bin/sh",
       `n=$(cat '${count}'); n=$((n + 1)); echo "$n" > '${count}'`,
-      `if [ "$n" -le ${misses} ]; then echo "There is no active session!" >&2; exit 1; fi`,
+      `if [ "$n" -le ${misses} ]; then echo "${words}" >&2; exit 1; fi`,
       "echo ok",
     ].join("\n"),
   );
@@ -51,5 +51,19 @@ describe("ZellijClient.call and a session zellij misses for a moment", () => {
       message: "zellij has no session named tests.",
     });
     expect(zellij.runs()).toBe(3);
+  });
+
+  it("takes zellij's other words for a session it cannot reach too, and nothing else for one", async () => {
+    const named = standIn(10, "Session 'tests' not found. The following sessions are active:");
+    const client = new ZellijClient({ bin: named.bin, env: { PATH: "/usr/bin:/bin" }, timeoutMs: 10_000 });
+    expect(await client.call("tests", undefined, ["go-to-tab", "1"])).toMatchObject({ code: "session_not_found" });
+    const tab = standIn(10, "Tab with id 7 not found");
+    const other = new ZellijClient({ bin: tab.bin, env: { PATH: "/usr/bin:/bin" }, timeoutMs: 10_000 });
+    expect(await other.call("tests", undefined, ["go-to-tab", "7"])).toEqual({
+      ok: false,
+      code: "zellij_failed",
+      message: "zellij go-to-tab failed: Tab with id 7 not found.",
+    });
+    expect(tab.runs()).toBe(1);
   });
 });

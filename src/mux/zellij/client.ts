@@ -120,7 +120,9 @@ export class ZellijClient {
         message: `The zellij executable ${this.#bin} was not found.`,
       };
     }
-    if (/not found|no active session|no session/i.test(stderr)) {
+    // zellij's own words for a session it cannot reach ("Session 'x' not found", "There is no
+    // active session!"); any other "not found" (a tab, a pane) is a failure, never a session gone.
+    if (/session '[^']*' not found|no active session|no session named/i.test(stderr)) {
       return { ok: false, code: "session_not_found", message: `zellij has no session named ${sessionName}.` };
     }
     const detail = stderr || oneLine(result.shortMessage ?? "") || `exit code ${String(result.exitCode)}`;
