@@ -5,7 +5,7 @@
  *
  * Invariants:
  * - Every call has a deadline (not extended by output); at it git gets SIGTERM (it removes its lock
- *   files on it), SIGKILL 2 s later, and the call is an error naming the command. git runs in this
+ *   files on it), SIGKILL 2 s later, and once git has ended the call is an error naming the command. git runs in this
  *   process's group, as run by hand: it keeps the terminal, and an interrupt reaches it. A
  *   non-zero exit is
  *   data for the caller, which knows what it means. An argument that would make git start a
@@ -132,13 +132,18 @@ export async function runGit(cwd: string, args: readonly string[], options: GitR
           stderr: Buffer.concat(stderr).toString("utf8"),
         }),
       );
+    let timedOut = false;
+    const timedOutError = (): Error =>
+      new Error(`${command} timed out after ${formatWait(options.timeoutMs)} in ${cwd}.`);
     const timer = setTimeout(() => {
-      // A catchable signal first: git removes its lock files and a half-made worktree on it.
+      // A catchable signal first: git removes its lock files and a half-made worktree on it. The
+      // call ends once git has (SIGKILL after the grace), so a caller's clean-up never races it.
+      timedOut = true;
       child.kill("SIGTERM");
       setTimeout(() => {
         if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
       }, KILL_GRACE_MS).unref();
-      settle(() => reject(new Error(`${command} timed out after ${formatWait(options.timeoutMs)} in ${cwd}.`)));
+      setTimeout(() => settle(() => reject(timedOutError())), KILL_GRACE_MS + EXIT_GRACE_MS).unref();
     }, options.timeoutMs);
     child.stdout.on("data", (chunk: Buffer) => stdout.push(chunk));
     child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
@@ -153,13 +158,17 @@ export async function runGit(cwd: string, args: readonly string[], options: GitR
     });
     // A hook's or helper's child that keeps git's output open must not hold a finished call.
     child.on("exit", (code, signal) => {
+      if (timedOut) {
+        settle(() => reject(timedOutError()));
+        return;
+      }
       exitGrace = setTimeout(() => {
         child.stdout.destroy();
         child.stderr.destroy();
         finish(code, signal);
       }, EXIT_GRACE_MS);
     });
-    child.on("close", finish);
+    child.on("close", (code, signal) => (timedOut ? settle(() => reject(timedOutError())) : finish(code, signal)));
     if (options.input !== undefined) child.stdin.end(options.input);
   });
 }
