@@ -12,6 +12,8 @@
  *   touched. The branch is never deleted.
  * - Failures are values with a code and one sentence, never thrown.
  */
+import { realpath } from "node:fs/promises";
+import { resolve } from "node:path";
 import type { GitPort, RecoveryGitPort } from "../git/types.ts";
 import type { MuxLocation } from "./locations.ts";
 import { isDirectory } from "../fs/probe.ts";
@@ -24,7 +26,52 @@ import type { CreatedWorkspace, CreateWorkspaceRequest, MuxFailure, MuxResult } 
  * (optional, so a backend built only to hand off needs no more) the status check and the removal.
  */
 export type GitWorktreePort = Pick<GitPort, "addWorktree"> &
-  Partial<Pick<RecoveryGitPort, "removeWorktree" | "worktreeStatus">>;
+  Partial<Pick<RecoveryGitPort, "removeWorktree" | "worktreeStatus" | "listWorktrees">>;
+
+/**
+ * git's own refusal, said before anything is closed or stopped: a locked checkout (git worktree
+ * lock) is never removed, and a forced removal would close its window, or have Herdr stop what runs
+ * in it, only for git to refuse then. Undefined: not locked, or nothing to ask (no `listWorktrees`).
+ */
+export async function lockedWorktreeRefusal(
+  git: Partial<Pick<RecoveryGitPort, "listWorktrees">>,
+  mainCheckout: string,
+  worktreePath: string,
+): Promise<MuxFailure | undefined> {
+  if (git.listWorktrees === undefined) return undefined;
+  let entries: Awaited<ReturnType<RecoveryGitPort["listWorktrees"]>>;
+  try {
+    entries = await git.listWorktrees.call(git, mainCheckout);
+  } catch (error) {
+    return {
+      ok: false,
+      code: "git_failed",
+      message: `Could not list the worktrees of ${mainCheckout}: ${errorClause(error)}.`,
+    };
+  }
+  const wanted = await canonical(worktreePath);
+  for (const entry of entries) {
+    if (entry.locked === true && (await canonical(entry.path)) === wanted) return worktreeLocked(worktreePath);
+  }
+  return undefined;
+}
+
+/** The refusal of a locked checkout, in the one wording every terminal uses. */
+export function worktreeLocked(worktreePath: string): MuxFailure {
+  return {
+    ok: false,
+    code: "worktree_locked",
+    message: `The worktree at ${worktreePath} is locked (git worktree lock), so it was not removed and nothing running in it was stopped; unlock it with git worktree unlock ${worktreePath} first.`,
+  };
+}
+
+async function canonical(path: string): Promise<string> {
+  try {
+    return await realpath(path);
+  } catch {
+    return resolve(path);
+  }
+}
 
 /** A window the terminal opened for a checkout. */
 export type OpenedWindow = { ok: true; location: MuxLocation; commandStarted: boolean } | MuxFailure;
@@ -69,7 +116,7 @@ export async function createWithGit(
 }
 
 /**
- * Refuses uncommitted work (unless forced) before anything is closed, closes the handoff's window
+ * Refuses uncommitted work (unless forced) and a locked checkout before anything is closed, closes the handoff's window
  * (`closeWindow` decides whether the recorded one is still the handoff's), then has git remove the
  * checkout. `backend` names the terminal for the one refusal that says how it was built.
  */
@@ -107,6 +154,8 @@ export async function removeWithGit(
       };
     }
   }
+  const locked = await lockedWorktreeRefusal(git, options.mainCheckout, options.worktreePath);
+  if (locked !== undefined) return locked;
   const closed = await closeWindow();
   if (!closed.ok) return closed;
   try {

@@ -251,6 +251,25 @@ describe("relaunch on tmux", () => {
     expect(existsSync(manifest.worktree.path)).toBe(false);
   });
 
+  it("refuses a locked worktree before closing its window, even with --force: window, checkout and record stay", async () => {
+    const manifest = runningManifest(await rig.handoff("feat/locked"));
+    const windowId = manifest.mux.kind === "tmux" ? manifest.mux.windowId : undefined;
+    rig.repo.run(["worktree", "lock", "--reason", "on a stick", manifest.worktree.path]);
+    try {
+      await killAndWait(manifest.child.pid ?? 0);
+      const removal = await removeHandoff(rig.recoveryDeps(), manifest.id, { force: true, deleteBranch: false });
+      expect(removal.code).not.toBe("removed");
+      expect(removal.message).toContain(
+        `The worktree at ${manifest.worktree.path} is locked (git worktree lock), so it was not removed and nothing running in it was stopped; unlock it with git worktree unlock ${manifest.worktree.path} first.`,
+      );
+      expect(await windowIds()).toContain(windowId);
+      expect(existsSync(manifest.worktree.path)).toBe(true);
+      expect((await rig.read(manifest.id)).state).not.toBe("removed");
+    } finally {
+      rig.repo.run(["worktree", "unlock", manifest.worktree.path]);
+    }
+  });
+
   it("reopens a closed window, then launches and confirms there", () => ladder.relaunchIntoAReopenedWindow(rig, tmux));
 
   it("reopens in the caller's tmux when the recorded session is gone, and changes nothing when there is none", async () => {

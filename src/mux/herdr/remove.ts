@@ -22,6 +22,7 @@ import type { RecoveryGitPort } from "../../git/types.ts";
 import type { MuxLocation } from "../../manifest/schema.ts";
 import { errorClause } from "../../errors.ts";
 import type { MuxFailure, MuxResult } from "../types.ts";
+import { worktreeLocked } from "../git-worktree.ts";
 import { publicFailure } from "./client.ts";
 import { openWorktree, strangerHerdrWouldAdopt, type HerdrCreateParts } from "./create.ts";
 import { asHerdrLocation, canonicalPath, findByPath, invalidLocation } from "./paths.ts";
@@ -199,13 +200,7 @@ async function gitAllowsRemoval(
   }
   let entry: (typeof entries)[number] | undefined;
   for (const candidate of entries) if ((await canonicalPath(candidate.path)) === wanted) entry = candidate;
-  if (entry?.locked === true) {
-    return {
-      ok: false,
-      code: "worktree_locked",
-      message: `The worktree at ${options.worktreePath} is locked (git worktree lock), so it was not removed and nothing running in it was stopped; unlock it with git worktree unlock ${options.worktreePath} first.`,
-    };
-  }
+  if (entry?.locked === true) return worktreeLocked(options.worktreePath);
   if (options.force || entry === undefined || !existsSync(wanted)) return { ok: true };
   try {
     const status = await git.worktreeStatus(wanted);
