@@ -51,6 +51,7 @@ class ParentWatch {
   private readonly poll: Poll;
   private readonly store: ManifestStore;
   private readonly reports: ChildReportStore;
+  private lookedAt = 0;
   private readonly parent: ParentIdentity;
   private readonly triggerTurn: boolean;
   private readonly watch: HandoffWatch;
@@ -104,7 +105,10 @@ class ParentWatch {
 
   /** The reports that waited while this session was closed, delivered now (before any prompt). */
   async deliverPending(): Promise<void> {
-    const own = await ownHandoffs({ store: this.store, now: () => new Date() }, this.parent);
+    // Every Pi starts here: only the handoffs that sent reports are read, usually none.
+    const withReports = await this.reports.handoffsWithReports();
+    if (withReports.size === 0) return;
+    const own = await ownHandoffs({ store: this.store, now: () => new Date() }, this.parent, new Set(), withReports);
     if (this.stopped || own.length === 0) return;
     await this.enqueueReports(own.map((manifest) => manifest.id));
     this.queue.flush({ triggerTurn: startDeliveryTriggersTurn(this.triggerTurn, this.ctx.mode) });
@@ -130,10 +134,15 @@ class ParentWatch {
     this.queue.stop();
   }
 
-  /** A handoff of this session is under way: its manifest is read now, not at the next poll (once; then the watch follows it). */
+  /**
+   * A handoff of this session is under way: its manifest is read now, not at the next poll. Also
+   * while other handoffs are watched (the watch follows only ids it knows), at most every
+   * LOOK_NOW_MIN_MS, since every status line of the handoff asks.
+   */
   lookNow(): void {
-    if (this.stopped || this.looking || this.watch.ownIds().length > 0) return;
+    if (this.stopped || this.looking || Date.now() - this.lookedAt < LOOK_NOW_MIN_MS) return;
     this.looking = true;
+    this.lookedAt = Date.now();
     void this.refresh().finally(() => {
       this.looking = false;
     });
@@ -207,6 +216,9 @@ async function reportsTriggerTurn(ctx: ExtensionContext): Promise<boolean> {
     return false;
   }
 }
+
+/** How often a running handoff's progress may make the widget look at the store again. */
+const LOOK_NOW_MIN_MS = 250;
 
 export function registerParentWatch(pi: ExtensionAPI): void {
   let watch: ParentWatch | undefined;

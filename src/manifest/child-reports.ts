@@ -127,6 +127,16 @@ export class ChildReportStore {
     return { ...report, written: true };
   }
 
+  /** The handoffs that have sent reports (one directory listing; none when nothing was ever sent). */
+  async handoffsWithReports(): Promise<Set<string>> {
+    try {
+      return new Set((await readdir(this.dir)).filter((name) => HANDOFF_ID.test(name)));
+    } catch (error) {
+      if (errorCode(error) === "ENOENT") return new Set();
+      throw error;
+    }
+  }
+
   /**
    * The reports of one handoff, oldest first; unreadable files are counted in `skipped`, and files
    * whose report id `options.skip` names are not read at all.

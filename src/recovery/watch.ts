@@ -111,10 +111,13 @@ export async function ownHandoffs(
   deps: Pick<WatchDeps, "store" | "now">,
   parent: ParentIdentity,
   skipped: Set<string> = new Set(),
+  /** When given, only these handoffs are read at all. */
+  only?: ReadonlySet<string>,
 ): Promise<Manifest[]> {
   const now = deps.now().getTime();
   const own: Manifest[] = [];
-  for (const entry of await deps.store.list({ skip: (id) => skipped.has(id) })) {
+  const skip = (id: string): boolean => skipped.has(id) || (only !== undefined && !only.has(id));
+  for (const entry of await deps.store.list({ skip })) {
     if (!entry.ok) continue;
     if (!isChildOf(entry.manifest, parent)) {
       skipped.add(entry.id);

@@ -78,6 +78,16 @@ describe("ChildReportStore", () => {
   });
 });
 
+describe("ChildReportStore.handoffsWithReports", () => {
+  it("names only the handoffs that sent something, and none while nothing ever was", async () => {
+    const store = new ChildReportStore(join(dir, "who"));
+    expect(await store.handoffsWithReports()).toEqual(new Set());
+    await store.write({ ...base, kind: "report", text: "done", commits: [] });
+    writeFileSync(join(dir, "who", "not a handoff id"), "");
+    expect(await store.handoffsWithReports()).toEqual(new Set([base.handoffId]));
+  });
+});
+
 describe("report messages and selection", () => {
   it("names the handoff, the text and the commits, and selects only what is not known", async () => {
     const store = new ChildReportStore(join(dir, "c"));
