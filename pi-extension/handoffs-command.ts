@@ -233,7 +233,8 @@ async function rebase(id: string, ctx: ExtensionCommandContext): Promise<void> {
     ))
   )
     return;
-  const outcome = await rebaseHandoff(deps, id, { dryRun: false });
+  // What runs is what was shown: a branch or target that moved since is refused, not rebased.
+  const outcome = await rebaseHandoff(deps, id, { dryRun: false, confirmed: shown.plan });
   report(ctx, outcome.message, outcome.ok ? "info" : "error");
 }
 

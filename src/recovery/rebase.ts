@@ -44,6 +44,8 @@ export interface RebaseRequest {
   dryRun: boolean;
   /** Re-make the commits even though the repository has hooks git rebase would run (`--no-verify`). */
   noVerify?: boolean;
+  /** The plan the user was shown and confirmed (a dry run's): nothing is rebased unless the plan made now is the same. */
+  confirmed?: RebasePlan;
 }
 
 export interface RebasePlan {
@@ -277,6 +279,14 @@ async function rebaseLocked(
       plan,
       message: `Dry run, nothing changed. Would:\n${describeRebasePlan(plan).join("\n")}`,
     };
+  if (request.confirmed !== undefined && !sameRebase(plan, request.confirmed)) {
+    return {
+      ok: false,
+      code: "moved",
+      plan,
+      message: `${plan.onto.ref} or ${plan.branch} changed since the rebase was shown; nothing was rebased. Look at it again.`,
+    };
+  }
   // The steps below are the crash-safe sequence of the header: intent, move, record, tell.
   const intent: Rebase = {
     state: "intended",
@@ -399,4 +409,13 @@ async function tellChild(
   } catch (error) {
     return `(Its Pi could not be told: ${errorSentence(error)})`;
   }
+}
+
+/** The same rebase as the one shown: the same target tip, the same branch tip and the same commits. */
+function sameRebase(a: RebasePlan, b: RebasePlan): boolean {
+  return (
+    a.onto.sha === b.onto.sha &&
+    a.from === b.from &&
+    a.commits.map((commit) => commit.sha).join(" ") === b.commits.map((commit) => commit.sha).join(" ")
+  );
 }

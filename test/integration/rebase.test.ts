@@ -78,6 +78,30 @@ describe("pi-handoff rebase", () => {
     expect(await notesOf(r)).toHaveLength(1);
   });
 
+  it("rebases only what was shown: a branch or target that moved after the dry run is refused, changing nothing", async () => {
+    const r = await moved();
+    const deps = createRebaseDeps(r.env);
+    const shown = await rebaseHandoff(deps, r.id, { dryRun: true });
+    if (!shown.ok || shown.code !== "dry_run") throw new Error(shown.message);
+    // The child commits again between the confirmation's dialog and the rebase.
+    const later = r.commitInWorktree("c.txt", "c\n", "add c");
+    const refused = await rebaseHandoff(deps, r.id, { dryRun: false, confirmed: shown.plan });
+    expect(refused).toMatchObject({
+      ok: false,
+      code: "moved",
+      message: `main or ${r.branch} changed since the rebase was shown; nothing was rebased. Look at it again.`,
+    });
+    expect(tipOf(r)).toBe(later);
+    expect((await r.read()).rebases).toBeUndefined();
+    // Shown again, it runs.
+    const again = await rebaseHandoff(deps, r.id, { dryRun: true });
+    if (!again.ok || again.code !== "dry_run") throw new Error(again.message);
+    expect(await rebaseHandoff(deps, r.id, { dryRun: false, confirmed: again.plan })).toMatchObject({
+      ok: true,
+      code: "rebased",
+    });
+  });
+
   it("refuses, changing nothing: a dirty worktree, a conflict, a target that has not moved", async () => {
     const r = await moved();
     const expectRefused = async (code: string, pattern: RegExp): Promise<void> => {
