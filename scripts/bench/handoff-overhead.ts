@@ -20,6 +20,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { execa } from "execa";
+import { benchEnv } from "./bench-env.ts";
 import { CURRENT_SESSION_VERSION, SessionManager } from "@earendil-works/pi-coding-agent";
 import { getPackageDir } from "@earendil-works/pi-coding-agent";
 import { SimpleGitPort } from "../../src/git/git.ts";
@@ -71,24 +72,8 @@ export async function measureHandoffOverhead(options: { runs: number; files: num
   for (const dir of [home, join(agentDir, "extensions"), repo, readyDir]) mkdirSync(dir, { recursive: true });
   copyFileSync(FAUX_EXTENSION, join(agentDir, "extensions", "faux-provider.ts"));
   writeFileSync(join(agentDir, "extensions", "bench-ready.ts"), READY_EXTENSION);
-  const env: Record<string, string> = {
-    PATH: `${join(PROJECT, "node_modules", ".bin")}:${process.env.PATH ?? "/usr/bin:/bin"}`,
-    HOME: home,
-    XDG_CONFIG_HOME: join(home, ".config"),
-    PI_CODING_AGENT_DIR: agentDir,
-    PI_OFFLINE: "1",
-    PI_SKIP_VERSION_CHECK: "1",
-    PI_TELEMETRY: "0",
-    BENCH_READY_DIR: readyDir,
-    PI_SUBAGENTS_TEMP_ROOT: join(root, "pi-subagents"),
-    GIT_CONFIG_NOSYSTEM: "1",
-    GIT_AUTHOR_NAME: "Bench",
-    GIT_AUTHOR_EMAIL: "bench@example.invalid",
-    GIT_COMMITTER_NAME: "Bench",
-    GIT_COMMITTER_EMAIL: "bench@example.invalid",
-    TERM: "xterm-256color",
-    LANG: "C.UTF-8",
-  };
+  const env = benchEnv(PROJECT, { root, home, agentDir }, { BENCH_READY_DIR: readyDir });
+
   const run = (file: string, args: string[], cwd = repo) =>
     execa(file, args, { cwd, env, extendEnv: false, stdin: "ignore", timeout: TIMEOUT_MS });
   const socket = join(root, "tmux.sock");

@@ -25,6 +25,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { execa } from "execa";
+import { benchEnv } from "./bench-env.ts";
 import { CURRENT_SESSION_VERSION, getPackageDir, SessionManager } from "@earendil-works/pi-coding-agent";
 import { SimpleGitPort } from "../../src/git/git.ts";
 import { HandoffTransaction } from "../../src/handoff/transaction.ts";
@@ -86,25 +87,16 @@ export async function measureHerdrVsTmux(options: { runs: number }): Promise<Her
   copyFileSync(FAUX_EXTENSION, join(agentDir, "extensions", "faux-provider.ts"));
   writeFileSync(join(home, ".config", "herdr", "config.toml"), "onboarding = false\n");
   writeFileSync(join(home, ".bashrc"), "PS1='$ '\n");
-  const env: Record<string, string> = {
-    PATH: `${join(PROJECT, "node_modules", ".bin")}:${process.env.PATH ?? "/usr/bin:/bin"}`,
-    HOME: home,
-    SHELL: "/bin/bash",
-    XDG_CONFIG_HOME: join(home, ".config"),
-    XDG_RUNTIME_DIR: join(root, "run"),
-    XDG_STATE_HOME: join(root, "state"),
-    PI_CODING_AGENT_DIR: agentDir,
-    PI_OFFLINE: "1",
-    PI_SKIP_VERSION_CHECK: "1",
-    PI_TELEMETRY: "0",
-    GIT_CONFIG_NOSYSTEM: "1",
-    GIT_AUTHOR_NAME: "Bench",
-    GIT_AUTHOR_EMAIL: "bench@example.invalid",
-    GIT_COMMITTER_NAME: "Bench",
-    GIT_COMMITTER_EMAIL: "bench@example.invalid",
-    TERM: "xterm-256color",
-    LANG: "C.UTF-8",
-  };
+  const env = benchEnv(
+    PROJECT,
+    { root, home, agentDir },
+    {
+      SHELL: "/bin/bash",
+      XDG_RUNTIME_DIR: join(root, "run"),
+      XDG_STATE_HOME: join(root, "state"),
+    },
+  );
+
   const run = (file: string, args: string[], cwd = repo) =>
     execa(file, args, { cwd, env, extendEnv: false, stdin: "ignore", timeout: TIMEOUT_MS });
   const tmuxSocket = join(root, "tmux.sock");

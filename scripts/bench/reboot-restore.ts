@@ -23,6 +23,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { execa } from "execa";
+import { benchEnv } from "./bench-env.ts";
 import { CURRENT_SESSION_VERSION, getPackageDir, SessionManager } from "@earendil-works/pi-coding-agent";
 import { SimpleGitPort } from "../../src/git/git.ts";
 import { HandoffTransaction } from "../../src/handoff/transaction.ts";
@@ -72,23 +73,8 @@ export async function measureRebootRestore(options: { runs: number; handoffs: nu
   for (const dir of [home, join(agentDir, "extensions"), repo]) mkdirSync(dir, { recursive: true });
   copyFileSync(FAUX_EXTENSION, join(agentDir, "extensions", "faux-provider.ts"));
   const socket = join(root, "tmux.sock");
-  const env: Record<string, string> = {
-    PATH: `${join(PROJECT, "node_modules", ".bin")}:${process.env.PATH ?? "/usr/bin:/bin"}`,
-    HOME: home,
-    XDG_CONFIG_HOME: join(home, ".config"),
-    PI_CODING_AGENT_DIR: agentDir,
-    PI_OFFLINE: "1",
-    PI_SKIP_VERSION_CHECK: "1",
-    PI_TELEMETRY: "0",
-    PI_SUBAGENTS_TEMP_ROOT: join(root, "pi-subagents"),
-    GIT_CONFIG_NOSYSTEM: "1",
-    GIT_AUTHOR_NAME: "Bench",
-    GIT_AUTHOR_EMAIL: "bench@example.invalid",
-    GIT_COMMITTER_NAME: "Bench",
-    GIT_COMMITTER_EMAIL: "bench@example.invalid",
-    TERM: "xterm-256color",
-    LANG: "C.UTF-8",
-  };
+  const env = benchEnv(PROJECT, { root, home, agentDir });
+
   const run = (file: string, args: string[], extra: Record<string, string> = {}) =>
     execa(file, args, { cwd: repo, env: { ...env, ...extra }, extendEnv: false, stdin: "ignore", timeout: TIMEOUT_MS });
   const tmux = (args: string[]) => run("tmux", ["-S", socket, ...args]);
