@@ -53,8 +53,6 @@ import {
 import { probePane, typeLine, waitForShell } from "./shell.ts";
 import { findUnrecordedWindow, focusWorkspace, workspaceState } from "./workspaces.ts";
 
-export { MIN_POLL_TIMEOUT_MS, PANE_RESTART_GRACE_MS } from "./client.ts";
-export { SHELL_SETTLE_AFTER_RESTART_MS } from "./shell.ts";
 export { herdrPiIntegrationInstalled, type HerdrAgentState } from "./reports.ts";
 export type { HerdrGitPort } from "./remove.ts";
 

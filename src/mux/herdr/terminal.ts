@@ -6,7 +6,7 @@
  */
 import { readWaits } from "../../config/waits.ts";
 import { shellQuote } from "../../launch/launch-command.ts";
-import { formatWait } from "../../text.ts";
+import { formatWait, stripPeriod } from "../../text.ts";
 import type { Terminal } from "../terminal.ts";
 import { herdrAgentStatuses } from "./agent-statuses.ts";
 import { HerdrMultiplexer, herdrPiIntegrationInstalled } from "./herdr.ts";
@@ -49,7 +49,7 @@ export const herdrTerminal: Terminal<HerdrLocation> = {
       default:
         return {
           ok: false,
-          message: `Herdr cannot be used for this handoff: ${answered.message.replace(/[.\s]+$/, "")}.`,
+          message: `Herdr cannot be used for this handoff: ${stripPeriod(answered.message)}.`,
         };
     }
   },

@@ -3,6 +3,7 @@
  *
  * Invariants: decides and constructs only (see ../terminal.ts); the one outside call is `ping`.
  */
+import { stripPeriod } from "../../text.ts";
 import { readWaits } from "../../config/waits.ts";
 import type { Terminal } from "../terminal.ts";
 import type { TmuxLocation } from "./location.ts";
@@ -38,7 +39,7 @@ export const tmuxTerminal: Terminal<TmuxLocation> = {
       default:
         return {
           ok: false,
-          message: `tmux cannot be used for this handoff: ${answered.message.replace(/[.\s]+$/, "")}.`,
+          message: `tmux cannot be used for this handoff: ${stripPeriod(answered.message)}.`,
         };
     }
   },

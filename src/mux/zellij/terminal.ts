@@ -4,6 +4,7 @@
  *
  * Invariants: decides and constructs only (see ../terminal.ts); the one outside call is `ping`.
  */
+import { stripPeriod } from "../../text.ts";
 import { readWaits } from "../../config/waits.ts";
 import { shellQuote } from "../../launch/launch-command.ts";
 import type { Terminal } from "../terminal.ts";
@@ -40,7 +41,7 @@ export const zellijTerminal: Terminal<ZellijLocation> = {
       default:
         return {
           ok: false,
-          message: `zellij cannot be used for this handoff: ${answered.message.replace(/[.\s]+$/, "")}.`,
+          message: `zellij cannot be used for this handoff: ${stripPeriod(answered.message)}.`,
         };
     }
   },
