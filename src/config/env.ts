@@ -80,6 +80,8 @@ export function readHandoffEnv(
     const value = env[name]?.trim();
     if (value !== undefined && value !== "") present[name] = value;
   }
+  // Nothing set is the usual case, asked for every handoff a listing judges.
+  if (Object.keys(present).length === 0) return { ok: true, env: {} };
   const parsed = HandoffEnvSchema.safeParse(present);
   if (parsed.success) return { ok: true, env: parsed.data };
   const variable =

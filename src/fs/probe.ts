@@ -7,8 +7,13 @@
  * - `isDirectory`, `isFile`, `readTextIfPresent` and `readFileEnd` never throw: a file that
  *   cannot be read is undefined (or false), and each caller has a safe answer for that.
  * - `readFileEnd` reads a bounded window, never a whole file.
+ * - `isDirectory`, `isFile` and `readSmallFile` ask synchronously: a listing asks them of hundreds
+ *   of handoffs, and one asynchronous stat or read costs tens of times the call itself (the thread
+ *   pool's round trip, an error object for every missing file); each is one local system call
+ *   about a small record, never a read of a large or growing file.
  */
-import { lstat, open, readdir, readFile, readlink, stat } from "node:fs/promises";
+import { readFileSync, statSync } from "node:fs";
+import { lstat, open, readdir, readFile, readlink } from "node:fs/promises";
 
 /** The `code` of a Node system error (`ENOENT`, `EEXIST`, ...), if it has one. */
 export function errorCode(error: unknown): string | undefined {
@@ -19,7 +24,7 @@ export function errorCode(error: unknown): string | undefined {
 
 export async function isDirectory(path: string): Promise<boolean> {
   try {
-    return (await stat(path)).isDirectory();
+    return statSync(path, { throwIfNoEntry: false })?.isDirectory() === true;
   } catch {
     return false;
   }
@@ -27,9 +32,23 @@ export async function isDirectory(path: string): Promise<boolean> {
 
 export async function isFile(path: string): Promise<boolean> {
   try {
-    return (await stat(path)).isFile();
+    return statSync(path, { throwIfNoEntry: false })?.isFile() === true;
   } catch {
     return false;
+  }
+}
+
+/**
+ * A small record file's text (a manifest, a lease, a published state): `missing` when it does
+ * not exist, the error when it cannot be read.
+ */
+export function readSmallFile(
+  path: string,
+): { code: "ok"; text: string } | { code: "missing" } | { code: "error"; error: unknown } {
+  try {
+    return { code: "ok", text: readFileSync(path, "utf8") };
+  } catch (error) {
+    return errorCode(error) === "ENOENT" ? { code: "missing" } : { code: "error", error };
   }
 }
 

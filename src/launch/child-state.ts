@@ -21,13 +21,14 @@
  *   word at all (the reader falls back to the session tail), never "idle".
  * - Nothing here throws into Pi: a failed write is reported once through `onError`.
  */
-import { mkdir, readFile, stat } from "node:fs/promises";
+import { mkdir, stat } from "node:fs/promises";
 import { mkdirSync, readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { z } from "zod";
 import { errorClause } from "../errors.ts";
 import { writeFileAtomic, writeFileAtomicSync } from "../fs/atomic-write.ts";
+import { readSmallFile } from "../fs/probe.ts";
 import { canonicalSessionPath, sessionKey } from "./lease.ts";
 
 export const PUBLISHED_STATES = [
@@ -89,14 +90,11 @@ export type ChildStateRead =
 /** The state file of `sessionFile`, as its writer last left it. */
 export async function readChildState(agentDir: string, sessionFile: string): Promise<ChildStateRead> {
   const path = childStatePath(agentDir, sessionFile);
-  let text: string;
-  try {
-    text = await readFile(path, "utf8");
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { code: "none" };
-    return { code: "unreadable", message: `The child state ${path} could not be read: ${errorClause(error)}.` };
-  }
-  return parseChildState(path, text);
+  const read = readSmallFile(path);
+  if (read.code === "missing") return { code: "none" };
+  if (read.code === "error")
+    return { code: "unreadable", message: `The child state ${path} could not be read: ${errorClause(read.error)}.` };
+  return parseChildState(path, read.text);
 }
 
 export function parseChildState(path: string, text: string): ChildStateRead {

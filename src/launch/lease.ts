@@ -29,7 +29,7 @@ import { join, resolve } from "node:path";
 import { z } from "zod";
 import { errorClause } from "../errors.ts";
 import { writeFileAtomic } from "../fs/atomic-write.ts";
-import { errorCode } from "../fs/probe.ts";
+import { errorCode, readSmallFile } from "../fs/probe.ts";
 import { processFacts, sameStart, type ProcessFacts } from "../process/facts.ts";
 
 /** How often a holder refreshes its heartbeat. */
@@ -77,7 +77,8 @@ export interface LeaseOptions {
 /** The canonical form of a session path: its realpath when it exists, else the resolved path. */
 export function canonicalSessionPath(sessionFile: string): string {
   try {
-    return realpathSync(sessionFile);
+    // The system's realpath: Node's own walks the path with an lstat per component.
+    return realpathSync.native(sessionFile);
   } catch {
     return resolve(sessionFile);
   }
@@ -103,14 +104,11 @@ type Parsed =
   | { code: "ok"; record: LeaseFile; text: string };
 
 async function readLeaseFile(path: string): Promise<Parsed> {
-  let text: string;
-  try {
-    text = await readFile(path, "utf8");
-  } catch (error) {
-    if (errorCode(error) === "ENOENT") return { code: "none" };
-    return { code: "unreadable", message: `The session lease ${path} could not be read: ${errorClause(error)}.` };
-  }
-  return parseLease(path, text);
+  const read = readSmallFile(path);
+  if (read.code === "missing") return { code: "none" };
+  if (read.code === "error")
+    return { code: "unreadable", message: `The session lease ${path} could not be read: ${errorClause(read.error)}.` };
+  return parseLease(path, read.text);
 }
 
 function parseLease(path: string, text: string): Parsed {

@@ -23,13 +23,13 @@
  *   when its holder is dead; a lock directory only once proper-lockfile would take it over (stale).
  */
 import { randomBytes } from "node:crypto";
-import { lstat, mkdir, readdir, readFile, rm, rmdir, unlink } from "node:fs/promises";
+import { lstat, mkdir, readdir, rm, rmdir, unlink } from "node:fs/promises";
 import type { Stats } from "node:fs";
 import { join, resolve } from "node:path";
 import { lock } from "proper-lockfile";
 import { z } from "zod";
 import { writeFileAtomic } from "../fs/atomic-write.ts";
-import { errorCode, readTextIfPresent } from "../fs/probe.ts";
+import { errorCode, readSmallFile, readTextIfPresent } from "../fs/probe.ts";
 import { unlinkIfPresent } from "../fs/unlink.ts";
 import { isOwnerAlive, ownerOf } from "../launch/owner.ts";
 import {
@@ -633,15 +633,11 @@ export function serializeManifest(manifest: Manifest): string {
 }
 
 async function readManifestFile(path: string, id: string): Promise<ReadResult> {
-  let text: string;
-  try {
-    text = await readFile(path, "utf8");
-  } catch (error) {
-    if (errorCode(error) === "ENOENT") {
-      return { ok: false, code: "not_found", message: `No handoff manifest with id ${id} (looked for ${path}).` };
-    }
-    throw error;
-  }
+  const read = readSmallFile(path);
+  if (read.code === "missing")
+    return { ok: false, code: "not_found", message: `No handoff manifest with id ${id} (looked for ${path}).` };
+  if (read.code === "error") throw read.error;
+  const text = read.text;
   let json: unknown;
   try {
     json = JSON.parse(text);
