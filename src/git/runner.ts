@@ -216,13 +216,17 @@ export interface GitEachOptions {
   parallel: number;
 }
 
+/** The groups one batch runs at once: each writes to its own pipe, stdout or fds 3 to 9 (a POSIX shell names single-digit descriptors only). */
+const MAX_GROUPS = 8;
+
 /**
- * The same read-only git command in each of many directories, from a few `sh` processes that each
- * run git in their share of the directories one after the other: one process started by Node per
- * group instead of one per directory (a Node process starting hundreds of children pays for each
- * on its main thread). Resolves with one entry per directory, in order; `undefined` for one whose
- * run was not seen to its end (the deadline, a shell that could not start). Callers that need
- * git's diagnostic run that directory again alone (`runGit`).
+ * The same read-only git command in each of many directories, from one `sh` process whose
+ * background subshells each run git in their share of the directories one after the other, each
+ * writing to its own pipe: one process started by Node for the whole batch instead of one per
+ * directory (a Node process starting children pays for each on its main thread, and more while
+ * the ones before it keep the cores busy). Resolves with one entry per directory, in order;
+ * `undefined` for one whose run was not seen to its end (the deadline, a shell that could not
+ * start). Callers that need git's diagnostic run that directory again alone (`runGit`).
  */
 export async function runGitInEach(
   cwds: readonly string[],
@@ -231,61 +235,76 @@ export async function runGitInEach(
 ): Promise<(GitEachRun | undefined)[]> {
   const results: (GitEachRun | undefined)[] = cwds.map(() => undefined);
   if (cwds.length === 0) return results;
-  const groups = Math.max(1, Math.min(cwds.length, Math.floor(options.parallel)));
+  const groups = Math.max(1, Math.min(cwds.length, MAX_GROUPS, Math.floor(options.parallel)));
+  const members = Array.from({ length: groups }, (_, group) =>
+    cwds.map((_, index) => index).filter((index) => index % groups === group),
+  );
   // A letter first: printf reads digits right after `\0` as part of an octal escape.
   const token = `phw${randomBytes(16).toString("hex")}`;
   const command = ["git", ...args].map(shellQuote).join(" ");
   // The marker after each run cannot be part of git's output: a random token between NUL bytes.
-  const script = `for d in "$@"; do (cd -- "$d" && exec ${command}) 2>/dev/null; printf '\\0${token}:%s\\0' "$?"; done`;
+  // Arguments: the number of groups, each group's size, then every group's directories in turn.
+  const script = [
+    `n=$1; shift; sizes=""; i=0`,
+    `while [ "$i" -lt "$n" ]; do sizes="$sizes $1"; shift; i=$((i + 1)); done`,
+    `skip=0; fd=1`,
+    `for size in $sizes; do`,
+    `  (shift "$skip"; k=0; while [ "$k" -lt "$size" ]; do (cd -- "$1" && exec ${command}) 2>/dev/null; printf '\\0${token}:%s\\0' "$?"; shift; k=$((k + 1)); done) >&"$fd" &`,
+    `  skip=$((skip + size)); if [ "$fd" -eq 1 ]; then fd=3; else fd=$((fd + 1)); fi`,
+    `done`,
+    `wait`,
+  ].join("\n");
+  const argv = [
+    String(groups),
+    ...members.map((indexes) => String(indexes.length)),
+    ...members.flatMap((indexes) => indexes.map((index) => cwds[index] ?? "")),
+  ];
   const env = gitEnvironment(options.env ?? process.env);
-  const deadline = AbortSignal.timeout(options.timeoutMs);
-  await Promise.all(
-    Array.from({ length: groups }, async (_, group) => {
-      const indexes = cwds.map((_, index) => index).filter((index) => index % groups === group);
-      const output = await runShell(
-        script,
-        indexes.map((index) => cwds[index] ?? ""),
-        env,
-        deadline,
-      );
-      let from = 0;
-      for (const index of indexes) {
-        const marker = output.indexOf(`\0${token}:`, from);
-        if (marker < 0) break;
-        const codeStart = marker + token.length + 2;
-        const codeEnd = output.indexOf(0, codeStart);
-        if (codeEnd < 0) break;
-        const exitCode = Number(output.subarray(codeStart, codeEnd).toString("latin1"));
-        results[index] = {
-          exitCode: Number.isInteger(exitCode) ? exitCode : -1,
-          stdout: output.subarray(from, marker),
-        };
-        from = codeEnd + 1;
-      }
-    }),
-  );
+  const outputs = await runShell(script, argv, groups, env, AbortSignal.timeout(options.timeoutMs));
+  members.forEach((indexes, group) => {
+    const output = outputs[group] ?? Buffer.alloc(0);
+    let from = 0;
+    for (const index of indexes) {
+      const marker = output.indexOf(`\0${token}:`, from);
+      if (marker < 0) break;
+      const codeStart = marker + token.length + 2;
+      const codeEnd = output.indexOf(0, codeStart);
+      if (codeEnd < 0) break;
+      const exitCode = Number(output.subarray(codeStart, codeEnd).toString("latin1"));
+      results[index] = {
+        exitCode: Number.isInteger(exitCode) ? exitCode : -1,
+        stdout: output.subarray(from, marker),
+      };
+      from = codeEnd + 1;
+    }
+  });
   return results;
 }
 
-/** Runs `sh -c script` with `argv`, its whole process group ended at the deadline; resolves with its stdout, whatever came of it. */
+/**
+ * Runs `sh -c script` with `argv` and `pipes` output pipes (stdout, then fds 3 and up), its whole
+ * process group ended at the deadline; resolves with each pipe's bytes, whatever came of it.
+ */
 function runShell(
   script: string,
   argv: readonly string[],
+  pipes: number,
   env: NodeJS.ProcessEnv,
   deadline: AbortSignal,
-): Promise<Buffer> {
+): Promise<Buffer[]> {
   return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
+    const chunks: Buffer[][] = Array.from({ length: pipes }, () => []);
     let done = false;
     const finish = (): void => {
       if (done) return;
       done = true;
       deadline.removeEventListener("abort", stop);
-      resolve(Buffer.concat(chunks));
+      resolve(chunks.map((pipe) => Buffer.concat(pipe)));
     };
+    const extra = Array.from({ length: Math.max(0, pipes - 1) }, () => "pipe" as const);
     const child = spawn("sh", ["-c", script, "sh", ...argv], {
       env,
-      stdio: ["ignore", "pipe", "ignore"],
+      stdio: ["ignore", "pipe", "ignore", ...extra],
       // Its own process group, so the deadline ends the git it is running too.
       detached: true,
     });
@@ -299,7 +318,10 @@ function runShell(
     };
     if (deadline.aborted) stop();
     deadline.addEventListener("abort", stop, { once: true });
-    child.stdout.on("data", (chunk: Buffer) => chunks.push(chunk));
+    for (let pipe = 0; pipe < pipes; pipe++) {
+      const stream = child.stdio[pipe === 0 ? 1 : pipe + 2];
+      stream?.on("data", (chunk: Buffer) => chunks[pipe]?.push(chunk));
+    }
     child.on("error", finish);
     child.on("close", finish);
   });

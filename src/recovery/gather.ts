@@ -93,6 +93,14 @@ export class FactGatherer {
     const paths = [
       ...new Set(manifests.filter((manifest) => manifest.state !== "removed").map((m) => m.worktree.path)),
     ];
+    // The per-repository questions first: each is one git process, and Node starts a child on
+    // its main thread, slower once the batch below keeps the cores busy.
+    for (const manifest of manifests) {
+      if (manifest.state === "removed") continue;
+      this.worktreeList(manifest.repo.root);
+      this.baseCommit(manifest.repo.root, manifest.base.ref);
+      this.tipsOf(manifest.repo.root);
+    }
     if (batch === undefined || paths.length < 2) return;
     // Every path at once, without looking first: a worktree that is gone costs the batch a failed
     // `cd`, and `gather` asks only about those that are directories.
@@ -282,12 +290,7 @@ export class FactGatherer {
 
   private async registration(manifest: Manifest): Promise<WorktreeRegistration> {
     const root = manifest.repo.root;
-    let listing = this.worktreeLists.get(root);
-    if (listing === undefined) {
-      listing = this.deps.git.listWorktrees(root).catch(asError);
-      this.worktreeLists.set(root, listing);
-    }
-    const worktrees = await listing;
+    const worktrees = await this.worktreeList(root);
     if (worktrees instanceof Error) {
       return { code: "unknown", message: `Could not list the worktrees of ${root}: ${errorSentence(worktrees)}` };
     }
@@ -299,6 +302,40 @@ export class FactGatherer {
       detached: entry.detached,
       prunable: entry.prunable,
     };
+  }
+
+  /** The repository's worktrees, asked once per gatherer. */
+  private worktreeList(root: string): Promise<WorktreeEntry[] | Error> {
+    let listing = this.worktreeLists.get(root);
+    if (listing === undefined) {
+      listing = this.deps.git.listWorktrees(root).catch(asError);
+      this.worktreeLists.set(root, listing);
+    }
+    return listing;
+  }
+
+  /** Where `ref` points now, asked once per repository and ref. */
+  private baseCommit(root: string, ref: string): Promise<string | undefined> {
+    const key = `${root}\0${ref}`;
+    let base = this.baseCommits.get(key);
+    if (base === undefined) {
+      base = this.deps.git.resolveCommit(root, ref);
+      // Awaited (and its failure judged) by `branch`; a warm-up nobody awaits must not go unhandled.
+      base.catch(() => undefined);
+      this.baseCommits.set(key, base);
+    }
+    return base;
+  }
+
+  /** Every local branch's tip, asked once per repository. */
+  private tipsOf(root: string): Promise<Map<string, string>> {
+    let tips = this.branchTips.get(root);
+    if (tips === undefined) {
+      tips = this.deps.git.branchTips(root);
+      tips.catch(() => undefined);
+      this.branchTips.set(root, tips);
+    }
+    return tips;
   }
 
   private async workspace(manifest: Manifest): Promise<WorkspaceFact> {
@@ -321,18 +358,7 @@ export class FactGatherer {
     const { git } = this.deps;
     const root = manifest.repo.root;
     try {
-      const baseKey = `${root}\0${manifest.base.ref}`;
-      let base = this.baseCommits.get(baseKey);
-      if (base === undefined) {
-        base = git.resolveCommit(root, manifest.base.ref);
-        this.baseCommits.set(baseKey, base);
-      }
-      let tips = this.branchTips.get(root);
-      if (tips === undefined) {
-        tips = git.branchTips(root);
-        this.branchTips.set(root, tips);
-      }
-      const [allTips, resolvedBase] = await Promise.all([tips, base]);
+      const [allTips, resolvedBase] = await Promise.all([this.tipsOf(root), this.baseCommit(root, manifest.base.ref)]);
       const tip = allTips.get(manifest.branch);
       if (tip === undefined) return { code: "gone" };
       // With --existing the base ref is the branch itself, so it cannot say what is merged: the

@@ -62,6 +62,22 @@ describe("RecoveryGitPort on real repositories", () => {
     expect(batched[0]).toEqual({ dirtyFiles: ["README.md"], untrackedFiles: ["new file.txt"] });
   });
 
+  it("keeps each of many worktrees' answer in its place when every group of the batch has several", async () => {
+    // 19 directories over the batch's 8 groups (stdout and fds 3 to 9 of one shell): each group
+    // answers for two or three, one after the other, while the others write to their own pipes.
+    const checkouts = Array.from({ length: 19 }, (_, index) => {
+      if (index % 7 === 3) return join(repo.dir, `missing-${index}`);
+      const path = addWorktree(`feat/many-${index}`);
+      writeFileSync(join(path, `only-in-${index}.txt`), `${index}\n`);
+      return path;
+    });
+    expect(await git.worktreeStatuses(checkouts)).toEqual(
+      checkouts.map((path, index) =>
+        index % 7 === 3 ? undefined : { dirtyFiles: [], untrackedFiles: [`only-in-${index}.txt`] },
+      ),
+    );
+  });
+
   it("lists commits not merged, and not pushed to any remote", async () => {
     const wt = addWorktree("feat/commits");
     const first = repo.commitFile("a.txt", "a\n", "first on branch", { cwd: wt });
