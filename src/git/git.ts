@@ -236,16 +236,22 @@ export class SimpleGitPort implements RecoveryGitPort {
   ): Promise<void> {
     const { path: worktreePath, branch, sha } = options;
     const existing = options.existing === true;
-    if (!(await this.isValidBranchName(branch))) throw new Error(`'${branch}' is not a valid branch name.`);
+    // Both asked at once; the name's verdict is said first.
+    const [validName, taken] = await Promise.all([
+      this.isValidBranchName(branch),
+      existing ? false : this.branchExists(repo, branch).catch(asError),
+    ]);
+    if (!validName) throw new Error(`'${branch}' is not a valid branch name.`);
     if (!FULL_SHA.test(sha)) throw new Error(`'${sha}' is not a full commit SHA.`);
     if (!path.isAbsolute(worktreePath)) throw new Error(`The worktree path '${worktreePath}' is not absolute.`);
+    if (taken instanceof Error) throw taken;
     if (existing) {
       // `--existing`: the branch is checked out as it is, and only while it is still at the commit the caller checked.
       const tip = await this.resolveCommit(repo, `${BRANCH_REF_PREFIX}${branch}`);
       if (tip === undefined) throw new Error(`There is no branch named '${branch}'.`);
       if (tip !== sha)
         throw new Error(`Branch '${branch}' moved to ${tip.slice(0, 12)} since it was checked at ${sha.slice(0, 12)}.`);
-    } else if (await this.branchExists(repo, branch)) {
+    } else if (taken) {
       throw new Error(`A branch named '${branch}' already exists.`);
     }
     if (await pathExists(worktreePath)) throw new Error(`'${worktreePath}' already exists.`);

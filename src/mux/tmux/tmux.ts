@@ -37,7 +37,7 @@ import { formatWait, hasControlCharacter, stripPeriod } from "../../text.ts";
 import { waitForForegroundShell, type ShellSample } from "../shell-wait.ts";
 import { createWithGit, removeWithGit, type GitWorktreePort } from "../git-worktree.ts";
 import { WAIT_DEFAULTS } from "../../config/waits.ts";
-import { newWindow } from "./windows.ts";
+import { newWindow, userShell } from "./windows.ts";
 import {
   asTmuxLocation,
   invalidLocation,
@@ -76,6 +76,8 @@ export type TmuxGitPort = GitWorktreePort;
 
 export class TmuxMultiplexer implements RecoverableMultiplexer {
   readonly kind = "tmux" as const;
+  // createWithGit makes the worktree at the requested path.
+  readonly createsAtRequestedPath = true;
   readonly socketPath: string;
   readonly #targetSession: string | undefined;
   readonly #originPaneId: string | undefined;
@@ -170,8 +172,21 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
     // Resolve the session before creating anything, so an unreachable server leaves nothing behind.
     const session = await this.#resolveTargetSession();
     if (!session.ok) return session;
+    // Asked while git checks the worktree out: the window needs it only once the checkout exists.
+    const shell =
+      request.command !== undefined && request.command.length > 0
+        ? userShell(this.#run, this.socketPath, session.sessionId)
+        : undefined;
     return createWithGit(this.#git, request, "a tmux window", () =>
-      newWindow(this.#run, this.socketPath, session.sessionId, request.worktreePath, request.label, request.command),
+      newWindow(
+        this.#run,
+        this.socketPath,
+        session.sessionId,
+        request.worktreePath,
+        request.label,
+        request.command,
+        shell,
+      ),
     );
   }
 

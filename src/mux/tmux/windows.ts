@@ -27,10 +27,12 @@ export async function newWindow(
   cwd: string,
   label: string,
   command?: readonly string[],
+  /** The session's shell, when the caller asked for it already (`userShell`). */
+  askedShell?: Promise<{ ok: true; argv: string[] } | MuxFailure>,
 ): Promise<{ ok: true; location: TmuxLocation; commandStarted: boolean } | MuxFailure> {
   let windowCommand: string[] = [];
   if (command !== undefined && command.length > 0) {
-    const shell = await userShell(run, socketPath, sessionId);
+    const shell = await (askedShell ?? userShell(run, socketPath, sessionId));
     if (!shell.ok) return shell;
     windowCommand = ["--", ...command, ...shell.argv];
   }
@@ -73,7 +75,7 @@ export async function newWindow(
 }
 
 /** The argv of the shell tmux starts in a new window of `sessionId` (see `newWindow`). */
-async function userShell(
+export async function userShell(
   run: RunTmux,
   socketPath: string,
   sessionId: string,
