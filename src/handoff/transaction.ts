@@ -19,16 +19,17 @@
  *   the child session's directory before the fork, so recovery finds and names a window or a
  *   session a kill inside a step left unrecorded (recovery/gather.ts).
  * - The parent session file is only ever read.
- * - Ports (settings `ports`) are reserved with the manifest's creation, under the store's lock, and
- *   recorded in it with the settings' `env` (placeholders filled in): a handoff that cannot have
- *   them is refused with nothing written; everything later (postCreate, Pi, any relaunch) gets them
- *   from the manifest (launch/launch-command.ts).
- * - Worktree setup (settings, `--carry`, `--existing`, `--fetch`, postCreate): every input it
- *   needs is read and checked before the manifest exists (settings, the changes to carry, a fetch the
- *   user asked for); the setup step runs between the worktree and the fork and writes only inside the
- *   new worktree; postCreate commands run in the pane before Pi, and their failure is a failed launch.
+ * - The fork overlaps the worktree step where nothing it writes depends on that step: the backend
+ *   makes the worktree at the planned path and there is no setup whose notes the handoff message
+ *   carries. It writes into a directory beside the manifest (`<id>.fork`, the handoff's own, like
+ *   its launcher); the fork step records the session directory, then links the file there, as its
+ *   own fork would write it. So what exists after a failure or a kill is what it was without the
+ *   overlap: a step failing before the fork step waits for it and removes that directory.
  */
+import { link, mkdir, rm } from "node:fs/promises";
+import { basename, join } from "node:path";
 import { errorMessage } from "../errors.ts";
+import { errorCode } from "../fs/probe.ts";
 import type { HandoffStep, Manifest, StepTime } from "../manifest/schema.ts";
 import { newManifest } from "../manifest/factory.ts";
 import type { MuxResult } from "../mux/types.ts";
@@ -46,6 +47,7 @@ import {
   type WindowLauncher,
 } from "../launch/launcher.ts";
 import { launchCommandFor } from "../launch/launch-command.ts";
+import { forkStagingDir } from "../launch/launcher-file.ts";
 import { ownerOf } from "../launch/owner.ts";
 import { postCreateFiles, postCreatePrelude, writeRunner } from "../launch/post-create.ts";
 import type { HandoffDeps } from "./deps.ts";
@@ -80,6 +82,42 @@ export type HandoffOutcome =
 
 function refused(refusal: Refusal): HandoffOutcome {
   return { ok: false, code: "refused", reason: refusal.code, message: refusalText(refusal) };
+}
+
+/** The fork begun beside the worktree step: for which path, where it writes, how it ended (it never rejects). */
+interface EarlyFork {
+  worktreePath: string;
+  /** Beside the manifest, the handoff's own (`<id>.fork`). */
+  stagingDir: string;
+  result: Promise<{ ok: true; forked: ForkResult } | { ok: false; message: string }>;
+}
+
+/**
+ * The early fork's file linked into the session directory under its own name (never over a file
+ * there), its staging directory then removed; undefined when it cannot be linked across file
+ * systems, and the fork step forks there itself.
+ */
+async function moveEarlyFork(
+  early: EarlyFork,
+  forked: ForkResult,
+  sessionDir: string,
+): Promise<ForkResult | undefined> {
+  const childSessionFile = join(sessionDir, basename(forked.childSessionFile));
+  try {
+    await mkdir(sessionDir, { recursive: true });
+    await link(forked.childSessionFile, childSessionFile);
+  } catch (error) {
+    if (errorCode(error) === "EXDEV") return undefined;
+    throw new StepFailure("fork", `Could not put the child session into ${sessionDir}: ${errorMessage(error)}`);
+  }
+  await rm(early.stagingDir, { recursive: true, force: true });
+  return { ...forked, childSessionFile };
+}
+
+/** Waits for the early fork to end, then removes what it wrote: only its own staging directory. */
+async function discardEarlyFork(early: EarlyFork): Promise<void> {
+  await early.result;
+  await rm(early.stagingDir, { recursive: true, force: true }).catch(() => undefined);
 }
 
 class StepFailure extends Error {
@@ -130,6 +168,8 @@ export class HandoffTransaction {
     checkpoint(this.faults, "manifest");
 
     let launched: LaunchOutcome;
+    // Started with the worktree where it can be (see the invariants); awaited by the fork step.
+    const early = this.startEarlyFork(plan, manifest, request);
     try {
       manifest = await this.provision(plan, manifest);
       checkpoint(this.faults, "worktree");
@@ -140,7 +180,7 @@ export class HandoffTransaction {
           ? undefined
           : plan.mux.waitForShell(manifest.mux, { timeoutMs: this.deps.timeouts.shellMs });
       manifest = await this.setUp(plan, manifest);
-      manifest = await this.forkSession(plan, manifest, request);
+      manifest = await this.forkSession(plan, manifest, request, early);
       checkpoint(this.faults, "fork");
       launched = await this.launch(plan, manifest, request, shellReady);
     } catch (error) {
@@ -151,6 +191,7 @@ export class HandoffTransaction {
       }
       const step = error instanceof StepFailure || error instanceof InjectedFault ? error.step : this.currentStep;
       const message = errorMessage(error);
+      if (early !== undefined) await discardEarlyFork(early);
       const failed = await this.fail(plan, manifest.id, step, message);
       return { ...failed, message: withNotes(failed.message, plan.notes) };
     }
@@ -365,8 +406,43 @@ export class HandoffTransaction {
     return recorded;
   }
 
-  /** Step 3: the child session (active branch plus one handoff message). */
-  private async forkSession(plan: Plan, manifest: Manifest, request: HandoffRequest): Promise<Manifest> {
+  /**
+   * The fork, begun beside the worktree step when nothing it writes depends on that step (see the
+   * invariants); undefined otherwise, and the fork step forks as it comes.
+   */
+  private startEarlyFork(plan: Plan, manifest: Manifest, request: HandoffRequest): EarlyFork | undefined {
+    if (!this.forksEarly(plan)) return undefined;
+    const stagingDir = forkStagingDir(this.deps.store.pathFor(manifest.id));
+    const result = this.deps
+      .fork({
+        parentSessionFile: plan.parentSessionFile,
+        leafId: plan.leafId,
+        childCwd: manifest.worktree.path,
+        childSessionDir: stagingDir,
+        message: this.handoffMessage(plan, manifest, request),
+      })
+      .then(
+        (forked) => ({ ok: true as const, forked }),
+        (error: unknown) => ({ ok: false as const, message: errorMessage(error) }),
+      );
+    return { worktreePath: manifest.worktree.path, stagingDir, result };
+  }
+
+  /** Whether the fork can begin beside the worktree step (see the invariants). */
+  private forksEarly(plan: Plan): boolean {
+    const setupWork = { carry: plan.carry, copy: plan.config.copy, symlink: plan.config.symlink };
+    return (
+      plan.mux.createsAtRequestedPath === true && !(hasSetupWork(setupWork) && this.deps.checkoutGit !== undefined)
+    );
+  }
+
+  /** Step 3: the child session (active branch plus one handoff message), or the one begun beside step 2. */
+  private async forkSession(
+    plan: Plan,
+    manifest: Manifest,
+    request: HandoffRequest,
+    early: EarlyFork | undefined,
+  ): Promise<Manifest> {
     this.enter("fork", "Copying the conversation into the worktree's session");
     const sessionDir = childSessionDir({
       parentSessionDir: request.parent.sessionDir,
@@ -374,31 +450,44 @@ export class HandoffTransaction {
       worktreePath: manifest.worktree.path,
       agentDir: request.agentDir,
     });
-    const message = this.handoffMessage(plan, manifest, request);
     // The file name is Pi's choice: the directory is recorded first, so recovery can find the file.
     manifest = await this.deps.store.update(manifest.id, (m) => {
       m.intent = { ...m.intent, sessionDir: sessionDir.dir };
     });
-    let forked: ForkResult;
-    try {
-      forked = await this.deps.fork({
-        parentSessionFile: plan.parentSessionFile,
-        leafId: plan.leafId,
-        childCwd: manifest.worktree.path,
-        childSessionDir: sessionDir.dir,
-        message,
-      });
-    } catch (error) {
-      throw new StepFailure("fork", errorMessage(error));
+    let forked: ForkResult | undefined;
+    if (early !== undefined) {
+      const settled = await early.result;
+      if (!settled.ok) {
+        await discardEarlyFork(early);
+        throw new StepFailure("fork", settled.message);
+      }
+      if (early.worktreePath === manifest.worktree.path)
+        forked = await moveEarlyFork(early, settled.forked, sessionDir.dir);
+      // Not usable there (the worktree is elsewhere, the sessions on another file system): forked anew.
+      if (forked === undefined) await discardEarlyFork(early);
     }
+    if (forked === undefined) {
+      try {
+        forked = await this.deps.fork({
+          parentSessionFile: plan.parentSessionFile,
+          leafId: plan.leafId,
+          childCwd: manifest.worktree.path,
+          childSessionDir: sessionDir.dir,
+          message: this.handoffMessage(plan, manifest, request),
+        });
+      } catch (error) {
+        throw new StepFailure("fork", errorMessage(error));
+      }
+    }
+    const child = forked;
     checkpoint(this.faults, "session");
     // With the session, how its Pi is to be started: recovery rebuilds the launch command from
     // these if this launch never completes.
     const recordChild = (m: Manifest): void => {
       m.child = {
         ...m.child,
-        sessionFile: forked.childSessionFile,
-        sessionId: forked.childSessionId,
+        sessionFile: child.childSessionFile,
+        sessionId: child.childSessionId,
         model: plan.model,
         ...(request.thinkingLevel !== undefined ? { thinkingLevel: request.thinkingLevel } : {}),
         extraArgs: [...request.extraPiArgs],

@@ -65,7 +65,12 @@ export interface LauncherFiles {
  * launcher's and the postCreate runner's), so a store listing can explain it.
  */
 export function launchFileOwner(name: string): string | undefined {
-  return /^(.+)\.(?:launch\.(?:sh|params|window|pid|started|refused)|post-create\.(?:sh|status))$/.exec(name)?.[1];
+  return /^(.+)\.(?:launch\.(?:sh|params|window|pid|started|refused)|post-create\.(?:sh|status)|fork)$/.exec(name)?.[1];
+}
+
+/** Where a fork begun beside the worktree step writes (handoff/transaction.ts), beside the manifest: the handoff's own. */
+export function forkStagingDir(manifestPath: string): string {
+  return `${manifestPath.replace(/\.json$/, "")}.fork`;
 }
 
 export function launcherFiles(manifestPath: string): LauncherFiles {

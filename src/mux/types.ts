@@ -53,6 +53,12 @@ export interface CreatedWorkspace {
 export interface Multiplexer {
   readonly kind: MuxKind;
   /**
+   * The worktree is made exactly at the request's path (git makes it), so what needs only that
+   * path (the child session) can be written while it is made; absent: the backend may report
+   * another path (Herdr reports its own).
+   */
+  readonly createsAtRequestedPath?: boolean;
+  /**
    * The server a workspace would be made on (tmux: its socket and session), recorded in the
    * manifest before anything is created so that recovery asks the right server; optional.
    */

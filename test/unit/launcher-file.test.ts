@@ -391,13 +391,17 @@ const hold = process.env.HOLD; if (hold) { const t = setInterval(() => { if (!fs
     expect(readlinkSync(link)).toBe(files.script);
     writeFileSync(join(deep, `${ID}.json`), "{}");
     writeFileSync(join(deep, "other-id.launch.sh"), "");
+    // A fork begun beside the worktree step that a kill left in its staging directory goes too.
+    mkdirSync(join(deep, `${ID}.fork`));
+    writeFileSync(join(deep, `${ID}.fork`, "2026-12-02T00-00-00-000Z_x.jsonl"), "{}\n");
+    mkdirSync(join(deep, "other-id.fork"));
     const present = [files.script, files.params, files.started, files.lock].filter((file) => existsSync(file));
     const { deleted, left } = await deleteLaunchFiles(join(deep, `${ID}.json`), ID);
     expect(left).toEqual([]);
     // lstat: the link itself, not what it names (the script went first).
     expect(lstatSync(link, { throwIfNoEntry: false })).toBeUndefined();
-    expect(readdirSync(deep).sort()).toEqual([`${ID}.json`, "other-id.launch.sh"]);
-    expect(deleted).toBe(present.length + 1);
+    expect(readdirSync(deep).sort()).toEqual([`${ID}.json`, "other-id.fork", "other-id.launch.sh"]);
+    expect(deleted).toBe(present.length + 2);
     expect(await deleteLaunchFiles(join(deep, `${ID}.json`), ID)).toEqual({ deleted: 0, left: [] });
     // A link of that name that names something else is not this handoff's: it stays.
     symlinkSync(join(dir, "elsewhere"), link);

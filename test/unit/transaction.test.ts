@@ -15,7 +15,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { GitPort, RepositoryInfo, WorktreeEntry } from "../../src/git/types.ts";
+import type { CheckoutGitPort, GitPort, RepositoryInfo, WorktreeEntry } from "../../src/git/types.ts";
 import type { DescribedProcess } from "../../src/process/facts.ts";
 import { acknowledgeHandoff } from "../../src/launch/acknowledge.ts";
 import type { HandoffArgs } from "../../src/handoff/args.ts";
@@ -81,6 +81,10 @@ function launcherRuns(script: string): boolean {
 
 class FakeMux implements Multiplexer {
   readonly kind = "tmux" as const;
+  /** As tmux and zellij (git makes the worktree at the requested path): the fork may begin beside it. */
+  createsAtRequestedPath = false;
+  /** Holds the worktree step until released, to see what runs beside it. */
+  createGate: Promise<void> | undefined;
   calls: string[] = [];
   createResult: MuxResult<{ location: MuxLocation; worktreePath: string; commandStarted?: boolean }> | undefined;
   shellReady = true;
@@ -95,6 +99,8 @@ class FakeMux implements Multiplexer {
   onRun: (line: string, startsPi: boolean) => Promise<void> = async () => {};
   async createWorkspace(request: CreateWorkspaceRequest) {
     this.calls.push("createWorkspace");
+    await this.createGate;
+    this.calls.push("createWorkspace done");
     mkdirSync(request.worktreePath, { recursive: true });
     const script = request.command?.[1];
     if (this.runsCommand && script !== undefined) {
@@ -148,6 +154,23 @@ class FakeMux implements Multiplexer {
   async exists() {
     return true;
   }
+}
+
+/** A checkout with nothing uncommitted, no upstreams and no tracked files (what the copy step asks). */
+function fakeCheckoutGit(): CheckoutGitPort {
+  return {
+    snapshotChanges: async () => {
+      throw new Error("nothing is carried here");
+    },
+    applyChanges: async () => {},
+    uncommittedCounts: async () => ({ tracked: 0, untracked: 0 }),
+    trackedFiles: async () => [],
+    upstreamOf: async () => undefined,
+    unfetchedRemoteBranch: async () => undefined,
+    fetchUpstream: async () => {},
+    countCommits: async () => 0,
+    listRefs: async () => ({ branches: [], remotes: [], tags: [] }),
+  };
 }
 
 describe("HandoffTransaction", () => {
@@ -241,7 +264,7 @@ describe("HandoffTransaction", () => {
     childAcknowledgesOnRun();
     const outcome = await new HandoffTransaction(deps()).run(request());
     expect(outcome.code).toBe("running");
-    expect(calls).toEqual(["createWorkspace", "waitForShell", "fork", "run", "ack", "focus"]);
+    expect(calls).toEqual(["createWorkspace", "createWorkspace done", "waitForShell", "fork", "run", "ack", "focus"]);
     if (outcome.code !== "running") return;
     expect(outcome.manifest.history.map((h) => h.state)).toEqual([
       "provisioning",
@@ -502,13 +525,13 @@ describe("HandoffTransaction", () => {
     if (probed.code !== "running") return;
     expect(probed.manifest.child).toMatchObject({ pid: 12, confirmedBy: "probe" });
     expect(probed.manifest.history.at(-1)).toMatchObject({ state: "running", note: "confirmed by process probe" });
-    expect(calls).toEqual(["createWorkspace", "waitForShell", "fork", "run", "probe", "focus"]);
+    expect(calls).toEqual(["createWorkspace", "createWorkspace done", "waitForShell", "fork", "run", "probe", "focus"]);
   });
 
   it("records launch_unconfirmed, and does not focus, when nothing confirms", async () => {
     const outcome = await new HandoffTransaction(deps()).run(request());
     expect(outcome.code).toBe("launch_unconfirmed");
-    expect(calls).toEqual(["createWorkspace", "waitForShell", "fork", "run", "probe"]);
+    expect(calls).toEqual(["createWorkspace", "createWorkspace done", "waitForShell", "fork", "run", "probe"]);
     if (outcome.code !== "launch_unconfirmed") return;
     expect(outcome.manifest.error).toMatchObject({ step: "confirm" });
     expect(outcome.message).toContain(
@@ -532,7 +555,7 @@ describe("HandoffTransaction", () => {
     mux.shellReady = false;
     const outcome = await new HandoffTransaction(deps()).run(request());
     expect(outcome.code).toBe("failed");
-    expect(calls).toEqual(["createWorkspace", "waitForShell", "fork"]);
+    expect(calls).toEqual(["createWorkspace", "createWorkspace done", "waitForShell", "fork"]);
     if (outcome.code !== "failed") return;
     expect(outcome.step).toBe("launch");
     expect(outcome.manifest.error).toMatchObject({
@@ -554,7 +577,7 @@ describe("HandoffTransaction", () => {
     if (outcome.code !== "failed") return;
     expect(outcome.manifest.worktree.path).toBe(join(dir, "left-behind"));
     expect(outcome.manifest.error).toMatchObject({ step: "worktree", message: "tmux could not open a window." });
-    expect(calls).toEqual(["createWorkspace"]);
+    expect(calls).toEqual(["createWorkspace", "createWorkspace done"]);
   });
 
   it("fails at the worktree step when the new worktree is not at the base commit", async () => {
@@ -570,7 +593,7 @@ describe("HandoffTransaction", () => {
       `The new worktree is at ${other}, not at the base ${SHA}; the branch feat/x must have been created by something else meanwhile.`,
     );
     expect(outcome.manifest.mux).toMatchObject({ windowId: "@7" });
-    expect(calls).toEqual(["createWorkspace"]);
+    expect(calls).toEqual(["createWorkspace", "createWorkspace done"]);
   });
 
   it("does not turn a handoff that changed meanwhile back to running when the probe finds a Pi", async () => {
@@ -603,7 +626,7 @@ describe("HandoffTransaction", () => {
     if (outcome.code !== "failed") return;
     expect(outcome.step).toBe("worktree");
     expect(outcome.manifest.error).toMatchObject({ step: "worktree", message: "git rev-parse timed out after 30 s" });
-    expect(calls).toEqual(["createWorkspace"]);
+    expect(calls).toEqual(["createWorkspace", "createWorkspace done"]);
   });
 
   it.each(["worktree", "fork", "launch", "confirm"] as const)(
@@ -627,7 +650,16 @@ describe("HandoffTransaction", () => {
     expect(mux.typed).toEqual([line, line]);
     expect(outcome.manifest.child.command).toBe(line);
     expect(outcome.manifest.launch).toMatchObject({ typed: 2, startedPid: process.pid, startedAt: expect.any(String) });
-    expect(calls).toEqual(["createWorkspace", "waitForShell", "fork", "run", "run", "ack", "focus"]);
+    expect(calls).toEqual([
+      "createWorkspace",
+      "createWorkspace done",
+      "waitForShell",
+      "fork",
+      "run",
+      "run",
+      "ack",
+      "focus",
+    ]);
   });
 
   it("names a launcher it could not write as the launch step's failure, not as a shell that was not ready, and types nothing", async () => {
@@ -686,7 +718,7 @@ describe("HandoffTransaction", () => {
     mux.runsCommand = true;
     const outcome = await new HandoffTransaction(deps()).run(request());
     expect(outcome.code, outcome.message).toBe("running");
-    expect(calls).toEqual(["createWorkspace", "fork", "window launcher", "ack", "focus"]);
+    expect(calls).toEqual(["createWorkspace", "createWorkspace done", "fork", "window launcher", "ack", "focus"]);
     expect(mux.typed).toEqual([]);
     if (outcome.code !== "running") return;
     expect(outcome.manifest.launch).toMatchObject({ windowCommand: true, typed: 0, startedPid: process.pid });
@@ -701,6 +733,119 @@ describe("HandoffTransaction", () => {
     expect(signal).toBe(
       `window_cancelled='Handoff ${outcome.manifest.id} failed at the fork step, so no Pi was started here; pi-handoff inspect ${outcome.manifest.id} shows what exists.'\n`,
     );
+  });
+
+  describe("where the backend makes the worktree at the planned path", () => {
+    let release: () => void;
+    beforeEach(() => {
+      mux.createsAtRequestedPath = true;
+      mux.createGate = new Promise((resolve) => {
+        release = resolve;
+      });
+    });
+
+    /** A fork that writes where it is told, as the real one does. */
+    function forkInto(onFork: (request: ForkRequest) => Promise<void> | void = () => {}): HandoffDeps["fork"] {
+      return async (forkRequest) => {
+        calls.push("fork");
+        forks.push(forkRequest);
+        mkdirSync(forkRequest.childSessionDir, { recursive: true });
+        const childSessionFile = join(forkRequest.childSessionDir, "2026-12-02T00-00-00-000Z_child.jsonl");
+        writeFileSync(childSessionFile, "{}\n");
+        await onFork(forkRequest);
+        return { childSessionFile, childSessionId: "child-id", pathEntries: 3, parentEntries: 5 };
+      };
+    }
+
+    it("copies the conversation while the worktree is made, beside the manifest, then into the session directory", async () => {
+      mux.onRun = async (_line, startsPi) => {
+        if (!startsPi) return;
+        const details = forks.at(-1)?.message.details;
+        if (details === undefined) throw new Error("no fork happened");
+        calls.push("ack");
+        const [entry] = await store.list();
+        const sessionFile = entry?.ok === true ? entry.manifest.child.sessionFile : undefined;
+        if (sessionFile === undefined) throw new Error("no child session recorded");
+        await acknowledgeHandoff({ store, details, sessionFile, pid: 4242, now: () => new Date() });
+      };
+      // The worktree step goes on only once the fork has run beside it.
+      const outcome = await new HandoffTransaction(deps({ fork: forkInto(() => release()) })).run(request());
+      expect(outcome.code, outcome.message).toBe("running");
+      expect([...calls.slice(0, 2)].sort()).toEqual(["createWorkspace", "fork"]);
+      expect(calls.slice(2)).toEqual(["createWorkspace done", "waitForShell", "run", "ack", "focus"]);
+      if (outcome.code !== "running") return;
+      const staging = store.pathFor(outcome.manifest.id).replace(/\.json$/, ".fork");
+      expect(forks[0]?.childSessionDir).toBe(staging);
+      expect(forks[0]?.childCwd).toBe(outcome.manifest.worktree.path);
+      const sessionDir = outcome.manifest.intent?.sessionDir ?? "";
+      expect(sessionDir).not.toBe("");
+      expect(outcome.manifest.child).toMatchObject({
+        sessionFile: join(sessionDir, "2026-12-02T00-00-00-000Z_child.jsonl"),
+        sessionId: "child-id",
+      });
+      expect(readFileSync(join(sessionDir, "2026-12-02T00-00-00-000Z_child.jsonl"), "utf8")).toBe("{}\n");
+      expect(existsSync(staging)).toBe(false);
+      expect(outcome.manifest.history.map((h) => h.state)).toEqual([
+        "provisioning",
+        "provisioned",
+        "forked",
+        "launching",
+        "running",
+      ]);
+    });
+
+    it("leaves no session when the worktree step beside the fork fails: it waits for the fork and removes what it wrote", async () => {
+      mux.createResult = { ok: false, code: "worktree_create_failed", message: "git could not add the worktree." };
+      let forkEnded = false;
+      const outcome = await new HandoffTransaction(
+        deps({
+          fork: forkInto(async () => {
+            release();
+            await new Promise((resolve) => setTimeout(resolve, 50));
+            forkEnded = true;
+          }),
+        }),
+      ).run(request());
+      expect(outcome.code).toBe("failed");
+      if (outcome.code !== "failed") return;
+      expect(forkEnded).toBe(true);
+      expect(outcome.step).toBe("worktree");
+      expect(outcome.manifest.error).toMatchObject({ step: "worktree", message: "git could not add the worktree." });
+      expect(outcome.manifest.child.sessionFile).toBeUndefined();
+      expect(outcome.manifest.intent?.sessionDir).toBeUndefined();
+      expect(existsSync(store.pathFor(outcome.manifest.id).replace(/\.json$/, ".fork"))).toBe(false);
+      expect(outcome.manifest.history.map((h) => h.state)).toEqual(["provisioning", "failed"]);
+    });
+
+    it("reports a failed fork as the fork step's once the worktree step is recorded", async () => {
+      release();
+      const outcome = await new HandoffTransaction(
+        deps({
+          fork: async () => {
+            calls.push("fork");
+            throw new Error("The parent session could not be read.");
+          },
+        }),
+      ).run(request());
+      expect(outcome.code).toBe("failed");
+      if (outcome.code !== "failed") return;
+      expect(outcome.step).toBe("fork");
+      expect(outcome.manifest.error?.message).toBe("The parent session could not be read.");
+      expect(outcome.manifest.history.map((h) => h.state)).toEqual(["provisioning", "provisioned", "failed"]);
+      expect(outcome.manifest.child.sessionFile).toBeUndefined();
+    });
+
+    it("copies after the setup when the setup's notes go into the handoff message", async () => {
+      childAcknowledgesOnRun();
+      release();
+      writeFileSync(join(repoRoot, ".env"), "A=1\n");
+      const outcome = await new HandoffTransaction(deps({ checkoutGit: fakeCheckoutGit() })).run(
+        request({}, { config: { copy: [".env"] } }),
+      );
+      expect(outcome.code, outcome.message).toBe("running");
+      expect(calls.indexOf("fork")).toBeGreaterThan(calls.indexOf("createWorkspace done"));
+      expect(forks[0]?.message.content).toContain(".env");
+    });
   });
 
   it("refuses a launch wait set to something unusable before touching anything", async () => {

@@ -67,6 +67,8 @@ interface PaneTarget {
 
 export class ZellijMultiplexer implements RecoverableMultiplexer {
   readonly kind = "zellij" as const;
+  // createWithGit makes the worktree at the requested path.
+  readonly createsAtRequestedPath = true;
   readonly sessionName: string;
   readonly socketDir: string | undefined;
   readonly #git: GitWorktreePort;
