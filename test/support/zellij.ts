@@ -133,15 +133,22 @@ export async function startZellij(options: ZellijOptions = {}): Promise<ZellijSe
   const clientEnv = { ...serverEnv, PATH: `${BIN_DIR}:${serverEnv.PATH}` };
 
   const zellij = async (args: readonly string[], timeoutMs = CALL_TIMEOUT_MS): Promise<ZellijRun> => {
-    const run = await execa(bin, ["--session", ZELLIJ_SESSION, ...args], {
-      env: clientEnv,
-      extendEnv: false,
-      reject: false,
-      stdin: "ignore",
-      timeout: timeoutMs,
-    });
-    if (run.timedOut) throw new Error(`zellij ${args.join(" ")} timed out.`);
-    return { exitCode: run.exitCode ?? -1, stdout: String(run.stdout), stderr: String(run.stderr) };
+    // As the product's client (src/mux/zellij/client.ts): "no active session" from a client that lost
+    // its one status round trip on a loaded machine sent nothing, so an action is asked again.
+    for (const recheckMs of [150, 350, undefined]) {
+      const run = await execa(bin, ["--session", ZELLIJ_SESSION, ...args], {
+        env: clientEnv,
+        extendEnv: false,
+        reject: false,
+        stdin: "ignore",
+        timeout: timeoutMs,
+      });
+      if (run.timedOut) throw new Error(`zellij ${args.join(" ")} timed out.`);
+      const result = { exitCode: run.exitCode ?? -1, stdout: String(run.stdout), stderr: String(run.stderr) };
+      if (result.exitCode === 0 || !/no active session/i.test(result.stderr) || recheckMs === undefined) return result;
+      await new Promise((resolve) => setTimeout(resolve, recheckMs));
+    }
+    throw new Error("unreachable");
   };
   const panes = async (): Promise<ZellijPaneEntry[]> => {
     // zellij 0.45 can answer with an empty or cut-off list on a loaded machine: ask again.
