@@ -244,12 +244,14 @@ export async function runGitInEach(
   const command = ["git", ...args].map(shellQuote).join(" ");
   // The marker after each run cannot be part of git's output: a random token between NUL bytes.
   // Arguments: the number of groups, each group's size, then every group's directories in turn.
+  // git gets only its own group's pipe: a process it leaves running (an fsmonitor daemon) must not
+  // hold the others open, or the batch would end only at its deadline.
   const script = [
-    `n=$1; shift; sizes=""; i=0`,
+    `IFS=' '; n=$1; shift; sizes=""; i=0`,
     `while [ "$i" -lt "$n" ]; do sizes="$sizes $1"; shift; i=$((i + 1)); done`,
     `skip=0; fd=1`,
     `for size in $sizes; do`,
-    `  (shift "$skip"; k=0; while [ "$k" -lt "$size" ]; do (cd -- "$1" && exec ${command}) 2>/dev/null; printf '\\0${token}:%s\\0' "$?"; shift; k=$((k + 1)); done) >&"$fd" &`,
+    `  (shift "$skip"; k=0; while [ "$k" -lt "$size" ]; do (cd -- "$1" && exec ${command} 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-) 2>/dev/null; printf '\\0${token}:%s\\0' "$?"; shift; k=$((k + 1)); done) >&"$fd" &`,
     `  skip=$((skip + size)); if [ "$fd" -eq 1 ]; then fd=3; else fd=$((fd + 1)); fi`,
     `done`,
     `wait`,

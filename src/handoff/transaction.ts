@@ -26,7 +26,9 @@
  *   own fork would write it. So what exists after a failure or a kill is what it was without the
  *   overlap: a step failing before the fork step waits for it and removes that directory.
  */
-import { link, mkdir, rm } from "node:fs/promises";
+import { constants } from "node:fs";
+import { copyFile, link, mkdir, rm } from "node:fs/promises";
+import { fsyncDirectory, tempPathBeside } from "../fs/atomic-write.ts";
 import { basename, join } from "node:path";
 import { errorMessage } from "../errors.ts";
 import { errorCode } from "../fs/probe.ts";
@@ -93,21 +95,28 @@ interface EarlyFork {
 }
 
 /**
- * The early fork's file linked into the session directory under its own name (never over a file
- * there), its staging directory then removed; undefined when it cannot be linked across file
- * systems, and the fork step forks there itself.
+ * The early fork's file put into the session directory under its own name (never over a file
+ * there): linked, or across file systems copied beside it and linked from that copy, so the name
+ * never shows a partial file; the directory is synced, and the staging directory then removed.
  */
-async function moveEarlyFork(
-  early: EarlyFork,
-  forked: ForkResult,
-  sessionDir: string,
-): Promise<ForkResult | undefined> {
+async function moveEarlyFork(early: EarlyFork, forked: ForkResult, sessionDir: string): Promise<ForkResult> {
   const childSessionFile = join(sessionDir, basename(forked.childSessionFile));
   try {
     await mkdir(sessionDir, { recursive: true });
-    await link(forked.childSessionFile, childSessionFile);
+    try {
+      await link(forked.childSessionFile, childSessionFile);
+    } catch (error) {
+      if (errorCode(error) !== "EXDEV") throw error;
+      const copy = tempPathBeside(childSessionFile);
+      await copyFile(forked.childSessionFile, copy, constants.COPYFILE_EXCL);
+      try {
+        await link(copy, childSessionFile);
+      } finally {
+        await rm(copy, { force: true });
+      }
+    }
+    await fsyncDirectory(sessionDir);
   } catch (error) {
-    if (errorCode(error) === "EXDEV") return undefined;
     throw new StepFailure("fork", `Could not put the child session into ${sessionDir}: ${errorMessage(error)}`);
   }
   await rm(early.stagingDir, { recursive: true, force: true });
@@ -463,8 +472,8 @@ export class HandoffTransaction {
       }
       if (early.worktreePath === manifest.worktree.path)
         forked = await moveEarlyFork(early, settled.forked, sessionDir.dir);
-      // Not usable there (the worktree is elsewhere, the sessions on another file system): forked anew.
-      if (forked === undefined) await discardEarlyFork(early);
+      // The worktree is elsewhere after all: forked anew there (on this thread, the worker used).
+      else await discardEarlyFork(early);
     }
     if (forked === undefined) {
       try {

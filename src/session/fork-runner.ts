@@ -77,7 +77,8 @@ export class ForkWorker {
     request: ForkRequest,
     options: { onPhase?: (phase: ForkPhase) => void; timeoutMs?: number } = {},
   ): Promise<ForkResult> {
-    if (this.used) return Promise.reject(new ForkError("This fork worker was already used."));
+    // A second fork (a handoff whose early fork could not be used) runs on the caller's thread.
+    if (this.used) return Promise.reject(new ForkWorkerUnavailable("This fork worker was already used."));
     this.used = true;
     const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     return new Promise<ForkResult>((resolve, reject) => {

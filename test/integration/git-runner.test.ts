@@ -4,10 +4,11 @@
  * start a program refused,
  * and the carried patch's size bound.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { runGit } from "../../src/git/runner.ts";
+import { runGit, runGitInEach } from "../../src/git/runner.ts";
 import { CheckoutGit } from "../../src/git/checkout-git.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
 import { isProcessAlive } from "../support/recovery-rig.ts";
@@ -118,5 +119,42 @@ describe("carrying a patch larger than the bound", () => {
     await expect(git.snapshotChanges(repo.root, "tracked")).rejects.toThrow(
       `git diff in ${repo.root} made a patch of more than 0 MiB; that is too much to carry.`,
     );
+  });
+});
+
+describe("runGitInEach", () => {
+  it("ends when git has answered, not when a process git left running lets go of the batch's other pipes", async () => {
+    // A git that starts a lasting process of its own (as git status starts an fsmonitor daemon) with
+    // its standard streams closed, as git does, but every other descriptor it inherited still open.
+    const dir = mkdtempSync(join(tmpdir(), "phw-git-each-"));
+    try {
+      const bin = join(dir, "bin");
+      mkdirSync(bin);
+      const pids = join(dir, "pids");
+      writeFileSync(
+        join(bin, "git"),
+        `#!/bin/sh\nsleep 30 </dev/null >/dev/null 2>&1 &\necho $! >> '${pids}'\nprintf 'answer from %s' "$PWD"\n`,
+        { mode: 0o755 },
+      );
+      const checkouts = ["a", "b", "c"].map((name) => {
+        mkdirSync(join(dir, name));
+        return join(dir, name);
+      });
+      const runs = await runGitInEach(checkouts, ["status"], {
+        timeoutMs: 20_000,
+        env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ""}` },
+        parallel: 3,
+      });
+      expect(runs.map((run) => run && { exitCode: run.exitCode, stdout: run.stdout.toString() })).toEqual(
+        checkouts.map((path) => ({ exitCode: 0, stdout: `answer from ${path}` })),
+      );
+      // Answered while every lasting process still runs: the batch did not wait for them.
+      const started = readFileSync(pids, "utf8").trim().split("\n").map(Number);
+      expect(started).toHaveLength(3);
+      expect(started.every((pid) => isProcessAlive(pid))).toBe(true);
+      for (const pid of started) process.kill(pid, "SIGKILL");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -9,6 +9,7 @@ import {
   readFileSync,
   realpathSync,
   rmSync,
+  statSync,
   writeFileSync,
   mkdirSync,
 } from "node:fs";
@@ -793,6 +794,40 @@ describe("HandoffTransaction", () => {
         "running",
       ]);
     });
+
+    // Sessions on another file system than the store (a custom session dir on another mount):
+    // /dev/shm is a tmpfs beside the temp dir on Linux machines such as CI's.
+    const otherFileSystem = existsSync("/dev/shm") && statSync("/dev/shm").dev !== statSync(realpathSync(tmpdir())).dev;
+    it.runIf(otherFileSystem)(
+      "puts the early fork into a session directory on another file system whole, by a copy beside it",
+      async () => {
+        const sessions = mkdtempSync(join("/dev/shm", "tx-sessions-"));
+        try {
+          mux.onRun = async (_line, startsPi) => {
+            if (!startsPi) return;
+            const details = forks.at(-1)?.message.details;
+            const [entry] = await store.list();
+            const sessionFile = entry?.ok === true ? entry.manifest.child.sessionFile : undefined;
+            if (details === undefined || sessionFile === undefined) throw new Error("no child session recorded");
+            await acknowledgeHandoff({ store, details, sessionFile, pid: 4242, now: () => new Date() });
+          };
+          const base = request();
+          const outcome = await new HandoffTransaction(deps({ fork: forkInto(() => release()) })).run({
+            ...base,
+            parent: { ...base.parent, sessionDir: sessions },
+          });
+          expect(outcome.code, outcome.message).toBe("running");
+          if (outcome.code !== "running") return;
+          expect(outcome.manifest.child.sessionFile).toBe(join(sessions, "2026-12-02T00-00-00-000Z_child.jsonl"));
+          // The file alone: no copy left beside it, and the staging directory gone.
+          expect(readdirSync(sessions)).toEqual(["2026-12-02T00-00-00-000Z_child.jsonl"]);
+          expect(readFileSync(join(sessions, "2026-12-02T00-00-00-000Z_child.jsonl"), "utf8")).toBe("{}\n");
+          expect(existsSync(store.pathFor(outcome.manifest.id).replace(/\.json$/, ".fork"))).toBe(false);
+        } finally {
+          rmSync(sessions, { recursive: true, force: true });
+        }
+      },
+    );
 
     it("leaves no session when the worktree step beside the fork fails: it waits for the fork and removes what it wrote", async () => {
       mux.createResult = { ok: false, code: "worktree_create_failed", message: "git could not add the worktree." };
