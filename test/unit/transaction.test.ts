@@ -251,13 +251,11 @@ describe("HandoffTransaction", () => {
       if (details === undefined) throw new Error("no fork happened");
       // Noted first: the launch may see the acknowledgement in the store before this returns.
       calls.push("ack");
-      await acknowledgeHandoff({
-        store,
-        details,
-        sessionFile: join(dir, "child.jsonl"),
-        pid: 4242,
-        now: () => new Date(),
-      });
+      // The session the manifest names for the child (wherever the fork step put it).
+      const [entry] = await store.list();
+      const sessionFile = entry?.ok === true ? entry.manifest.child.sessionFile : undefined;
+      if (sessionFile === undefined) throw new Error("no child session recorded");
+      await acknowledgeHandoff({ store, details, sessionFile, pid: 4242, now: () => new Date() });
     };
   }
 
@@ -759,16 +757,7 @@ describe("HandoffTransaction", () => {
     }
 
     it("copies the conversation while the worktree is made, beside the manifest, then into the session directory", async () => {
-      mux.onRun = async (_line, startsPi) => {
-        if (!startsPi) return;
-        const details = forks.at(-1)?.message.details;
-        if (details === undefined) throw new Error("no fork happened");
-        calls.push("ack");
-        const [entry] = await store.list();
-        const sessionFile = entry?.ok === true ? entry.manifest.child.sessionFile : undefined;
-        if (sessionFile === undefined) throw new Error("no child session recorded");
-        await acknowledgeHandoff({ store, details, sessionFile, pid: 4242, now: () => new Date() });
-      };
+      childAcknowledgesOnRun();
       // The worktree step goes on only once the fork has run beside it.
       const outcome = await new HandoffTransaction(deps({ fork: forkInto(() => release()) })).run(request());
       expect(outcome.code, outcome.message).toBe("running");
@@ -803,14 +792,7 @@ describe("HandoffTransaction", () => {
       async () => {
         const sessions = mkdtempSync(join("/dev/shm", "tx-sessions-"));
         try {
-          mux.onRun = async (_line, startsPi) => {
-            if (!startsPi) return;
-            const details = forks.at(-1)?.message.details;
-            const [entry] = await store.list();
-            const sessionFile = entry?.ok === true ? entry.manifest.child.sessionFile : undefined;
-            if (details === undefined || sessionFile === undefined) throw new Error("no child session recorded");
-            await acknowledgeHandoff({ store, details, sessionFile, pid: 4242, now: () => new Date() });
-          };
+          childAcknowledgesOnRun();
           const base = request();
           const outcome = await new HandoffTransaction(deps({ fork: forkInto(() => release()) })).run({
             ...base,
