@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 
 /**
  * The suites that exercise process facts end to end (shell wait, probes, recovery's writer check,
@@ -36,6 +36,18 @@ const HERDR_REAL_PASS = [
   "test/integration/parent-watch-herdr.test.ts",
   "test/integration/recovery-herdr.test.ts",
   "test/integration/handoff-setup.test.ts",
+];
+
+/**
+ * The Herdr files whose every scenario both Herdrs show: where the real one is built, they run on
+ * it alone. In the files that also hold what only the double can show, each shared scenario is
+ * registered through `onTheRealHerdrWhenBuilt` (test/support/herdr.ts) instead.
+ */
+const HERDR_SHARED_ONLY = [
+  "test/e2e/launch-herdr-swallow.test.ts",
+  "test/e2e/reboot-restore-herdr.test.ts",
+  "test/integration/herdr-scenarios.test.ts",
+  "test/integration/parent-watch-herdr.test.ts",
 ];
 
 /**
@@ -88,7 +100,16 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: "default", include: ["test/**/*.test.ts"], env: { ...COMPILE_CACHE, ...ZELLIJ_BIN } },
+        test: {
+          name: "default",
+          include: ["test/**/*.test.ts"],
+          exclude: [...configDefaults.exclude, ...(realHerdr === undefined ? [] : HERDR_SHARED_ONLY)],
+          env: {
+            ...COMPILE_CACHE,
+            ...ZELLIJ_BIN,
+            ...(realHerdr === undefined ? {} : { PI_HANDOFF_TEST_HERDR_REAL_PASS: "1" }),
+          },
+        },
       },
       {
         extends: true,

@@ -22,6 +22,7 @@ import {
   asDouble,
   forDoubleOnly,
   HERDR_TARGET,
+  onTheRealHerdrWhenBuilt,
   startFakePi,
   startHerdr,
   withHerdrDouble,
@@ -232,106 +233,116 @@ describe(`HerdrMultiplexer against Herdr (${HERDR_TARGET})`, () => {
     }
   });
 
-  it("waits for the shell's start-up job, then types a hostile line literally: only the intended command runs", async () => {
-    const mux = backend();
-    const { location, worktreePath } = expectCreated(await mux.createWorkspace(request()));
-    const canary = join(worktreePath, "canary");
-    const out = join(worktreePath, "out.txt");
-    const hostile = `$(touch ${canary}); \`touch ${canary}\` ' " \\ ; touch ${canary} && echo *`;
-    const started = Date.now();
-    await readyShell(mux, location);
-    // The double's start-up job holds the foreground for SHELL_DELAY_MS; readiness came after it.
-    expect(Date.now() - started).toBeGreaterThanOrEqual(SHELL_DELAY_MS - 200);
-    expect(await mux.run(location, `printf '%s' ${shellQuote(hostile)} > ${shellQuote(out)}`)).toEqual({ ok: true });
-    const written = await waitFor(() => (existsSync(out) ? readFileSync(out, "utf8") : undefined), {
-      timeoutMs: 10_000,
-      description: "the command's output",
-    });
-    expect(written).toBe(hostile);
-    expect(existsSync(canary)).toBe(false);
-    // A newline would submit half a line: refused, nothing typed.
-    const refused = expectFailure(await mux.run(location, `touch ${canary}\ntouch ${canary}`));
-    expect(refused.code).toBe("invalid_command_line");
-    expectOneSentence(refused.message);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(existsSync(canary)).toBe(false);
-  });
-
-  it("without the wait, the start-up job swallows the line: the race waitForShell exists for is real", async () => {
-    const mux = backend();
-    const { location, worktreePath } = expectCreated(await mux.createWorkspace(request()));
-    const lost = join(worktreePath, "lost");
-    expect(await mux.run(location, `touch ${shellQuote(lost)}`)).toEqual({ ok: true });
-    await readyShell(mux, location);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(existsSync(lost)).toBe(false);
-  });
-
-  it("probes the pane: the foreground process with its realpath cwd and the handoff marker, by exact pid", async () => {
-    const mux = backend();
-    const { location, worktreePath } = expectCreated(await mux.createWorkspace(request()));
-    await readyShell(mux, location);
-    expect(await mux.run(location, `env PI_HANDOFF_ID=probe-marker sleep 30`)).toEqual({ ok: true });
-    const found = await waitFor(
-      async () => {
-        const probed = await mux.probe(location);
-        if (!probed.ok) throw new Error(probed.message);
-        return probed.processes.find((process) => process.name === "sleep");
-      },
-      { timeoutMs: 10_000, description: "the sleep in the pane" },
-    );
-    expect(found).toMatchObject({ name: "sleep", cwd: worktreePath, handoffId: "probe-marker" });
-    expect(readFileSync(`/proc/${found.pid}/comm`, "utf8").trim()).toBe("sleep");
-    const shellOnly = await mux.probe(location);
-    if (!shellOnly.ok) throw new Error(shellOnly.message);
-    expect(
-      shellOnly.processes.filter((process) => process.handoffId === "probe-marker").map((process) => process.pid),
-    ).toEqual([found.pid]);
-    await herdr.herdr(["pane", "send-keys", location.paneId ?? "", "C-c"]);
-  });
-
-  it("focuses the workspace, and tells whether its pane exists", async () => {
-    const mux = backend();
-    const { location } = expectCreated(await mux.createWorkspace(request()));
-    expect(await mux.exists(location)).toBe(true);
-    expect(await mux.focus(location)).toEqual({ ok: true });
-    expect(await workspaceFocused(location.workspaceId ?? "")).toBe(true);
-    expect(await workspaceFocused(parent.workspaceId)).toBe(false);
-    await herdr.result(["workspace", "focus", parent.workspaceId]);
-    await herdr.result(["workspace", "close", location.workspaceId ?? ""]);
-    expect(await mux.exists(location)).toBe(false);
-    expect(
-      await mux.exists({ kind: "herdr", socketPath: herdr.socketPath, workspaceId: location.workspaceId ?? "" }),
-    ).toBe(false);
-    const gone = expectFailure(await mux.focus(location));
-    expect(gone).toEqual({
-      ok: false,
-      code: "workspace_not_found",
-      message: `Herdr workspace ${location.workspaceId} no longer exists.`,
+  onTheRealHerdrWhenBuilt(() => {
+    it("waits for the shell's start-up job, then types a hostile line literally: only the intended command runs", async () => {
+      const mux = backend();
+      const { location, worktreePath } = expectCreated(await mux.createWorkspace(request()));
+      const canary = join(worktreePath, "canary");
+      const out = join(worktreePath, "out.txt");
+      const hostile = `$(touch ${canary}); \`touch ${canary}\` ' " \\ ; touch ${canary} && echo *`;
+      const started = Date.now();
+      await readyShell(mux, location);
+      // The double's start-up job holds the foreground for SHELL_DELAY_MS; readiness came after it.
+      expect(Date.now() - started).toBeGreaterThanOrEqual(SHELL_DELAY_MS - 200);
+      expect(await mux.run(location, `printf '%s' ${shellQuote(hostile)} > ${shellQuote(out)}`)).toEqual({ ok: true });
+      const written = await waitFor(() => (existsSync(out) ? readFileSync(out, "utf8") : undefined), {
+        timeoutMs: 10_000,
+        description: "the command's output",
+      });
+      expect(written).toBe(hostile);
+      expect(existsSync(canary)).toBe(false);
+      // A newline would submit half a line: refused, nothing typed.
+      const refused = expectFailure(await mux.run(location, `touch ${canary}\ntouch ${canary}`));
+      expect(refused.code).toBe("invalid_command_line");
+      expectOneSentence(refused.message);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(existsSync(canary)).toBe(false);
     });
   });
 
-  it("reopens a closed worktree in a new, unfocused workspace whose shell starts in the checkout", async () => {
-    const mux = backend();
-    const wanted = request();
-    const { location, worktreePath } = expectCreated(await mux.createWorkspace(wanted));
-    await herdr.result(["workspace", "close", location.workspaceId ?? ""]);
-    const reopened = await mux.reopenWorkspace({
-      mainCheckout: repo.root,
-      worktreePath,
-      branch: wanted.branch,
-      label: wanted.label,
-      previous: location,
+  onTheRealHerdrWhenBuilt(() => {
+    it("without the wait, the start-up job swallows the line: the race waitForShell exists for is real", async () => {
+      const mux = backend();
+      const { location, worktreePath } = expectCreated(await mux.createWorkspace(request()));
+      const lost = join(worktreePath, "lost");
+      expect(await mux.run(location, `touch ${shellQuote(lost)}`)).toEqual({ ok: true });
+      await readyShell(mux, location);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(existsSync(lost)).toBe(false);
     });
-    if (!reopened.ok) throw new Error(reopened.message);
-    const again = reopened.location;
-    if (again.kind !== "herdr") throw new Error("expected a Herdr location");
-    expect(again.workspaceId).not.toBe(location.workspaceId);
-    expect(await workspaceFocused(again.workspaceId ?? "")).toBe(false);
-    await readyShell(mux, again);
-    const probed = await mux.probe(again);
-    if (!probed.ok) throw new Error(probed.message);
-    expect(probed.processes.map((process) => process.cwd)).toContain(worktreePath);
+  });
+
+  onTheRealHerdrWhenBuilt(() => {
+    it("probes the pane: the foreground process with its realpath cwd and the handoff marker, by exact pid", async () => {
+      const mux = backend();
+      const { location, worktreePath } = expectCreated(await mux.createWorkspace(request()));
+      await readyShell(mux, location);
+      expect(await mux.run(location, `env PI_HANDOFF_ID=probe-marker sleep 30`)).toEqual({ ok: true });
+      const found = await waitFor(
+        async () => {
+          const probed = await mux.probe(location);
+          if (!probed.ok) throw new Error(probed.message);
+          return probed.processes.find((process) => process.name === "sleep");
+        },
+        { timeoutMs: 10_000, description: "the sleep in the pane" },
+      );
+      expect(found).toMatchObject({ name: "sleep", cwd: worktreePath, handoffId: "probe-marker" });
+      expect(readFileSync(`/proc/${found.pid}/comm`, "utf8").trim()).toBe("sleep");
+      const shellOnly = await mux.probe(location);
+      if (!shellOnly.ok) throw new Error(shellOnly.message);
+      expect(
+        shellOnly.processes.filter((process) => process.handoffId === "probe-marker").map((process) => process.pid),
+      ).toEqual([found.pid]);
+      await herdr.herdr(["pane", "send-keys", location.paneId ?? "", "C-c"]);
+    });
+  });
+
+  onTheRealHerdrWhenBuilt(() => {
+    it("focuses the workspace, and tells whether its pane exists", async () => {
+      const mux = backend();
+      const { location } = expectCreated(await mux.createWorkspace(request()));
+      expect(await mux.exists(location)).toBe(true);
+      expect(await mux.focus(location)).toEqual({ ok: true });
+      expect(await workspaceFocused(location.workspaceId ?? "")).toBe(true);
+      expect(await workspaceFocused(parent.workspaceId)).toBe(false);
+      await herdr.result(["workspace", "focus", parent.workspaceId]);
+      await herdr.result(["workspace", "close", location.workspaceId ?? ""]);
+      expect(await mux.exists(location)).toBe(false);
+      expect(
+        await mux.exists({ kind: "herdr", socketPath: herdr.socketPath, workspaceId: location.workspaceId ?? "" }),
+      ).toBe(false);
+      const gone = expectFailure(await mux.focus(location));
+      expect(gone).toEqual({
+        ok: false,
+        code: "workspace_not_found",
+        message: `Herdr workspace ${location.workspaceId} no longer exists.`,
+      });
+    });
+  });
+
+  onTheRealHerdrWhenBuilt(() => {
+    it("reopens a closed worktree in a new, unfocused workspace whose shell starts in the checkout", async () => {
+      const mux = backend();
+      const wanted = request();
+      const { location, worktreePath } = expectCreated(await mux.createWorkspace(wanted));
+      await herdr.result(["workspace", "close", location.workspaceId ?? ""]);
+      const reopened = await mux.reopenWorkspace({
+        mainCheckout: repo.root,
+        worktreePath,
+        branch: wanted.branch,
+        label: wanted.label,
+        previous: location,
+      });
+      if (!reopened.ok) throw new Error(reopened.message);
+      const again = reopened.location;
+      if (again.kind !== "herdr") throw new Error("expected a Herdr location");
+      expect(again.workspaceId).not.toBe(location.workspaceId);
+      expect(await workspaceFocused(again.workspaceId ?? "")).toBe(false);
+      await readyShell(mux, again);
+      const probed = await mux.probe(again);
+      if (!probed.ok) throw new Error(probed.message);
+      expect(probed.processes.map((process) => process.cwd)).toContain(worktreePath);
+    });
   });
 
   it("removes a worktree: refuses a dirty one without force, keeps the branch, reopens a closed workspace first (#4317)", async () => {
@@ -388,38 +399,42 @@ describe(`HerdrMultiplexer against Herdr (${HERDR_TARGET})`, () => {
     });
   });
 
-  it("waitForShell gives up on a pane that is gone", async () => {
-    const mux = backend();
-    const missing: HerdrLocation = {
-      kind: "herdr",
-      socketPath: herdr.socketPath,
-      workspaceId: "w99",
-      paneId: "w99:p1",
-    };
-    const gone = expectFailure(await mux.waitForShell(missing, { timeoutMs: 5_000 }));
-    expect(gone.code).toBe("pane_not_found");
+  onTheRealHerdrWhenBuilt(() => {
+    it("waitForShell gives up on a pane that is gone", async () => {
+      const mux = backend();
+      const missing: HerdrLocation = {
+        kind: "herdr",
+        socketPath: herdr.socketPath,
+        workspaceId: "w99",
+        paneId: "w99:p1",
+      };
+      const gone = expectFailure(await mux.waitForShell(missing, { timeoutMs: 5_000 }));
+      expect(gone.code).toBe("pane_not_found");
+    });
   });
 
-  it("no server: createWorkspace fails with server_not_running, and the detector refuses in one sentence before anything", async () => {
-    const socket = join(repo.dir, "stopped", "herdr.sock");
-    const env = { ...herdr.serverEnv, HERDR_ENV: "1", HERDR_SOCKET_PATH: socket, HERDR_BIN_PATH: herdr.binPath };
-    const failed = expectFailure(await HerdrMultiplexer.fromEnvironment(env).createWorkspace(request()));
-    expect(failed.code).toBe("server_not_running");
-    const git = new SimpleGitPort({ env: repo.env });
-    const refused = await selectMultiplexer(undefined, { ...env, PI_HANDOFF_HERDR_PING_TIMEOUT_MS: "30000" }, git);
-    expect(refused).toEqual({
-      ok: false,
-      message: `Herdr's server is not running at ${socket}; start Herdr (or hand off with --mux tmux from a tmux pane), then try again.`,
-    });
-    const missingBinary = await selectMultiplexer(
-      "herdr",
-      { ...env, HERDR_BIN_PATH: "", PATH: join(repo.dir, "empty-bin") },
-      git,
-    );
-    expect(missingBinary).toEqual({
-      ok: false,
-      message:
-        "The herdr executable was not found ($HERDR_BIN_PATH is unset and herdr is not on PATH); install Herdr or hand off with --mux tmux.",
+  onTheRealHerdrWhenBuilt(() => {
+    it("no server: createWorkspace fails with server_not_running, and the detector refuses in one sentence before anything", async () => {
+      const socket = join(repo.dir, "stopped", "herdr.sock");
+      const env = { ...herdr.serverEnv, HERDR_ENV: "1", HERDR_SOCKET_PATH: socket, HERDR_BIN_PATH: herdr.binPath };
+      const failed = expectFailure(await HerdrMultiplexer.fromEnvironment(env).createWorkspace(request()));
+      expect(failed.code).toBe("server_not_running");
+      const git = new SimpleGitPort({ env: repo.env });
+      const refused = await selectMultiplexer(undefined, { ...env, PI_HANDOFF_HERDR_PING_TIMEOUT_MS: "30000" }, git);
+      expect(refused).toEqual({
+        ok: false,
+        message: `Herdr's server is not running at ${socket}; start Herdr (or hand off with --mux tmux from a tmux pane), then try again.`,
+      });
+      const missingBinary = await selectMultiplexer(
+        "herdr",
+        { ...env, HERDR_BIN_PATH: "", PATH: join(repo.dir, "empty-bin") },
+        git,
+      );
+      expect(missingBinary).toEqual({
+        ok: false,
+        message:
+          "The herdr executable was not found ($HERDR_BIN_PATH is unset and herdr is not on PATH); install Herdr or hand off with --mux tmux.",
+      });
     });
   });
 
@@ -600,32 +615,34 @@ describe(`HerdrMultiplexer against Herdr (${HERDR_TARGET})`, () => {
     });
   });
 
-  it("detection: --mux first, then HERDR_ENV=1 (even with a leaked $TMUX), then $TMUX; recovery finds the Herdr backend from a location", async () => {
-    const git = new SimpleGitPort({ env: repo.env });
-    const inHerdr = {
-      ...herdr.serverEnv,
-      HERDR_ENV: "1",
-      HERDR_SOCKET_PATH: herdr.socketPath,
-      HERDR_BIN_PATH: herdr.binPath,
-      TMUX: "/tmp/leaked,1,0",
-      TMUX_PANE: "%1",
-    };
-    // The double's client is a Node script, far slower to start than Herdr's own on a loaded
-    // machine: the ping's bound is not what this test is about.
-    const chosen = await selectMultiplexer(undefined, { ...inHerdr, PI_HANDOFF_HERDR_PING_TIMEOUT_MS: "30000" }, git);
-    expect(chosen.ok ? chosen.mux.kind : chosen.message).toBe("herdr");
-    // --mux tmux asks tmux: here the leaked $TMUX names a socket no server listens on.
-    const explicit = await selectMultiplexer("tmux", inHerdr, git);
-    expect(explicit.ok ? explicit.mux.kind : explicit.message).toBe(
-      "No tmux server is running at /tmp/leaked (the socket $TMUX names); start Pi in a pane of a running tmux, then try again.",
-    );
-    const owner = muxForLocation(
-      { kind: "herdr", socketPath: herdr.socketPath, paneId: parent.paneId },
-      { env: { PATH: herdr.clientEnv.PATH, HERDR_BIN_PATH: herdr.binPath }, git },
-    );
-    if (!owner.ok) throw new Error(owner.message);
-    expect(owner.mux.kind).toBe("herdr");
-    expect(await owner.mux.exists({ kind: "herdr", socketPath: herdr.socketPath, paneId: parent.paneId })).toBe(true);
+  onTheRealHerdrWhenBuilt(() => {
+    it("detection: --mux first, then HERDR_ENV=1 (even with a leaked $TMUX), then $TMUX; recovery finds the Herdr backend from a location", async () => {
+      const git = new SimpleGitPort({ env: repo.env });
+      const inHerdr = {
+        ...herdr.serverEnv,
+        HERDR_ENV: "1",
+        HERDR_SOCKET_PATH: herdr.socketPath,
+        HERDR_BIN_PATH: herdr.binPath,
+        TMUX: "/tmp/leaked,1,0",
+        TMUX_PANE: "%1",
+      };
+      // The double's client is a Node script, far slower to start than Herdr's own on a loaded
+      // machine: the ping's bound is not what this test is about.
+      const chosen = await selectMultiplexer(undefined, { ...inHerdr, PI_HANDOFF_HERDR_PING_TIMEOUT_MS: "30000" }, git);
+      expect(chosen.ok ? chosen.mux.kind : chosen.message).toBe("herdr");
+      // --mux tmux asks tmux: here the leaked $TMUX names a socket no server listens on.
+      const explicit = await selectMultiplexer("tmux", inHerdr, git);
+      expect(explicit.ok ? explicit.mux.kind : explicit.message).toBe(
+        "No tmux server is running at /tmp/leaked (the socket $TMUX names); start Pi in a pane of a running tmux, then try again.",
+      );
+      const owner = muxForLocation(
+        { kind: "herdr", socketPath: herdr.socketPath, paneId: parent.paneId },
+        { env: { PATH: herdr.clientEnv.PATH, HERDR_BIN_PATH: herdr.binPath }, git },
+      );
+      if (!owner.ok) throw new Error(owner.message);
+      expect(owner.mux.kind).toBe("herdr");
+      expect(await owner.mux.exists({ kind: "herdr", socketPath: herdr.socketPath, paneId: parent.paneId })).toBe(true);
+    });
   });
 });
 
@@ -668,27 +685,29 @@ describe("HerdrMultiplexer as Herdr's source behaves (issue 14, 16.3)", () => {
     expect(existsSync(canary)).toBe(false);
   });
 
-  it("a moved pane is open under its new ids, and the old id still answers through its alias", async () => {
-    const mux = backend();
-    const { location } = expectCreated(await mux.createWorkspace(request()));
-    const moved = (await herdr.result(["pane", "move", location.paneId ?? "", "--new-workspace"])).move_result as {
-      pane: { pane_id: string; tab_id: string; workspace_id: string };
-    };
-    expect(moved.pane.pane_id).not.toBe(location.paneId);
-    const state = await mux.workspaceState(location);
-    expect(state).toEqual({
-      code: "open",
-      location: {
-        kind: "herdr",
-        socketPath: herdr.socketPath,
-        workspaceId: moved.pane.workspace_id,
-        tabId: moved.pane.tab_id,
-        paneId: moved.pane.pane_id,
-      },
+  onTheRealHerdrWhenBuilt(() => {
+    it("a moved pane is open under its new ids, and the old id still answers through its alias", async () => {
+      const mux = backend();
+      const { location } = expectCreated(await mux.createWorkspace(request()));
+      const moved = (await herdr.result(["pane", "move", location.paneId ?? "", "--new-workspace"])).move_result as {
+        pane: { pane_id: string; tab_id: string; workspace_id: string };
+      };
+      expect(moved.pane.pane_id).not.toBe(location.paneId);
+      const state = await mux.workspaceState(location);
+      expect(state).toEqual({
+        code: "open",
+        location: {
+          kind: "herdr",
+          socketPath: herdr.socketPath,
+          workspaceId: moved.pane.workspace_id,
+          tabId: moved.pane.tab_id,
+          paneId: moved.pane.pane_id,
+        },
+      });
+      expect(await mux.exists(location)).toBe(true);
+      if (state.code !== "open" || state.location === undefined) throw new Error("expected the new location");
+      expect(await mux.workspaceState(state.location)).toEqual({ code: "open" });
     });
-    expect(await mux.exists(location)).toBe(true);
-    if (state.code !== "open" || state.location === undefined) throw new Error("expected the new location");
-    expect(await mux.workspaceState(state.location)).toEqual({ code: "open" });
   });
 
   it("never uses this Pi's own workspace, nor the repository's workspace that Herdr names for the worktree (#4293)", async () => {
@@ -882,25 +901,27 @@ describe("HerdrMultiplexer as Herdr's source behaves (issue 14, 16.3)", () => {
     );
   });
 
-  it("a create the CLI gave up on completes late in the server: reconciled through worktree list into its workspace", async () => {
-    const wanted = request();
-    const restore = slowNextCreate(4_000);
-    let made: { location: HerdrLocation; worktreePath: string };
-    try {
-      made = expectCreated(
-        await backend({ worktreeTimeoutMs: 2_000, lateCompletionMs: 20_000 }).createWorkspace(wanted),
-      );
-    } finally {
-      restore();
-    }
-    const { location, worktreePath } = made;
-    expect(worktreePath).toBe(realpathSync(wanted.worktreePath));
-    const listed = (await herdr.result(["worktree", "list", "--cwd", repo.root])).worktrees as {
-      path: string;
-      open_workspace_id?: string;
-    }[];
-    expect(listed.find((entry) => entry.path === wanted.worktreePath)?.open_workspace_id).toBe(location.workspaceId);
-    expect(repo.run(["rev-parse", "HEAD"], { cwd: worktreePath })).toBe(baseSha);
+  onTheRealHerdrWhenBuilt(() => {
+    it("a create the CLI gave up on completes late in the server: reconciled through worktree list into its workspace", async () => {
+      const wanted = request();
+      const restore = slowNextCreate(4_000);
+      let made: { location: HerdrLocation; worktreePath: string };
+      try {
+        made = expectCreated(
+          await backend({ worktreeTimeoutMs: 2_000, lateCompletionMs: 20_000 }).createWorkspace(wanted),
+        );
+      } finally {
+        restore();
+      }
+      const { location, worktreePath } = made;
+      expect(worktreePath).toBe(realpathSync(wanted.worktreePath));
+      const listed = (await herdr.result(["worktree", "list", "--cwd", repo.root])).worktrees as {
+        path: string;
+        open_workspace_id?: string;
+      }[];
+      expect(listed.find((entry) => entry.path === wanted.worktreePath)?.open_workspace_id).toBe(location.workspaceId);
+      expect(repo.run(["rev-parse", "HEAD"], { cwd: worktreePath })).toBe(baseSha);
+    });
   });
 
   it("worktree_operation_in_progress means the earlier create still runs: the list is watched until it finishes", async () => {

@@ -22,7 +22,14 @@ import type { Manifest } from "../../src/manifest/schema.ts";
 import { formatReport } from "../../src/recovery/format.ts";
 import { relaunchHandoff } from "../../src/recovery/relaunch.ts";
 import { describeRemovalPlan, removeHandoff, type RemovalPlan } from "../../src/recovery/remove.ts";
-import { asDouble, forDoubleOnly, HERDR_TARGET, type HerdrCall, type HerdrServer } from "../support/herdr.ts";
+import {
+  asDouble,
+  forDoubleOnly,
+  HERDR_TARGET,
+  onTheRealHerdrWhenBuilt,
+  type HerdrCall,
+  type HerdrServer,
+} from "../support/herdr.ts";
 import { NODE_BIN, PROJECT_ROOT } from "../support/pi.ts";
 import * as ladder from "../support/recovery-ladder.ts";
 import {
@@ -301,9 +308,13 @@ forDoubleOnly(() => {
 });
 
 describe(`the inventory on real states (Herdr, ${HERDR_TARGET})`, () => {
-  it("follows one handoff through every state a person can leave it in", () => ladder.walkStateLadder(rig, herdr));
+  onTheRealHerdrWhenBuilt(() => {
+    it("follows one handoff through every state a person can leave it in", () => ladder.walkStateLadder(rig, herdr));
+  });
 
-  it("names the step of a handoff that failed or was never confirmed", () => ladder.nameFailedSteps(rig, herdr));
+  onTheRealHerdrWhenBuilt(() => {
+    it("names the step of a handoff that failed or was never confirmed", () => ladder.nameFailedSteps(rig, herdr));
+  });
 
   // An injected fault (a pty Herdr could not spawn): the double's.
   forDoubleOnly(() => {
@@ -333,153 +344,159 @@ describe(`the inventory on real states (Herdr, ${HERDR_TARGET})`, () => {
   });
 });
 
-describe("a Herdr server that does not answer", () => {
-  it("is reported as unknown, not as a closed workspace; relaunch and remove change nothing and say why", async () => {
-    const manifest = runningManifest(await rig.handoff("feat/server-down", { focus: false }));
-    await killAndWait(manifest.child.pid ?? 0);
-    // As if the handoff had been made on a Herdr server that is not running now.
-    const socket = join(rig.repo.dir, "stopped-herdr", "herdr.sock");
-    await rig.store.update(manifest.id, (m) => {
-      if (m.mux.kind === "herdr") m.mux.socketPath = socket;
-    });
-    const before = readFileSync(rig.store.pathFor(manifest.id), "utf8");
-    const down = `The Herdr server is not running: no herdr server is running at ${socket}; run \`herdr\` to start or attach it.`;
+onTheRealHerdrWhenBuilt(() => {
+  describe("a Herdr server that does not answer", () => {
+    it("is reported as unknown, not as a closed workspace; relaunch and remove change nothing and say why", async () => {
+      const manifest = runningManifest(await rig.handoff("feat/server-down", { focus: false }));
+      await killAndWait(manifest.child.pid ?? 0);
+      // As if the handoff had been made on a Herdr server that is not running now.
+      const socket = join(rig.repo.dir, "stopped-herdr", "herdr.sock");
+      await rig.store.update(manifest.id, (m) => {
+        if (m.mux.kind === "herdr") m.mux.socketPath = socket;
+      });
+      const before = readFileSync(rig.store.pathFor(manifest.id), "utf8");
+      const down = `The Herdr server is not running: no herdr server is running at ${socket}; run \`herdr\` to start or attach it.`;
 
-    const report = await ladder.judge(rig.recoveryDeps(), manifest.id);
-    expect(report.workspace).toEqual({ code: "unknown", message: `Could not see the handoff's window: ${down}` });
-    expect(report.problems).toEqual([`Could not see the handoff's window: ${down}`]);
+      const report = await ladder.judge(rig.recoveryDeps(), manifest.id);
+      expect(report.workspace).toEqual({ code: "unknown", message: `Could not see the handoff's window: ${down}` });
+      expect(report.problems).toEqual([`Could not see the handoff's window: ${down}`]);
 
-    const relaunched = await relaunchHandoff(rig.relaunchDeps(), manifest.id, { focus: false });
-    expect(relaunched).toEqual({
-      code: "refused",
-      reason: "workspace_unknown",
-      message: `Handoff ${manifest.id} was not relaunched: Could not see the handoff's window: ${down.replace(/\.$/, "")}; try again once the herdr server answers.`,
+      const relaunched = await relaunchHandoff(rig.relaunchDeps(), manifest.id, { focus: false });
+      expect(relaunched).toEqual({
+        code: "refused",
+        reason: "workspace_unknown",
+        message: `Handoff ${manifest.id} was not relaunched: Could not see the handoff's window: ${down.replace(/\.$/, "")}; try again once the herdr server answers.`,
+      });
+      const removal = await remove(manifest.id);
+      expect(removal.outcome).toMatchObject({
+        code: "failed",
+        message: `${down} Handoff ${manifest.id} was not removed.`,
+      });
+      expect(readFileSync(rig.store.pathFor(manifest.id), "utf8")).toBe(before);
+      expect(existsSync(manifest.worktree.path)).toBe(true);
     });
-    const removal = await remove(manifest.id);
-    expect(removal.outcome).toMatchObject({
-      code: "failed",
-      message: `${down} Handoff ${manifest.id} was not removed.`,
-    });
-    expect(readFileSync(rig.store.pathFor(manifest.id), "utf8")).toBe(before);
-    expect(existsSync(manifest.worktree.path)).toBe(true);
   });
 });
 
-describe("focus on Herdr", () => {
-  it("pi-handoff focus <branch> focuses the handoff's workspace through Herdr", async () => {
-    const manifest = runningManifest(await rig.handoff("feat/focus", { focus: false }));
-    const { workspaceId, paneId } = herdrLocation(manifest);
-    const other = await rig.herdr.openWorkspace(rig.repo.dir, "elsewhere");
-    expect((await workspaces()).find((ws) => ws.workspace_id === workspaceId)?.focused).toBe(false);
-    // While another command acts on the handoff, focus answers at once and switches nothing.
-    const busy = await rig.store.withActionLock(manifest.id, "relaunch", () =>
-      focusHandoff({ ...rig.recoveryDeps(), store: rig.store }, manifest.id),
-    );
-    expect(busy).toMatchObject({ ok: false, code: "busy" });
-    expect(busy.message).toMatch(
-      new RegExp(`^Handoff ${manifest.id} is busy: process ${process.pid} is relaunching it`),
-    );
-    expect((await workspaces()).find((ws) => ws.workspace_id === workspaceId)?.focused).toBe(false);
-    const run = cli(["focus", "feat/focus"]);
-    expect(run).toEqual({
-      status: 0,
-      stdout: `Switched to handoff ${manifest.id}: Herdr workspace ${workspaceId} (pane ${paneId}).\n`,
-      stderr: "",
+onTheRealHerdrWhenBuilt(() => {
+  describe("focus on Herdr", () => {
+    it("pi-handoff focus <branch> focuses the handoff's workspace through Herdr", async () => {
+      const manifest = runningManifest(await rig.handoff("feat/focus", { focus: false }));
+      const { workspaceId, paneId } = herdrLocation(manifest);
+      const other = await rig.herdr.openWorkspace(rig.repo.dir, "elsewhere");
+      expect((await workspaces()).find((ws) => ws.workspace_id === workspaceId)?.focused).toBe(false);
+      // While another command acts on the handoff, focus answers at once and switches nothing.
+      const busy = await rig.store.withActionLock(manifest.id, "relaunch", () =>
+        focusHandoff({ ...rig.recoveryDeps(), store: rig.store }, manifest.id),
+      );
+      expect(busy).toMatchObject({ ok: false, code: "busy" });
+      expect(busy.message).toMatch(
+        new RegExp(`^Handoff ${manifest.id} is busy: process ${process.pid} is relaunching it`),
+      );
+      expect((await workspaces()).find((ws) => ws.workspace_id === workspaceId)?.focused).toBe(false);
+      const run = cli(["focus", "feat/focus"]);
+      expect(run).toEqual({
+        status: 0,
+        stdout: `Switched to handoff ${manifest.id}: Herdr workspace ${workspaceId} (pane ${paneId}).\n`,
+        stderr: "",
+      });
+      expect((await workspaces()).find((ws) => ws.workspace_id === workspaceId)?.focused).toBe(true);
+      await killAndWait(manifest.child.pid ?? 0);
+      await rig.herdr.result(["workspace", "close", other.workspaceId]);
     });
-    expect((await workspaces()).find((ws) => ws.workspace_id === workspaceId)?.focused).toBe(true);
-    await killAndWait(manifest.child.pid ?? 0);
-    await rig.herdr.result(["workspace", "close", other.workspaceId]);
   });
 });
 
-describe("relaunch on Herdr", () => {
-  it("refuses while the child lives (by pid), relaunches in its workspace after it died", () =>
-    ladder.relaunchAfterTheChildDied(rig, herdr));
+onTheRealHerdrWhenBuilt(() => {
+  describe("relaunch on Herdr", () => {
+    it("refuses while the child lives (by pid), relaunches in its workspace after it died", () =>
+      ladder.relaunchAfterTheChildDied(rig, herdr));
 
-  it("reopens a closed workspace with `worktree open`, then launches and confirms there", () =>
-    ladder.relaunchIntoAReopenedWindow(rig, herdr));
+    it("reopens a closed workspace with `worktree open`, then launches and confirms there", () =>
+      ladder.relaunchIntoAReopenedWindow(rig, herdr));
 
-  it("treats a Pi that Herdr re-ran on the session after a restart as the writer, with or without the marker", async () => {
-    const manifest = runningManifest(await rig.handoff("feat/restarted", { focus: false }));
-    const old = herdrLocation(manifest);
-    const childFile = manifest.child.sessionFile ?? "";
-    const worktree = manifest.worktree.path;
-    // The server goes down (the child with it); on restart Herdr restores the workspace (under its
-    // name, and a new id here) and re-runs `pi --session <file>` in it: without the handoff's
-    // marker, and without the flags that loaded this extension, so nothing acknowledges.
-    await closeWorkspace(old.workspaceId, manifest.child.pid);
-    const restored = (await rig.herdr.result([
-      "worktree",
-      "open",
-      "--cwd",
-      rig.repo.root,
-      "--path",
-      worktree,
-      "--label",
-      "feat/restarted",
-      "--no-focus",
-    ])) as {
-      root_pane: { pane_id: string };
-      workspace: { workspace_id: string };
-    };
-    const restoredPane = restored.root_pane.pane_id;
-    const rerun = (extra: string): string =>
-      `${extra}${shellQuote(NODE_BIN)} ${shellQuote(STAND_IN_PI)} --session ${shellQuote(childFile)}`;
-    await rig.herdr.herdr(["pane", "run", restoredPane, rerun("STAND_IN_PI_NO_ACK=1 ")]);
-    const rerunPid = await waitFor(() => ladder.piProcessesIn(worktree)[0], {
-      timeoutMs: 15_000,
-      description: "the re-run Pi",
+    it("treats a Pi that Herdr re-ran on the session after a restart as the writer, with or without the marker", async () => {
+      const manifest = runningManifest(await rig.handoff("feat/restarted", { focus: false }));
+      const old = herdrLocation(manifest);
+      const childFile = manifest.child.sessionFile ?? "";
+      const worktree = manifest.worktree.path;
+      // The server goes down (the child with it); on restart Herdr restores the workspace (under its
+      // name, and a new id here) and re-runs `pi --session <file>` in it: without the handoff's
+      // marker, and without the flags that loaded this extension, so nothing acknowledges.
+      await closeWorkspace(old.workspaceId, manifest.child.pid);
+      const restored = (await rig.herdr.result([
+        "worktree",
+        "open",
+        "--cwd",
+        rig.repo.root,
+        "--path",
+        worktree,
+        "--label",
+        "feat/restarted",
+        "--no-focus",
+      ])) as {
+        root_pane: { pane_id: string };
+        workspace: { workspace_id: string };
+      };
+      const restoredPane = restored.root_pane.pane_id;
+      const rerun = (extra: string): string =>
+        `${extra}${shellQuote(NODE_BIN)} ${shellQuote(STAND_IN_PI)} --session ${shellQuote(childFile)}`;
+      await rig.herdr.herdr(["pane", "run", restoredPane, rerun("STAND_IN_PI_NO_ACK=1 ")]);
+      const rerunPid = await waitFor(() => ladder.piProcessesIn(worktree)[0], {
+        timeoutMs: 15_000,
+        description: "the re-run Pi",
+      });
+      expect(environOf(rerunPid).some((line) => line.startsWith("PI_HANDOFF_ID="))).toBe(false);
+
+      const manifestPath = rig.store.pathFor(manifest.id);
+      const before = readFileSync(manifestPath, "utf8");
+      let report = await ladder.judge(rig.recoveryDeps(), manifest.id);
+      expect(report.status).toEqual({ code: "child_running", writers: [{ pid: rerunPid, evidence: ["cwd"] }] });
+      // The recorded pane went with the old workspace; the restored one is not the handoff's record.
+      expect(report.workspace).toEqual({ code: "closed" });
+      expect(report.actions).toEqual([]);
+
+      const refused = await relaunchHandoff(rig.relaunchDeps(), manifest.id, { focus: false });
+      expect(refused).toMatchObject({ code: "refused", reason: "child_running" });
+      expect(refused.message).toContain(`(pid ${rerunPid})`);
+      const removal = await remove(manifest.id, { force: true });
+      expect(removal.outcome).toMatchObject({ code: "refused", reason: "child_running" });
+      expect(readFileSync(manifestPath, "utf8")).toBe(before);
+      expect(ladder.piProcessesIn(worktree)).toEqual([rerunPid]);
+      expect(existsSync(worktree)).toBe(true);
+
+      // With this extension installed for every Pi, the re-run Pi acknowledges: its pid is recorded.
+      await killAndWait(rerunPid);
+      await rig.herdr.herdr(["pane", "run", restoredPane, rerun("")]);
+      const ackedPid = await waitFor(
+        async () => {
+          const current = await rig.read(manifest.id);
+          return current.child.pid !== manifest.child.pid && current.child.pid !== rerunPid
+            ? current.child.pid
+            : undefined;
+        },
+        { timeoutMs: 15_000, description: "the re-run Pi's acknowledgement" },
+      );
+      report = await ladder.judge(rig.recoveryDeps(), manifest.id);
+      expect(report.status).toEqual({
+        code: "child_running",
+        writers: [{ pid: ackedPid, evidence: ["recorded_pid", "cwd"] }],
+      });
+      expect((await relaunchHandoff(rig.relaunchDeps(), manifest.id, { focus: false })).code).toBe("refused");
+
+      // Once it is gone, relaunch reuses the restored workspace (`worktree open` says it is already
+      // open) rather than opening a second one.
+      await killAndWait(ackedPid);
+      const relaunched = await relaunchHandoff(rig.relaunchDeps(), manifest.id, { focus: false });
+      expect(relaunched.code).toBe("running");
+      if (relaunched.code !== "running") return;
+      expect(herdrLocation(relaunched.manifest)).toMatchObject({
+        workspaceId: restored.workspace.workspace_id,
+        paneId: restoredPane,
+      });
+      expect(await workspacesOf(worktree)).toEqual([restored.workspace.workspace_id]);
+      await killAndWait(relaunched.manifest.child.pid ?? 0);
     });
-    expect(environOf(rerunPid).some((line) => line.startsWith("PI_HANDOFF_ID="))).toBe(false);
-
-    const manifestPath = rig.store.pathFor(manifest.id);
-    const before = readFileSync(manifestPath, "utf8");
-    let report = await ladder.judge(rig.recoveryDeps(), manifest.id);
-    expect(report.status).toEqual({ code: "child_running", writers: [{ pid: rerunPid, evidence: ["cwd"] }] });
-    // The recorded pane went with the old workspace; the restored one is not the handoff's record.
-    expect(report.workspace).toEqual({ code: "closed" });
-    expect(report.actions).toEqual([]);
-
-    const refused = await relaunchHandoff(rig.relaunchDeps(), manifest.id, { focus: false });
-    expect(refused).toMatchObject({ code: "refused", reason: "child_running" });
-    expect(refused.message).toContain(`(pid ${rerunPid})`);
-    const removal = await remove(manifest.id, { force: true });
-    expect(removal.outcome).toMatchObject({ code: "refused", reason: "child_running" });
-    expect(readFileSync(manifestPath, "utf8")).toBe(before);
-    expect(ladder.piProcessesIn(worktree)).toEqual([rerunPid]);
-    expect(existsSync(worktree)).toBe(true);
-
-    // With this extension installed for every Pi, the re-run Pi acknowledges: its pid is recorded.
-    await killAndWait(rerunPid);
-    await rig.herdr.herdr(["pane", "run", restoredPane, rerun("")]);
-    const ackedPid = await waitFor(
-      async () => {
-        const current = await rig.read(manifest.id);
-        return current.child.pid !== manifest.child.pid && current.child.pid !== rerunPid
-          ? current.child.pid
-          : undefined;
-      },
-      { timeoutMs: 15_000, description: "the re-run Pi's acknowledgement" },
-    );
-    report = await ladder.judge(rig.recoveryDeps(), manifest.id);
-    expect(report.status).toEqual({
-      code: "child_running",
-      writers: [{ pid: ackedPid, evidence: ["recorded_pid", "cwd"] }],
-    });
-    expect((await relaunchHandoff(rig.relaunchDeps(), manifest.id, { focus: false })).code).toBe("refused");
-
-    // Once it is gone, relaunch reuses the restored workspace (`worktree open` says it is already
-    // open) rather than opening a second one.
-    await killAndWait(ackedPid);
-    const relaunched = await relaunchHandoff(rig.relaunchDeps(), manifest.id, { focus: false });
-    expect(relaunched.code).toBe("running");
-    if (relaunched.code !== "running") return;
-    expect(herdrLocation(relaunched.manifest)).toMatchObject({
-      workspaceId: restored.workspace.workspace_id,
-      paneId: restoredPane,
-    });
-    expect(await workspacesOf(worktree)).toEqual([restored.workspace.workspace_id]);
-    await killAndWait(relaunched.manifest.child.pid ?? 0);
   });
 });
 
@@ -543,28 +560,30 @@ describe("remove on Herdr never loses a file or a commit without --force", () =>
     );
   });
 
-  it("refuses unmerged commits; with --force --delete-branch the commit stays on the kept branch", async () => {
-    const manifest = runningManifest(await rig.handoff("rm/unmerged", { focus: false }));
-    await killAndWait(manifest.child.pid ?? 0);
-    const tip = rig.repo.commitFile("feature.txt", "feature\n", "add the feature", { cwd: manifest.worktree.path });
+  onTheRealHerdrWhenBuilt(() => {
+    it("refuses unmerged commits; with --force --delete-branch the commit stays on the kept branch", async () => {
+      const manifest = runningManifest(await rig.handoff("rm/unmerged", { focus: false }));
+      await killAndWait(manifest.child.pid ?? 0);
+      const tip = rig.repo.commitFile("feature.txt", "feature\n", "add the feature", { cwd: manifest.worktree.path });
 
-    const refused = await remove(manifest.id, { deleteBranch: true });
-    expect(refused.outcome).toMatchObject({ code: "refused", reason: "needs_force" });
-    expect(refused.outcome.message).toContain("has 1 commit not merged into HEAD; nothing was removed");
-    expect(existsSync(manifest.worktree.path)).toBe(true);
+      const refused = await remove(manifest.id, { deleteBranch: true });
+      expect(refused.outcome).toMatchObject({ code: "refused", reason: "needs_force" });
+      expect(refused.outcome.message).toContain("has 1 commit not merged into HEAD; nothing was removed");
+      expect(existsSync(manifest.worktree.path)).toBe(true);
 
-    const forced = await remove(manifest.id, { force: true, deleteBranch: true });
-    expect(forced.outcome.code).toBe("removed");
-    expect(forced.shown).toContain(
-      "Branch rm/unmerged would be kept: it has 1 unmerged commit, and an unmerged branch is never deleted, even with --force.",
-    );
-    expect(existsSync(manifest.worktree.path)).toBe(false);
-    expect(rig.repo.run(["rev-parse", "refs/heads/rm/unmerged"])).toBe(tip);
-    expect((await rig.read(manifest.id)).gitState).toMatchObject({
-      head: tip,
-      dirtyFiles: [],
-      untrackedFiles: [],
-      aheadOfBase: 1,
+      const forced = await remove(manifest.id, { force: true, deleteBranch: true });
+      expect(forced.outcome.code).toBe("removed");
+      expect(forced.shown).toContain(
+        "Branch rm/unmerged would be kept: it has 1 unmerged commit, and an unmerged branch is never deleted, even with --force.",
+      );
+      expect(existsSync(manifest.worktree.path)).toBe(false);
+      expect(rig.repo.run(["rev-parse", "refs/heads/rm/unmerged"])).toBe(tip);
+      expect((await rig.read(manifest.id)).gitState).toMatchObject({
+        head: tip,
+        dirtyFiles: [],
+        untrackedFiles: [],
+        aheadOfBase: 1,
+      });
     });
   });
 
@@ -704,208 +723,210 @@ forDoubleOnly(() => {
   });
 });
 
-describe(`recovery on Herdr as its source behaves: moved panes, server restarts (${HERDR_TARGET})`, () => {
-  // The panes find the stand-in as `pi`: Herdr's own resume after a restart types a bare `pi --session <file>`.
-  let source: HerdrRecoveryRig<HerdrServer>;
-  beforeAll(async () => {
-    source = await createRunHerdrRecoveryRig({ piOnPath: true });
-  });
-  afterAll(async () => {
-    await source?.cleanup();
-  });
+onTheRealHerdrWhenBuilt(() => {
+  describe(`recovery on Herdr as its source behaves: moved panes, server restarts (${HERDR_TARGET})`, () => {
+    // The panes find the stand-in as `pi`: Herdr's own resume after a restart types a bare `pi --session <file>`.
+    let source: HerdrRecoveryRig<HerdrServer>;
+    beforeAll(async () => {
+      source = await createRunHerdrRecoveryRig({ piOnPath: true });
+    });
+    afterAll(async () => {
+      await source?.cleanup();
+    });
 
-  it("a moved pane: recovery records its new ids, sees the child there, and relaunches there, never a second Pi", async () => {
-    const manifest = runningManifest(await source.handoff("moved/pane", { focus: false }));
-    await herdrSeesChild(manifest, source.herdr);
-    const old = herdrLocation(manifest);
-    const worktree = manifest.worktree.path;
-    const pid = manifest.child.pid ?? 0;
-    const moved = (
-      (await source.herdr.result(["pane", "move", old.paneId, "--new-workspace"])).move_result as {
-        pane: { pane_id: string; tab_id: string; workspace_id: string };
+    it("a moved pane: recovery records its new ids, sees the child there, and relaunches there, never a second Pi", async () => {
+      const manifest = runningManifest(await source.handoff("moved/pane", { focus: false }));
+      await herdrSeesChild(manifest, source.herdr);
+      const old = herdrLocation(manifest);
+      const worktree = manifest.worktree.path;
+      const pid = manifest.child.pid ?? 0;
+      const moved = (
+        (await source.herdr.result(["pane", "move", old.paneId, "--new-workspace"])).move_result as {
+          pane: { pane_id: string; tab_id: string; workspace_id: string };
+        }
+      ).pane;
+      const now = {
+        kind: "herdr",
+        socketPath: old.socketPath,
+        workspaceId: moved.workspace_id,
+        tabId: moved.tab_id,
+        paneId: moved.pane_id,
+      };
+
+      const report = await ladder.judge(source.recoveryDeps(), manifest.id);
+      expect(report.status).toEqual({
+        code: "child_running",
+        writers: [{ pid, evidence: ["recorded_pid", "marker", "cwd", "herdr_agent"] }],
+      });
+      expect(report.mux).toEqual(now);
+      expect((await source.read(manifest.id)).mux).toEqual(now);
+      expect((await relaunchHandoff(source.relaunchDeps(), manifest.id, { focus: false })).code).toBe("refused");
+
+      await killAndWait(pid);
+      const relaunched = await relaunchHandoff(source.relaunchDeps(), manifest.id, { focus: false });
+      if (relaunched.code !== "running") throw new Error(relaunched.message);
+      expect(relaunched.manifest.mux).toEqual(now);
+      expect(ladder.piProcessesIn(worktree)).toEqual([relaunched.manifest.child.pid]);
+      await killAndWait(relaunched.manifest.child.pid ?? 0);
+    });
+
+    it("after a server restart Herdr resumes the child itself: it is the writer by Herdr's own view, even where processes cannot be read", async () => {
+      const manifest = runningManifest(await source.handoff("restart/resume", { focus: false }));
+      const worktree = manifest.worktree.path;
+      const pid = manifest.child.pid ?? 0;
+      // Herdr keeps the session once it has seen the Pi that reported it.
+      await herdrSeesChild(manifest, source.herdr);
+      await source.herdr.restart({ blindMs: 750 });
+      await waitFor(() => !isProcessAlive(pid), {
+        timeoutMs: 10_000,
+        description: "the old child to end with the restart",
+      });
+      // Herdr typed a bare `pi --session <file>`: no handoff marker, no flags of the handoff.
+      const resumed = await waitFor(() => ladder.piProcessesIn(worktree)[0], {
+        timeoutMs: 15_000,
+        description: "the Pi Herdr resumed",
+      });
+      expect(environOf(resumed).some((line) => line.startsWith("PI_HANDOFF_ID="))).toBe(false);
+
+      // Recovery where process details cannot be read (no /proc): Herdr's agent view names the writer.
+      const blind = {
+        ...source.relaunchDeps(),
+        scanProcesses: async () => ({
+          piProcesses: [],
+          problem: "This system has no /proc, so running Pi processes could not be looked for.",
+        }),
+        describeProcess: async () => undefined,
+      };
+      const report = await waitFor(
+        async () => {
+          const judged = await ladder.judge(blind, manifest.id);
+          return judged.status.code === "child_running" ? judged : undefined;
+        },
+        { timeoutMs: 10_000, description: "Herdr to see the resumed Pi" },
+      );
+      expect(report.status).toEqual({ code: "child_running", writers: [{ pid: resumed, evidence: ["herdr_agent"] }] });
+      const refused = await relaunchHandoff(blind, manifest.id, { focus: false });
+      expect(refused).toMatchObject({ code: "refused", reason: "child_running" });
+      expect(ladder.piProcessesIn(worktree)).toEqual([resumed]);
+      await killAndWait(resumed);
+    });
+
+    it("a restart with the child running, and a relaunch asked at once: Herdr's resume is the one Pi, recognised as the handoff's child", async () => {
+      const manifest = runningManifest(await source.handoff("restart/live", { focus: false }));
+      const worktree = manifest.worktree.path;
+      await herdrSeesChild(manifest, source.herdr);
+      await source.herdr.restart({ blindMs: 750 });
+      // Whether Herdr's resume has started Pi yet is a matter of moments: either way no second one.
+      const relaunched = await relaunchHandoff(source.relaunchDeps(), manifest.id, { focus: false });
+      const resumed = await waitFor(() => ladder.piProcessesIn(worktree)[0], {
+        timeoutMs: 15_000,
+        description: "the Pi Herdr resumed",
+      });
+      if (relaunched.code === "refused") {
+        expect(relaunched).toEqual({
+          code: "refused",
+          reason: "child_running",
+          message: `Handoff ${manifest.id} already has a live Pi on its session (pid ${resumed}), so no second one was started.`,
+        });
+      } else {
+        expect(relaunched).toMatchObject({
+          code: "failed",
+          reason: "shell_not_ready",
+          message: `The shell in Herdr pane ${herdrLocation(manifest).paneId} did not become ready within 10 s. Nothing was typed; handoff ${manifest.id} is unchanged.`,
+        });
       }
-    ).pane;
-    const now = {
-      kind: "herdr",
-      socketPath: old.socketPath,
-      workspaceId: moved.workspace_id,
-      tabId: moved.tab_id,
-      paneId: moved.pane_id,
-    };
-
-    const report = await ladder.judge(source.recoveryDeps(), manifest.id);
-    expect(report.status).toEqual({
-      code: "child_running",
-      writers: [{ pid, evidence: ["recorded_pid", "marker", "cwd", "herdr_agent"] }],
-    });
-    expect(report.mux).toEqual(now);
-    expect((await source.read(manifest.id)).mux).toEqual(now);
-    expect((await relaunchHandoff(source.relaunchDeps(), manifest.id, { focus: false })).code).toBe("refused");
-
-    await killAndWait(pid);
-    const relaunched = await relaunchHandoff(source.relaunchDeps(), manifest.id, { focus: false });
-    if (relaunched.code !== "running") throw new Error(relaunched.message);
-    expect(relaunched.manifest.mux).toEqual(now);
-    expect(ladder.piProcessesIn(worktree)).toEqual([relaunched.manifest.child.pid]);
-    await killAndWait(relaunched.manifest.child.pid ?? 0);
-  });
-
-  it("after a server restart Herdr resumes the child itself: it is the writer by Herdr's own view, even where processes cannot be read", async () => {
-    const manifest = runningManifest(await source.handoff("restart/resume", { focus: false }));
-    const worktree = manifest.worktree.path;
-    const pid = manifest.child.pid ?? 0;
-    // Herdr keeps the session once it has seen the Pi that reported it.
-    await herdrSeesChild(manifest, source.herdr);
-    await source.herdr.restart({ blindMs: 750 });
-    await waitFor(() => !isProcessAlive(pid), {
-      timeoutMs: 10_000,
-      description: "the old child to end with the restart",
-    });
-    // Herdr typed a bare `pi --session <file>`: no handoff marker, no flags of the handoff.
-    const resumed = await waitFor(() => ladder.piProcessesIn(worktree)[0], {
-      timeoutMs: 15_000,
-      description: "the Pi Herdr resumed",
-    });
-    expect(environOf(resumed).some((line) => line.startsWith("PI_HANDOFF_ID="))).toBe(false);
-
-    // Recovery where process details cannot be read (no /proc): Herdr's agent view names the writer.
-    const blind = {
-      ...source.relaunchDeps(),
-      scanProcesses: async () => ({
-        piProcesses: [],
-        problem: "This system has no /proc, so running Pi processes could not be looked for.",
-      }),
-      describeProcess: async () => undefined,
-    };
-    const report = await waitFor(
-      async () => {
-        const judged = await ladder.judge(blind, manifest.id);
-        return judged.status.code === "child_running" ? judged : undefined;
-      },
-      { timeoutMs: 10_000, description: "Herdr to see the resumed Pi" },
-    );
-    expect(report.status).toEqual({ code: "child_running", writers: [{ pid: resumed, evidence: ["herdr_agent"] }] });
-    const refused = await relaunchHandoff(blind, manifest.id, { focus: false });
-    expect(refused).toMatchObject({ code: "refused", reason: "child_running" });
-    expect(ladder.piProcessesIn(worktree)).toEqual([resumed]);
-    await killAndWait(resumed);
-  });
-
-  it("a restart with the child running, and a relaunch asked at once: Herdr's resume is the one Pi, recognised as the handoff's child", async () => {
-    const manifest = runningManifest(await source.handoff("restart/live", { focus: false }));
-    const worktree = manifest.worktree.path;
-    await herdrSeesChild(manifest, source.herdr);
-    await source.herdr.restart({ blindMs: 750 });
-    // Whether Herdr's resume has started Pi yet is a matter of moments: either way no second one.
-    const relaunched = await relaunchHandoff(source.relaunchDeps(), manifest.id, { focus: false });
-    const resumed = await waitFor(() => ladder.piProcessesIn(worktree)[0], {
-      timeoutMs: 15_000,
-      description: "the Pi Herdr resumed",
-    });
-    if (relaunched.code === "refused") {
-      expect(relaunched).toEqual({
-        code: "refused",
-        reason: "child_running",
-        message: `Handoff ${manifest.id} already has a live Pi on its session (pid ${resumed}), so no second one was started.`,
+      // The resumed Pi (Herdr's bare `pi --session`, no marker) acknowledges on the session; once
+      // Herdr sees it, the inventory names it the one writer, in the workspace under its old ids.
+      expect(environOf(resumed).some((line) => line.startsWith("PI_HANDOFF_ID="))).toBe(false);
+      const report = await waitFor(
+        async () => {
+          const judged = await ladder.judge(source.recoveryDeps(), manifest.id);
+          const writers = judged.status.code === "child_running" ? judged.status.writers : [];
+          return writers.some(
+            (writer) => writer.evidence.includes("herdr_agent") && writer.evidence.includes("recorded_pid"),
+          )
+            ? judged
+            : undefined;
+        },
+        { timeoutMs: 15_000, description: "the inventory to see the resumed Pi" },
+      );
+      expect(report.status).toEqual({
+        code: "child_running",
+        writers: [{ pid: resumed, evidence: ["recorded_pid", "cwd", "herdr_agent"] }],
       });
-    } else {
-      expect(relaunched).toMatchObject({
-        code: "failed",
-        reason: "shell_not_ready",
-        message: `The shell in Herdr pane ${herdrLocation(manifest).paneId} did not become ready within 10 s. Nothing was typed; handoff ${manifest.id} is unchanged.`,
+      expect(report.mux).toEqual(manifest.mux);
+      expect(report.actions).toEqual(["focus"]);
+      const after = await source.read(manifest.id);
+      expect(after.child.pid).toBe(resumed);
+      // Nothing was launched by this package after the restart: the last launch is the handoff's own.
+      expect(after.history.map((entry) => entry.state)).toEqual([
+        "provisioning",
+        "provisioned",
+        "forked",
+        "launching",
+        "running",
+        "running",
+      ]);
+      expect(after.history.at(-1)?.note).toBe(`acknowledged by pid ${resumed}`);
+      expect(after.launch).toEqual(manifest.launch);
+      expect(ladder.piProcessesIn(worktree)).toEqual([resumed]);
+      await killAndWait(resumed);
+    });
+
+    it("a restart after the child exited: the workspace comes back under its ids, Herdr resumes nothing, and a relaunch starts the one Pi there", async () => {
+      const manifest = runningManifest(await source.handoff("restart/exited", { focus: false }));
+      const worktree = manifest.worktree.path;
+      const { paneId } = herdrLocation(manifest);
+      await herdrSeesChild(manifest, source.herdr);
+      await killAndWait(manifest.child.pid ?? 0);
+      // Herdr lets the exited Pi's session go (a tick or two later): nothing is kept to resume.
+      await waitFor(
+        async () =>
+          ((await source.herdr.result(["pane", "get", paneId])).pane as { agent_session?: unknown }).agent_session ===
+          undefined,
+        { timeoutMs: 10_000, description: "Herdr to let the exited child's session go" },
+      );
+      const manifestPath = source.store.pathFor(manifest.id);
+      const before = readFileSync(manifestPath, "utf8");
+      await source.herdr.restart({
+        blindMs: 750,
+        // While the server is down (the double has no such moment): unknown, and nothing is done.
+        whileStopped: async () => {
+          if (source.herdr.kind !== "real") return;
+          const down = `Could not see the handoff's window: The Herdr server is not running: no herdr server is running at ${source.herdr.socketPath}; run \`herdr\` to start or attach it.`;
+          const judged = await ladder.judge(source.recoveryDeps(), manifest.id);
+          expect(judged.workspace).toEqual({ code: "unknown", message: down });
+          const refused = await relaunchHandoff(source.relaunchDeps(), manifest.id, { focus: false });
+          expect(refused).toMatchObject({ code: "refused", reason: "workspace_unknown" });
+          expect(readFileSync(manifestPath, "utf8")).toBe(before);
+        },
       });
-    }
-    // The resumed Pi (Herdr's bare `pi --session`, no marker) acknowledges on the session; once
-    // Herdr sees it, the inventory names it the one writer, in the workspace under its old ids.
-    expect(environOf(resumed).some((line) => line.startsWith("PI_HANDOFF_ID="))).toBe(false);
-    const report = await waitFor(
-      async () => {
-        const judged = await ladder.judge(source.recoveryDeps(), manifest.id);
-        const writers = judged.status.code === "child_running" ? judged.status.writers : [];
-        return writers.some(
-          (writer) => writer.evidence.includes("herdr_agent") && writer.evidence.includes("recorded_pid"),
-        )
-          ? judged
-          : undefined;
-      },
-      { timeoutMs: 15_000, description: "the inventory to see the resumed Pi" },
-    );
-    expect(report.status).toEqual({
-      code: "child_running",
-      writers: [{ pid: resumed, evidence: ["recorded_pid", "cwd", "herdr_agent"] }],
-    });
-    expect(report.mux).toEqual(manifest.mux);
-    expect(report.actions).toEqual(["focus"]);
-    const after = await source.read(manifest.id);
-    expect(after.child.pid).toBe(resumed);
-    // Nothing was launched by this package after the restart: the last launch is the handoff's own.
-    expect(after.history.map((entry) => entry.state)).toEqual([
-      "provisioning",
-      "provisioned",
-      "forked",
-      "launching",
-      "running",
-      "running",
-    ]);
-    expect(after.history.at(-1)?.note).toBe(`acknowledged by pid ${resumed}`);
-    expect(after.launch).toEqual(manifest.launch);
-    expect(ladder.piProcessesIn(worktree)).toEqual([resumed]);
-    await killAndWait(resumed);
-  });
+      let report = await ladder.judge(source.recoveryDeps(), manifest.id);
+      expect(report.status).toEqual({ code: "no_child" });
+      expect(report.workspace).toEqual({ code: "open" });
+      expect(report.mux).toEqual(manifest.mux);
+      expect(report.actions).toEqual(["relaunch", "focus", "remove"]);
+      expect(readFileSync(manifestPath, "utf8")).toBe(before);
 
-  it("a restart after the child exited: the workspace comes back under its ids, Herdr resumes nothing, and a relaunch starts the one Pi there", async () => {
-    const manifest = runningManifest(await source.handoff("restart/exited", { focus: false }));
-    const worktree = manifest.worktree.path;
-    const { paneId } = herdrLocation(manifest);
-    await herdrSeesChild(manifest, source.herdr);
-    await killAndWait(manifest.child.pid ?? 0);
-    // Herdr lets the exited Pi's session go (a tick or two later): nothing is kept to resume.
-    await waitFor(
-      async () =>
-        ((await source.herdr.result(["pane", "get", paneId])).pane as { agent_session?: unknown }).agent_session ===
-        undefined,
-      { timeoutMs: 10_000, description: "Herdr to let the exited child's session go" },
-    );
-    const manifestPath = source.store.pathFor(manifest.id);
-    const before = readFileSync(manifestPath, "utf8");
-    await source.herdr.restart({
-      blindMs: 750,
-      // While the server is down (the double has no such moment): unknown, and nothing is done.
-      whileStopped: async () => {
-        if (source.herdr.kind !== "real") return;
-        const down = `Could not see the handoff's window: The Herdr server is not running: no herdr server is running at ${source.herdr.socketPath}; run \`herdr\` to start or attach it.`;
-        const judged = await ladder.judge(source.recoveryDeps(), manifest.id);
-        expect(judged.workspace).toEqual({ code: "unknown", message: down });
-        const refused = await relaunchHandoff(source.relaunchDeps(), manifest.id, { focus: false });
-        expect(refused).toMatchObject({ code: "refused", reason: "workspace_unknown" });
-        expect(readFileSync(manifestPath, "utf8")).toBe(before);
-      },
+      const relaunched = await relaunchHandoff(source.relaunchDeps(), manifest.id, { focus: false });
+      if (relaunched.code !== "running") throw new Error(relaunched.message);
+      const pid = relaunched.manifest.child.pid ?? 0;
+      expect(relaunched.manifest.mux).toEqual(manifest.mux);
+      expect(relaunched.message).toBe(
+        `Relaunched handoff ${manifest.id}: Pi pid ${pid} runs on ${manifest.child.sessionFile} in Herdr workspace ${herdrLocation(manifest).workspaceId} (pane ${paneId}).`,
+      );
+      expect(environOf(pid)).toContain(`PI_HANDOFF_ID=${manifest.id}`);
+      expect(ladder.piProcessesIn(worktree)).toEqual([pid]);
+      // Herdr typed no resume of its own into the pane, and holds the relaunched child's session now.
+      expect(await source.herdr.read(paneId)).not.toContain("pi --session");
+      await herdrSeesChild(relaunched.manifest, source.herdr);
+      report = await ladder.judge(source.recoveryDeps(), manifest.id);
+      expect(report.status).toEqual({
+        code: "child_running",
+        writers: [{ pid, evidence: ["recorded_pid", "marker", "cwd", "herdr_agent"] }],
+      });
+      expect(ladder.piProcessesIn(worktree)).toEqual([pid]);
+      await killAndWait(pid);
     });
-    let report = await ladder.judge(source.recoveryDeps(), manifest.id);
-    expect(report.status).toEqual({ code: "no_child" });
-    expect(report.workspace).toEqual({ code: "open" });
-    expect(report.mux).toEqual(manifest.mux);
-    expect(report.actions).toEqual(["relaunch", "focus", "remove"]);
-    expect(readFileSync(manifestPath, "utf8")).toBe(before);
-
-    const relaunched = await relaunchHandoff(source.relaunchDeps(), manifest.id, { focus: false });
-    if (relaunched.code !== "running") throw new Error(relaunched.message);
-    const pid = relaunched.manifest.child.pid ?? 0;
-    expect(relaunched.manifest.mux).toEqual(manifest.mux);
-    expect(relaunched.message).toBe(
-      `Relaunched handoff ${manifest.id}: Pi pid ${pid} runs on ${manifest.child.sessionFile} in Herdr workspace ${herdrLocation(manifest).workspaceId} (pane ${paneId}).`,
-    );
-    expect(environOf(pid)).toContain(`PI_HANDOFF_ID=${manifest.id}`);
-    expect(ladder.piProcessesIn(worktree)).toEqual([pid]);
-    // Herdr typed no resume of its own into the pane, and holds the relaunched child's session now.
-    expect(await source.herdr.read(paneId)).not.toContain("pi --session");
-    await herdrSeesChild(relaunched.manifest, source.herdr);
-    report = await ladder.judge(source.recoveryDeps(), manifest.id);
-    expect(report.status).toEqual({
-      code: "child_running",
-      writers: [{ pid, evidence: ["recorded_pid", "marker", "cwd", "herdr_agent"] }],
-    });
-    expect(ladder.piProcessesIn(worktree)).toEqual([pid]);
-    await killAndWait(pid);
   });
 });

@@ -122,6 +122,25 @@ export type HerdrServer = HerdrDouble | RealHerdr;
 export const HERDR_TARGET: "real" | "double" = process.env.PI_HANDOFF_TEST_HERDR === "real" ? "real" : "double";
 
 /**
+ * Whether this double pass has a herdr-real pass beside it (vitest.config.ts sets it where the
+ * real Herdr is built, and CI always builds it).
+ */
+const REAL_PASS_BESIDE = HERDR_TARGET === "double" && process.env.PI_HANDOFF_TEST_HERDR_REAL_PASS === "1";
+
+/**
+ * Registers a scenario both Herdrs can show where it means most: on the real Herdr when its pass
+ * runs, else on the double. Running it on the double too proves nothing the real pass does not,
+ * and the two cores are the suite's limit. The double's faithfulness is herdr-conformance's job,
+ * which runs on both. Like `forDoubleOnly`, nothing unregistered is reported as skipped.
+ */
+export function onTheRealHerdrWhenBuilt(body: () => void): void {
+  if (!REAL_PASS_BESIDE) body();
+}
+
+/** True when the double's pass leaves shared scenarios to the herdr-real pass (see above). */
+export const SHARED_SCENARIOS_ON_REAL = REAL_PASS_BESIDE;
+
+/**
  * The Herdr this run is for, with only what both share: a scenario written once runs on the real
  * Herdr and on the double. Double-only options (faults, shell delays, ids) are for `startHerdrDouble`.
  */
