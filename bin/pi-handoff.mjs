@@ -3,10 +3,8 @@
 //
 // Plain JavaScript with nothing newer than what old Node versions parse, so that on a Node too
 // old for Pi it can still say so in one sentence instead of failing with a syntax error.
-// The CLI itself is TypeScript (erasable syntax only). From a checkout, Node strips its types
-// itself (on by default, without a warning, since 22.18); Node refuses to strip types from files
-// under node_modules, which is where an installed copy of this package lives, so jiti loads it
-// there (about half a second more per run).
+// The CLI itself is TypeScript (erasable syntax only), which Node loads through native-loader.mjs,
+// also from under node_modules, where an installed copy lives and Node would strip nothing.
 import module from "node:module";
 import { join, sep } from "node:path";
 import process from "node:process";
@@ -26,15 +24,17 @@ module.enableCompileCache();
 
 const entry = new URL("../src/recovery/cli.ts", import.meta.url);
 const installed = fileURLToPath(entry).split(sep).includes("node_modules");
+// Node loads the TypeScript itself, installed or not, with its stripped form kept beside the
+// compile cache (native-loader.mjs). Without module hooks, a checkout still has Node's own
+// stripping; an installed copy, where Node strips nothing, has jiti.
+const { canLoadTypeScript, installTypeScriptLoader } = await import("./native-loader.mjs");
+const cacheDir = module.getCompileCacheDir?.();
 let cli;
-if (!installed && process.features.typescript) {
-  // Node's compile cache keeps compiled code, not the stripped TypeScript: ts-cache.mjs keeps that
-  // beside it (and not when the compile cache is off).
-  const cacheDir = module.getCompileCacheDir?.();
-  if (cacheDir !== undefined) {
-    const { installStripCache } = await import("./ts-cache.mjs");
-    installStripCache(new URL("../src/", import.meta.url).href, join(cacheDir, "pi-handoff-ts"));
-  }
+if (canLoadTypeScript() || (!installed && process.features.typescript)) {
+  installTypeScriptLoader(
+    new URL("../", import.meta.url).href,
+    cacheDir === undefined ? undefined : join(cacheDir, "pi-handoff-ts"),
+  );
   cli = await import(entry.href);
 } else {
   const { createJiti } = await import("jiti");

@@ -1,89 +1,60 @@
 /**
- * The Pi adapter: wires this package's commands, renderers and event handlers into Pi. Each
- * concern lives in its own file here; decisions live in `src/`.
+ * The extension as Pi loads it (package.json `pi.extensions`). Pi evaluates an extension's modules
+ * through jiti, again on every start and outside Node's compile cache: for this package's modules
+ * that was about 0.3 s of every Pi's start, a handoff's child included. So this entry has Node's
+ * own loader load the adapter (`./extension.ts`) and everything it imports (bin/native-loader.mjs),
+ * and hands those files the host packages Pi gave this one. Where Node cannot, jiti loads
+ * `./extension.ts` as before. (Pi names an extension `index.ts` after its folder: `pi-extension`.)
+ *
+ * Invariants:
+ * - The files loaded natively import Pi's packages as the very instances jiti gave this entry
+ *   (never a copy from node_modules): the host modules below are every host package they import
+ *   at run time (test/unit/ownership-rules.test.ts holds them to it).
+ * - The hooks are registered once per process, however often Pi loads this entry; on /reload the
+ *   factory runs again over the modules loaded first (as on every runtime replacement). After an
+ *   update of this package, a restart of Pi loads the new code.
+ * - It decides nothing: that is the adapter's (`./extension.ts`) and `src/`'s.
  */
-import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
-import { onSessionStart } from "./child-startup.ts";
-import { ChildStateWiring } from "./child-state.ts";
-import { ChildStatePublisher } from "../src/launch/child-state.ts";
-import { leaseEventLevel, SessionLeaseKeeper } from "../src/launch/session-writer.ts";
-import { agentDirFromEnv } from "../src/session/paths.ts";
-import { handoffCompletions, runHandoff } from "./handoff-command.ts";
-import { handoffsCompletions, runHandoffs } from "./handoffs-command.ts";
-import { registerHandoffReport } from "./handoff-report.ts";
-import { registerChildNotes } from "./child-notes.ts";
-import { registerLineage } from "./lineage.ts";
-import { registerParentWatch } from "./parent-watch.ts";
-import { registerRenderers } from "./renderers.ts";
-import { registerRestoreOffer } from "./restore-offer.ts";
-import { report } from "./report.ts";
-import { errorMessage } from "../src/errors.ts";
-import type { NoticeLevel } from "../src/text.ts";
+import * as piCodingAgent from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import * as piTui from "@earendil-works/pi-tui";
+import * as typebox from "typebox";
+import { createRequire, getCompileCacheDir } from "node:module";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { installTypeScriptLoader } from "../bin/native-loader.mjs";
 
-export default function handoffWorktreeExtension(pi: ExtensionAPI): void {
-  registerRenderers(pi);
-  // Completion gets no context: the repository is the one of the session's cwd, known once it starts.
-  let sessionCwd = process.cwd();
-  // Every Pi running this extension leases its own session (src/launch/lease.ts); the latest
-  // context is where a later lease event (lost, taken over) is shown.
-  let latestCtx: ExtensionContext | undefined;
-  const agentDir = agentDirFromEnv(process.env);
-  const say = (message: string, level: NoticeLevel) => {
-    if (latestCtx !== undefined) report(latestCtx, `handoff-worktree: ${message}`, level);
-  };
-  // What this Pi is doing, published beside its lease for a parent that watches it; written only
-  // while this Pi holds the lease (src/launch/child-state.ts).
-  const publisher = new ChildStatePublisher({ agentDir, onError: (message) => say(message, "warning") });
-  const childState = new ChildStateWiring(publisher, agentDir);
-  const leases = new SessionLeaseKeeper({
-    agentDir,
-    onEvent: (event) => say(event.message, leaseEventLevel(event)),
-    onHoldingChange: (holding) => publisher.setHolding(holding),
-    onExit: (code) => publisher.exitSync(code),
-  });
-  childState.register(pi);
+/** The host packages the natively loaded files import at run time, by specifier. */
+export const HOST_MODULES: Record<string, object> = {
+  "@earendil-works/pi-coding-agent": piCodingAgent,
+  "@earendil-works/pi-tui": piTui,
+  typebox,
+};
 
-  pi.registerCommand("handoff-worktree", {
-    description: "Hand this conversation off to a new git worktree with its own Pi (see --help)",
-    getArgumentCompletions: (prefix) => handoffCompletions(prefix, sessionCwd),
-    handler: (args, ctx) => runHandoff(pi, args, ctx),
-  });
+type Factory = (pi: ExtensionAPI) => void | Promise<void>;
 
-  pi.registerCommand("handoffs", {
-    description:
-      "List your handoffs; relaunch, switch to, inspect, land or remove one (/handoffs <command> <handoff> as with pi-handoff)",
-    getArgumentCompletions: (prefix) => handoffsCompletions(prefix),
-    handler: (args, ctx) => runHandoffs(args, ctx),
-  });
+/** The adapter's factory through Node's loader, or undefined where this Node cannot load it so. */
+function loadNatively(): Factory | undefined {
+  const cacheDir = getCompileCacheDir?.();
+  const root = new URL("../", import.meta.url).href;
+  if (
+    !installTypeScriptLoader(root, cacheDir === undefined ? undefined : join(cacheDir, "pi-handoff-ts"), HOST_MODULES)
+  )
+    return undefined;
+  const adapter = fileURLToPath(new URL("./extension.ts", import.meta.url));
+  // Node's own require (jiti's would evaluate the file itself): it loads an ES module synchronously.
+  const loaded = createRequire(import.meta.url)(adapter) as { default: Factory };
+  return loaded.default;
+}
 
-  pi.on("session_start", async (event, ctx) => {
-    sessionCwd = ctx.cwd;
-    latestCtx = ctx;
-    childState.begin(ctx, event.reason);
-    try {
-      await onSessionStart(pi, ctx, leases);
-    } catch (error) {
-      // A failed acknowledgement must not stop Pi from starting; the parent falls back to its probe.
-      report(ctx, `handoff-worktree: could not acknowledge the handoff: ${errorMessage(error)}`, "warning");
-    }
-    childState.ready(ctx);
-  });
-
-  pi.on("session_shutdown", async (event) => {
-    // Quitting: the lease stays until the process exits, so its last word (the exit code) is
-    // written by the holder (the keeper's exit hook); any other reason hands the session on.
-    if (event.reason === "quit") return;
-    await childState.moved(event.targetSessionFile);
-    await leases.release();
-  });
-
-  // After the session_start handler above: lineage delivery must see the kickoff turn it starts.
-  registerLineage(pi);
-  // The return trip: a child reports to its parent; the parent watches its children and hears back.
-  registerHandoffReport(pi);
-  registerParentWatch(pi);
-  // And the way in: notes recovery leaves for a child (its base moved) reach its conversation once.
-  registerChildNotes(pi);
-  // After a reboot: one offer to bring back the handoffs whose Pi is gone (never an action).
-  registerRestoreOffer(pi);
+export default async function handoffWorktreeEntry(pi: ExtensionAPI): Promise<void> {
+  let factory: Factory | undefined;
+  try {
+    factory = loadNatively();
+  } catch {
+    // Node could not load it (a Pi on a runtime without its module loader): jiti can.
+    factory = undefined;
+  }
+  factory ??= ((await import("./extension.ts")) as { default: Factory }).default;
+  await factory(pi);
 }

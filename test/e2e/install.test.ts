@@ -11,7 +11,8 @@
  * npm needs the registry for the package's dependencies (as a user's install does).
  */
 import { spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HANDOFF_HELP } from "../../src/handoff/args.ts";
@@ -32,6 +33,15 @@ const PACKAGE = JSON.parse(readFileSync(join(PROJECT_ROOT, "package.json"), "utf
   name: string;
   version: string;
 };
+/** An extension that writes, at session_start, the roots this package's native loader serves. */
+const LOADER_PROBE = `import { writeFileSync } from "node:fs";
+export default function (pi: { on(event: string, handler: () => void): void }): void {
+  pi.on("session_start", () => {
+    const state = (globalThis as { __piHandoffWorktreeNativeLoader?: { roots: string[] } }).__piHandoffWorktreeNativeLoader;
+    writeFileSync(process.env.PHW_LOADER_PROBE ?? "", JSON.stringify(state?.roots ?? null));
+  });
+}
+`;
 /** What Node prints for a warning (`(node:1234) ExperimentalWarning: ...`). */
 const NODE_WARNING = /\(node:\d+\)|ExperimentalWarning|DeprecationWarning/;
 /** An install downloads packages and starts several Pis: more than the suite's default, on a loaded machine. */
@@ -172,7 +182,14 @@ describe("installed as the README says", () => {
     it("loads in Pi, and a first handoff prints no warning in either terminal", {
       timeout: INSTALL_TIMEOUT_MS,
     }, async () => {
-      runPiPrint(sandbox, repo.root, ["--model", FAUX_MODEL, "first question"]);
+      // Which package roots Node's own loader serves (pi-extension/index.ts), read once Pi started.
+      const probeOut = join(sandbox.dir, "loader-roots.json");
+      writeFileSync(join(sandbox.agentDir, "extensions", "loader-probe.ts"), LOADER_PROBE);
+      runPiPrint(sandbox, repo.root, ["--model", FAUX_MODEL, "first question"], { PHW_LOADER_PROBE: probeOut });
+      rmSync(join(sandbox.agentDir, "extensions", "loader-probe.ts"));
+      // The installed package's modules were loaded by Node's loader, not by jiti.
+      const installedRoot = join(sandbox.agentDir, "npm", "node_modules", PACKAGE.name);
+      expect(JSON.parse(readFileSync(probeOut, "utf8"))).toEqual([`${pathToFileURL(installedRoot).href}/`]);
       const parent = onlySessionFile(sandbox, repo.root);
       tmux = await startPrivateTmux({ env: sandbox.env });
       const serverPid = (await tmux.tmux(["display-message", "-p", "#{pid}"])).trim();

@@ -103,3 +103,19 @@ describe("dependencies point inward", () => {
     expect(offenders).toEqual([]);
   });
 });
+
+describe("Pi's packages reach the natively loaded files as Pi's own instances", () => {
+  it("every host package imported at run time is one pi-extension/index.ts hands over", async () => {
+    // A value import (not `import type`) of a package Pi provides: native loading would otherwise
+    // look for it in node_modules, where an installed copy has none (they are optional peers).
+    const hostImport =
+      /^import\s+(?!type\b)[^;]*?from\s+["'](@earendil-works\/[^"']+|@mariozechner\/[^"']+|typebox(?:\/[^"']*)?)["']/gms;
+    const imported = new Set(
+      FILES.filter(({ file }) => file !== "pi-extension/index.ts").flatMap(({ text }) =>
+        [...text.matchAll(hostImport)].map((match) => match[1] ?? ""),
+      ),
+    );
+    const { HOST_MODULES } = await import("../../pi-extension/index.ts");
+    expect([...imported].sort()).toEqual(Object.keys(HOST_MODULES).sort());
+  });
+});
