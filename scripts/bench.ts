@@ -156,6 +156,34 @@ function formatRebootRestore(raw: unknown): string[] {
   ];
 }
 
+/** (k): typed into the TUI, ours against pi-worktree, each figure beside its goal. */
+function formatTuiVsPiWorktree(raw: unknown): string[] {
+  type Sides = { oursConfirmedMs: number[]; oursScreenMs: number[]; piWorktreeScreenMs: number[] };
+  const r = raw as
+    | { piWorktree: string; small: Sides; large: Sides & { sessionBytes: number } }
+    | { skipped: string }
+    | undefined;
+  if (r === undefined || "skipped" in r) return [`Not measured: ${r?.skipped ?? "not run"}.`];
+  const cell = (values: number[]) => {
+    const s = spread(values);
+    return `${s.median.toFixed(0)} (${s.min.toFixed(0)}-${s.max.toFixed(0)})`;
+  };
+  const rows = (label: string, sides: Sides, goal: string) => [
+    `| ${label}: ours, Enter to the child confirmed | ${cell(sides.oursConfirmedMs)} | |`,
+    `| ${label}: ours, Enter to the child's screen drawn | ${cell(sides.oursScreenMs)} | |`,
+    `| ${label}: ${r.piWorktree}, Enter to the new Pi's screen drawn | ${cell(sides.piWorktreeScreenMs)} | |`,
+    `| ${label}: ratio ours confirmed / pi-worktree's screen | ${ratio(spread(sides.oursConfirmedMs).median, spread(sides.piWorktreeScreenMs).median)} | ${goal} |`,
+  ];
+  return [
+    `Each round starts a parent Pi TUI in a new window of one private tmux server and types the command there; ${spread(r.small.oursConfirmedMs).runs} round(s) on the small conversation, ${spread(r.large.oursConfirmedMs).runs} on the ${(r.large.sessionBytes / 1e6).toFixed(0)} MB one, the two tools alternating. Timed from the Enter that submits the command.`,
+    "",
+    "| | wall ms | goal |",
+    "|---|---|---|",
+    ...rows("small conversation", r.small, "<= 0.9"),
+    ...rows(`${(r.large.sessionBytes / 1e6).toFixed(0)} MB conversation`, r.large, "<= 0.3"),
+  ];
+}
+
 interface ChildStatusFigures {
   handoffs: number;
   ms: number[];
@@ -242,6 +270,7 @@ function formatMarkdown(results: Record<string, unknown>): string {
     redaction?: unknown;
     forecast?: unknown;
     rebootRestore?: unknown;
+    tuiVsPiWorktree?: unknown;
   };
   const f = r.fork.methods as Record<string, { ms: Spread; extraRssMB: Spread; maxEventLoopDelayMs: Spread }>;
   const row = (label: string, key: string) => {
@@ -320,6 +349,10 @@ function formatMarkdown(results: Record<string, unknown>): string {
     "## (j) Back after a reboot: 10 handoffs restored on tmux by `relaunch --all`, against 10 single relaunches",
     "",
     ...formatRebootRestore(r.rebootRestore),
+    "",
+    "## (k) Typed into the TUI: `/handoff-worktree` against pi-worktree's `/worktree`",
+    "",
+    ...formatTuiVsPiWorktree(r.tuiVsPiWorktree),
     "",
     "## Reading the numbers",
     "",
@@ -442,6 +475,12 @@ async function main(): Promise<void> {
       runs: args.quick ? 1 : 3,
       handoffs: args.quick ? 3 : 10,
     });
+    console.error("tuiVsPiWorktree: typed into the TUI, against pi-worktree (where a checkout of it is named)...");
+    const tuiVsPiWorktree = await optionalBench("scripts/bench/tui-vs-pi-worktree.ts", "measureTuiVsPiWorktree", {
+      rounds: args.quick ? 1 : 5,
+      largeRounds: args.quick ? 1 : 3,
+      largeBytes: args.quick ? 2 * 1024 * 1024 : 52 * 1024 * 1024,
+    });
     const methods = fork.methods as Record<string, { ms: Spread; extraRssMB: Spread; maxEventLoopDelayMs: Spread }>;
     const results = {
       date: new Date().toISOString(),
@@ -462,6 +501,7 @@ async function main(): Promise<void> {
       redaction,
       forecast,
       rebootRestore,
+      tuiVsPiWorktree,
       ratios: {
         forkVsForkFrom: ratio(methods.oursWarm?.ms.median ?? 0, methods.forkFrom?.ms.median ?? 0),
         coldForkVsForkFrom: ratio(methods.ours?.ms.median ?? 0, methods.forkFrom?.ms.median ?? 0),
