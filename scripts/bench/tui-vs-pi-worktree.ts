@@ -168,7 +168,16 @@ export async function measureTuiVsPiWorktree(options: {
       );
       if (process.env.BENCH_TRACE === "1") {
         const m = (await store.list()).find((e) => e.ok && e.manifest.branch === branch);
-        if (m?.ok) console.error(branch, JSON.stringify(m.manifest.history));
+        if (m?.ok) {
+          const first = m.manifest.history[0];
+          const checks = first?.steps?.reduce((sum, step) => sum + step.ms, 0) ?? 0;
+          const enterAt = Date.now() - (performance.now() - enter);
+          console.error(
+            branch,
+            `Enter to the command's start ${Math.round(Date.parse(first?.at ?? "") - checks - enterAt)} ms;`,
+            JSON.stringify(m.manifest.history),
+          );
+        }
       }
       into.oursConfirmedMs.push((confirmedAt ?? drawnAt) - enter);
       into.oursScreenMs.push(drawnAt - enter);
