@@ -8,8 +8,6 @@ import { ChildStateWiring } from "./child-state.ts";
 import { ChildStatePublisher } from "../src/launch/child-state.ts";
 import { leaseEventLevel, SessionLeaseKeeper } from "../src/launch/session-writer.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
-import { handoffCompletions, runHandoff } from "./handoff-command.ts";
-import { handoffsCompletions, runHandoffs } from "./handoffs-command.ts";
 import { registerHandoffReport } from "./handoff-report.ts";
 import { registerChildNotes } from "./child-notes.ts";
 import { registerLineage } from "./lineage.ts";
@@ -19,6 +17,26 @@ import { registerRestoreOffer } from "./restore-offer.ts";
 import { report } from "./report.ts";
 import { errorMessage } from "../src/errors.ts";
 import type { NoticeLevel } from "../src/text.ts";
+
+/**
+ * The commands' modules are most of the package: they load when a command first runs or
+ * completes, or a moment after an interactive Pi started (so the first handoff does not wait for
+ * them), never on the way to Pi's first screen or a child's acknowledgement.
+ */
+const WARM_COMMANDS_MS = 1_500;
+let handoffCommand: Promise<typeof import("./handoff-command.ts")> | undefined;
+let handoffsCommand: Promise<typeof import("./handoffs-command.ts")> | undefined;
+// A load that failed is tried again the next time (the error shows where the command ran).
+const loadHandoffCommand = () =>
+  (handoffCommand ??= import("./handoff-command.ts").catch((error: unknown) => {
+    handoffCommand = undefined;
+    throw error;
+  }));
+const loadHandoffsCommand = () =>
+  (handoffsCommand ??= import("./handoffs-command.ts").catch((error: unknown) => {
+    handoffsCommand = undefined;
+    throw error;
+  }));
 
 export default function handoffWorktreeExtension(pi: ExtensionAPI): void {
   registerRenderers(pi);
@@ -45,15 +63,15 @@ export default function handoffWorktreeExtension(pi: ExtensionAPI): void {
 
   pi.registerCommand("handoff-worktree", {
     description: "Hand this conversation off to a new git worktree with its own Pi (see --help)",
-    getArgumentCompletions: (prefix) => handoffCompletions(prefix, sessionCwd),
-    handler: (args, ctx) => runHandoff(pi, args, ctx),
+    getArgumentCompletions: async (prefix) => (await loadHandoffCommand()).handoffCompletions(prefix, sessionCwd),
+    handler: async (args, ctx) => (await loadHandoffCommand()).runHandoff(pi, args, ctx),
   });
 
   pi.registerCommand("handoffs", {
     description:
       "List your handoffs; relaunch, switch to, inspect, land or remove one (/handoffs <command> <handoff> as with pi-handoff)",
-    getArgumentCompletions: (prefix) => handoffsCompletions(prefix),
-    handler: (args, ctx) => runHandoffs(args, ctx),
+    getArgumentCompletions: async (prefix) => (await loadHandoffsCommand()).handoffsCompletions(prefix),
+    handler: async (args, ctx) => (await loadHandoffsCommand()).runHandoffs(args, ctx),
   });
 
   pi.on("session_start", async (event, ctx) => {
@@ -67,6 +85,13 @@ export default function handoffWorktreeExtension(pi: ExtensionAPI): void {
       report(ctx, `handoff-worktree: could not acknowledge the handoff: ${errorMessage(error)}`, "warning");
     }
     childState.ready(ctx);
+    if (ctx.hasUI) {
+      const warm = setTimeout(() => {
+        loadHandoffCommand().catch(() => {});
+        loadHandoffsCommand().catch(() => {});
+      }, WARM_COMMANDS_MS);
+      warm.unref();
+    }
   });
 
   pi.on("session_shutdown", async (event) => {

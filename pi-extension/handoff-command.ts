@@ -10,6 +10,7 @@ import {
   type ExtensionAPI,
   type ExtensionCommandContext,
 } from "@earendil-works/pi-coding-agent";
+import { HANDOFF_PROGRESS_CHANNEL } from "./progress-channel.ts";
 import { settingsForHandoff } from "../src/config/post-create-approval.ts";
 import { completeInRepository, type CompletionItem } from "../src/handoff/completions.ts";
 import { HANDOFF_HELP, parseHandoffArgs } from "../src/handoff/args.ts";
@@ -59,9 +60,6 @@ async function askForArgs(
   }
   return { line: task.trim() === "" ? head : `${head} -- ${task.trim()}` };
 }
-
-/** Told (in this Pi) at each step of a handoff this session runs. */
-export const HANDOFF_PROGRESS_CHANNEL = "handoff-worktree:progress";
 
 export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionCommandContext): Promise<void> {
   const refusal = unsupportedPlatform();

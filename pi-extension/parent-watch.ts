@@ -16,11 +16,7 @@
  *   one branch listing per repository per refresh, merges only when a tip moved).
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
-import { gitCallMs, pollIntervalMs } from "../src/config/waits.ts";
-import { SimpleGitPort } from "../src/git/git.ts";
-import { LandGit } from "../src/git/land.ts";
-import type { Manifest } from "../src/manifest/schema.ts";
-import { ForecastCache, forecastHandoffs, type Forecast } from "../src/recovery/forecast.ts";
+import { pollIntervalMs } from "../src/config/waits.ts";
 import { loadHandoffConfig } from "../src/config/load.ts";
 import { DeliveryQueue, Poll } from "../src/lineage/delivery.ts";
 import { readLedger } from "../src/lineage/ledger.ts";
@@ -28,18 +24,13 @@ import { reportMessage, reportTriple, startDeliveryTriggersTurn, undeliveredRepo
 import type { LineageEntryView } from "../src/lineage/types.ts";
 import { ChildReportStore } from "../src/manifest/child-reports.ts";
 import { ManifestStore } from "../src/manifest/store.ts";
-import { agentStatuses as terminalAgentStatuses, type AgentStatusesOf } from "../src/mux/registry.ts";
-import { formatChildrenWidget } from "../src/recovery/format.ts";
-import { HandoffWatch, ownHandoffs, type OwnHandoff, type ParentIdentity } from "../src/recovery/watch.ts";
+import type { OwnHandoff, ParentIdentity } from "../src/recovery/watch.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
-import { SessionTails } from "../src/session/tail.ts";
-import { ChildStates } from "../src/launch/child-state.ts";
+import type { ChildrenView } from "./children-view.ts";
 import { expectsKickoff, piDeliveryHost } from "./lineage.ts";
-import { HANDOFF_PROGRESS_CHANNEL } from "./handoff-command.ts";
+import { HANDOFF_PROGRESS_CHANNEL } from "./progress-channel.ts";
 
 export const WIDGET_KEY = "handoff-children";
-/** Per git call of the widget's forecast: it runs in the background, a slow repository must not pile up. */
-const FORECAST_GIT_TIMEOUT_MS = 15_000;
 /** The first look soon after start-up, once Pi has drawn its screen. */
 const FIRST_LOOK_MS = 100;
 /** How often the ages in the widget are redrawn (from what was read; nothing is read for it). */
@@ -53,8 +44,11 @@ class ParentWatch {
   private readonly reports: ChildReportStore;
   private lookedAt = 0;
   private readonly parent: ParentIdentity;
+  private readonly agentDir: string;
   private readonly triggerTurn: boolean;
-  private readonly watch: HandoffWatch;
+  /** The watch and the widget's text (./children-view.ts), loaded at the first look, off Pi's start. */
+  private view: Promise<ChildrenView> | undefined;
+  private loadedView: ChildrenView | undefined;
   private firstLook: NodeJS.Timeout | undefined;
   /** Redraws the ages every second from what was read (no reads), when the text changed. */
   private ageTick: NodeJS.Timeout | undefined;
@@ -67,7 +61,7 @@ class ParentWatch {
     this.ctx = ctx;
     this.triggerTurn = triggerTurn;
     const agentDir = agentDirFromEnv(process.env);
-    const agentStatuses: AgentStatusesOf = terminalAgentStatuses(process.env);
+    this.agentDir = agentDir;
     this.store = ManifestStore.forAgentDir(agentDir);
     this.reports = ChildReportStore.forAgentDir(agentDir);
     const file = ctx.sessionManager.getSessionFile();
@@ -86,20 +80,6 @@ class ParentWatch {
         onStop: () => this.stop(),
       },
     );
-    this.watch = new HandoffWatch({
-      deps: {
-        store: this.store,
-        now: () => new Date(),
-        agentDir,
-        agentStatuses,
-        tails: new SessionTails(),
-        childStates: new ChildStates(agentDir),
-        // The widget's conflict/behind mark: git only when a tip moved (the cache).
-        forecast: watchForecast(process.env),
-      },
-      parent: this.parent,
-      onChange: (own) => this.show(own),
-    });
     this.poll = new Poll(() => this.refresh(), pollIntervalMs(process.env, "PI_HANDOFF_WATCH_POLL_MS"));
   }
 
@@ -108,6 +88,7 @@ class ParentWatch {
     // Every Pi starts here: only the handoffs that sent reports are read, usually none.
     const withReports = await this.reports.handoffsWithReports();
     if (withReports.size === 0) return;
+    const { ownHandoffs } = await import("../src/recovery/watch.ts");
     const own = await ownHandoffs({ store: this.store, now: () => new Date() }, this.parent, new Set(), withReports);
     if (this.stopped || own.length === 0) return;
     await this.enqueueReports(own.map((manifest) => manifest.id));
@@ -120,7 +101,7 @@ class ParentWatch {
     }, FIRST_LOOK_MS);
     this.firstLook.unref();
     this.ageTick = setInterval(() => {
-      if (this.shown) this.show(this.watch.shown());
+      if (this.shown && this.loadedView !== undefined) this.show(this.loadedView.watch.shown());
     }, AGE_TICK_MS);
     this.ageTick.unref();
   }
@@ -130,7 +111,7 @@ class ParentWatch {
     if (this.firstLook !== undefined) clearTimeout(this.firstLook);
     if (this.ageTick !== undefined) clearInterval(this.ageTick);
     this.poll.stop();
-    this.watch.stop();
+    this.loadedView?.watch.stop();
     this.queue.stop();
   }
 
@@ -153,13 +134,31 @@ class ParentWatch {
     this.queue.settled();
   }
 
+  /** The view, made once; a watch made after this one stopped is stopped at once. */
+  private async loadView(): Promise<ChildrenView> {
+    this.view ??= import("./children-view.ts").then(({ watchChildren }) => {
+      const view = watchChildren({
+        store: this.store,
+        agentDir: this.agentDir,
+        parent: this.parent,
+        onChange: (own) => this.show(own),
+      });
+      this.loadedView = view;
+      if (this.stopped) view.watch.stop();
+      return view;
+    });
+    return this.view;
+  }
+
   private async refresh(): Promise<void> {
     if (this.stopped) return;
-    const own = await this.watch.refresh();
+    const { watch } = await this.loadView();
+    if (this.stopped) return;
+    const own = await watch.refresh();
     if (this.stopped) return;
     this.show(own);
     // Reports of every own handoff still read, also one no longer shown (landed a while ago).
-    const ids = this.watch.ownIds();
+    const ids = watch.ownIds();
     if (ids.length === 0) return;
     await this.enqueueReports(ids);
     this.queue.flush();
@@ -168,7 +167,7 @@ class ParentWatch {
   private show(own: readonly OwnHandoff[]): void {
     if (this.stopped || (own.length === 0 && !this.shown)) return;
     this.shown = own.length > 0;
-    const lines = own.length > 0 ? formatChildrenWidget(own, Date.now()) : undefined;
+    const lines = own.length > 0 ? this.loadedView?.format(own, Date.now()) : undefined;
     const text = lines?.join("\n") ?? "";
     if (text === this.lastLines) return;
     this.lastLines = text;
@@ -193,14 +192,6 @@ class ParentWatch {
       // A context from a replaced runtime: the next session_start makes a new watch.
     }
   }
-}
-
-/** The forecast the widget shows, with git's per-call bounds and a cache kept for the session. */
-function watchForecast(env: NodeJS.ProcessEnv): (manifests: readonly Manifest[]) => Promise<Forecast> {
-  const cache = new ForecastCache();
-  const timeoutMs = gitCallMs(env, FORECAST_GIT_TIMEOUT_MS);
-  const deps = { git: new SimpleGitPort({ env, timeoutMs }), landGit: new LandGit({ env, timeoutMs }) };
-  return (manifests) => forecastHandoffs(deps, manifests, cache);
 }
 
 /** The user's choice (settings `reportsTriggerTurn`); unreadable settings mean the default, never a turn. */

@@ -9,10 +9,9 @@
  *   (which then hold their leases and count as running); stopped at `session_shutdown`.
  * - Print mode offers nothing: a script's stderr is not the place for a suggestion.
  * - A failure to look is silent: the offer is a courtesy, `/handoffs` still lists everything.
+ * - The recovery modules it looks with load when the timer fires, not with Pi.
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
-import { createRecoveryDeps, recoveryEnvProblem } from "../src/recovery/deps.ts";
-import { restoreOffer } from "../src/recovery/restore-offer.ts";
 import { report } from "./report.ts";
 
 /** How long after start-up the offer looks. */
@@ -23,7 +22,6 @@ export function registerRestoreOffer(pi: ExtensionAPI): void {
   let generation = 0;
   pi.on("session_start", (event, ctx) => {
     if (event.reason !== "startup" || !ctx.hasUI) return;
-    if (recoveryEnvProblem(process.env) !== undefined) return;
     const mine = ++generation;
     timer = setTimeout(() => {
       void look(ctx, () => mine === generation);
@@ -38,6 +36,11 @@ export function registerRestoreOffer(pi: ExtensionAPI): void {
 
 async function look(ctx: ExtensionContext, current: () => boolean): Promise<void> {
   try {
+    const [{ createRecoveryDeps, recoveryEnvProblem }, { restoreOffer }] = await Promise.all([
+      import("../src/recovery/deps.ts"),
+      import("../src/recovery/restore-offer.ts"),
+    ]);
+    if (recoveryEnvProblem(process.env) !== undefined) return;
     const deps = createRecoveryDeps(process.env);
     const repo = await deps.git.findRepository(ctx.cwd);
     const file = ctx.sessionManager.getSessionFile();

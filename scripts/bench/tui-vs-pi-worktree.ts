@@ -212,6 +212,7 @@ export async function measureTuiVsPiWorktree(options: {
     };
   } finally {
     await execa("tmux", ["-S", socket, "kill-server"], { reject: false, timeout: 10_000 });
-    rmSync(root, { recursive: true, force: true });
+    // The Pis the server ran write their last state as they exit: retried until they are done.
+    rmSync(root, { recursive: true, force: true, maxRetries: 20, retryDelay: 250 });
   }
 }

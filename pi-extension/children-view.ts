@@ -1,0 +1,59 @@
+/**
+ * The parent's view of its handoffs: the watch (src/recovery/watch.ts) with its statuses, the
+ * forecast's mark, and the widget's text (src/recovery/format.ts). Loaded by parent-watch.ts at its
+ * first look, after Pi drew its screen: these modules are most of the package, and a Pi that never
+ * shows a child (the child of a handoff itself, while it acknowledges) need not load them to start.
+ *
+ * Invariant: decides nothing; wires the domain's watch to this Pi's environment.
+ */
+import { gitCallMs } from "../src/config/waits.ts";
+import { SimpleGitPort } from "../src/git/git.ts";
+import { LandGit } from "../src/git/land.ts";
+import { ChildStates } from "../src/launch/child-state.ts";
+import type { Manifest } from "../src/manifest/schema.ts";
+import type { ManifestStore } from "../src/manifest/store.ts";
+import { agentStatuses } from "../src/mux/registry.ts";
+import { ForecastCache, forecastHandoffs, type Forecast } from "../src/recovery/forecast.ts";
+import { formatChildrenWidget } from "../src/recovery/format.ts";
+import { HandoffWatch, type OwnHandoff, type ParentIdentity } from "../src/recovery/watch.ts";
+import { SessionTails } from "../src/session/tail.ts";
+
+/** Per git call of the widget's forecast: it runs in the background, a slow repository must not pile up. */
+const FORECAST_GIT_TIMEOUT_MS = 15_000;
+
+export interface ChildrenView {
+  watch: HandoffWatch;
+  /** The widget's lines for the handoffs shown, their ages as of `now`. */
+  format: (own: readonly OwnHandoff[], now: number) => string[];
+}
+
+export function watchChildren(input: {
+  store: ManifestStore;
+  agentDir: string;
+  parent: ParentIdentity;
+  onChange: (own: readonly OwnHandoff[]) => void;
+}): ChildrenView {
+  const watch = new HandoffWatch({
+    deps: {
+      store: input.store,
+      now: () => new Date(),
+      agentDir: input.agentDir,
+      agentStatuses: agentStatuses(process.env),
+      tails: new SessionTails(),
+      childStates: new ChildStates(input.agentDir),
+      // The widget's conflict/behind mark: git only when a tip moved (the cache).
+      forecast: watchForecast(process.env),
+    },
+    parent: input.parent,
+    onChange: input.onChange,
+  });
+  return { watch, format: (own, now) => formatChildrenWidget(own, now) };
+}
+
+/** The forecast the widget shows, with git's per-call bounds and a cache kept for the session. */
+function watchForecast(env: NodeJS.ProcessEnv): (manifests: readonly Manifest[]) => Promise<Forecast> {
+  const cache = new ForecastCache();
+  const timeoutMs = gitCallMs(env, FORECAST_GIT_TIMEOUT_MS);
+  const deps = { git: new SimpleGitPort({ env, timeoutMs }), landGit: new LandGit({ env, timeoutMs }) };
+  return (manifests) => forecastHandoffs(deps, manifests, cache);
+}
