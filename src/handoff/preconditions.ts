@@ -162,6 +162,8 @@ export async function planHandoff(deps: PlanDeps, request: HandoffRequest): Prom
   const checkoutGitOk = checkCheckoutGit(args, config, deps.checkoutGit !== undefined);
   if (!checkoutGitOk.ok) return checkoutGitOk;
 
+  // Asked beside the branch and base checks (it never fails: a git that cannot tell says nothing).
+  const leftBehindAsked = noteLeftBehind(deps, args, repo);
   const target = await resolveTarget(deps, request, repo, config);
   if (!target.ok) return target;
   const { branch, existing, base, notes } = target.value;
@@ -172,7 +174,7 @@ export async function planHandoff(deps: PlanDeps, request: HandoffRequest): Prom
     template: config.worktreeDir,
   });
   if (!worktreePath.ok) return worktreePath;
-  const [carry, leftBehind] = await Promise.all([readCarry(deps, args, repo), noteLeftBehind(deps, args, repo)]);
+  const [carry, leftBehind] = await Promise.all([readCarry(deps, args, repo), leftBehindAsked]);
   if (!carry.ok) return carry;
   return pass({
     id: deps.store.newId(branch),
