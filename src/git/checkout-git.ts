@@ -8,9 +8,9 @@
  *   arrays, a deadline on every call that ends git's process group), with patches as bytes: a
  *   `git diff --binary` of a file that is not UTF-8 is written by git to a private temp file
  *   (`--output`, so its size is checked before it is read) and reaches `git apply` on stdin unchanged.
- * - The one exception is `fetchUpstream`: a fetch's transport starts programs of its own (ssh, a
- *   remote helper) that must die with it on its deadline, so it runs in its own process group
- *   through execa, with the fetch's own longer deadline and its own failure words.
+ * - `fetchUpstream` differs in two ways: a fetch's transport starts programs of its own (ssh, a
+ *   remote helper) that must die with it on its deadline, so it runs in its own process group,
+ *   and it has its own longer deadline and failure words.
  * - Reading a checkout never changes it: `git diff` and `git ls-files` with optional locks off
  *   write neither the index nor the work tree, so the parent checkout stays byte-identical.
  * - Writes: `applyChanges` only in the new worktree (its own index and files), atomically per patch
@@ -24,9 +24,8 @@
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { execa } from "execa";
 import { parseStatus } from "./git.ts";
-import { gitEnvironment, runGit, type GitRun } from "./runner.ts";
+import { GitTimeoutError, runGit, type GitRun } from "./runner.ts";
 import type { BaseUpstream, CarriedChange, ChangesSnapshot, CheckoutGitPort } from "./types.ts";
 import { WAIT_DEFAULTS } from "../config/waits.ts";
 import { formatWait, stripPeriod } from "../text.ts";
@@ -215,33 +214,25 @@ export class CheckoutGit implements CheckoutGitPort {
       `+${upstream.remoteRef}:${upstream.upstream}`,
     ];
     const base = this.env ?? process.env;
-    const env: NodeJS.ProcessEnv = {
-      ...gitEnvironment(base),
-      GIT_TERMINAL_PROMPT: "0",
-      // The user's own ssh command if they set one (how they reach the remote), in batch mode otherwise.
-      GIT_SSH_COMMAND: base.GIT_SSH_COMMAND ?? "ssh -o BatchMode=yes",
-    };
-    const child = execa("git", args, {
-      cwd: checkout,
-      env,
-      extendEnv: false,
-      reject: false,
-      stdin: "ignore",
-      detached: true,
-      encoding: "utf8",
-    });
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      killGroup(child.pid);
-    }, this.fetchTimeoutMs);
-    let result: Awaited<typeof child>;
+    let result: GitRun;
     try {
-      result = await child;
-    } finally {
-      clearTimeout(timer);
+      result = await runGit(checkout, args, {
+        timeoutMs: this.fetchTimeoutMs,
+        env: base,
+        gitVariables: {
+          GIT_TERMINAL_PROMPT: "0",
+          // The user's own ssh command if they set one (how they reach the remote), in batch mode otherwise.
+          GIT_SSH_COMMAND: base.GIT_SSH_COMMAND ?? "ssh -o BatchMode=yes",
+        },
+        ownProcessGroup: true,
+        // Nothing to read: a prompt that gets past the settings above reads the end of its input.
+        input: new Uint8Array(),
+      });
+    } catch (error) {
+      if (error instanceof GitTimeoutError)
+        throw new Error(`git fetch ${label} did not finish within ${formatWait(this.fetchTimeoutMs)}.`);
+      throw error;
     }
-    if (timedOut) throw new Error(`git fetch ${label} did not finish within ${formatWait(this.fetchTimeoutMs)}.`);
     if (result.exitCode !== 0) {
       throw new Error(
         `git fetch ${label} failed: ${summarize(String(result.stderr)) ?? `exit code ${String(result.exitCode)}`}.`,
@@ -362,14 +353,4 @@ function summarize(stderr: string): string | undefined {
 
 function gitError(args: readonly string[], run: GitRun): Error {
   return new Error(`git ${args[0] ?? ""} failed: ${summarize(run.stderr) ?? `exit code ${run.exitCode}`}.`);
-}
-
-/** Ends a detached process and everything it started (its process group). */
-function killGroup(pid: number | undefined): void {
-  if (pid === undefined) return;
-  try {
-    process.kill(-pid, "SIGKILL");
-  } catch {
-    // Already gone.
-  }
 }

@@ -5,8 +5,10 @@
  *
  * Invariants:
  * - Every call has a deadline (not extended by output); at it git gets SIGTERM (it removes its lock
- *   files on it), SIGKILL 2 s later, and once git has ended the call is an error naming the command. git runs in this
- *   process's group, as run by hand: it keeps the terminal, and an interrupt reaches it. A
+ *   files on it), SIGKILL 2 s later, and once git has ended the call is a `GitTimeoutError` naming the command. git runs in this
+ *   process's group, as run by hand: it keeps the terminal, and an interrupt reaches it; a call
+ *   that asks for its own group (a fetch, whose transport starts ssh) runs in its own session,
+ *   without a terminal, and the signals at its deadline go to the whole group. A
  *   non-zero exit is
  *   data for the caller, which knows what it means. An argument that would make git start a
  *   program of the caller's choosing (`--upload-pack`, `-c core.sshCommand=...`, ...) is refused
@@ -80,6 +82,13 @@ export interface GitRunOptions {
   input?: Uint8Array;
   /** `GIT_*` variables this one call sets past the sanitising (a rewritten commit's author, for `commit-tree`). */
   gitVariables?: Readonly<Record<string, string>>;
+  /** Run git in a session and process group of its own, signalled as a group at the deadline. */
+  ownProcessGroup?: boolean;
+}
+
+/** A git call that did not end before its deadline (git was then stopped). */
+export class GitTimeoutError extends Error {
+  override readonly name = "GitTimeoutError";
 }
 
 /**
@@ -123,7 +132,19 @@ export async function runGit(cwd: string, args: readonly string[], options: GitR
     };
     // In this process's group and session, as git run by hand: it keeps the terminal (a signing
     // passphrase prompt) and an interrupt of the command reaches it too.
-    const child = spawn("git", [...args], { cwd, env, stdio: ["pipe", "pipe", "pipe"] });
+    const ownGroup = options.ownProcessGroup === true;
+    const child = spawn("git", [...args], { cwd, env, stdio: ["pipe", "pipe", "pipe"], detached: ownGroup });
+    const signal = (name: NodeJS.Signals): void => {
+      if (!ownGroup || child.pid === undefined) {
+        child.kill(name);
+        return;
+      }
+      try {
+        process.kill(-child.pid, name);
+      } catch {
+        // The group is gone already.
+      }
+    };
     const finish = (code: number | null, signal: NodeJS.Signals | null): void =>
       settle(() =>
         resolve({
@@ -134,14 +155,15 @@ export async function runGit(cwd: string, args: readonly string[], options: GitR
       );
     let timedOut = false;
     const timedOutError = (): Error =>
-      new Error(`${command} timed out after ${formatWait(options.timeoutMs)} in ${cwd}.`);
+      new GitTimeoutError(`${command} timed out after ${formatWait(options.timeoutMs)} in ${cwd}.`);
     const timer = setTimeout(() => {
       // A catchable signal first: git removes its lock files and a half-made worktree on it. The
       // call ends once git has (SIGKILL after the grace), so a caller's clean-up never races it.
       timedOut = true;
-      child.kill("SIGTERM");
+      signal("SIGTERM");
       setTimeout(() => {
-        if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+        // A group's other members (a fetch's ssh) may outlive git itself.
+        if (ownGroup || (child.exitCode === null && child.signalCode === null)) signal("SIGKILL");
       }, KILL_GRACE_MS).unref();
       setTimeout(() => settle(() => reject(timedOutError())), KILL_GRACE_MS + EXIT_GRACE_MS).unref();
     }, options.timeoutMs);

@@ -18,9 +18,9 @@
  *   a writer, which is the safe side.
  */
 import { realpath } from "node:fs/promises";
-import { execa } from "execa";
 import { errorClause } from "../errors.ts";
 import { HANDOFF_ID_ENV } from "./facts.ts";
+import { runFailure, runProgram } from "./run-program.ts";
 import {
   PROCESS_CALL_TIMEOUT_MS,
   type DescribedProcess,
@@ -130,11 +130,9 @@ export function environmentFlag(platform: NodeJS.Platform): string {
 
 const defaultRunner: CommandRunner = async (file, args) => {
   try {
-    const result = await execa(file, [...args], {
-      reject: false,
-      timeout: PROCESS_CALL_TIMEOUT_MS,
-      stdin: "ignore",
-      env: { LC_ALL: "C", TZ: "UTC" },
+    const result = await runProgram(file, args, {
+      timeoutMs: PROCESS_CALL_TIMEOUT_MS,
+      env: { ...process.env, LC_ALL: "C", TZ: "UTC" },
     });
     if (result.timedOut)
       return {
@@ -142,7 +140,7 @@ const defaultRunner: CommandRunner = async (file, args) => {
         reason: "timeout",
         message: `${file} did not answer within ${formatWait(PROCESS_CALL_TIMEOUT_MS)}`,
       };
-    if ((result as { code?: string }).code === "ENOENT")
+    if (result.startError?.code === "ENOENT")
       return { ok: false, reason: "missing", message: `${file} is not installed` };
     // Both `ps` and `lsof` exit 1 when one of the pids asked about is gone; what they printed still holds.
     if (result.exitCode !== undefined && result.exitCode > 1) {
@@ -153,7 +151,7 @@ const defaultRunner: CommandRunner = async (file, args) => {
       };
     }
     if (result.exitCode === undefined)
-      return { ok: false, reason: "failed", message: `${file} could not be run: ${errorClause(result.message)}` };
+      return { ok: false, reason: "failed", message: `${file} could not be run: ${errorClause(runFailure(result))}` };
     return { ok: true, stdout: result.stdout };
   } catch (error) {
     return { ok: false, reason: "failed", message: `${file} could not be run: ${errorClause(error)}` };

@@ -35,8 +35,16 @@ describe("one module owns each outside system", () => {
       file.startsWith("src/mux/tmux/") ||
       file.startsWith("src/mux/zellij/") ||
       file.startsWith("src/process/");
-    expect(outside(imports("execa"), owners)).toEqual([]);
     expect(outside(/from\s+["'](?:node:)?child_process["']/, owners)).toEqual([]);
+  });
+
+  it("programs start through Node's child_process alone: git by src/git/runner.ts, every other by src/process/run-program.ts", () => {
+    // A spawning dependency (execa, used before) cost ~80 ms of loading on every Pi start.
+    expect(outside(imports("execa"), () => false)).toEqual([]);
+    const spawners = FILES.filter(({ text }) => /from\s+["'](?:node:)?child_process["']/.test(text)).map(
+      ({ file }) => file,
+    );
+    expect(spawners.sort()).toEqual(["src/git/runner.ts", "src/process/run-program.ts"]);
   });
 
   it("only src/ports/probe.ts opens sockets (the bind test of a port)", () => {
@@ -45,7 +53,7 @@ describe("one module owns each outside system", () => {
 
   it("git runs only in src/git/, tmux only in src/mux/tmux/, zellij only in src/mux/zellij/", () => {
     expect(outside(/(?:execa|spawn)\(\s*["']git["']/, (file) => file.startsWith("src/git/"))).toEqual([]);
-    expect(outside(/execa\(\s*["']tmux["']/, (file) => file.startsWith("src/mux/tmux/"))).toEqual([]);
+    expect(outside(/runProgram\(\s*["']tmux["']/, (file) => file.startsWith("src/mux/tmux/"))).toEqual([]);
     expect(outside(/zellijBin/, (file) => file.startsWith("src/mux/zellij/"))).toEqual([]);
   });
 });

@@ -17,12 +17,12 @@
  *   answers it for ~750 ms), and a pane that `pane get` still shows is then `pane_not_started`.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { execa } from "execa";
 import { z } from "zod";
 import { formatWait, oneLine, stripPeriod } from "../../text.ts";
 import type { MuxFailure } from "../types.ts";
 import type { HerdrLocation } from "./location.ts";
 import { socketOf } from "./paths.ts";
+import { runFailure, runProgram } from "../../process/run-program.ts";
 import { decodeHerdrOutput, PaneInfoResultSchema, PaneProcessInfoSchema } from "./protocol.ts";
 
 /** The least time one poll is given: a poll squeezed into the last milliseconds proves nothing. */
@@ -88,30 +88,27 @@ export class HerdrClient {
     const timeoutMs = options.timeoutMs ?? this.timeoutMs;
     const socketPath = options.socketPath ?? this.socketPath;
     const env = socketPath !== undefined ? { ...this.env, HERDR_SOCKET_PATH: socketPath } : this.env;
-    const result = await execa(this.herdrBin, args, {
+    const result = await runProgram(this.herdrBin, args, {
       env,
-      extendEnv: false,
-      timeout: timeoutMs,
-      forceKillAfterDelay: 1_000,
-      reject: false,
-      stdin: "ignore",
-      stripFinalNewline: false,
+      timeoutMs,
+      killGraceMs: 1_000,
+      keepFinalNewline: true,
     });
     const operation = `herdr ${args.slice(0, 2).join(" ")}`;
     if (result.timedOut) {
       return callFailure("timeout", `${operation} did not answer within ${formatWait(timeoutMs)}.`);
     }
-    if (result.code === "ENOENT") {
+    if (result.startError?.code === "ENOENT") {
       return callFailure(
         "herdr_not_found",
         `The herdr executable (${this.herdrBin}) was not found; install Herdr or set HERDR_BIN_PATH.`,
       );
     }
     if (result.exitCode === undefined) {
-      const detail = oneLine(result.shortMessage ?? "") || "no exit code";
+      const detail = oneLine(runFailure(result)) || "no exit code";
       return callFailure("herdr_failed", `${operation} could not run: ${stripPeriod(detail)}.`);
     }
-    return { ok: true, exitCode: result.exitCode, stdout: String(result.stdout), stderr: String(result.stderr) };
+    return { ok: true, exitCode: result.exitCode, stdout: result.stdout, stderr: result.stderr };
   }
 
   /** One `herdr` call that must print a success envelope whose result matches `schema`. */

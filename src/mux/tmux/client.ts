@@ -8,10 +8,10 @@
  * - Failures are values with a stable code (`timeout`, `server_not_running`, `pane_not_found`,
  *   `tmux_failed`) and one sentence, never thrown.
  */
-import { execa } from "execa";
 import type { MuxLocation } from "../locations.ts";
 import { formatWait, oneLine, stripPeriod } from "../../text.ts";
 import type { MuxFailure } from "../types.ts";
+import { runFailure, runProgram, runSucceeded } from "../../process/run-program.ts";
 import type { TmuxLocation } from "./location.ts";
 
 export type TmuxCallResult = { ok: true; stdout: string } | MuxFailure;
@@ -22,17 +22,13 @@ export async function runTmux(
   args: string[],
   timeoutMs: number,
 ): Promise<TmuxCallResult> {
-  const result = await execa(tmuxBin, ["-S", socketPath, ...args], {
-    timeout: timeoutMs,
-    reject: false,
-    stdin: "ignore",
-  });
-  if (!result.failed) return { ok: true, stdout: result.stdout };
+  const result = await runProgram(tmuxBin, ["-S", socketPath, ...args], { timeoutMs });
+  if (runSucceeded(result)) return { ok: true, stdout: result.stdout };
   const stderr = oneLine(result.stderr);
   if (result.timedOut) {
     return { ok: false, code: "timeout", message: `tmux ${args[0]} did not answer within ${formatWait(timeoutMs)}.` };
   }
-  if (result.code === "ENOENT") {
+  if (result.startError?.code === "ENOENT") {
     return { ok: false, code: "tmux_failed", message: `The tmux executable ${tmuxBin} was not found.` };
   }
   // A server that is shutting down answers "server exited unexpectedly" (or "lost server" mid-call).
@@ -42,7 +38,7 @@ export async function runTmux(
   if (/^can't find (pane|window|session)/.test(stderr)) {
     return { ok: false, code: "pane_not_found", message: `tmux ${stripPeriod(stderr)}.` };
   }
-  const detail = stderr || oneLine(result.shortMessage ?? "") || `exit code ${String(result.exitCode)}`;
+  const detail = stderr || oneLine(runFailure(result));
   return { ok: false, code: "tmux_failed", message: `tmux ${args[0]} failed: ${stripPeriod(detail)}.` };
 }
 

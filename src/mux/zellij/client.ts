@@ -11,10 +11,10 @@
  *   (zellij 0.45's client can miss a live session under load, zellij-utils sessions.rs).
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { execa } from "execa";
 import { z } from "zod";
 import { formatWait, oneLine, stripPeriod } from "../../text.ts";
 import type { MuxFailure } from "../types.ts";
+import { runFailure, runProgram, runSucceeded } from "../../process/run-program.ts";
 
 const PANE_LIST_ATTEMPTS = 8;
 const PANE_LIST_RETRY_MS = 100;
@@ -97,14 +97,11 @@ export class ZellijClient {
 
   async #callOnce(sessionName: string, socketDir: string | undefined, args: string[]): Promise<ZellijCallResult> {
     const timeoutMs = this.#timeoutMs;
-    const result = await execa(this.#bin, ["--session", sessionName, "action", ...args], {
-      timeout: timeoutMs,
-      reject: false,
-      stdin: "ignore",
+    const result = await runProgram(this.#bin, ["--session", sessionName, "action", ...args], {
+      timeoutMs,
       env: { ...this.#env, ...(socketDir === undefined ? {} : { ZELLIJ_SOCKET_DIR: socketDir }) },
-      extendEnv: false,
     });
-    if (!result.failed) return { ok: true, stdout: result.stdout };
+    if (runSucceeded(result)) return { ok: true, stdout: result.stdout };
     const stderr = oneLine(result.stderr);
     if (result.timedOut) {
       return {
@@ -113,7 +110,7 @@ export class ZellijClient {
         message: `zellij ${args[0]} did not answer within ${formatWait(timeoutMs)}.`,
       };
     }
-    if (result.code === "ENOENT") {
+    if (result.startError?.code === "ENOENT") {
       return {
         ok: false,
         code: "zellij_not_found",
@@ -125,7 +122,7 @@ export class ZellijClient {
     if (/session '[^']*' not found|no active session|no session named/i.test(stderr)) {
       return { ok: false, code: "session_not_found", message: `zellij has no session named ${sessionName}.` };
     }
-    const detail = stderr || oneLine(result.shortMessage ?? "") || `exit code ${String(result.exitCode)}`;
+    const detail = stderr || oneLine(runFailure(result));
     return { ok: false, code: "zellij_failed", message: `zellij ${args[0]} failed: ${stripPeriod(detail)}.` };
   }
 }
