@@ -402,6 +402,14 @@ function formatMarkdown(results: Record<string, unknown>): string {
     "  acknowledgement) is most of a relaunch, and it waits rather than computes, so three at a time",
     "  take about a third of the time one after another does, on two cores; the command starts once",
     "  (one Node process instead of ten) and each handoff keeps its own lock, window and confirmation.",
+    "- **Typed into the TUI** (k): goals 0.9 (small) and 0.3 (50 MB), not met here. On a small",
+    "  conversation both tools end in the same Pi start in a new pane; ours adds the checks, the",
+    "  manifest, the fork and the child's acknowledgement (the extension's share of the child's start",
+    "  is about 100 ms since decisions 0017 and 0018, 300-380 ms before). On the large one the child's",
+    "  own Pi reading and drawing the 52 MB conversation is most of both figures (pi-worktree's new Pi",
+    "  reads the same conversation), so the fork's lead is a small part of the whole; single rounds",
+    "  here moved from 10 s to 21 s under the machine's load. One small round of pi-worktree read 49 ms:",
+    "  its screen was matched before the new Pi drew it, a reading the median leaves out.",
     "",
   ].join("\n");
 }
