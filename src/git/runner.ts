@@ -131,10 +131,10 @@ export async function runGit(cwd: string, args: readonly string[], options: GitR
       action();
     };
     // In this process's group and session, as git run by hand: it keeps the terminal (a signing
-    // passphrase prompt) and an interrupt of the command reaches it too.
+    // passphrase prompt) and an interrupt of the command reaches it too; unless asked for a group of its own.
     const ownGroup = options.ownProcessGroup === true;
     const child = spawn("git", [...args], { cwd, env, stdio: ["pipe", "pipe", "pipe"], detached: ownGroup });
-    const signal = (name: NodeJS.Signals): void => {
+    const sendSignal = (name: NodeJS.Signals): void => {
       if (!ownGroup || child.pid === undefined) {
         child.kill(name);
         return;
@@ -160,10 +160,10 @@ export async function runGit(cwd: string, args: readonly string[], options: GitR
       // A catchable signal first: git removes its lock files and a half-made worktree on it. The
       // call ends once git has (SIGKILL after the grace), so a caller's clean-up never races it.
       timedOut = true;
-      signal("SIGTERM");
+      sendSignal("SIGTERM");
       setTimeout(() => {
         // A group's other members (a fetch's ssh) may outlive git itself.
-        if (ownGroup || (child.exitCode === null && child.signalCode === null)) signal("SIGKILL");
+        if (ownGroup || (child.exitCode === null && child.signalCode === null)) sendSignal("SIGKILL");
       }, KILL_GRACE_MS).unref();
       setTimeout(() => settle(() => reject(timedOutError())), KILL_GRACE_MS + EXIT_GRACE_MS).unref();
     }, options.timeoutMs);
