@@ -46,6 +46,9 @@ export function readSmallFile(
   path: string,
 ): { code: "ok"; text: string } | { code: "missing" } | { code: "error"; error: unknown } {
   try {
+    // A missing record (no lease, no published state) is common: a stat that cannot throw says so
+    // without the error Node would build for the read; one removed in between is still `missing`.
+    if (statSync(path, { throwIfNoEntry: false }) === undefined) return { code: "missing" };
     return { code: "ok", text: readFileSync(path, "utf8") };
   } catch (error) {
     return errorCode(error) === "ENOENT" ? { code: "missing" } : { code: "error", error };

@@ -22,7 +22,7 @@
  *   that cannot be read is `unreadable` for readers, who then must not assume there is no writer.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { readFileSync, realpathSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { mkdir, readFile, rename, rm } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join, resolve } from "node:path";
@@ -76,6 +76,9 @@ export interface LeaseOptions {
 
 /** The canonical form of a session path: its realpath when it exists, else the resolved path. */
 export function canonicalSessionPath(sessionFile: string): string {
+  // A missing file (a child that never started, a listing of old handoffs) is the common case:
+  // asked first, it costs no thrown error, which Node makes dearly.
+  if (!existsSync(sessionFile)) return resolve(sessionFile);
   try {
     // The system's realpath: Node's own walks the path with an lstat per component.
     return realpathSync.native(sessionFile);

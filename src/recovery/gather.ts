@@ -117,10 +117,21 @@ export class FactGatherer {
   }
 
   async gather(manifest: Manifest): Promise<HandoffFacts> {
+    return (await this.begin(manifest)).complete();
+  }
+
+  /**
+   * Every fact of `manifest` but its uncommitted changes and its ports, read now; `complete` then
+   * waits for those. An inventory begins every handoff before completing any, so each one's
+   * readings overlap the batch of `prepare` instead of waiting behind it.
+   */
+  async begin(manifest: Manifest): Promise<PendingFacts> {
     const now = this.deps.now();
     const childSessionExists = manifest.child.sessionFile !== undefined && (await isFile(manifest.child.sessionFile));
-    if (manifest.state === "removed")
-      return removedFacts(manifest, now, childSessionExists, await isDirectory(manifest.worktree.path));
+    if (manifest.state === "removed") {
+      const facts = removedFacts(manifest, now, childSessionExists, await isDirectory(manifest.worktree.path));
+      return { complete: () => Promise.resolve(facts) };
+    }
     // The order below is the order of `problems` in the report.
     const problems: string[] = [];
     const read = await this.readings(manifest, childSessionExists);
@@ -135,29 +146,32 @@ export class FactGatherer {
     // A dead owner ends the in-progress grace of an unfinished handoff (classify.ts).
     const ownerAlive =
       manifest.owner === undefined ? undefined : await (this.deps.ownerAlive ?? isOwnerAlive)(manifest.owner);
-    const changes = read.worktreeDirectoryExists ? await this.changes(manifest, problems) : undefined;
-    const ports = this.options.checkPorts === true ? await this.ports(manifest) : undefined;
-    return {
-      manifest,
-      now,
-      worktreeDirectoryExists: read.worktreeDirectoryExists,
-      registration: read.registration,
-      workspace,
-      recordedProcess: read.recordedProcess,
-      piProcesses: read.processes.piProcesses,
-      branch: read.branch,
-      changes,
-      childSessionExists: childSessionExists || unrecorded.session !== undefined,
-      problems,
-      ...(ownerAlive === undefined ? {} : { ownerAlive }),
-      ...(read.lease === undefined ? {} : { lease: read.lease }),
-      ...(read.processes.problem === undefined ? {} : { processScanProblem: read.processes.problem }),
-      ...(read.childTail === undefined ? {} : { childTail: read.childTail }),
-      ...(read.childState === undefined ? {} : { childState: read.childState }),
-      ...(landingTarget === undefined ? {} : { landingTarget }),
-      ...(unrecorded.location !== undefined || unrecorded.session !== undefined ? { unrecorded } : {}),
-      ...(ports === undefined ? {} : { ports }),
+    const complete = async (): Promise<HandoffFacts> => {
+      const changes = read.worktreeDirectoryExists ? await this.changes(manifest, problems) : undefined;
+      const ports = this.options.checkPorts === true ? await this.ports(manifest) : undefined;
+      return {
+        manifest,
+        now,
+        worktreeDirectoryExists: read.worktreeDirectoryExists,
+        registration: read.registration,
+        workspace,
+        recordedProcess: read.recordedProcess,
+        piProcesses: read.processes.piProcesses,
+        branch: read.branch,
+        changes,
+        childSessionExists: childSessionExists || unrecorded.session !== undefined,
+        problems,
+        ...(ownerAlive === undefined ? {} : { ownerAlive }),
+        ...(read.lease === undefined ? {} : { lease: read.lease }),
+        ...(read.processes.problem === undefined ? {} : { processScanProblem: read.processes.problem }),
+        ...(read.childTail === undefined ? {} : { childTail: read.childTail }),
+        ...(read.childState === undefined ? {} : { childState: read.childState }),
+        ...(landingTarget === undefined ? {} : { landingTarget }),
+        ...(unrecorded.location !== undefined || unrecorded.session !== undefined ? { unrecorded } : {}),
+        ...(ports === undefined ? {} : { ports }),
+      };
     };
+    return { complete };
   }
 
   /** Each reserved port's bind test, one after the other (a port is bound only while it is tested), and its listeners when in use. */
@@ -427,6 +441,11 @@ async function mergedOf(
   if ((await git.patchesMissing(root, target, tip)) === 0) return { rule: "patch" };
   if (await git.mergeChangesNothing(root, target, tip)) return { rule: "tree" };
   return undefined;
+}
+
+/** A handoff's facts read so far (`FactGatherer.begin`); `complete` reads the rest, once. */
+export interface PendingFacts {
+  complete(): Promise<HandoffFacts>;
 }
 
 interface Readings {

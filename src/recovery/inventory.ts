@@ -55,9 +55,10 @@ export async function buildInventory(deps: InventoryDeps, options: InventoryOpti
   }
   const gatherer = new FactGatherer(deps);
   gatherer.prepare(manifests);
-  const handoffs = await mapLimit(manifests, CONCURRENCY, async (manifest) =>
-    classify(await gatherer.gather(manifest)),
-  );
+  // Every handoff's own readings first, while the batch of uncommitted changes runs; then each
+  // completed with its changes (those the batch missed are asked alone, bounded again).
+  const pending = await mapLimit(manifests, CONCURRENCY, (manifest) => gatherer.begin(manifest));
+  const handoffs = await mapLimit(pending, CONCURRENCY, async (facts) => classify(await facts.complete()));
   return {
     version: RECOVERY_JSON_VERSION,
     agentDir: deps.agentDir,
