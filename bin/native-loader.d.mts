@@ -1,4 +1,5 @@
 // Types for native-loader.mjs (plain JavaScript, see there), for the TypeScript that imports it.
+export function strippedCacheDir(): string | undefined;
 export function canLoadTypeScript(): boolean;
 export function installTypeScriptLoader(
   root: string,

@@ -33,6 +33,15 @@ const HOST_SCHEME = "pi-handoff-host:";
 /** Per process: the roots hooked already, and the host modules served (read by the generated modules). */
 const STATE_KEY = "__piHandoffWorktreeNativeLoader";
 
+/**
+ * Where the stripped files are kept: beside this thread's compile cache (undefined without one).
+ * The CLI, Pi's extension and the fork worker all keep them there, so each strips a file once.
+ */
+export function strippedCacheDir() {
+  const compileCache = typeof module.getCompileCacheDir === "function" ? module.getCompileCacheDir() : undefined;
+  return compileCache === undefined ? undefined : join(compileCache, "pi-handoff-ts");
+}
+
 /** Whether this Node can load the package this way (module hooks and type stripping). */
 export function canLoadTypeScript() {
   return typeof module.registerHooks === "function" && typeof module.stripTypeScriptTypes === "function";

@@ -6,7 +6,7 @@
 // The CLI itself is TypeScript (erasable syntax only), which Node loads through native-loader.mjs,
 // also from under node_modules, where an installed copy lives and Node would strip nothing.
 import module from "node:module";
-import { join, sep } from "node:path";
+import { sep } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { MINIMUM, tooOld } from "./node-version.mjs";
@@ -27,14 +27,10 @@ const installed = fileURLToPath(entry).split(sep).includes("node_modules");
 // Node loads the TypeScript itself, installed or not, with its stripped form kept beside the
 // compile cache (native-loader.mjs). Without module hooks, a checkout still has Node's own
 // stripping; an installed copy, where Node strips nothing, has jiti.
-const { canLoadTypeScript, installTypeScriptLoader } = await import("./native-loader.mjs");
-const cacheDir = module.getCompileCacheDir?.();
+const { canLoadTypeScript, installTypeScriptLoader, strippedCacheDir } = await import("./native-loader.mjs");
 let cli;
 if (canLoadTypeScript() || (!installed && process.features.typescript)) {
-  installTypeScriptLoader(
-    new URL("../", import.meta.url).href,
-    cacheDir === undefined ? undefined : join(cacheDir, "pi-handoff-ts"),
-  );
+  installTypeScriptLoader(new URL("../", import.meta.url).href, strippedCacheDir());
   cli = await import(entry.href);
 } else {
   const { createJiti } = await import("jiti");

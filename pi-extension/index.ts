@@ -19,10 +19,9 @@ import * as piCodingAgent from "@earendil-works/pi-coding-agent";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import * as piTui from "@earendil-works/pi-tui";
 import * as typebox from "typebox";
-import { createRequire, getCompileCacheDir } from "node:module";
-import { join } from "node:path";
+import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
-import { installTypeScriptLoader } from "../bin/native-loader.mjs";
+import { installTypeScriptLoader, strippedCacheDir } from "../bin/native-loader.mjs";
 
 /** The host packages the natively loaded files import at run time, by specifier. */
 export const HOST_MODULES: Record<string, object> = {
@@ -35,12 +34,8 @@ type Factory = (pi: ExtensionAPI) => void | Promise<void>;
 
 /** The adapter's factory through Node's loader, or undefined where this Node cannot load it so. */
 function loadNatively(): Factory | undefined {
-  const cacheDir = getCompileCacheDir?.();
   const root = new URL("../", import.meta.url).href;
-  if (
-    !installTypeScriptLoader(root, cacheDir === undefined ? undefined : join(cacheDir, "pi-handoff-ts"), HOST_MODULES)
-  )
-    return undefined;
+  if (!installTypeScriptLoader(root, strippedCacheDir(), HOST_MODULES)) return undefined;
   const adapter = fileURLToPath(new URL("./extension.ts", import.meta.url));
   // Node's own require (jiti's would evaluate the file itself): it loads an ES module synchronously.
   const loaded = createRequire(import.meta.url)(adapter) as { default: Factory };

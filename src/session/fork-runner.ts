@@ -11,7 +11,9 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { getCompileCacheDir } from "node:module";
 import { Worker } from "node:worker_threads";
+import { strippedCacheDir } from "../../bin/native-loader.mjs";
 import {
   forkActiveBranch,
   ForkError,
@@ -57,7 +59,14 @@ export class ForkWorker {
   private constructor(sessionModulePath: string, sessionVersion: number) {
     this.sessionVersion = sessionVersion;
     this.worker = new Worker(WORKER_FILE, {
-      workerData: { sessionModulePath, forkModulePath: FORK_MODULE, packageRootUrl: PACKAGE_ROOT },
+      workerData: {
+        sessionModulePath,
+        forkModulePath: FORK_MODULE,
+        packageRootUrl: PACKAGE_ROOT,
+        // The parent's caches (Pi's compile cache, this package's stripped files): see fork-worker.mjs.
+        compileCacheDir: getCompileCacheDir?.(),
+        strippedCacheDir: strippedCacheDir(),
+      },
       stdout: true,
       stderr: true,
     });

@@ -1,24 +1,24 @@
 // Runs the fork in a worker thread, so the parent Pi's event loop (its TUI) never blocks on it.
-// Plain JavaScript: a worker starts with a bare Node loader. The TypeScript fork is loaded with
-// Node's own type stripping (also for files under node_modules, which Node refuses by default),
-// and Pi's own session module is imported by the path the main thread found, only when needed. The
-// fork module loads as soon as the worker starts, so a worker started early is warm when asked.
-import { readFileSync } from "node:fs";
-import { registerHooks, stripTypeScriptTypes } from "node:module";
-import { fileURLToPath } from "node:url";
+// Plain JavaScript: a worker starts with a bare Node loader and none of its parent's module hooks.
+// The package's TypeScript is loaded as in the parent (bin/native-loader.mjs): types stripped once
+// and kept beside the compile cache the parent uses, which this thread uses too, so a handoff's
+// worker compiles and strips nothing its predecessors did (a cold one cost the fork step about
+// 0.1 s in Pi). Pi's own session module is imported by the path the main thread found, only when
+// needed. The fork module loads as soon as the worker starts, so a worker started early is warm when asked.
+import module from "node:module";
 import { parentPort, workerData } from "node:worker_threads";
+import { installTypeScriptLoader } from "../../bin/native-loader.mjs";
 
-const { sessionModulePath, forkModulePath, packageRootUrl } = workerData;
+const { sessionModulePath, forkModulePath, packageRootUrl, compileCacheDir, strippedCacheDir } = workerData;
 
-registerHooks({
-  load(url, context, nextLoad) {
-    if (url.startsWith(packageRootUrl) && url.endsWith(".ts")) {
-      const source = readFileSync(fileURLToPath(url), "utf8");
-      return { format: "module", source: stripTypeScriptTypes(source), shortCircuit: true };
-    }
-    return nextLoad(url, context);
-  },
-});
+if (typeof compileCacheDir === "string") {
+  try {
+    module.enableCompileCache(compileCacheDir);
+  } catch {
+    // Without it the modules are compiled again: slower, never different.
+  }
+}
+installTypeScriptLoader(packageRootUrl, typeof strippedCacheDir === "string" ? strippedCacheDir : undefined);
 
 // The fork module loads at once; Pi's session module (large) only when an older file needs Pi's
 // migration, so a fork of a current file costs the worker none of Pi's memory.

@@ -17,7 +17,7 @@ import {
   type SessionEntry,
 } from "@earendil-works/pi-coding-agent";
 import { ForkError, type ForkRequest } from "../../src/session/fork.ts";
-import { locatePiSessionModule, runFork } from "../../src/session/fork-runner.ts";
+import { ForkWorker, locatePiSessionModule, runFork } from "../../src/session/fork-runner.ts";
 import { buildHandoffMessage } from "../../src/session/handoff-message.ts";
 
 const sha256 = (file: string) => createHash("sha256").update(readFileSync(file)).digest("hex");
@@ -205,6 +205,37 @@ describe("the fork runner", () => {
     const result = await runFork(request, { sessionModulePath: join(dir, "no-such-module.js"), host });
     expect(result.pathEntries).toBe(2);
     const child = parseSessionEntries(readFileSync(result.childSessionFile, "utf8"));
+    expect(child.filter((e) => e.type === "custom_message")).toHaveLength(1);
+  });
+
+  it("forks in the worker itself: it loads the package's TypeScript through the shared loader, with no fallback", async () => {
+    dir = realpathSync(mkdtempSync(join(tmpdir(), "fork-worker-")));
+    const manager = SessionManager.create(join(dir, "repo"), join(dir, "sessions"));
+    manager.appendMessage(user("only question"));
+    const leaf = manager.appendMessage(assistant("only answer"));
+    const parentFile = manager.getSessionFile() ?? "";
+    const message = buildHandoffMessage({
+      handoffId: "20261130-000000-worker-abcd",
+      manifestPath: join(dir, "m.json"),
+      branch: "worker",
+      baseRef: "HEAD",
+      baseSha: "e".repeat(40),
+      worktreePath: join(dir, "wt"),
+      mainCheckout: join(dir, "repo"),
+      parentSessionFile: parentFile,
+    });
+    // ForkWorker.fork rejects (ForkWorkerUnavailable) where runFork would quietly fork on this thread.
+    const worker = ForkWorker.start(sessionModulePath ?? "", CURRENT_SESSION_VERSION);
+    const result = await worker.fork({
+      parentSessionFile: parentFile,
+      leafId: leaf,
+      childCwd: join(dir, "wt"),
+      childSessionDir: join(dir, "child"),
+      message,
+    });
+    expect(result.pathEntries).toBe(2);
+    const child = parseSessionEntries(readFileSync(result.childSessionFile, "utf8"));
+    expect(child[0]).toMatchObject({ type: "session", cwd: join(dir, "wt") });
     expect(child.filter((e) => e.type === "custom_message")).toHaveLength(1);
   });
 });
