@@ -129,19 +129,45 @@ export async function measureTuiVsPiWorktree(options: {
         async () => (PI_READY.test(await tmux(["capture-pane", "-p", "-t", pane])) ? true : undefined),
         "the parent's screen",
       );
+      // Pi draws its footer first and a long conversation seconds later (10 s for the 52 MB one
+      // here), taking no keys meanwhile; a user types once it is there. Typed earlier, the command
+      // waited behind that drawing, for both tools alike, and hid what each does.
+      const probe = "zq";
+      await tmux(["send-keys", "-t", pane, "-l", "--", probe]);
+      await until(
+        async () => ((await tmux(["capture-pane", "-p", "-t", pane])).includes(probe) ? true : undefined),
+        "the parent to take keys",
+      );
+      await tmux(["send-keys", "-t", pane, "BSpace", "BSpace"]);
+      await until(
+        async () => ((await tmux(["capture-pane", "-p", "-t", pane])).includes(probe) ? undefined : true),
+        "the parent's editor to empty",
+      );
       return pane;
     };
     const submit = async (pane: string, line: string): Promise<number> => {
       await tmux(["send-keys", "-t", pane, "-l", "--", line]);
-      // Let the editor take the text (and any completion menu settle) before the one timed Enter.
+      // The editor shows the whole line, then any completion menu settles, before the one timed Enter.
+      await until(
+        async () => ((await tmux(["capture-pane", "-p", "-t", pane])).includes(line) ? true : undefined),
+        "the typed command",
+      );
       await new Promise((resolve) => setTimeout(resolve, 300));
       await tmux(["send-keys", "-t", pane, "Enter"]);
       return performance.now();
     };
-    /** A pane's screen is Pi's, drawn in the worktree of `branch` (its footer names the branch). */
+    /**
+     * A pane's screen is Pi's, drawn in the worktree of `branch`: its footer's path line ends with
+     * `(<branch>)`. A status line naming the branch (pi-worktree's "Creating git worktree
+     * (<branch>)...", shown by the parent) is not a footer.
+     */
     const drawnIn = async (pane: string, branch: string): Promise<true | undefined> => {
       const screen = await tmux(["capture-pane", "-p", "-t", pane]).catch(() => "");
-      return PI_READY.test(screen) && screen.includes(`(${branch})`) ? true : undefined;
+      const footer = screen.split("\n").some((line) => {
+        const text = line.trim();
+        return /^[~/…]/.test(text) && text.endsWith(`(${branch})`);
+      });
+      return PI_READY.test(screen) && footer ? true : undefined;
     };
 
     const ours = async (sessionFile: string, branch: string, into: TuiSideBySide): Promise<void> => {
