@@ -214,7 +214,10 @@ export async function measureTuiVsPiWorktree(options: {
       const drawnAt = await until(
         async () => ((await drawnIn(pane, branch)) ? performance.now() : undefined),
         "pi-worktree's new screen",
-      );
+      ).catch(async (error: unknown) => {
+        const screen = await tmux(["capture-pane", "-p", "-t", pane]).catch(() => "");
+        throw new Error(`${error instanceof Error ? error.message : String(error)} Its pane shows:\n${screen}`);
+      });
       into.piWorktreeScreenMs.push(drawnAt - enter);
     };
 
