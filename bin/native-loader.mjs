@@ -1,4 +1,5 @@
-// This package's TypeScript, loaded by Node's own module loader: in the `pi-handoff` CLI and in Pi.
+// This package's TypeScript, loaded by Node's own module loader: in the `pi-handoff` CLI, in Pi, and
+// in the fork's worker thread (src/session/fork-worker.mjs).
 //
 // Why: Node strips the types of each .ts file on every load and keeps nothing of it (its compile
 // cache keeps only the compiled JavaScript), and it refuses to strip files under node_modules,
@@ -18,7 +19,10 @@
 // - It only ever serves what Node's own type stripping produced from the file's current bytes.
 // - The cache is used only when its directory belongs to this user and no one else can write to
 //   it: a file there runs as this package's code. Otherwise every file is stripped, nothing kept.
-// - Installing twice for one root registers nothing more (Pi loads an extension again on /reload).
+// - Installing twice for one root in one thread registers nothing more (Pi loads an extension again
+//   on /reload); hooks and that record are per thread, so a worker installs its own.
+// - Threads of one process (Pi and its fork worker) may keep the same file at once: each writes
+//   its own temporary file, named by pid and thread, and renames it into place.
 // - Anything that goes wrong with one file leaves it to Node's own loading.
 //
 // Plain JavaScript with nothing newer than what old Node versions parse (see pi-handoff.mjs).
@@ -28,9 +32,10 @@ import module from "node:module";
 import { join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
+import { threadId } from "node:worker_threads";
 
 const HOST_SCHEME = "pi-handoff-host:";
-/** Per process: the roots hooked already, and the host modules served (read by the generated modules). */
+/** Per thread: the roots hooked already, and the host modules served (read by the generated modules). */
 const STATE_KEY = "__piHandoffWorktreeNativeLoader";
 
 /**
@@ -139,7 +144,7 @@ function stripped(path, cacheDir) {
   const result = strip(source.toString("utf8"));
   if (result === undefined) return undefined;
   try {
-    const temp = file + "." + process.pid + ".tmp";
+    const temp = file + "." + process.pid + "." + threadId + ".tmp";
     writeFileSync(temp, result, { mode: 0o600 });
     renameSync(temp, file);
   } catch {

@@ -132,13 +132,14 @@ export async function measureTuiVsPiWorktree(options: {
       // Pi draws its footer first and a long conversation seconds later (10 s for the 52 MB one
       // here), taking no keys meanwhile; a user types once it is there. Typed earlier, the command
       // waited behind that drawing, for both tools alike, and hid what each does.
-      const probe = "zq";
+      // Nothing else on the screen has it: not the conversation's words, not a temp dir's name.
+      const probe = "zq-qz";
       await tmux(["send-keys", "-t", pane, "-l", "--", probe]);
       await until(
         async () => ((await tmux(["capture-pane", "-p", "-t", pane])).includes(probe) ? true : undefined),
         "the parent to take keys",
       );
-      await tmux(["send-keys", "-t", pane, "BSpace", "BSpace"]);
+      await tmux(["send-keys", "-t", pane, ...Array.from(probe, () => "BSpace")]);
       await until(
         async () => ((await tmux(["capture-pane", "-p", "-t", pane])).includes(probe) ? undefined : true),
         "the parent's editor to empty",
@@ -163,9 +164,13 @@ export async function measureTuiVsPiWorktree(options: {
      */
     const drawnIn = async (pane: string, branch: string): Promise<true | undefined> => {
       const screen = await tmux(["capture-pane", "-p", "-t", pane]).catch(() => "");
+      // Pi's footer: `<path> (<branch>)`, then ` • <session name>` when the session has one.
       const footer = screen.split("\n").some((line) => {
         const text = line.trim();
-        return /^[~/…]/.test(text) && text.endsWith(`(${branch})`);
+        const at = text.lastIndexOf(`(${branch})`);
+        if (at < 0 || !/^[~/…]/.test(text)) return false;
+        const after = text.slice(at + branch.length + 2);
+        return after === "" || after.startsWith(" • ");
       });
       return PI_READY.test(screen) && footer ? true : undefined;
     };
@@ -241,7 +246,23 @@ export async function measureTuiVsPiWorktree(options: {
     };
   } finally {
     await execa("tmux", ["-S", socket, "kill-server"], { reject: false, timeout: 10_000 });
-    // The Pis the server ran write their last state as they exit: retried until they are done.
-    rmSync(root, { recursive: true, force: true, maxRetries: 20, retryDelay: 250 });
+    // The Pis the server ran write their last state as they exit (a 52 MB one slowly): retried
+    // until they are done, and a directory still busy after a minute is left, said, not thrown,
+    // so the figures measured are kept.
+    const givingUp = Date.now() + 60_000;
+    for (;;) {
+      try {
+        rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+        break;
+      } catch (error) {
+        if (Date.now() > givingUp) {
+          console.error(
+            `tuiVsPiWorktree: left ${root} behind: ${error instanceof Error ? error.message : String(error)}`,
+          );
+          break;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    }
   }
 }

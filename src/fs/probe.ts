@@ -9,11 +9,15 @@
  * - `readFileEnd` reads a bounded window, never a whole file.
  * - `isDirectory`, `isFile` and `readSmallFile` ask synchronously: a listing asks them of hundreds
  *   of handoffs, and one asynchronous stat or read costs tens of times the call itself (the thread
- *   pool's round trip, an error object for every missing file); each is one local system call
- *   about a small record, never a read of a large or growing file.
+ *   pool's round trip, an error object for every missing file); each asks a few local system
+ *   calls about a small record, never reads a large or growing file.
+ * - `readSmallFile` says `missing` only for a file that is not there (`ENOENT`), asked without a
+ *   thrown error; a path through something that is not a directory (`ENOTDIR`) is an error, as
+ *   reading it says.
  */
 import { readFileSync, statSync } from "node:fs";
 import { lstat, open, readdir, readFile, readlink } from "node:fs/promises";
+import { dirname } from "node:path";
 
 /** The `code` of a Node system error (`ENOENT`, `EEXIST`, ...), if it has one. */
 export function errorCode(error: unknown): string | undefined {
@@ -46,12 +50,26 @@ export function readSmallFile(
   path: string,
 ): { code: "ok"; text: string } | { code: "missing" } | { code: "error"; error: unknown } {
   try {
-    // A missing record (no lease, no published state) is common: a stat that cannot throw says so
+    // A missing record (no lease, no published state) is common: stats that cannot throw say so
     // without the error Node would build for the read; one removed in between is still `missing`.
-    if (statSync(path, { throwIfNoEntry: false }) === undefined) return { code: "missing" };
+    if (statSync(path, { throwIfNoEntry: false }) === undefined && nearestExistingIsDirectory(dirname(path)))
+      return { code: "missing" };
     return { code: "ok", text: readFileSync(path, "utf8") };
   } catch (error) {
     return errorCode(error) === "ENOENT" ? { code: "missing" } : { code: "error", error };
+  }
+}
+
+/**
+ * Whether the nearest existing directory on the way up to `dir` is a directory: then a file below
+ * it is missing (`ENOENT`), where a file under something else would be `ENOTDIR`. (A stat with
+ * `throwIfNoEntry: false` answers undefined for both.)
+ */
+function nearestExistingIsDirectory(dir: string): boolean {
+  for (let current = dir; ; current = dirname(current)) {
+    const info = statSync(current, { throwIfNoEntry: false });
+    if (info !== undefined) return info.isDirectory();
+    if (dirname(current) === current) return true;
   }
 }
 

@@ -85,8 +85,8 @@ export class FactGatherer {
   /**
    * Starts reading, in one batch, what `gather` would otherwise ask git one handoff at a time: the
    * uncommitted changes of every worktree of `manifests` (git's port
-   * `worktreeStatuses`). A worktree the batch could not answer is asked again alone by `gather`,
-   * so its problem reads as before.
+   * `worktreeStatuses`). A worktree the batch could not answer is asked again alone when its
+   * handoff is completed (`begin`, then `complete`), so its problem reads as before.
    */
   prepare(manifests: readonly Manifest[]): void {
     const batch = this.deps.git.worktreeStatuses;
@@ -103,7 +103,7 @@ export class FactGatherer {
     }
     if (batch === undefined || paths.length < 2) return;
     // Every path at once, without looking first: a worktree that is gone costs the batch a failed
-    // `cd`, and `gather` asks only about those that are directories.
+    // `cd`, and a handoff's completion asks only about those that are directories.
     this.batchedChanges = (async () => {
       const statuses = await batch.call(this.deps.git, paths);
       const found = new Map<string, Changes>();
@@ -146,7 +146,7 @@ export class FactGatherer {
     // A dead owner ends the in-progress grace of an unfinished handoff (classify.ts).
     const ownerAlive =
       manifest.owner === undefined ? undefined : await (this.deps.ownerAlive ?? isOwnerAlive)(manifest.owner);
-    const complete = async (): Promise<HandoffFacts> => {
+    const finish = async (): Promise<HandoffFacts> => {
       const changes = read.worktreeDirectoryExists ? await this.changes(manifest, problems) : undefined;
       const ports = this.options.checkPorts === true ? await this.ports(manifest) : undefined;
       return {
@@ -171,7 +171,9 @@ export class FactGatherer {
         ...(ports === undefined ? {} : { ports }),
       };
     };
-    return { complete };
+    // Read once however often it is asked: each read adds to this handoff's `problems`.
+    let completed: Promise<HandoffFacts> | undefined;
+    return { complete: () => (completed ??= finish()) };
   }
 
   /** Each reserved port's bind test, one after the other (a port is bound only while it is tested), and its listeners when in use. */

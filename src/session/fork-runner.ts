@@ -9,7 +9,7 @@
  * - Nothing the worker prints reaches the terminal (it would draw over Pi's TUI).
  */
 import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { getCompileCacheDir } from "node:module";
 import { Worker } from "node:worker_threads";
@@ -49,23 +49,41 @@ export class ForkWorkerUnavailable extends Error {
   override readonly name = "ForkWorkerUnavailable";
 }
 
+/** Where a worker keeps what it compiles and strips (the parent's own caches unless a test names others). */
+export interface ForkWorkerCaches {
+  /** The base directory Node's compile cache is enabled with (Node adds its version tag below it). */
+  compileCacheBase?: string | undefined;
+  /** This package's stripped TypeScript (bin/native-loader.mjs). */
+  strippedCacheDir?: string | undefined;
+}
+
+/** The caches of this thread: Pi's compile cache (its base, without Node's version tag) and the stripped files beside it. */
+function parentCaches(): ForkWorkerCaches {
+  const compileCache = getCompileCacheDir?.();
+  return {
+    compileCacheBase: compileCache === undefined ? undefined : dirname(compileCache),
+    strippedCacheDir: strippedCacheDir(),
+  };
+}
+
 /** A worker started ahead of time (it loads its modules while the caller does other work). */
 export class ForkWorker {
   private readonly worker: Worker;
   private used = false;
+  /** Why the worker ended before it was asked to fork (it failed to load, or exited). */
+  private ended: string | undefined;
 
   private readonly sessionVersion: number;
 
-  private constructor(sessionModulePath: string, sessionVersion: number) {
+  private constructor(sessionModulePath: string, sessionVersion: number, caches: ForkWorkerCaches) {
     this.sessionVersion = sessionVersion;
     this.worker = new Worker(WORKER_FILE, {
       workerData: {
         sessionModulePath,
         forkModulePath: FORK_MODULE,
         packageRootUrl: PACKAGE_ROOT,
-        // The parent's caches (Pi's compile cache, this package's stripped files): see fork-worker.mjs.
-        compileCacheDir: getCompileCacheDir?.(),
-        strippedCacheDir: strippedCacheDir(),
+        compileCacheBase: caches.compileCacheBase,
+        strippedCacheDir: caches.strippedCacheDir,
       },
       stdout: true,
       stderr: true,
@@ -73,13 +91,25 @@ export class ForkWorker {
     // Drain and drop: Node's experimental-feature warnings must not draw over the TUI.
     this.worker.stdout.resume();
     this.worker.stderr.resume();
+    // Listened to from the start: a worker that fails before its fork is asked for must not be an
+    // unhandled error in Pi; the fork then runs on the caller's thread.
+    this.worker.on("error", (error) => {
+      this.ended ??= error.message;
+    });
+    this.worker.on("exit", (code) => {
+      this.ended ??= `exit code ${code}`;
+    });
     // An idle worker must not keep Pi (or a test) alive.
     this.worker.unref();
   }
 
   /** `sessionVersion`: Pi's CURRENT_SESSION_VERSION as this thread loaded it. */
-  static start(sessionModulePath: string, sessionVersion: number): ForkWorker {
-    return new ForkWorker(sessionModulePath, sessionVersion);
+  static start(
+    sessionModulePath: string,
+    sessionVersion: number,
+    caches: ForkWorkerCaches = parentCaches(),
+  ): ForkWorker {
+    return new ForkWorker(sessionModulePath, sessionVersion, caches);
   }
 
   fork(
@@ -89,6 +119,10 @@ export class ForkWorker {
     // A second fork (a handoff whose early fork could not be used) runs on the caller's thread.
     if (this.used) return Promise.reject(new ForkWorkerUnavailable("This fork worker was already used."));
     this.used = true;
+    if (this.ended !== undefined) {
+      this.dispose();
+      return Promise.reject(new ForkWorkerUnavailable(this.ended));
+    }
     const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     return new Promise<ForkResult>((resolve, reject) => {
       let settled = false;

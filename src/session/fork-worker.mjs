@@ -9,11 +9,13 @@ import module from "node:module";
 import { parentPort, workerData } from "node:worker_threads";
 import { installTypeScriptLoader } from "../../bin/native-loader.mjs";
 
-const { sessionModulePath, forkModulePath, packageRootUrl, compileCacheDir, strippedCacheDir } = workerData;
+const { sessionModulePath, forkModulePath, packageRootUrl, compileCacheBase, strippedCacheDir } = workerData;
 
-if (typeof compileCacheDir === "string") {
+// The base directory, as the parent enabled it: Node adds its version tag below it (given the
+// tagged directory, it would add the tag again and share nothing).
+if (typeof compileCacheBase === "string") {
   try {
-    module.enableCompileCache(compileCacheDir);
+    module.enableCompileCache(compileCacheBase);
   } catch {
     // Without it the modules are compiled again: slower, never different.
   }

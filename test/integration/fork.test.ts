@@ -4,7 +4,7 @@
  * where SessionManager.open would write to it (no final newline, an older version).
  */
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -225,7 +225,8 @@ describe("the fork runner", () => {
       parentSessionFile: parentFile,
     });
     // ForkWorker.fork rejects (ForkWorkerUnavailable) where runFork would quietly fork on this thread.
-    const worker = ForkWorker.start(sessionModulePath ?? "", CURRENT_SESSION_VERSION);
+    const stripped = join(dir, "stripped");
+    const worker = ForkWorker.start(sessionModulePath ?? "", CURRENT_SESSION_VERSION, { strippedCacheDir: stripped });
     const result = await worker.fork({
       parentSessionFile: parentFile,
       leafId: leaf,
@@ -237,5 +238,13 @@ describe("the fork runner", () => {
     const child = parseSessionEntries(readFileSync(result.childSessionFile, "utf8"));
     expect(child[0]).toMatchObject({ type: "session", cwd: join(dir, "wt") });
     expect(child.filter((e) => e.type === "custom_message")).toHaveLength(1);
+    // The worker's TypeScript came through the shared loader: it kept what it stripped, fork.ts included.
+    const kept = readdirSync(stripped).filter((name) => name.endsWith(".js"));
+    expect(kept.length).toBeGreaterThan(3);
+    expect(
+      kept.some((name) =>
+        readFileSync(join(stripped, name), "utf8").includes("export async function forkActiveBranch"),
+      ),
+    ).toBe(true);
   });
 });

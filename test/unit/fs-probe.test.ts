@@ -5,7 +5,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { readFileEnd, readTextIfPresent } from "../../src/fs/probe.ts";
+import { errorCode, readFileEnd, readSmallFile, readTextIfPresent } from "../../src/fs/probe.ts";
 import { makeTempDir, removeTempDir } from "../support/git-repo.ts";
 
 let dir: string;
@@ -37,4 +37,21 @@ it("readFileEnd reads the final bytes only, and says whether the file holds more
   const whole = await readFileEnd(file, 64);
   expect([whole?.bytes.toString("utf8"), whole?.cut, whole?.size]).toEqual(["0123456789", false, 10]);
   expect(await readFileEnd(join(dir, "missing"), 4)).toBeUndefined();
+});
+
+it("readSmallFile: missing only for a file that is not there, an error through a file, the text otherwise", async () => {
+  await writeFile(join(dir, "record.json"), '{"a":1}\n');
+  await writeFile(join(dir, "file"), "x");
+  expect(readSmallFile(join(dir, "record.json"))).toEqual({ code: "ok", text: '{"a":1}\n' });
+  expect(readSmallFile(join(dir, "missing.json"))).toEqual({ code: "missing" });
+  // Directories that do not exist yet (a store nobody wrote to): still missing.
+  expect(readSmallFile(join(dir, "no", "such", "dir", "x.json"))).toEqual({ code: "missing" });
+  // A path through a file is ENOTDIR, which a stat without throwing would also call absent.
+  const through = readSmallFile(join(dir, "file", "below", "x.json"));
+  expect(through.code).toBe("error");
+  expect(through.code === "error" ? errorCode(through.error) : undefined).toBe("ENOTDIR");
+  // A directory cannot be read as a record.
+  await mkdir(join(dir, "a-directory"));
+  const directory = readSmallFile(join(dir, "a-directory"));
+  expect(directory.code === "error" ? errorCode(directory.error) : directory.code).toBe("EISDIR");
 });
