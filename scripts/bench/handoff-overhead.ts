@@ -16,6 +16,7 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
+import { enableCompileCache } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -64,6 +65,9 @@ async function waitFor<T>(probe: () => T | undefined | Promise<T | undefined>, w
 }
 
 export async function measureHandoffOverhead(options: { runs: number; files: number }): Promise<OverheadResult> {
+  // The transaction runs here as it runs in Pi, whose own start enables Node's compile cache: the
+  // fork's worker, started by each handoff, loads its modules from it there (and so here).
+  enableCompileCache();
   const root = realpathSync(mkdtempSync(join(tmpdir(), "phw-bench-")));
   const home = join(root, "home");
   const agentDir = join(root, "agent");

@@ -235,6 +235,39 @@ describe("TmuxMultiplexer on a private tmux server", () => {
     expect((await windowsOf(server.sessionId)).size).toBe(1);
   });
 
+  it("runs a window's command followed by the shell tmux would start there: default-command through default-shell, else a login default-shell", async () => {
+    // Asked from the parent's pane (session and shell in one call), as a handoff asks it.
+    const fromPane = TmuxMultiplexer.fromEnvironment(
+      { TMUX: `${server.socketPath},12345,0`, TMUX_PANE: server.firstPaneId },
+      realGit,
+    ) as TmuxMultiplexer;
+    await server.tmux(["set", "-g", "default-shell", "/bin/sh"]);
+    await server.tmux(["set", "-g", "default-command", "exec /bin/sh\necho two-lines"]);
+    const withCommand = expectCreated(
+      await fromPane.createWorkspace({ ...request("shell-a"), command: ["/bin/sh", "-c", "sleep 30", "launcher"] }),
+    );
+    expect(withCommand.sessionId).toBe(server.sessionId);
+    // tmux shows the argv with words holding a space in double quotes and a newline as \n.
+    expect(await paneFormat(withCommand.paneId ?? "", "#{pane_start_command}")).toBe(
+      '/bin/sh -c "sleep 30" launcher /bin/sh -c "exec /bin/sh\\necho two-lines"',
+    );
+    await server.tmux(["set", "-gu", "default-command"]);
+    const loginShell = expectCreated(
+      await fromPane.createWorkspace({ ...request("shell-b"), command: ["/bin/sh", "-c", "sleep 30", "launcher"] }),
+    );
+    expect(await paneFormat(loginShell.paneId ?? "", "#{pane_start_command}")).toBe(
+      '/bin/sh -c "sleep 30" launcher /bin/sh -l',
+    );
+    // An unknown pane names itself, and nothing is created.
+    const gone = TmuxMultiplexer.fromEnvironment({ TMUX: `${server.socketPath},12345,0`, TMUX_PANE: "%999" }, realGit);
+    expect(await (gone as TmuxMultiplexer).createWorkspace({ ...request("shell-c"), command: ["true"] })).toMatchObject(
+      {
+        ok: false,
+      },
+    );
+    expect(existsSync(request("shell-c").worktreePath)).toBe(false);
+  });
+
   it("reports server_not_running without creating anything when no server listens on the socket", async () => {
     let gitCalled = false;
     const mux = new TmuxMultiplexer({

@@ -37,7 +37,7 @@ import { formatWait, hasControlCharacter, stripPeriod } from "../../text.ts";
 import { waitForForegroundShell, type ShellSample } from "../shell-wait.ts";
 import { createWithGit, removeWithGit, type GitWorktreePort } from "../git-worktree.ts";
 import { WAIT_DEFAULTS } from "../../config/waits.ts";
-import { newWindow, userShell } from "./windows.ts";
+import { newWindow, sessionAndShell } from "./windows.ts";
 import {
   asTmuxLocation,
   invalidLocation,
@@ -169,24 +169,22 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
   }
 
   async createWorkspace(request: CreateWorkspaceRequest): Promise<MuxResult<CreatedWorkspace>> {
-    // Resolve the session before creating anything, so an unreachable server leaves nothing behind.
-    const session = await this.#resolveTargetSession();
-    if (!session.ok) return session;
-    // Asked while git checks the worktree out: the window needs it only once the checkout exists.
-    const shell =
-      request.command !== undefined && request.command.length > 0
-        ? userShell(this.#run, this.socketPath, session.sessionId)
-        : undefined;
+    // Resolve the session before creating anything, so an unreachable server leaves nothing behind;
+    // for a window that runs a command, the shell tmux starts there comes with it (one call).
+    let sessionId: string;
+    let shell: Promise<{ ok: true; argv: string[] }> | undefined;
+    if (request.command !== undefined && request.command.length > 0) {
+      const session = await this.#resolveTargetSessionAndShell();
+      if (!session.ok) return session;
+      sessionId = session.sessionId;
+      shell = Promise.resolve({ ok: true, argv: session.shell });
+    } else {
+      const session = await this.#resolveTargetSession();
+      if (!session.ok) return session;
+      sessionId = session.sessionId;
+    }
     return createWithGit(this.#git, request, "a tmux window", () =>
-      newWindow(
-        this.#run,
-        this.socketPath,
-        session.sessionId,
-        request.worktreePath,
-        request.label,
-        request.command,
-        shell,
-      ),
+      newWindow(this.#run, this.socketPath, sessionId, request.worktreePath, request.label, request.command, shell),
     );
   }
 
@@ -389,6 +387,14 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
     // tmux restores nothing: with its server gone, the window is gone for good.
     if (shown.code === "pane_not_found" || shown.code === "server_not_running") return { code: "closed" };
     return { code: "unknown", message: shown.message };
+  }
+
+  async #resolveTargetSessionAndShell(): Promise<{ ok: true; sessionId: string; shell: string[] } | MuxFailure> {
+    const target = this.#targetSession ?? this.#originPaneId;
+    if (target === undefined) {
+      return invalidLocation("No tmux session to open the window in: give a target session or the parent's pane.");
+    }
+    return sessionAndShell(this.#run, this.socketPath, target);
   }
 
   async #resolveTargetSession(): Promise<{ ok: true; sessionId: string } | MuxFailure> {

@@ -80,16 +80,35 @@ export async function userShell(
   socketPath: string,
   sessionId: string,
 ): Promise<{ ok: true; argv: string[] } | MuxFailure> {
-  const shown = await run(socketPath, [
-    "display-message",
-    "-p",
-    "-t",
-    `${sessionId}:`,
-    "#{default-shell}\n#{default-command}",
-  ]);
+  const shown = await run(socketPath, ["display-message", "-p", "-t", `${sessionId}:`, SHELL_FORMAT]);
   if (!shown.ok) return shown;
-  const [shell = "", ...rest] = shown.stdout.split("\n");
+  return { ok: true, argv: shellArgv(shown.stdout) };
+}
+
+/**
+ * The session `target` (a session or pane id) names and the shell tmux starts in a new window
+ * there, in one call: a session option is read in the context of any of its panes.
+ */
+export async function sessionAndShell(
+  run: RunTmux,
+  socketPath: string,
+  target: string,
+): Promise<{ ok: true; sessionId: string; shell: string[] } | MuxFailure> {
+  const shown = await run(socketPath, ["display-message", "-p", "-t", target, `#{session_id}\n${SHELL_FORMAT}`]);
+  if (!shown.ok) return shown;
+  const newline = shown.stdout.indexOf("\n");
+  const sessionId = (newline < 0 ? shown.stdout : shown.stdout.slice(0, newline)).trim();
+  if (!isId(sessionId, "$") || newline < 0)
+    return { ok: false, code: "pane_not_found", message: `tmux has no session or pane ${target}.` };
+  return { ok: true, sessionId, shell: shellArgv(shown.stdout.slice(newline + 1)) };
+}
+
+/** The session's `default-shell`, then its `default-command` (which may span lines: it comes last). */
+const SHELL_FORMAT = "#{default-shell}\n#{default-command}";
+
+function shellArgv(shown: string): string[] {
+  const [shell = "", ...rest] = shown.split("\n");
   const defaultCommand = rest.join("\n").trim();
   const program = shell.trim() !== "" ? shell.trim() : "/bin/sh";
-  return { ok: true, argv: defaultCommand !== "" ? [program, "-c", defaultCommand] : [program, "-l"] };
+  return defaultCommand !== "" ? [program, "-c", defaultCommand] : [program, "-l"];
 }
