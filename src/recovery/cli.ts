@@ -33,54 +33,21 @@ import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { unsupportedPlatform } from "../process/platform.ts";
-import { z } from "zod";
 import { errorSentence } from "../errors.ts";
-import { terminalSafe } from "../text.ts";
-import type { HandoffStep } from "../manifest/schema.ts";
+import { counted, terminalSafe } from "../text.ts";
+import type { HandoffStep, Manifest } from "../manifest/schema.ts";
 import { parseRecoveryCommand, type ParsedRecoveryCommand, type RecoveryCommand } from "./command-line.ts";
-import { launchTimeoutsFromEnv } from "../launch/timeouts.ts";
-import { rebaseHandoff, type RebaseRequest } from "./rebase.ts";
-import {
-  createLandDeps,
-  createRebaseDeps,
-  createRecoveryDeps,
-  LAND_GIT_TIMEOUT_MS,
-  recoveryEnvProblem,
-  type RecoveryDeps,
-} from "./deps.ts";
-import { landHandoff, landRequestFrom, removalFailedAfterLanding, type LandRequest } from "./land.ts";
-import { focusHandoff } from "./focus.ts";
-import { formatInventory, formatReport } from "./format.ts";
-import { buildInventory, inspectHandoff, lastChildReport } from "./inventory.ts";
-import { stepTimesOf } from "./step-times.ts";
-import {
-  EnvReportSchema,
-  ForecastReportSchema,
-  InspectReportSchema,
-  InventoryReportSchema,
-  RECOVERY_JSON_VERSION,
-} from "./report-schema.ts";
-import { handoffEnvironment, nothingToExport } from "./env.ts";
-import { forecastHandoffs, forecastMark, formatForecast } from "./forecast.ts";
-import { LandGit } from "../git/land.ts";
-import { gitCallMs } from "../config/waits.ts";
-import type { Manifest } from "../manifest/schema.ts";
-import { findPiCommand } from "./pi-command.ts";
-import { relaunchHandoff, type RelaunchDeps } from "./relaunch.ts";
-import { formatRelaunchAll, relaunchAll, type RelaunchAllScope } from "./relaunch-all.ts";
-import {
-  describePruneAction,
-  describeRemovalPlan,
-  executePrune,
-  planPrune,
-  planRemoval,
-  removeHandoff,
-  type RemovalPlan,
-  type RemoveOptions,
-} from "./remove.ts";
-import { resolveHandoffName } from "./resolve.ts";
-import { completionScript, handoffNames, SHELLS } from "./shell-completion.ts";
-import { counted } from "../text.ts";
+import type { RebaseRequest } from "./rebase.ts";
+import type { RecoveryDeps } from "./deps.ts";
+import type { LandRequest } from "./land.ts";
+import type { LandGit } from "../git/land.ts";
+import type { RelaunchDeps } from "./relaunch.ts";
+import type { RelaunchAllScope } from "./relaunch-all.ts";
+import type { RemovalPlan, RemoveOptions } from "./remove.ts";
+
+// Each command loads what it runs when it runs (`--help`, `--version` and the completion scripts
+// load none of it; `list` neither landing nor removal): a new process starts for every command,
+// and for every Tab of the shell completion.
 
 export const EXIT_OK = 0;
 export const EXIT_REFUSED = 1;
@@ -228,7 +195,7 @@ async function dispatch(argv: readonly string[], io: CliIo): Promise<number> {
     return EXIT_OK;
   }
   if (first === "--version") {
-    io.stdout(`pi-handoff ${packageVersion()}\n`);
+    io.stdout(`pi-handoff ${await packageVersion()}\n`);
     return EXIT_OK;
   }
   if (first === "completion") return completion(rest, io);
@@ -239,9 +206,9 @@ async function dispatch(argv: readonly string[], io: CliIo): Promise<number> {
   const words = parseRecoveryCommand(argv, io.helpPointer ?? `${io.program ?? "pi-handoff"} --help`);
   if (!words.ok) throw new UsageError(words.message, words.command);
   const { command } = words.parsed;
-  const problem = io.deps === undefined ? recoveryEnvProblem(io.env) : undefined;
+  const problem = io.deps === undefined ? (await import("./deps.ts")).recoveryEnvProblem(io.env) : undefined;
   if (problem !== undefined) throw new Refusal(problem, command);
-  const deps = makeDeps(io);
+  const deps = await makeDeps(io);
   try {
     return await run(deps, io, words.parsed);
   } catch (error) {
@@ -284,7 +251,7 @@ async function run(deps: CliDeps, io: CliIo, parsed: ParsedRecoveryCommand): Pro
       });
     case "land": {
       // The options are checked before the handoff is looked up: bad input is said first.
-      const request = landRequestFrom(parsed);
+      const request = (await import("./land.ts")).landRequestFrom(parsed);
       if (!request.ok) throw new UsageError(request.message, "land");
       return land(io, await handoff(), request.request);
     }
@@ -294,6 +261,7 @@ async function run(deps: CliDeps, io: CliIo, parsed: ParsedRecoveryCommand): Pro
 /** `completion <shell>` prints that shell's script; `completion handoffs`, the names the scripts offer (store only). */
 async function completion(words: readonly string[], io: CliIo): Promise<number> {
   const [what, ...extra] = words;
+  const { completionScript, handoffNames, SHELLS } = await import("./shell-completion.ts");
   if (extra.length > 0) throw new UsageError(`Unexpected ${JSON.stringify(extra.join(" "))} (see pi-handoff --help).`);
   const shell = SHELLS.find((name) => name === what);
   if (shell !== undefined) {
@@ -301,7 +269,7 @@ async function completion(words: readonly string[], io: CliIo): Promise<number> 
     return EXIT_OK;
   }
   if (what === "handoffs") {
-    const names = handoffNames(await makeDeps(io).store.list());
+    const names = handoffNames(await (await makeDeps(io)).store.list());
     io.stdout(names.length > 0 ? `${names.join("\n")}\n` : "");
     return EXIT_OK;
   }
@@ -325,7 +293,11 @@ async function manifestsOf(deps: CliDeps, command: RecoveryCommand, repoDir: str
 
 async function forecast(deps: CliDeps, io: CliIo, repoDir: string | undefined, json: boolean): Promise<number> {
   const manifests = await manifestsOf(deps, "forecast", repoDir);
-  const result = await forecastHandoffs({ git: deps.git, landGit: landGitFor(deps.env) }, manifests);
+  const [{ forecastHandoffs, formatForecast }, { ForecastReportSchema }] = await Promise.all([
+    import("./forecast.ts"),
+    import("./report-schema.ts"),
+  ]);
+  const result = await forecastHandoffs({ git: deps.git, landGit: await landGitFor(deps.env) }, manifests);
   for (const problem of result.problems) io.stderr(`${prefix(io, "forecast")}${problem}\n`);
   if (json) io.stdout(`${JSON.stringify(ForecastReportSchema.parse(result.entries), null, 2)}\n`);
   else io.stdout(`${formatForecast(result)}\n`);
@@ -333,11 +305,17 @@ async function forecast(deps: CliDeps, io: CliIo, repoDir: string | undefined, j
 }
 
 /** The landing's git (merge-tree and friends), with its longer per-call bound. */
-function landGitFor(env: NodeJS.ProcessEnv): LandGit {
+async function landGitFor(env: NodeJS.ProcessEnv): Promise<LandGit> {
+  const [{ LandGit }, { gitCallMs }, { LAND_GIT_TIMEOUT_MS }] = await Promise.all([
+    import("../git/land.ts"),
+    import("../config/waits.ts"),
+    import("./deps.ts"),
+  ]);
   return new LandGit({ env, timeoutMs: gitCallMs(env, LAND_GIT_TIMEOUT_MS) });
 }
 
 async function rebase(io: CliIo, id: string, request: RebaseRequest): Promise<number> {
+  const [{ rebaseHandoff }, { createRebaseDeps }] = await Promise.all([import("./rebase.ts"), import("./deps.ts")]);
   const outcome = await rebaseHandoff(createRebaseDeps(io.env, io.now), id, request, io.now);
   if (!outcome.ok)
     throw outcome.code === "not_found"
@@ -348,6 +326,10 @@ async function rebase(io: CliIo, id: string, request: RebaseRequest): Promise<nu
 }
 
 async function land(io: CliIo, id: string, request: LandRequest): Promise<number> {
+  const [{ landHandoff, removalFailedAfterLanding }, { createLandDeps }] = await Promise.all([
+    import("./land.ts"),
+    import("./deps.ts"),
+  ]);
   const outcome = await landHandoff(createLandDeps(io.env, io.now), id, request, io.now);
   if (!outcome.ok)
     throw outcome.code === "not_found" ? new UsageError(outcome.message, "land") : new Refusal(outcome.message, "land");
@@ -357,23 +339,23 @@ async function land(io: CliIo, id: string, request: LandRequest): Promise<number
 
 /** The id of the handoff `name` designates (an id, a unique start of one, or a branch). */
 async function resolveId(deps: CliDeps, command: RecoveryCommand, name: string): Promise<string> {
+  const { resolveHandoffName } = await import("./resolve.ts");
   const resolved = await resolveHandoffName(deps.store, name);
   if (!resolved.ok) throw new UsageError(resolved.message, command);
   return resolved.id;
 }
 
 /** This package's version, from its own package.json (shipped beside src/). */
-function packageVersion(): string {
+async function packageVersion(): Promise<string> {
   const text = readFileSync(new URL("../../package.json", import.meta.url), "utf8");
-  return PackageVersionSchema.parse(JSON.parse(text)).version;
+  const { z } = await import("zod");
+  return z.object({ version: z.string() }).parse(JSON.parse(text)).version;
 }
-
-const PackageVersionSchema = z.object({ version: z.string() });
 
 type CliDeps = RecoveryDeps;
 
-function makeDeps(io: CliIo): CliDeps {
-  return io.deps ?? createRecoveryDeps(io.env, io.now);
+async function makeDeps(io: CliIo): Promise<CliDeps> {
+  return io.deps ?? (await import("./deps.ts")).createRecoveryDeps(io.env, io.now);
 }
 
 async function list(
@@ -393,6 +375,10 @@ async function list(
     repoCommonDir = repo.commonDir;
     repoRoot = repo.mainCheckout;
   }
+  const [{ buildInventory }, { InventoryReportSchema }] = await Promise.all([
+    import("./inventory.ts"),
+    import("./report-schema.ts"),
+  ]);
   const inventory = await buildInventory(deps, {
     ...(repoCommonDir === undefined ? {} : { repoCommonDir }),
     includeRemoved: all,
@@ -404,7 +390,11 @@ async function list(
     const manifests = (await deps.store.list()).flatMap((entry) =>
       entry.ok && listed.has(entry.id) ? [entry.manifest] : [],
     );
-    const forecasts = await forecastHandoffs({ git: deps.git, landGit: landGitFor(deps.env) }, manifests);
+    const [{ forecastHandoffs, forecastMark }, { formatInventory }] = await Promise.all([
+      import("./forecast.ts"),
+      import("./format.ts"),
+    ]);
+    const forecasts = await forecastHandoffs({ git: deps.git, landGit: await landGitFor(deps.env) }, manifests);
     const marks = new Map(forecasts.entries.map((entry) => [entry.id, forecastMark(entry) || "ok"]));
     io.stdout(
       `${formatInventory(inventory, { ...(repoRoot === undefined ? {} : { repo: repoRoot }), forecast: marks })}\n`,
@@ -420,6 +410,17 @@ async function list(
 }
 
 async function inspect(deps: CliDeps, io: CliIo, id: string, json: boolean): Promise<number> {
+  const [
+    { inspectHandoff, lastChildReport },
+    { stepTimesOf },
+    { InspectReportSchema, RECOVERY_JSON_VERSION },
+    { formatReport },
+  ] = await Promise.all([
+    import("./inventory.ts"),
+    import("./step-times.ts"),
+    import("./report-schema.ts"),
+    import("./format.ts"),
+  ]);
   const inspected = await inspectHandoff(deps, id, { checkPorts: true });
   if (inspected.code === "not_found") throw new UsageError(inspected.message, "inspect");
   if (inspected.code === "invalid") throw new Refusal(inspected.message, "inspect");
@@ -448,6 +449,10 @@ async function inspect(deps: CliDeps, io: CliIo, id: string, json: boolean): Pro
 }
 
 async function env(deps: CliDeps, io: CliIo, id: string, json: boolean): Promise<number> {
+  const [{ handoffEnvironment, nothingToExport }, { EnvReportSchema }] = await Promise.all([
+    import("./env.ts"),
+    import("./report-schema.ts"),
+  ]);
   const found = await handoffEnvironment(deps.store, id);
   if (found.code === "not_found") throw new UsageError(found.message, "env");
   if (found.code !== "found") throw new Refusal(found.message, "env");
@@ -457,7 +462,11 @@ async function env(deps: CliDeps, io: CliIo, id: string, json: boolean): Promise
   return EXIT_OK;
 }
 
-function relaunchDeps(deps: CliDeps, io: CliIo): RelaunchDeps {
+async function relaunchDeps(deps: CliDeps, io: CliIo): Promise<RelaunchDeps> {
+  const [{ findPiCommand }, { launchTimeoutsFromEnv }] = await Promise.all([
+    import("./pi-command.ts"),
+    import("../launch/timeouts.ts"),
+  ]);
   return {
     ...deps,
     piCommand: io.piCommand ?? findPiCommand(deps.env, io.execPath),
@@ -487,13 +496,15 @@ async function relaunchEvery(
       );
     scope = { repoCommonDir: repo.commonDir, name: repo.mainCheckout };
   }
-  const result = await relaunchAll(relaunchDeps(deps, io), scope);
+  const { formatRelaunchAll, relaunchAll } = await import("./relaunch-all.ts");
+  const result = await relaunchAll(await relaunchDeps(deps, io), scope);
   io.stdout(`${formatRelaunchAll(result).join("\n")}\n`);
   return result.ok ? EXIT_OK : EXIT_REFUSED;
 }
 
 async function relaunch(deps: CliDeps, io: CliIo, id: string, focus: boolean): Promise<number> {
-  const outcome = await relaunchHandoff(relaunchDeps(deps, io), id, { focus });
+  const { relaunchHandoff } = await import("./relaunch.ts");
+  const outcome = await relaunchHandoff(await relaunchDeps(deps, io), id, { focus });
   return finish(io, "relaunch", outcome.message, {
     done: outcome.code === "running",
     notFound: outcome.code === "refused" && outcome.reason === "not_found",
@@ -501,6 +512,7 @@ async function relaunch(deps: CliDeps, io: CliIo, id: string, focus: boolean): P
 }
 
 async function focus(deps: CliDeps, io: CliIo, id: string): Promise<number> {
+  const { focusHandoff } = await import("./focus.ts");
   const outcome = await focusHandoff(deps, id);
   return finish(io, "focus", outcome.message, {
     done: outcome.ok,
@@ -514,6 +526,7 @@ async function remove(
   id: string,
   options: RemoveOptions & { dryRun: boolean },
 ): Promise<number> {
+  const { describeRemovalPlan, planRemoval, removeHandoff } = await import("./remove.ts");
   const printPlan = (plan: RemovalPlan, proceeding: boolean): void =>
     io.stdout(`${describeRemovalPlan(plan, proceeding ? "will" : "would").join("\n")}\n`);
   if (options.dryRun) {
@@ -550,6 +563,7 @@ function finish(
 }
 
 async function prune(deps: CliDeps, io: CliIo, dryRun: boolean, merged: boolean): Promise<number> {
+  const { describePruneAction, executePrune, planPrune } = await import("./remove.ts");
   const { actions, problems, notes } = await planPrune(deps, { merged });
   for (const problem of problems) io.stderr(`${prefix(io, "prune")}${problem}\n`);
   for (const note of notes) io.stdout(`${note}\n`);
