@@ -26,7 +26,15 @@ export interface MuxForLocationDeps {
   git: RecoveryGitPort;
   /** Upper bound for each multiplexer call. */
   timeoutMs?: number;
+  /**
+   * One answer per question for the whole of one inventory (recovery's gatherer), so a backend
+   * lists a server's panes once instead of asking it about each handoff. Absent: each its own.
+   */
+  askOnce?: AskOnce;
 }
+
+/** `ask()` the first time `key` is asked, that same promise every later time. */
+export type AskOnce = <T>(key: string, ask: () => Promise<T>) => Promise<T>;
 
 export type MuxForLocation =
   | { ok: true; mux: RecoverableMultiplexer }

@@ -46,7 +46,8 @@ export function createRecoveryDeps(env: NodeJS.ProcessEnv, now: () => Date = () 
     git,
     env,
     // Per multiplexer call: PI_HANDOFF_MUX_TIMEOUT_MS, else 5 s (config/waits.ts).
-    muxFor: (location) => muxForLocation(location, { env, git }),
+    muxFor: (location, context) =>
+      muxForLocation(location, { env, git, ...(context?.askOnce === undefined ? {} : { askOnce: context.askOnce }) }),
     now,
   };
 }

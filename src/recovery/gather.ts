@@ -6,8 +6,9 @@
  * Invariants:
  * - Read-only: only queries (git through `RecoveryGitPort`, the multiplexer's `exists`, process facts, the session lease).
  * - Bounded: every git and multiplexer call carries its own timeout (in the ports); the process
- *   table and each repository's worktree list are read once per gatherer, not once per handoff,
- *   and an inventory's uncommitted changes in one batch (`prepare`), whose misses are asked alone.
+ *   table, each repository's worktree list and what a backend asks through `askOnce` (a tmux
+ *   server's panes) are read once per gatherer, not once per handoff, and an inventory's
+ *   uncommitted changes in one batch (`prepare`), whose misses are asked alone.
  * - A fact that cannot be read becomes a sentence in `problems` and a cautious value (`unknown`),
  *   never an exception, so one broken repository does not hide the other handoffs.
  * - The child session's lease is read first-hand for every handoff with a child session (never
@@ -26,6 +27,7 @@ import { readChildState, type ChildStateFile } from "../launch/child-state.ts";
 import { isOwnerAlive } from "../launch/owner.ts";
 import type { Manifest, ManifestOwner, MuxLocation } from "../manifest/schema.ts";
 import { hasWindow, type MuxForLocation } from "../mux/registry.ts";
+import type { AskOnce } from "../mux/terminal.ts";
 import type { HandoffFacts, PortFact, Unrecorded, WorktreeRegistration } from "./classify.ts";
 import type { DescribedProcess } from "../process/facts.ts";
 import type { BranchFact, Changes, CommitList, MergedFact, WorkspaceFact } from "./report-schema.ts";
@@ -45,7 +47,8 @@ export interface GatherDeps {
   agentDir: string;
   /** The lease on a session; defaults to `readSessionLease` in `agentDir`. */
   readLease?: (sessionFile: string) => Promise<SessionLease>;
-  muxFor(location: MuxLocation): MuxForLocation;
+  /** The backend of a location; `context.askOnce` shares one inventory's listings (mux/terminal.ts). */
+  muxFor(location: MuxLocation, context?: { askOnce?: AskOnce }): MuxForLocation;
   now(): Date;
   /** Defaults to the process-table scan (src/process/). */
   scanProcesses?: () => Promise<ProcessScan>;
@@ -72,6 +75,16 @@ export class FactGatherer {
   /** One listing of branch tips per repository, instead of one git call per handoff. */
   private readonly branchTips = new Map<string, Promise<Map<string, string>>>();
   private processScan: Promise<ProcessScan> | undefined;
+  /** What the backends asked once for all handoffs (a tmux server's panes), by question. */
+  private readonly asked = new Map<string, Promise<unknown>>();
+  private readonly askOnce: AskOnce = <T>(key: string, ask: () => Promise<T>): Promise<T> => {
+    let answer = this.asked.get(key) as Promise<T> | undefined;
+    if (answer === undefined) {
+      answer = ask();
+      this.asked.set(key, answer);
+    }
+    return answer;
+  };
   /** The uncommitted changes of many worktrees, read in one batch (`prepare`), by worktree path. */
   private batchedChanges: Promise<Map<string, Changes>> | undefined;
 
@@ -357,7 +370,7 @@ export class FactGatherer {
   private async workspace(manifest: Manifest): Promise<WorkspaceFact> {
     const location = manifest.mux;
     if (!hasWorkspace(location)) return { code: "none" };
-    const mux = this.deps.muxFor(location);
+    const mux = this.deps.muxFor(location, { askOnce: this.askOnce });
     if (!mux.ok) return { code: "unknown", message: mux.message };
     const state = await mux.mux.workspaceState(location, { worktreePath: manifest.worktree.path });
     return state.code === "unknown"

@@ -45,7 +45,10 @@ export const tmuxTerminal: Terminal<TmuxLocation> = {
   },
 
   forLocation(location, deps) {
-    const options = { timeoutMs: deps.timeoutMs ?? readWaits(deps.env, ["muxCallMs"]).muxCallMs };
+    const options = {
+      timeoutMs: deps.timeoutMs ?? readWaits(deps.env, ["muxCallMs"]).muxCallMs,
+      ...(deps.askOnce === undefined ? {} : { askOnce: deps.askOnce }),
+    };
     // The caller's own tmux, when it runs in one: tmux locations name their socket, and a
     // reopened window falls back to the caller's session.
     const own = TmuxMultiplexer.fromEnvironment(deps.env, deps.git, options);

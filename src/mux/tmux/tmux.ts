@@ -38,6 +38,7 @@ import { waitForForegroundShell, type ShellSample } from "../shell-wait.ts";
 import { createWithGit, removeWithGit, type GitWorktreePort } from "../git-worktree.ts";
 import { WAIT_DEFAULTS } from "../../config/waits.ts";
 import { newWindow, sessionAndShell } from "./windows.ts";
+import type { AskOnce } from "../terminal.ts";
 import {
   asTmuxLocation,
   invalidLocation,
@@ -65,6 +66,8 @@ export interface TmuxMultiplexerOptions {
   /** Upper bound for each tmux call. */
   timeoutMs?: number;
   tmuxBin?: string;
+  /** Shared answers of one inventory: each server's panes are listed once (`workspaceState`). */
+  askOnce?: AskOnce;
 }
 
 /**
@@ -84,6 +87,7 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
   readonly #git: TmuxGitPort;
   readonly #timeoutMs: number;
   readonly #tmuxBin: string;
+  readonly #askOnce: AskOnce | undefined;
   readonly #run = (socketPath: string, args: string[]): Promise<TmuxCallResult> => this.#tmux(socketPath, args);
 
   constructor(options: TmuxMultiplexerOptions) {
@@ -93,6 +97,7 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
     this.#git = options.git;
     this.#timeoutMs = options.timeoutMs ?? WAIT_DEFAULTS.muxCallMs;
     this.#tmuxBin = options.tmuxBin ?? "tmux";
+    this.#askOnce = options.askOnce;
   }
 
   /**
@@ -102,7 +107,7 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
   static fromEnvironment(
     env: Readonly<Record<string, string | undefined>>,
     git: TmuxGitPort,
-    options: { timeoutMs?: number; tmuxBin?: string } = {},
+    options: { timeoutMs?: number; tmuxBin?: string; askOnce?: AskOnce } = {},
   ): TmuxMultiplexer | undefined {
     const match = /^(.+),(\d+),(\d+)$/.exec(env.TMUX ?? "");
     const socketPath = match?.[1];
@@ -370,6 +375,17 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
     if (!pane.ok) return { code: "unknown", message: pane.message };
     // No socket file, no server: closed, without starting a tmux client to find that out.
     if (!existsSync(pane.socketPath)) return { code: "closed" };
+    // In an inventory: the server's panes, listed once for every handoff on it.
+    if (this.#askOnce !== undefined) {
+      const socketPath = pane.socketPath;
+      const listing = await this.#askOnce(`tmux panes ${socketPath}`, () => this.#panesOf(socketPath));
+      if (listing.ok) {
+        if (!listing.panes.has(pane.paneId)) return { code: "closed" };
+        return pane.server === undefined || listing.server === pane.server ? { code: "open" } : { code: "closed" };
+      }
+      if (listing.code === "server_not_running") return { code: "closed" };
+      return { code: "unknown", message: listing.message };
+    }
     // tmux 3.3 prints an empty line (exit 0) for an unknown pane, so compare the echoed id; a
     // server started again on the socket reuses pane ids, so compare the server too when recorded.
     const shown = await this.#tmux(pane.socketPath, [
@@ -387,6 +403,23 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
     // tmux restores nothing: with its server gone, the window is gone for good.
     if (shown.code === "pane_not_found" || shown.code === "server_not_running") return { code: "closed" };
     return { code: "unknown", message: shown.message };
+  }
+
+  /** Every pane of the server at `socketPath`, and which server answered (its pid and start time). */
+  async #panesOf(
+    socketPath: string,
+  ): Promise<{ ok: true; panes: ReadonlySet<string>; server: string | undefined } | MuxFailure> {
+    const listed = await this.#tmux(socketPath, ["list-panes", "-a", "-F", `#{pane_id} ${SERVER_FORMAT}`]);
+    if (!listed.ok) return listed;
+    const panes = new Set<string>();
+    let server: string | undefined;
+    for (const line of listed.stdout.split("\n")) {
+      const [paneId = "", shownServer = ""] = line.trim().split(" ");
+      if (!isId(paneId, "%")) continue;
+      panes.add(paneId);
+      server ??= shownServer;
+    }
+    return { ok: true, panes, server };
   }
 
   async #resolveTargetSessionAndShell(): Promise<{ ok: true; sessionId: string; shell: string[] } | MuxFailure> {
