@@ -163,7 +163,16 @@ export async function handOffUnfocused(pane: PaneDriver, agentDir: string, branc
     new RegExp(`Handed off to branch ${branch.replace("/", "\\/")}|failed|did not confirm`),
     "the handoff's notice",
     90_000,
-  );
+  ).catch(async (error: unknown) => {
+    // Where the handoff itself got to, for a notice that never came (seen once under CI's load).
+    const entries = await ManifestStore.forAgentDir(agentDir)
+      .list()
+      .catch(() => []);
+    const records = entries.flatMap((entry) =>
+      entry.ok && entry.manifest.branch === branch ? [JSON.stringify(entry.manifest.history)] : [],
+    );
+    throw new Error(`${(error as Error).message}\nThe handoff's history: ${records.join("\n") || "(no manifest)"}`);
+  });
   expect(screen).toContain(`Handed off to branch ${branch}`);
   const listed = (await ManifestStore.forAgentDir(agentDir).list()).filter(
     (entry) => entry.ok && entry.manifest.branch === branch,
