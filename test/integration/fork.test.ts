@@ -180,21 +180,22 @@ describe("the fork runner", () => {
   let dir: string;
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  it("falls back to this thread when the worker cannot load Pi's session module", async () => {
-    dir = realpathSync(mkdtempSync(join(tmpdir(), "fork-fallback-")));
+  /** A one-exchange parent session in a new temp dir, and the request that forks it for `branch`. */
+  function oneExchange(branch: string): ForkRequest {
+    dir = realpathSync(mkdtempSync(join(tmpdir(), `fork-${branch}-`)));
     const manager = SessionManager.create(join(dir, "repo"), join(dir, "sessions"));
     manager.appendMessage(user("only question"));
     const leaf = manager.appendMessage(assistant("only answer"));
     const parentFile = manager.getSessionFile() ?? "";
-    const request: ForkRequest = {
+    return {
       parentSessionFile: parentFile,
       leafId: leaf,
       childCwd: join(dir, "wt"),
       childSessionDir: join(dir, "child"),
       message: buildHandoffMessage({
-        handoffId: "20261130-000000-fallback-abcd",
+        handoffId: `20261130-000000-${branch}-abcd`,
         manifestPath: join(dir, "m.json"),
-        branch: "fallback",
+        branch,
         baseRef: "HEAD",
         baseSha: "d".repeat(40),
         worktreePath: join(dir, "wt"),
@@ -202,6 +203,10 @@ describe("the fork runner", () => {
         parentSessionFile: parentFile,
       }),
     };
+  }
+
+  it("falls back to this thread when the worker cannot load Pi's session module", async () => {
+    const request = oneExchange("fallback");
     const result = await runFork(request, { sessionModulePath: join(dir, "no-such-module.js"), host });
     expect(result.pathEntries).toBe(2);
     const child = parseSessionEntries(readFileSync(result.childSessionFile, "utf8"));
@@ -209,31 +214,11 @@ describe("the fork runner", () => {
   });
 
   it("forks in the worker itself: it loads the package's TypeScript through the shared loader, with no fallback", async () => {
-    dir = realpathSync(mkdtempSync(join(tmpdir(), "fork-worker-")));
-    const manager = SessionManager.create(join(dir, "repo"), join(dir, "sessions"));
-    manager.appendMessage(user("only question"));
-    const leaf = manager.appendMessage(assistant("only answer"));
-    const parentFile = manager.getSessionFile() ?? "";
-    const message = buildHandoffMessage({
-      handoffId: "20261130-000000-worker-abcd",
-      manifestPath: join(dir, "m.json"),
-      branch: "worker",
-      baseRef: "HEAD",
-      baseSha: "e".repeat(40),
-      worktreePath: join(dir, "wt"),
-      mainCheckout: join(dir, "repo"),
-      parentSessionFile: parentFile,
-    });
+    const request = oneExchange("worker");
     // ForkWorker.fork rejects (ForkWorkerUnavailable) where runFork would quietly fork on this thread.
     const stripped = join(dir, "stripped");
     const worker = ForkWorker.start(sessionModulePath ?? "", CURRENT_SESSION_VERSION, { strippedCacheDir: stripped });
-    const result = await worker.fork({
-      parentSessionFile: parentFile,
-      leafId: leaf,
-      childCwd: join(dir, "wt"),
-      childSessionDir: join(dir, "child"),
-      message,
-    });
+    const result = await worker.fork(request);
     expect(result.pathEntries).toBe(2);
     const child = parseSessionEntries(readFileSync(result.childSessionFile, "utf8"));
     expect(child[0]).toMatchObject({ type: "session", cwd: join(dir, "wt") });

@@ -9,11 +9,11 @@ import { afterEach, beforeEach, expect, it } from "vitest";
 import { SimpleGitPort } from "../../src/git/git.ts";
 import type { WorktreeStatus } from "../../src/git/types.ts";
 import { readSessionLease, type SessionLease } from "../../src/launch/lease.ts";
-import { newManifest } from "../../src/manifest/factory.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { createRecoveryDeps } from "../../src/recovery/deps.ts";
 import { buildInventory } from "../../src/recovery/inventory.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
+import { storeRunningHandoff } from "../support/running-handoff.ts";
 
 /** More than the inventory examines at once (16), so a wait behind the batch would show. */
 const HANDOFFS = 24;
@@ -29,18 +29,16 @@ it("reads every handoff's lease before the batch of uncommitted changes answers,
   const env = { ...repo.env, PI_CODING_AGENT_DIR: agentDir, TMUX: "", TMUX_PANE: "", HERDR_ENV: "" };
   const store = ManifestStore.forAgentDir(agentDir);
   const sha = repo.run(["rev-parse", "HEAD"]);
+  const worktreeRoot = join(repo.dir, "worktrees");
   for (let i = 0; i < HANDOFFS; i++) {
     const branch = `overlap/${i}`;
-    const path = join(repo.dir, "worktrees", `w-${i}`);
-    repo.run(["worktree", "add", "-q", "-b", branch, path, sha]);
-    const manifest = newManifest({
-      id: store.newId(branch),
-      now: new Date(Date.now() - 3_600_000),
+    repo.run(["worktree", "add", "-q", "-b", branch, join(worktreeRoot, branch), sha]);
+    await storeRunningHandoff(store, {
       branch,
-      base: { ref: "main", sha },
-      repo: { root: repo.root, commonDir: join(repo.root, ".git") },
-      parent: { sessionFile: join(repo.dir, "parent.jsonl"), sessionId: "parent", leafId: "abcd1234", cwd: repo.root },
-      worktree: { path },
+      at: new Date(Date.now() - 3_600_000).toISOString(),
+      parent: { sessionFile: join(repo.dir, "parent.jsonl"), sessionId: "parent" },
+      child: { sessionFile: join(repo.dir, `child-${i}.jsonl`), pid: 4_000_000 },
+      worktreeRoot,
       mux: {
         kind: "tmux",
         socketPath: join(repo.dir, "no-tmux.sock"),
@@ -48,23 +46,11 @@ it("reads every handoff's lease before the batch of uncommitted changes answers,
         windowId: `@${i}`,
         paneId: `%${i}`,
       },
+      repo: { root: repo.root, base: { ref: "main", sha } },
     });
-    const created = await store.create({
-      ...manifest,
-      state: "running",
-      history: [...manifest.history, { state: "running", at: manifest.createdAt }],
-      child: {
-        sessionFile: join(repo.dir, `child-${i}.jsonl`),
-        sessionId: `child-${i}`,
-        pid: 4_000_000,
-        ackAt: manifest.createdAt,
-        confirmedBy: "ack",
-      },
-    });
-    if (!created.ok) throw new Error(created.message);
   }
   // Every other worktree has one untracked file, so each report's changes are seen to be its own.
-  for (let i = 0; i < HANDOFFS; i += 2) writeFileSync(join(repo.dir, "worktrees", `w-${i}`, "new.txt"), "x\n");
+  for (let i = 0; i < HANDOFFS; i += 2) writeFileSync(join(worktreeRoot, `overlap/${i}`, "new.txt"), "x\n");
 
   const git = new SimpleGitPort({ env });
   let release: () => void = () => {};

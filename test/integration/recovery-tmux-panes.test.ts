@@ -7,11 +7,11 @@ import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { newManifest } from "../../src/manifest/factory.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { createRecoveryDeps } from "../../src/recovery/deps.ts";
 import { buildInventory } from "../../src/recovery/inventory.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
+import { storeRunningHandoff } from "../support/running-handoff.ts";
 import { startPrivateTmux, type PrivateTmux } from "../support/tmux.ts";
 
 let repo: TempRepo;
@@ -54,25 +54,16 @@ it("lists the server's panes once for all its handoffs and judges each pane as a
 
   const agentDir = join(repo.dir, "agent");
   const store = ManifestStore.forAgentDir(agentDir);
-  const sha = repo.run(["rev-parse", "HEAD"]);
   for (const [branch, pane] of Object.entries(panes)) {
-    const manifest = newManifest({
-      id: store.newId(branch),
-      now: new Date(Date.now() - 3_600_000),
+    await storeRunningHandoff(store, {
       branch,
-      base: { ref: "main", sha },
-      repo: { root: repo.root, commonDir: join(repo.root, ".git") },
-      parent: { sessionFile: join(repo.dir, "parent.jsonl"), sessionId: "parent", leafId: "abcd1234", cwd: repo.root },
-      worktree: { path: join(repo.dir, "worktrees", branch) },
+      at: new Date(Date.now() - 3_600_000).toISOString(),
+      parent: { sessionFile: join(repo.dir, "parent.jsonl"), sessionId: "parent" },
+      child: { sessionFile: join(repo.dir, `${branch}.jsonl`), pid: 4_000_000 },
+      worktreeRoot: join(repo.dir, "worktrees"),
       mux: { kind: "tmux", socketPath: server.socketPath, sessionId: server.sessionId, ...pane },
+      repo: { root: repo.root, base: { ref: "main", sha: repo.run(["rev-parse", "HEAD"]) } },
     });
-    const created = await store.create({
-      ...manifest,
-      state: "running",
-      history: [...manifest.history, { state: "running", at: manifest.createdAt }],
-      child: { sessionFile: join(repo.dir, `${branch}.jsonl`), sessionId: branch, pid: 4_000_000, confirmedBy: "ack" },
-    });
-    if (!created.ok) throw new Error(created.message);
   }
 
   process.env.PATH = `${shimDir}:${savedPath ?? ""}`;

@@ -176,20 +176,19 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
   async createWorkspace(request: CreateWorkspaceRequest): Promise<MuxResult<CreatedWorkspace>> {
     // Resolve the session before creating anything, so an unreachable server leaves nothing behind;
     // for a window that runs a command, the shell tmux starts there comes with it (one call).
-    let sessionId: string;
-    let shell: Promise<{ ok: true; argv: string[] }> | undefined;
-    if (request.command !== undefined && request.command.length > 0) {
-      const session = await this.#resolveTargetSessionAndShell();
-      if (!session.ok) return session;
-      sessionId = session.sessionId;
-      shell = Promise.resolve({ ok: true, argv: session.shell });
-    } else {
-      const session = await this.#resolveTargetSession();
-      if (!session.ok) return session;
-      sessionId = session.sessionId;
-    }
+    const session = await this.#resolveTargetSession(request.command !== undefined && request.command.length > 0);
+    if (!session.ok) return session;
+    const shell = session.shell === undefined ? undefined : Promise.resolve({ ok: true as const, argv: session.shell });
     return createWithGit(this.#git, request, "a tmux window", () =>
-      newWindow(this.#run, this.socketPath, sessionId, request.worktreePath, request.label, request.command, shell),
+      newWindow(
+        this.#run,
+        this.socketPath,
+        session.sessionId,
+        request.worktreePath,
+        request.label,
+        request.command,
+        shell,
+      ),
     );
   }
 
@@ -375,34 +374,18 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
     if (!pane.ok) return { code: "unknown", message: pane.message };
     // No socket file, no server: closed, without starting a tmux client to find that out.
     if (!existsSync(pane.socketPath)) return { code: "closed" };
-    // In an inventory: the server's panes, listed once for every handoff on it.
-    if (this.#askOnce !== undefined) {
-      const socketPath = pane.socketPath;
-      const listing = await this.#askOnce(`tmux panes ${socketPath}`, () => this.#panesOf(socketPath));
-      if (listing.ok) {
-        if (!listing.panes.has(pane.paneId)) return { code: "closed" };
-        return pane.server === undefined || listing.server === pane.server ? { code: "open" } : { code: "closed" };
-      }
-      if (listing.code === "server_not_running") return { code: "closed" };
-      return { code: "unknown", message: listing.message };
-    }
-    // tmux 3.3 prints an empty line (exit 0) for an unknown pane, so compare the echoed id; a
-    // server started again on the socket reuses pane ids, so compare the server too when recorded.
-    const shown = await this.#tmux(pane.socketPath, [
-      "display-message",
-      "-p",
-      "-t",
-      pane.paneId,
-      `#{pane_id} ${SERVER_FORMAT}`,
-    ]);
-    if (shown.ok) {
-      const [shownPane, shownServer] = shown.stdout.trim().split(" ");
-      if (shownPane !== pane.paneId) return { code: "closed" };
-      return pane.server === undefined || shownServer === pane.server ? { code: "open" } : { code: "closed" };
+    // The server's panes, listed once for all the handoffs of one inventory (`askOnce`). A server
+    // started again on the socket reuses pane ids, so the server is compared too when recorded.
+    const socketPath = pane.socketPath;
+    const listing = await (this.#askOnce?.(`tmux panes ${socketPath}`, () => this.#panesOf(socketPath)) ??
+      this.#panesOf(socketPath));
+    if (listing.ok) {
+      if (!listing.panes.has(pane.paneId)) return { code: "closed" };
+      return pane.server === undefined || listing.server === pane.server ? { code: "open" } : { code: "closed" };
     }
     // tmux restores nothing: with its server gone, the window is gone for good.
-    if (shown.code === "pane_not_found" || shown.code === "server_not_running") return { code: "closed" };
-    return { code: "unknown", message: shown.message };
+    if (listing.code === "server_not_running") return { code: "closed" };
+    return { code: "unknown", message: listing.message };
   }
 
   /** Every pane of the server at `socketPath`, and which server answered (its pid and start time). */
@@ -422,20 +405,15 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
     return { ok: true, panes, server };
   }
 
-  async #resolveTargetSessionAndShell(): Promise<{ ok: true; sessionId: string; shell: string[] } | MuxFailure> {
+  /** The session new windows go into; `withShell`: and the shell tmux starts in one there, from the same call. */
+  async #resolveTargetSession(
+    withShell = false,
+  ): Promise<{ ok: true; sessionId: string; shell?: string[] } | MuxFailure> {
     const target = this.#targetSession ?? this.#originPaneId;
     if (target === undefined) {
       return invalidLocation("No tmux session to open the window in: give a target session or the parent's pane.");
     }
-    return sessionAndShell(this.#run, this.socketPath, target);
-  }
-
-  async #resolveTargetSession(): Promise<{ ok: true; sessionId: string } | MuxFailure> {
-    const target = this.#targetSession ?? this.#originPaneId;
-    if (target === undefined) {
-      return invalidLocation("No tmux session to open the window in: give a target session or the parent's pane.");
-    }
-    return this.#sessionOf(this.socketPath, target);
+    return withShell ? sessionAndShell(this.#run, this.socketPath, target) : this.#sessionOf(this.socketPath, target);
   }
 
   /** The id of the session `target` (a session or pane id) names on the server at `socketPath`. */
