@@ -129,14 +129,7 @@ export function launchCommandFor(manifest: Manifest, environment: LaunchEnvironm
     };
   }
   const sessionDir = child.sessionDir ?? legacySessionDir(sessionFile, manifest.worktree.path, environment.agentDir);
-  const env: Array<[string, string]> = [["PI_CODING_AGENT_DIR", environment.agentDir]];
-  for (const name of FORWARDED_ENV) {
-    const value = environment.env[name];
-    if (value !== undefined && value !== "") env.push([name, value]);
-  }
-  env.push([HANDOFF_ID_ENV, manifest.id]);
-  // What the child's terminal recognises its agent by (Herdr: its hooks and status).
-  env.push(...Object.entries(childEnvFor(manifest.mux)));
+  const env = piVariables(manifest, environment);
   const argv = [
     ...environment.piCommand,
     "--session",
@@ -161,6 +154,25 @@ export function launchCommandFor(manifest: Manifest, environment: LaunchEnvironm
     };
   }
   return { ok: true, command };
+}
+
+/**
+ * The variables set for Pi alone, in order: agent dir, forwarded Pi settings, the marker, the
+ * terminal's own. Known once the manifest exists, so a warm start (warm-start.ts) gets them too.
+ */
+export function piVariables(
+  manifest: Pick<Manifest, "id" | "mux">,
+  environment: Pick<LaunchEnvironment, "agentDir" | "env">,
+): Array<[string, string]> {
+  const env: Array<[string, string]> = [["PI_CODING_AGENT_DIR", environment.agentDir]];
+  for (const name of FORWARDED_ENV) {
+    const value = environment.env[name];
+    if (value !== undefined && value !== "") env.push([name, value]);
+  }
+  env.push([HANDOFF_ID_ENV, manifest.id]);
+  // What the child's terminal recognises its agent by (Herdr: its hooks and status).
+  env.push(...Object.entries(childEnvFor(manifest.mux)));
+  return env;
 }
 
 /** A manifest from before `child.sessionDir` was recorded: its session's dir against Pi's default. */
