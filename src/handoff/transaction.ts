@@ -48,7 +48,7 @@ import {
   type LaunchRequest,
   type WindowLauncher,
 } from "../launch/launcher.ts";
-import { launchCommandFor } from "../launch/launch-command.ts";
+import { launchCommandFor, type LaunchEnvironment } from "../launch/launch-command.ts";
 import { forkStagingDir } from "../launch/launcher-file.ts";
 import { ownerOf } from "../launch/owner.ts";
 import { postCreateFiles, postCreatePrelude, writeRunner } from "../launch/post-create.ts";
@@ -180,7 +180,7 @@ export class HandoffTransaction {
     // Started with the worktree where it can be (see the invariants); awaited by the fork step.
     const early = this.startEarlyFork(plan, manifest, request);
     try {
-      manifest = await this.provision(plan, manifest);
+      manifest = await this.provision(plan, manifest, request);
       checkpoint(this.faults, "worktree");
       // A pane that runs a shell (not the launcher) starts it up while the worktree is set up and
       // the conversation is copied.
@@ -306,11 +306,11 @@ export class HandoffTransaction {
    * Step 2: worktree and pane, unfocused. Where the backend can (tmux), the pane's command is the
    * launcher, written first, which waits for the launch step: nothing is ever typed there.
    */
-  private async provision(plan: Plan, manifest: Manifest): Promise<Manifest> {
+  private async provision(plan: Plan, manifest: Manifest, request: HandoffRequest): Promise<Manifest> {
     this.enter("worktree", `Creating worktree ${plan.worktreePath}`);
     let window: WindowLauncher;
     try {
-      window = await prepareWindowLauncher(this.deps.store, manifest, this.deps.timeouts);
+      window = await prepareWindowLauncher(this.deps.store, manifest, this.deps.timeouts, launchEnvironment(request));
     } catch (error) {
       throw new StepFailure("worktree", `Could not write the launcher beside the manifest: ${errorMessage(error)}`);
     }
@@ -547,11 +547,7 @@ export class HandoffTransaction {
     request: HandoffRequest,
     shellReady: Promise<MuxResult<object>> | undefined,
   ): Promise<LaunchOutcome> {
-    const derived = launchCommandFor(manifest, {
-      piCommand: request.piCommand,
-      agentDir: request.agentDir,
-      env: request.env,
-    });
+    const derived = launchCommandFor(manifest, launchEnvironment(request));
     if (!derived.ok) throw new StepFailure("launch", derived.message);
     const postCreate = await this.preparePostCreate(plan, manifest);
     const outcome = await this.childLauncher().launch({
@@ -716,4 +712,9 @@ function holdsBranch(manifest: Manifest): boolean {
   if (manifest.state === "removed") return false;
   if (manifest.state === "failed" && manifest.error?.step === "worktree") return false;
   return true;
+}
+
+/** How the child is started, from what the command was given. */
+function launchEnvironment(request: HandoffRequest): LaunchEnvironment {
+  return { piCommand: request.piCommand, agentDir: request.agentDir, env: request.env };
 }

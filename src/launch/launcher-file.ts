@@ -14,7 +14,10 @@
  *   launch step (`window_go=<token>`) or the word that none comes (`window_cancelled=<why>`);
  * - `<stem>.launch.pid`: the lock, the pid of the launcher (the pane's command) or of Pi (typed);
  * - `<stem>.launch.started`: `<token> <pid>`, the launcher's announcement that it started;
- * - `<stem>.launch.refused`: `<token> <pid>`, a run that found another one's Pi alive.
+ * - `<stem>.launch.refused`: `<token> <pid>`, a run that found another one's Pi alive;
+ * - `<stem>.launch.warm`: what a warm Pi runs with (warm-start.ts), written with the params;
+ *   `<stem>.launch.go`: the launcher's go to that Pi, which takes the file away when it runs;
+ *   `<stem>.launch.warmed`: `<token> <pid>`, that Pi's note that it ran.
  *
  * Invariants:
  * - Every word in the params file is quoted by `shellQuote` (tested against a hostile corpus with
@@ -28,6 +31,10 @@
  * - As the window's command, it waits for the launch step's go-ahead while the handoff's process
  *   lives (bounded), and whatever happens then leaves the user's shell in the pane. Run by hand
  *   (typed), it needs only the params, so a launch that failed can still be started by hand.
+ * - As the window's command with a warm start, it starts Pi's Node at once (holding Pi back until
+ *   the launch step, warm-gate.mjs) and lets it go where it would start Pi; a warm process that is
+ *   gone or refuses leaves the go file, and Pi is started cold. The warm process is always waited
+ *   for or ended before the launcher goes on, so the pane never has two readers.
  * - The typed line stays short: when `sh '<launcher>'` would be long (a deep agent dir), it names
  *   a link in a private directory under /tmp instead (owned by this user, mode 0700).
  */
@@ -39,6 +46,7 @@ import { CONTROL_CHARACTERS } from "../text.ts";
 import { envInvocation, exportLines, shellQuote, type LaunchCommand } from "./launch-command.ts";
 import { readTextIfPresent } from "../fs/probe.ts";
 import { unlinkEach, unlinkIfPresent, type Deletions } from "../fs/unlink.ts";
+import { WARM_ENV, warmSpecFor, writeWarmSpec, type WarmStart } from "./warm-start.ts";
 
 /**
  * How long the window's launcher sleeps between looks for its go-ahead: the go-ahead is seen at
@@ -58,6 +66,9 @@ export interface LauncherFiles {
   lock: string;
   started: string;
   refused: string;
+  warmSpec: string;
+  warmGo: string;
+  warmed: string;
 }
 
 /**
@@ -65,7 +76,9 @@ export interface LauncherFiles {
  * launcher's and the postCreate runner's), so a store listing can explain it.
  */
 export function launchFileOwner(name: string): string | undefined {
-  return /^(.+)\.(?:launch\.(?:sh|params|window|pid|started|refused)|post-create\.(?:sh|status)|fork)$/.exec(name)?.[1];
+  return /^(.+)\.(?:launch\.(?:sh|params|window|pid|started|refused|warm|go|warmed)|post-create\.(?:sh|status)|fork)$/.exec(
+    name,
+  )?.[1];
 }
 
 /** Where a fork begun beside the worktree step writes (handoff/transaction.ts), beside the manifest: the handoff's own. */
@@ -82,6 +95,9 @@ export function launcherFiles(manifestPath: string): LauncherFiles {
     lock: `${stem}.launch.pid`,
     started: `${stem}.launch.started`,
     refused: `${stem}.launch.refused`,
+    warmSpec: `${stem}.launch.warm`,
+    warmGo: `${stem}.launch.go`,
+    warmed: `${stem}.launch.warmed`,
   };
 }
 
@@ -92,6 +108,8 @@ export interface LauncherScriptInput {
   ownerPid: number;
   /** ...and at most this long. */
   paramsWaitMs: number;
+  /** As the window's command: start Pi's Node this way while waiting (warm-start.ts). */
+  warm?: WarmStart;
 }
 
 /**
@@ -114,6 +132,7 @@ export function launcherScript(input: LauncherScriptInput): string {
     `owner_pid=${input.ownerPid}`,
     `wait_ticks=${ticks}`,
     "mode=typed",
+    "warm_pid=",
     'if [ "${1:-}" = window ]; then mode=window; shift; fi',
     // As the pane's own process, an interrupt meant for Pi or a postCreate command must not end it
     // (the pane would close): a handler, not an ignore, so the commands it runs still get it.
@@ -123,9 +142,11 @@ export function launcherScript(input: LauncherScriptInput): string {
     'release() { if [ "$(cat "$lock" 2>/dev/null)" = "$$" ]; then rm -f "$lock"; fi; }',
     // NAP_MS where `sleep` takes fractions (GNU, BSD, busybox); else a whole second, counted as such.
     `nap() { sleep ${NAP_MS / 1000} 2>/dev/null && return 0; sleep 1; waited=$((waited + ${Math.round(1000 / NAP_MS) - 1})); }`,
+    ...warmFunctions(files, input.warm),
     "launch_main() {",
     '  if [ "$mode" = window ]; then',
     '    if [ ! -f "$window_file" ]; then say "Preparing handoff $id; its Pi starts here in a moment."; fi',
+    "    warm_start",
     "    waited=0",
     '    while [ ! -f "$window_file" ]; do',
     '      if ! kill -0 "$owner_pid" 2>/dev/null; then say "The handoff stopped before starting Pi here (see: pi-handoff list)."; return 1; fi',
@@ -159,7 +180,7 @@ export function launcherScript(input: LauncherScriptInput): string {
     '  if ! cd "$launch_cwd"; then release; say "Cannot enter $launch_cwd, so Pi was not started."; return 1; fi',
     "  if ! launch_prelude; then release; return 1; fi",
     '  if [ "$mode" = window ]; then',
-    "    launch_pi",
+    "    warm_or_cold_pi",
     "    status=$?",
     "    release",
     "    return $status",
@@ -169,10 +190,52 @@ export function launcherScript(input: LauncherScriptInput): string {
     "}",
     "launch_main",
     "status=$?",
+    "warm_stop",
     'if [ "$mode" = window ] && [ "$#" -gt 0 ]; then exec "$@"; fi',
     "exit $status",
     "",
   ].join("\n");
+}
+
+/**
+ * The launcher's warm start, run as the window's command: `warm_start` starts Pi's Node with the
+ * gate (stdin the pane's: an asynchronous list would get /dev/null), `warm_or_cold_pi` lets it go
+ * or starts Pi cold, `warm_stop` ends a warm process that was not used. Without a warm start they
+ * start Pi cold and do nothing else.
+ */
+function warmFunctions(files: LauncherFiles, warm: WarmStart | undefined): string[] {
+  if (warm === undefined) return ["warm_start() { :; }", "warm_stop() { :; }", "warm_or_cold_pi() { launch_pi; }"];
+  const gateFiles = JSON.stringify({ go: files.warmGo, spec: files.warmSpec, ran: files.warmed });
+  const exports = exportLines([...warm.variables, [WARM_ENV, gateFiles]]);
+  return [
+    `warm_go=${shellQuote(files.warmGo)}`,
+    "warm_start() {",
+    "  exec 9<&0",
+    `  ( ${exports.join("; ")}; exec ${warm.argv.map(shellQuote).join(" ")} ) 0<&9 9<&- &`,
+    "  warm_pid=$!",
+    "  exec 9<&-",
+    "}",
+    // An interrupt the launcher traps ends `wait` early: wait again while the process lives.
+    "warm_wait() {",
+    '  wait "$warm_pid"; warm_status=$?',
+    '  while [ "$warm_status" -gt 128 ] && kill -0 "$warm_pid" 2>/dev/null; do wait "$warm_pid"; warm_status=$?; done',
+    "  warm_pid=",
+    "  return $warm_status",
+    "}",
+    'warm_stop() { if [ -n "$warm_pid" ]; then kill "$warm_pid" 2>/dev/null; warm_wait; fi; return 0; }',
+    "warm_or_cold_pi() {",
+    '  if [ -n "$warm_pid" ] && [ "${launch_warm:-}" = 1 ] && printf \'%s\\n\' "$launch_token" > "$warm_go.$$.tmp" && mv -f "$warm_go.$$.tmp" "$warm_go"; then',
+    "    warm_wait; warm_status=$?",
+    // The gate takes the go file away when Pi runs in it; left there, Pi did not run.
+    '    if [ ! -f "$warm_go" ]; then return $warm_status; fi',
+    '    rm -f "$warm_go"',
+    "  else",
+    '    rm -f "$warm_go.$$.tmp"',
+    "    warm_stop",
+    "  fi",
+    "  launch_pi",
+    "}",
+  ];
 }
 
 export interface LauncherParams {
@@ -183,6 +246,8 @@ export interface LauncherParams {
   prelude?: readonly string[];
   /** The confirm fault: start nothing (the launcher still announces its start). */
   startNothing?: boolean;
+  /** A warm Pi the window's launcher started may run this launch (its spec is written too). */
+  warm?: boolean;
 }
 
 /** The params file: every value quoted; `launch_pi` runs Pi as a child, `launch_exec_pi` becomes it. */
@@ -202,7 +267,11 @@ export function launcherParams(params: LauncherParams): string {
           "launch_pi() { :; }",
           "launch_exec_pi() { return 0; }",
         ]
-      : [`launch_pi() { ${invocation}; }`, `launch_exec_pi() { exec ${invocation}; }`]),
+      : [
+          `launch_pi() { ${invocation}; }`,
+          `launch_exec_pi() { exec ${invocation}; }`,
+          ...(params.warm === true ? ["launch_warm=1"] : []),
+        ]),
     "",
   ].join("\n");
 }
@@ -215,7 +284,10 @@ export async function writeLauncher(input: LauncherScriptInput): Promise<void> {
   await writeFileAtomic(input.files.script, launcherScript(input));
 }
 
+/** The params, and with a warm start the spec first: the go follows the params, so both are there. */
 export async function writeLauncherParams(files: LauncherFiles, params: LauncherParams): Promise<void> {
+  if (params.warm === true && params.startNothing !== true)
+    await writeWarmSpec(files.warmSpec, warmSpecFor(params.token, params.command));
   await writeFileAtomic(files.params, launcherParams(params));
 }
 

@@ -38,7 +38,8 @@ import type { Multiplexer, MuxResult } from "../mux/types.ts";
 import type { DescribedProcess } from "../process/facts.ts";
 import { describePaneProcess } from "../process/pane-process.ts";
 import { processFacts } from "../process/facts.ts";
-import type { LaunchCommand } from "./launch-command.ts";
+import type { LaunchCommand, LaunchEnvironment } from "./launch-command.ts";
+import { warmStartFor } from "./warm-start.ts";
 import {
   cancelLauncher,
   dropLauncherLock,
@@ -132,23 +133,27 @@ export interface WindowLauncher {
 
 /**
  * Writes the launcher before its window exists, so the window can run it as its command; it then
- * waits for its params (the launch step) while this process lives, at most `paramsWaitMs`.
+ * waits for its params (the launch step) while this process lives, at most `paramsWaitMs`. Given
+ * how Pi is started here, it warms the child's Pi up meanwhile where it can (warm-start.ts).
  */
 export async function prepareWindowLauncher(
   store: ManifestStore,
   manifest: Manifest,
   timeouts: LaunchTimeouts,
+  environment?: LaunchEnvironment,
 ): Promise<WindowLauncher> {
   const files = launcherFiles(store.pathFor(manifest.id));
+  const warm = environment === undefined ? undefined : warmStartFor(manifest, environment);
   await writeLauncher({
     handoffId: manifest.id,
     files,
     ownerPid: process.pid,
     paramsWaitMs: withDefaults(timeouts).paramsWaitMs,
+    ...(warm !== undefined ? { warm } : {}),
   });
   // The go-ahead of an earlier launch would start the new window at once, with old settings: the
   // window must wait for this launch's own.
-  await rm(files.window, { force: true });
+  await Promise.all([files.window, files.warmGo, files.warmed].map((file) => rm(file, { force: true })));
   return { files, command: ["/bin/sh", files.script, "window"] };
 }
 
@@ -270,6 +275,7 @@ export class ChildLauncher {
         command: request.command,
         ...(request.postCreate !== undefined ? { prelude: request.postCreate.prelude } : {}),
         ...(failsAt(this.faults, "confirm") ? { startNothing: true } : {}),
+        ...(windowCommand ? { warm: true } : {}),
       });
     } catch (error) {
       return { ok: false, message: `Could not write the launch parameters ${files.params}: ${errorClause(error)}.` };

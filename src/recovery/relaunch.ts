@@ -26,7 +26,7 @@ import {
   type LaunchTimeouts,
   type WindowLauncher,
 } from "../launch/launcher.ts";
-import { launchCommandFor, type LaunchCommand } from "../launch/launch-command.ts";
+import { launchCommandFor, type LaunchCommand, type LaunchEnvironment } from "../launch/launch-command.ts";
 import { LAUNCH_TIMEOUT_ENV } from "../launch/timeouts.ts";
 import { describeLocation } from "../mux/registry.ts";
 import type { RecoverableMultiplexer } from "../mux/types.ts";
@@ -152,11 +152,8 @@ async function relaunchLocked(deps: RelaunchDeps, id: string, options: { focus: 
   const refusal = relaunchRefusal(report, manifest, id);
   if (refusal !== undefined) return refusal;
   const childSessionFile = manifest.child.sessionFile ?? "";
-  const derived = launchCommandFor(manifest, {
-    piCommand: deps.piCommand ?? [],
-    agentDir: deps.agentDir,
-    env: deps.env,
-  });
+  const environment: LaunchEnvironment = { piCommand: deps.piCommand ?? [], agentDir: deps.agentDir, env: deps.env };
+  const derived = launchCommandFor(manifest, environment);
   if (!derived.ok) return refused(derived.code, derived.message);
   const muxFound = deps.muxFor(manifest.mux);
   if (!muxFound.ok) return refused("no_multiplexer", muxFound.message);
@@ -168,7 +165,7 @@ async function relaunchLocked(deps: RelaunchDeps, id: string, options: { focus: 
       `Handoff ${id} was not relaunched: ${stripPeriod(report.workspace.message)}; try again once the ${manifest.mux.kind} server answers.`,
     );
   }
-  const window = await windowFor(deps, id, report, manifest, muxFound.mux);
+  const window = await windowFor(deps, id, report, manifest, muxFound.mux, environment);
   if (window.code === "failed") return window;
   const raced = await writerSinceInventory(deps, id, childSessionFile, window);
   if (raced !== undefined) return raced;
@@ -190,6 +187,7 @@ async function windowFor(
   report: HandoffReport,
   manifest: Manifest,
   mux: RecoverableMultiplexer,
+  environment: LaunchEnvironment,
 ): Promise<RelaunchWindow | Extract<RelaunchOutcome, { code: "failed" }>> {
   let current = manifest;
   if (report.unrecorded?.includes("window") === true) {
@@ -204,7 +202,7 @@ async function windowFor(
   // Where the backend can, the new window runs the launcher itself: nothing is typed there.
   let window: WindowLauncher;
   try {
-    window = await prepareWindowLauncher(deps.store, manifest, deps.timeouts);
+    window = await prepareWindowLauncher(deps.store, manifest, deps.timeouts, environment);
   } catch (error) {
     return {
       code: "failed",

@@ -77,6 +77,7 @@ describe(`/handoff-worktree on Herdr (${HERDR_TARGET}) with the real Pi`, () => 
       ((await herdr.result(["workspace", "get", workspaceId])).workspace as { focused: boolean }).focused;
     await runHandoffScenario(world, {
       windowLine: /Window: Herdr workspace w\w+ \(pane w\w+:p1\), Pi pid \d+/,
+      warmStart: false,
       // Herdr's commands, with this handoff's own ids.
       nextStep: (manifest) =>
         `Next: you are in its workspace now; come back with herdr workspace focus ${parentWorkspaceId}, return with herdr workspace focus ${world.rig.locate(manifest).workspaceId}.`,

@@ -101,6 +101,7 @@ describe("/handoff-worktree on tmux with the real Pi", () => {
     const { parentPaneId } = world.rig;
     await runHandoffScenario(world, {
       windowLine: /Window: tmux window @\d+ \(pane %\d+\), Pi pid \d+/,
+      warmStart: true,
       nextStep: (manifest) =>
         `Next: you are in its window now; come back with tmux select-window -t ${parentPaneId}, return with tmux select-window -t ${world.rig.locate(manifest).windowId}.`,
       // The child's window is the active one.

@@ -19,6 +19,7 @@ describe("/handoff-worktree on zellij with the real Pi", () => {
     const { zellij } = world.rig;
     await runHandoffScenario(world, {
       windowLine: /Window: zellij tab \d+ of session tests \(pane terminal_\d+\), Pi pid \d+/,
+      warmStart: true,
       nextStep: (manifest) =>
         `Next: you are in its tab now; come back with your multiplexer's switch key, return with zellij --session tests action go-to-tab-by-id ${world.rig.locate(manifest).tabId}.`,
       location: async (manifest) => {

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, expect } from "vitest";
 import { buildSessionContext } from "@earendil-works/pi-coding-agent";
 import { ManifestSchema, type Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
+import { launcherFiles } from "../../src/launch/launcher-file.ts";
 import { createTempRepo, type TempRepo } from "./git-repo.ts";
 import type { MuxRig } from "./mux-rig.ts";
 import { createPiSandbox, piTuiCommand, readEntries, type PiSandbox } from "./pi.ts";
@@ -63,6 +64,8 @@ export function useHandoffWorld<R extends MuxRig>(
 export interface BackendChecks {
   /** The notice's line naming where the child runs. */
   windowLine: RegExp;
+  /** The child is the Pi its window's launcher warmed up (the window runs the launcher itself). */
+  warmStart: boolean;
   /** The notice's `Next:` sentence for this handoff. */
   nextStep(manifest: Manifest): string;
   /** Runs right before the handoff is typed. */
@@ -242,6 +245,11 @@ export async function runHandoffScenario(world: HandoffWorld<MuxRig>, backend: B
   expect(readFileSync(`/proc/${pid}/comm`, "utf8").trim()).toBe("pi");
   const childEnv = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
   expect(childEnv).toContain(`PI_HANDOFF_ID=${manifest.id}`);
+  // Warm: the Node the window's launcher started with Pi's modules loading, let go by the launch step.
+  const launcher = launcherFiles((manifest.launch?.launcherFile ?? "").replace(/\.launch\.sh$/, ".json"));
+  const warmed = existsSync(launcher.warmed) ? readFileSync(launcher.warmed, "utf8") : undefined;
+  const launchToken = readFileSync(launcher.started, "utf8").split(" ")[0];
+  expect(warmed).toBe(backend.warmStart ? `${launchToken} ${pid}\n` : undefined);
   await backend.childEnvironment?.(manifest, childEnv);
 
   // Focus came after the acknowledgement, and the backend shows the child focused.

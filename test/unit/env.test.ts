@@ -102,6 +102,7 @@ describe("readHandoffEnv", () => {
       "PI_HANDOFF_PROCESS_INFO",
       "PI_HANDOFF_PORT",
       "PI_HANDOFF_PORTS",
+      "PI_HANDOFF_WARM",
     ]) {
       read.delete(internal);
     }

@@ -21,7 +21,14 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { exportLines, launchCommandFor, shellQuote, type LaunchCommand } from "../../src/launch/launch-command.ts";
+import {
+  exportLines,
+  launchCommandFor,
+  shellQuote,
+  type LaunchCommand,
+  type LaunchEnvironment,
+} from "../../src/launch/launch-command.ts";
+import { warmStartFor } from "../../src/launch/warm-start.ts";
 import {
   cancelLauncher,
   launcherFiles,
@@ -352,6 +359,167 @@ const hold = process.env.HOLD; if (hold) { const t = setInterval(() => { if (!fs
     );
     expect(seen).toEqual(expected);
     expect(existsSync(join(dir, "CANARY"))).toBe(false);
+  });
+
+  /**
+   * A stand-in for Pi packaged as Pi is: an entry that `require`s a runtime whose static import
+   * (a chunk) records when it loaded, then runs `main`, which records as the recorder does.
+   */
+  function packagedPi(): { entry: string; loadedTo: string } {
+    const pkg = join(dir, "pi pkg 'p' #1%");
+    mkdirSync(pkg, { recursive: true });
+    writeFileSync(
+      join(pkg, "cli.mjs"),
+      'import { createRequire } from "node:module";\ncreateRequire(import.meta.url)("./runtime.mjs");\n',
+    );
+    writeFileSync(join(pkg, "runtime.mjs"), 'import { main } from "./chunk.mjs";\nmain();\n');
+    writeFileSync(
+      join(pkg, "chunk.mjs"),
+      `import { createRequire } from "node:module";
+import fs from "node:fs";
+fs.writeFileSync(process.env.LOADED_TO, JSON.stringify({ pid: process.pid, cwd: process.cwd() }));
+export function main() {
+  fs.writeFileSync(process.env.RECORD_TO + ".main", JSON.stringify({ execArgv: process.execArgv,
+    warm: Object.keys(process.env).filter((k) => k.startsWith("PI_HANDOFF_WARM")), pwd: process.env.PWD }));
+  createRequire(import.meta.url)(${JSON.stringify(recorder)});
+}
+`,
+    );
+    return { entry: join(pkg, "cli.mjs"), loadedTo: join(dir, "loaded.json") };
+  }
+
+  function environment(piCommand: string[], agentDir = join(dir, "agent 'a'")): LaunchEnvironment {
+    return { piCommand, agentDir, env: { PI_OFFLINE: "1", SECRET_TOKEN: "do-not-forward" } };
+  }
+
+  /** The window's launcher with a warm start, running until it has become the shell after Pi. */
+  async function warmWindow(m: Manifest, entry: string, env: Record<string, string>) {
+    const warm = warmStartFor(m, environment([process.execPath, entry]));
+    if (warm === undefined) throw new Error("no warm start for this Node");
+    await writeLauncher({ handoffId: ID, files, ownerPid: process.pid, paramsWaitMs: 20_000, warm });
+    const after = join(dir, "after");
+    const window = spawn("/bin/sh", [files.script, "window", "/bin/sh", "-c", `echo shell > '${after}'`], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? "", ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    window.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    window.stderr.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => window.on("exit", resolve));
+    return { window, exited, after, output: () => out };
+  }
+
+  function derived(m: Manifest, env: LaunchEnvironment): LaunchCommand {
+    const result = launchCommandFor(m, env);
+    if (!result.ok) throw new Error(result.message);
+    return result.command;
+  }
+
+  it("as the window's command with a warm start: Pi's modules load before the launch step, and that Pi runs it", async () => {
+    const worktree = join(dir, "wt 'w'");
+    mkdirSync(worktree);
+    const { entry, loadedTo } = packagedPi();
+    const m = { ...manifest(worktree), ports: [4100, 4101], env: { SETTING: "it's $(x)" } };
+    const recordTo = join(dir, "rec.json");
+    const hold = join(dir, "hold");
+    writeFileSync(hold, "");
+    const run = await warmWindow(m, entry, { RECORD_TO: recordTo, LOADED_TO: loadedTo, HOLD: hold });
+    // Loaded while nothing of the launch step exists yet: no params, no go-ahead.
+    await waitFor(() => existsSync(loadedTo), { description: "Pi's modules loaded early" });
+    const loaded = JSON.parse(readFileSync(loadedTo, "utf8"));
+    expect(existsSync(files.params)).toBe(false);
+    expect(existsSync(recordTo)).toBe(false);
+    const command = derived(m, environment([process.execPath, entry]));
+    await writeLauncherParams(files, { token: "w1", command, warm: true });
+    await releaseWindowLauncher(files, "w1");
+    await waitFor(() => existsSync(recordTo), { description: "the warm Pi running" });
+    const recorded = JSON.parse(readFileSync(recordTo, "utf8"));
+    // The same process that loaded early, with the launch step's words, place and variables.
+    expect(recorded.pid).toBe(loaded.pid);
+    expect(recorded.argv).toEqual(command.argv.slice(2));
+    expect(recorded.cwd).toBe(worktree);
+    expect(recorded).toMatchObject({ agentDir: join(dir, "agent 'a'"), handoffId: ID, offline: "1" });
+    expect(recorded.handoffEnv).toEqual({ PI_HANDOFF_PORT: "4100", PI_HANDOFF_PORTS: "4100,4101" });
+    const environ = readFileSync(`/proc/${recorded.pid}/environ`, "utf8").split("\0");
+    expect(environ).toContain("SETTING=it's $(x)");
+    // What started it is gone before Pi runs (its variables and its --import), and PWD is the
+    // worktree, as the launcher's `cd` leaves it for a cold start.
+    expect(JSON.parse(readFileSync(`${recordTo}.main`, "utf8"))).toEqual({ execArgv: [], warm: [], pwd: worktree });
+    expect(existsSync(files.warmGo)).toBe(false);
+    expect(await readLauncherNote(files.warmed, "w1")).toEqual({ pid: recorded.pid });
+    rmSync(hold);
+    expect(await run.exited).toBe(0);
+    expect(readFileSync(run.after, "utf8")).toBe("shell\n");
+    expect(await readLauncherNote(files.started, "w1")).toEqual({ pid: run.window.pid });
+    expect(existsSync(files.lock)).toBe(false);
+  });
+
+  it.each(["refuses other variables", "was killed", "was not allowed"] as const)(
+    "as the window's command: a warm Pi that %s leaves Pi to a cold start",
+    async (why) => {
+      const worktree = join(dir, "wt");
+      mkdirSync(worktree);
+      const { entry, loadedTo } = packagedPi();
+      const m = manifest(worktree);
+      const recordTo = join(dir, "rec.json");
+      const run = await warmWindow(m, entry, { RECORD_TO: recordTo, LOADED_TO: loadedTo });
+      await waitFor(() => existsSync(loadedTo), { description: "Pi's modules loaded early" });
+      const warmPid = JSON.parse(readFileSync(loadedTo, "utf8")).pid;
+      rmSync(loadedTo);
+      if (why === "was killed") process.kill(warmPid, "SIGKILL");
+      // Another agent dir than the one the warm process started with: its modules saw the old one.
+      const env = environment(
+        [process.execPath, entry],
+        why === "refuses other variables" ? join(dir, "other") : undefined,
+      );
+      await writeLauncherParams(files, { token: "c1", command: derived(m, env), warm: why !== "was not allowed" });
+      await releaseWindowLauncher(files, "c1");
+      expect(await run.exited, run.output()).toBe(0);
+      const recorded = JSON.parse(readFileSync(recordTo, "utf8"));
+      expect(recorded.pid).not.toBe(warmPid);
+      expect(JSON.parse(readFileSync(loadedTo, "utf8")).pid).toBe(recorded.pid);
+      expect(recorded.agentDir).toBe(why === "refuses other variables" ? join(dir, "other") : join(dir, "agent 'a'"));
+      expect(existsSync(files.warmGo)).toBe(false);
+      expect(existsSync(files.warmed)).toBe(false);
+      expect(() => process.kill(warmPid, 0)).toThrow();
+      expect(readFileSync(run.after, "utf8")).toBe("shell\n");
+    },
+  );
+
+  it("as the window's command: a warm Pi that is never let go ends with its launcher", async () => {
+    const { entry, loadedTo } = packagedPi();
+    const run = await warmWindow(manifest(join(dir, "wt")), entry, { LOADED_TO: loadedTo });
+    await waitFor(() => existsSync(loadedTo), { description: "Pi's modules loaded early" });
+    const warmPid = JSON.parse(readFileSync(loadedTo, "utf8")).pid;
+    await cancelLauncher(files, "Handoff x failed at the fork step, so no Pi was started here.");
+    expect(await run.exited).toBe(0);
+    expect(run.output()).toContain("Handoff x failed at the fork step");
+    expect(() => process.kill(warmPid, 0)).toThrow();
+    expect(readFileSync(run.after, "utf8")).toBe("shell\n");
+    expect(existsSync(files.started)).toBe(false);
+  });
+
+  it("warms only a child started as this Pi is, with every variable it is given", () => {
+    const m = { ...manifest(join(dir, "wt")), ports: [4100], env: { PI_OFFLINE: "from settings" } };
+    const warm = warmStartFor(m, environment([process.execPath, "/pi/cli.js"]));
+    expect(warm?.argv).toEqual([
+      process.execPath,
+      "--import",
+      expect.stringMatching(/^file:\/\/.*\/warm-gate\.mjs$/),
+      "/pi/cli.js",
+    ]);
+    // The handoff's own, then Pi's: Pi's PI_OFFLINE wins, as `env` after the exports does.
+    expect(warm?.variables).toEqual([
+      ["PI_HANDOFF_PORT", "4100"],
+      ["PI_HANDOFF_PORTS", "4100"],
+      ["PI_OFFLINE", "1"],
+      ["PI_CODING_AGENT_DIR", join(dir, "agent 'a'")],
+      ["PI_HANDOFF_ID", ID],
+    ]);
+    expect(warmStartFor(m, environment(["/other/node", "/pi/cli.js"]))).toBeUndefined();
+    expect(warmStartFor(m, environment([process.execPath]))).toBeUndefined();
+    expect(warmStartFor(m, environment([process.execPath, "/pi/cli.js", "--flag"]))).toBeUndefined();
   });
 
   it("refuses a recorded variable that could not be passed as data, and a handoff without any exports nothing", () => {
