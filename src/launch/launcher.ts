@@ -140,10 +140,10 @@ export async function prepareWindowLauncher(
   store: ManifestStore,
   manifest: Manifest,
   timeouts: LaunchTimeouts,
-  environment?: LaunchEnvironment,
+  environment: LaunchEnvironment,
 ): Promise<WindowLauncher> {
   const files = launcherFiles(store.pathFor(manifest.id));
-  const warm = environment === undefined ? undefined : warmStartFor(manifest, environment);
+  const warm = warmStartFor(manifest, environment);
   await writeLauncher({
     handoffId: manifest.id,
     files,

@@ -11,6 +11,7 @@ import { readdirSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readSessionLease } from "../../src/launch/lease.ts";
+import { launcherFiles } from "../../src/launch/launcher-file.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { createRecoveryDeps } from "../../src/recovery/deps.ts";
@@ -205,6 +206,10 @@ describe("after a reboot: one offer, then relaunch --all brings every handoff ba
       expect(await readSessionLease(sandbox.agentDir, m.child.sessionFile ?? "")).toMatchObject({ state: "live", pid });
       expect(m.mux).toMatchObject({ kind: "tmux", socketPath: tmux.socketPath, server: newServer });
       expect(m.mux.kind === "tmux" ? m.mux.paneId : "").not.toBe(parentPane);
+      // Each new window's launcher warmed its Pi up while the relaunch prepared (decision 0019).
+      const launcher = launcherFiles(ManifestStore.forAgentDir(sandbox.agentDir).pathFor(m.id));
+      const token = readFileSync(launcher.started, "utf8").split(" ")[0];
+      expect(readFileSync(launcher.warmed, "utf8")).toBe(`${token} ${pid}\n`);
     }
     const listed = InventoryReportSchema.parse(JSON.parse(cli(["list", "--json"], after).stdout));
     expect(listed.handoffs.map((h) => h.status)).toEqual(

@@ -246,7 +246,7 @@ export async function runHandoffScenario(world: HandoffWorld<MuxRig>, backend: B
   const childEnv = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
   expect(childEnv).toContain(`PI_HANDOFF_ID=${manifest.id}`);
   // Warm: the Node the window's launcher started with Pi's modules loading, let go by the launch step.
-  const launcher = launcherFiles((manifest.launch?.launcherFile ?? "").replace(/\.launch\.sh$/, ".json"));
+  const launcher = launcherFiles(ManifestStore.forAgentDir(world.sandbox.agentDir).pathFor(manifest.id));
   const warmed = existsSync(launcher.warmed) ? readFileSync(launcher.warmed, "utf8") : undefined;
   const launchToken = readFileSync(launcher.started, "utf8").split(" ")[0];
   expect(warmed).toBe(backend.warmStart ? `${launchToken} ${pid}\n` : undefined);
