@@ -33,13 +33,18 @@ export async function runTmux(
   }
   // A server that is shutting down answers "server exited unexpectedly" (or "lost server" mid-call).
   if (/^no server running on |^error connecting to |^server exited unexpectedly|^lost server/.test(stderr)) {
-    return { ok: false, code: "server_not_running", message: `No tmux server is running on ${socketPath}.` };
+    return serverNotRunning(socketPath);
   }
   if (/^can't find (pane|window|session)/.test(stderr)) {
     return { ok: false, code: "pane_not_found", message: `tmux ${stripPeriod(stderr)}.` };
   }
   const detail = stderr || oneLine(runFailure(result));
   return { ok: false, code: "tmux_failed", message: `tmux ${args[0]} failed: ${stripPeriod(detail)}.` };
+}
+
+/** The failure of a call to a server that is not there. */
+export function serverNotRunning(socketPath: string): MuxFailure {
+  return { ok: false, code: "server_not_running", message: `No tmux server is running on ${socketPath}.` };
 }
 
 export function asTmuxLocation(location: MuxLocation): { ok: true; location: TmuxLocation } | MuxFailure {

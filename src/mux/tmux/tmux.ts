@@ -48,6 +48,7 @@ import {
   paneOf,
   runTmux,
   SERVER_FORMAT,
+  serverNotRunning,
   SERVER_PATTERN,
   type TmuxCallResult,
 } from "./client.ts";
@@ -372,10 +373,9 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
   async workspaceState(location: MuxLocation): Promise<WorkspaceState> {
     const pane = paneOf(location, this.socketPath);
     if (!pane.ok) return { code: "unknown", message: pane.message };
-    // No socket file, no server: closed, without starting a tmux client to find that out.
-    if (!existsSync(pane.socketPath)) return { code: "closed" };
-    // The server's panes, listed once for all the handoffs of one inventory (`askOnce`). A server
-    // started again on the socket reuses pane ids, so the server is compared too when recorded.
+    // The server's panes, listed once for all the handoffs of one inventory (`askOnce`), the
+    // socket file looked at once with them. A server started again on the socket reuses pane ids,
+    // so the server is compared too when recorded.
     const socketPath = pane.socketPath;
     const listing = await (this.#askOnce?.(`tmux panes ${socketPath}`, () => this.#panesOf(socketPath)) ??
       this.#panesOf(socketPath));
@@ -392,6 +392,8 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
   async #panesOf(
     socketPath: string,
   ): Promise<{ ok: true; panes: ReadonlySet<string>; server: string | undefined } | MuxFailure> {
+    // No socket file, no server, without starting a tmux client to find that out.
+    if (!existsSync(socketPath)) return serverNotRunning(socketPath);
     const listed = await this.#tmux(socketPath, ["list-panes", "-a", "-F", `#{pane_id} ${SERVER_FORMAT}`]);
     if (!listed.ok) return listed;
     const panes = new Set<string>();
