@@ -105,7 +105,14 @@ async function optionalBench(relative: string, exportName: string, args: unknown
   const module = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
   const run = module[exportName];
   if (typeof run !== "function") return { skipped: `${relative} has no ${exportName}()` };
-  return (await (run as (options: unknown) => Promise<unknown>)(args)) ?? {};
+  try {
+    return (await (run as (options: unknown) => Promise<unknown>)(args)) ?? {};
+  } catch (error) {
+    // One section that breaks (a peer's screen never drawn) costs that section, not the whole run's figures.
+    console.error(`${exportName} failed:`, error);
+    const message = error instanceof Error ? error.message : String(error);
+    return { skipped: `it failed: ${message.split("\n")[0]}` };
+  }
 }
 
 function ratio(a: number, b: number): number {
@@ -156,7 +163,12 @@ function formatRebootRestore(raw: unknown): string[] {
   ];
 }
 
-type TuiSides = { oursConfirmedMs: number[]; oursScreenMs: number[]; piWorktreeScreenMs: number[] };
+type TuiSides = {
+  oursConfirmedMs: number[];
+  oursScreenMs: number[];
+  piWorktreeScreenMs: number[];
+  failedRounds?: string[];
+};
 type TuiFigures =
   | { piWorktree: string; small: TuiSides; large: TuiSides & { sessionBytes: number } }
   | { skipped: string }
@@ -194,7 +206,14 @@ function formatTuiVsPiWorktree(raw: unknown): string[] {
     "|---|---|---|",
     ...rows("small conversation", r.small, "<= 0.9"),
     ...rows(`${(r.large.sessionBytes / 1e6).toFixed(0)} MB conversation`, r.large, "<= 0.3"),
+    ...failedRoundLines([...(r.small.failedRounds ?? []), ...(r.large.failedRounds ?? [])]),
   ];
+}
+
+/** The rounds left out of (k)'s figures, said under its table. */
+function failedRoundLines(failed: string[]): string[] {
+  if (failed.length === 0) return [];
+  return ["", `Left out, ${failed.length} round(s) that did not finish:`, ...failed.map((line) => `- ${line}`)];
 }
 
 interface ChildStatusFigures {

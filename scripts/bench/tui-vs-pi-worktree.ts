@@ -52,6 +52,8 @@ export interface TuiSideBySide {
   oursScreenMs: number[];
   /** Enter to the new Pi's screen drawn in the worktree (pi-worktree), per round. */
   piWorktreeScreenMs: number[];
+  /** The rounds that did not finish, each as `<tool> round <n>: <what went wrong>`; their figures are left out. */
+  failedRounds: string[];
 }
 
 export interface TuiVsPiWorktreeResult {
@@ -226,16 +228,31 @@ export async function measureTuiVsPiWorktree(options: {
       into.piWorktreeScreenMs.push(drawnAt - enter);
     };
 
-    const sides = (): TuiSideBySide => ({ oursConfirmedMs: [], oursScreenMs: [], piWorktreeScreenMs: [] });
+    const sides = (): TuiSideBySide => ({
+      oursConfirmedMs: [],
+      oursScreenMs: [],
+      piWorktreeScreenMs: [],
+      failedRounds: [],
+    });
+    /** One tool's round; a round that fails is recorded as failed, and the next one runs. */
+    const round = async (tool: string, index: number, into: TuiSideBySide, measure: () => Promise<void>) => {
+      try {
+        await measure();
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        console.error(`tuiVsPiWorktree: ${tool} round ${index + 1} failed: ${message}`);
+        into.failedRounds.push(`${tool} round ${index + 1}: ${message.split("\n")[0]}`);
+      }
+    };
     const small = sides();
     const largeSides = sides();
     for (let i = 0; i < options.rounds; i++) {
-      await ours(smallFile, `bench/small-${i}`, small);
-      await piWorktree(smallFile, `feat/small-${i}`, small);
+      await round("ours", i, small, () => ours(smallFile, `bench/small-${i}`, small));
+      await round("pi-worktree", i, small, () => piWorktree(smallFile, `feat/small-${i}`, small));
     }
     for (let i = 0; i < options.largeRounds; i++) {
-      await ours(largeFile, `bench/large-${i}`, largeSides);
-      await piWorktree(largeFile, `feat/large-${i}`, largeSides);
+      await round("ours", i, largeSides, () => ours(largeFile, `bench/large-${i}`, largeSides));
+      await round("pi-worktree", i, largeSides, () => piWorktree(largeFile, `feat/large-${i}`, largeSides));
     }
     const version = (await run("git", ["-C", checkout ?? "", "describe", "--tags", "--always"]).catch(() => undefined))
       ?.stdout;
