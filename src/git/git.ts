@@ -232,7 +232,7 @@ export class SimpleGitPort implements RecoveryGitPort {
 
   async addWorktree(
     repo: string,
-    options: { path: string; branch: string; sha: string; existing?: boolean },
+    options: { path: string; branch: string; sha: string; existing?: boolean; onClaimed?: () => void },
   ): Promise<void> {
     const { path: worktreePath, branch, sha } = options;
     const existing = options.existing === true;
@@ -266,6 +266,7 @@ export class SimpleGitPort implements RecoveryGitPort {
         throw new Error(`'${worktreePath}' already exists.`);
       throw error;
     }
+    options.onClaimed?.();
 
     let failure: Error;
     for (let attempt = 0; ; attempt += 1) {

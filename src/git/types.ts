@@ -46,9 +46,14 @@ export interface GitPort {
   currentBranch(checkout: string): Promise<string | undefined>;
   /**
    * `git worktree add -b <branch> <path> <sha>`, or with `existing` `git worktree add <path> <branch>`
-   * (the branch must be at `sha`); throws with git's message on failure.
+   * (the branch must be at `sha`); throws with git's message on failure. `onClaimed` is called once
+   * the path is claimed (made, empty) and before git checks out into it: what needs only the
+   * directory can start then.
    */
-  addWorktree(repo: string, options: { path: string; branch: string; sha: string; existing?: boolean }): Promise<void>;
+  addWorktree(
+    repo: string,
+    options: { path: string; branch: string; sha: string; existing?: boolean; onClaimed?: () => void },
+  ): Promise<void>;
   /** Dirty/untracked files and commits ahead of `baseSha`, for the record. */
   captureState(checkout: string, baseSha: string): Promise<GitState>;
 }

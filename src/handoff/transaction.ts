@@ -333,6 +333,8 @@ export class HandoffTransaction {
         await this.deps.store.update(manifest.id, (m) => {
           if (partial.location !== undefined) m.mux = partial.location;
           if (partial.worktreePath !== undefined) m.worktree = { path: partial.worktreePath };
+          // A window that runs the launcher, left by a failed checkout: `fail` tells its launcher no launch comes.
+          if (partial.commandStarted === true) m.launch = { launcherFile: window.files.script, windowCommand: true };
         });
       }
       throw new StepFailure("worktree", created.message);

@@ -1,13 +1,17 @@
 /**
  * The lifecycle every terminal without worktrees of its own shares (tmux, zellij): git makes the
- * checkout, then the terminal opens a window for it; on removal, uncommitted work is refused before
- * anything is closed, the window is closed, then git removes the checkout.
+ * checkout while the terminal opens a window in its directory; on removal, uncommitted work is
+ * refused before anything is closed, the window is closed, then git removes the checkout.
  *
  * Invariants:
  * - Git runs only through the port it is given (`src/git/` owns git); the terminal acts only
  *   through the callbacks the backend passes.
- * - A window that fails after the checkout exists leaves the checkout, reported in `partial`, so
- *   the transaction records it: nothing is deleted on the way.
+ * - The window opens once git has claimed the worktree's directory (made it, empty), so what it
+ *   runs (the launcher, and the warm start it makes) starts while git checks out; a port that
+ *   does not say it claimed has the window opened after the checkout.
+ * - Either failure leaves what the other made, reported in `partial`, so the transaction records
+ *   it: a failed window leaves the checkout, a failed checkout the window. Nothing is deleted on
+ *   the way; git's failure is said first.
  * - Without `force`, a checkout with uncommitted or untracked files is refused before its window is
  *   touched. The branch is never deleted.
  * - Failures are values with a code and one sentence, never thrown.
@@ -83,6 +87,11 @@ export async function createWithGit(
   window: string,
   openWindow: () => Promise<OpenedWindow>,
 ): Promise<MuxResult<CreatedWorkspace>> {
+  let opening: Promise<OpenedWindow> | undefined;
+  const open = (): Promise<OpenedWindow> =>
+    (opening ??= openWindow().catch(
+      (error: unknown): OpenedWindow => ({ ok: false, code: "window_create_failed", message: errorClause(error) }),
+    ));
   try {
     await git.addWorktree(request.mainCheckout, {
       path: request.worktreePath,
@@ -90,15 +99,20 @@ export async function createWithGit(
       sha: request.baseSha,
       // `--existing`: git checks the branch out as it is (`git worktree add <path> <branch>`).
       ...(request.existingBranch === true ? { existing: true } : {}),
+      onClaimed: () => void open(),
     });
   } catch (error) {
+    const opened = opening === undefined ? undefined : await opening;
     return {
       ok: false,
       code: "worktree_create_failed",
       message: `Could not create the worktree at ${request.worktreePath}: ${errorClause(error)}.`,
+      ...(opened?.ok === true
+        ? { partial: { location: opened.location, ...(opened.commandStarted ? { commandStarted: true } : {}) } }
+        : {}),
     };
   }
-  const opened = await openWindow();
+  const opened = await open();
   if (!opened.ok) {
     return {
       ok: false,

@@ -17,7 +17,7 @@ export interface MuxFailure {
   code: string;
   message: string;
   /** Whatever was created before the failure (partial success), so it can be recorded. */
-  partial?: { location?: MuxLocation; worktreePath?: string };
+  partial?: { location?: MuxLocation; worktreePath?: string; commandStarted?: boolean };
 }
 
 export interface CreateWorkspaceRequest {

@@ -2,6 +2,7 @@ import {
   chmodSync,
   existsSync,
   mkdirSync,
+  readdirSync,
   readFileSync,
   rmSync,
   statSync,
@@ -286,6 +287,27 @@ describe("SimpleGitPort.addWorktree", () => {
     // The main checkout is untouched.
     expect(await git.currentBranch(repo.root)).toBe("main");
     expect(repo.run(["rev-parse", "HEAD"])).toBe(repo.run(["rev-parse", "main"]));
+  });
+
+  it("says when it has claimed the path: once, with the directory there and still empty", async () => {
+    const { repo, git } = setup();
+    const sha = repo.run(["rev-parse", "HEAD"]);
+    const worktree = path.join(repo.dir, "claimed");
+    const seen: string[][] = [];
+    await git.addWorktree(repo.root, {
+      path: worktree,
+      branch: "claimed",
+      sha,
+      onClaimed: () => seen.push(readdirSync(worktree)),
+    });
+    expect(seen).toEqual([[]]);
+    expect(repo.run(["rev-parse", "HEAD"], { cwd: worktree })).toBe(sha);
+    // Refused before the claim: not called.
+    const refused: string[] = [];
+    await expect(
+      git.addWorktree(repo.root, { path: worktree, branch: "other", sha, onClaimed: () => refused.push("claimed") }),
+    ).rejects.toThrow(`'${worktree}' already exists.`);
+    expect(refused).toEqual([]);
   });
 
   it("takes a shell-looking (but valid) branch name literally", async () => {

@@ -186,7 +186,59 @@ describe("TmuxMultiplexer on a private tmux server", () => {
     expect(existsSync(marker)).toBe(false);
   });
 
-  it("reports worktree_create_failed and opens no window when git fails", async () => {
+  /**
+   * A git that claims the directory, then checks out only once the window's command has shown what
+   * it saw there (or fails instead): the window provably opened before the checkout.
+   */
+  function claimingGit(seen: string, fail?: string): WorktreeAdder {
+    return {
+      async addWorktree(mainCheckout, options) {
+        await mkdir(options.path);
+        options.onClaimed?.();
+        await waitFor(async () => ((await readFile(seen, "utf8").catch(() => "")).endsWith("\n") ? true : undefined), {
+          description: "the window's command to run",
+        });
+        if (fail !== undefined) {
+          await rm(options.path, { recursive: true });
+          throw new Error(fail);
+        }
+        await realGit.addWorktree(mainCheckout, options);
+      },
+    };
+  }
+  // Then the shell tmux appends (as `$0 $@`), as the launcher goes on as it: the window stays.
+  const showCwd = (seen: string) => [
+    "sh",
+    "-c",
+    `{ ls -A; pwd; } > '${seen}.tmp' && mv '${seen}.tmp' '${seen}'; exec "$0" "$@"`,
+  ];
+
+  it("opens the window once git claimed the directory, so its command runs while git checks out", async () => {
+    const seen = join(dir, "seen");
+    const req = { ...request(), command: showCwd(seen) };
+    const location = expectCreated(await backend(claimingGit(seen)).createWorkspace(req));
+    // Empty when the command ran, and it ran there; the checkout came after.
+    expect(await readFile(seen, "utf8")).toBe(`${req.worktreePath}\n`);
+    expect(existsSync(join(req.worktreePath, "README.md"))).toBe(true);
+    expect((await windowsOf(server.sessionId)).has(location.windowId ?? "")).toBe(true);
+  });
+
+  it("reports worktree_create_failed with the window as partial when git fails after claiming the directory", async () => {
+    const seen = join(dir, "seen");
+    const req = { ...request(), command: showCwd(seen) };
+    const result = await backend(claimingGit(seen, "fatal: disk full")).createWorkspace(req);
+    if (result.ok) throw new Error("expected the create to fail");
+    expect(result).toMatchObject({
+      code: "worktree_create_failed",
+      message: `Could not create the worktree at ${req.worktreePath}: fatal: disk full.`,
+      partial: { location: { kind: "tmux", socketPath: server.socketPath }, commandStarted: true },
+    });
+    const windowId = result.partial?.location?.kind === "tmux" ? result.partial.location.windowId : undefined;
+    expect((await windowsOf(server.sessionId)).has(windowId ?? "")).toBe(true);
+    expect(result.partial?.worktreePath).toBeUndefined();
+  });
+
+  it("reports worktree_create_failed and opens no window when git fails before claiming the directory", async () => {
     const failingGit: WorktreeAdder = {
       async addWorktree() {
         throw new Error("fatal: a branch named 'feature-x' already exists");

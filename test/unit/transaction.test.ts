@@ -734,6 +734,28 @@ describe("HandoffTransaction", () => {
     );
   });
 
+  it("records the window a failed checkout left, and tells its waiting launcher that nothing comes", async () => {
+    mux.createResult = {
+      ok: false,
+      code: "worktree_create_failed",
+      message: "git could not add the worktree.",
+      partial: {
+        location: { kind: "tmux", socketPath: join(dir, "tmux.sock"), sessionId: "$1", windowId: "@8", paneId: "%8" },
+        commandStarted: true,
+      },
+    };
+    const outcome = await new HandoffTransaction(deps()).run(request());
+    expect(outcome.code).toBe("failed");
+    if (outcome.code !== "failed") return;
+    const files = store.pathFor(outcome.manifest.id).replace(/\.json$/, "");
+    expect(outcome.manifest.mux).toMatchObject({ windowId: "@8", paneId: "%8" });
+    expect(outcome.manifest.launch).toEqual({ launcherFile: `${files}.launch.sh`, windowCommand: true });
+    expect(outcome.manifest.error).toMatchObject({ step: "worktree", message: "git could not add the worktree." });
+    expect(readFileSync(`${files}.launch.window`, "utf8")).toBe(
+      `window_cancelled='Handoff ${outcome.manifest.id} failed at the worktree step, so no Pi was started here; pi-handoff inspect ${outcome.manifest.id} shows what exists.'\n`,
+    );
+  });
+
   describe("where the backend makes the worktree at the planned path", () => {
     let release: () => void;
     beforeEach(() => {
