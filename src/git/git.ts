@@ -31,6 +31,7 @@ import { mergeTree } from "./merge-tree.ts";
 import { gitCommandName, runGit, runGitInEach } from "./runner.ts";
 import type { GitState } from "../manifest/schema.ts";
 import type {
+  AheadBehind,
   CommitSummary,
   GitPort,
   MergedBy,
@@ -401,9 +402,13 @@ export class SimpleGitPort implements RecoveryGitPort {
     }
   }
 
-  async behindCounts(repo: string, target: string, branches: readonly string[]): Promise<Map<string, number>> {
+  async aheadBehindCounts(
+    repo: string,
+    target: string,
+    branches: readonly string[],
+  ): Promise<Map<string, AheadBehind>> {
     assertRevision(target);
-    const counts = new Map<string, number>();
+    const counts = new Map<string, AheadBehind>();
     const names = branches.filter((branch) => isPlainArgument(branch) && branch.length > 0);
     if (names.length === 0) return counts;
     const listed = await this.run(repo, [
@@ -414,16 +419,17 @@ export class SimpleGitPort implements RecoveryGitPort {
     if (listed.exitCode === 0) {
       for (const line of listed.stdout.split("\n")) {
         const [ref = "", counted = ""] = line.split("\0");
-        const behind = Number.parseInt(counted.split(" ")[1] ?? "", 10);
-        if (ref.startsWith(BRANCH_REF_PREFIX) && Number.isSafeInteger(behind))
-          counts.set(ref.slice(BRANCH_REF_PREFIX.length), behind);
+        const [ahead, behind] = counted.split(" ").map((word) => Number.parseInt(word, 10));
+        if (ref.startsWith(BRANCH_REF_PREFIX) && ahead !== undefined && Number.isSafeInteger(ahead))
+          if (behind !== undefined && Number.isSafeInteger(behind))
+            counts.set(ref.slice(BRANCH_REF_PREFIX.length), { ahead, behind });
       }
       return counts;
     }
     // git before 2.41 has no ahead-behind atom: one count each.
     for (const branch of names) {
       const counted = await this.commitsNotIn(repo, target, [`${BRANCH_REF_PREFIX}${branch}`], { limit: 0 });
-      counts.set(branch, counted.total);
+      counts.set(branch, { behind: counted.total });
     }
     return counts;
   }

@@ -58,6 +58,12 @@ export interface GitPort {
   captureState(checkout: string, baseSha: string): Promise<GitState>;
 }
 
+/** A branch against a target commit; `ahead` is left out where git could not count it in the same call. */
+export interface AheadBehind {
+  ahead?: number;
+  behind: number;
+}
+
 /** One commit, as recovery lists it to a user (what a removal would leave behind or lose). */
 export interface CommitSummary {
   sha: string;
@@ -119,10 +125,11 @@ export interface RecoveryGitPort extends GitPort {
   /** Whether merging `tip` into `target` changes nothing (`git merge-tree`: a clean merge whose tree is `target`'s): a squash landed it. */
   mergeChangesNothing(repo: string, target: string, tip: string): Promise<boolean>;
   /**
-   * For each branch, how many commits `target` (a commit) has that it lacks: one
-   * `git for-each-ref --format=%(ahead-behind:...)` (git 2.41+), else one count per branch.
+   * For each branch, how many commits `target` (a commit) has that it lacks (`behind`), and how
+   * many it has that `target` lacks (`ahead`): one `git for-each-ref --format=%(ahead-behind:...)`
+   * (git 2.41+), else one count per branch, `behind` only.
    */
-  behindCounts(repo: string, target: string, branches: readonly string[]): Promise<Map<string, number>>;
+  aheadBehindCounts(repo: string, target: string, branches: readonly string[]): Promise<Map<string, AheadBehind>>;
   /** Whether commit `ancestor` is reachable from commit `descendant` (`git merge-base --is-ancestor`). */
   isAncestor(repo: string, ancestor: string, descendant: string): Promise<boolean>;
   /**

@@ -379,17 +379,18 @@ async function list(
     import("./inventory.ts"),
     import("./report-schema.ts"),
   ]);
+  // Read once: the inventory and the forecast's column judge the same manifests.
+  const entries = await deps.store.list();
   const inventory = await buildInventory(deps, {
     ...(repoCommonDir === undefined ? {} : { repoCommonDir }),
     includeRemoved: all,
+    entries,
   });
   if (json) io.stdout(`${JSON.stringify(InventoryReportSchema.parse(inventory), null, 2)}\n`);
   else {
     // The forecast's short column: how far each target moved past its handoff, and what would conflict.
     const listed = new Set(inventory.handoffs.map((handoff) => handoff.id));
-    const manifests = (await deps.store.list()).flatMap((entry) =>
-      entry.ok && listed.has(entry.id) ? [entry.manifest] : [],
-    );
+    const manifests = entries.flatMap((entry) => (entry.ok && listed.has(entry.id) ? [entry.manifest] : []));
     const [{ forecastHandoffs, forecastMark }, { formatInventory }] = await Promise.all([
       import("./forecast.ts"),
       import("./format.ts"),

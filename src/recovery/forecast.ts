@@ -8,6 +8,9 @@
  *   repository's merges in one git process; nothing else is written, no ref, index or file.
  * - Bounded: per repository one listing of branch tips, one ahead-behind count per target, one
  *   merge-tree process; a `ForecastCache` answers again without git while no tip moved.
+ * - Only merges whose answer is not known without git are asked, each pair of commits once: two
+ *   equal tips, or a tip the target already holds (ahead 0), merge cleanly by definition. So a
+ *   crowd of handoffs still at one commit costs nothing, where their pairs would be quadratic.
  * - Reads manifests only through the store; a handoff it cannot forecast (no target branch, a git
  *   failure) is left out with one sentence in `problems`, never guessed at.
  */
@@ -34,6 +37,8 @@ interface Live {
   tip: string;
   target: string;
   targetTip: string;
+  /** Commits of the tip that the target lacks, where git counted them. */
+  ahead?: number;
 }
 
 /** The forecast for these handoffs (removed ones and ones whose branch is gone are not live: left out). */
@@ -90,38 +95,44 @@ async function forecastRepo(
   const known = cache?.get(repo, key);
   if (known !== undefined) return known;
 
-  // How far each target moved past its handoffs: one count per target.
+  // How far each target moved past its handoffs (and they past it): one count per target.
   const behind = new Map<string, number>();
   for (const target of new Set(live.map((handoff) => handoff.target))) {
     const group = live.filter((handoff) => handoff.target === target);
-    const counts = await deps.git.behindCounts(
+    const counts = await deps.git.aheadBehindCounts(
       repo,
       group[0]?.targetTip ?? "",
       group.map((h) => h.manifest.branch),
     );
-    for (const handoff of group) behind.set(handoff.manifest.id, counts.get(handoff.manifest.branch) ?? 0);
+    for (const handoff of group) {
+      const count = counts.get(handoff.manifest.branch);
+      behind.set(handoff.manifest.id, count?.behind ?? 0);
+      if (count?.ahead !== undefined) handoff.ahead = count.ahead;
+    }
   }
   // Every merge of this repository in one git process: each handoff into its target, then each pair of siblings.
-  const pairs: { ours: string; theirs: string }[] = live.map((handoff) => ({
-    ours: handoff.targetTip,
-    theirs: handoff.tip,
-  }));
-  const siblingPairs: [Live, Live][] = [];
+  const merges = new MergeQuestions();
+  const intoTarget = live.map((handoff) =>
+    // A tip the target holds already merges into it as it is.
+    handoff.ahead === 0 ? undefined : merges.ask(handoff.targetTip, handoff.tip),
+  );
+  const siblingPairs: { left: Live; right: Live; question: number | undefined }[] = [];
   for (let a = 0; a < live.length; a += 1) {
     for (let b = a + 1; b < live.length; b += 1) {
       const left = live[a];
       const right = live[b];
       if (left === undefined || right === undefined || left.target !== right.target) continue;
-      siblingPairs.push([left, right]);
-      pairs.push({ ours: left.tip, theirs: right.tip });
+      siblingPairs.push({ left, right, question: merges.ask(left.tip, right.tip) });
     }
   }
-  const merged = await deps.landGit.mergeTrees(repo, pairs);
-  const conflictsOf = (result: MergeTreeResult | undefined): string[] =>
-    result === undefined || result.clean ? [] : [...result.conflicts].sort();
+  const merged = merges.pairs.length === 0 ? [] : await deps.landGit.mergeTrees(repo, merges.pairs);
+  const conflictsOf = (question: number | undefined): string[] => {
+    const result: MergeTreeResult | undefined = question === undefined ? undefined : merged[question];
+    return result === undefined || result.clean ? [] : [...result.conflicts].sort();
+  };
   const siblings = new Map<string, ForecastEntry["siblings"]>();
-  siblingPairs.forEach(([left, right], index) => {
-    const conflicts = conflictsOf(merged[live.length + index]);
+  siblingPairs.forEach(({ left, right, question }) => {
+    const conflicts = conflictsOf(question);
     for (const [one, other] of [
       [left, right],
       [right, left],
@@ -136,11 +147,29 @@ async function forecastRepo(
     branch: handoff.manifest.branch,
     target: handoff.target,
     behind: behind.get(handoff.manifest.id) ?? 0,
-    conflicts: conflictsOf(merged[index]),
+    conflicts: conflictsOf(intoTarget[index]),
     siblings: siblings.get(handoff.manifest.id) ?? [],
   }));
   cache?.set(repo, key, entries);
   return entries;
+}
+
+/** The merges one forecast asks git, each pair of commits once; two equal commits are not asked (clean). */
+class MergeQuestions {
+  readonly pairs: { ours: string; theirs: string }[] = [];
+  private readonly asked = new Map<string, number>();
+
+  /** The index of the merge of `theirs` into `ours` in `pairs`, undefined where it needs no asking. */
+  ask(ours: string, theirs: string): number | undefined {
+    if (ours === theirs) return undefined;
+    const key = `${ours} ${theirs}`;
+    let index = this.asked.get(key);
+    if (index === undefined) {
+      index = this.pairs.push({ ours, theirs }) - 1;
+      this.asked.set(key, index);
+    }
+    return index;
+  }
 }
 
 /** The last forecast of each repository, kept while none of its handoffs' tips or targets moved. */

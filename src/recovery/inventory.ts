@@ -11,7 +11,7 @@
  * - Bounded: at most `CONCURRENCY` handoffs are examined at once, each call with its own timeout.
  */
 import type { Manifest } from "../manifest/schema.ts";
-import type { ManifestStore } from "../manifest/store.ts";
+import type { ListEntry, ManifestStore } from "../manifest/store.ts";
 import { classify } from "./classify.ts";
 import { FactGatherer, type GatherDeps, type GatherOptions } from "./gather.ts";
 import { ChildReportStore, type ChildReport } from "../manifest/child-reports.ts";
@@ -32,10 +32,12 @@ export interface InventoryOptions {
   includeRemoved?: boolean;
   /** Only the handoffs whose manifest this keeps (the others are neither examined nor counted). */
   only?: (manifest: Manifest) => boolean;
+  /** The store's entries, where the caller has just read them for something else too (read once). */
+  entries?: readonly ListEntry[];
 }
 
 export async function buildInventory(deps: InventoryDeps, options: InventoryOptions = {}): Promise<InventoryReport> {
-  const entries = await deps.store.list();
+  const entries = options.entries ?? (await deps.store.list());
   const unreadable: InventoryReport["unreadable"] = [];
   const manifests: Manifest[] = [];
   let hiddenRemoved = 0;

@@ -4,6 +4,9 @@
  * no false ones, says how far the target moved past each, and changes nothing (refs, index, files).
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { SimpleGitPort } from "../../src/git/git.ts";
+import { LandGit } from "../../src/git/land.ts";
+import { forecastHandoffs } from "../../src/recovery/forecast.ts";
 import { ForecastReportSchema } from "../../src/recovery/report-schema.ts";
 import { createLandRig, type LandRig } from "../support/land-rig.ts";
 import { runCli } from "../support/reliability.ts";
@@ -95,5 +98,76 @@ describe("pi-handoff forecast", () => {
     const list = await runCli(["list"], r.env, r.repo.root);
     expect(list.stdout.split("\n")[0]).toMatch(/^ID +STATUS +CHILD +BRANCH +FLAGS +FORECAST +ACTIONS$/);
     expect(list.stdout).toMatch(new RegExp(`${c} .* behind 1, conflicts 1, clashes with feat/b `));
+  });
+
+  it("asks git only the merges it cannot know: none for handoffs still at one commit, each pair of commits once", async () => {
+    const r = (rig = await createLandRig());
+    // Three handoffs at main's tip, then main moves on: each is behind 1 and holds nothing main lacks.
+    const b = await r.addHandoff("feat/b");
+    const c = await r.addHandoff("feat/c");
+    r.repo.commitFile("main.txt", "main\n", "main moves");
+    const git = new SimpleGitPort({ env: r.env });
+    const land = new LandGit({ env: r.env });
+    const asked: { ours: string; theirs: string }[][] = [];
+    const landGit = {
+      mergeTrees: (repo: string, pairs: readonly { ours: string; theirs: string }[]) => {
+        asked.push([...pairs]);
+        return land.mergeTrees(repo, pairs);
+      },
+    };
+    const manifests = async () => {
+      const entries = await r.store.list();
+      return entries.flatMap((entry) => (entry.ok ? [entry.manifest] : []));
+    };
+    const atOneCommit = await forecastHandoffs({ git, landGit }, await manifests());
+    expect(atOneCommit.problems).toEqual([]);
+    expect(atOneCommit.entries.map((entry) => [entry.id, entry.behind, entry.conflicts, entry.siblings])).toEqual(
+      [
+        [
+          r.id,
+          1,
+          [],
+          [
+            { id: b.id, branch: "feat/b", conflicts: [] },
+            { id: c.id, branch: "feat/c", conflicts: [] },
+          ],
+        ],
+        [
+          b.id,
+          1,
+          [],
+          [
+            { id: r.id, branch: "feat/land", conflicts: [] },
+            { id: c.id, branch: "feat/c", conflicts: [] },
+          ],
+        ],
+        [
+          c.id,
+          1,
+          [],
+          [
+            { id: r.id, branch: "feat/land", conflicts: [] },
+            { id: b.id, branch: "feat/b", conflicts: [] },
+          ],
+        ],
+      ].sort((x, y) => String(x[0]).localeCompare(String(y[0]))),
+    );
+    expect(asked).toEqual([]);
+
+    // One of them commits main.txt too: its merge into main, and with the tip the two others share, once.
+    const own = r.commitInWorktree("main.txt", "mine\n", "the handoff edits main.txt");
+    const shared = r.repo.run(["rev-parse", "refs/heads/feat/b"]);
+    const mainTip = r.repo.run(["rev-parse", "refs/heads/main"]);
+    const diverged = await forecastHandoffs({ git, landGit }, await manifests());
+    expect(asked).toEqual([
+      expect.arrayContaining([
+        { ours: mainTip, theirs: own },
+        ...(r.id < b.id ? [{ ours: own, theirs: shared }] : [{ ours: shared, theirs: own }]),
+      ]),
+    ]);
+    expect(asked[0]).toHaveLength(2);
+    const ownEntry = diverged.entries.find((entry) => entry.id === r.id);
+    expect(ownEntry?.conflicts).toEqual(["main.txt"]);
+    expect(ownEntry?.siblings.map((sibling) => sibling.conflicts)).toEqual([[], []]);
   });
 });
