@@ -175,11 +175,13 @@ type TuiFigures =
   | undefined;
 
 /** Ours confirmed over pi-worktree's screen, medians: the figure (k)'s goals are about. */
-function confirmedToScreen(sides: TuiSides): number {
+function confirmedToScreen(sides: TuiSides): number | undefined {
+  // A side whose every round failed has no figure: no ratio, rather than 0 read as a goal met.
+  if (sides.oursConfirmedMs.length === 0 || sides.piWorktreeScreenMs.length === 0) return undefined;
   return ratio(spread(sides.oursConfirmedMs).median, spread(sides.piWorktreeScreenMs).median);
 }
 
-function tuiRatios(raw: unknown): { small: number; large: number } | undefined {
+function tuiRatios(raw: unknown): { small: number | undefined; large: number | undefined } | undefined {
   const r = raw as TuiFigures;
   if (r === undefined || "skipped" in r) return undefined;
   return { small: confirmedToScreen(r.small), large: confirmedToScreen(r.large) };
@@ -190,6 +192,7 @@ function formatTuiVsPiWorktree(raw: unknown): string[] {
   const r = raw as TuiFigures;
   if (r === undefined || "skipped" in r) return [`Not measured: ${r?.skipped ?? "not run"}.`];
   const cell = (values: number[]) => {
+    if (values.length === 0) return "none finished";
     const s = spread(values);
     return `${s.median.toFixed(0)} (${s.min.toFixed(0)}-${s.max.toFixed(0)})`;
   };
@@ -197,7 +200,7 @@ function formatTuiVsPiWorktree(raw: unknown): string[] {
     `| ${label}: ours, Enter to the child confirmed | ${cell(sides.oursConfirmedMs)} | |`,
     `| ${label}: ours, Enter to the child's screen drawn | ${cell(sides.oursScreenMs)} | |`,
     `| ${label}: ${r.piWorktree}, Enter to the new Pi's screen drawn | ${cell(sides.piWorktreeScreenMs)} | |`,
-    `| ${label}: ratio ours confirmed / pi-worktree's screen | ${confirmedToScreen(sides)} | ${goal} |`,
+    `| ${label}: ratio ours confirmed / pi-worktree's screen | ${confirmedToScreen(sides) ?? "none"} | ${goal} |`,
   ];
   return [
     `Each round starts a parent Pi TUI in a new window of one private tmux server and types the command there; ${spread(r.small.oursConfirmedMs).runs} round(s) on the small conversation, ${spread(r.large.oursConfirmedMs).runs} on the ${(r.large.sessionBytes / 1e6).toFixed(0)} MB one, the two tools alternating. Timed from the Enter that submits the command.`,

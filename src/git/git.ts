@@ -233,7 +233,13 @@ export class SimpleGitPort implements RecoveryGitPort {
 
   async addWorktree(
     repo: string,
-    options: { path: string; branch: string; sha: string; existing?: boolean; onClaimed?: () => void },
+    options: {
+      path: string;
+      branch: string;
+      sha: string;
+      existing?: boolean;
+      onClaimed?: () => unknown;
+    },
   ): Promise<void> {
     const { path: worktreePath, branch, sha } = options;
     const existing = options.existing === true;
@@ -267,7 +273,12 @@ export class SimpleGitPort implements RecoveryGitPort {
         throw new Error(`'${worktreePath}' already exists.`);
       throw error;
     }
-    options.onClaimed?.();
+    let claimed: Promise<unknown> | undefined;
+    try {
+      claimed = options.onClaimed === undefined ? undefined : Promise.resolve(options.onClaimed());
+    } catch {
+      claimed = undefined; // The caller's own failure: git goes on as it would without it.
+    }
 
     let failure: Error;
     for (let attempt = 0; ; attempt += 1) {
@@ -297,7 +308,9 @@ export class SimpleGitPort implements RecoveryGitPort {
     }
     // git creates the branch before the checkout, so a late failure (a path that appeared since the
     // checks above, a timeout) can leave things behind. Nothing is deleted automatically: say what
-    // exists. Only the empty directory claimed above goes (rmdir cannot remove anything else).
+    // exists. Only the empty directory claimed above goes (rmdir cannot remove anything else),
+    // once what started in it (a window) has it: a window opened after would be somewhere else.
+    await claimed?.catch(() => undefined);
     await rmdir(worktreePath).catch(() => undefined);
     const leftInPlace: string[] = [];
     if (!existing && (await this.branchExists(repo, branch).catch(() => false))) leftInPlace.push(`branch '${branch}'`);
@@ -413,16 +426,15 @@ export class SimpleGitPort implements RecoveryGitPort {
     if (names.length === 0) return counts;
     const listed = await this.run(repo, [
       "for-each-ref",
-      `--format=%(refname)%00%(ahead-behind:${target})`,
+      `--format=%(refname)%00%(ahead-behind:${target})%00%(objectname)`,
       ...names.map((branch) => `${BRANCH_REF_PREFIX}${branch}`),
     ]);
     if (listed.exitCode === 0) {
       for (const line of listed.stdout.split("\n")) {
-        const [ref = "", counted = ""] = line.split("\0");
-        const [ahead, behind] = counted.split(" ").map((word) => Number.parseInt(word, 10));
-        if (ref.startsWith(BRANCH_REF_PREFIX) && ahead !== undefined && Number.isSafeInteger(ahead))
-          if (behind !== undefined && Number.isSafeInteger(behind))
-            counts.set(ref.slice(BRANCH_REF_PREFIX.length), { ahead, behind });
+        const [ref = "", counted = "", commit = ""] = line.split("\0");
+        const [ahead = Number.NaN, behind = Number.NaN] = counted.split(" ").map((word) => Number.parseInt(word, 10));
+        if (ref.startsWith(BRANCH_REF_PREFIX) && Number.isSafeInteger(ahead) && Number.isSafeInteger(behind))
+          counts.set(ref.slice(BRANCH_REF_PREFIX.length), { ahead, behind, commit });
       }
       return counts;
     }

@@ -48,20 +48,31 @@ export interface GitPort {
    * `git worktree add -b <branch> <path> <sha>`, or with `existing` `git worktree add <path> <branch>`
    * (the branch must be at `sha`); throws with git's message on failure. `onClaimed` is called once
    * the path is claimed (made, empty) and before git checks out into it: what needs only the
-   * directory can start then.
+   * directory can start then. What it returns (a promise) is awaited before a failed checkout gives the claim
+   * back, so what started there found the directory.
    */
   addWorktree(
     repo: string,
-    options: { path: string; branch: string; sha: string; existing?: boolean; onClaimed?: () => void },
+    options: {
+      path: string;
+      branch: string;
+      sha: string;
+      existing?: boolean;
+      onClaimed?: () => unknown;
+    },
   ): Promise<void>;
   /** Dirty/untracked files and commits ahead of `baseSha`, for the record. */
   captureState(checkout: string, baseSha: string): Promise<GitState>;
 }
 
-/** A branch against a target commit; `ahead` is left out where git could not count it in the same call. */
+/**
+ * A branch against a target commit. `ahead`, and `commit` (the branch's commit they were counted
+ * for), are left out where git could not count them in the same call.
+ */
 export interface AheadBehind {
   ahead?: number;
   behind: number;
+  commit?: string;
 }
 
 /** One commit, as recovery lists it to a user (what a removal would leave behind or lose). */

@@ -80,7 +80,10 @@ async function canonical(path: string): Promise<string> {
 /** A window the terminal opened for a checkout. */
 export type OpenedWindow = { ok: true; location: MuxLocation; commandStarted: boolean } | MuxFailure;
 
-/** git makes the checkout, then `openWindow` (called `window`, e.g. "a tmux window") its window. */
+/**
+ * git makes the checkout while `openWindow` (called `window`, e.g. "a tmux window") opens its
+ * window, once git has claimed the directory (after the checkout where the port does not say).
+ */
 export async function createWithGit(
   git: GitWorktreePort,
   request: CreateWorkspaceRequest,
@@ -99,7 +102,7 @@ export async function createWithGit(
       sha: request.baseSha,
       // `--existing`: git checks the branch out as it is (`git worktree add <path> <branch>`).
       ...(request.existingBranch === true ? { existing: true } : {}),
-      onClaimed: () => void open(),
+      onClaimed: () => open(),
     });
   } catch (error) {
     const opened = opening === undefined ? undefined : await opening;

@@ -107,7 +107,8 @@ async function forecastRepo(
     for (const handoff of group) {
       const count = counts.get(handoff.manifest.branch);
       behind.set(handoff.manifest.id, count?.behind ?? 0);
-      if (count?.ahead !== undefined) handoff.ahead = count.ahead;
+      // Counted for the tip listed above only: a branch that moved between the two calls is asked.
+      if (count?.ahead !== undefined && count.commit === handoff.tip) handoff.ahead = count.ahead;
     }
   }
   // Every merge of this repository in one git process: each handoff into its target, then each pair of siblings.

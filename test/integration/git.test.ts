@@ -404,6 +404,26 @@ describe("SimpleGitPort.addWorktree", () => {
   });
 });
 
+describe("SimpleGitPort.aheadBehindCounts", () => {
+  it("counts each branch's own commits and the target's, for the commit it counted", async () => {
+    const { repo, git } = setup();
+    repo.run(["branch", "feat"]);
+    repo.run(["switch", "-q", "feat"]);
+    repo.commitFile("a.txt", "a\n", "feat one");
+    const feat = repo.commitFile("b.txt", "b\n", "feat two");
+    repo.run(["switch", "-q", "main"]);
+    repo.run(["branch", "old"]);
+    const main = repo.commitFile("c.txt", "c\n", "main moves");
+    const old = repo.run(["rev-parse", "old"]);
+    expect(await git.aheadBehindCounts(repo.root, main, ["feat", "old", "missing", "-x"])).toEqual(
+      new Map([
+        ["feat", { ahead: 2, behind: 1, commit: feat }],
+        ["old", { ahead: 0, behind: 1, commit: old }],
+      ]),
+    );
+  });
+});
+
 describe("SimpleGitPort.captureState", () => {
   it("reports a modified file, an untracked file and 2 commits ahead", async () => {
     const { repo, git } = setup();

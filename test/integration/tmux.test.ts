@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { SimpleGitPort } from "../../src/git/git.ts";
 import type { GitPort } from "../../src/git/types.ts";
 import type { TmuxLocation } from "../../src/mux/tmux/location.ts";
 import { TmuxMultiplexer } from "../../src/mux/tmux/tmux.ts";
@@ -236,6 +237,29 @@ describe("TmuxMultiplexer on a private tmux server", () => {
     const windowId = result.partial?.location?.kind === "tmux" ? result.partial.location.windowId : undefined;
     expect((await windowsOf(server.sessionId)).has(windowId ?? "")).toBe(true);
     expect(result.partial?.worktreePath).toBeUndefined();
+  });
+
+  it("has a git that fails at once keep its claimed directory until the window is open in it, so removal can close it", async () => {
+    const git = new SimpleGitPort({ env: gitEnv });
+    // A commit that does not exist: git refuses within milliseconds, before tmux has started the pane.
+    const req = {
+      ...request(),
+      baseSha: "0123456789abcdef0123456789abcdef01234567",
+      command: ["sh", "-c", 'exec "$0" "$@"'],
+    };
+    const mux = backend(git);
+    const result = await mux.createWorkspace(req);
+    if (result.ok) throw new Error("expected the create to fail");
+    expect(result.code).toBe("worktree_create_failed");
+    const location = result.partial?.location;
+    if (location?.kind !== "tmux") throw new Error(`expected the window as partial: ${JSON.stringify(result)}`);
+    // The pane started in the claimed directory (gone since), not in tmux's own directory.
+    expect(await paneFormat(location.paneId ?? "", "#{pane_current_path}")).toMatch(
+      new RegExp(`^${req.worktreePath.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}( \\(deleted\\))?\n?$`),
+    );
+    expect(existsSync(req.worktreePath)).toBe(false);
+    expect(await mux.closeWorkspace(location, req.worktreePath)).toEqual({ ok: true, closed: true });
+    expect((await windowsOf(server.sessionId)).size).toBe(1);
   });
 
   it("reports worktree_create_failed and opens no window when git fails before claiming the directory", async () => {
