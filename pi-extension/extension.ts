@@ -14,7 +14,7 @@ import { registerLineage } from "./lineage.ts";
 import { registerParentWatch } from "./parent-watch.ts";
 import { registerRenderers } from "./renderers.ts";
 import { registerRestoreOffer } from "./restore-offer.ts";
-import { report } from "./report.ts";
+import { noteCommandStarted, report } from "./report.ts";
 import { errorMessage } from "../src/errors.ts";
 import type { NoticeLevel } from "../src/text.ts";
 
@@ -64,14 +64,20 @@ export default function handoffWorktreeExtension(pi: ExtensionAPI): void {
   pi.registerCommand("handoff-worktree", {
     description: "Hand this conversation off to a new git worktree with its own Pi (see --help)",
     getArgumentCompletions: async (prefix) => (await loadHandoffCommand()).handoffCompletions(prefix, sessionCwd),
-    handler: async (args, ctx) => (await loadHandoffCommand()).runHandoff(pi, args, ctx),
+    handler: async (args, ctx) => {
+      noteCommandStarted();
+      return (await loadHandoffCommand()).runHandoff(pi, args, ctx);
+    },
   });
 
   pi.registerCommand("handoffs", {
     description:
       "List your handoffs; relaunch, switch to, inspect, land or remove one (/handoffs <command> <handoff> as with pi-handoff)",
     getArgumentCompletions: async (prefix) => (await loadHandoffsCommand()).handoffsCompletions(prefix),
-    handler: async (args, ctx) => (await loadHandoffsCommand()).runHandoffs(args, ctx),
+    handler: async (args, ctx) => {
+      noteCommandStarted();
+      return (await loadHandoffsCommand()).runHandoffs(args, ctx);
+    },
   });
 
   pi.on("session_start", async (event, ctx) => {

@@ -1,8 +1,32 @@
 /**
  * How the adapter tells the user something: a notification in the TUI, stderr in print mode.
+ *
+ * Invariants:
+ * - Pi shows an info notice in one slot at the end of the chat, and the next info notice replaces
+ *   it while nothing came between (Pi's `showStatus`). So a notice nobody asked for (the restore
+ *   offer) asks `userActivitySince` first and stays silent once the user ran a command of ours or
+ *   was told something by it: it must never take the place of a command's outcome.
  */
 import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { terminalSafe, type NoticeLevel } from "../src/text.ts";
+
+/** Counts the commands of ours that started and the notices we showed, in this Pi. */
+let activity = 0;
+
+/** A mark to compare with later: `userActivitySince(mark)`. */
+export function userActivityMark(): number {
+  return activity;
+}
+
+/** Whether a command of ours started, or a notice of ours was shown, since `mark`. */
+export function userActivitySince(mark: number): boolean {
+  return activity !== mark;
+}
+
+/** A command of ours starts: its outcome is a notice that nothing unasked may replace. */
+export function noteCommandStarted(): void {
+  activity += 1;
+}
 
 /**
  * Print mode has no UI: results go to stderr, and anything but success sets a failing exit
@@ -12,6 +36,7 @@ export function report(ctx: ExtensionContext, text: string, level: NoticeLevel):
   // What a repository holds (a commit subject, a file name) is shown escaped, never acted on.
   const message = terminalSafe(text);
   if (ctx.hasUI) {
+    activity += 1;
     ctx.ui.notify(message, level);
     return;
   }

@@ -9,23 +9,38 @@
  *   (which then hold their leases and count as running); stopped at `session_shutdown`.
  * - Print mode offers nothing: a script's stderr is not the place for a suggestion.
  * - A failure to look is silent: the offer is a courtesy, `/handoffs` still lists everything.
+ * - Never in place of a command's outcome: once the user ran a command of ours or was told
+ *   something by it since start-up, the offer is not made (Pi's next info notice replaces the
+ *   last one, see report.ts), nor claimed, so the next Pi to start still makes it.
  * - The recovery modules it looks with load when the timer fires, not with Pi.
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
-import { report } from "./report.ts";
+import { report, userActivityMark, userActivitySince } from "./report.ts";
 
 /** How long after start-up the offer looks. */
 export const RESTORE_OFFER_DELAY_MS = 3_000;
 
-export function registerRestoreOffer(pi: ExtensionAPI): void {
+/** What a look ended with: the offer shown, or why not (`failed`: the look threw, and said nothing). */
+export type RestoreOfferLook = "offered" | "not_wanted" | "nothing_gone" | "offered_before" | "failed";
+
+export interface RestoreOfferOptions {
+  delayMs?: number;
+  /** Told once each look ends (tests wait on it instead of on time). */
+  onLooked?: (looked: RestoreOfferLook) => void;
+}
+
+export function registerRestoreOffer(pi: ExtensionAPI, options: RestoreOfferOptions = {}): void {
   let timer: NodeJS.Timeout | undefined;
   let generation = 0;
   pi.on("session_start", (event, ctx) => {
     if (event.reason !== "startup" || !ctx.hasUI) return;
     const mine = ++generation;
+    const mark = userActivityMark();
     timer = setTimeout(() => {
-      void look(ctx, () => mine === generation);
-    }, RESTORE_OFFER_DELAY_MS);
+      void look(ctx, () => mine === generation && !userActivitySince(mark)).then((looked) =>
+        options.onLooked?.(looked),
+      );
+    }, options.delayMs ?? RESTORE_OFFER_DELAY_MS);
     timer.unref();
   });
   pi.on("session_shutdown", () => {
@@ -34,17 +49,18 @@ export function registerRestoreOffer(pi: ExtensionAPI): void {
   });
 }
 
-async function look(ctx: ExtensionContext, current: () => boolean): Promise<void> {
+async function look(ctx: ExtensionContext, current: () => boolean): Promise<RestoreOfferLook> {
   try {
     const [{ createRecoveryDeps, recoveryEnvProblem }, { restoreOffer }] = await Promise.all([
       import("../src/recovery/deps.ts"),
       import("../src/recovery/restore-offer.ts"),
     ]);
-    if (recoveryEnvProblem(process.env) !== undefined) return;
+    if (recoveryEnvProblem(process.env) !== undefined) return "failed";
+    if (!current()) return "not_wanted";
     const deps = createRecoveryDeps(process.env);
     const repo = await deps.git.findRepository(ctx.cwd);
     const file = ctx.sessionManager.getSessionFile();
-    if (!current()) return;
+    if (!current()) return "not_wanted";
     const outcome = await restoreOffer(
       deps,
       {
@@ -52,9 +68,15 @@ async function look(ctx: ExtensionContext, current: () => boolean): Promise<void
         session: { sessionId: ctx.sessionManager.getSessionId(), ...(file === undefined ? {} : { sessionFile: file }) },
       },
       "/handoffs",
+      { stillWanted: current },
     );
-    if (outcome.code === "offer" && current()) report(ctx, `handoff-worktree: ${outcome.message}`, "info");
+    if (outcome.code !== "offer") return outcome.why;
+    // Claimed, and a command started in the moment since: its outcome comes first.
+    if (!current()) return "not_wanted";
+    report(ctx, `handoff-worktree: ${outcome.message}`, "info");
+    return "offered";
   } catch {
     // Nothing to say: the offer is a courtesy (see the header).
+    return "failed";
   }
 }

@@ -57,7 +57,7 @@ export interface OfferingPi {
 
 export type RestoreOfferOutcome =
   | { code: "offer"; ids: string[]; message: string }
-  | { code: "none"; why: "nothing_gone" | "offered_before" };
+  | { code: "none"; why: "nothing_gone" | "offered_before" | "not_wanted" };
 
 /** Which handoffs this Pi speaks for (see the header). */
 export function speaksFor(pi: OfferingPi, manifests: readonly Manifest[]): (manifest: Manifest) => boolean {
@@ -76,14 +76,17 @@ export async function restoreOffer(
   deps: InventoryDeps,
   pi: OfferingPi,
   program: string,
-  pid: number = process.pid,
+  options: { pid?: number; stillWanted?: () => boolean } = {},
 ): Promise<RestoreOfferOutcome> {
+  const pid = options.pid ?? process.pid;
   // Outside a repository `relaunch --all` has no repository to take: it takes them all.
   const command = `${program} relaunch --all${pi.repoCommonDir === undefined ? " --all-repos" : ""}`;
   const manifests = (await deps.store.list()).flatMap((entry) => (entry.ok ? [entry.manifest] : []));
   const inventory = await buildInventory(deps, { only: speaksFor(pi, manifests) });
   const gone = inventory.handoffs.filter(isRestorable);
   if (gone.length === 0) return { code: "none", why: "nothing_gone" };
+  // Asked again right before the claim: an offer not shown must stay unclaimed for the next Pi.
+  if (options.stillWanted?.() === false) return { code: "none", why: "not_wanted" };
   const dir = offersDir(deps.agentDir);
   await mkdir(dir, { recursive: true });
   const record: RestoreOffer = {
