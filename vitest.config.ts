@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { configDefaults, defineConfig } from "vitest/config";
+import LongestFirstSequencer from "./test/support/sequencer.ts";
 
 /**
  * The suites that exercise process facts end to end (shell wait, probes, recovery's writer check,
@@ -97,6 +98,8 @@ export default defineConfig({
     // about one core busy): three at once on two cores, not more.
     maxWorkers: 3,
     fileParallelism: true,
+    // One queue of every project's files, longest first (test/support/sequencer.ts).
+    sequence: { sequencer: LongestFirstSequencer },
     projects: [
       {
         extends: true,
@@ -116,7 +119,12 @@ export default defineConfig({
         test: {
           name: "portable",
           include: PORTABLE_PASS,
-          env: { ...COMPILE_CACHE, PI_HANDOFF_PROCESS_INFO: "portable" },
+          // Its Herdr scenarios run on the real Herdr where it is built, as every shared scenario does.
+          env: {
+            ...COMPILE_CACHE,
+            PI_HANDOFF_PROCESS_INFO: "portable",
+            ...(realHerdr === undefined ? {} : { PI_HANDOFF_TEST_HERDR: "real", PI_HANDOFF_HERDR_BIN: realHerdr }),
+          },
         },
       },
       ...(realHerdr === undefined

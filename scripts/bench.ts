@@ -495,11 +495,13 @@ async function main(): Promise<void> {
     return;
   }
   const runs = args.quick ? 2 : 5;
+  // Quick mode shows that every section runs end to end (test/integration/bench-quick.test.ts): one fork each.
+  const forkRuns = args.quick ? 1 : runs;
   const scratch = realpathSync(mkdtempSync(join(tmpdir(), "phw-bench-")));
   try {
-    console.error(`fork: generating a session and forking it ${runs} times per method...`);
+    console.error(`fork: generating a session and forking it ${forkRuns} times per method...`);
     const fork = await benchFork({
-      runs,
+      runs: forkRuns,
       entries: args.quick ? 600 : 20_000,
       bytes: args.quick ? 1.5 * 1024 * 1024 : 52 * 1024 * 1024,
       scratch,
@@ -547,7 +549,7 @@ async function main(): Promise<void> {
     console.error("rebootRestore: 10 handoffs back after a reboot, relaunch --all against one by one...");
     const rebootRestore = await optionalBench("scripts/bench/reboot-restore.ts", "measureRebootRestore", {
       runs: args.quick ? 1 : 3,
-      handoffs: args.quick ? 3 : 10,
+      handoffs: args.quick ? 2 : 10,
     });
     console.error("tuiVsPiWorktree: typed into the TUI, against pi-worktree (where a checkout of it is named)...");
     const tuiVsPiWorktree = await optionalBench("scripts/bench/tui-vs-pi-worktree.ts", "measureTuiVsPiWorktree", {

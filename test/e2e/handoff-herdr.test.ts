@@ -13,7 +13,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { runHandoffScenario, useHandoffWorld } from "../support/handoff-scenario.ts";
-import { asDouble, forDoubleOnly, HERDR_TARGET, type HerdrCall } from "../support/herdr.ts";
+import { asDouble, forDoubleOnly, HERDR_TARGET, onTheRealHerdrWhenBuilt, type HerdrCall } from "../support/herdr.ts";
 import { startHerdrRig } from "../support/mux-rig.ts";
 import { EXTENSION_ENTRY, FAUX_MODEL, NODE_BIN, PI_CLI, runPiPrint } from "../support/pi.ts";
 import { waitFor } from "../support/tmux.ts";
@@ -71,68 +71,71 @@ describe(`/handoff-worktree on Herdr (${HERDR_TARGET}) with the real Pi`, () => 
     ).toEqual([]);
   }
 
-  it("forks the active branch into a Herdr worktree, starts the child, confirms, then focuses its workspace", async () => {
-    const { herdr, parentWorkspaceId } = world.rig;
-    const focused = async (workspaceId: string): Promise<boolean> =>
-      ((await herdr.result(["workspace", "get", workspaceId])).workspace as { focused: boolean }).focused;
-    await runHandoffScenario(world, {
-      windowLine: /Window: Herdr workspace w\w+ \(pane w\w+:p1\), Pi pid \d+/,
-      warmStart: false,
-      // Herdr's commands, with this handoff's own ids.
-      nextStep: (manifest) =>
-        `Next: you are in its workspace now; come back with herdr workspace focus ${parentWorkspaceId}, return with herdr workspace focus ${world.rig.locate(manifest).workspaceId}.`,
-      beforeHandoff: () => {
-        if (herdr.kind === "double") herdr.clearCalls();
-      },
-      // The Herdr location, a new workspace; Herdr made the worktree and has it open there.
-      location: async (manifest) => {
-        const { workspaceId } = world.rig.locate(manifest);
-        expect(manifest.mux).toEqual({
-          kind: "herdr",
-          socketPath: herdr.socketPath,
-          workspaceId,
-          tabId: `${workspaceId}:t1`,
-          paneId: `${workspaceId}:p1`,
-        });
-        expect(workspaceId).not.toBe(parentWorkspaceId);
-        const herdrList = (await herdr.result(["worktree", "list", "--cwd", world.repo.root])).worktrees as {
-          path: string;
-          open_workspace_id?: string;
-        }[];
-        expect(herdrList.find((w) => w.path === manifest.worktree.path)?.open_workspace_id).toBe(workspaceId);
-      },
-      // Inside Herdr and not tmux; Herdr's agent hint, and the session reported to Herdr after the acknowledgement (for its restore).
-      childEnvironment: async (manifest, childEnv) => {
-        const { paneId } = world.rig.locate(manifest);
-        expect(childEnv).toContain(`HERDR_PANE_ID=${paneId}`);
-        expect(childEnv.filter((line) => line.startsWith("TMUX"))).toEqual([]);
-        expect(childEnv).toContain("HERDR_AGENT=pi");
-        // Herdr calls a newly seen agent unknown for its first 3 s (src/pane/agent_detection.rs).
-        const childPaneInfo = await waitFor(
-          async () => {
-            const pane = (await herdr.result(["pane", "get", paneId ?? ""])).pane as {
-              agent_session?: unknown;
-              agent_status: string;
-            };
-            return pane.agent_status !== "unknown" ? pane : undefined;
-          },
-          { timeoutMs: 15_000, description: "Herdr to see the child Pi" },
-        );
-        expect(childPaneInfo.agent_session).toEqual({
-          source: "herdr:pi",
-          agent: "pi",
-          kind: "path",
-          value: manifest.child.sessionFile,
-        });
-        expect(childPaneInfo.agent_status).toBe("idle");
-      },
-      // The child's workspace is the focused one, and the calls came in order.
-      focused: async (manifest, ackAt) => {
-        expect(await focused(world.rig.locate(manifest).workspaceId ?? "")).toBe(true);
-        expect(await focused(parentWorkspaceId)).toBe(false);
-        // The order of the calls, from the double's log (the real Herdr keeps none).
-        if (herdr.kind === "double") expectHandoffCalls(manifest, ackAt);
-      },
+  // The double's call log adds the order of the calls; where the real Herdr is built, the scenario runs there.
+  onTheRealHerdrWhenBuilt(() => {
+    it("forks the active branch into a Herdr worktree, starts the child, confirms, then focuses its workspace", async () => {
+      const { herdr, parentWorkspaceId } = world.rig;
+      const focused = async (workspaceId: string): Promise<boolean> =>
+        ((await herdr.result(["workspace", "get", workspaceId])).workspace as { focused: boolean }).focused;
+      await runHandoffScenario(world, {
+        windowLine: /Window: Herdr workspace w\w+ \(pane w\w+:p1\), Pi pid \d+/,
+        warmStart: false,
+        // Herdr's commands, with this handoff's own ids.
+        nextStep: (manifest) =>
+          `Next: you are in its workspace now; come back with herdr workspace focus ${parentWorkspaceId}, return with herdr workspace focus ${world.rig.locate(manifest).workspaceId}.`,
+        beforeHandoff: () => {
+          if (herdr.kind === "double") herdr.clearCalls();
+        },
+        // The Herdr location, a new workspace; Herdr made the worktree and has it open there.
+        location: async (manifest) => {
+          const { workspaceId } = world.rig.locate(manifest);
+          expect(manifest.mux).toEqual({
+            kind: "herdr",
+            socketPath: herdr.socketPath,
+            workspaceId,
+            tabId: `${workspaceId}:t1`,
+            paneId: `${workspaceId}:p1`,
+          });
+          expect(workspaceId).not.toBe(parentWorkspaceId);
+          const herdrList = (await herdr.result(["worktree", "list", "--cwd", world.repo.root])).worktrees as {
+            path: string;
+            open_workspace_id?: string;
+          }[];
+          expect(herdrList.find((w) => w.path === manifest.worktree.path)?.open_workspace_id).toBe(workspaceId);
+        },
+        // Inside Herdr and not tmux; Herdr's agent hint, and the session reported to Herdr after the acknowledgement (for its restore).
+        childEnvironment: async (manifest, childEnv) => {
+          const { paneId } = world.rig.locate(manifest);
+          expect(childEnv).toContain(`HERDR_PANE_ID=${paneId}`);
+          expect(childEnv.filter((line) => line.startsWith("TMUX"))).toEqual([]);
+          expect(childEnv).toContain("HERDR_AGENT=pi");
+          // Herdr calls a newly seen agent unknown for its first 3 s (src/pane/agent_detection.rs).
+          const childPaneInfo = await waitFor(
+            async () => {
+              const pane = (await herdr.result(["pane", "get", paneId ?? ""])).pane as {
+                agent_session?: unknown;
+                agent_status: string;
+              };
+              return pane.agent_status !== "unknown" ? pane : undefined;
+            },
+            { timeoutMs: 15_000, description: "Herdr to see the child Pi" },
+          );
+          expect(childPaneInfo.agent_session).toEqual({
+            source: "herdr:pi",
+            agent: "pi",
+            kind: "path",
+            value: manifest.child.sessionFile,
+          });
+          expect(childPaneInfo.agent_status).toBe("idle");
+        },
+        // The child's workspace is the focused one, and the calls came in order.
+        focused: async (manifest, ackAt) => {
+          expect(await focused(world.rig.locate(manifest).workspaceId ?? "")).toBe(true);
+          expect(await focused(parentWorkspaceId)).toBe(false);
+          // The order of the calls, from the double's log (the real Herdr keeps none).
+          if (herdr.kind === "double") expectHandoffCalls(manifest, ackAt);
+        },
+      });
     });
   });
 

@@ -23,7 +23,7 @@ it("writes results for every benchmark in quick mode", () => {
   expect(results.quick).toBe(true);
   for (const method of ["oursWarm", "ours", "forkFrom", "branchedMain"]) {
     const m = results.fork.methods[method];
-    expect(m.ms.runs).toBe(2);
+    expect(m.ms.runs).toBe(1);
     expect(m.ms.median).toBeGreaterThan(0);
     expect(Number.isFinite(m.extraRssMB.median)).toBe(true);
     expect(Number.isFinite(m.maxEventLoopDelayMs.median)).toBe(true);
@@ -63,6 +63,9 @@ it("writes results for every benchmark in quick mode", () => {
   expect(run.shown + run.missed).toBe(60);
   expect(run.shown).toBeGreaterThan(0);
   expect(Number.isFinite(run.worstMs)).toBe(true);
+  expect(results.rebootRestore).toMatchObject({ handoffs: 2 });
+  expect(results.rebootRestore.allMs).toHaveLength(1);
+  expect(results.rebootRestore.oneByOneMs).toHaveLength(1);
   expect(results.redaction.sizes).toEqual([8192, 16384]);
   expect(results.forecast).toMatchObject({ files: 500, handoffs: 10, merges: 55 });
   expect(results.forecast.forecastMs).toHaveLength(1);

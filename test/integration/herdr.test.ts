@@ -710,195 +710,201 @@ describe("HerdrMultiplexer as Herdr's source behaves (issue 14, 16.3)", () => {
     });
   });
 
-  it("never uses this Pi's own workspace, nor the repository's workspace that Herdr names for the worktree (#4293)", async () => {
-    const mux = backendInParent();
-    const wanted = request();
-    const { location, worktreePath } = expectCreated(await mux.createWorkspace(wanted));
-    await herdr.result(["workspace", "close", location.workspaceId ?? ""]);
-    // The parent's own shell goes into the worktree: Herdr now names the parent's workspace for it.
-    const parentPane = parent.paneId;
-    await readyShell(mux, { kind: "herdr", socketPath: herdr.socketPath, paneId: parentPane });
-    await herdr.herdr(["pane", "run", parentPane, `cd ${shellQuote(worktreePath)}`]);
-    await waitFor(
-      async () => {
-        const opened = await herdr.result(["worktree", "list", "--cwd", repo.root]);
-        const entry = (opened.worktrees as { path: string; open_workspace_id?: string }[]).find(
-          (candidate) => candidate.path === wanted.worktreePath,
-        );
-        return entry?.open_workspace_id === parent.workspaceId ? true : undefined;
-      },
-      { timeoutMs: 10_000, description: "Herdr to name the parent's workspace for the worktree" },
-    );
-    const before = await settledHerdr();
-    if (herdr.kind === "double") herdr.clearCalls();
-    const reopened = expectFailure(
-      await mux.reopenWorkspace({
-        mainCheckout: repo.root,
-        worktreePath,
-        branch: wanted.branch,
-        label: wanted.label,
-        previous: location,
-      }),
-    );
-    // Asked to open the worktree, Herdr would take this workspace over: refused before asking.
-    expect(reopened).toEqual({
-      ok: false,
-      code: "workspace_in_worktree",
-      message: `Herdr workspace ${parent.workspaceId}, the workspace this Pi runs in, has a shell in the worktree ${worktreePath}, and Herdr would take that workspace over for the worktree if asked to open it, so nothing was opened; close it or cd its panes out of the worktree, then try again.`,
-    });
-    const other = expectFailure(
-      await backend().reopenWorkspace({
-        mainCheckout: repo.root,
-        worktreePath,
-        branch: wanted.branch,
-        label: wanted.label,
-        previous: location,
-      }),
-    );
-    expect(other.code).toBe("workspace_in_worktree");
-    expectOneSentence(other.message);
-    const focused = expectFailure(
-      await mux.focus({
-        kind: "herdr",
-        socketPath: herdr.socketPath,
-        workspaceId: parent.workspaceId,
-        paneId: parentPane,
-      }),
-    );
-    expect(focused.code).toBe("own_workspace");
-    const removed = expectFailure(
-      await mux.removeWorktree(location, { mainCheckout: repo.root, worktreePath, force: true }),
-    );
-    expect(removed.code).toBe("workspace_in_worktree");
-    // Nothing was typed into, focused, closed or removed there: every screen, label and the focus
-    // are as they were, no workspace came or went, and the worktree is there.
-    expect(await settledHerdr()).toEqual(before);
-    if (herdr.kind === "double") {
-      const touched = herdr
-        .calls()
-        .filter((call) => ["run", "send-text", "send-keys", "focus", "close", "remove"].includes(call.argv[1] ?? ""));
-      expect(touched).toEqual([]);
-    }
-    expect(existsSync(worktreePath)).toBe(true);
-    // Nor taken over: the parent's workspace keeps its label and has no worktree membership.
-    const kept = (await herdr.result(["workspace", "get", parent.workspaceId])).workspace as Record<string, unknown>;
-    expect(kept).toMatchObject({ workspace_id: parent.workspaceId, label: "parent" });
-    expect((kept.worktree as { checkout_path?: string } | undefined)?.checkout_path).not.toBe(worktreePath);
-    await herdr.herdr(["pane", "run", parentPane, `cd ${shellQuote(repo.root)}`]);
-  });
-
-  it("an open workspace whose root pane runs a program, not a shell, is not typed into", async () => {
-    const mux = backend();
-    const wanted = request();
-    const { location, worktreePath } = expectCreated(await mux.createWorkspace(wanted));
-    await readyShell(mux, location);
-    expect(await mux.run(location, "sleep 300")).toEqual({ ok: true });
-    const sleepPid = await waitFor(
-      async () => {
-        const probed = await mux.probe(location);
-        return probed.ok ? probed.processes.find((process) => process.name === "sleep")?.pid : undefined;
-      },
-      { timeoutMs: 10_000, description: "sleep in the pane" },
-    );
-    const before = await settledHerdr();
-    if (herdr.kind === "double") herdr.clearCalls();
-    const refused = expectFailure(
-      await mux.reopenWorkspace({
-        mainCheckout: repo.root,
-        worktreePath,
-        branch: wanted.branch,
-        label: wanted.label,
-        previous: location,
-      }),
-    );
-    expect(refused).toEqual({
-      ok: false,
-      code: "workspace_busy",
-      message: `Herdr workspace ${location.workspaceId} for ${worktreePath} is open and its root pane runs sleep, not a shell, so nothing was typed into it.`,
-    });
-    // As it says: nothing reached the pane (a line typed there would show on its screen, as the
-    // terminal echoes it), the same sleep still runs in it, and no workspace came or went.
-    expect(await settledHerdr()).toEqual(before);
-    const still = await mux.probe(location);
-    expect(still.ok && still.processes.filter((process) => process.name === "sleep").map((p) => p.pid)).toEqual([
-      sleepPid,
-    ]);
-    if (herdr.kind === "double")
-      expect(herdr.calls().filter((call) => ["run", "send-text", "send-keys"].includes(call.argv[1] ?? ""))).toEqual(
-        [],
+  onTheRealHerdrWhenBuilt(() => {
+    it("never uses this Pi's own workspace, nor the repository's workspace that Herdr names for the worktree (#4293)", async () => {
+      const mux = backendInParent();
+      const wanted = request();
+      const { location, worktreePath } = expectCreated(await mux.createWorkspace(wanted));
+      await herdr.result(["workspace", "close", location.workspaceId ?? ""]);
+      // The parent's own shell goes into the worktree: Herdr now names the parent's workspace for it.
+      const parentPane = parent.paneId;
+      await readyShell(mux, { kind: "herdr", socketPath: herdr.socketPath, paneId: parentPane });
+      await herdr.herdr(["pane", "run", parentPane, `cd ${shellQuote(worktreePath)}`]);
+      await waitFor(
+        async () => {
+          const opened = await herdr.result(["worktree", "list", "--cwd", repo.root]);
+          const entry = (opened.worktrees as { path: string; open_workspace_id?: string }[]).find(
+            (candidate) => candidate.path === wanted.worktreePath,
+          );
+          return entry?.open_workspace_id === parent.workspaceId ? true : undefined;
+        },
+        { timeoutMs: 10_000, description: "Herdr to name the parent's workspace for the worktree" },
       );
-    await herdr.herdr(["pane", "send-keys", location.paneId ?? "", "C-c"]);
+      const before = await settledHerdr();
+      if (herdr.kind === "double") herdr.clearCalls();
+      const reopened = expectFailure(
+        await mux.reopenWorkspace({
+          mainCheckout: repo.root,
+          worktreePath,
+          branch: wanted.branch,
+          label: wanted.label,
+          previous: location,
+        }),
+      );
+      // Asked to open the worktree, Herdr would take this workspace over: refused before asking.
+      expect(reopened).toEqual({
+        ok: false,
+        code: "workspace_in_worktree",
+        message: `Herdr workspace ${parent.workspaceId}, the workspace this Pi runs in, has a shell in the worktree ${worktreePath}, and Herdr would take that workspace over for the worktree if asked to open it, so nothing was opened; close it or cd its panes out of the worktree, then try again.`,
+      });
+      const other = expectFailure(
+        await backend().reopenWorkspace({
+          mainCheckout: repo.root,
+          worktreePath,
+          branch: wanted.branch,
+          label: wanted.label,
+          previous: location,
+        }),
+      );
+      expect(other.code).toBe("workspace_in_worktree");
+      expectOneSentence(other.message);
+      const focused = expectFailure(
+        await mux.focus({
+          kind: "herdr",
+          socketPath: herdr.socketPath,
+          workspaceId: parent.workspaceId,
+          paneId: parentPane,
+        }),
+      );
+      expect(focused.code).toBe("own_workspace");
+      const removed = expectFailure(
+        await mux.removeWorktree(location, { mainCheckout: repo.root, worktreePath, force: true }),
+      );
+      expect(removed.code).toBe("workspace_in_worktree");
+      // Nothing was typed into, focused, closed or removed there: every screen, label and the focus
+      // are as they were, no workspace came or went, and the worktree is there.
+      expect(await settledHerdr()).toEqual(before);
+      if (herdr.kind === "double") {
+        const touched = herdr
+          .calls()
+          .filter((call) => ["run", "send-text", "send-keys", "focus", "close", "remove"].includes(call.argv[1] ?? ""));
+        expect(touched).toEqual([]);
+      }
+      expect(existsSync(worktreePath)).toBe(true);
+      // Nor taken over: the parent's workspace keeps its label and has no worktree membership.
+      const kept = (await herdr.result(["workspace", "get", parent.workspaceId])).workspace as Record<string, unknown>;
+      expect(kept).toMatchObject({ workspace_id: parent.workspaceId, label: "parent" });
+      expect((kept.worktree as { checkout_path?: string } | undefined)?.checkout_path).not.toBe(worktreePath);
+      await herdr.herdr(["pane", "run", parentPane, `cd ${shellQuote(repo.root)}`]);
+    });
   });
 
-  it("after a server restart: pane_not_found for a moment is retried, and the Pi Herdr resumes is seen through its agent session", async () => {
-    // A `pi` on the panes' PATH stands for the Pi Herdr resumes; it records the arguments it got.
-    const bin = join(repo.dir, "restart-bin");
-    const argsFile = join(repo.dir, "pi-args");
-    mkdirSync(bin, { recursive: true });
-    writeFileSync(
-      join(bin, "pi"),
-      `#!/bin/sh\nprintf '%s\\n' "$@" > ${shellQuote(argsFile)}\nwhile :; do sleep 1; done\n`,
-    );
-    chmodSync(join(bin, "pi"), 0o755);
-    await withOwnHerdr(
-      { env: { ...herdr.serverEnv, PATH: `${bin}:${herdr.serverEnv.PATH ?? "/usr/bin:/bin"}` } },
-      async (restarting) => {
-        await restarting.openWorkspace(repo.root, "parent");
-        const mux = HerdrMultiplexer.fromEnvironment({ ...restarting.clientEnv });
-        const { location, worktreePath } = expectCreated(await mux.createWorkspace(request()));
-        expect(await mux.waitForShell(location, { timeoutMs: 10_000 })).toEqual({ ok: true });
-        const sessionFile = join(worktreePath, "child-session.jsonl");
-        // Reported while a Pi runs there, as the launcher does once the child confirmed; the server
-        // stops with that Pi still running, so Herdr keeps its session to resume.
-        await startFakePi(restarting, location.paneId ?? "");
-        expect(await mux.reportChildSession(location, sessionFile)).toEqual({ ok: true });
-        const reported = await mux.workspaceState(location);
-        expect(reported.code === "open" && reported.agent?.sessionFile).toBe(sessionFile);
-
-        // The double is told how long the pane stays without a terminal; the real one waits 750 ms
-        // (src/app/mod.rs PENDING_AGENT_RESUME_THEME_WAIT) from its own start, not from here.
-        await restarting.restart({ blindMs: 1_800 });
-        if (restarting.kind === "double") {
-          const blind = await restarting.herdr(["pane", "process-info", "--pane", location.paneId ?? ""]);
-          expect(blind.exitCode).toBe(1);
-          expect(blind.stderr).toContain('"code":"pane_not_found"');
-        }
-        // The brief pane_not_found is not final, and a shell is ready only once Herdr had its chance
-        // to resume Pi into it: here it did, so nothing may be typed (the shell never settles).
-        const waited = expectFailure(await mux.waitForShell(location, { timeoutMs: 4_000 }));
-        expect(waited.code).toBe("shell_not_ready");
-        // The parent's pane had no agent session: its restarted shell is ready.
-        const parentPane = (await restarting.result(["pane", "list"])).panes as {
-          pane_id: string;
-          workspace_id: string;
-        }[];
-        const other = parentPane.find((pane) => pane.workspace_id !== location.workspaceId);
-        expect(
-          await mux.waitForShell(
-            { kind: "herdr", socketPath: restarting.socketPath, paneId: other?.pane_id ?? "" },
-            { timeoutMs: 10_000 },
-          ),
-        ).toEqual({ ok: true });
-        const probed = await mux.probe(location);
-        if (!probed.ok) throw new Error(probed.message);
-        const args = await waitFor(() => (existsSync(argsFile) ? readFileSync(argsFile, "utf8") : undefined), {
-          timeoutMs: 10_000,
-          description: "Herdr's resume to start pi",
-        });
-        expect(args).toBe(`--session\n${sessionFile}\n`);
-        const agent = await waitFor(
-          async () => {
-            const state = await mux.workspaceState(location);
-            return state.code === "open" && state.agent?.status === "idle" ? state.agent : undefined;
-          },
-          { timeoutMs: 10_000, description: "Herdr to see Pi in the pane" },
+  onTheRealHerdrWhenBuilt(() => {
+    it("an open workspace whose root pane runs a program, not a shell, is not typed into", async () => {
+      const mux = backend();
+      const wanted = request();
+      const { location, worktreePath } = expectCreated(await mux.createWorkspace(wanted));
+      await readyShell(mux, location);
+      expect(await mux.run(location, "sleep 300")).toEqual({ ok: true });
+      const sleepPid = await waitFor(
+        async () => {
+          const probed = await mux.probe(location);
+          return probed.ok ? probed.processes.find((process) => process.name === "sleep")?.pid : undefined;
+        },
+        { timeoutMs: 10_000, description: "sleep in the pane" },
+      );
+      const before = await settledHerdr();
+      if (herdr.kind === "double") herdr.clearCalls();
+      const refused = expectFailure(
+        await mux.reopenWorkspace({
+          mainCheckout: repo.root,
+          worktreePath,
+          branch: wanted.branch,
+          label: wanted.label,
+          previous: location,
+        }),
+      );
+      expect(refused).toEqual({
+        ok: false,
+        code: "workspace_busy",
+        message: `Herdr workspace ${location.workspaceId} for ${worktreePath} is open and its root pane runs sleep, not a shell, so nothing was typed into it.`,
+      });
+      // As it says: nothing reached the pane (a line typed there would show on its screen, as the
+      // terminal echoes it), the same sleep still runs in it, and no workspace came or went.
+      expect(await settledHerdr()).toEqual(before);
+      const still = await mux.probe(location);
+      expect(still.ok && still.processes.filter((process) => process.name === "sleep").map((p) => p.pid)).toEqual([
+        sleepPid,
+      ]);
+      if (herdr.kind === "double")
+        expect(herdr.calls().filter((call) => ["run", "send-text", "send-keys"].includes(call.argv[1] ?? ""))).toEqual(
+          [],
         );
-        expect(agent.sessionFile).toBe(sessionFile);
-        const piPid = (agent.pids ?? []).find((pid) => readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "pi");
-        expect(piPid).toBeDefined();
-        expect(readFileSync(`/proc/${piPid}/cmdline`, "utf8").split("\0")).toContain(sessionFile);
-      },
-    );
+      await herdr.herdr(["pane", "send-keys", location.paneId ?? "", "C-c"]);
+    });
+  });
+
+  onTheRealHerdrWhenBuilt(() => {
+    it("after a server restart: pane_not_found for a moment is retried, and the Pi Herdr resumes is seen through its agent session", async () => {
+      // A `pi` on the panes' PATH stands for the Pi Herdr resumes; it records the arguments it got.
+      const bin = join(repo.dir, "restart-bin");
+      const argsFile = join(repo.dir, "pi-args");
+      mkdirSync(bin, { recursive: true });
+      writeFileSync(
+        join(bin, "pi"),
+        `#!/bin/sh\nprintf '%s\\n' "$@" > ${shellQuote(argsFile)}\nwhile :; do sleep 1; done\n`,
+      );
+      chmodSync(join(bin, "pi"), 0o755);
+      await withOwnHerdr(
+        { env: { ...herdr.serverEnv, PATH: `${bin}:${herdr.serverEnv.PATH ?? "/usr/bin:/bin"}` } },
+        async (restarting) => {
+          await restarting.openWorkspace(repo.root, "parent");
+          const mux = HerdrMultiplexer.fromEnvironment({ ...restarting.clientEnv });
+          const { location, worktreePath } = expectCreated(await mux.createWorkspace(request()));
+          expect(await mux.waitForShell(location, { timeoutMs: 10_000 })).toEqual({ ok: true });
+          const sessionFile = join(worktreePath, "child-session.jsonl");
+          // Reported while a Pi runs there, as the launcher does once the child confirmed; the server
+          // stops with that Pi still running, so Herdr keeps its session to resume.
+          await startFakePi(restarting, location.paneId ?? "");
+          expect(await mux.reportChildSession(location, sessionFile)).toEqual({ ok: true });
+          const reported = await mux.workspaceState(location);
+          expect(reported.code === "open" && reported.agent?.sessionFile).toBe(sessionFile);
+
+          // The double is told how long the pane stays without a terminal; the real one waits 750 ms
+          // (src/app/mod.rs PENDING_AGENT_RESUME_THEME_WAIT) from its own start, not from here.
+          await restarting.restart({ blindMs: 1_800 });
+          if (restarting.kind === "double") {
+            const blind = await restarting.herdr(["pane", "process-info", "--pane", location.paneId ?? ""]);
+            expect(blind.exitCode).toBe(1);
+            expect(blind.stderr).toContain('"code":"pane_not_found"');
+          }
+          // The brief pane_not_found is not final, and a shell is ready only once Herdr had its chance
+          // to resume Pi into it: here it did, so nothing may be typed (the shell never settles).
+          const waited = expectFailure(await mux.waitForShell(location, { timeoutMs: 4_000 }));
+          expect(waited.code).toBe("shell_not_ready");
+          // The parent's pane had no agent session: its restarted shell is ready.
+          const parentPane = (await restarting.result(["pane", "list"])).panes as {
+            pane_id: string;
+            workspace_id: string;
+          }[];
+          const other = parentPane.find((pane) => pane.workspace_id !== location.workspaceId);
+          expect(
+            await mux.waitForShell(
+              { kind: "herdr", socketPath: restarting.socketPath, paneId: other?.pane_id ?? "" },
+              { timeoutMs: 10_000 },
+            ),
+          ).toEqual({ ok: true });
+          const probed = await mux.probe(location);
+          if (!probed.ok) throw new Error(probed.message);
+          const args = await waitFor(() => (existsSync(argsFile) ? readFileSync(argsFile, "utf8") : undefined), {
+            timeoutMs: 10_000,
+            description: "Herdr's resume to start pi",
+          });
+          expect(args).toBe(`--session\n${sessionFile}\n`);
+          const agent = await waitFor(
+            async () => {
+              const state = await mux.workspaceState(location);
+              return state.code === "open" && state.agent?.status === "idle" ? state.agent : undefined;
+            },
+            { timeoutMs: 10_000, description: "Herdr to see Pi in the pane" },
+          );
+          expect(agent.sessionFile).toBe(sessionFile);
+          const piPid = (agent.pids ?? []).find((pid) => readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "pi");
+          expect(piPid).toBeDefined();
+          expect(readFileSync(`/proc/${piPid}/cmdline`, "utf8").split("\0")).toContain(sessionFile);
+        },
+      );
+    });
   });
 
   onTheRealHerdrWhenBuilt(() => {
@@ -924,69 +930,73 @@ describe("HerdrMultiplexer as Herdr's source behaves (issue 14, 16.3)", () => {
     });
   });
 
-  it("worktree_operation_in_progress means the earlier create still runs: the list is watched until it finishes", async () => {
-    const wanted = request();
-    // Long enough that the second create reaches the server while the first still runs, on a loaded machine too.
-    const restore = slowNextCreate(8_000);
-    let made: { location: HerdrLocation; worktreePath: string };
-    try {
-      // Given up on (as a killed CLI would be) once the server has taken it over, long before it is done.
-      const first = expectFailure(
-        await backend({ worktreeTimeoutMs: 2_500, lateCompletionMs: 0 }).createWorkspace(wanted),
-      );
-      expect(first.code).toBe("timeout");
-      if (herdr.kind === "double") herdr.clearCalls();
-      made = expectCreated(
-        await backend({ worktreeTimeoutMs: 20_000, lateCompletionMs: 20_000 }).createWorkspace(wanted),
-      );
-    } finally {
-      restore();
-    }
-    const { location, worktreePath } = made;
-    expect(worktreePath).toBe(realpathSync(wanted.worktreePath));
-    if (herdr.kind === "double") {
-      const retried = herdr.calls().find((call) => call.argv[1] === "create" && call.argv[2] !== "--help");
-      expect(retried?.argv).toContain(wanted.worktreePath);
-    }
-    // One workspace for the checkout: the late one, recorded; none made twice.
-    expect(
-      (await workspaceList())
-        .filter((ws) => ws.worktree?.checkout_path === wanted.worktreePath)
-        .map((ws) => ws.workspace_id),
-    ).toEqual([location.workspaceId]);
+  onTheRealHerdrWhenBuilt(() => {
+    it("worktree_operation_in_progress means the earlier create still runs: the list is watched until it finishes", async () => {
+      const wanted = request();
+      // Long enough that the second create reaches the server while the first still runs, on a loaded machine too.
+      const restore = slowNextCreate(8_000);
+      let made: { location: HerdrLocation; worktreePath: string };
+      try {
+        // Given up on (as a killed CLI would be) once the server has taken it over, long before it is done.
+        const first = expectFailure(
+          await backend({ worktreeTimeoutMs: 2_500, lateCompletionMs: 0 }).createWorkspace(wanted),
+        );
+        expect(first.code).toBe("timeout");
+        if (herdr.kind === "double") herdr.clearCalls();
+        made = expectCreated(
+          await backend({ worktreeTimeoutMs: 20_000, lateCompletionMs: 20_000 }).createWorkspace(wanted),
+        );
+      } finally {
+        restore();
+      }
+      const { location, worktreePath } = made;
+      expect(worktreePath).toBe(realpathSync(wanted.worktreePath));
+      if (herdr.kind === "double") {
+        const retried = herdr.calls().find((call) => call.argv[1] === "create" && call.argv[2] !== "--help");
+        expect(retried?.argv).toContain(wanted.worktreePath);
+      }
+      // One workspace for the checkout: the late one, recorded; none made twice.
+      expect(
+        (await workspaceList())
+          .filter((ws) => ws.worktree?.checkout_path === wanted.worktreePath)
+          .map((ws) => ws.workspace_id),
+      ).toEqual([location.workspaceId]);
+    });
   });
 
-  it("this Pi's own workspace is known after its pane was moved (it keeps its launch-time ids): never focused as a child", async () => {
-    await withOwnHerdr({ env: herdr.serverEnv }, async (moving) => {
-      const own = await moving.openWorkspace(repo.root, "parent");
-      const moved = (
-        (await moving.result(["pane", "move", own.paneId, "--new-workspace"])).move_result as {
-          pane: { workspace_id: string; pane_id: string };
-        }
-      ).pane;
-      // Another workspace has the focus, so a focus of the moved one would show.
-      const elsewhere = await moving.openWorkspace(repo.dir, "elsewhere");
-      const focusedNow = async () =>
-        ((await moving.result(["workspace", "list"])).workspaces as { workspace_id: string; focused: boolean }[])
-          .filter((ws) => ws.focused)
-          .map((ws) => ws.workspace_id);
-      expect(await focusedNow()).toEqual([elsewhere.workspaceId]);
-      const mux = HerdrMultiplexer.fromEnvironment({
-        ...moving.clientEnv,
-        HERDR_WORKSPACE_ID: own.workspaceId,
-        HERDR_PANE_ID: own.paneId,
+  onTheRealHerdrWhenBuilt(() => {
+    it("this Pi's own workspace is known after its pane was moved (it keeps its launch-time ids): never focused as a child", async () => {
+      await withOwnHerdr({ env: herdr.serverEnv }, async (moving) => {
+        const own = await moving.openWorkspace(repo.root, "parent");
+        const moved = (
+          (await moving.result(["pane", "move", own.paneId, "--new-workspace"])).move_result as {
+            pane: { workspace_id: string; pane_id: string };
+          }
+        ).pane;
+        // Another workspace has the focus, so a focus of the moved one would show.
+        const elsewhere = await moving.openWorkspace(repo.dir, "elsewhere");
+        const focusedNow = async () =>
+          ((await moving.result(["workspace", "list"])).workspaces as { workspace_id: string; focused: boolean }[])
+            .filter((ws) => ws.focused)
+            .map((ws) => ws.workspace_id);
+        expect(await focusedNow()).toEqual([elsewhere.workspaceId]);
+        const mux = HerdrMultiplexer.fromEnvironment({
+          ...moving.clientEnv,
+          HERDR_WORKSPACE_ID: own.workspaceId,
+          HERDR_PANE_ID: own.paneId,
+        });
+        const refused = expectFailure(
+          await mux.focus({
+            kind: "herdr",
+            socketPath: moving.socketPath,
+            workspaceId: moved.workspace_id,
+            paneId: moved.pane_id,
+          }),
+        );
+        expect(refused.code).toBe("own_workspace");
+        expect(await focusedNow()).toEqual([elsewhere.workspaceId]);
+        if (moving.kind === "double") expect(moving.calls().filter((call) => call.argv[1] === "focus")).toEqual([]);
       });
-      const refused = expectFailure(
-        await mux.focus({
-          kind: "herdr",
-          socketPath: moving.socketPath,
-          workspaceId: moved.workspace_id,
-          paneId: moved.pane_id,
-        }),
-      );
-      expect(refused.code).toBe("own_workspace");
-      expect(await focusedNow()).toEqual([elsewhere.workspaceId]);
-      if (moving.kind === "double") expect(moving.calls().filter((call) => call.argv[1] === "focus")).toEqual([]);
     });
   });
 
