@@ -388,6 +388,20 @@ export function main() {
     return { entry: join(pkg, "cli.mjs"), loadedTo: join(dir, "loaded.json") };
   }
 
+  /** The stand-in Pi's note that its modules loaded, once written whole (it is not written atomically). */
+  function loadedEarly(loadedTo: string): Promise<{ pid: number; cwd: string }> {
+    return waitFor(
+      () => {
+        try {
+          return JSON.parse(readFileSync(loadedTo, "utf8")) as { pid: number; cwd: string };
+        } catch {
+          return undefined;
+        }
+      },
+      { description: "Pi's modules loaded early" },
+    );
+  }
+
   function environment(piCommand: string[], agentDir = join(dir, "agent 'a'")): LaunchEnvironment {
     return { piCommand, agentDir, env: { PI_OFFLINE: "1", SECRET_TOKEN: "do-not-forward" } };
   }
@@ -426,8 +440,7 @@ export function main() {
     writeFileSync(hold, "");
     const run = await warmWindow(m, entry, { RECORD_TO: recordTo, LOADED_TO: loadedTo, HOLD: hold });
     // Loaded while nothing of the launch step exists yet: no params, no go-ahead.
-    await waitFor(() => existsSync(loadedTo), { description: "Pi's modules loaded early" });
-    const loaded = JSON.parse(readFileSync(loadedTo, "utf8"));
+    const loaded = await loadedEarly(loadedTo);
     expect(existsSync(files.params)).toBe(false);
     expect(existsSync(recordTo)).toBe(false);
     const command = derived(m, environment([process.execPath, entry]));
@@ -464,8 +477,7 @@ export function main() {
       const m = manifest(worktree);
       const recordTo = join(dir, "rec.json");
       const run = await warmWindow(m, entry, { RECORD_TO: recordTo, LOADED_TO: loadedTo });
-      await waitFor(() => existsSync(loadedTo), { description: "Pi's modules loaded early" });
-      const warmPid = JSON.parse(readFileSync(loadedTo, "utf8")).pid;
+      const warmPid = (await loadedEarly(loadedTo)).pid;
       rmSync(loadedTo);
       if (why === "was killed") process.kill(warmPid, "SIGKILL");
       // Another agent dir than the one the warm process started with: its modules saw the old one.
@@ -490,8 +502,7 @@ export function main() {
   it("as the window's command: a warm Pi that is never let go ends with its launcher", async () => {
     const { entry, loadedTo } = packagedPi();
     const run = await warmWindow(manifest(join(dir, "wt")), entry, { LOADED_TO: loadedTo });
-    await waitFor(() => existsSync(loadedTo), { description: "Pi's modules loaded early" });
-    const warmPid = JSON.parse(readFileSync(loadedTo, "utf8")).pid;
+    const warmPid = (await loadedEarly(loadedTo)).pid;
     await cancelLauncher(files, "Handoff x failed at the fork step, so no Pi was started here.");
     expect(await run.exited).toBe(0);
     expect(run.output()).toContain("Handoff x failed at the fork step");
