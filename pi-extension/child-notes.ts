@@ -9,28 +9,45 @@
  * - Only in a handoff child (a session with the handoff message); one unref'd poll of one small
  *   directory (`PI_HANDOFF_WATCH_POLL_MS`), started at `session_start`, stopped at
  *   `session_shutdown`. Delivered without starting a turn.
+ * - What delivers loads in the child's start, after its acknowledgement (extension.ts registers
+ *   that first), never with Pi.
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { pollIntervalMs } from "../src/config/waits.ts";
 import { findHandoffDetails } from "../src/launch/acknowledge.ts";
-import { DeliveryQueue, Poll } from "../src/lineage/delivery.ts";
-import { readLedger } from "../src/lineage/ledger.ts";
-import { noteMessage, noteTriple, undeliveredNotes } from "../src/lineage/notes.ts";
+import type { DeliveryQueue, Poll } from "../src/lineage/delivery.ts";
 import type { LineageEntryView } from "../src/lineage/types.ts";
-import { HandoffNoteStore } from "../src/manifest/handoff-notes.ts";
+import type { HandoffNoteStore } from "../src/manifest/handoff-notes.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
+import { loadOnce } from "./load-once.ts";
 import { expectsKickoff, piDeliveryHost } from "./lineage.ts";
+
+/** What delivers the notes: loaded in a handoff child's start, after its acknowledgement. */
+const loadDelivery = loadOnce(async () => {
+  const [delivery, ledger, notes, store] = await Promise.all([
+    import("../src/lineage/delivery.ts"),
+    import("../src/lineage/ledger.ts"),
+    import("../src/lineage/notes.ts"),
+    import("../src/manifest/handoff-notes.ts"),
+  ]);
+  return { ...delivery, ...ledger, ...notes, HandoffNoteStore: store.HandoffNoteStore };
+});
+type Delivery = Awaited<ReturnType<typeof loadDelivery>>;
 
 class ChildNotes {
   private ctx: ExtensionContext;
   private readonly queue: DeliveryQueue;
   private readonly poll: Poll;
-  private readonly notes = HandoffNoteStore.forAgentDir(agentDirFromEnv(process.env));
+  private readonly notes: HandoffNoteStore;
   private readonly handoffId: string;
+  private readonly delivery: Delivery;
 
-  constructor(pi: ExtensionAPI, ctx: ExtensionContext, handoffId: string) {
+  constructor(pi: ExtensionAPI, ctx: ExtensionContext, handoffId: string, delivery: Delivery) {
+    const { DeliveryQueue, Poll, readLedger, HandoffNoteStore } = delivery;
     this.ctx = ctx;
     this.handoffId = handoffId;
+    this.delivery = delivery;
+    this.notes = HandoffNoteStore.forAgentDir(agentDirFromEnv(process.env));
     this.queue = new DeliveryQueue(
       piDeliveryHost(pi, () => this.ctx),
       readLedger(ctx.sessionManager.getEntries() as LineageEntryView[]),
@@ -55,6 +72,7 @@ class ChildNotes {
 
   private async refresh(): Promise<void> {
     if (this.queue.isStopped) return;
+    const { undeliveredNotes, noteMessage, noteTriple } = this.delivery;
     for (const note of await undeliveredNotes(this.notes, this.handoffId, (triple) => this.queue.known(triple)))
       this.queue.enqueue({ kind: `note-${note.kind}`, message: noteMessage(note), records: [noteTriple(note)] });
     this.queue.flush();
@@ -63,18 +81,29 @@ class ChildNotes {
 
 export function registerChildNotes(pi: ExtensionAPI): void {
   let notes: ChildNotes | undefined;
+  /** The current start while what delivers loads; later events wait for it, so none overtakes it. */
+  let starting: Promise<void> | undefined;
+  let generation = 0;
   pi.on("session_start", async (_event, ctx) => {
+    const mine = ++generation;
     notes?.stop();
     notes = undefined;
     const details = findHandoffDetails(ctx.sessionManager.getBranch());
     if (details === undefined) return;
-    notes = new ChildNotes(pi, ctx, details.handoffId);
-    notes.start();
+    const started = loadDelivery().then((delivery) => {
+      if (mine !== generation) return;
+      notes = new ChildNotes(pi, ctx, details.handoffId, delivery);
+      notes.start();
+    });
+    starting = started.catch(() => undefined);
+    await started;
   });
   pi.on("agent_settled", async (_event, ctx) => {
+    await starting;
     notes?.onSettled(ctx);
   });
   pi.on("session_shutdown", async () => {
+    generation += 1;
     notes?.stop();
     notes = undefined;
   });

@@ -9,6 +9,7 @@ import { ChildStatePublisher } from "../src/launch/child-state.ts";
 import { leaseEventLevel, SessionLeaseKeeper } from "../src/launch/session-writer.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import { registerHandoffReport } from "./handoff-report.ts";
+import { loadOnce } from "./load-once.ts";
 import { registerChildNotes } from "./child-notes.ts";
 import { registerLineage } from "./lineage.ts";
 import { registerParentWatch } from "./parent-watch.ts";
@@ -24,19 +25,9 @@ import type { NoticeLevel } from "../src/text.ts";
  * them), never on the way to Pi's first screen or a child's acknowledgement.
  */
 const WARM_COMMANDS_MS = 1_500;
-let handoffCommand: Promise<typeof import("./handoff-command.ts")> | undefined;
-let handoffsCommand: Promise<typeof import("./handoffs-command.ts")> | undefined;
 // A load that failed is tried again the next time (the error shows where the command ran).
-const loadHandoffCommand = () =>
-  (handoffCommand ??= import("./handoff-command.ts").catch((error: unknown) => {
-    handoffCommand = undefined;
-    throw error;
-  }));
-const loadHandoffsCommand = () =>
-  (handoffsCommand ??= import("./handoffs-command.ts").catch((error: unknown) => {
-    handoffsCommand = undefined;
-    throw error;
-  }));
+const loadHandoffCommand = loadOnce(() => import("./handoff-command.ts"));
+const loadHandoffsCommand = loadOnce(() => import("./handoffs-command.ts"));
 
 export default function handoffWorktreeExtension(pi: ExtensionAPI): void {
   registerRenderers(pi);

@@ -1,21 +1,35 @@
 /**
  * In a handoff child: the `handoff_report` tool and the `/handoff-report [text]` command, which
  * send a short report to the parent session. The writing is src/lineage/reports.ts's; the parent's
- * own Pi delivers it (parent-watch.ts). This file only asks and answers.
+ * own Pi delivers it (parent-watch.ts). This file only asks and answers; what sends loads with the
+ * first report, not with Pi.
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
-import { SimpleGitPort } from "../src/git/git.ts";
 import { findHandoffDetails } from "../src/launch/acknowledge.ts";
-import { ChildReportStore } from "../src/manifest/child-reports.ts";
-import { ManifestStore } from "../src/manifest/store.ts";
-import { sendChildReport, type SendReportOutcome } from "../src/lineage/reports.ts";
+import type { SendReportOutcome } from "../src/lineage/reports.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
+import { loadOnce } from "./load-once.ts";
 import { report } from "./report.ts";
 import { gitCallMs } from "../src/config/waits.ts";
 
 export const REPORT_TOOL = "handoff_report";
 const GIT_TIMEOUT_MS = 15_000;
+
+const loadSender = loadOnce(async () => {
+  const [git, reports, childReports, store] = await Promise.all([
+    import("../src/git/git.ts"),
+    import("../src/lineage/reports.ts"),
+    import("../src/manifest/child-reports.ts"),
+    import("../src/manifest/store.ts"),
+  ]);
+  return {
+    SimpleGitPort: git.SimpleGitPort,
+    sendChildReport: reports.sendChildReport,
+    ChildReportStore: childReports.ChildReportStore,
+    ManifestStore: store.ManifestStore,
+  };
+});
 
 async function send(
   ctx: ExtensionContext,
@@ -30,6 +44,7 @@ async function send(
     };
   }
   const agentDir = agentDirFromEnv(process.env);
+  const { SimpleGitPort, sendChildReport, ChildReportStore, ManifestStore } = await loadSender();
   return sendChildReport(
     {
       store: ManifestStore.forAgentDir(agentDir),

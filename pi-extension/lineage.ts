@@ -9,7 +9,7 @@
  *   handoff reports); this file hands it Pi's events and state (`piLineageHost`), renders the
  *   lineage messages and registers the `adopted_runs` tool.
  * - Start-up is never held up: `session_start` only reads the in-memory session and starts a
- *   `LineageSession`, which schedules its scan.
+ *   `LineageSession`, which schedules its scan; what adoption runs on loads then (see `loadAdoption`).
  * - Messages never trigger a turn (`triggerTurn: false`, default delivery): the work was started
  *   by another conversation, possibly for a purpose this worktree no longer has, so acting on it
  *   is the user's call. Sent while idle, Pi appends the message at once; the model reads it with
@@ -28,11 +28,31 @@ import {
   LineageMessageDetailsSchema,
   summarizeDetails,
 } from "../src/lineage/messages.ts";
-import { defaultSources } from "../src/lineage/scan.ts";
-import { hasLineage, kickoffExpected, LineageSession, type LineageHost } from "../src/lineage/session.ts";
+import { hasLineage, kickoffExpected } from "../src/lineage/branch-facts.ts";
+import type { LineageHost, LineageSession } from "../src/lineage/session.ts";
 import type { LineageEntryView, LineageSource } from "../src/lineage/types.ts";
-import { answerAdoptedRuns, type AdoptedRunsState } from "../src/lineage/adopted-runs.ts";
+import type { AdoptedRunsState } from "../src/lineage/adopted-runs.ts";
+import { loadOnce } from "./load-once.ts";
 import { compactLineageText, type Styler } from "./renderers.ts";
+
+/**
+ * The adoption itself (the session, its scan and sources, the tool's answers) loads with the first
+ * session that has a lineage, after this Pi's own start (its acknowledgement included) is done:
+ * most sessions have none. Every handler of a session with one waits for it first, so events keep
+ * their order.
+ */
+const loadAdoption = loadOnce(async () => {
+  const [session, scan, adoptedRuns] = await Promise.all([
+    import("../src/lineage/session.ts"),
+    import("../src/lineage/scan.ts"),
+    import("../src/lineage/adopted-runs.ts"),
+  ]);
+  return {
+    LineageSession: session.LineageSession,
+    defaultSources: scan.defaultSources,
+    answerAdoptedRuns: adoptedRuns.answerAdoptedRuns,
+  };
+});
 
 export interface LineageOptions {
   sources?: LineageSource[];
@@ -89,6 +109,7 @@ function registerAdoptedRunsTool(pi: ExtensionAPI, state: () => Promise<AdoptedR
       runId: Type.Optional(Type.String({ description: "For inspect: the run id (or a unique prefix)" })),
     }),
     async execute(_toolCallId, params) {
+      const { answerAdoptedRuns } = await loadAdoption();
       const answer = await answerAdoptedRuns(params, await state());
       return {
         content: [{ type: "text", text: answer.text }],
@@ -135,15 +156,14 @@ export function registerLineage(pi: ExtensionAPI, options: LineageOptions = {}):
   // adopt, and its model need not carry the tool's description in every request.
   let toolRegistered = false;
 
-  pi.on("session_start", async (_event, ctx) => {
-    active?.session.stop();
-    active = undefined;
-    withoutLineage = !hasLineage(ctx.sessionManager.getHeader()?.parentSession, ctx.sessionManager.getBranch());
-    if (withoutLineage) return;
-    if (!toolRegistered) {
-      registerTool();
-      toolRegistered = true;
-    }
+  /** The current session's adoption while it loads; later events wait for it, so none overtakes it. */
+  let starting: Promise<void> | undefined;
+  /** Which session start is current (a shutdown or a newer start makes a loading one stale). */
+  let generation = 0;
+
+  const startAdoption = async (ctx: ExtensionContext, mine: number): Promise<void> => {
+    const { LineageSession, defaultSources } = await loadAdoption();
+    if (mine !== generation) return;
     let latest = ctx;
     const session = new LineageSession(
       piLineageHost(pi, () => latest),
@@ -159,19 +179,39 @@ export function registerLineage(pi: ExtensionAPI, options: LineageOptions = {}):
       },
     };
     session.start();
+  };
+
+  pi.on("session_start", async (_event, ctx) => {
+    const mine = ++generation;
+    active?.session.stop();
+    active = undefined;
+    withoutLineage = !hasLineage(ctx.sessionManager.getHeader()?.parentSession, ctx.sessionManager.getBranch());
+    if (withoutLineage) return;
+    if (!toolRegistered) {
+      registerTool();
+      toolRegistered = true;
+    }
+    const started = startAdoption(ctx, mine);
+    // A load that failed is said once, by this start; later events go on without an adoption.
+    starting = started.catch(() => undefined);
+    await started;
   });
   pi.on("agent_start", async () => {
+    await starting;
     active?.session.onAgentStart();
   });
   pi.on("agent_settled", async (_event, ctx) => {
+    await starting;
     active?.setContext(ctx);
     active?.session.onSettled();
   });
   pi.on("session_compact", async (_event, ctx) => {
+    await starting;
     active?.setContext(ctx);
     active?.session.onCompact();
   });
   pi.on("session_shutdown", async () => {
+    generation += 1;
     active?.session.stop();
     active = undefined;
   });

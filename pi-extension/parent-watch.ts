@@ -12,23 +12,42 @@
  *   settings ask for it (`reportsTriggerTurn`); those waiting when the session starts are delivered
  *   during `session_start`, before any prompt, in every mode (print mode ends before a poll).
  * - Nothing at all runs in a session that has no handoffs of its own (one directory listing per poll).
+ * - What watches and delivers loads in the session's start, after this Pi's acknowledgement
+ *   (extension.ts registers that first), never with Pi; later events wait for it.
  * - The widget marks a child whose target moved past it or that would conflict (src/recovery/forecast.ts:
  *   one branch listing per repository per refresh, merges only when a tip moved).
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { pollIntervalMs } from "../src/config/waits.ts";
-import { loadHandoffConfig } from "../src/config/load.ts";
-import { DeliveryQueue, Poll } from "../src/lineage/delivery.ts";
-import { readLedger } from "../src/lineage/ledger.ts";
-import { reportMessage, reportTriple, startDeliveryTriggersTurn, undeliveredReports } from "../src/lineage/reports.ts";
+import type { DeliveryQueue, Poll } from "../src/lineage/delivery.ts";
 import type { LineageEntryView } from "../src/lineage/types.ts";
-import { ChildReportStore } from "../src/manifest/child-reports.ts";
+import type { ChildReportStore } from "../src/manifest/child-reports.ts";
 import { ManifestStore } from "../src/manifest/store.ts";
 import type { OwnHandoff, ParentIdentity } from "../src/recovery/watch.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import type { ChildrenView } from "./children-view.ts";
 import { expectsKickoff, piDeliveryHost } from "./lineage.ts";
+import { loadOnce } from "./load-once.ts";
 import { HANDOFF_PROGRESS_CHANNEL } from "./progress-channel.ts";
+
+/** What watches and delivers: loaded in the session's start, after this Pi's acknowledgement. */
+const loadDelivery = loadOnce(async () => {
+  const [config, delivery, ledger, reports, childReports] = await Promise.all([
+    import("../src/config/load.ts"),
+    import("../src/lineage/delivery.ts"),
+    import("../src/lineage/ledger.ts"),
+    import("../src/lineage/reports.ts"),
+    import("../src/manifest/child-reports.ts"),
+  ]);
+  return {
+    loadHandoffConfig: config.loadHandoffConfig,
+    ...delivery,
+    ...ledger,
+    ...reports,
+    ChildReportStore: childReports.ChildReportStore,
+  };
+});
+type Delivery = Awaited<ReturnType<typeof loadDelivery>>;
 
 export const WIDGET_KEY = "handoff-children";
 /** The first look soon after start-up, once Pi has drawn its screen. */
@@ -57,9 +76,13 @@ class ParentWatch {
   private shown = false;
   private lastLines = "";
 
-  constructor(pi: ExtensionAPI, ctx: ExtensionContext, triggerTurn: boolean) {
+  private readonly delivery: Delivery;
+
+  constructor(pi: ExtensionAPI, ctx: ExtensionContext, triggerTurn: boolean, delivery: Delivery) {
+    const { ChildReportStore, DeliveryQueue, Poll, readLedger } = delivery;
     this.ctx = ctx;
     this.triggerTurn = triggerTurn;
+    this.delivery = delivery;
     const agentDir = agentDirFromEnv(process.env);
     this.agentDir = agentDir;
     this.store = ManifestStore.forAgentDir(agentDir);
@@ -92,7 +115,7 @@ class ParentWatch {
     const own = await ownHandoffs({ store: this.store, now: () => new Date() }, this.parent, new Set(), withReports);
     if (this.stopped || own.length === 0) return;
     await this.enqueueReports(own.map((manifest) => manifest.id));
-    this.queue.flush({ triggerTurn: startDeliveryTriggersTurn(this.triggerTurn, this.ctx.mode) });
+    this.queue.flush({ triggerTurn: this.delivery.startDeliveryTriggersTurn(this.triggerTurn, this.ctx.mode) });
   }
 
   start(): void {
@@ -175,6 +198,7 @@ class ParentWatch {
   }
 
   private async enqueueReports(handoffIds: readonly string[]): Promise<void> {
+    const { undeliveredReports, reportMessage, reportTriple } = this.delivery;
     const pending = await undeliveredReports(this.reports, handoffIds, (triple) => this.queue.known(triple));
     if (this.stopped) return;
     for (const report of pending)
@@ -195,9 +219,9 @@ class ParentWatch {
 }
 
 /** The user's choice (settings `reportsTriggerTurn`); unreadable settings mean the default, never a turn. */
-async function reportsTriggerTurn(ctx: ExtensionContext): Promise<boolean> {
+async function reportsTriggerTurn(ctx: ExtensionContext, delivery: Delivery): Promise<boolean> {
   try {
-    const loaded = await loadHandoffConfig({
+    const loaded = await delivery.loadHandoffConfig({
       cwd: ctx.cwd,
       agentDir: agentDirFromEnv(process.env),
       projectTrusted: ctx.isProjectTrusted(),
@@ -213,9 +237,14 @@ const LOOK_NOW_MIN_MS = 250;
 
 export function registerParentWatch(pi: ExtensionAPI): void {
   let watch: ParentWatch | undefined;
-  pi.on("session_start", async (_event, ctx) => {
-    watch?.stop();
-    const current = new ParentWatch(pi, ctx, await reportsTriggerTurn(ctx));
+  /** The current start while the watch loads; later events wait for it, so none overtakes it. */
+  let starting: Promise<void> | undefined;
+  let generation = 0;
+  const startWatch = async (ctx: ExtensionContext, mine: number): Promise<void> => {
+    const delivery = await loadDelivery();
+    const triggerTurn = await reportsTriggerTurn(ctx, delivery);
+    if (mine !== generation) return;
+    const current = new ParentWatch(pi, ctx, triggerTurn, delivery);
     watch = current;
     try {
       await current.deliverPending();
@@ -223,12 +252,22 @@ export function registerParentWatch(pi: ExtensionAPI): void {
       // An unreadable store must not stop Pi from starting; the watch's refreshes try again.
     }
     current.start();
+  };
+  pi.on("session_start", async (_event, ctx) => {
+    const mine = ++generation;
+    watch?.stop();
+    watch = undefined;
+    const started = startWatch(ctx, mine);
+    starting = started.catch(() => undefined);
+    await started;
   });
   pi.on("agent_settled", async (_event, ctx) => {
+    await starting;
     watch?.onSettled(ctx);
   });
   pi.events.on(HANDOFF_PROGRESS_CHANNEL, () => watch?.lookNow());
   pi.on("session_shutdown", async () => {
+    generation += 1;
     watch?.stop();
     watch = undefined;
   });

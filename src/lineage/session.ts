@@ -19,10 +19,10 @@
  * - The host is read when needed, never cached beyond the scan's context: the ledger once at
  *   construction, the session's identity and branch at the scan, idleness at each decision.
  */
-import { findHandoffDetails, kickoffSent } from "../launch/acknowledge.ts";
 import { agentDirFromEnv } from "../session/paths.ts";
 import { errorMessage } from "../errors.ts";
 import { walkLineage, type CurrentSessionInput } from "./ancestry.ts";
+import { kickoffExpected } from "./branch-facts.ts";
 import { DeliveryQueue, Poll, type DeliveryHost } from "./delivery.ts";
 import { readLedger } from "./ledger.ts";
 import { buildActiveReminder, buildCompletionMessage, buildResumeMessage } from "./messages.ts";
@@ -50,18 +50,6 @@ export interface LineageSessionOptions {
   pollMs: number;
   /** The variables the sources read (default: `process.env` at the scan). */
   env?: NodeJS.ProcessEnv;
-}
-
-/** Whether a session has any lineage at all: a parent in its header, or a handoff message on its branch. */
-export function hasLineage(parentSession: string | undefined, branch: readonly LineageEntryView[]): boolean {
-  if (parentSession !== undefined && parentSession.length > 0) return true;
-  return findHandoffDetails(branch) !== undefined;
-}
-
-/** Whether a handoff child's kickoff turn is still to come on this branch (it starts during start-up). */
-export function kickoffExpected(branch: readonly LineageEntryView[]): boolean {
-  const handoff = findHandoffDetails(branch);
-  return handoff !== undefined && handoff.hasTask && !kickoffSent(branch);
 }
 
 /** The state of one session's adoption; a new one per session start. */

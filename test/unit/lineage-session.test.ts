@@ -8,7 +8,8 @@ import { describe, expect, it, vi } from "vitest";
 import type { DeliveryMessage } from "../../src/lineage/delivery.ts";
 import { LINEAGE_LEDGER_TYPE } from "../../src/lineage/ledger.ts";
 import { LINEAGE_MESSAGE_TYPE } from "../../src/lineage/messages.ts";
-import { hasLineage, kickoffExpected, LineageSession, type LineageHost } from "../../src/lineage/session.ts";
+import { hasLineage, kickoffExpected } from "../../src/lineage/branch-facts.ts";
+import { LineageSession, type LineageHost } from "../../src/lineage/session.ts";
 import type { AdoptedRun, LineageEntryView, LineageSource, RunOutcome } from "../../src/lineage/types.ts";
 
 function run(runId: string, outcome: RunOutcome): AdoptedRun {

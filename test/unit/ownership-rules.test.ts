@@ -127,3 +127,46 @@ describe("Pi's packages reach the natively loaded files as Pi's own instances", 
     expect([...imported].sort()).toEqual(Object.keys(HOST_MODULES).sort());
   });
 });
+
+describe("what every Pi loads of this package before its session starts", () => {
+  /** The package's own files `entry` imports statically (value imports, not `import type`), transitively. */
+  function staticGraph(entry: string): Set<string> {
+    const seen = new Set<string>();
+    const valueImport = /^(?:import|export)\s+(?!type\b)(?:[^;]*?\sfrom\s+)?["'](\.{1,2}\/[^"']+)["']/gms;
+    const visit = (file: string): void => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      const text = readFileSync(join(ROOT, file), "utf8");
+      for (const match of text.matchAll(valueImport)) {
+        const target = relative(ROOT, join(ROOT, file, "..", match[1] ?? ""));
+        if (/\.(?:ts|mjs)$/.test(target)) visit(target);
+      }
+    };
+    visit(entry);
+    return seen;
+  }
+
+  it("the adapter's start leaves lineage adoption, delivery, reports, git and settings to the session's start", () => {
+    const graph = staticGraph("pi-extension/extension.ts");
+    // What the acknowledgement needs is there: a child's start must not wait for anything else.
+    expect(graph).toContain("pi-extension/child-startup.ts");
+    expect(graph).toContain("src/launch/acknowledge.ts");
+    expect(graph).toContain("src/manifest/store.ts");
+    const deferred = [...graph].filter(
+      (file) =>
+        /^src\/(?:git|recovery|handoff|mux\/(?:herdr|tmux|zellij)\/(?!location))/.test(file) ||
+        [
+          "src/config/load.ts",
+          "src/lineage/session.ts",
+          "src/lineage/scan.ts",
+          "src/lineage/delivery.ts",
+          "src/lineage/reports.ts",
+          "src/manifest/child-reports.ts",
+          "src/manifest/handoff-notes.ts",
+          "pi-extension/handoff-command.ts",
+          "pi-extension/handoffs-command.ts",
+        ].includes(file),
+    );
+    expect(deferred).toEqual([]);
+  });
+});
