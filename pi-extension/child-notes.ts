@@ -19,7 +19,7 @@ import type { DeliveryQueue, Poll } from "../src/lineage/delivery.ts";
 import type { LineageEntryView } from "../src/lineage/types.ts";
 import type { HandoffNoteStore } from "../src/manifest/handoff-notes.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
-import { loadOnce } from "./load-once.ts";
+import { loadOnce, OrderedStart } from "./load-once.ts";
 import { expectsKickoff, piDeliveryHost } from "./lineage.ts";
 
 /** What delivers the notes: loaded in a handoff child's start, after its acknowledgement. */
@@ -81,29 +81,27 @@ class ChildNotes {
 
 export function registerChildNotes(pi: ExtensionAPI): void {
   let notes: ChildNotes | undefined;
-  /** The current start while what delivers loads; later events wait for it, so none overtakes it. */
-  let starting: Promise<void> | undefined;
-  let generation = 0;
+  /** The current start while what delivers loads: later events wait for it. */
+  const starts = new OrderedStart();
   pi.on("session_start", async (_event, ctx) => {
-    const mine = ++generation;
+    starts.end();
     notes?.stop();
     notes = undefined;
     const details = findHandoffDetails(ctx.sessionManager.getBranch());
     if (details === undefined) return;
-    const started = loadDelivery().then((delivery) => {
-      if (mine !== generation) return;
+    await starts.begin(async (current) => {
+      const delivery = await loadDelivery();
+      if (!current()) return;
       notes = new ChildNotes(pi, ctx, details.handoffId, delivery);
       notes.start();
     });
-    starting = started.catch(() => undefined);
-    await started;
   });
   pi.on("agent_settled", async (_event, ctx) => {
-    await starting;
+    await starts.settled();
     notes?.onSettled(ctx);
   });
   pi.on("session_shutdown", async () => {
-    generation += 1;
+    starts.end();
     notes?.stop();
     notes = undefined;
   });

@@ -8,26 +8,25 @@ import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-a
 import { Type } from "typebox";
 import { findHandoffDetails } from "../src/launch/acknowledge.ts";
 import type { SendReportOutcome } from "../src/lineage/reports.ts";
+import { ManifestStore } from "../src/manifest/store.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import { loadOnce } from "./load-once.ts";
-import { report } from "./report.ts";
+import { noteCommandStarted, report } from "./report.ts";
 import { gitCallMs } from "../src/config/waits.ts";
 
 export const REPORT_TOOL = "handoff_report";
 const GIT_TIMEOUT_MS = 15_000;
 
 const loadSender = loadOnce(async () => {
-  const [git, reports, childReports, store] = await Promise.all([
+  const [git, reports, childReports] = await Promise.all([
     import("../src/git/git.ts"),
     import("../src/lineage/reports.ts"),
     import("../src/manifest/child-reports.ts"),
-    import("../src/manifest/store.ts"),
   ]);
   return {
     SimpleGitPort: git.SimpleGitPort,
     sendChildReport: reports.sendChildReport,
     ChildReportStore: childReports.ChildReportStore,
-    ManifestStore: store.ManifestStore,
   };
 });
 
@@ -44,7 +43,7 @@ async function send(
     };
   }
   const agentDir = agentDirFromEnv(process.env);
-  const { SimpleGitPort, sendChildReport, ChildReportStore, ManifestStore } = await loadSender();
+  const { SimpleGitPort, sendChildReport, ChildReportStore } = await loadSender();
   return sendChildReport(
     {
       store: ManifestStore.forAgentDir(agentDir),
@@ -68,6 +67,7 @@ export function registerHandoffReport(pi: ExtensionAPI): void {
   pi.registerCommand("handoff-report", {
     description: "Send a short report to the parent session of this handoff (the branch's commits are added)",
     handler: async (args, ctx) => {
+      noteCommandStarted();
       let text = args.trim();
       if (text.length === 0 && ctx.hasUI)
         text = ((await ctx.ui.input("Report to the parent session", "what was done, what is left")) ?? "").trim();

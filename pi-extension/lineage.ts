@@ -8,8 +8,9 @@
  *   src/lineage/session.ts's (`LineageSession`, over src/lineage/delivery.ts's rules, shared with
  *   handoff reports); this file hands it Pi's events and state (`piLineageHost`), renders the
  *   lineage messages and registers the `adopted_runs` tool.
- * - Start-up is never held up: `session_start` only reads the in-memory session and starts a
- *   `LineageSession`, which schedules its scan; what adoption runs on loads then (see `loadAdoption`).
+ * - Pi's start is not held up: `session_start` reads the in-memory session and, only when it has a
+ *   lineage, loads what adoption runs on (`loadAdoption`, after the acknowledgement's handler) and
+ *   starts a `LineageSession`, which schedules its scan.
  * - Messages never trigger a turn (`triggerTurn: false`, default delivery): the work was started
  *   by another conversation, possibly for a purpose this worktree no longer has, so acting on it
  *   is the user's call. Sent while idle, Pi appends the message at once; the model reads it with
@@ -32,7 +33,7 @@ import { hasLineage, kickoffExpected } from "../src/lineage/branch-facts.ts";
 import type { LineageHost, LineageSession } from "../src/lineage/session.ts";
 import type { LineageEntryView, LineageSource } from "../src/lineage/types.ts";
 import type { AdoptedRunsState } from "../src/lineage/adopted-runs.ts";
-import { loadOnce } from "./load-once.ts";
+import { loadOnce, OrderedStart } from "./load-once.ts";
 import { compactLineageText, type Styler } from "./renderers.ts";
 
 /**
@@ -156,14 +157,12 @@ export function registerLineage(pi: ExtensionAPI, options: LineageOptions = {}):
   // adopt, and its model need not carry the tool's description in every request.
   let toolRegistered = false;
 
-  /** The current session's adoption while it loads; later events wait for it, so none overtakes it. */
-  let starting: Promise<void> | undefined;
-  /** Which session start is current (a shutdown or a newer start makes a loading one stale). */
-  let generation = 0;
+  /** The current session's adoption while it loads: later events wait for it. */
+  const starts = new OrderedStart();
 
-  const startAdoption = async (ctx: ExtensionContext, mine: number): Promise<void> => {
+  const startAdoption = async (ctx: ExtensionContext, current: () => boolean): Promise<void> => {
     const { LineageSession, defaultSources } = await loadAdoption();
-    if (mine !== generation) return;
+    if (!current()) return;
     let latest = ctx;
     const session = new LineageSession(
       piLineageHost(pi, () => latest),
@@ -182,7 +181,7 @@ export function registerLineage(pi: ExtensionAPI, options: LineageOptions = {}):
   };
 
   pi.on("session_start", async (_event, ctx) => {
-    const mine = ++generation;
+    starts.end();
     active?.session.stop();
     active = undefined;
     withoutLineage = !hasLineage(ctx.sessionManager.getHeader()?.parentSession, ctx.sessionManager.getBranch());
@@ -191,27 +190,24 @@ export function registerLineage(pi: ExtensionAPI, options: LineageOptions = {}):
       registerTool();
       toolRegistered = true;
     }
-    const started = startAdoption(ctx, mine);
-    // A load that failed is said once, by this start; later events go on without an adoption.
-    starting = started.catch(() => undefined);
-    await started;
+    await starts.begin((current) => startAdoption(ctx, current));
   });
   pi.on("agent_start", async () => {
-    await starting;
+    await starts.settled();
     active?.session.onAgentStart();
   });
   pi.on("agent_settled", async (_event, ctx) => {
-    await starting;
+    await starts.settled();
     active?.setContext(ctx);
     active?.session.onSettled();
   });
   pi.on("session_compact", async (_event, ctx) => {
-    await starting;
+    await starts.settled();
     active?.setContext(ctx);
     active?.session.onCompact();
   });
   pi.on("session_shutdown", async () => {
-    generation += 1;
+    starts.end();
     active?.session.stop();
     active = undefined;
   });

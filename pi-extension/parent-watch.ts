@@ -27,7 +27,7 @@ import type { OwnHandoff, ParentIdentity } from "../src/recovery/watch.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import type { ChildrenView } from "./children-view.ts";
 import { expectsKickoff, piDeliveryHost } from "./lineage.ts";
-import { loadOnce } from "./load-once.ts";
+import { loadOnce, OrderedStart } from "./load-once.ts";
 import { HANDOFF_PROGRESS_CHANNEL } from "./progress-channel.ts";
 
 /** What watches and delivers: loaded in the session's start, after this Pi's acknowledgement. */
@@ -237,37 +237,32 @@ const LOOK_NOW_MIN_MS = 250;
 
 export function registerParentWatch(pi: ExtensionAPI): void {
   let watch: ParentWatch | undefined;
-  /** The current start while the watch loads; later events wait for it, so none overtakes it. */
-  let starting: Promise<void> | undefined;
-  let generation = 0;
-  const startWatch = async (ctx: ExtensionContext, mine: number): Promise<void> => {
-    const delivery = await loadDelivery();
-    const triggerTurn = await reportsTriggerTurn(ctx, delivery);
-    if (mine !== generation) return;
-    const current = new ParentWatch(pi, ctx, triggerTurn, delivery);
-    watch = current;
-    try {
-      await current.deliverPending();
-    } catch {
-      // An unreadable store must not stop Pi from starting; the watch's refreshes try again.
-    }
-    current.start();
-  };
+  /** The current start while the watch loads: later events wait for it. */
+  const starts = new OrderedStart();
   pi.on("session_start", async (_event, ctx) => {
-    const mine = ++generation;
     watch?.stop();
     watch = undefined;
-    const started = startWatch(ctx, mine);
-    starting = started.catch(() => undefined);
-    await started;
+    await starts.begin(async (current) => {
+      const delivery = await loadDelivery();
+      const triggerTurn = await reportsTriggerTurn(ctx, delivery);
+      if (!current()) return;
+      const started = new ParentWatch(pi, ctx, triggerTurn, delivery);
+      watch = started;
+      try {
+        await started.deliverPending();
+      } catch {
+        // An unreadable store must not stop Pi from starting; the watch's refreshes try again.
+      }
+      if (current()) started.start();
+    });
   });
   pi.on("agent_settled", async (_event, ctx) => {
-    await starting;
+    await starts.settled();
     watch?.onSettled(ctx);
   });
   pi.events.on(HANDOFF_PROGRESS_CHANNEL, () => watch?.lookNow());
   pi.on("session_shutdown", async () => {
-    generation += 1;
+    starts.end();
     watch?.stop();
     watch = undefined;
   });

@@ -20,7 +20,10 @@ import { report, userActivityMark, userActivitySince } from "./report.ts";
 /** How long after start-up the offer looks. */
 export const RESTORE_OFFER_DELAY_MS = 3_000;
 
-/** What a look ended with: the offer shown, or why not (`failed`: the look threw, and said nothing). */
+/**
+ * What a look ended with: the offer shown, or why not (`failed`: it could not look, its settings in
+ * the environment refused or the look threw; nothing is said).
+ */
 export type RestoreOfferLook = "offered" | "not_wanted" | "nothing_gone" | "offered_before" | "failed";
 
 export interface RestoreOfferOptions {
@@ -71,8 +74,8 @@ async function look(ctx: ExtensionContext, current: () => boolean): Promise<Rest
       { stillWanted: current },
     );
     if (outcome.code !== "offer") return outcome.why;
-    // Claimed, and a command started in the moment since: its outcome comes first.
-    if (!current()) return "not_wanted";
+    // Claimed: said now. A command that started in the moment since the last ask has not reported
+    // yet, and its outcome, said later, takes this notice's place, not the other way round.
     report(ctx, `handoff-worktree: ${outcome.message}`, "info");
     return "offered";
   } catch {

@@ -13,7 +13,8 @@ import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-a
 import { registerRestoreOffer, type RestoreOfferLook } from "../../pi-extension/restore-offer.ts";
 import { noteCommandStarted, report } from "../../pi-extension/report.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
-import { offersDir } from "../../src/recovery/restore-offer.ts";
+import { createRecoveryDeps } from "../../src/recovery/deps.ts";
+import { offersDir, restoreOffer } from "../../src/recovery/restore-offer.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
 import { storeRunningHandoff } from "../support/running-handoff.ts";
 
@@ -134,5 +135,27 @@ describe("the restore offer in a Pi with a UI", () => {
     expect(await startAndLook(host)).toBe("not_wanted");
     expect(host.notices).toEqual(["Handed off to branch feat/next"]);
     expect(claims()).toEqual([]);
+  });
+
+  it("is asked once more right before the claim: not wanted then, nothing is claimed", async () => {
+    const deps = createRecoveryDeps({ ...process.env });
+    let asked = 0;
+    const pi = {
+      repoCommonDir: join(repo.root, ".git"),
+      session: { sessionId: "parent-session", sessionFile: parentFile },
+    };
+    expect(
+      await restoreOffer(deps, pi, "/handoffs", {
+        stillWanted: () => {
+          asked += 1;
+          return false;
+        },
+      }),
+    ).toEqual({ code: "none", why: "not_wanted" });
+    expect(asked).toBe(1);
+    expect(claims()).toEqual([]);
+    // Wanted, the same look claims the set once.
+    expect(await restoreOffer(deps, pi, "/handoffs", { stillWanted: () => true })).toMatchObject({ code: "offer" });
+    expect(claims()).toHaveLength(1);
   });
 });

@@ -129,8 +129,10 @@ const REAL_PASS_BESIDE = HERDR_TARGET === "double" && process.env.PI_HANDOFF_TES
 
 /**
  * Registers a scenario both Herdrs can show where it means most: on the real Herdr when its pass
- * runs, else on the double. Running it on the double too proves nothing the real pass does not,
- * and the two cores are the suite's limit. The double's faithfulness is herdr-conformance's job,
+ * runs, else on the double. On the double too it would add only how the outcome was reached (its
+ * call log: which calls, in which order), where the real pass shows the outcome itself (screens,
+ * focus, workspaces, the manifest's focus after the acknowledgement), and the two cores are the
+ * suite's limit. The double's faithfulness is herdr-conformance's job,
  * which runs on both. Like `forDoubleOnly`, nothing unregistered is reported as skipped.
  */
 export function onTheRealHerdrWhenBuilt(body: () => void): void {

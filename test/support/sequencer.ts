@@ -6,7 +6,9 @@
  * beside them to fill the cores. Here every file of every project is one queue, longest first: by
  * the last run's duration where vitest's cache has it, else by the durations below, read from a
  * run of the whole suite here (a clean clone, as CI's, has no cache), else by size, end-to-end files
- * weighing most. A stale figure costs only order. Failed files still go first.
+ * weighing most. Failed files still go first.
+ *
+ * Invariants: it only orders; every file given is returned once, and a stale figure costs only order.
  */
 import { stat } from "node:fs/promises";
 import { relative } from "node:path";
