@@ -238,6 +238,9 @@ export interface GitEachOptions {
   parallel: number;
 }
 
+/** The exit code `runGitInEach` gives a directory that is not there (git's own for a bad `-C`). */
+const GONE_EXIT_CODE = 128;
+
 /** The groups one batch runs at once: each writes to its own pipe, stdout or fds 3 to 9 (a POSIX shell names single-digit descriptors only). */
 const MAX_GROUPS = 8;
 
@@ -273,7 +276,8 @@ export async function runGitInEach(
     `while [ "$i" -lt "$n" ]; do sizes="$sizes $1"; shift; i=$((i + 1)); done`,
     `skip=0; fd=1`,
     `for size in $sizes; do`,
-    `  (shift "$skip"; k=0; while [ "$k" -lt "$size" ]; do (cd -- "$1" && exec ${command} 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-) 2>/dev/null; printf '\\0${token}:%s\\0' "$?"; shift; k=$((k + 1)); done) >&"$fd" &`,
+    // A directory that is gone is answered by the shell's own test, without a process for it.
+    `  (shift "$skip"; k=0; while [ "$k" -lt "$size" ]; do if [ -d "$1" ]; then (cd -- "$1" && exec ${command} 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-) 2>/dev/null; r=$?; else r=${GONE_EXIT_CODE}; fi; printf '\\0${token}:%s\\0' "$r"; shift; k=$((k + 1)); done) >&"$fd" &`,
     `  skip=$((skip + size)); if [ "$fd" -eq 1 ]; then fd=3; else fd=$((fd + 1)); fi`,
     `done`,
     `wait`,

@@ -115,8 +115,9 @@ export class FactGatherer {
       this.tipsOf(manifest.repo.root);
     }
     if (batch === undefined || paths.length < 2) return;
-    // Every path at once, without looking first: a worktree that is gone costs the batch a failed
-    // `cd`, and a handoff's completion asks only about those that are directories.
+    // Every path at once, without looking first: the batch's shell tests each directory itself (a
+    // worktree that is gone costs no process), and a handoff's completion asks only about those
+    // that are directories.
     this.batchedChanges = (async () => {
       const statuses = await batch.call(this.deps.git, paths);
       const found = new Map<string, Changes>();

@@ -157,4 +157,34 @@ describe("runGitInEach", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("answers a directory that is gone, or is a file, without starting git there, and still asks the others", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "phw-git-each-"));
+    try {
+      const bin = join(dir, "bin");
+      mkdirSync(bin);
+      const calls = join(dir, "calls");
+      writeFileSync(join(bin, "git"), `#!/bin/sh\necho "$PWD" >> '${calls}'\nprintf 'answer from %s' "$PWD"\n`, {
+        mode: 0o755,
+      });
+      const present = join(dir, "present");
+      mkdirSync(present);
+      const file = join(dir, "a-file");
+      writeFileSync(file, "not a directory\n");
+      const gone = join(dir, "gone");
+      const runs = await runGitInEach([gone, present, file], ["status"], {
+        timeoutMs: 20_000,
+        env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ""}` },
+        parallel: 1,
+      });
+      expect(runs.map((run) => run && { exitCode: run.exitCode, stdout: run.stdout.toString() })).toEqual([
+        { exitCode: 128, stdout: "" },
+        { exitCode: 0, stdout: `answer from ${present}` },
+        { exitCode: 128, stdout: "" },
+      ]);
+      expect(readFileSync(calls, "utf8")).toBe(`${present}\n`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
