@@ -409,6 +409,8 @@ describe("a handoff killed (SIGKILL) at every step boundary", () => {
       // Clean up as a person would: quit a running child, remove, prune. The pane's launcher outlives
       // the killed driver, so a child can start after the listing above: re-list and quit it each time.
       const report = reports[0];
+      // What the clean-up said, for the message of a window it left (seen once, under a loaded run).
+      const said: string[] = [];
       if (report !== undefined) {
         let refusal = "";
         await waitFor(
@@ -419,6 +421,7 @@ describe("a handoff killed (SIGKILL) at every step boundary", () => {
             if (current?.status.code === "child_running")
               for (const writer of current.status.writers) await killAndWait(writer.pid);
             const removed = await runCli(["remove", report.id, "--force"], cliEnv);
+            said.push(`remove: ${removed.stdout}${removed.stderr}`);
             if (removed.status === 0) return true;
             refusal = removed.stderr;
             expect(refusal).toContain("still has a live Pi");
@@ -437,7 +440,16 @@ describe("a handoff killed (SIGKILL) at every step boundary", () => {
         { timeoutMs: 30_000, intervalMs: 1_000, description: "prune to sweep the store" },
       );
       const after = newArtifacts(before, await artifacts());
-      expect(after.panes).toEqual([]);
+      const leftPanes =
+        after.panes.length === 0
+          ? ""
+          : await tmux.tmux([
+              "list-panes",
+              "-a",
+              "-F",
+              "#{pane_id} #{window_name} #{pane_current_path} #{pane_current_command}",
+            ]);
+      expect(after.panes, [leftPanes, JSON.stringify(reports), ...said].join("\n")).toEqual([]);
       expect(after.gitWorktrees).toEqual([]);
       expect(unaccounted(after, (await listInventory(cliEnv, { all: true })).handoffs)).toEqual([]);
     },
