@@ -34,6 +34,15 @@ export async function isDirectory(path: string): Promise<boolean> {
   }
 }
 
+/** Whether `path` is a directory with nothing in it (false when it cannot be read). */
+export async function isEmptyDirectory(path: string): Promise<boolean> {
+  try {
+    return (await readdir(path)).length === 0;
+  } catch {
+    return false;
+  }
+}
+
 export async function isFile(path: string): Promise<boolean> {
   try {
     return statSync(path, { throwIfNoEntry: false })?.isFile() === true;

@@ -42,7 +42,7 @@ import type {
   WorktreeStatus,
 } from "./types.ts";
 import { asError } from "../errors.ts";
-import { unlessMissing } from "../fs/probe.ts";
+import { isEmptyDirectory, unlessMissing } from "../fs/probe.ts";
 import { WAIT_DEFAULTS } from "../config/waits.ts";
 
 export interface SimpleGitPortOptions {
@@ -757,14 +757,6 @@ async function realDirectoryIfExists(target: string): Promise<string | undefined
     return (await stat(resolved)).isDirectory() ? resolved : undefined;
   } catch {
     return undefined;
-  }
-}
-
-async function isEmptyDirectory(target: string): Promise<boolean> {
-  try {
-    return (await readdir(target)).length === 0;
-  } catch {
-    return false;
   }
 }
 

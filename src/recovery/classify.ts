@@ -60,6 +60,8 @@ export interface HandoffFacts {
   manifest: Manifest;
   now: Date;
   worktreeDirectoryExists: boolean;
+  /** Whether that directory is empty; read only where git does not list it (gather.ts). */
+  worktreeDirectoryEmpty?: boolean;
   registration: WorktreeRegistration;
   workspace: WorkspaceFact;
   /** The live process `manifest.child.pid` names now (undefined when none or a zombie). */
@@ -271,6 +273,8 @@ function worktreeFact(facts: HandoffFacts): WorktreeFact {
       // git could not be asked; the directory is there, so treat it as the worktree and say why in `problems`.
       return { code: "present" };
     case "not_listed":
+      // Empty: the claim of a checkout git never made (addWorktree's mkdir, then a kill), not someone's files.
+      if (facts.worktreeDirectoryEmpty === true) return { code: "claimed" };
       return { code: "orphaned", reason: "git does not list it as a worktree of the repository" };
     case "listed":
       if (registration.detached)
@@ -309,15 +313,15 @@ function statusOf(facts: HandoffFacts, worktree: WorktreeFact, writers: LiveWrit
     manifest.state === "failed" &&
     error !== undefined &&
     STEPS_BEFORE_WORKTREE.has(error.step) &&
-    worktree.code === "missing"
+    noCheckout(worktree)
   ) {
     return { code: "failed", step: error.step, message: error.message, worktreeCreated: false };
   }
-  if (manifest.state === "provisioning" && nextStep !== undefined && worktree.code === "missing") {
+  if (manifest.state === "provisioning" && nextStep !== undefined && noCheckout(worktree)) {
     // Stopped before its worktree was made: nothing went missing, the handoff never got that far.
     return { code: "unfinished", step: nextStep, inProgress: false, ...owner };
   }
-  if (worktree.code === "missing") return { code: "worktree_missing" };
+  if (noCheckout(worktree)) return { code: "worktree_missing" };
   if (worktree.code === "prunable") return { code: "prunable" };
   if (worktree.code === "orphaned") return { code: "orphaned_checkout", reason: worktree.reason };
   if (manifest.state === "failed") {
@@ -407,6 +411,11 @@ export function isPrunable(report: HandoffReport): boolean {
     );
   }
   return false;
+}
+
+/** No checkout where the handoff made (or meant to make) it: none at all, or only its empty claim. */
+function noCheckout(worktree: WorktreeFact): boolean {
+  return worktree.code === "missing" || worktree.code === "claimed";
 }
 
 function isRecent(manifest: Manifest, now: Date): boolean {

@@ -307,6 +307,8 @@ function describeWorktree(handoff: HandoffReport): string {
       return "missing";
     case "prunable":
       return "missing; git still lists it";
+    case "claimed":
+      return "never checked out (an empty directory the handoff claimed)";
     case "orphaned":
       return `orphaned: ${handoff.worktree.reason}`;
   }

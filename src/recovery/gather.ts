@@ -33,7 +33,7 @@ import type { DescribedProcess } from "../process/facts.ts";
 import type { BranchFact, Changes, CommitList, MergedFact, WorkspaceFact } from "./report-schema.ts";
 import { describeProcess, portListeners, scanPiProcesses, type ProcessScan } from "./processes.ts";
 import { loopbackProbe, type PortProbe } from "../ports/probe.ts";
-import { isDirectory, isFile } from "../fs/probe.ts";
+import { isDirectory, isEmptyDirectory, isFile } from "../fs/probe.ts";
 import { findForkedSession } from "../session/find-fork.ts";
 import { asError, errorSentence } from "../errors.ts";
 import { readSessionTail, type SessionTail } from "../session/tail.ts";
@@ -160,6 +160,11 @@ export class FactGatherer {
     // A dead owner ends the in-progress grace of an unfinished handoff (classify.ts).
     const ownerAlive =
       manifest.owner === undefined ? undefined : await (this.deps.ownerAlive ?? isOwnerAlive)(manifest.owner);
+    // Only a directory git does not list can be a bare claim (classify.ts `claimed`): one readdir.
+    const worktreeDirectoryEmpty =
+      read.worktreeDirectoryExists && read.registration.code === "not_listed"
+        ? await isEmptyDirectory(manifest.worktree.path)
+        : undefined;
     const finish = async (): Promise<HandoffFacts> => {
       const changes = read.worktreeDirectoryExists ? await this.changes(manifest, problems) : undefined;
       const ports = this.options.checkPorts === true ? await this.ports(manifest) : undefined;
@@ -167,6 +172,7 @@ export class FactGatherer {
         manifest,
         now,
         worktreeDirectoryExists: read.worktreeDirectoryExists,
+        ...(worktreeDirectoryEmpty === undefined ? {} : { worktreeDirectoryEmpty }),
         registration: read.registration,
         workspace,
         recordedProcess: read.recordedProcess,

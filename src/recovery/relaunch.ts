@@ -357,6 +357,8 @@ function describeWorktree(worktree: { code: string; reason?: string }): string {
       return "gone";
     case "prunable":
       return "gone (git still lists it)";
+    case "claimed":
+      return "never checked out (an empty directory)";
     case "orphaned":
       return `no longer the handoff's checkout (${worktree.reason ?? "?"})`;
     default:

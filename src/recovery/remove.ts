@@ -36,11 +36,11 @@
  *   (remove, or prune) sweeps its own handoff's, and deletes its launch files (launch/retire.ts).
  */
 import { deleteLaunchFiles } from "../launch/retire.ts";
-import { readlink } from "node:fs/promises";
+import { readlink, rmdir } from "node:fs/promises";
 import path from "node:path";
 import type { CommitSummary, MergedBy, WorktreeAdminEntry } from "../git/types.ts";
 import type { Manifest } from "../manifest/schema.ts";
-import { sameContent } from "../fs/probe.ts";
+import { errorCode, isDirectory, isEmptyDirectory, sameContent } from "../fs/probe.ts";
 import { isActionBusy, type ManifestStore, type StoreLeftover } from "../manifest/store.ts";
 import { hasWorkspace, type GatherDeps } from "./gather.ts";
 import { isInProgress, isPrunable } from "./classify.ts";
@@ -76,8 +76,12 @@ export type BranchPlan =
 export interface RemovalPlan {
   manifest: Manifest;
   report: HandoffReport;
-  /** What the worktree step does: remove the checkout, drop git's entry for a vanished one, nothing, or leave an unknown directory alone. */
-  worktree: "remove" | "unregister" | "already_gone" | "leave_orphaned";
+  /**
+   * What the worktree step does: remove the checkout, drop git's entry for a vanished one, give
+   * back the empty directory claimed for a checkout git never made, nothing, or leave an unknown
+   * directory alone.
+   */
+  worktree: "remove" | "unregister" | "release_claim" | "already_gone" | "leave_orphaned";
   /** Files whose changes are deleted for good with the worktree (ignored ones too). */
   lostFiles: { dirty: string[]; untracked: string[]; ignored: string[] };
   /** Commits only the worktree's own HEAD history holds, and the refs that keep them before it goes. */
@@ -186,9 +190,11 @@ async function removalPlanOf(
       ? "remove"
       : report.worktree.code === "prunable"
         ? "unregister"
-        : report.worktree.code === "missing"
-          ? "already_gone"
-          : "leave_orphaned";
+        : report.worktree.code === "claimed"
+          ? "release_claim"
+          : report.worktree.code === "missing"
+            ? "already_gone"
+            : "leave_orphaned";
   const unread: string[] = [];
   const lostFiles =
     worktree === "remove" && report.changes !== undefined
@@ -418,6 +424,8 @@ function worktreeLine({ manifest, report, worktree, closesWorkspace }: RemovalPl
       return `The worktree ${manifest.worktree.path} ${tense} be deleted${closesWorkspace ? " and its window closed" : ""}.`;
     case "unregister":
       return `The worktree ${manifest.worktree.path} is not where the handoff made it; git's entry for it ${tense} be dropped (a checkout moved by hand elsewhere would lose its link to git: git worktree repair <its new path> first).`;
+    case "release_claim":
+      return `The empty directory ${manifest.worktree.path}, claimed for a checkout git never made, ${tense} be removed${closesWorkspace ? " and its window closed" : ""}.`;
     case "already_gone":
       return `The worktree ${manifest.worktree.path} is already gone.`;
     case "leave_orphaned":
@@ -545,6 +553,7 @@ async function removeLocked(
     );
   if (plan.worktree === "remove") done.push(`deleted worktree ${plan.manifest.worktree.path}`);
   if (plan.worktree === "unregister") done.push(`dropped git's entry for ${plan.manifest.worktree.path}`);
+  if (plan.worktree === "release_claim") done.push(`removed the empty directory ${plan.manifest.worktree.path}`);
   if (worktree.windowLeftOpen) done.push("left its window open (it no longer shows the worktree)");
   const branch = await settleBranch(deps, plan);
   if (branch !== undefined) done.push(branch);
@@ -583,6 +592,7 @@ async function removeCheckout(
   plan: RemovalPlan,
   force: boolean,
 ): Promise<{ ok: true; windowLeftOpen: boolean } | { ok: false; message: string }> {
+  if (plan.worktree === "release_claim") return releaseClaim(deps, id, plan);
   if (plan.worktree !== "remove" && plan.worktree !== "unregister") return { ok: true, windowLeftOpen: false };
   const { manifest } = plan;
   const request = { mainCheckout: manifest.repo.root, worktreePath: manifest.worktree.path, force };
@@ -610,6 +620,38 @@ async function removeCheckout(
     };
   }
   return { ok: true, windowLeftOpen: false };
+}
+
+/**
+ * Gives back the directory a killed handoff claimed for a checkout git never made: its window
+ * closed while it still shows that directory, then the directory removed only while it is still
+ * empty (rmdir), so a file put there since is never lost.
+ */
+async function releaseClaim(
+  deps: RemovalDeps,
+  id: string,
+  plan: RemovalPlan,
+): Promise<{ ok: true; windowLeftOpen: boolean } | { ok: false; message: string }> {
+  const directory = plan.manifest.worktree.path;
+  const changed = `The directory ${directory} is no longer empty; handoff ${id} was not removed.`;
+  if (!(await isEmptyDirectory(directory)))
+    return (await isDirectory(directory)) ? { ok: false, message: changed } : { ok: true, windowLeftOpen: false };
+  let windowLeftOpen = false;
+  if (plan.closesWorkspace) {
+    const closed = await closeRetiredWindow(deps, plan.report);
+    windowLeftOpen = !closed.closed;
+  }
+  try {
+    await rmdir(directory);
+  } catch (error) {
+    if (errorCode(error) === "ENOENT") return { ok: true, windowLeftOpen };
+    if (errorCode(error) === "ENOTEMPTY" || errorCode(error) === "EEXIST") return { ok: false, message: changed };
+    return {
+      ok: false,
+      message: `Could not remove the empty directory ${directory}: ${errorClause(error)}; handoff ${id} was not removed.`,
+    };
+  }
+  return { ok: true, windowLeftOpen };
 }
 
 /** Deletes the branch when the plan says so (git re-checks its tip and merge); what happened, for the record. */

@@ -73,6 +73,11 @@ export const WorktreeFactSchema = z.discriminatedUnion("code", [
   bare("missing"),
   /** The directory is gone but git still lists it: `git worktree prune` would drop the entry. */
   bare("prunable"),
+  /**
+   * The directory exists, empty, and git does not list it: the handoff claimed it for a checkout
+   * git never made (it was killed in between). Removing it loses nothing.
+   */
+  bare("claimed"),
   /** The directory exists but is not git's worktree of the handoff's branch any more. */
   z.strictObject({ code: z.literal("orphaned"), reason: z.string() }),
 ]);

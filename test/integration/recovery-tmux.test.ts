@@ -6,7 +6,7 @@
  * ladder every backend shares is test/support/recovery-ladder.ts; what is tmux's own is here.
  */
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SessionLease } from "../../src/launch/lease.ts";
@@ -249,6 +249,52 @@ describe("relaunch on tmux", () => {
     const forced = await removeHandoff(blind, manifest.id, { force: true, deleteBranch: false });
     expect(forced.code, forced.message).toBe("removed");
     expect(existsSync(manifest.worktree.path)).toBe(false);
+  });
+
+  it("gives back an empty directory claimed for a checkout git never made, closing the window opened in it", async () => {
+    // What a kill between addWorktree's claim (mkdir) and git's checkout leaves: the handoff's
+    // window open in an empty directory git does not list (decision 0020).
+    const manifest = runningManifest(await rig.handoff("feat/claimed"));
+    const { id: windowId, paneId } = tmuxLocation(manifest);
+    await killAndWait(manifest.child.pid ?? 0);
+    rig.repo.run(["worktree", "remove", "--force", manifest.worktree.path]);
+    mkdirSync(manifest.worktree.path);
+    // A plain shell there (the window's own command would start the launcher again).
+    await rig.tmux.tmux(["respawn-pane", "-k", "-c", manifest.worktree.path, "-t", paneId, "exec sh"]);
+    await waitFor(
+      async () =>
+        (await rig.tmux.tmux(["display-message", "-p", "-t", paneId, "#{pane_current_path}"])).trim() ===
+        manifest.worktree.path,
+      { description: "the pane's shell in the claimed directory" },
+    );
+    const report = await ladder.judge(rig.recoveryDeps(), manifest.id);
+    expect(report.worktree).toEqual({ code: "claimed" });
+    expect(report.status).toEqual({ code: "worktree_missing" });
+
+    // A file put there between the plan and the act is someone's: looked at again right before
+    // acting, the removal stops before closing anything.
+    const note = join(manifest.worktree.path, "notes.txt");
+    const stopped = await removeHandoff(rig.recoveryDeps(), manifest.id, { force: true, deleteBranch: false }, () => {
+      writeFileSync(note, "mine\n");
+    });
+    expect(stopped).toMatchObject({
+      code: "failed",
+      message: `The directory ${manifest.worktree.path} is no longer empty; handoff ${manifest.id} was not removed.`,
+    });
+    expect(readFileSync(note, "utf8")).toBe("mine\n");
+    expect(await windowIds()).toContain(windowId);
+    expect((await rig.read(manifest.id)).state).toBe("running");
+    rmSync(note);
+
+    const removal = await removeHandoff(rig.recoveryDeps(), manifest.id, { force: false, deleteBranch: false });
+    expect(removal.code, removal.message).toBe("removed");
+    expect(removal.code === "removed" ? describeRemovalPlan(removal.plan, "will")[0] : "").toBe(
+      `The empty directory ${manifest.worktree.path}, claimed for a checkout git never made, will be removed and its window closed.`,
+    );
+    expect(removal.message).toContain(`removed the empty directory ${manifest.worktree.path}`);
+    expect(existsSync(manifest.worktree.path)).toBe(false);
+    expect(await windowIds()).not.toContain(windowId);
+    expect((await rig.read(manifest.id)).state).toBe("removed");
   });
 
   it("refuses a locked worktree before closing its window, even with --force: window, checkout and record stay", async () => {

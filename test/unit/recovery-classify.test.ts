@@ -307,6 +307,39 @@ describe("classify", () => {
     expect(v.actions).toEqual(["focus", "remove"]);
   });
 
+  it("an empty directory git does not list is the claim of a checkout never made: no checkout, not an orphan", () => {
+    // Killed between addWorktree's mkdir and git's checkout, its window already open in that directory.
+    const killed = manifest("provisioning", (m) => {
+      m.child = {};
+    });
+    const claim = {
+      worktreeDirectoryExists: true,
+      worktreeDirectoryEmpty: true,
+      registration: { code: "not_listed" as const },
+      changes: { dirtyFiles: [], untrackedFiles: [] },
+      branch: { code: "gone" as const },
+      childSessionExists: false,
+      ownerAlive: false,
+    };
+    expect(verdict(facts(killed, claim))).toMatchObject({
+      status: { code: "unfinished", step: "worktree", inProgress: false },
+      worktree: { code: "claimed" },
+      // Not prunable while its window is open: remove closes it and gives the directory back.
+      actions: ["focus", "remove"],
+    });
+    // A directory with anything in it is someone's, whatever git says: left alone.
+    expect(verdict(facts(killed, { ...claim, worktreeDirectoryEmpty: false }))).toMatchObject({
+      status: { code: "orphaned_checkout", reason: "git does not list it as a worktree of the repository" },
+      worktree: { code: "orphaned", reason: "git does not list it as a worktree of the repository" },
+    });
+    // Later in its life an emptied, unlisted directory is a missing worktree, not a claim to keep.
+    const { ownerAlive: _, ...claimOfARunningHandoff } = claim;
+    expect(verdict(facts(manifest("running"), claimOfARunningHandoff))).toMatchObject({
+      status: { code: "worktree_missing" },
+      worktree: { code: "claimed" },
+    });
+  });
+
   it("names the step of a failure and of an unconfirmed launch", () => {
     const failed = manifest("failed", (m) => {
       m.error = { step: "launch", message: "The shell did not become ready.", at: CREATED.toISOString() };
