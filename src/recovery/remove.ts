@@ -19,7 +19,9 @@
  *   branch is never deleted, even with `force`, so no commit is ever lost through a removal.
  * - The worktree goes through the backend (`RecoverableMultiplexer.removeWorktree`: the window is
  *   closed, then git removes the checkout); a directory git does not know as the handoff's worktree
- *   is left in place, since nothing says what it holds.
+ *   is left in place, since nothing says what it holds, except an empty one (the claim of a
+ *   checkout git never made): its window is closed as above and it is removed only while still
+ *   empty (`rmdir`, which fails on anything put there since).
  * - The manifest becomes `removed` with the git state captured just before; it is kept as a record.
  * - `prune` only does what loses nothing, and only to what this package made: it drops git's entry
  *   of a handoff's vanished worktree (never `git worktree prune`, which would drop every vanished
