@@ -34,10 +34,10 @@ export async function isDirectory(path: string): Promise<boolean> {
   }
 }
 
-/** Whether `path` is a directory with nothing in it (false when it cannot be read). */
+/** Whether `path` itself (not a link to one) is a directory with nothing in it (false when it cannot be read). */
 export async function isEmptyDirectory(path: string): Promise<boolean> {
   try {
-    return (await readdir(path)).length === 0;
+    return (await lstat(path)).isDirectory() && (await readdir(path)).length === 0;
   } catch {
     return false;
   }

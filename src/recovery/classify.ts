@@ -396,6 +396,8 @@ export function isInProgress(report: HandoffReport): boolean {
  */
 export function isPrunable(report: HandoffReport): boolean {
   const { status, branchState } = report;
+  // Retiring deletes no file, so it would leave a claim's empty directory for good: remove gives it back.
+  if (report.worktree.code === "claimed") return false;
   if (status.code === "worktree_missing" || status.code === "prunable") {
     return branchState.code === "gone" || (branchState.code === "present" && branchState.unmerged.total === 0);
   }

@@ -38,11 +38,11 @@
  *   (remove, or prune) sweeps its own handoff's, and deletes its launch files (launch/retire.ts).
  */
 import { deleteLaunchFiles } from "../launch/retire.ts";
-import { readlink, rmdir } from "node:fs/promises";
+import { lstat, readlink, rmdir } from "node:fs/promises";
 import path from "node:path";
 import type { CommitSummary, MergedBy, WorktreeAdminEntry } from "../git/types.ts";
 import type { Manifest } from "../manifest/schema.ts";
-import { errorCode, isDirectory, isEmptyDirectory, sameContent } from "../fs/probe.ts";
+import { errorCode, isEmptyDirectory, sameContent, unlessMissing } from "../fs/probe.ts";
 import { isActionBusy, type ManifestStore, type StoreLeftover } from "../manifest/store.ts";
 import { hasWorkspace, type GatherDeps } from "./gather.ts";
 import { isInProgress, isPrunable } from "./classify.ts";
@@ -555,7 +555,7 @@ async function removeLocked(
     );
   if (plan.worktree === "remove") done.push(`deleted worktree ${plan.manifest.worktree.path}`);
   if (plan.worktree === "unregister") done.push(`dropped git's entry for ${plan.manifest.worktree.path}`);
-  if (plan.worktree === "release_claim") done.push(`removed the empty directory ${plan.manifest.worktree.path}`);
+  done.push(...(worktree.said ?? []));
   if (worktree.windowLeftOpen) done.push("left its window open (it no longer shows the worktree)");
   const branch = await settleBranch(deps, plan);
   if (branch !== undefined) done.push(branch);
@@ -587,13 +587,11 @@ function checkoutNeedsForce({ lostFiles, report, entry }: RemovalPlan): boolean 
   );
 }
 
+/** What the worktree step did: whether a window it should have closed stays open, and what else to say (the claim's release). */
+type CheckoutStep = { ok: true; windowLeftOpen: boolean; said?: string[] } | { ok: false; message: string };
+
 /** The worktree step of the plan: through the backend when there is a window, else git alone. */
-async function removeCheckout(
-  deps: RemovalDeps,
-  id: string,
-  plan: RemovalPlan,
-  force: boolean,
-): Promise<{ ok: true; windowLeftOpen: boolean } | { ok: false; message: string }> {
+async function removeCheckout(deps: RemovalDeps, id: string, plan: RemovalPlan, force: boolean): Promise<CheckoutStep> {
   if (plan.worktree === "release_claim") return releaseClaim(deps, id, plan);
   if (plan.worktree !== "remove" && plan.worktree !== "unregister") return { ok: true, windowLeftOpen: false };
   const { manifest } = plan;
@@ -625,35 +623,32 @@ async function removeCheckout(
 }
 
 /**
- * Gives back the directory a killed handoff claimed for a checkout git never made: its window
- * closed while it still shows that directory, then the directory removed only while it is still
- * empty (rmdir), so a file put there since is never lost.
+ * Gives back the directory a killed handoff claimed for a checkout git never made: looked at again
+ * (still a real, empty directory), its window closed while it still shows that directory, then the
+ * directory removed with `rmdir`, which fails on anything put there since, so nothing is lost.
  */
-async function releaseClaim(
-  deps: RemovalDeps,
-  id: string,
-  plan: RemovalPlan,
-): Promise<{ ok: true; windowLeftOpen: boolean } | { ok: false; message: string }> {
+async function releaseClaim(deps: RemovalDeps, id: string, plan: RemovalPlan): Promise<CheckoutStep> {
   const directory = plan.manifest.worktree.path;
-  const changed = `The directory ${directory} is no longer empty; handoff ${id} was not removed.`;
-  if (!(await isEmptyDirectory(directory)))
-    return (await isDirectory(directory)) ? { ok: false, message: changed } : { ok: true, windowLeftOpen: false };
-  let windowLeftOpen = false;
+  const changed = `The directory ${directory} is no longer an empty directory; handoff ${id} was not removed.`;
+  const gone = !(await unlessMissing(() => lstat(directory)).catch(() => true));
+  if (!gone && !(await isEmptyDirectory(directory))) return { ok: false, message: changed };
+  const said: string[] = [];
   if (plan.closesWorkspace) {
     const closed = await closeRetiredWindow(deps, plan.report);
-    windowLeftOpen = !closed.closed;
+    if (closed.note !== undefined) said.push(closed.note);
   }
+  if (gone) return { ok: true, windowLeftOpen: false, said };
   try {
     await rmdir(directory);
   } catch (error) {
-    if (errorCode(error) === "ENOENT") return { ok: true, windowLeftOpen };
+    if (errorCode(error) === "ENOENT") return { ok: true, windowLeftOpen: false, said };
     if (errorCode(error) === "ENOTEMPTY" || errorCode(error) === "EEXIST") return { ok: false, message: changed };
     return {
       ok: false,
       message: `Could not remove the empty directory ${directory}: ${errorClause(error)}; handoff ${id} was not removed.`,
     };
   }
-  return { ok: true, windowLeftOpen };
+  return { ok: true, windowLeftOpen: false, said: [`removed the empty directory ${directory}`, ...said] };
 }
 
 /** Deletes the branch when the plan says so (git re-checks its tip and merge); what happened, for the record. */

@@ -5,7 +5,7 @@
  * deleted), and judged by the shared inventory; relaunch refusing and succeeding for real. The
  * ladder every backend shares is test/support/recovery-ladder.ts; what is tmux's own is here.
  */
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -267,9 +267,32 @@ describe("relaunch on tmux", () => {
         manifest.worktree.path,
       { description: "the pane's shell in the claimed directory" },
     );
+    // The manifest as the kill leaves it: still provisioning, the window only named (its intent),
+    // the process that ran the handoff dead.
+    const windowLabel = (await rig.tmux.tmux(["display-message", "-p", "-t", paneId, "#{window_name}"])).trim();
+    const deadOwner = spawnSync("true").pid;
+    // Written as the killed process left it (the store only appends to a history).
+    const killedAtClaim: Manifest = {
+      ...manifest,
+      state: "provisioning",
+      history: [{ state: "provisioning", at: manifest.createdAt }],
+      child: {},
+      mux: { kind: "tmux", socketPath: rig.tmux.socketPath, sessionId: rig.tmux.sessionId },
+      intent: { windowLabel },
+      owner: { pid: deadOwner },
+    };
+    writeFileSync(rig.store.pathFor(manifest.id), `${JSON.stringify(killedAtClaim, null, 2)}\n`);
     const report = await ladder.judge(rig.recoveryDeps(), manifest.id);
     expect(report.worktree).toEqual({ code: "claimed" });
-    expect(report.status).toEqual({ code: "worktree_missing" });
+    expect(report.status).toEqual({
+      code: "unfinished",
+      step: "worktree",
+      inProgress: false,
+      owner: { pid: deadOwner, alive: false },
+    });
+    expect(report.unrecorded).toEqual(["window"]);
+    expect(report.mux).toMatchObject({ windowId, paneId });
+    expect(report.actions).not.toContain("prune");
 
     // A file put there between the plan and the act is someone's: looked at again right before
     // acting, the removal stops before closing anything.
@@ -279,11 +302,11 @@ describe("relaunch on tmux", () => {
     });
     expect(stopped).toMatchObject({
       code: "failed",
-      message: `The directory ${manifest.worktree.path} is no longer empty; handoff ${manifest.id} was not removed.`,
+      message: `The directory ${manifest.worktree.path} is no longer an empty directory; handoff ${manifest.id} was not removed.`,
     });
     expect(readFileSync(note, "utf8")).toBe("mine\n");
     expect(await windowIds()).toContain(windowId);
-    expect((await rig.read(manifest.id)).state).toBe("running");
+    expect((await rig.read(manifest.id)).state).toBe("provisioning");
     rmSync(note);
 
     const removal = await removeHandoff(rig.recoveryDeps(), manifest.id, { force: false, deleteBranch: false });

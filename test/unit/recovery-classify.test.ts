@@ -324,7 +324,7 @@ describe("classify", () => {
     expect(verdict(facts(killed, claim))).toMatchObject({
       status: { code: "unfinished", step: "worktree", inProgress: false },
       worktree: { code: "claimed" },
-      // Not prunable while its window is open: remove closes it and gives the directory back.
+      // Remove closes the window and gives the directory back; prune, which deletes no file, is not offered.
       actions: ["focus", "remove"],
     });
     // A directory with anything in it is someone's, whatever git says: left alone.
@@ -337,6 +337,23 @@ describe("classify", () => {
     expect(verdict(facts(manifest("running"), claimOfARunningHandoff))).toMatchObject({
       status: { code: "worktree_missing" },
       worktree: { code: "claimed" },
+      actions: ["focus", "remove"],
+    });
+    // Where a missing worktree would be pruned (merged branch, window closed), a claim is not:
+    // retiring it would leave its directory for good.
+    const retirable = { ...claimOfARunningHandoff, branch: merged, workspace: { code: "closed" as const } };
+    expect(
+      verdict(
+        facts(manifest("running"), { ...retirable, worktreeDirectoryEmpty: false, worktreeDirectoryExists: false }),
+      ),
+    ).toMatchObject({
+      status: { code: "worktree_missing" },
+      actions: ["remove", "prune"],
+    });
+    expect(verdict(facts(manifest("running"), retirable))).toMatchObject({
+      status: { code: "worktree_missing" },
+      worktree: { code: "claimed" },
+      actions: ["remove"],
     });
   });
 
