@@ -308,7 +308,7 @@ function describeWorktree(handoff: HandoffReport): string {
     case "prunable":
       return "missing; git still lists it";
     case "claimed":
-      return "never checked out (an empty directory the handoff claimed)";
+      return "never checked out: an empty directory the handoff claimed";
     case "orphaned":
       return `orphaned: ${handoff.worktree.reason}`;
   }

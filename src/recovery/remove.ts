@@ -181,22 +181,22 @@ function removalRefusal(report: HandoffReport, id: string): Extract<PlanOutcome,
   return undefined;
 }
 
+/** The worktree step for each fact about the checkout (report-schema.ts `WorktreeFact`). */
+const WORKTREE_STEP: Readonly<Record<HandoffReport["worktree"]["code"], RemovalPlan["worktree"]>> = {
+  present: "remove",
+  prunable: "unregister",
+  claimed: "release_claim",
+  missing: "already_gone",
+  orphaned: "leave_orphaned",
+};
+
 async function removalPlanOf(
   deps: RemovalDeps,
   manifest: Manifest,
   report: HandoffReport,
   options: RemoveOptions,
 ): Promise<RemovalPlan> {
-  const worktree: RemovalPlan["worktree"] =
-    report.worktree.code === "present"
-      ? "remove"
-      : report.worktree.code === "prunable"
-        ? "unregister"
-        : report.worktree.code === "claimed"
-          ? "release_claim"
-          : report.worktree.code === "missing"
-            ? "already_gone"
-            : "leave_orphaned";
+  const worktree = WORKTREE_STEP[report.worktree.code];
   const unread: string[] = [];
   const lostFiles =
     worktree === "remove" && report.changes !== undefined
@@ -630,14 +630,16 @@ async function removeCheckout(deps: RemovalDeps, id: string, plan: RemovalPlan, 
 async function releaseClaim(deps: RemovalDeps, id: string, plan: RemovalPlan): Promise<CheckoutStep> {
   const directory = plan.manifest.worktree.path;
   const changed = `The directory ${directory} is no longer an empty directory; handoff ${id} was not removed.`;
-  const gone = !(await unlessMissing(() => lstat(directory)).catch(() => true));
-  if (!gone && !(await isEmptyDirectory(directory))) return { ok: false, message: changed };
+  const empty = await isEmptyDirectory(directory);
+  // Not empty and still there (something in it, or a link or file in its place): no longer the claim.
+  if (!empty && (await unlessMissing(() => lstat(directory)).catch(() => true))) return { ok: false, message: changed };
   const said: string[] = [];
   if (plan.closesWorkspace) {
     const closed = await closeRetiredWindow(deps, plan.report);
     if (closed.note !== undefined) said.push(closed.note);
   }
-  if (gone) return { ok: true, windowLeftOpen: false, said };
+  // Gone since the plan: nothing left to give back.
+  if (!empty) return { ok: true, windowLeftOpen: false, said };
   try {
     await rmdir(directory);
   } catch (error) {

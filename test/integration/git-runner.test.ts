@@ -123,68 +123,65 @@ describe("carrying a patch larger than the bound", () => {
 });
 
 describe("runGitInEach", () => {
-  it("ends when git has answered, not when a process git left running lets go of the batch's other pipes", async () => {
+  interface FakeGit {
+    dir: string;
+    run(checkouts: string[], parallel: number): Promise<({ exitCode: number; stdout: string } | undefined)[]>;
+  }
+
+  /** A temp dir whose `bin/git` is `script` (sh), the batch run with it first on PATH; what each directory answered. */
+  function withFakeGit(script: (dir: string) => string, test: (fake: FakeGit) => Promise<void>): Promise<void> {
+    const dir = mkdtempSync(join(tmpdir(), "phw-git-each-"));
+    const bin = join(dir, "bin");
+    mkdirSync(bin);
+    writeFileSync(join(bin, "git"), `#!/bin/sh\n${script(dir)}`, { mode: 0o755 });
+    const run = async (checkouts: string[], parallel: number) =>
+      (
+        await runGitInEach(checkouts, ["status"], {
+          timeoutMs: 20_000,
+          env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ""}` },
+          parallel,
+        })
+      ).map((each) => each && { exitCode: each.exitCode, stdout: each.stdout.toString() });
+    return test({ dir, run }).finally(() => rmSync(dir, { recursive: true, force: true }));
+  }
+
+  it("ends when git has answered, not when a process git left running lets go of the batch's other pipes", () =>
     // A git that starts a lasting process of its own (as git status starts an fsmonitor daemon) with
     // its standard streams closed, as git does, but every other descriptor it inherited still open.
-    const dir = mkdtempSync(join(tmpdir(), "phw-git-each-"));
-    try {
-      const bin = join(dir, "bin");
-      mkdirSync(bin);
-      const pids = join(dir, "pids");
-      writeFileSync(
-        join(bin, "git"),
-        `#!/bin/sh\nsleep 30 </dev/null >/dev/null 2>&1 &\necho $! >> '${pids}'\nprintf 'answer from %s' "$PWD"\n`,
-        { mode: 0o755 },
-      );
-      const checkouts = ["a", "b", "c"].map((name) => {
-        mkdirSync(join(dir, name));
-        return join(dir, name);
-      });
-      const runs = await runGitInEach(checkouts, ["status"], {
-        timeoutMs: 20_000,
-        env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ""}` },
-        parallel: 3,
-      });
-      expect(runs.map((run) => run && { exitCode: run.exitCode, stdout: run.stdout.toString() })).toEqual(
-        checkouts.map((path) => ({ exitCode: 0, stdout: `answer from ${path}` })),
-      );
-      // Answered while every lasting process still runs: the batch did not wait for them.
-      const started = readFileSync(pids, "utf8").trim().split("\n").map(Number);
-      expect(started).toHaveLength(3);
-      expect(started.every((pid) => isProcessAlive(pid))).toBe(true);
-      for (const pid of started) process.kill(pid, "SIGKILL");
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    withFakeGit(
+      (dir) =>
+        `sleep 30 </dev/null >/dev/null 2>&1 &\necho $! >> '${join(dir, "pids")}'\nprintf 'answer from %s' "$PWD"\n`,
+      async ({ dir, run }) => {
+        const pids = join(dir, "pids");
+        const checkouts = ["a", "b", "c"].map((name) => {
+          mkdirSync(join(dir, name));
+          return join(dir, name);
+        });
+        expect(await run(checkouts, 3)).toEqual(
+          checkouts.map((path) => ({ exitCode: 0, stdout: `answer from ${path}` })),
+        );
+        // Answered while every lasting process still runs: the batch did not wait for them.
+        const started = readFileSync(pids, "utf8").trim().split("\n").map(Number);
+        expect(started).toHaveLength(3);
+        expect(started.every((pid) => isProcessAlive(pid))).toBe(true);
+        for (const pid of started) process.kill(pid, "SIGKILL");
+      },
+    ));
 
-  it("answers a directory that is gone, or is a file, without starting git there, and still asks the others", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "phw-git-each-"));
-    try {
-      const bin = join(dir, "bin");
-      mkdirSync(bin);
-      const calls = join(dir, "calls");
-      writeFileSync(join(bin, "git"), `#!/bin/sh\necho "$PWD" >> '${calls}'\nprintf 'answer from %s' "$PWD"\n`, {
-        mode: 0o755,
-      });
-      const present = join(dir, "present");
-      mkdirSync(present);
-      const file = join(dir, "a-file");
-      writeFileSync(file, "not a directory\n");
-      const gone = join(dir, "gone");
-      const runs = await runGitInEach([gone, present, file], ["status"], {
-        timeoutMs: 20_000,
-        env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ""}` },
-        parallel: 1,
-      });
-      expect(runs.map((run) => run && { exitCode: run.exitCode, stdout: run.stdout.toString() })).toEqual([
-        { exitCode: 128, stdout: "" },
-        { exitCode: 0, stdout: `answer from ${present}` },
-        { exitCode: 128, stdout: "" },
-      ]);
-      expect(readFileSync(calls, "utf8")).toBe(`${present}\n`);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+  it("answers a directory that is gone, or is a file, without starting git there, and still asks the others", () =>
+    withFakeGit(
+      (dir) => `echo "$PWD" >> '${join(dir, "calls")}'\nprintf 'answer from %s' "$PWD"\n`,
+      async ({ dir, run }) => {
+        const present = join(dir, "present");
+        mkdirSync(present);
+        const file = join(dir, "a-file");
+        writeFileSync(file, "not a directory\n");
+        expect(await run([join(dir, "gone"), present, file], 1)).toEqual([
+          { exitCode: 128, stdout: "" },
+          { exitCode: 0, stdout: `answer from ${present}` },
+          { exitCode: 128, stdout: "" },
+        ]);
+        expect(readFileSync(join(dir, "calls"), "utf8")).toBe(`${present}\n`);
+      },
+    ));
 });

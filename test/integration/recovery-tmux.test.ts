@@ -13,6 +13,7 @@ import type { SessionLease } from "../../src/launch/lease.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { muxForLocation } from "../../src/mux/registry.ts";
 import { relaunchHandoff } from "../../src/recovery/relaunch.ts";
+import { formatReport } from "../../src/recovery/format.ts";
 import { describeRemovalPlan, removeHandoff } from "../../src/recovery/remove.ts";
 import { NODE_BIN } from "../support/pi.ts";
 import * as ladder from "../support/recovery-ladder.ts";
@@ -284,6 +285,9 @@ describe("relaunch on tmux", () => {
     writeFileSync(rig.store.pathFor(manifest.id), `${JSON.stringify(killedAtClaim, null, 2)}\n`);
     const report = await ladder.judge(rig.recoveryDeps(), manifest.id);
     expect(report.worktree).toEqual({ code: "claimed" });
+    expect(formatReport(report)).toContain(
+      `worktree:      ${manifest.worktree.path} (never checked out: an empty directory the handoff claimed)`,
+    );
     expect(report.status).toEqual({
       code: "unfinished",
       step: "worktree",
