@@ -4,24 +4,26 @@
  * smudge filter, as git-lfs is, writes the files).
  *
  * Invariants:
- * - Taking a backup changes nothing a person can see: each existing file at a path is hard-linked
- *   (copied where links cannot be made) into a directory inside the checkout's git dir, a symlink's
- *   target is noted; git replaces files by unlink and create, never in place, so the link keeps the
- *   old bytes.
+ * - Taking a backup changes nothing a person or git can see: each existing file at a path is
+ *   copied (a copy-on-write clone where the file system offers one) into a directory inside the
+ *   checkout's git dir, a symlink's target is noted. Never a hard link: linking changes the file's
+ *   ctime, which git's index compares, so every backed-up path would then read as modified to the
+ *   plumbing (`read-tree -m -u` refuses with "not uptodate") and to the user's next `git status`.
  * - `restore` touches only the given paths: a file that differs from its backup (or is gone) gets
- *   its backup back by rename; a path that held nothing before and holds a file now (one the
+ *   its backup back by rename (a file git re-made with the same bytes and mode is left as it is); a path that held nothing before and holds a file now (one the
  *   stopped command made) is unlinked, with the directories it alone needed. It says how many paths
  *   it put back and which it could not.
  * - The backup directory is this module's own (`<git dir>/pi-handoff-backup-<tag>`), emptied before
  *   use and removed by `discard`.
  */
-import { copyFile, link, lstat, mkdir, readlink, rename, rm, rmdir, symlink, unlink } from "node:fs/promises";
+import { type BigIntStats, constants } from "node:fs";
+import { copyFile, lstat, readFile, mkdir, readlink, rename, rm, rmdir, symlink, unlink } from "node:fs/promises";
 import path from "node:path";
 import { errorCode } from "../fs/probe.ts";
 
 type Saved =
   | { kind: "absent"; missingDirs: string[] }
-  | { kind: "file"; ino: number; dev: number; backup: string }
+  | { kind: "file"; stamp: string; mode: number; size: number; backup: string }
   | { kind: "symlink"; target: string }
   | { kind: "other" };
 
@@ -51,23 +53,21 @@ export class CheckoutBackup {
     let index = 0;
     for (const relative of paths) {
       const full = path.join(checkout, relative);
-      const stat = await lstat(full).catch((error: unknown) => {
-        if (errorCode(error) === "ENOENT" || errorCode(error) === "ENOTDIR") return undefined;
-        throw error;
-      });
+      const stat = await lstatIfThere(full);
       if (stat === undefined) {
         backup.saved.set(relative, { kind: "absent", missingDirs: await missingDirectories(checkout, relative) });
       } else if (stat.isSymbolicLink()) {
         backup.saved.set(relative, { kind: "symlink", target: await readlink(full) });
       } else if (stat.isFile()) {
         const kept = path.join(dir, String((index += 1)));
-        try {
-          await link(full, kept);
-        } catch {
-          await copyFile(full, kept);
-        }
-        // The original's inode is what git replaces when it writes the path (also when `kept` is a copy).
-        backup.saved.set(relative, { kind: "file", ino: stat.ino, dev: stat.dev, backup: kept });
+        await copyFile(full, kept, constants.COPYFILE_FICLONE);
+        backup.saved.set(relative, {
+          kind: "file",
+          stamp: stampOf(stat),
+          mode: Number(stat.mode),
+          size: Number(stat.size),
+          backup: kept,
+        });
       } else {
         backup.saved.set(relative, { kind: "other" });
       }
@@ -81,10 +81,7 @@ export class CheckoutBackup {
     for (const [relative, saved] of this.saved) {
       const full = path.join(this.checkout, relative);
       try {
-        const now = await lstat(full).catch((error: unknown) => {
-          if (errorCode(error) === "ENOENT" || errorCode(error) === "ENOTDIR") return undefined;
-          throw error;
-        });
+        const now = await lstatIfThere(full);
         switch (saved.kind) {
           case "absent":
             if (now === undefined) break;
@@ -94,7 +91,7 @@ export class CheckoutBackup {
             result.restored.push(relative);
             break;
           case "file":
-            if (now !== undefined && now.isFile() && now.ino === saved.ino && now.dev === saved.dev) break;
+            if (now !== undefined && now.isFile() && (await holdsTheSame(full, now, saved))) break;
             if (now?.isDirectory() === true) throw new Error("a directory is there now");
             await mkdir(path.dirname(full), { recursive: true });
             await rename(saved.backup, full);
@@ -123,6 +120,29 @@ export class CheckoutBackup {
   async discard(): Promise<void> {
     await rm(this.dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Whether the file at `full` is still what was backed up. Its stat stamp first (inode, ctime, size:
+ * any write, rename or link moves the ctime); a file the stamp cannot vouch for (git made a new one,
+ * which may even reuse the freed inode) is compared byte for byte with the backup, with its mode.
+ */
+async function holdsTheSame(full: string, now: BigIntStats, saved: Extract<Saved, { kind: "file" }>): Promise<boolean> {
+  if (stampOf(now) === saved.stamp) return true;
+  if (Number(now.size) !== saved.size || Number(now.mode) !== saved.mode) return false;
+  const [current, kept] = await Promise.all([readFile(full), readFile(saved.backup)]);
+  return current.equals(kept);
+}
+
+function stampOf(stat: BigIntStats): string {
+  return `${stat.dev}:${stat.ino}:${stat.ctimeNs}:${stat.mtimeNs}:${stat.size}:${stat.mode}`;
+}
+
+async function lstatIfThere(full: string): Promise<BigIntStats | undefined> {
+  return lstat(full, { bigint: true }).catch((error: unknown) => {
+    if (errorCode(error) === "ENOENT" || errorCode(error) === "ENOTDIR") return undefined;
+    throw error;
+  });
 }
 
 /** The directories on the way to `relative` that do not exist yet, deepest first. */

@@ -350,12 +350,17 @@ export class LandGit {
   /**
    * Brings a checkout whose index is still `from`'s tree to `to`'s (`git read-tree -m -u`); the
    * reason it could not, or undefined when it did. Changes nothing when the index is not `from`'s.
+   * The index's stat data is refreshed first, as git's porcelain does before it checks the work tree:
+   * plumbing compares stat data alone, so a file merely touched, re-written with the same bytes or
+   * linked since git last looked would read as a local change and stop the move.
    */
   async followBranch(checkout: string, move: { from: string; to: string }): Promise<string | undefined> {
     assertSha(move.from);
     assertSha(move.to);
     let read: GitOutcome;
     try {
+      const refreshed = await this.run(checkout, ["update-index", "-q", "--refresh"]);
+      if (refreshed.exitCode !== 0) return gitFailure(["update-index"], refreshed).message;
       read = await this.run(checkout, ["read-tree", "-m", "-u", move.from, move.to]);
     } catch (error) {
       return error instanceof Error ? error.message : String(error);

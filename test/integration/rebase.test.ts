@@ -5,7 +5,7 @@
  * the old or the new tip, `inspect` says which, and the next rebase settles it (finishing a
  * worktree left behind) and tells the child once.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { HandoffNoteStore } from "../../src/manifest/handoff-notes.ts";
@@ -76,6 +76,29 @@ describe("pi-handoff rebase", () => {
       `  rebase:        rebased 2 commits onto main at ${r.main.slice(0, 12)}, ${r.childB.slice(0, 12)} -> ${tip.slice(0, 12)}\n`,
     );
     expect(await notesOf(r)).toHaveLength(1);
+  });
+
+  it("follows a target that changed a file the worktree holds, whose index stat data git wrote long before (an ordinary moving base)", async () => {
+    const r = (rig = await createLandRig());
+    // An existing file, checked out in the worktree and then left alone for a while, as a user's are:
+    // its index entry is not "racy" (older than the index file), so git trusts its stat data alone.
+    r.repo.commitFile("shared.txt", "one\n", "add shared");
+    r.repo.run(["merge", "--quiet", "--ff-only", "main"], { cwd: r.worktree });
+    const childA = r.commitInWorktree("a.txt", "a\n", "add a");
+    const main = r.repo.commitFile("shared.txt", "two\n", "main changes shared");
+    const past = new Date(Date.now() - 3_600_000);
+    for (const file of ["README.md", "shared.txt", "a.txt"]) utimesSync(join(r.worktree, file), past, past);
+    r.repo.run(["update-index", "-q", "--refresh"], { cwd: r.worktree });
+    const outcome = await rebaseHandoff(createRebaseDeps(r.env), r.id, { dryRun: false });
+    expect(outcome, outcome.message).toMatchObject({ ok: true, code: "rebased" });
+    const tip = tipOf(r);
+    expect(parentOf(r, tip)).toBe(main);
+    expect(r.repo.run(["log", "-1", "--format=%B", tip]).trim()).toBe(
+      r.repo.run(["log", "-1", "--format=%B", childA]).trim(),
+    );
+    expect(readFileSync(join(r.worktree, "shared.txt"), "utf8")).toBe("two\n");
+    expect(readFileSync(join(r.worktree, "a.txt"), "utf8")).toBe("a\n");
+    expect(r.repo.run(["status", "--porcelain", "--untracked-files=all"], { cwd: r.worktree })).toBe("");
   });
 
   it("rebases only what was shown: a branch or target that moved after the dry run is refused, changing nothing", async () => {
