@@ -11,7 +11,7 @@
  * - Bounded: at most `RELAUNCH_ALL_CONCURRENCY` relaunches at once.
  * - One line per handoff considered, in the inventory's order, whatever order they finished in.
  * - Handoffs with nothing to start a Pi on (no worktree, no child session) and landed ones are not
- *   relaunched; they are counted in one note, never as failures.
+ *   relaunched; they are counted in one note, each kind named as it is, never as failures.
  * - Never focuses: several windows open at once, and none should take the terminal from the user.
  */
 import { mapLimit } from "../concurrency.ts";
@@ -43,14 +43,16 @@ export interface RelaunchAllLine {
 export interface RelaunchAllResult {
   scope: RelaunchAllScope;
   lines: RelaunchAllLine[];
-  /** Handoffs not relaunched because there is nothing to start a Pi on, or their work was landed. */
+  /** Handoffs not relaunched because there is nothing to start a Pi on (no worktree or no session). */
   skipped: number;
+  /** Handoffs not relaunched because their work was landed. */
+  landed: number;
   /** Every handoff considered restored or already running. */
   ok: boolean;
 }
 
 /** What `relaunch --all` does with a handoff the inventory reports. */
-export type RelaunchAllDecision = "already_running" | "relaunch" | "skip";
+export type RelaunchAllDecision = "already_running" | "relaunch" | "skip" | "landed";
 
 /**
  * Pure: a live writer is already running; a worktree and a child session are something to start a
@@ -61,7 +63,7 @@ export function relaunchAllDecision(report: HandoffReport): RelaunchAllDecision 
   if (report.status.code === "child_running") return "already_running";
   if (report.worktree.code !== "present" || !report.childSessionExists || report.childSessionFile === undefined)
     return "skip";
-  if (report.child?.state === "landed") return "skip";
+  if (report.child?.state === "landed") return "landed";
   return "relaunch";
 }
 
@@ -87,10 +89,12 @@ export async function relaunchAll(
     ...(scope.repoCommonDir === undefined ? {} : { repoCommonDir: scope.repoCommonDir }),
   });
   let skipped = 0;
+  let landed = 0;
   const considered: Array<{ report: HandoffReport; decision: "already_running" | "relaunch" }> = [];
   for (const report of inventory.handoffs) {
     const decision = relaunchAllDecision(report);
     if (decision === "skip") skipped += 1;
+    else if (decision === "landed") landed += 1;
     else considered.push({ report, decision });
   }
   // Progress of many launches at once would interleave: each handoff says how it ended, once.
@@ -120,6 +124,7 @@ export async function relaunchAll(
     scope,
     lines,
     skipped,
+    landed,
     ok: lines.every((line) => line.code === "restored" || line.code === "already_running"),
   };
 }
@@ -157,13 +162,23 @@ const WORDS: Readonly<Record<RelaunchAllCode, string>> = {
 
 /** The report: one line per handoff, then one summary line (or one line alone when nothing was to do). */
 export function formatRelaunchAll(result: RelaunchAllResult): string[] {
-  const { lines, scope, skipped } = result;
+  const { lines, scope, skipped, landed } = result;
+  const left = [
+    ...(landed > 0 ? [counted(landed, "landed handoff")] : []),
+    ...(skipped > 0
+      ? [`${counted(skipped, landed > 0 ? "handoff" : "other handoff")} with no worktree or session to start a Pi on,`]
+      : []),
+  ];
   const note =
-    skipped > 0
-      ? ` (${counted(skipped, "other handoff")} with no worktree or session to start a Pi on, or landed, left alone; pi-handoff list shows ${skipped === 1 ? "it" : "them"})`
+    left.length > 0
+      ? ` (${left.join(" and ")} left alone; pi-handoff list shows ${landed + skipped === 1 ? "it" : "them"})`
       : "";
   if (lines.length === 0)
-    return [`Nothing to relaunch: no handoff of ${scope.name} has a worktree and a session to start a Pi on${note}.`];
+    return [
+      landed > 0
+        ? `Nothing to relaunch: no handoff of ${scope.name} waits for a Pi${note}.`
+        : `Nothing to relaunch: no handoff of ${scope.name} has a worktree and a session to start a Pi on${note}.`,
+    ];
   if (lines.every((line) => line.code === "already_running"))
     return [
       `Nothing to relaunch: ${lines.length === 1 ? "the one handoff" : `all ${lines.length} handoffs`} of ${scope.name} already run${lines.length === 1 ? "s" : ""} a Pi on ${lines.length === 1 ? "its session" : "their sessions"}${note}.`,

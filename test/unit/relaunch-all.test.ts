@@ -132,10 +132,11 @@ describe("relaunch --all: which handoffs, and which are offered back", () => {
 });
 
 describe("relaunch --all: the report", () => {
-  const result = (lines: RelaunchAllResult["lines"], skipped = 0): RelaunchAllResult => ({
+  const result = (lines: RelaunchAllResult["lines"], skipped = 0, landed = 0): RelaunchAllResult => ({
     scope: { name: "/r", repoCommonDir: "/r/.git" },
     lines,
     skipped,
+    landed,
     ok: lines.every((line) => line.code === "restored" || line.code === "already_running"),
   });
 
@@ -160,7 +161,7 @@ describe("relaunch --all: the report", () => {
       "restored         a (i1): Pi pid 11 runs on its session in tmux window @1 (pane %1).",
       "already running  b (i2): Pi pid 12 has its session.",
       "refused          c (i3): Handoff i3 is busy.",
-      "3 handoffs of /r: 1 restored, 1 already running, 1 refused (1 other handoff with no worktree or session to start a Pi on, or landed, left alone; pi-handoff list shows it).",
+      "3 handoffs of /r: 1 restored, 1 already running, 1 refused (1 other handoff with no worktree or session to start a Pi on, left alone; pi-handoff list shows it).",
     ]);
   });
 
@@ -173,7 +174,20 @@ describe("relaunch --all: the report", () => {
       "Nothing to relaunch: the one handoff of /r already runs a Pi on its session.",
     ]);
     expect(formatRelaunchAll(result([], 2))).toEqual([
-      "Nothing to relaunch: no handoff of /r has a worktree and a session to start a Pi on (2 other handoffs with no worktree or session to start a Pi on, or landed, left alone; pi-handoff list shows them).",
+      "Nothing to relaunch: no handoff of /r has a worktree and a session to start a Pi on (2 other handoffs with no worktree or session to start a Pi on, left alone; pi-handoff list shows them).",
+    ]);
+  });
+
+  it("calls landed handoffs landed, not handoffs with no worktree or session", () => {
+    const restored = { id: "i1", branch: "a", code: "restored", message: "Pi pid 11 runs." } as const;
+    expect(formatRelaunchAll(result([restored], 0, 2)).at(-1)).toBe(
+      "1 handoff of /r: 1 restored (2 landed handoffs left alone; pi-handoff list shows them).",
+    );
+    expect(formatRelaunchAll(result([restored], 1, 1)).at(-1)).toBe(
+      "1 handoff of /r: 1 restored (1 landed handoff and 1 handoff with no worktree or session to start a Pi on, left alone; pi-handoff list shows them).",
+    );
+    expect(formatRelaunchAll(result([], 0, 1))).toEqual([
+      "Nothing to relaunch: no handoff of /r waits for a Pi (1 landed handoff left alone; pi-handoff list shows it).",
     ]);
   });
 });
