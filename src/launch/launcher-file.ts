@@ -28,6 +28,9 @@
  *   ran" (lost input) from "ran": only then is typing again considered.
  * - Input typed behind the launch line (a retyped line that was only late, not lost) is drained
  *   before Pi starts, so it never lands in Pi's editor.
+ * - When the postCreate prelude fails, it says how to run it again and start Pi: the line typed
+ *   above, or (as the window's command, where nothing was typed) that line printed in full. A warm
+ *   process it ends on purpose is never reported by the shell ("Terminated").
  * - As the window's command, it waits for the launch step's go-ahead while the handoff's process
  *   lives (bounded), and whatever happens then leaves the user's shell in the pane. Run by hand
  *   (typed), it needs only the params, so a launch that failed can still be started by hand.
@@ -115,9 +118,11 @@ export interface LauncherScriptInput {
 /**
  * The launcher. `sh <launcher>` (typed) ends by exec'ing Pi. `sh <launcher> window <argv...>`
  * (the window's command) runs Pi as its child and then execs `<argv...>`, the user's shell.
+ * `byHand` is the line that runs it by hand (`typedLauncherLine`), printed in full where the pane
+ * has none above it to run again (a window that ran the launcher as its command).
  * Long because it is one shell template, kept whole so it reads top to bottom as the script it writes.
  */
-export function launcherScript(input: LauncherScriptInput): string {
+export function launcherScript(input: LauncherScriptInput & { byHand: string }): string {
   const { files } = input;
   const ticks = Math.max(1, Math.ceil(input.paramsWaitMs / NAP_MS));
   return [
@@ -131,6 +136,7 @@ export function launcherScript(input: LauncherScriptInput): string {
     `refused=${shellQuote(files.refused)}`,
     `owner_pid=${input.ownerPid}`,
     `wait_ticks=${ticks}`,
+    `by_hand=${shellQuote(input.byHand)}`,
     "mode=typed",
     "warm_pid=",
     'if [ "${1:-}" = window ]; then mode=window; shift; fi',
@@ -178,7 +184,14 @@ export function launcherScript(input: LauncherScriptInput): string {
     '    stty "$saved_tty" 2>/dev/null',
     "  fi",
     '  if ! cd "$launch_cwd"; then release; say "Cannot enter $launch_cwd, so Pi was not started."; return 1; fi',
-    "  if ! launch_prelude; then release; return 1; fi",
+    // The postCreate runner said what failed; what to run once it is fixed depends on whether a
+    // line was typed here (it is above) or the window ran the launcher as its command (none is).
+    "  if ! launch_prelude; then",
+    "    release",
+    '    if [ "$mode" = window ]; then say "To run the postCreate commands again and then start Pi, type: $by_hand";',
+    '    else say "To run the postCreate commands again and then start Pi, run the line above again: $by_hand"; fi',
+    "    return 1",
+    "  fi",
     '  if [ "$mode" = window ]; then',
     "    warm_or_cold_pi",
     "    status=$?",
@@ -222,7 +235,8 @@ function warmFunctions(files: LauncherFiles, warm: WarmStart | undefined): strin
     "  warm_pid=",
     "  return $warm_status",
     "}",
-    'warm_stop() { if [ -n "$warm_pid" ]; then kill "$warm_pid" 2>/dev/null; warm_wait; fi; return 0; }',
+    // Killed here on purpose: the shell's report of it ("Terminated", on a terminal) is not news.
+    'warm_stop() { if [ -n "$warm_pid" ]; then kill "$warm_pid" 2>/dev/null; warm_wait 2>/dev/null; fi; return 0; }',
     "warm_or_cold_pi() {",
     '  if [ -n "$warm_pid" ] && [ "${launch_warm:-}" = 1 ] && printf \'%s\\n\' "$launch_token" > "$warm_go.$$.tmp" && mv -f "$warm_go.$$.tmp" "$warm_go"; then',
     "    warm_wait; warm_status=$?",
@@ -281,7 +295,8 @@ export function newLaunchToken(): string {
 }
 
 export async function writeLauncher(input: LauncherScriptInput): Promise<void> {
-  await writeFileAtomic(input.files.script, launcherScript(input));
+  const byHand = await typedLauncherLine(input.files, input.handoffId);
+  await writeFileAtomic(input.files.script, launcherScript({ ...input, byHand }));
 }
 
 /** The params, and with a warm start the spec first: the go follows the params, so both are there. */

@@ -1,11 +1,12 @@
 /**
  * `postCreate` commands: run visibly in the new pane, in the worktree, before the child Pi starts.
  *
- * The typed line becomes `cd <worktree> && /bin/sh <runner> <command>... && env ... pi ...`: the
- * commands are on the line the pane shows, the runner echoes each before it runs it, and Pi starts
- * only when every command succeeded (`&&`). The runner (a fixed script written per handoff beside
- * its manifest) records how the commands ended in a status file, `<exit status> <command number>`,
- * which the parent waits for: a failure is recorded as a failed launch with that exit status.
+ * The launcher (launcher-file.ts) runs `/bin/sh <runner> <command>...` in the worktree as its
+ * prelude, and Pi only when every command succeeded. The runner (a fixed script written per handoff
+ * beside its manifest) echoes each command before it runs it and records how they ended in a status
+ * file, `<exit status> <command number>`, which the parent waits for: a failure is recorded as a
+ * failed launch with that exit status. The runner says what failed; the launcher then says how to
+ * run them again (it knows whether a line was typed in the pane).
  *
  * Invariants:
  * - Every word of the typed line is quoted by `shellQuote` (launch-command.ts); the commands
@@ -82,7 +83,7 @@ export function runnerScript(input: RunnerInput): string {
     "  status=$?",
     '  if [ "$status" -ne 0 ]; then',
     '    record "$status" "$index"',
-    '    printf \'[postCreate %s/%s] failed with exit status %s; Pi was not started. Fix it, then run the line above again.\\n\' "$index" "$total" "$status"',
+    '    printf \'[postCreate %s/%s] failed with exit status %s; Pi was not started.\\n\' "$index" "$total" "$status"',
     '    exit "$status"',
     "  fi",
     "done",

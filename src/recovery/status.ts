@@ -1,6 +1,6 @@
 /**
  * A handoff child's state as its parent shows it: starting, working, waiting for input,
- * compacting, idle, exited, landed or removed, and since when. A pure decision over facts gathered
+ * compacting, idle, exited, never started, landed or removed, and since when. A pure decision over facts gathered
  * elsewhere (the manifest, the child's own published state, whether a live Pi writes its session,
  * the tail of its session file, Herdr's agent status).
  *
@@ -10,7 +10,8 @@
  *   (launch/child-state.ts) while the Pi that said it lives: it is the state, with its own time;
  *   the tail and Herdr are read only for a live child without one (an older version). Then, for
  *   no live Pi: `starting` while a launch runs, `landed` while the branch is still at the commit
- *   that was landed, else `exited`.
+ *   that was landed, `not_started` for a failed handoff whose postCreate commands failed (its Pi
+ *   was never started, and none acknowledged since), else `exited`.
  * - A live busy child (working, waiting, compacting, starting) beats `landed`; an idle one does not.
  * - Liveness comes from the process facts (or the lease); neither the session tail nor a published
  *   state alone ever makes a child look alive.
@@ -32,6 +33,7 @@ export const CHILD_STATES = [
   "compacting",
   "idle",
   "exited",
+  "not_started",
   "landed",
   "removed",
 ] as const;
@@ -45,6 +47,7 @@ export const CHILD_STATE_LABELS: Readonly<Record<ChildState, string>> = {
   compacting: "compacting",
   idle: "idle",
   exited: "exited",
+  not_started: "never started",
   landed: "landed",
   removed: "removed",
 };
@@ -78,7 +81,7 @@ export interface PublishedActivity {
 }
 
 export interface ChildStatusFacts {
-  manifest: Pick<Manifest, "state" | "history" | "child" | "landings">;
+  manifest: Pick<Manifest, "state" | "history" | "child" | "landings" | "setup">;
   /** Whether a live Pi writes the child's session (process facts or the lease); undefined when not known. */
   live: boolean | undefined;
   /** The live child's own word; when set, the tail and Herdr are not consulted. */
@@ -209,6 +212,8 @@ export function decideChildStatus(facts: ChildStatusFacts): ChildStatus {
       basis: "its Pi runs and has not taken a turn",
     };
   }
+  const stopped = stoppedBeforePi(manifest);
+  if (stopped !== undefined) return stopped;
   if (facts.ended !== undefined) {
     return {
       state: "exited",
@@ -222,6 +227,19 @@ export function decideChildStatus(facts: ChildStatusFacts): ChildStatus {
     state: "exited",
     ...(lastSign === undefined ? {} : { since: lastSign }),
     basis: facts.live === false ? "no Pi runs on its session" : "no live Pi is known on its session",
+  };
+}
+
+/** A failed handoff whose postCreate commands failed: its Pi never started (and none acknowledged since). */
+function stoppedBeforePi(manifest: ChildStatusFacts["manifest"]): ChildStatus | undefined {
+  const hooks = manifest.setup?.postCreate;
+  if (manifest.state !== "failed" || manifest.child.ackAt !== undefined) return undefined;
+  if (hooks?.exitStatus === undefined || hooks.exitStatus === 0) return undefined;
+  const which = hooks.failedCommand === undefined ? "" : ` ${hooks.failedCommand} of ${hooks.commands.length}`;
+  // No time: there is no Pi whose state began then ("never started 14s" would read as an age).
+  return {
+    state: "not_started",
+    basis: `its postCreate command${which} failed with exit status ${hooks.exitStatus}, so its Pi was not started`,
   };
 }
 

@@ -32,7 +32,8 @@ import {
   runPiPrint,
   type PiSandbox,
 } from "../support/pi.ts";
-import { startPrivateTmux, type PrivateTmux } from "../support/tmux.ts";
+import { startPrivateTmux, waitFor, type PrivateTmux } from "../support/tmux.ts";
+import { PI_HANDOFF_BIN } from "../support/reliability.ts";
 
 const sha256 = (data: Buffer | string) => createHash("sha256").update(data).digest("hex");
 
@@ -235,6 +236,35 @@ describe("/handoff-worktree worktree setup with the real Pi", () => {
       git: new SimpleGitPort({ env: repo.env }),
     }).probe(manifest.mux);
     expect(probe.ok && findChildProcess(probe.processes, manifest)).toBeFalsy();
+    // The pane says what failed and, as nothing was typed there (the window runs the launcher), the
+    // whole line that runs the commands again and starts Pi; then the user's shell, and nothing else
+    // (no "Terminated" from the warm Pi the launcher ended).
+    if (manifest.mux.kind !== "tmux") throw new Error("expected tmux");
+    const pane = manifest.mux.paneId ?? "";
+    const lines = async () =>
+      (await tmux.tmux(["capture-pane", "-p", "-J", "-t", pane])).split("\n").filter((line) => line.trim() !== "");
+    await waitFor(async () => ((await lines()).length >= 5 ? true : undefined), {
+      timeoutMs: 10_000,
+      description: "the user's shell in the failed child's pane",
+    });
+    const screen = await lines();
+    expect(screen.slice(0, -1)).toEqual([
+      `[pi-handoff] Preparing handoff ${manifest.id}; its Pi starts here in a moment.`,
+      "[postCreate 1/1] exit 4",
+      "[postCreate 1/1] failed with exit status 4; Pi was not started.",
+      `[pi-handoff] To run the postCreate commands again and then start Pi, type: ${manifest.child.command}`,
+    ]);
+    expect(screen.at(-1)).toMatch(/^bash-[\d.]+[#$] $/);
+    // inspect says its Pi never started (not that it exited), and why.
+    const inspected = spawnSync(NODE_BIN, [PI_HANDOFF_BIN, "inspect", manifest.id], {
+      cwd: repo.root,
+      env: tmuxEnv,
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    expect(inspected.stdout.split("\n").filter((line) => line.trimStart().startsWith("child:"))).toEqual([
+      "  child:         never started (its postCreate command 1 of 1 failed with exit status 4, so its Pi was not started)",
+    ]);
     // The child session holds only the fork: no Pi ever opened it.
     expect(
       readEntries(manifest.child.sessionFile ?? "").some(

@@ -92,6 +92,26 @@ describe("turnActivity", () => {
 });
 
 describe("decideChildStatus", () => {
+  it("a handoff whose postCreate command failed: its Pi never started (no time), until one acknowledges", () => {
+    const hooks = { commands: ["true", "exit 4"], statusFile: "/s", exitStatus: 4, failedCommand: 2 };
+    const failed = { state: "failed" as const, history: [{ state: "provisioning" as const, at: T0 }], child: {} };
+    expect(
+      decideChildStatus({ manifest: { ...failed, setup: { postCreate: hooks } }, live: false, sessionMtime: T1 }),
+    ).toEqual({
+      state: "not_started",
+      basis: "its postCreate command 2 of 2 failed with exit status 4, so its Pi was not started",
+    });
+    // Another failure, or a Pi that acknowledged (started by hand after the fix): as before.
+    expect(decideChildStatus({ manifest: failed, live: false, sessionMtime: T1 }).state).toBe("exited");
+    expect(
+      decideChildStatus({
+        manifest: { ...failed, child: { ackAt: T1 }, setup: { postCreate: hooks } },
+        live: false,
+        sessionMtime: T1,
+      }).state,
+    ).toBe("exited");
+  });
+
   it("removed wins over everything, with the time of the removal", () => {
     const removed = manifest({
       state: "removed",

@@ -327,8 +327,16 @@ const hold = process.env.HOLD; if (hold) { const t = setInterval(() => { if (!fs
     expect(existsSync(recordTo)).toBe(started);
     expect(run.status).toBe(started ? 0 : 1);
     expect((await readPostCreateStatus(hooks.statusFile))?.exitStatus).toBe(started ? 0 : 1);
-    // A failure releases the lock, so the user can run the line again once it is fixed.
-    if (!started) expect(existsSync(files.lock)).toBe(false);
+    // A failure releases the lock, so the user can run the line again once it is fixed; typed (as on
+    // Herdr), that line is the one above, and the pane says so with the line itself.
+    if (!started) {
+      expect(existsSync(files.lock)).toBe(false);
+      expect(String(run.stdout).split("\n").slice(-3)).toEqual([
+        "[postCreate 2/2] failed with exit status 1; Pi was not started.",
+        `[pi-handoff] To run the postCreate commands again and then start Pi, run the line above again: ${await typedLauncherLine(files, ID)}`,
+        "",
+      ]);
+    }
   });
 
   it("gives postCreate and Pi the handoff's ports and variables byte for byte, whatever the values hold", async () => {
