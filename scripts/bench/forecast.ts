@@ -112,7 +112,10 @@ export async function measureForecast(options: {
       const forecast = await forecastHandoffs(deps, manifests, cache);
       forecastMs.push(performance.now() - started);
       conflicts = forecast.entries.reduce(
-        (sum, entry) => sum + entry.conflicts.length + entry.siblings.filter((s) => s.conflicts.length > 0).length,
+        (sum, entry) =>
+          entry.code !== "to-land"
+            ? sum
+            : sum + entry.conflicts.length + entry.siblings.filter((s) => s.conflicts.length > 0).length,
         0,
       );
       started = performance.now();

@@ -7,6 +7,8 @@
  * - Objects only: no ref, index or file changes; the merged tree (or the conflicted one) is an
  *   unreferenced object.
  * - Commits are full SHAs (never a name that could read as an option).
+ * - A merge with its base given (`MergePair.base`) may merge trees (git 2.45+); without one, git
+ *   finds the base from the commits' history, so `ours` and `theirs` are commits.
  */
 import { summarizeGitStderr } from "./git.ts";
 import type { GitRun } from "./runner.ts";
@@ -14,6 +16,16 @@ import type { GitRun } from "./runner.ts";
 export type MergeTreeResult = { clean: true; tree: string } | { clean: false; tree: string; conflicts: string[] };
 
 /** Runs one git command in `repo` (the caller's runner: its deadline and environment). */
+/**
+ * One merge: `theirs` into `ours`. With `base`, that is the merge base (git does not look for
+ * one), and all three may be trees.
+ */
+export interface MergePair {
+  ours: string;
+  theirs: string;
+  base?: string;
+}
+
 export type GitRunner = (args: readonly string[], input?: string) => Promise<GitRun>;
 
 const FULL_SHA = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
@@ -33,11 +45,15 @@ function failure(command: string, run: GitRun): Error {
   );
 }
 
-/** The merge of `theirs` into `ours`: the tree, and the conflicting paths when it does not merge cleanly. */
-export async function mergeTree(git: GitRunner, ours: string, theirs: string): Promise<MergeTreeResult> {
+/**
+ * The merge of `theirs` into `ours` (from `base` where given): the tree, and the conflicting paths
+ * when it does not merge cleanly.
+ */
+export async function mergeTree(git: GitRunner, ours: string, theirs: string, base?: string): Promise<MergeTreeResult> {
   assertSha(ours);
   assertSha(theirs);
-  const run = await git([...ARGS, ours, theirs]);
+  if (base !== undefined) assertSha(base);
+  const run = await git([...ARGS, ...(base === undefined ? [] : [`--merge-base=${base}`]), ours, theirs]);
   // Exit 1 with a tree means conflicts; anything else non-zero is a failure to merge at all.
   const fields = run.stdout.toString("utf8").split("\0");
   const tree = fields[0] ?? "";
@@ -50,20 +66,20 @@ export async function mergeTree(git: GitRunner, ours: string, theirs: string): P
  * Many merges in one git process (`git merge-tree --stdin`, git 2.40+), in the order given; falls
  * back to one process each on an older git.
  */
-export async function mergeTrees(
-  git: GitRunner,
-  pairs: readonly { ours: string; theirs: string }[],
-): Promise<MergeTreeResult[]> {
+export async function mergeTrees(git: GitRunner, pairs: readonly MergePair[]): Promise<MergeTreeResult[]> {
   if (pairs.length === 0) return [];
   for (const pair of pairs) {
     assertSha(pair.ours);
     assertSha(pair.theirs);
+    if (pair.base !== undefined) assertSha(pair.base);
   }
-  const input = pairs.map((pair) => `${pair.ours} ${pair.theirs}\n`).join("");
+  const input = pairs
+    .map((pair) => `${pair.base === undefined ? "" : `${pair.base} -- `}${pair.ours} ${pair.theirs}\n`)
+    .join("");
   const run = await git([...ARGS, "--stdin"], input);
   if (run.exitCode !== 0 && /unknown option|usage: git merge-tree/i.test(run.stderr)) {
     const results: MergeTreeResult[] = [];
-    for (const pair of pairs) results.push(await mergeTree(git, pair.ours, pair.theirs));
+    for (const pair of pairs) results.push(await mergeTree(git, pair.ours, pair.theirs, pair.base));
     return results;
   }
   if (run.exitCode !== 0) throw failure("git merge-tree --stdin", run);

@@ -1,30 +1,40 @@
 /**
  * The conflict forecast (`pi-handoff forecast`, the list's column, the parent's widget mark): for
- * every live handoff, the files that would conflict landing it into its target now, and between
- * it and each sibling (same repository, same target), and how far the target moved past it.
+ * every live handoff, whether it has anything to land (`to-land`, `nothing-to-land`, `landed`) and,
+ * for those that do, the files that would conflict landing it into its target now, and between it
+ * and each sibling that has something to land too (same repository, same target); and how far the
+ * target moved past it.
  *
  * Invariants:
- * - Objects only: every merge is `git merge-tree --write-tree` (git/merge-tree.ts), all of one
- *   repository's merges in one git process; nothing else is written, no ref, index or file.
- * - Bounded: per repository one listing of branch tips, one ahead-behind count per target, one
- *   merge-tree process; a `ForecastCache` answers again without git while no tip moved.
- * - Only merges whose answer is not known without git are asked, each pair of commits once: two
- *   equal tips, or a tip the target already holds (ahead 0), merge cleanly by definition. So a
- *   crowd of handoffs still at one commit costs nothing, where their pairs would be quadratic.
+ * - Only a handoff's own commits meet a conflict: one with no commits the target lacks (none since
+ *   it started, or all landed) is never merged nor a party to a sibling's clash, and "landed" is
+ *   gather.ts `mergedOf`, the rule every command uses. Siblings are merged as each would land: each
+ *   merged into the target first, then the two results from the target's tip (an explicit merge
+ *   base), so a sibling that started later does not carry the target's own changes into the pair.
+ * - Objects only: every merge is `git merge-tree --write-tree` (git/merge-tree.ts); nothing else is
+ *   written, no ref, index or file.
+ * - Bounded: per repository one listing of branch tips, one ahead-behind count per target, and two
+ *   merge-tree processes (into the targets, then between siblings); the merged rule's own checks
+ *   only for a handoff whose target moved past commits it lacks; a `ForecastCache` answers again
+ *   without git while no tip moved.
+ * - Only merges whose answer is not known without git are asked, each pair once: a tip the target
+ *   already holds is not merged, and two siblings whose merges into the target are one tree merge
+ *   cleanly. So a crowd of handoffs still at one commit costs nothing, where their pairs would be quadratic.
  * - Reads manifests only through the store; a handoff it cannot forecast (no target branch, a git
  *   failure) is left out with one sentence in `problems`, never guessed at.
  */
-import type { MergeTreeResult } from "../git/merge-tree.ts";
+import type { MergePair, MergeTreeResult } from "../git/merge-tree.ts";
 import type { RecoveryGitPort } from "../git/types.ts";
 import type { Manifest } from "../manifest/schema.ts";
 import { errorSentence } from "../errors.ts";
 import { counted } from "../text.ts";
+import { mergedOf } from "./gather.ts";
 import { defaultTarget } from "./land.ts";
-import type { ForecastEntry } from "./report-schema.ts";
+import type { ForecastEntry, MergedFact } from "./report-schema.ts";
 
 export interface ForecastDeps {
   git: RecoveryGitPort;
-  landGit: { mergeTrees(repo: string, pairs: readonly { ours: string; theirs: string }[]): Promise<MergeTreeResult[]> };
+  landGit: { mergeTrees(repo: string, pairs: readonly MergePair[]): Promise<MergeTreeResult[]> };
 }
 
 export interface Forecast {
@@ -37,9 +47,13 @@ interface Live {
   tip: string;
   target: string;
   targetTip: string;
+  behind: number;
   /** Commits of the tip that the target lacks, where git counted them. */
   ahead?: number;
 }
+
+/** Whether a handoff has commits of its own to land. */
+type Standing = { code: "to-land" } | { code: "nothing-to-land" } | { code: "landed"; rule: MergedFact["rule"] };
 
 /** The forecast for these handoffs (removed ones and ones whose branch is gone are not live: left out). */
 export async function forecastHandoffs(
@@ -87,7 +101,7 @@ async function forecastRepo(
       );
       continue;
     }
-    live.push({ manifest, tip, target, targetTip });
+    live.push({ manifest, tip, target, targetTip, behind: 0 });
   }
   const key = live
     .map((handoff) => `${handoff.manifest.id}:${handoff.tip}:${handoff.target}:${handoff.targetTip}`)
@@ -96,7 +110,6 @@ async function forecastRepo(
   if (known !== undefined) return known;
 
   // How far each target moved past its handoffs (and they past it): one count per target.
-  const behind = new Map<string, number>();
   for (const target of new Set(live.map((handoff) => handoff.target))) {
     const group = live.filter((handoff) => handoff.target === target);
     const counts = await deps.git.aheadBehindCounts(
@@ -106,34 +119,58 @@ async function forecastRepo(
     );
     for (const handoff of group) {
       const count = counts.get(handoff.manifest.branch);
-      behind.set(handoff.manifest.id, count?.behind ?? 0);
+      handoff.behind = count?.behind ?? 0;
       // Counted for the tip listed above only: a branch that moved between the two calls is asked.
       if (count?.ahead !== undefined && count.commit === handoff.tip) handoff.ahead = count.ahead;
     }
   }
-  // Every merge of this repository in one git process: each handoff into its target, then each pair of siblings.
-  const merges = new MergeQuestions();
-  const intoTarget = live.map((handoff) =>
-    // A tip the target holds already merges into it as it is.
-    handoff.ahead === 0 ? undefined : merges.ask(handoff.targetTip, handoff.tip),
+  const standings = await Promise.all(live.map((handoff) => standingOf(deps.git, handoff)));
+  const toLand = live.filter((_, index) => standings[index]?.code === "to-land");
+
+  // Each handoff with something to land merged into its target: one git process.
+  const intoTarget = new MergeQuestions();
+  const ownQuestion = new Map(
+    toLand.map((handoff) => [handoff, intoTarget.ask({ ours: handoff.targetTip, theirs: handoff.tip })]),
   );
-  const siblingPairs: { left: Live; right: Live; question: number | undefined }[] = [];
-  for (let a = 0; a < live.length; a += 1) {
-    for (let b = a + 1; b < live.length; b += 1) {
-      const left = live[a];
-      const right = live[b];
-      if (left === undefined || right === undefined || left.target !== right.target) continue;
-      siblingPairs.push({ left, right, question: merges.ask(left.tip, right.tip) });
-    }
-  }
-  const merged = merges.pairs.length === 0 ? [] : await deps.landGit.mergeTrees(repo, merges.pairs);
-  const conflictsOf = (question: number | undefined): string[] => {
-    const result: MergeTreeResult | undefined = question === undefined ? undefined : merged[question];
+  const intoTargetResults = await intoTarget.answer(deps, repo);
+  const conflictsOf = (results: readonly MergeTreeResult[], question: number | undefined): string[] => {
+    const result = question === undefined ? undefined : results[question];
     return result === undefined || result.clean ? [] : [...result.conflicts].sort();
   };
-  const siblings = new Map<string, ForecastEntry["siblings"]>();
-  siblingPairs.forEach(({ left, right, question }) => {
-    const conflicts = conflictsOf(question);
+  const ownTree = (handoff: Live): string | undefined => {
+    const question = ownQuestion.get(handoff);
+    return question === undefined ? undefined : intoTargetResults[question]?.tree;
+  };
+
+  // Each pair of siblings, as each would land: their merges into the target, from the target's tip.
+  const between = new MergeQuestions();
+  const siblingPairs: { left: Live; right: Live; question: number | undefined }[] = [];
+  for (let a = 0; a < toLand.length; a += 1) {
+    for (let b = a + 1; b < toLand.length; b += 1) {
+      const left = toLand[a];
+      const right = toLand[b];
+      if (left === undefined || right === undefined || left.target !== right.target) continue;
+      const ours = ownTree(left);
+      const theirs = ownTree(right);
+      if (ours === undefined || theirs === undefined) continue;
+      siblingPairs.push({ left, right, question: between.ask({ base: left.targetTip, ours, theirs }) });
+    }
+  }
+  let betweenResults: MergeTreeResult[] = [];
+  let complete = true;
+  try {
+    betweenResults = await between.answer(deps, repo);
+  } catch (error) {
+    // An older git cannot merge two trees from a given base: each handoff's own forecast still stands.
+    complete = false;
+    siblingPairs.length = 0;
+    problems.push(
+      `Sibling clashes in ${repo} are not forecast (merging siblings' own changes needs git 2.45 or newer): ${errorSentence(error)}`,
+    );
+  }
+  const siblings = new Map<string, { id: string; branch: string; conflicts: string[] }[]>();
+  for (const { left, right, question } of siblingPairs) {
+    const conflicts = conflictsOf(betweenResults, question);
     for (const [one, other] of [
       [left, right],
       [right, left],
@@ -142,34 +179,74 @@ async function forecastRepo(
       list.push({ id: other.manifest.id, branch: other.manifest.branch, conflicts });
       siblings.set(one.manifest.id, list);
     }
+  }
+  const entries = live.map((handoff, index): ForecastEntry => {
+    const standing = standings[index] ?? { code: "to-land" };
+    const common = {
+      id: handoff.manifest.id,
+      branch: handoff.manifest.branch,
+      target: handoff.target,
+      behind: handoff.behind,
+    };
+    switch (standing.code) {
+      case "nothing-to-land":
+        return { code: "nothing-to-land", ...common };
+      case "landed":
+        return { code: "landed", ...common, rule: standing.rule };
+      case "to-land":
+        return {
+          code: "to-land",
+          ...common,
+          conflicts: conflictsOf(intoTargetResults, ownQuestion.get(handoff)),
+          siblings: siblings.get(handoff.manifest.id) ?? [],
+        };
+    }
   });
-  const entries = live.map((handoff, index) => ({
-    id: handoff.manifest.id,
-    branch: handoff.manifest.branch,
-    target: handoff.target,
-    behind: behind.get(handoff.manifest.id) ?? 0,
-    conflicts: conflictsOf(intoTarget[index]),
-    siblings: siblings.get(handoff.manifest.id) ?? [],
-  }));
-  cache?.set(repo, key, entries);
+  if (complete) cache?.set(repo, key, entries);
   return entries;
 }
 
-/** The merges one forecast asks git, each pair of commits once; two equal commits are not asked (clean). */
+/**
+ * Whether the handoff has commits of its own to land: none since it started, or none its target
+ * lacks, is nothing to land; commits since it started that are all in the target (by gather.ts's
+ * merged rule) are landed.
+ */
+async function standingOf(git: RecoveryGitPort, handoff: Live): Promise<Standing> {
+  const { manifest, tip, targetTip } = handoff;
+  const root = manifest.repo.root;
+  if (tip === manifest.base.sha) return { code: "nothing-to-land" };
+  if (handoff.ahead === 0) {
+    // All in the target: landed when it made commits since it started, else it never had any.
+    return (await git.isAncestor(root, manifest.base.sha, tip))
+      ? { code: "landed", rule: "ancestry" }
+      : { code: "nothing-to-land" };
+  }
+  const unmerged = handoff.ahead ?? (await git.commitsNotIn(root, tip, [targetTip], { limit: 0 })).total;
+  if (unmerged === 0) return standingOf(git, { ...handoff, ahead: 0 });
+  const merged = await mergedOf(git, manifest, tip, targetTip, unmerged, handoff.behind);
+  return merged === undefined ? { code: "to-land" } : { code: "landed", rule: merged.rule };
+}
+
+/** The merges one git process is asked, each once; two equal sides are not asked (clean by definition). */
 class MergeQuestions {
-  readonly pairs: { ours: string; theirs: string }[] = [];
+  readonly pairs: MergePair[] = [];
   private readonly asked = new Map<string, number>();
 
-  /** The index of the merge of `theirs` into `ours` in `pairs`, undefined where it needs no asking. */
-  ask(ours: string, theirs: string): number | undefined {
-    if (ours === theirs) return undefined;
-    const key = `${ours} ${theirs}`;
+  /** The index of this merge in `pairs`, undefined where it needs no asking. */
+  ask(pair: MergePair): number | undefined {
+    if (pair.ours === pair.theirs) return undefined;
+    const key = `${pair.base ?? ""} ${pair.ours} ${pair.theirs}`;
     let index = this.asked.get(key);
     if (index === undefined) {
-      index = this.pairs.push({ ours, theirs }) - 1;
+      index = this.pairs.push(pair) - 1;
       this.asked.set(key, index);
     }
     return index;
+  }
+
+  /** The answers, in the order asked: one git process, none when nothing was asked. */
+  answer(deps: ForecastDeps, repo: string): Promise<MergeTreeResult[]> {
+    return this.pairs.length === 0 ? Promise.resolve([]) : deps.landGit.mergeTrees(repo, this.pairs);
   }
 }
 
@@ -187,18 +264,24 @@ export class ForecastCache {
   }
 }
 
-/** The short mark of one handoff's forecast (`behind 3, conflicts 2, with feat/b`), empty when nothing is to say. */
+/**
+ * The short mark of one handoff's forecast (`behind 3, conflicts 2, clashes with feat/b`; `landed`;
+ * `nothing to land`), empty when nothing is to say.
+ */
 export function forecastMark(entry: ForecastEntry | undefined): string {
   if (entry === undefined) return "";
+  // Landed: how far the target moved past it says nothing more (its own landing moved it).
+  if (entry.code === "landed") return "landed";
   const parts: string[] = [];
   if (entry.behind > 0) parts.push(`behind ${entry.behind}`);
+  if (entry.code === "nothing-to-land") return [...parts, "nothing to land"].join(", ");
   if (entry.conflicts.length > 0) parts.push(`conflicts ${entry.conflicts.length}`);
   const clashing = entry.siblings.filter((sibling) => sibling.conflicts.length > 0).map((sibling) => sibling.branch);
   if (clashing.length > 0) parts.push(`clashes with ${clashing.join(", ")}`);
   return parts.join(", ");
 }
 
-/** `pi-handoff forecast`'s text: one line per handoff, then the conflicting paths. */
+/** `pi-handoff forecast`'s text: one line per handoff, then what landing it would meet. */
 export function formatForecast(forecast: Forecast): string {
   if (forecast.entries.length === 0) return "No live handoffs to forecast.";
   const lines: string[] = [];
@@ -208,17 +291,35 @@ export function formatForecast(forecast: Forecast): string {
         ? `${entry.target} has moved ${counted(entry.behind, "commit")} past it`
         : `${entry.target} has not moved past it`;
     lines.push(`${entry.branch} (${entry.id}) into ${entry.target}: ${moved}`);
-    lines.push(
-      entry.conflicts.length === 0
-        ? `  lands cleanly into ${entry.target}`
-        : `  would conflict with ${entry.target} in ${entry.conflicts.join(", ")}`,
-    );
-    for (const sibling of entry.siblings)
-      lines.push(
-        sibling.conflicts.length === 0
-          ? `  merges cleanly with ${sibling.branch} (${sibling.id})`
-          : `  would conflict with ${sibling.branch} (${sibling.id}) in ${sibling.conflicts.join(", ")}`,
-      );
+    switch (entry.code) {
+      case "nothing-to-land":
+        lines.push("  nothing to land: it has no commits of its own");
+        break;
+      case "landed":
+        lines.push(`  already landed: its commits are in ${entry.target} (${LANDED_RULE_WORDS[entry.rule]})`);
+        break;
+      case "to-land":
+        lines.push(
+          entry.conflicts.length === 0
+            ? `  lands cleanly into ${entry.target}`
+            : `  would conflict with ${entry.target} in ${entry.conflicts.join(", ")}`,
+        );
+        for (const sibling of entry.siblings)
+          lines.push(
+            sibling.conflicts.length === 0
+              ? `  merges cleanly with ${sibling.branch} (${sibling.id})`
+              : `  would conflict with ${sibling.branch} (${sibling.id}) in ${sibling.conflicts.join(", ")}`,
+          );
+        break;
+    }
   }
   return lines.join("\n");
 }
+
+/** How the merged rule found it landed, in a word or two. */
+const LANDED_RULE_WORDS: Readonly<Record<MergedFact["rule"], string>> = {
+  ancestry: "merged",
+  landing: "by pi-handoff land",
+  patch: "rebased",
+  tree: "squashed",
+};

@@ -358,14 +358,28 @@ export type InspectReport = z.infer<typeof InspectReportSchema>;
  * many commits that target has that the branch lacks, the files that would conflict landing it now,
  * and, for each sibling (same repository, same target), the files that would conflict between them.
  */
-export const ForecastEntrySchema = z.strictObject({
+const forecastHandoff = {
   id: z.string(),
   branch: z.string(),
   target: z.string(),
   behind: z.number().int().nonnegative(),
-  conflicts: z.array(z.string()),
-  siblings: z.array(z.strictObject({ id: z.string(), branch: z.string(), conflicts: z.array(z.string()) })),
-});
+};
+/**
+ * One handoff's forecast: `to-land` (commits of its own the target lacks: the conflicts they would
+ * meet, with the target and with each sibling that has commits to land); `nothing-to-land` (no
+ * commits since it started, or none the target lacks); `landed` (its commits are in the target,
+ * by the merged rule `rule`). Only `to-land` handoffs are ever party to a conflict.
+ */
+export const ForecastEntrySchema = z.discriminatedUnion("code", [
+  z.strictObject({
+    code: z.literal("to-land"),
+    ...forecastHandoff,
+    conflicts: z.array(z.string()),
+    siblings: z.array(z.strictObject({ id: z.string(), branch: z.string(), conflicts: z.array(z.string()) })),
+  }),
+  z.strictObject({ code: z.literal("nothing-to-land"), ...forecastHandoff }),
+  z.strictObject({ code: z.literal("landed"), ...forecastHandoff, rule: z.enum(MERGE_RULES) }),
+]);
 export type ForecastEntry = z.infer<typeof ForecastEntrySchema>;
 
 /** `pi-handoff forecast --json`. */

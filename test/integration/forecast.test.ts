@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { SimpleGitPort } from "../../src/git/git.ts";
 import { LandGit } from "../../src/git/land.ts";
+import type { MergePair } from "../../src/git/merge-tree.ts";
 import { forecastHandoffs } from "../../src/recovery/forecast.ts";
 import { ForecastReportSchema } from "../../src/recovery/report-schema.ts";
 import { createLandRig, type LandRig } from "../support/land-rig.ts";
@@ -48,6 +49,7 @@ describe("pi-handoff forecast", () => {
     const entries = ForecastReportSchema.parse(JSON.parse(run.stdout));
     expect([...entries].sort((x, y) => x.id.localeCompare(y.id))).toEqual([
       {
+        code: "to-land",
         id: a,
         branch: "feat/land",
         target: "main",
@@ -59,6 +61,7 @@ describe("pi-handoff forecast", () => {
         ],
       },
       {
+        code: "to-land",
         id: b,
         branch: "feat/b",
         target: "main",
@@ -70,6 +73,7 @@ describe("pi-handoff forecast", () => {
         ],
       },
       {
+        code: "to-land",
         id: c,
         branch: "feat/c",
         target: "main",
@@ -100,17 +104,17 @@ describe("pi-handoff forecast", () => {
     expect(list.stdout).toMatch(new RegExp(`${c} .* behind 1, conflicts 1, clashes with feat/b `));
   });
 
-  it("asks git only the merges it cannot know: none for handoffs still at one commit, each pair of commits once", async () => {
+  it("asks git only the merges it cannot know: none for handoffs still at one commit, each pair once", async () => {
     const r = (rig = await createLandRig());
-    // Three handoffs at main's tip, then main moves on: each is behind 1 and holds nothing main lacks.
+    // Three handoffs at main's tip, then main moves on: each is behind 1 and has nothing to land.
     const b = await r.addHandoff("feat/b");
     const c = await r.addHandoff("feat/c");
     r.repo.commitFile("main.txt", "main\n", "main moves");
     const git = new SimpleGitPort({ env: r.env });
     const land = new LandGit({ env: r.env });
-    const asked: { ours: string; theirs: string }[][] = [];
+    const asked: MergePair[][] = [];
     const landGit = {
-      mergeTrees: (repo: string, pairs: readonly { ours: string; theirs: string }[]) => {
+      mergeTrees: (repo: string, pairs: readonly MergePair[]) => {
         asked.push([...pairs]);
         return land.mergeTrees(repo, pairs);
       },
@@ -121,53 +125,124 @@ describe("pi-handoff forecast", () => {
     };
     const atOneCommit = await forecastHandoffs({ git, landGit }, await manifests());
     expect(atOneCommit.problems).toEqual([]);
-    expect(atOneCommit.entries.map((entry) => [entry.id, entry.behind, entry.conflicts, entry.siblings])).toEqual(
+    expect(atOneCommit.entries.map((entry) => [entry.id, entry.code, entry.behind]).sort()).toEqual(
       [
-        [
-          r.id,
-          1,
-          [],
-          [
-            { id: b.id, branch: "feat/b", conflicts: [] },
-            { id: c.id, branch: "feat/c", conflicts: [] },
-          ],
-        ],
-        [
-          b.id,
-          1,
-          [],
-          [
-            { id: r.id, branch: "feat/land", conflicts: [] },
-            { id: c.id, branch: "feat/c", conflicts: [] },
-          ],
-        ],
-        [
-          c.id,
-          1,
-          [],
-          [
-            { id: r.id, branch: "feat/land", conflicts: [] },
-            { id: b.id, branch: "feat/b", conflicts: [] },
-          ],
-        ],
-      ].sort((x, y) => String(x[0]).localeCompare(String(y[0]))),
+        [r.id, "nothing-to-land", 1],
+        [b.id, "nothing-to-land", 1],
+        [c.id, "nothing-to-land", 1],
+      ].sort(),
     );
     expect(asked).toEqual([]);
 
-    // One of them commits main.txt too: its merge into main, and with the tip the two others share, once.
+    // The first edits main.txt too; feat/b commits a file of its own and feat/c is moved to the same
+    // commit: two merges into main (one per distinct tip), then one between siblings (feat/b and
+    // feat/c land as one tree, so their pair is clean without asking, and the first meets both as one).
     const own = r.commitInWorktree("main.txt", "mine\n", "the handoff edits main.txt");
-    const shared = r.repo.run(["rev-parse", "refs/heads/feat/b"]);
+    const shared = r.repo.commitFile("b.txt", "b\n", "feat/b adds b.txt", { cwd: b.worktree });
+    r.repo.run(["update-ref", "refs/heads/feat/c", shared]);
     const mainTip = r.repo.run(["rev-parse", "refs/heads/main"]);
     const diverged = await forecastHandoffs({ git, landGit }, await manifests());
-    expect(asked).toEqual([
+    expect(asked).toHaveLength(2);
+    expect(asked[0]).toEqual(
       expect.arrayContaining([
         { ours: mainTip, theirs: own },
-        ...(r.id < b.id ? [{ ours: own, theirs: shared }] : [{ ours: shared, theirs: own }]),
+        { ours: mainTip, theirs: shared },
       ]),
-    ]);
+    );
     expect(asked[0]).toHaveLength(2);
-    const ownEntry = diverged.entries.find((entry) => entry.id === r.id);
-    expect(ownEntry?.conflicts).toEqual(["main.txt"]);
-    expect(ownEntry?.siblings.map((sibling) => sibling.conflicts)).toEqual([[], []]);
+    expect(asked[1]).toEqual([{ base: mainTip, ours: expect.any(String), theirs: expect.any(String) }]);
+    const byId = new Map(diverged.entries.map((entry) => [entry.id, entry]));
+    expect(byId.get(r.id)).toMatchObject({ code: "to-land", conflicts: ["main.txt"] });
+    expect(byId.get(b.id)).toMatchObject({ code: "to-land", conflicts: [] });
+    for (const entry of diverged.entries)
+      expect(entry.code === "to-land" ? entry.siblings.map((sibling) => sibling.conflicts) : undefined).toEqual([
+        [],
+        [],
+      ]);
+  });
+});
+
+/**
+ * Issue 41 point 6: the target conflicts with sibling A (feat/land) in x.txt; B (feat/empty) has no
+ * commits of its own, started after main changed x.txt; C (feat/done) was landed by squash. Only
+ * A's own commits meet a conflict; B has nothing to land and C is landed: neither is a party to a clash.
+ */
+async function emptyAndLanded(): Promise<{ r: LandRig; a: string; b: string; c: string }> {
+  const r = (rig = await createLandRig());
+  r.commitInWorktree("x.txt", "A\n", "A edits x");
+  r.repo.commitFile("x.txt", "main\n", "main edits x");
+  const b = await r.addHandoff("feat/empty");
+  const c = await r.addHandoff("feat/done");
+  r.repo.commitFile("done.txt", "done\n", "C adds done.txt", { cwd: c.worktree });
+  const landed = await runCli(["land", c.id, "--strategy", "squash", "-m", "Done"], r.env, r.repo.root);
+  expect(landed.status).toBe(0);
+  return { r, a: r.id, b: b.id, c: c.id };
+}
+
+describe("pi-handoff forecast of a child with no commits of its own", () => {
+  it("lists an empty child as nothing to land and a landed one as landed, and neither clashes (--json)", async () => {
+    const { r, a, b, c } = await emptyAndLanded();
+    const run = await runCli(["forecast", "--json"], r.env, r.repo.root);
+    expect(run.stderr).toBe("");
+    expect(run.status).toBe(0);
+    const entries = ForecastReportSchema.parse(JSON.parse(run.stdout));
+    expect(entries).toEqual([
+      { code: "to-land", id: a, branch: "feat/land", target: "main", behind: 2, conflicts: ["x.txt"], siblings: [] },
+      { code: "nothing-to-land", id: b, branch: "feat/empty", target: "main", behind: 1 },
+      { code: "landed", id: c, branch: "feat/done", target: "main", behind: 1, rule: "landing" },
+    ]);
+  });
+
+  it("says so in words, and list's column", async () => {
+    const { r, a, b, c } = await emptyAndLanded();
+    const run = await runCli(["forecast"], r.env, r.repo.root);
+    expect(run.stderr).toBe("");
+    expect(run.status).toBe(0);
+    expect(run.stdout).toBe(
+      [
+        `feat/land (${a}) into main: main has moved 2 commits past it`,
+        "  would conflict with main in x.txt",
+        `feat/empty (${b}) into main: main has moved 1 commit past it`,
+        "  nothing to land: it has no commits of its own",
+        `feat/done (${c}) into main: main has moved 1 commit past it`,
+        "  already landed: its commits are in main (by pi-handoff land)",
+        "",
+      ].join("\n"),
+    );
+    const list = await runCli(["list"], r.env, r.repo.root);
+    expect(list.stdout).toMatch(new RegExp(`${b} .* behind 1, nothing to land `));
+    expect(list.stdout).toMatch(new RegExp(`${c} .* landed `));
+  });
+
+  it("counts only each sibling's own changes: a sibling started after main moved does not meet main's changes again", async () => {
+    const r = (rig = await createLandRig());
+    // A started before main changed x.txt and edits x.txt; B started after, and edits only y.txt.
+    r.commitInWorktree("x.txt", "A\n", "A edits x");
+    r.repo.commitFile("x.txt", "main\n", "main edits x");
+    const b = await r.addHandoff("feat/later");
+    r.repo.commitFile("y.txt", "B\n", "B adds y", { cwd: b.worktree });
+    const run = await runCli(["forecast", "--json"], r.env, r.repo.root);
+    expect(run.stderr).toBe("");
+    const entries = ForecastReportSchema.parse(JSON.parse(run.stdout));
+    expect(entries).toEqual([
+      {
+        code: "to-land",
+        id: r.id,
+        branch: "feat/land",
+        target: "main",
+        behind: 1,
+        conflicts: ["x.txt"],
+        siblings: [{ id: b.id, branch: "feat/later", conflicts: [] }],
+      },
+      {
+        code: "to-land",
+        id: b.id,
+        branch: "feat/later",
+        target: "main",
+        behind: 0,
+        conflicts: [],
+        siblings: [{ id: r.id, branch: "feat/land", conflicts: [] }],
+      },
+    ]);
   });
 });
