@@ -7,16 +7,21 @@
  * - Every command named is a real one of this package (`/handoffs`, `pi-handoff <command> <id>`,
  *   `/handoff-worktree`) or of the terminal that holds the child (its descriptor's switch
  *   commands, mux/registry.ts), with the ids this handoff recorded.
+ * - The way between the parent's window and the child's can be taken where the person is, inside
+ *   a Pi that holds the terminal: the terminal's keys when it said them (tmux: `Ctrl-b 0`), else a
+ *   line typed in that Pi (`/handoffs` in the parent; in the child, its switch command after `!!`,
+ *   Pi's way to run a shell command without adding it to the conversation).
  * - A refusal gets nothing: its one sentence already says what to do, and nothing was created.
  */
 import { existsSync } from "node:fs";
 import type { Manifest } from "../manifest/schema.ts";
 import { backCommand, switchCommand, windowNoun } from "../mux/registry.ts";
+import type { SwitchKeys } from "../mux/types.ts";
 
 /** The part of a handoff outcome this needs (the transaction's `HandoffOutcome` fits). */
 export type NoticeOutcome =
   | { code: "refused" }
-  | { code: "running" | "launch_unconfirmed"; manifest: Manifest }
+  | { code: "running" | "launch_unconfirmed"; manifest: Manifest; keys?: SwitchKeys }
   | { code: "failed"; manifest: Manifest };
 
 export interface NextStepsContext {
@@ -36,14 +41,19 @@ export function nextSteps(outcome: NoticeOutcome, context: NextStepsContext): st
 
   switch (outcome.code) {
     case "running": {
+      const keys = outcome.keys ?? {};
       const back = backCommand(manifest.mux, context.env);
+      // Typed where the person is: the child's Pi runs a shell command after `!!`; the parent's has /handoffs.
+      const comeBack =
+        keys.back ?? (back === undefined ? "your multiplexer's switch key" : `!!${back} typed in its Pi`);
+      const goThere = keys.goTo ?? "/handoffs here";
       const focused = manifest.focus !== undefined && !("error" in manifest.focus);
       const lines: string[] = [];
       if (goTo !== undefined) {
         lines.push(
           focused
-            ? `Next: you are in its ${windowNoun(manifest.mux)} now; come back with ${back ?? "your multiplexer's switch key"}, return with ${goTo}.`
-            : `Next: switch to it with ${goTo}${back === undefined ? "" : `, come back with ${back}`}.`,
+            ? `Next: you are in its ${windowNoun(manifest.mux)} now; come back with ${comeBack}, return with ${goThere}.`
+            : `Next: switch to it with ${goThere}, come back with ${comeBack}.`,
         );
       }
       lines.push(`Later: ${inspect} (relaunch its Pi, switch to it, remove it).`);
@@ -51,7 +61,7 @@ export function nextSteps(outcome: NoticeOutcome, context: NextStepsContext): st
     }
     case "launch_unconfirmed":
       return [
-        `Next: look at its ${windowNoun(manifest.mux)}${goTo === undefined ? "" : ` (${goTo})`}: answer what Pi asks there, or if no Pi runs, pi-handoff relaunch ${id}.`,
+        `Next: look at its ${windowNoun(manifest.mux)}${goTo === undefined ? "" : ` (${outcome.keys?.goTo ?? "/handoffs here"})`}: answer what Pi asks there, or if no Pi runs, pi-handoff relaunch ${id}.`,
         `What exists: ${inspect}; clean up with pi-handoff remove ${id} (keeps the branch, refuses uncommitted work).`,
       ];
     case "failed": {

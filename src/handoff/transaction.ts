@@ -34,7 +34,7 @@ import { errorMessage } from "../errors.ts";
 import { errorCode } from "../fs/probe.ts";
 import type { HandoffStep, Manifest, StepTime } from "../manifest/schema.ts";
 import { newManifest } from "../manifest/factory.ts";
-import type { MuxResult } from "../mux/types.ts";
+import type { MuxResult, SwitchKeys } from "../mux/types.ts";
 import { muxLabel } from "../mux/label.ts";
 import { isActionBusy } from "../manifest/store.ts";
 import type { ForkResult } from "../session/fork.ts";
@@ -78,8 +78,8 @@ export type { HandoffRequest, ParentSnapshot } from "./preconditions.ts";
 /** What the user is told; `ok` only when the child confirmed. */
 export type HandoffOutcome =
   | { ok: false; code: "refused"; reason: RefusalCode; message: string }
-  | { ok: true; code: "running"; manifest: Manifest; message: string }
-  | { ok: false; code: "launch_unconfirmed"; manifest: Manifest; message: string }
+  | { ok: true; code: "running"; manifest: Manifest; message: string; keys?: SwitchKeys }
+  | { ok: false; code: "launch_unconfirmed"; manifest: Manifest; message: string; keys?: SwitchKeys }
   | { ok: false; code: "failed"; step: HandoffStep; manifest: Manifest; message: string };
 
 function refused(refusal: Refusal): HandoffOutcome {
@@ -205,20 +205,25 @@ export class HandoffTransaction {
       return { ...failed, message: withNotes(failed.message, plan.notes) };
     }
 
+    if (launched.code !== "running" && launched.code !== "launch_unconfirmed")
+      throw new Error(`Unexpected launch outcome ${launched.code}.`);
+    // The keys that switch between the two windows, for the next steps (where the terminal has them).
+    const keys = (await plan.mux.switchKeys?.(launched.manifest.mux)) ?? {};
     if (launched.code === "launch_unconfirmed") {
       return {
         ok: false,
         code: "launch_unconfirmed",
         manifest: launched.manifest,
         message: withNotes(`${launched.message} ${describeRetained(launched.manifest)}`, plan.notes),
+        keys,
       };
     }
-    if (launched.code !== "running") throw new Error(`Unexpected launch outcome ${launched.code}.`);
     return {
       ok: true,
       code: "running",
       manifest: launched.manifest,
       message: withNotes(describeSuccess(launched.manifest), plan.notes),
+      keys,
     };
   }
 

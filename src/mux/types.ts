@@ -80,6 +80,18 @@ export interface Multiplexer {
    * that session (Herdr: `pane report-agent-session`). Optional; a failure changes nothing.
    */
   reportChildSession?(location: MuxLocation, sessionFile: string): Promise<MuxResult<object>>;
+  /**
+   * The keys that bring the parent's window (`back`) and the child's (`goTo`) to the front, as a
+   * person presses them where a Pi holds the terminal (tmux: the prefix, then the window's number).
+   * Optional; each absent where the terminal has no such key or could not say. Never throws.
+   */
+  switchKeys?(child: MuxLocation): Promise<SwitchKeys>;
+}
+
+/** Keys that switch windows, as a person reads them (`Ctrl-b 0`). */
+export interface SwitchKeys {
+  back?: string;
+  goTo?: string;
 }
 
 export interface ReopenWorkspaceRequest {

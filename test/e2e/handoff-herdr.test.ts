@@ -82,7 +82,7 @@ describe(`/handoff-worktree on Herdr (${HERDR_TARGET}) with the real Pi`, () => 
         warmStart: false,
         // Herdr's commands, with this handoff's own ids.
         nextStep: (manifest) =>
-          `Next: you are in its workspace now; come back with herdr workspace focus ${parentWorkspaceId}, return with herdr workspace focus ${world.rig.locate(manifest).workspaceId}.`,
+          `Next: you are in its workspace now; come back with !!herdr workspace focus ${parentWorkspaceId} typed in its Pi, return with /handoffs here.`,
         beforeHandoff: () => {
           if (herdr.kind === "double") herdr.clearCalls();
         },

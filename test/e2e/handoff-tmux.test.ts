@@ -4,6 +4,7 @@
  * test/support/handoff-scenario.ts, plus what tmux shows (the child's window active). Then a busy
  * agent: the handoff waits for its turn to finish.
  */
+import { execFileSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import type { Manifest } from "../../src/manifest/schema.ts";
@@ -99,11 +100,24 @@ describe("/handoff-worktree on tmux with the real Pi", () => {
 
   it("forks the active branch into a worktree, starts the child, confirms, then focuses", async () => {
     const { parentPaneId } = world.rig;
+    /** The server's answer for a target, as the keys are read from it. */
+    const shown = (target: string, format: string): string =>
+      execFileSync("tmux", ["-S", world.rig.tmux.socketPath, "display-message", "-p", "-t", target, format], {
+        encoding: "utf8",
+        timeout: 10_000,
+      }).trim();
     await runHandoffScenario(world, {
       windowLine: /Window: tmux window @\d+ \(pane %\d+\), Pi pid \d+/,
       warmStart: true,
+      // A user's own prefix: the way back and forth is that key and the window's number, typed
+      // where the person is (inside a Pi), not a tmux command line.
+      beforeHandoff: () => {
+        execFileSync("tmux", ["-S", world.rig.tmux.socketPath, "set-option", "-g", "prefix", "C-a"], {
+          timeout: 10_000,
+        });
+      },
       nextStep: (manifest) =>
-        `Next: you are in its window now; come back with tmux select-window -t ${parentPaneId}, return with tmux select-window -t ${world.rig.locate(manifest).windowId}.`,
+        `Next: you are in its window now; come back with Ctrl-a ${shown(parentPaneId, "#{window_index}")}, return with Ctrl-a ${shown(world.rig.locate(manifest).windowId ?? "", "#{window_index}")}.`,
       // The child's window is the active one.
       focused: async (manifest) => {
         expect(await childWindowActive(manifest)).toBe("1");

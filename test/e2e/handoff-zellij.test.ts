@@ -21,7 +21,7 @@ describe("/handoff-worktree on zellij with the real Pi", () => {
       windowLine: /Window: zellij tab \d+ of session tests \(pane terminal_\d+\), Pi pid \d+/,
       warmStart: true,
       nextStep: (manifest) =>
-        `Next: you are in its tab now; come back with your multiplexer's switch key, return with zellij --session tests action go-to-tab-by-id ${world.rig.locate(manifest).tabId}.`,
+        `Next: you are in its tab now; come back with your multiplexer's switch key, return with /handoffs here.`,
       location: async (manifest) => {
         const location = world.rig.locate(manifest);
         expect(location).toEqual({

@@ -5,6 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { nextSteps } from "../../src/handoff/next-steps.ts";
 import { switchCommand } from "../../src/mux/registry.ts";
+import { windowKey } from "../../src/mux/tmux/tmux.ts";
 import { newManifest } from "../../src/manifest/factory.ts";
 import { ManifestSchema, type Manifest, type MuxLocation } from "../../src/manifest/schema.ts";
 
@@ -46,40 +47,54 @@ describe("nextSteps", () => {
     expect(nextSteps({ code: "refused" }, { env: {} })).toEqual([]);
   });
 
-  it("running in tmux, focused: the way back to the parent's pane and forth to the child's window", () => {
-    expect(nextSteps({ code: "running", manifest: manifest(TMUX, focused) }, { env: { TMUX_PANE: "%0" } })).toEqual([
-      "Next: you are in its window now; come back with tmux select-window -t %0, return with tmux select-window -t @7.",
+  it("running in tmux, focused: the keys back to the parent's window and forth to the child's", () => {
+    const keys = { back: "Ctrl-b 0", goTo: "Ctrl-b 1" };
+    expect(
+      nextSteps({ code: "running", manifest: manifest(TMUX, focused), keys }, { env: { TMUX_PANE: "%0" } }),
+    ).toEqual([
+      "Next: you are in its window now; come back with Ctrl-b 0, return with Ctrl-b 1.",
       `Later: /handoffs here, or pi-handoff inspect ${ID} in a shell (relaunch its Pi, switch to it, remove it).`,
     ]);
   });
 
-  it("running with --no-focus (or a failed focus): how to switch to it", () => {
-    expect(nextSteps({ code: "running", manifest: manifest(TMUX) }, { env: { TMUX_PANE: "%0" } })[0]).toBe(
-      "Next: switch to it with tmux select-window -t @7, come back with tmux select-window -t %0.",
+  it("running in tmux without keys (a window past 9): what to type in each Pi, never a bare shell command", () => {
+    expect(
+      nextSteps({ code: "running", manifest: manifest(TMUX, focused), keys: {} }, { env: { TMUX_PANE: "%0" } })[0],
+    ).toBe(
+      "Next: you are in its window now; come back with !!tmux select-window -t %0 typed in its Pi, return with /handoffs here.",
     );
+  });
+
+  it("running with --no-focus (or a failed focus): how to switch to it", () => {
+    expect(
+      nextSteps(
+        { code: "running", manifest: manifest(TMUX), keys: { back: "Ctrl-a 0", goTo: "Ctrl-a 7" } },
+        { env: { TMUX_PANE: "%0" } },
+      )[0],
+    ).toBe("Next: switch to it with Ctrl-a 7, come back with Ctrl-a 0.");
     const failedFocus = manifest(TMUX, (m) => {
       m.focus = { error: "Window @7 is gone.", at: "2026-01-01T10:00:05.000Z" };
     });
     expect(nextSteps({ code: "running", manifest: failedFocus }, { env: {} })[0]).toBe(
-      "Next: switch to it with tmux select-window -t @7.",
+      "Next: switch to it with /handoffs here, come back with your multiplexer's switch key.",
     );
   });
 
-  it("running in Herdr: workspace focus commands, the way back from $HERDR_WORKSPACE_ID", () => {
+  it("running in Herdr: the way back from $HERDR_WORKSPACE_ID, typed in the child's Pi; /handoffs to return", () => {
     expect(
       nextSteps({ code: "running", manifest: manifest(HERDR, focused) }, { env: { HERDR_WORKSPACE_ID: "w1" } })[0],
     ).toBe(
-      "Next: you are in its workspace now; come back with herdr workspace focus w1, return with herdr workspace focus w2.",
+      "Next: you are in its workspace now; come back with !!herdr workspace focus w1 typed in its Pi, return with /handoffs here.",
     );
     // A malformed id is not offered as a command.
     expect(
       nextSteps({ code: "running", manifest: manifest(HERDR) }, { env: { HERDR_WORKSPACE_ID: "w1; rm -rf /" } })[0],
-    ).toBe("Next: switch to it with herdr workspace focus w2.");
+    ).toBe("Next: switch to it with /handoffs here, come back with your multiplexer's switch key.");
   });
 
   it("unconfirmed: look at the window, relaunch if no Pi runs, inspect or remove", () => {
     expect(nextSteps({ code: "launch_unconfirmed", manifest: manifest(HERDR) }, { env: {} })).toEqual([
-      `Next: look at its workspace (herdr workspace focus w2): answer what Pi asks there, or if no Pi runs, pi-handoff relaunch ${ID}.`,
+      `Next: look at its workspace (/handoffs here): answer what Pi asks there, or if no Pi runs, pi-handoff relaunch ${ID}.`,
       `What exists: /handoffs here, or pi-handoff inspect ${ID} in a shell; clean up with pi-handoff remove ${ID} (keeps the branch, refuses uncommitted work).`,
     ]);
   });
@@ -103,6 +118,17 @@ describe("nextSteps", () => {
     ).toEqual([
       "Next: fix the cause above and run /handoff-worktree feat/x again; pi-handoff prune retires this record.",
     ]);
+  });
+
+  it("reads a tmux key from the server's answer: the prefix as a person reads it, then the window's number", () => {
+    expect(windowKey("0\tC-b\n")).toBe("Ctrl-b 0");
+    expect(windowKey("3\tM-a\n")).toBe("Alt-a 3");
+    expect(windowKey("1\tC-M-x\n")).toBe("Ctrl-Alt-x 1");
+    expect(windowKey("2\t`\n")).toBe("` 2");
+    // No default binding past 9, no prefix at all, or an answer that is not one: no key.
+    expect(windowKey("10\tC-b\n")).toBeUndefined();
+    expect(windowKey("0\tNone\n")).toBeUndefined();
+    expect(windowKey("")).toBeUndefined();
   });
 
   it("names no switch command without a recorded window", () => {

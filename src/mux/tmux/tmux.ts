@@ -6,6 +6,8 @@
  *   shell string) and carries a timeout.
  * - This module never runs git; the worktree is created through the injected `GitPort`.
  * - Only `focus()` changes the active window; windows are created with `-d`.
+ * - `switchKeys` reads the prefix each window's session uses and the window's index (`Ctrl-b 0`):
+ *   a key is offered only for an index 0-9 (tmux's default `prefix <digit>` binding), else none.
  * - Failures are returned as values with a stable code and one sentence, never thrown.
  * - `run()` types the command line literally (`send-keys -l`), so tmux never interprets key names in it.
  * - Arguments tmux expands as formats (the window name, the start directory) go through
@@ -28,6 +30,7 @@ import type {
   MuxResult,
   RecoverableMultiplexer,
   ReopenWorkspaceRequest,
+  SwitchKeys,
   UnrecordedWindow,
   WorkspaceState,
 } from "../types.ts";
@@ -366,6 +369,21 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
     return selected.ok ? { ok: true } : selected;
   }
 
+  async switchKeys(child: MuxLocation): Promise<SwitchKeys> {
+    const location = asTmuxLocation(child);
+    if (!location.ok) return {};
+    const socketPath = location.location.socketPath ?? this.socketPath;
+    const keyOf = async (target: string | undefined): Promise<string | undefined> => {
+      if (target === undefined) return undefined;
+      const shown = await this.#tmux(socketPath, ["display-message", "-p", "-t", target, "#{window_index}\t#{prefix}"]);
+      return shown.ok ? windowKey(shown.stdout) : undefined;
+    };
+    // The parent's pane is this backend's origin only on the child's own server.
+    const parent = socketPath === this.socketPath ? this.#originPaneId : undefined;
+    const [back, goTo] = await Promise.all([keyOf(parent), keyOf(location.location.windowId)]);
+    return { ...(back === undefined ? {} : { back }), ...(goTo === undefined ? {} : { goTo }) };
+  }
+
   async exists(location: MuxLocation): Promise<boolean> {
     return (await this.workspaceState(location)).code === "open";
   }
@@ -451,4 +469,22 @@ export class TmuxMultiplexer implements RecoverableMultiplexer {
   async #tmux(socketPath: string, args: string[], options: { timeoutMs?: number } = {}): Promise<TmuxCallResult> {
     return runTmux(this.#tmuxBin, socketPath, args, options.timeoutMs ?? this.#timeoutMs);
   }
+}
+
+/** Modifiers as tmux writes them in a key name (`C-b`, `M-a`) and as a person reads them. */
+const MODIFIERS: Readonly<Record<string, string>> = { C: "Ctrl", M: "Alt", S: "Shift" };
+
+/**
+ * `Ctrl-b 0` from tmux's `<index>\t<prefix>`: the prefix then the window's number, which tmux binds
+ * by default for windows 0 to 9; undefined for another index, no prefix (`None`) or an odd answer.
+ */
+export function windowKey(answer: string): string | undefined {
+  const match = /^(\d)\t(\S+)\n?$/.exec(answer);
+  if (match === null) return undefined;
+  const [, index, prefix = ""] = match;
+  if (prefix === "None") return undefined;
+  const parts = /^((?:[CMS]-)*)(.+)$/.exec(prefix);
+  if (parts === null) return undefined;
+  const modifiers = (parts[1] ?? "").split("-").filter((part) => part !== "");
+  return `${[...modifiers.map((modifier) => MODIFIERS[modifier] ?? modifier), parts[2]].join("-")} ${index}`;
 }
