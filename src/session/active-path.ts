@@ -14,13 +14,22 @@
  *   null), the labels Pi resolves for the path re-emitted after it with fresh ids, then one custom
  *   message. Kept lines Pi would not change are copied byte for byte.
  * - Pi's rule for writing at all holds: a path with no user or assistant message writes nothing.
- * - Only for the current session version: an older file needs Pi's migration first (see fork.ts).
+ * - Only for the one session format its rules were checked against (`LEAN_WRITER_SESSION_VERSION`,
+ *   pinned by test/integration/fork-equivalence.test.ts against the Pi installed): any other file,
+ *   or a Pi that calls another version current, goes through Pi's SessionManager (see fork.ts).
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { link, mkdir, open, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { fsyncDirectory, tempPathBeside } from "../fs/atomic-write.ts";
 import type { HandoffMessage } from "./handoff-message.ts";
+
+/**
+ * The session format whose branching rules this writer reproduces, as checked entry for entry
+ * against Pi's SessionManager. A Pi with another current version changes those rules for all we
+ * know: its forks go through its own SessionManager until the equivalence test passes on it.
+ */
+export const LEAN_WRITER_SESSION_VERSION = 3;
 
 const CHUNK_BYTES = 4 * 1024 * 1024;
 const NEWLINE = 0x0a;

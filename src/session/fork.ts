@@ -6,10 +6,12 @@
  *   it migrates and appends a newline to a file that lacks one).
  * - Only the root-to-leaf path reaches the child, never abandoned branches, and exactly one
  *   handoff message is appended after it; the child's header points back at the real parent.
- * - A parent of Pi's current session version is written straight into the child as Pi's
+ * - A parent in the one format the lean writer was checked against (`LEAN_WRITER_SESSION_VERSION`),
+ *   forked by a Pi that calls that format current, is written straight into the child as Pi's
  *   `createBranchedSession` + `appendCustomMessageEntry` would write it (active-path.ts, ADR 0014),
- *   streaming: the conversation is never held in memory. An older file needs Pi's own migration,
- *   so it goes through Pi's SessionManager on a private copy, and the child header is rewritten.
+ *   streaming: the conversation is never held in memory. Anything else (an older file that needs
+ *   Pi's migration, or a Pi whose current format is not the checked one) goes through Pi's
+ *   SessionManager on a private copy, and the child header is rewritten.
  * - The child file is complete on disk when `forkActiveBranch` resolves; the private copy is gone.
  * - Pi's SessionManager is passed in (`SessionHost`), so the same code runs on the main thread and
  *   in a worker that loaded Pi's session module by path.
@@ -19,7 +21,7 @@ import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import type { SessionManager } from "@earendil-works/pi-coding-agent";
-import { writeBranchedSession } from "./active-path.ts";
+import { LEAN_WRITER_SESSION_VERSION, writeBranchedSession } from "./active-path.ts";
 import type { HandoffMessage } from "./handoff-message.ts";
 import { readSessionHeader } from "./header.ts";
 import { replaceFirstLine } from "./rewrite-header.ts";
@@ -70,9 +72,9 @@ export async function forkActiveBranch(
   const header = readSessionHeader(request.parentSessionFile);
   if (!header.ok) throw new ForkError(header.message);
   const missingLeaf = () => new ForkError(`The active entry ${request.leafId} is not in ${request.parentSessionFile}.`);
-  if (header.header.version === host.CURRENT_SESSION_VERSION) {
+  if (leanWriterFits(header.header.version, host)) {
     onPhase("copying the active path");
-    const written = await writeBranchedSession({ ...request, sessionVersion: host.CURRENT_SESSION_VERSION }, () =>
+    const written = await writeBranchedSession({ ...request, sessionVersion: LEAN_WRITER_SESSION_VERSION }, () =>
       onPhase("branching"),
     );
     if (written.code === "leaf_missing") throw missingLeaf();
@@ -84,9 +86,18 @@ export async function forkActiveBranch(
   return forkMigrated(request, host, onPhase, missingLeaf);
 }
 
+/** Whether the lean writer may fork this file for this Pi: both in the format it was checked against. */
+export function leanWriterFits(
+  fileVersion: number | undefined,
+  host: Pick<SessionHost, "CURRENT_SESSION_VERSION">,
+): boolean {
+  return fileVersion === LEAN_WRITER_SESSION_VERSION && host.CURRENT_SESSION_VERSION === LEAN_WRITER_SESSION_VERSION;
+}
+
 /**
- * An older file gets ids only when Pi migrates it, so its path cannot be read before that:
- * Pi's SessionManager migrates and branches a full private copy.
+ * Pi's SessionManager branches a full private copy: an older file gets ids only when Pi migrates
+ * it (so its path cannot be read before that), and a format the lean writer was not checked
+ * against is branched by the rules of the Pi that defines it.
  */
 async function forkMigrated(
   request: ForkRequest,

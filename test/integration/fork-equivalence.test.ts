@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CURRENT_SESSION_VERSION, SessionManager } from "@earendil-works/pi-coding-agent";
+import { LEAN_WRITER_SESSION_VERSION } from "../../src/session/active-path.ts";
 import { ForkError, forkActiveBranch } from "../../src/session/fork.ts";
 import { buildHandoffMessage, type HandoffMessage } from "../../src/session/handoff-message.ts";
 
@@ -150,6 +151,10 @@ describe("the fork writes the child Pi's SessionManager writes", () => {
     });
     return entries;
   }
+
+  it("is checked against the session format of the Pi installed: a Pi that bumps it fails here until the rules are checked again", () => {
+    expect(CURRENT_SESSION_VERSION).toBe(LEAN_WRITER_SESSION_VERSION);
+  });
 
   it("labels set, set again, cleared and abandoned; a label entry inside the path; a compaction keeping from a label", async () => {
     const manager = SessionManager.create(join(dir, "repo"), join(dir, "sessions"));

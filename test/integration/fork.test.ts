@@ -16,7 +16,8 @@ import {
   SessionManager,
   type SessionEntry,
 } from "@earendil-works/pi-coding-agent";
-import { ForkError, type ForkRequest } from "../../src/session/fork.ts";
+import { LEAN_WRITER_SESSION_VERSION } from "../../src/session/active-path.ts";
+import { ForkError, type ForkRequest, forkActiveBranch } from "../../src/session/fork.ts";
 import { ForkWorker, locatePiSessionModule, runFork } from "../../src/session/fork-runner.ts";
 import { buildHandoffMessage } from "../../src/session/handoff-message.ts";
 
@@ -147,6 +148,40 @@ describe.each([
     expect(sha256(parentFile)).toBe(before);
     const child = parseSessionEntries(readFileSync(result.childSessionFile, "utf8"));
     expect(child[0]).toMatchObject({ version: 3, parentSession: parentFile });
+    expect(child.filter((e) => e.type === "custom_message")).toHaveLength(1);
+  });
+
+  it("goes through Pi's SessionManager when Pi calls another format current: the lean writer runs only for the one it was checked against", async () => {
+    const opened: string[] = [];
+    const spying = {
+      open: (...args: Parameters<typeof SessionManager.open>) => {
+        opened.push(args[0]);
+        return SessionManager.open(...args);
+      },
+    };
+    const request: ForkRequest = {
+      parentSessionFile: parentFile,
+      leafId: activeLeaf,
+      childCwd: join(dir, "wt"),
+      childSessionDir: join(dir, "child-sessions"),
+      message: message(),
+    };
+    await forkActiveBranch(request, { SessionManager: spying, CURRENT_SESSION_VERSION: LEAN_WRITER_SESSION_VERSION });
+    expect(opened).toEqual([]);
+    // A file that Pi wrote in its new format.
+    const lines = readFileSync(parentFile, "utf8").split("\n");
+    lines[0] = JSON.stringify({ ...JSON.parse(lines[0] ?? "{}"), version: LEAN_WRITER_SESSION_VERSION + 1 });
+    writeFileSync(parentFile, lines.join("\n"));
+    const before = sha256(parentFile);
+    const result = await forkActiveBranch(request, {
+      SessionManager: spying,
+      CURRENT_SESSION_VERSION: LEAN_WRITER_SESSION_VERSION + 1,
+    });
+    expect(opened).toHaveLength(1);
+    expect(opened[0]).not.toBe(parentFile);
+    expect(sha256(parentFile)).toBe(before);
+    const child = parseSessionEntries(readFileSync(result.childSessionFile, "utf8"));
+    expect(child[0]).toMatchObject({ cwd: join(dir, "wt"), parentSession: parentFile });
     expect(child.filter((e) => e.type === "custom_message")).toHaveLength(1);
   });
 
