@@ -22,7 +22,7 @@ import { createHandoffDeps } from "../src/handoff/deps.ts";
 import { HandoffTransaction, type HandoffOutcome, type HandoffRequest } from "../src/handoff/transaction.ts";
 import type { HandoffConfig } from "../src/config/schema.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
-import { report } from "./report.ts";
+import { report, reportOutcome } from "./report.ts";
 import { errorClause } from "../src/errors.ts";
 import { isFile } from "../src/fs/probe.ts";
 
@@ -63,17 +63,17 @@ async function askForArgs(
 
 export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionCommandContext): Promise<void> {
   const refusal = unsupportedPlatform();
-  if (refusal !== undefined) return report(ctx, refusal, "error");
+  if (refusal !== undefined) return reportOutcome(ctx, refusal, "error");
   let line = args;
   // Print mode keeps its one-sentence refusal: there is nobody to ask.
   if (line.trim() === "" && ctx.hasUI) {
     const asked = await askForArgs(ctx);
-    if ("cancelled" in asked) return report(ctx, cancelledText(asked.cancelled), "info");
+    if ("cancelled" in asked) return reportOutcome(ctx, cancelledText(asked.cancelled), "info");
     line = asked.line;
   }
   const parsed = parseHandoffArgs(line);
-  if (!parsed.ok) return report(ctx, parsed.message, "error");
-  if ("help" in parsed) return report(ctx, HANDOFF_HELP, "info");
+  if (!parsed.ok) return reportOutcome(ctx, parsed.message, "error");
+  if ("help" in parsed) return reportOutcome(ctx, HANDOFF_HELP, "info");
 
   const env = process.env;
   const agentDir = agentDirFromEnv(env);
@@ -102,7 +102,7 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
   } catch (error) {
     // An unexpected failure (a lock that cannot be had, a store that cannot be written) must still
     // reach the user as one sentence, with where to look: nothing is deleted, the manifest says what exists.
-    return report(
+    return reportOutcome(
       ctx,
       `The handoff stopped on an unexpected error: ${errorClause(error)}; whatever it created is kept, and pi-handoff list (or /handoffs) shows it.`,
       "error",
@@ -112,7 +112,7 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
     dispose();
     ctx.ui.setStatus(STATUS_KEY, undefined);
   }
-  report(ctx, [outcome.message, ...nextSteps(outcome, { env })].join("\n"), launchNoticeLevel(outcome.code));
+  reportOutcome(ctx, [outcome.message, ...nextSteps(outcome, { env })].join("\n"), launchNoticeLevel(outcome.code));
 }
 
 /** The settings, approvals included (src/config/post-create-approval.ts); undefined: refused, and the user was told why. */
@@ -129,7 +129,7 @@ async function readSettings(
     prompt: { hasUI: ctx.hasUI, confirm: (title, message) => ctx.ui.confirm(title, message) },
     notify: (notice) => report(ctx, notice, "info"),
   });
-  if (!settings.ok) return void report(ctx, settings.message, "error");
+  if (!settings.ok) return void reportOutcome(ctx, settings.message, "error");
   return settings.config;
 }
 

@@ -4,7 +4,7 @@
  * handoff with a task that returns only once the child confirmed and the child starts on the task.
  */
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -34,6 +34,8 @@ interface PrintRun {
   status: number;
   stdout: string;
   stderr: string;
+  /** Both streams as a terminal shows them, in the order written (with `merged`). */
+  output?: string;
 }
 
 describe("/handoff-worktree in print mode with the real Pi", () => {
@@ -47,7 +49,7 @@ describe("/handoff-worktree in print mode with the real Pi", () => {
   /** One print-mode Pi on the parent session, as if typed in the parent's tmux pane. */
   function handoff(
     args: string,
-    options: { env?: Record<string, string>; cwd?: string; session?: string[]; model?: boolean } = {},
+    options: { env?: Record<string, string>; cwd?: string; session?: string[]; model?: boolean; merged?: boolean } = {},
   ): PrintRun {
     const argv = [
       PI_CLI,
@@ -58,6 +60,22 @@ describe("/handoff-worktree in print mode with the real Pi", () => {
       EXTENSION_ENTRY,
       `/handoff-worktree ${args}`,
     ];
+    if (options.merged === true) {
+      // One file for both streams, as a terminal shows them: what was written last is last.
+      const file = join(sandbox.dir, `merged-${Date.now()}.txt`);
+      const fd = openSync(file, "w");
+      try {
+        const run = spawnSync(NODE_BIN, argv, {
+          cwd: options.cwd ?? repo.root,
+          env: { ...tmuxEnv, ...options.env },
+          timeout: 120_000,
+          stdio: ["ignore", fd, fd],
+        });
+        return { status: run.status ?? -1, stdout: "", stderr: "", output: readFileSync(file, "utf8") };
+      } finally {
+        closeSync(fd);
+      }
+    }
     const run = spawnSync(NODE_BIN, argv, {
       cwd: options.cwd ?? repo.root,
       env: { ...tmuxEnv, ...options.env },
@@ -302,6 +320,19 @@ describe("/handoff-worktree in print mode with the real Pi", () => {
     });
   });
 
+  it("the outcome is the last thing written, after Pi's own reprint of the previous answer on stdout", async () => {
+    // Pi's print mode prints the conversation's last assistant answer after every prompt, a slash
+    // command's too: stdout is Pi's. The handoff's outcome (stderr) comes after it, also on a terminal.
+    const separate = handoff("existing");
+    expect(separate.status).toBe(1);
+    expect(separate.stdout).toBe("faux reply to: second question\n");
+    const refusal = "Branch existing already exists; pick a new branch name (or add --existing to hand off into it).";
+    expect(separate.stderr).toBe(`${refusal}\n`);
+    const merged = handoff("existing", { merged: true });
+    expect(merged.status).toBe(1);
+    expect(merged.output).toBe(`faux reply to: second question\n${refusal}\n`);
+  });
+
   it("hands off with a task: returns once the child confirmed, and the child starts on the task", async () => {
     const before = (await store.list()).map((entry) => entry.id);
     // Quoted as a shell user would: the quotes group and disappear; the task is kept verbatim.
@@ -320,6 +351,11 @@ describe("/handoff-worktree in print mode with the real Pi", () => {
       "running",
     ]);
     expect(run.stderr).toContain(`Handed off to branch feat/print (from HEAD at`);
+    // stdout is Pi's reprint of the previous answer; the outcome, on stderr, ends with what to do next.
+    expect(run.stdout).toBe("faux reply to: second question\n");
+    expect(run.stderr.trimEnd().split("\n").at(-1)).toBe(
+      `Later: /handoffs here, or pi-handoff inspect ${entry.manifest.id} in a shell (relaunch its Pi, switch to it, remove it).`,
+    );
     expect(entry.manifest.branch).toBe("feat/print");
     expect(run.stderr).toContain(`Worktree: ${entry.manifest.worktree.path}`);
     expect(run.stderr).toContain(`Child session: ${entry.manifest.child.sessionFile}`);
