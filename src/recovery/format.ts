@@ -6,7 +6,7 @@
  * notifications and in print mode; every line is `printable` (text/printable): a commit subject or
  * a file name with terminal escapes or line breaks in it shows them escaped, one line each.
  */
-import { CHILD_STATE_LABELS, formatDuration, LIVE_CHILD_STATES, type ChildState } from "./status.ts";
+import { CHILD_STATE_LABELS, formatDuration, type ChildState } from "./status.ts";
 import { CONTROL_CHARACTERS, counted, oneLine, printable, stripPeriod } from "../text.ts";
 import { describeLocation } from "../mux/registry.ts";
 import type { ChildReport } from "../manifest/child-reports.ts";
@@ -20,6 +20,7 @@ import type {
   StepTimes,
 } from "./report-schema.ts";
 import { formatStepTimes } from "./step-times.ts";
+import { chooseWidgetRows } from "./widget-rows.ts";
 
 /** One short phrase for a status. */
 export function describeStatus(status: HandoffStatus): string {
@@ -337,20 +338,9 @@ function describeWorkspace(handoff: HandoffReport): string {
   }
 }
 
-/** How many handoffs the parent's widget lists before summing up the rest. */
-const WIDGET_ROWS = 4;
-
-/** Where a state goes in the widget: live children first, then exited, landed, removed. */
-function widgetRank(state: ChildState): number {
-  if (LIVE_CHILD_STATES.has(state)) return 0;
-  if (state === "exited") return 1;
-  return state === "landed" ? 2 : 3;
-}
-
 /**
- * The parent's widget: one line per own handoff (`handoff feat/x  idle 2m`), live ones first (in
- * the store's order within each rank), at most a few. The line that sums up the rest counts only
- * what `/handoffs` lists (it does not list removed handoffs, so those beyond the first rows are left out).
+ * The parent's widget: one line per own handoff (`handoff feat/x  idle 2m`), at most a few, those
+ * that need the person and changed last (widget-rows.ts chooses), and a line that sums up the rest.
  */
 export function formatChildrenWidget(
   handoffs: readonly {
@@ -362,18 +352,13 @@ export function formatChildrenWidget(
   }[],
   now: number,
 ): string[] {
-  const ranked = handoffs
-    .map((handoff, index) => ({ handoff, index }))
-    .sort((a, b) => widgetRank(a.handoff.status.state) - widgetRank(b.handoff.status.state) || a.index - b.index)
-    .map(({ handoff }) => handoff);
-  const shown = ranked.slice(0, WIDGET_ROWS);
+  const { shown, more } = chooseWidgetRows(handoffs, now);
   const width = Math.max(...shown.map((handoff) => handoff.branch.length));
   const lines = shown.map((handoff) =>
     printable(
       `handoff ${handoff.branch.padEnd(width)}  ${describeChild({ child: { ...handoff.status, basis: "" } }, now)}${handoff.forecast === undefined ? "" : `  (${handoff.forecast})`}`,
     ),
   );
-  const listed = ranked.slice(WIDGET_ROWS).filter((handoff) => handoff.status.state !== "removed").length;
-  if (listed > 0) lines.push(`handoffs: ${listed} more (/handoffs lists them)`);
+  if (more > 0) lines.push(`handoffs: ${more} more (/handoffs lists them)`);
   return lines;
 }

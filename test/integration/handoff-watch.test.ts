@@ -14,6 +14,7 @@ import { createInterface } from "node:readline";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { ActivityEvent } from "../../src/launch/child-state.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
+import { formatChildrenWidget } from "../../src/recovery/format.ts";
 import { HandoffWatch, type OwnHandoff } from "../../src/recovery/watch.ts";
 import { NODE_BIN, PROJECT_ROOT } from "../support/pi.ts";
 import { storeRunningHandoff } from "../support/running-handoff.ts";
@@ -128,6 +129,76 @@ describe("HandoffWatch", () => {
       expect(latest[1]?.status.exitCode).toBeUndefined();
       expect(two?.id).toBe(latest[1]?.id);
       expect(changes).toBeGreaterThanOrEqual(7);
+    } finally {
+      watch.stop();
+    }
+  }, 60_000);
+
+  it("the widget keeps the child killed last in view among four that quit before it (issue 41, point 4)", async () => {
+    const agentDir = join(dir, "agent-crowd");
+    const store = ManifestStore.forAgentDir(agentDir);
+    const parent = { sessionFile: join(dir, "parent-crowd.jsonl"), sessionId: "crowd" };
+    const names = ["one", "two", "three", "four"];
+    const files = names.map((name) => join(dir, `crowd-${name}.jsonl`));
+    for (const file of files) writeFileSync(file, "");
+    const quitter = await startWriter(agentDir, files);
+    for (const [index, sessionFile] of files.entries())
+      await storeRunningHandoff(store, {
+        branch: `feat/${names[index]}`,
+        at: T,
+        parent,
+        child: { sessionFile, pid: quitter.process.pid ?? 0 },
+        worktreeRoot: dir,
+      });
+    let latest: OwnHandoff[] = [];
+    const watch = new HandoffWatch({
+      deps: { store, now: () => new Date(), agentDir },
+      parent,
+      onChange: (own) => {
+        latest = own;
+      },
+    });
+    // The widget's lines, each age (it counts on) as <age>.
+    const widget = () =>
+      formatChildrenWidget(latest, Date.now()).map((line) => line.replace(/ \d+s( \(code 0\))?$/, " <age>$1"));
+    try {
+      latest = await watch.refresh();
+      // The four children quit (a clean end: each says exited, code 0).
+      quitter.process.stdin.end();
+      await waitFor(() => (latest.every((row) => row.status.state === "exited") ? true : undefined), {
+        timeoutMs: 10_000,
+        description: "the four children shown exited",
+      });
+      // Then a fifth handoff, live, which is killed.
+      const liveFile = join(dir, "crowd-live.jsonl");
+      writeFileSync(liveFile, "");
+      const live = await startWriter(agentDir, [liveFile]);
+      await storeRunningHandoff(store, {
+        branch: "feat/live",
+        at: T,
+        parent,
+        child: { sessionFile: liveFile, pid: live.process.pid ?? 0 },
+        worktreeRoot: dir,
+      });
+      latest = await watch.refresh();
+      expect(widget()[0]).toBe("handoff feat/live   idle <age>");
+      live.process.kill("SIGKILL");
+      await waitFor(
+        () => (latest.find((row) => row.branch === "feat/live")?.status.state === "exited" ? true : undefined),
+        {
+          timeoutMs: 10_000,
+          description: "the killed child shown exited",
+        },
+      );
+      // The freshest change first, in view; one of those that quit (together, in one ms or a few) is summed up.
+      const quit = /^handoff feat\/(?:one|two|three|four) +exited <age> \(code 0\)$/;
+      expect(widget()).toEqual([
+        "handoff feat/live   exited <age>",
+        expect.stringMatching(quit),
+        expect.stringMatching(quit),
+        expect.stringMatching(quit),
+        "handoffs: 1 more (/handoffs lists them)",
+      ]);
     } finally {
       watch.stop();
     }

@@ -151,7 +151,7 @@ describe("ownHandoffStatuses", () => {
     expect([...foreign].sort()).toEqual([...others, gone.id].sort());
   });
 
-  it("renders a compact widget: live ones first, a few, and a sum of the rest that /handoffs lists", () => {
+  it("renders a compact widget: what needs the person first, then live ones, a few, and a sum of the rest that /handoffs lists", () => {
     const now = Date.parse(T) + 125_000;
     const row = (name: string, state: ChildState, extra: { tool?: string; exitCode?: number } = {}) => ({
       id: name,
@@ -177,16 +177,17 @@ describe("ownHandoffStatuses", () => {
         now,
       ),
     ).toEqual([
-      "handoff feat/a  working 2m (bash)",
-      "handoff feat/b  starting 2m",
-      "handoff feat/c  compacting 2m",
-      "handoff feat/d  waiting for input 2m",
-      // e, old and done are listed by /handoffs; the removed one is not, and is not counted.
+      // Waiting for input and failed first (widget-rows.ts), then live ones (all changed at once).
+      "handoff feat/d    waiting for input 2m",
+      "handoff feat/old  exited 2m (code 1)",
+      "handoff feat/a    working 2m (bash)",
+      "handoff feat/b    starting 2m",
+      // c, e and done are listed by /handoffs; the removed one is not, and is not counted.
       "handoffs: 3 more (/handoffs lists them)",
     ]);
     expect(formatChildrenWidget([row("a", "idle"), row("old", "exited", { exitCode: 143 })], now)).toEqual([
-      "handoff feat/a    idle 2m",
       "handoff feat/old  exited 2m (code 143)",
+      "handoff feat/a    idle 2m",
     ]);
   });
 
