@@ -1,12 +1,16 @@
 /**
  * `/handoffs`: the recovery inventory inside Pi. Alone: pick a handoff, then relaunch its Pi,
- * switch to its window, inspect it, land its commits, rebase it onto its target's new tip, or remove it (after a confirmation that lists
+ * switch to its window, inspect it, land its commits, rebase it onto its target's new tip, or remove it (after a question that lists
  * what would be lost); in print mode (no UI) the list goes to stderr. With words (`/handoffs remove
  * feat/x`): the `pi-handoff` command of the same words, run here, except that a removal with a UI is
- * confirmed in a dialog instead of needing --force, and a landing with a UI asks for a strategy
+ * asked in a dialog instead of needing --force, and a landing with a UI asks for a strategy
  * when a fast-forward is not possible.
  *
- * Decisions live in src/recovery/ (shared with the `pi-handoff` CLI); this file only asks.
+ * Invariants: decisions and words live in src/recovery/ (shared with the `pi-handoff` CLI; the
+ * menu and the questions in handoffs-questions.ts); this file only asks. Every question before a
+ * change is a choice whose first option keeps things, or the branch name to type where work would
+ * be lost for good: a reflexive Enter or Escape changes nothing. Pi's `ui.confirm` (which starts on
+ * "Yes") is not used.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { unsupportedPlatform } from "../src/process/platform.ts";
@@ -49,20 +53,24 @@ import {
   removeHandoff,
 } from "../src/recovery/remove.ts";
 import { resolveHandoffName } from "../src/recovery/resolve.ts";
-import { canOfferRebase, describeRebasePlan, rebaseHandoff } from "../src/recovery/rebase.ts";
+import {
+  answerProceeds,
+  branchDeletionQuestion,
+  handoffMenu,
+  landQuestion,
+  MENU_LABELS,
+  mistypedName,
+  questionOptions,
+  rebaseQuestion,
+  removalQuestion,
+  strategyQuestion,
+  type ChangeQuestion,
+  type MenuChoice,
+} from "../src/recovery/handoffs-questions.ts";
+import { canOfferRebase, describeRebasePlan, rebaseHandoff, type RebaseDeps } from "../src/recovery/rebase.ts";
 import { report } from "./report.ts";
 
 const STATUS_KEY = "handoffs";
-
-type Choice = "relaunch" | "focus" | "inspect" | "land" | "rebase" | "remove";
-const CHOICE_LABELS: Readonly<Record<Choice, string>> = {
-  relaunch: "Relaunch its Pi",
-  focus: "Switch to its window",
-  inspect: "Inspect",
-  land: "Land its commits",
-  rebase: "Rebase it onto its target's new tip",
-  remove: "Remove it",
-};
 
 /** What tests replace; Pi's own run uses the defaults. */
 export interface HandoffsCommandOptions {
@@ -72,6 +80,7 @@ export interface HandoffsCommandOptions {
   /** Where print mode writes the list (default: stderr). */
   writeStderr?: (text: string) => void;
   landDeps?: LandDeps;
+  rebaseDeps?: RebaseDeps;
 }
 
 /** Commands, then handoffs by branch or id, from this agent dir's manifests. */
@@ -177,21 +186,26 @@ async function pick(
 }
 
 /** The actions a handoff offers now, asked in a menu; undefined: Escape. */
-async function chooseAction(ctx: ExtensionCommandContext, handoff: HandoffReport): Promise<Choice | undefined> {
-  const choices: Choice[] = [];
-  if (handoff.actions.includes("relaunch")) choices.push("relaunch");
-  if (handoff.actions.includes("focus")) choices.push("focus");
-  choices.push("inspect");
-  if (canOfferLand(handoff)) choices.push("land");
-  if (canOfferRebase(handoff)) choices.push("rebase");
-  if (handoff.actions.includes("remove")) choices.push("remove");
-  const choiceLabels = choices.map((choice) => CHOICE_LABELS[choice]);
-  const chosenLabel = await ctx.ui.select(`${handoff.branch} (${handoff.id})`, choiceLabels);
-  return chosenLabel === undefined ? undefined : choices[choiceLabels.indexOf(chosenLabel)];
+async function chooseAction(ctx: ExtensionCommandContext, handoff: HandoffReport): Promise<MenuChoice | undefined> {
+  const menu = handoffMenu(handoff, { canLand: canOfferLand(handoff), canRebase: canOfferRebase(handoff) });
+  const choiceLabels = menu.choices.map((choice) => MENU_LABELS[choice]);
+  const chosenLabel = await ctx.ui.select(menu.title, choiceLabels);
+  return chosenLabel === undefined ? undefined : menu.choices[choiceLabels.indexOf(chosenLabel)];
+}
+
+/** Asks before a change (handoffs-questions.ts): true only on the answer that goes on. */
+async function ask(ctx: ExtensionCommandContext, question: ChangeQuestion): Promise<boolean> {
+  const answer =
+    question.code === "choose"
+      ? await ctx.ui.select(question.title, questionOptions(question))
+      : await ctx.ui.input(question.title, "");
+  const mistyped = mistypedName(question, answer);
+  if (mistyped !== undefined) report(ctx, mistyped, "warning");
+  return answerProceeds(question, answer);
 }
 
 function act(
-  choice: Choice,
+  choice: MenuChoice,
   handoff: HandoffReport,
   deps: RecoveryDeps,
   ctx: ExtensionCommandContext,
@@ -215,24 +229,17 @@ function act(
         { confirm: true },
       );
     case "rebase":
-      return rebase(handoff.id, ctx);
+      return rebase(handoff.id, ctx, options.rebaseDeps ?? createRebaseDeps(process.env));
     case "remove":
       return remove(deps, handoff.id, ctx, {});
   }
 }
 
 /** The picker's "Rebase it": the plan is shown and confirmed first, then the same rebase runs. */
-async function rebase(id: string, ctx: ExtensionCommandContext): Promise<void> {
-  const deps = createRebaseDeps(process.env);
+async function rebase(id: string, ctx: ExtensionCommandContext, deps: RebaseDeps): Promise<void> {
   const shown = await rebaseHandoff(deps, id, { dryRun: true });
   if (!shown.ok || shown.code !== "dry_run") return report(ctx, shown.message, shown.ok ? "info" : "error");
-  if (
-    !(await ctx.ui.confirm(
-      `Rebase ${shown.plan.branch} onto ${shown.plan.onto.ref}?`,
-      describeRebasePlan(shown.plan).join("\n"),
-    ))
-  )
-    return;
+  if (!(await ask(ctx, rebaseQuestion(shown.plan.branch, shown.plan.onto.ref, describeRebasePlan(shown.plan))))) return;
   // What runs is what was shown: a branch or target that moved since is refused, not rebased.
   const outcome = await rebaseHandoff(deps, id, { dryRun: false, confirmed: shown.plan });
   report(ctx, outcome.message, outcome.ok ? "info" : "error");
@@ -251,10 +258,11 @@ async function land(
   options: { confirm: boolean },
 ): Promise<void> {
   let request = asked;
-  const ask = ctx.hasUI;
-  let outcome = await landHandoff(deps, id, { ...request, dryRun: request.dryRun || (ask && options.confirm) });
-  if (!outcome.ok && outcome.choices !== undefined && ask) {
-    const strategy = await ctx.ui.select(`${outcome.message}\nLand how?`, outcome.choices);
+  const withUI = ctx.hasUI;
+  let outcome = await landHandoff(deps, id, { ...request, dryRun: request.dryRun || (withUI && options.confirm) });
+  if (!outcome.ok && outcome.choices !== undefined && withUI) {
+    const question = strategyQuestion(outcome.message, outcome.choices);
+    const strategy = await ctx.ui.select(question.title, question.options);
     const chosen = outcome.choices.find((choice) => choice === strategy);
     if (chosen === undefined) return;
     request = { ...request, strategy: chosen };
@@ -262,14 +270,9 @@ async function land(
   }
   // From the picker the plan is shown and confirmed first; then the same request lands for real.
   if (outcome.ok && outcome.code === "dry_run" && !request.dryRun) {
-    if (
-      !(await ctx.ui.confirm(
-        `Land ${outcome.plan.branch} into ${outcome.plan.into}?`,
-        // The confirmed plan lands with the very commits it made: their ids are the ones shown.
-        describeLandPlan(outcome.plan, { made: true }).join("\n"),
-      ))
-    )
-      return;
+    // The confirmed plan lands with the very commits it made: their ids are the ones shown.
+    const plan = describeLandPlan(outcome.plan, { made: true });
+    if (!(await ask(ctx, landQuestion(outcome.plan.branch, outcome.plan.into, plan)))) return;
     outcome = await landHandoff(deps, id, {
       ...request,
       strategy: outcome.plan.strategy,
@@ -325,11 +328,11 @@ async function remove(
   const shown = planned.plan;
   const needsForce = planned.code === "refused";
   const branch = shown.manifest.branch;
-  if (!(await ctx.ui.confirm(`Remove handoff ${branch}?`, describeRemovalPlan(shown).join("\n")))) return;
+  if (!(await ask(ctx, removalQuestion(branch, describeRemovalPlan(shown), needsForce)))) return;
   // --delete-branch asked for it already (planned above); otherwise it is offered when that loses nothing.
   const offer = shown.branch.code === "delete" || asked.deleteBranch === true ? undefined : branchDeletionOffer(shown);
   const deleteBranch =
-    shown.branch.code === "delete" || (offer !== undefined && (await ctx.ui.confirm(offer.question, offer.detail)));
+    shown.branch.code === "delete" || (offer !== undefined && (await ask(ctx, branchDeletionQuestion(offer))));
   // The user saw what is lost; go on only if, checked again right now, nothing more would be.
   const confirmed = offer !== undefined && deleteBranch ? offer.plan : shown;
   const outcome = await removeHandoff(deps, id, { force: needsForce, deleteBranch }, (plan) =>

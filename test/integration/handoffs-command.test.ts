@@ -1,15 +1,17 @@
 /**
  * `/handoffs` on real handoffs (the recovery rig: real transaction, git, tmux, stand-in child),
- * driven through Pi's command context: the picker, a relaunch, and a removal confirmed only after
- * the confirmation listed exactly what is lost (and cancelled if more would be lost by then).
- * In print mode the list goes to stderr.
+ * driven through Pi's command context: the picker, a relaunch, and a removal done only after
+ * the question listed exactly what is lost (and cancelled if more would be lost by then). Every
+ * question before a change answers "keep" to a reflexive Enter (its first option, or an empty
+ * name where the branch name must be typed) and to Escape. In print mode the list goes to stderr.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runHandoffs } from "../../pi-extension/handoffs-command.ts";
 import { LandGit } from "../../src/git/land.ts";
+import { createRebaseDeps } from "../../src/recovery/deps.ts";
 import { ChildReportStore } from "../../src/manifest/child-reports.ts";
 import { NODE_BIN } from "../support/pi.ts";
 import {
@@ -36,15 +38,21 @@ function landExtras(r: RecoveryRig) {
 }
 
 interface Dialog {
-  kind: "select" | "confirm" | "notify";
+  kind: "select" | "input" | "notify";
   title: string;
   body: string | string[];
 }
 
-/** A command context whose UI answers from a script and records every dialog. */
+/** Pressing Enter at once in a select: its first option. */
+const ENTER = (_title: string, options: string[]): string | undefined => options[0];
+
+/**
+ * A command context whose UI answers from a script and records every dialog. `confirm` is Pi's own
+ * (interactive-mode.ts `showExtensionConfirm`): a select of "Yes" then "No", "Yes" on Enter.
+ */
 function scriptedContext(answers: {
   select: (title: string, options: string[]) => string | undefined;
-  confirm?: (title: string, message: string) => boolean;
+  input?: (title: string) => string | undefined;
 }): { ctx: ExtensionCommandContext; dialogs: Dialog[] } {
   const dialogs: Dialog[] = [];
   const ui = {
@@ -53,8 +61,14 @@ function scriptedContext(answers: {
       return answers.select(title, options);
     },
     confirm: async (title: string, message: string) => {
-      dialogs.push({ kind: "confirm", title, body: message });
-      return answers.confirm?.(title, message) ?? false;
+      const options = ["Yes", "No"];
+      dialogs.push({ kind: "select", title: `${title}\n${message}`, body: options });
+      return answers.select(`${title}\n${message}`, options) === "Yes";
+    },
+    input: async (title: string, placeholder: string) => {
+      dialogs.push({ kind: "input", title, body: placeholder });
+      // Enter on an empty line, unless the script types something.
+      return answers.input === undefined ? "" : answers.input(title);
     },
     notify: (message: string, level?: string) => {
       dialogs.push({ kind: "notify", title: level ?? "info", body: message });
@@ -65,11 +79,12 @@ function scriptedContext(answers: {
   return { ctx: { hasUI: true, ui } as unknown as ExtensionCommandContext, dialogs };
 }
 
-function pick(id: string, action: string) {
+/** Picks handoff `id` in the list, then `action` in its menu; then each question's option among `answers` (else Enter). */
+function pick(id: string, action: string, answers: readonly string[] = []) {
   return (title: string, options: string[]): string | undefined =>
     title === "Handoffs"
       ? options.find((option) => option.endsWith(`(${id})`))
-      : options.find((option) => option === action);
+      : (options.find((option) => option === action || answers.includes(option)) ?? options[0]);
 }
 
 describe("/handoffs", () => {
@@ -81,13 +96,7 @@ describe("/handoffs", () => {
     const tip = rig.repo.commitFile("landed.txt", "landed\n", "ui/land: work", { cwd: manifest.worktree.path });
     const moved = rig.repo.commitFile("moved.txt", "moved\n", "main moves on");
     const { ctx, dialogs } = scriptedContext({
-      select: (title, options) =>
-        title === "Handoffs"
-          ? options.find((option) => option.endsWith(`(${manifest.id})`))
-          : title.endsWith("Land how?")
-            ? "merge"
-            : "Land its commits",
-      confirm: (title) => title === "Land ui/land into main?",
+      select: pick(manifest.id, "Land its commits", ["merge", "Yes, land it"]),
     });
     await runHandoffs("", ctx, { deps: rig.recoveryDeps(), landDeps: { ...rig.recoveryDeps(), ...landExtras(rig) } });
     expect(dialogs[1]).toMatchObject({
@@ -105,12 +114,14 @@ describe("/handoffs", () => {
       kind: "select",
       title:
         "main has moved on since ui/land left it, so it cannot be fast-forwarded; nothing was landed. Choose how: --strategy rebase, merge or squash.\nLand how?",
-      body: ["rebase", "merge", "squash"],
+      body: ["Cancel: land nothing", "rebase", "merge", "squash"],
     });
     expect(dialogs[3]).toMatchObject({
-      kind: "confirm",
-      title: "Land ui/land into main?",
-      body: expect.stringContaining(`  ${tip.slice(0, 12)} ui/land: work`),
+      kind: "select",
+      title: expect.stringMatching(
+        new RegExp(`^Land ui/land into main\\?\n(.*\n)*  ${tip.slice(0, 12)} ui/land: work`),
+      ),
+      body: ["No, do not land it", "Yes, land it"],
     });
     const merged = rig.repo.run(["rev-parse", "main"]);
     expect(rig.repo.run(["rev-list", "--parents", "-n", "1", "main"]).split(" ").slice(1)).toEqual([moved, tip]);
@@ -122,6 +133,99 @@ describe("/handoffs", () => {
     expect(
       (await rig.read(manifest.id)).landings?.map((landing) => [landing.state, landing.strategy, landing.to]),
     ).toEqual([["landed", "merge", merged]]);
+  });
+
+  it("a reflexive Enter (or Escape) on every question changes nothing; the change chosen explicitly is made", async () => {
+    const manifest = runningManifest(await rig.handoff("ui/enter", { focus: false }));
+    await killAndWait(manifest.child.pid ?? 0);
+    const worktree = manifest.worktree.path;
+    rig.repo.run(["config", "user.name", "Enter Test"]);
+    rig.repo.run(["config", "user.email", "enter-test@example.invalid"]);
+    const tip = rig.repo.commitFile("enter.txt", "work\n", "ui/enter: work", { cwd: worktree });
+    rig.repo.commitFile("elsewhere.txt", "main moves\n", "main moves on");
+    writeFileSync(join(worktree, "draft.txt"), "a draft\n");
+    const options = {
+      deps: rig.recoveryDeps(),
+      landDeps: { ...rig.recoveryDeps(), ...landExtras(rig) },
+      rebaseDeps: createRebaseDeps(rig.env),
+    };
+    // Everything a change could touch: the manifest's bytes, the refs, the worktree's files.
+    const world = () => ({
+      manifest: readFileSync(rig.store.pathFor(manifest.id), "utf8"),
+      refs: rig.repo.run(["for-each-ref", "--format=%(refname) %(objectname)", "refs/heads"]),
+      status: rig.repo.run(["status", "--porcelain", "--untracked-files=all"], { cwd: worktree }),
+      draft: existsSync(join(worktree, "draft.txt")) ? readFileSync(join(worktree, "draft.txt"), "utf8") : null,
+    });
+    let before = world();
+    const run = async (line: string, script: Parameters<typeof scriptedContext>[0]): Promise<Dialog[]> => {
+      const { ctx, dialogs } = scriptedContext(script);
+      await runHandoffs(line, ctx, options);
+      expect(world()).toEqual(before);
+      return dialogs;
+    };
+    // The questions asked, after the list and the handoff's menu (when picked there).
+    const asked = (dialogs: Dialog[]) =>
+      dialogs
+        .filter((dialog) => dialog.title !== "Handoffs" && !dialog.title.startsWith(`ui/enter (${manifest.id})`))
+        .map((dialog) => [dialog.kind, dialog.body]);
+
+    // Remove, with a file lost for good: the name must be typed; Enter, Escape or another name keep it.
+    expect(asked(await run("", { select: pick(manifest.id, "Remove it") }))).toEqual([["input", ""]]);
+    await run("", { select: pick(manifest.id, "Remove it"), input: () => undefined });
+    expect((await run("remove ui/enter", { select: ENTER, input: () => "ui/ente" })).at(-1)).toEqual({
+      kind: "notify",
+      title: "warning",
+      body: '"ui/ente" is not ui/enter; nothing was changed.',
+    });
+    // Landing and rebasing refuse uncommitted work in the worktree: the draft goes (the test's own step).
+    rmSync(join(worktree, "draft.txt"));
+    before = world();
+    // Land: Enter on the strategy cancels; a strategy chosen, Enter on the plan lands nothing.
+    expect(asked(await run("", { select: pick(manifest.id, "Land its commits") }))).toEqual([
+      ["select", ["Cancel: land nothing", "rebase", "merge", "squash"]],
+    ]);
+    expect(asked(await run("", { select: pick(manifest.id, "Land its commits", ["merge"]) }))).toEqual([
+      ["select", ["Cancel: land nothing", "rebase", "merge", "squash"]],
+      ["select", ["No, do not land it", "Yes, land it"]],
+    ]);
+    expect(asked(await run("land ui/enter", { select: ENTER }))).toEqual([
+      ["select", ["Cancel: land nothing", "rebase", "merge", "squash"]],
+    ]);
+    // Rebase: Enter on the plan leaves it as it is.
+    expect(asked(await run("", { select: pick(manifest.id, "Rebase it onto its target's new tip") }))).toEqual([
+      ["select", ["No, leave it as it is", "Yes, rebase it"]],
+    ]);
+
+    // Chosen explicitly, the rebase is made: the branch's one commit re-made on main's tip.
+    const { ctx, dialogs } = scriptedContext({
+      select: pick(manifest.id, "Rebase it onto its target's new tip", ["Yes, rebase it"]),
+    });
+    await runHandoffs("", ctx, options);
+    expect(dialogs.at(-1)).toMatchObject({ kind: "notify", title: "info" });
+    const rebased = rig.repo.run(["rev-parse", "refs/heads/ui/enter"]);
+    expect(rebased).not.toBe(tip);
+    expect(rig.repo.run(["rev-parse", `${rebased}^`])).toBe(rig.repo.run(["rev-parse", "main"]));
+  });
+
+  it("a reflexive Enter keeps a handoff whose removal loses nothing, and its branch when offered for deletion", async () => {
+    const manifest = runningManifest(await rig.handoff("ui/enter-clean", { focus: false }));
+    await killAndWait(manifest.child.pid ?? 0);
+    const manifestBytes = () => readFileSync(rig.store.pathFor(manifest.id), "utf8");
+    const before = manifestBytes();
+    const kept = scriptedContext({ select: pick(manifest.id, "Remove it") });
+    await runHandoffs("", kept.ctx, { deps: rig.recoveryDeps() });
+    expect(manifestBytes()).toBe(before);
+    expect(existsSync(manifest.worktree.path)).toBe(true);
+    expect(rig.repo.run(["rev-parse", "refs/heads/ui/enter-clean"])).toBe(manifest.base.sha);
+    expect(kept.dialogs.slice(2).map((dialog) => [dialog.kind, dialog.body])).toEqual([
+      ["select", ["No, keep it", "Yes, remove it"]],
+    ]);
+    // Removal chosen; Enter on "Also delete branch" keeps the branch.
+    const removed = scriptedContext({ select: pick(manifest.id, "Remove it", ["Yes, remove it"]) });
+    await runHandoffs("", removed.ctx, { deps: rig.recoveryDeps() });
+    expect(removed.dialogs.at(-2)?.body).toEqual(["No, keep the branch", "Yes, delete the branch"]);
+    expect(existsSync(manifest.worktree.path)).toBe(false);
+    expect(rig.repo.run(["rev-parse", "refs/heads/ui/enter-clean"])).toBe(manifest.base.sha);
   });
 
   it("goes back to the list on Escape in a handoff's menu, and closes only on Escape in the list", async () => {
@@ -136,13 +240,16 @@ describe("/handoffs", () => {
       },
     });
     await runHandoffs("", ctx, { deps: rig.recoveryDeps() });
+    // Its Pi runs: "Remove it" is not offered, and the menu says why.
+    const menu = `ui/back (${manifest.id})\nRemove: not while its Pi runs (pid ${manifest.child.pid}); quit it first.`;
     expect(dialogs.map((dialog) => [dialog.kind, dialog.title])).toEqual([
       ["select", "Handoffs"],
-      ["select", `ui/back (${manifest.id})`],
+      ["select", menu],
       ["select", "Handoffs"],
-      ["select", `ui/back (${manifest.id})`],
+      ["select", menu],
       ["notify", "info"],
     ]);
+    expect(dialogs[1]?.body).toEqual(["Switch to its window", "Inspect"]);
     expect(dialogs.at(-1)?.body).toEqual(expect.stringContaining(`Handoff ${manifest.id}\n`));
     await killAndWait(manifest.child.pid ?? 0);
   });
@@ -243,18 +350,20 @@ describe("/handoffs", () => {
     const worktree = manifest.worktree.path;
     writeFileSync(join(worktree, "scratch.txt"), "draft\n");
 
-    // Declined: nothing happens.
-    const declined = scriptedContext({ select: pick(manifest.id, "Remove it"), confirm: () => false });
+    // Work would be lost for good: only the branch name typed out removes it; Enter alone keeps it.
+    const declined = scriptedContext({ select: pick(manifest.id, "Remove it") });
     await runHandoffs("", declined.ctx, { deps: rig.recoveryDeps() });
-    expect(declined.dialogs.find((dialog) => dialog.kind === "confirm")).toEqual({
-      kind: "confirm",
-      title: "Remove handoff ui/remove?",
-      body: [
+    expect(declined.dialogs.find((dialog) => dialog.kind === "input")).toEqual({
+      kind: "input",
+      title: [
+        "Remove handoff ui/remove?",
         `The worktree ${worktree} would be deleted and its window closed.`,
         "Would be lost for good (1 file with uncommitted work):",
         "  untracked  scratch.txt",
         "Branch ui/remove would be kept.",
+        "That is more than a removal does without --force. To remove it anyway, type ui/remove and press Enter; Enter alone or Escape keeps everything.",
       ].join("\n"),
+      body: "",
     });
     expect(readFileSync(join(worktree, "scratch.txt"), "utf8")).toBe("draft\n");
     expect((await rig.read(manifest.id)).state).toBe("running");
@@ -262,9 +371,9 @@ describe("/handoffs", () => {
     // Confirmed, but another file appeared after the confirmation was shown: cancelled.
     const raced = scriptedContext({
       select: pick(manifest.id, "Remove it"),
-      confirm: () => {
+      input: () => {
         writeFileSync(join(worktree, "late.txt"), "written after the dialog\n");
-        return true;
+        return "ui/remove";
       },
     });
     await runHandoffs("", raced.ctx, { deps: rig.recoveryDeps() });
@@ -275,19 +384,15 @@ describe("/handoffs", () => {
     });
     expect(readFileSync(join(worktree, "late.txt"), "utf8")).toBe("written after the dialog\n");
 
-    // Confirmed with everything listed: removed. The branch (nothing unmerged) is offered for
-    // deletion separately; declining keeps it.
-    const confirmed = scriptedContext({
-      select: pick(manifest.id, "Remove it"),
-      confirm: (title) => title === "Remove handoff ui/remove?",
-    });
+    // The name typed with everything listed: removed. The branch (nothing unmerged) is offered for
+    // deletion separately; Enter there keeps it.
+    const confirmed = scriptedContext({ select: pick(manifest.id, "Remove it"), input: () => "ui/remove" });
     await runHandoffs("", confirmed.ctx, { deps: rig.recoveryDeps() });
-    const confirms = confirmed.dialogs.filter((dialog) => dialog.kind === "confirm");
-    expect(confirms[0]?.body).toContain("  untracked  late.txt");
-    expect(confirms[1]).toEqual({
-      kind: "confirm",
-      title: "Also delete branch ui/remove?",
-      body: "Everything on it is in HEAD, so no commit is lost.",
+    expect(confirmed.dialogs.find((dialog) => dialog.kind === "input")?.title).toContain("  untracked  late.txt");
+    expect(confirmed.dialogs.at(-2)).toEqual({
+      kind: "select",
+      title: "Also delete branch ui/remove?\nEverything on it is in HEAD, so no commit is lost.",
+      body: ["No, keep the branch", "Yes, delete the branch"],
     });
     expect(confirmed.dialogs.at(-1)).toEqual({
       kind: "notify",
@@ -303,15 +408,14 @@ describe("/handoffs", () => {
     const manifest = runningManifest(await rig.handoff("ui/args-remove", { focus: false }));
     await killAndWait(manifest.child.pid ?? 0);
     const { ctx, dialogs } = scriptedContext({
-      select: () => undefined,
-      confirm: (title) => title === "Remove handoff ui/args-remove?",
+      select: (_title, options) => options.find((option) => option === "Yes, remove it") ?? options[0],
     });
     await runHandoffs("remove ui/args-remove", ctx, { deps: rig.recoveryDeps() });
-    // No picker: straight to the confirmation of that handoff's removal.
-    expect(dialogs.map((dialog) => [dialog.kind, dialog.title])).toEqual([
-      ["confirm", "Remove handoff ui/args-remove?"],
-      ["confirm", "Also delete branch ui/args-remove?"],
-      ["notify", "info"],
+    // No picker: straight to the question of that handoff's removal (nothing is lost: a choice).
+    expect(dialogs.map((dialog) => [dialog.kind, dialog.title.split("\n")[0], dialog.body])).toEqual([
+      ["select", "Remove handoff ui/args-remove?", ["No, keep it", "Yes, remove it"]],
+      ["select", "Also delete branch ui/args-remove?", ["No, keep the branch", "Yes, delete the branch"]],
+      ["notify", "info", expect.any(String)],
     ]);
     expect(dialogs.at(-1)?.body).toBe(
       `Removed handoff ${manifest.id}: deleted worktree ${manifest.worktree.path}, kept branch ui/args-remove.`,
@@ -326,7 +430,7 @@ describe("/handoffs", () => {
     const prefix = manifest.id.slice(0, -2);
     // `bare`: with the deps the command builds from the environment itself.
     const run = async (line: string, options: { bare?: true } = {}): Promise<Dialog[]> => {
-      const { ctx, dialogs } = scriptedContext({ select: () => undefined, confirm: () => true });
+      const { ctx, dialogs } = scriptedContext({ select: () => undefined });
       await runHandoffs(line, ctx, options.bare === true ? undefined : { deps: rig.recoveryDeps() });
       return dialogs;
     };
