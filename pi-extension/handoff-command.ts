@@ -77,7 +77,7 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
 
   const env = process.env;
   const agentDir = agentDirFromEnv(env);
-  const config = await readSettings(ctx, agentDir, parsed.args.approvePostCreate === true);
+  const config = await readSettings(ctx, agentDir, parsed.args.approveRepoCode === true);
   if (config === undefined) return;
 
   if (!ctx.isIdle()) {

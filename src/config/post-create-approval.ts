@@ -86,7 +86,7 @@ export interface ApprovalPrompt {
 
 /**
  * A repository's postCreate commands run on this machine: approved once per exact list (a
- * dialog in a UI, `--approve-post-create` in print mode) and remembered. Returns the refusal, if any.
+ * dialog in a UI, `--approve-repo-code` in print mode) and remembered. Returns the refusal, if any.
  */
 async function approveRepoPostCreate(input: {
   agentDir: string;
@@ -105,7 +105,7 @@ async function approveRepoPostCreate(input: {
         : "postCreate commands and env variables";
   if (!input.approvedByFlag) {
     if (!input.prompt.hasUI) {
-      return `The ${what} in ${hooks.file} have not been approved yet; review them and add --approve-post-create, or run the handoff once in Pi's TUI.`;
+      return `The ${what} in ${hooks.file} have not been approved yet; review them and add --approve-repo-code, or run the handoff once in Pi's TUI.`;
     }
     const listed = [
       ...(hooks.commands.length === 0 ? [] : ["to run, in the new worktree:"]),

@@ -1,6 +1,7 @@
 /**
  * Parsing `/handoff-worktree <branch> [base] [--carry[=all]] [--existing] [--fetch] [--mux <terminal>]
- * [--no-focus] [--approve-post-create] [-- task]`.
+ * [--no-focus] [--approve-repo-code] [-- task]`. `--approve-post-create` is the former name of
+ * `--approve-repo-code`, still taken (it approved the env variables too, which its name hid).
  *
  * Invariants: pure; words are split as a shell user expects (quotes group and disappear, nothing
  * is expanded); the task after ` -- ` is kept verbatim (apart from trimming); every refusal
@@ -12,7 +13,7 @@ import { splitCommandLine, type Word } from "../command-line-words.ts";
 import { isMuxKind, listMuxKinds, MUX_KINDS, type MuxKind } from "../mux/locations.ts";
 import { closestMatch } from "../text.ts";
 
-export const HANDOFF_USAGE = `/handoff-worktree <branch> [base] [--carry[=all]] [--existing] [--fetch] [--mux ${MUX_KINDS.join("|")}] [--no-focus] [--approve-post-create] [-- task]`;
+export const HANDOFF_USAGE = `/handoff-worktree <branch> [base] [--carry[=all]] [--existing] [--fetch] [--mux ${MUX_KINDS.join("|")}] [--no-focus] [--approve-repo-code] [-- task]`;
 
 /** What `/handoff-worktree --help` prints; the README's flags are checked against it. */
 export const HANDOFF_HELP = [
@@ -27,7 +28,8 @@ export const HANDOFF_HELP = [
   "  --fetch         fetch the base's remote branch first (with a timeout), so the base is current",
   `  --mux <kind>    ${listMuxKinds()} (default: the settings' mux, else detected from the environment)`,
   "  --no-focus      do not switch to the new window afterwards",
-  "  --approve-post-create  approve the repository's postCreate commands and env without a dialog (print mode)",
+  "  --approve-repo-code  approve the code the repository's settings run, its postCreate commands and env",
+  "                  variables, as they are now, without a dialog (print mode; also taken as --approve-post-create)",
   "  --help          show this help",
   "  -- <task>       what the new Pi should start on; without it, it waits for you",
   'Words are split as in a shell: quotes group and are removed ("feat/x" is feat/x); nothing is expanded, and the task is kept as typed.',
@@ -41,6 +43,7 @@ const HANDOFF_OPTIONS: readonly string[] = [
   "--fetch",
   "--mux",
   "--no-focus",
+  "--approve-repo-code",
   "--approve-post-create",
   "--help",
 ];
@@ -59,8 +62,8 @@ export interface HandoffArgs {
   existing?: boolean;
   /** `--fetch`: fetch the base's remote branch before resolving the base. */
   fetch?: boolean;
-  /** `--approve-post-create`: the repository's postCreate commands (and env variables) are approved as they are now. */
-  approvePostCreate?: boolean;
+  /** `--approve-repo-code` (or its former name): the repository's postCreate commands and env variables are approved as they are now. */
+  approveRepoCode?: boolean;
 }
 
 export type CarryMode = "tracked" | "all";
@@ -97,7 +100,7 @@ export function parseHandoffArgs(raw: string): ParsedHandoffArgs {
       ...(flags.carry !== undefined ? { carry: flags.carry } : {}),
       ...(flags.existing ? { existing: true } : {}),
       ...(flags.fetch ? { fetch: true } : {}),
-      ...(flags.approvePostCreate ? { approvePostCreate: true } : {}),
+      ...(flags.approveRepoCode ? { approveRepoCode: true } : {}),
     },
   };
 }
@@ -109,7 +112,7 @@ interface Flags {
   carry?: CarryMode;
   existing: boolean;
   fetch: boolean;
-  approvePostCreate: boolean;
+  approveRepoCode: boolean;
 }
 
 /** Options and positional words (a quoted word is always positional); `--help` wins at once. */
@@ -117,7 +120,7 @@ function readWords(
   words: readonly Word[],
 ): { ok: true; flags: Flags; positional: string[] } | { ok: true; help: true } | { ok: false; message: string } {
   const positional: string[] = [];
-  const flags: Flags = { focus: true, existing: false, fetch: false, approvePostCreate: false };
+  const flags: Flags = { focus: true, existing: false, fetch: false, approveRepoCode: false };
   for (let i = 0; i < words.length; i++) {
     const { text: word, quoted } = words[i] ?? { text: "", quoted: true };
     if (quoted) {
@@ -136,8 +139,8 @@ function readWords(
       flags.existing = true;
     } else if (word === "--fetch") {
       flags.fetch = true;
-    } else if (word === "--approve-post-create") {
-      flags.approvePostCreate = true;
+    } else if (word === "--approve-repo-code" || word === "--approve-post-create") {
+      flags.approveRepoCode = true;
     } else if (word === "--mux" || word.startsWith("--mux=")) {
       const value = word === "--mux" ? words[++i]?.text : word.slice("--mux=".length);
       if (value === undefined || !isMuxKind(value)) {

@@ -58,7 +58,7 @@ export const FLAG_COMPLETIONS: ReadonlyArray<{ flag: string; description: string
   { flag: "--fetch", description: "fetch the base's remote branch first" },
   { flag: "--mux", description: listMuxKinds() },
   { flag: "--no-focus", description: "do not switch to the new window" },
-  { flag: "--approve-post-create", description: "approve the repository's postCreate commands (print mode)" },
+  { flag: "--approve-repo-code", description: "approve the repository's postCreate commands and env (print mode)" },
   { flag: "--help", description: "show the options" },
 ];
 

@@ -156,12 +156,12 @@ describe("/handoff-worktree worktree setup with the real Pi", () => {
     const unapproved = handoff("e2e --carry -- list the files");
     expect(unapproved.status).toBe(1);
     expect(unapproved.stderr.trim().split("\n").at(-1)).toBe(
-      `The postCreate commands in ${repoConfig} have not been approved yet; review them and add --approve-post-create, or run the handoff once in Pi's TUI.`,
+      `The postCreate commands in ${repoConfig} have not been approved yet; review them and add --approve-repo-code, or run the handoff once in Pi's TUI.`,
     );
     expect(await ids()).toEqual(existing);
     expect(parentState()).toEqual(before);
 
-    const run = handoff("e2e --carry --approve-post-create -- list the files");
+    const run = handoff("e2e --carry --approve-repo-code -- list the files");
     expect(run.status, run.stderr).toBe(0);
     const manifest = await newManifest(existing);
     expect(manifest.state).toBe("running");

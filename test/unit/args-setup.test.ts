@@ -2,7 +2,11 @@
  * The worktree-setup flags of /handoff-worktree (--carry[=all], --existing, --fetch) and their
  * help, plus completion of the arguments.
  */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { MUX_KINDS } from "../../src/mux/locations.ts";
+import { PROJECT_ROOT } from "../support/pi.ts";
 import { HANDOFF_HELP, HANDOFF_USAGE, parseHandoffArgs } from "../../src/handoff/args.ts";
 import { completeHandoffArgs, FLAG_COMPLETIONS, type CompletionSource } from "../../src/handoff/completions.ts";
 
@@ -42,14 +46,24 @@ describe("parseHandoffArgs: setup flags", () => {
       "--fetch",
       "--mux",
       "--no-focus",
-      "--approve-post-create",
+      "--approve-repo-code",
     ]) {
       expect(HANDOFF_HELP).toContain(`  ${flag}`);
     }
     expect(HANDOFF_USAGE).toBe(
-      "/handoff-worktree <branch> [base] [--carry[=all]] [--existing] [--fetch] [--mux tmux|herdr|zellij] [--no-focus] [--approve-post-create] [-- task]",
+      "/handoff-worktree <branch> [base] [--carry[=all]] [--existing] [--fetch] [--mux tmux|herdr|zellij] [--no-focus] [--approve-repo-code] [-- task]",
     );
-    expect(parseHandoffArgs("b --approve-post-create")).toMatchObject({ ok: true, args: { approvePostCreate: true } });
+    // Named for what it approves (postCreate commands and env variables); the former name still works.
+    expect(parseHandoffArgs("b --approve-repo-code")).toMatchObject({ ok: true, args: { approveRepoCode: true } });
+    expect(parseHandoffArgs("b --approve-post-create")).toMatchObject({ ok: true, args: { approveRepoCode: true } });
+    expect(HANDOFF_HELP).toContain("also taken as --approve-post-create");
+  });
+
+  it("the README's synopsis is the usage, whole, and its settings table names every terminal `mux` takes", () => {
+    const readme = readFileSync(join(PROJECT_ROOT, "README.md"), "utf8");
+    expect(readme).toContain(`\n${HANDOFF_USAGE}\n`);
+    const muxRow = readme.split("\n").find((line) => line.startsWith("| `mux` |"));
+    for (const kind of MUX_KINDS) expect(muxRow).toContain(`\`${kind}\``);
   });
 });
 

@@ -458,7 +458,7 @@ describe("approving a repository's postCreate commands", () => {
       });
     expect(await settle(false, false)).toEqual({
       ok: false,
-      message: `The env variables in ${file} have not been approved yet; review them and add --approve-post-create, or run the handoff once in Pi's TUI.`,
+      message: `The env variables in ${file} have not been approved yet; review them and add --approve-repo-code, or run the handoff once in Pi's TUI.`,
     });
     expect(await settle(false)).toEqual({
       ok: false,
