@@ -387,7 +387,7 @@ function formatMarkdown(results: Record<string, unknown>): string {
     "",
     "## (i) The conflict forecast over 10 handoffs of a 5,000-file repository, against one `git merge-tree`",
     "",
-    "Goal: well under a second of git time for 10 children: 10 merges into the target and 45 between siblings in one `merge-tree --stdin` process, one ahead-behind count; `ratio` is the forecast's median over one merge-tree call's; `warmMs` the cached answer a widget refresh gets while no tip moved.",
+    "Goal: well under a second of git time for 10 children: 10 merges into the target in one `merge-tree --stdin` process and 45 between siblings (as each would land) in a second, one ahead-behind count, and the merged rule's patch-id walk for the one child that would conflict; `ratio` is the forecast's median over one merge-tree call's; `warmMs` the cached answer a widget refresh gets while no tip moved.",
     "",
     "```json",
     JSON.stringify(r.forecast ?? { skipped: "not measured" }, null, 2),

@@ -2,7 +2,7 @@
  * Benchmark (i): the conflict forecast (`forecastHandoffs`, src/recovery/forecast.ts) over 10
  * handoffs of a 5,000-file repository, against its baseline: one `git merge-tree --write-tree`
  * call of one handoff into main. The forecast makes 10 merges into the target and 45 between
- * siblings (in one merge-tree process), and one ahead-behind count; the ratio says what the 55
+ * siblings (in two merge-tree processes), and one ahead-behind count; the ratio says what the 55
  * merges cost in units of one. `warmMs`: the same forecast answered from its cache (no tip moved),
  * what each widget refresh of idle children costs.
  */

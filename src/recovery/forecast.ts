@@ -14,9 +14,11 @@
  * - Objects only: every merge is `git merge-tree --write-tree` (git/merge-tree.ts); nothing else is
  *   written, no ref, index or file.
  * - Bounded: per repository one listing of branch tips, one ahead-behind count per target, and two
- *   merge-tree processes (into the targets, then between siblings); the merged rule's own checks
- *   only for a handoff whose target moved past commits it lacks; a `ForecastCache` answers again
- *   without git while no tip moved.
+ *   merge-tree processes (into the targets, with each target's own tree; then between siblings).
+ *   The merged rule's checks run only where that merge cannot answer: a clean merge that changes
+ *   the target is something to land, and the rule's "a merge that changes nothing" is read from it;
+ *   so a patch-id walk only for a handoff that would conflict, and one `merge-base --is-ancestor`
+ *   for one whose tip the target holds. A `ForecastCache` answers again without git while no tip moved.
  * - Only merges whose answer is not known without git are asked, each pair once: a tip the target
  *   already holds is not merged, and two siblings whose merges into the target are one tree merge
  *   cleanly. So a crowd of handoffs still at one commit costs nothing, where their pairs would be quadratic.
@@ -124,23 +126,36 @@ async function forecastRepo(
       if (count?.ahead !== undefined && count.commit === handoff.tip) handoff.ahead = count.ahead;
     }
   }
-  const standings = await Promise.all(live.map((handoff) => standingOf(deps.git, handoff)));
-  const toLand = live.filter((_, index) => standings[index]?.code === "to-land");
-
-  // Each handoff with something to land merged into its target: one git process.
+  // On a git without the ahead count: one count each for a handoff with commits since it started.
+  for (const handoff of live)
+    if (handoff.ahead === undefined && handoff.tip !== handoff.manifest.base.sha)
+      handoff.ahead = (await deps.git.commitsNotIn(repo, handoff.tip, [handoff.targetTip], { limit: 0 })).total;
+  // Each handoff with commits its target lacks merged into it, and each target's own tree: one git process.
   const intoTarget = new MergeQuestions();
+  const withCommits = live.filter((handoff) => handoff.tip !== handoff.manifest.base.sha && (handoff.ahead ?? 0) > 0);
   const ownQuestion = new Map(
-    toLand.map((handoff) => [handoff, intoTarget.ask({ ours: handoff.targetTip, theirs: handoff.tip })]),
+    withCommits.map((handoff) => [handoff, intoTarget.ask({ ours: handoff.targetTip, theirs: handoff.tip })]),
+  );
+  const targetTreeQuestion = new Map(
+    [...new Set(withCommits.map((handoff) => handoff.targetTip))].map((tip) => [tip, intoTarget.treeOf(tip)]),
   );
   const intoTargetResults = await intoTarget.answer(deps, repo);
+  const resultOf = (question: number | undefined): MergeTreeResult | undefined =>
+    question === undefined ? undefined : intoTargetResults[question];
+  const standings = await Promise.all(
+    live.map((handoff) => {
+      const merged = resultOf(ownQuestion.get(handoff));
+      const targetTree = resultOf(targetTreeQuestion.get(handoff.targetTip))?.tree;
+      return standingOf(deps.git, handoff, merged === undefined ? undefined : { merged, targetTree });
+    }),
+  );
+  const toLand = live.filter((_, index) => standings[index]?.code === "to-land");
+
   const conflictsOf = (results: readonly MergeTreeResult[], question: number | undefined): string[] => {
     const result = question === undefined ? undefined : results[question];
     return result === undefined || result.clean ? [] : [...result.conflicts].sort();
   };
-  const ownTree = (handoff: Live): string | undefined => {
-    const question = ownQuestion.get(handoff);
-    return question === undefined ? undefined : intoTargetResults[question]?.tree;
-  };
+  const ownTree = (handoff: Live): string | undefined => resultOf(ownQuestion.get(handoff))?.tree;
 
   // Each pair of siblings, as each would land: their merges into the target, from the target's tip.
   const between = new MergeQuestions();
@@ -209,22 +224,41 @@ async function forecastRepo(
 /**
  * Whether the handoff has commits of its own to land: none since it started, or none its target
  * lacks, is nothing to land; commits since it started that are all in the target (by gather.ts's
- * merged rule) are landed.
+ * merged rule) are landed. `intoTarget` is its merge into the target, already made: a clean one
+ * that changes the target is what landing would make (something to land, no check needed), and
+ * the rule's "a merge that changes nothing" is read from it instead of merging again.
  */
-async function standingOf(git: RecoveryGitPort, handoff: Live): Promise<Standing> {
-  const { manifest, tip, targetTip } = handoff;
+async function standingOf(
+  git: RecoveryGitPort,
+  handoff: Live,
+  intoTarget: { merged: MergeTreeResult; targetTree: string | undefined } | undefined,
+): Promise<Standing> {
+  const { manifest, tip, targetTip, ahead } = handoff;
   const root = manifest.repo.root;
   if (tip === manifest.base.sha) return { code: "nothing-to-land" };
-  if (handoff.ahead === 0) {
+  if (ahead === 0 || ahead === undefined || intoTarget === undefined) {
     // All in the target: landed when it made commits since it started, else it never had any.
     return (await git.isAncestor(root, manifest.base.sha, tip))
       ? { code: "landed", rule: "ancestry" }
       : { code: "nothing-to-land" };
   }
-  const unmerged = handoff.ahead ?? (await git.commitsNotIn(root, tip, [targetTip], { limit: 0 })).total;
-  if (unmerged === 0) return standingOf(git, { ...handoff, ahead: 0 });
-  const merged = await mergedOf(git, manifest, tip, targetTip, unmerged, handoff.behind);
-  return merged === undefined ? { code: "to-land" } : { code: "landed", rule: merged.rule };
+  const { merged, targetTree } = intoTarget;
+  const changesNothing = merged.clean && targetTree !== undefined && merged.tree === targetTree;
+  if (merged.clean && !changesNothing) return { code: "to-land" };
+  const rule = await mergedOf(
+    {
+      resolveCommit: (repo, ref) => git.resolveCommit(repo, ref),
+      isAncestor: (repo, ancestor, descendant) => git.isAncestor(repo, ancestor, descendant),
+      patchesMissing: (repo, target, branchTip) => git.patchesMissing(repo, target, branchTip),
+      mergeChangesNothing: () => Promise.resolve(changesNothing),
+    },
+    manifest,
+    tip,
+    targetTip,
+    ahead,
+    handoff.behind,
+  );
+  return rule === undefined ? { code: "to-land" } : { code: "landed", rule: rule.rule };
 }
 
 /** The merges one git process is asked, each once; two equal sides are not asked (clean by definition). */
@@ -239,6 +273,17 @@ class MergeQuestions {
     let index = this.asked.get(key);
     if (index === undefined) {
       index = this.pairs.push(pair) - 1;
+      this.asked.set(key, index);
+    }
+    return index;
+  }
+
+  /** The index of `commit`'s own tree in `pairs` (its merge with itself, which git answers with its tree). */
+  treeOf(commit: string): number {
+    const key = `tree ${commit}`;
+    let index = this.asked.get(key);
+    if (index === undefined) {
+      index = this.pairs.push({ ours: commit, theirs: commit }) - 1;
       this.asked.set(key, index);
     }
     return index;

@@ -135,7 +135,7 @@ describe("pi-handoff forecast", () => {
     expect(asked).toEqual([]);
 
     // The first edits main.txt too; feat/b commits a file of its own and feat/c is moved to the same
-    // commit: two merges into main (one per distinct tip), then one between siblings (feat/b and
+    // commit: two merges into main (one per distinct tip) and main's tree, then one between siblings (feat/b and
     // feat/c land as one tree, so their pair is clean without asking, and the first meets both as one).
     const own = r.commitInWorktree("main.txt", "mine\n", "the handoff edits main.txt");
     const shared = r.repo.commitFile("b.txt", "b\n", "feat/b adds b.txt", { cwd: b.worktree });
@@ -147,9 +147,11 @@ describe("pi-handoff forecast", () => {
       expect.arrayContaining([
         { ours: mainTip, theirs: own },
         { ours: mainTip, theirs: shared },
+        // main's own tree (its merge with itself): what "a merge that changes nothing" compares with.
+        { ours: mainTip, theirs: mainTip },
       ]),
     );
-    expect(asked[0]).toHaveLength(2);
+    expect(asked[0]).toHaveLength(3);
     expect(asked[1]).toEqual([{ base: mainTip, ours: expect.any(String), theirs: expect.any(String) }]);
     const byId = new Map(diverged.entries.map((entry) => [entry.id, entry]));
     expect(byId.get(r.id)).toMatchObject({ code: "to-land", conflicts: ["main.txt"] });
