@@ -213,6 +213,12 @@ export class SimpleGitPort implements RecoveryGitPort {
     return tips;
   }
 
+  async hasRemote(repo: string): Promise<boolean> {
+    const result = await this.run(repo, ["remote"]);
+    if (result.exitCode !== 0) throw gitFailure(["remote"], result);
+    return result.stdout.trim() !== "";
+  }
+
   async resolveCommit(repo: string, ref: string): Promise<string | undefined> {
     // No ref name can start with `-` (check-ref-format), so such input is refused, not resolved.
     if (!isPlainArgument(ref) || ref.length === 0 || ref.startsWith("-")) return undefined;

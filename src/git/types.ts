@@ -104,6 +104,11 @@ export interface RecoveryGitPort extends GitPort {
   /** Every local branch and the commit it points at (one `git for-each-ref`), by short name. */
   branchTips(repo: string): Promise<Map<string, string>>;
   /**
+   * Whether the repository has any remote (`git remote`): with none, no commit can be pushed, so
+   * none is counted unpushed. Optional: a port without it is taken to have one.
+   */
+  hasRemote?(repo: string): Promise<boolean>;
+  /**
    * Uncommitted changes of a checkout (`git status`), with `ignored` also the files git ignores
    * (`ignoredFiles`); throws when it is not a checkout.
    */

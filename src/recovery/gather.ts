@@ -9,6 +9,8 @@
  *   table, each repository's worktree list and what a backend asks through `askOnce` (a tmux
  *   server's panes) are read once per gatherer, not once per handoff, and an inventory's
  *   uncommitted changes in one batch (`prepare`), whose misses are asked alone.
+ * - Unpushed commits are counted only in a repository that has a remote (asked once per
+ *   repository): with none there is nowhere to push, so nothing is unpushed.
  * - A fact that cannot be read becomes a sentence in `problems` and a cautious value (`unknown`),
  *   never an exception, so one broken repository does not hide the other handoffs.
  * - The child session's lease is read first-hand for every handoff with a child session (never
@@ -74,6 +76,7 @@ export class FactGatherer {
   private readonly baseCommits = new Map<string, Promise<string | undefined>>();
   /** One listing of branch tips per repository, instead of one git call per handoff. */
   private readonly branchTips = new Map<string, Promise<Map<string, string>>>();
+  private readonly remotes = new Map<string, Promise<boolean>>();
   private processScan: Promise<ProcessScan> | undefined;
   /** What the backends asked once for all handoffs (a tmux server's panes), by question. */
   private readonly asked = new Map<string, Promise<unknown>>();
@@ -364,6 +367,16 @@ export class FactGatherer {
   }
 
   /** Every local branch's tip, asked once per repository. */
+  /** Whether `root` has any remote, asked once per repository (a port that cannot say: it has). */
+  private hasRemote(root: string): Promise<boolean> {
+    let has = this.remotes.get(root);
+    if (has === undefined) {
+      has = this.deps.git.hasRemote?.(root) ?? Promise.resolve(true);
+      this.remotes.set(root, has);
+    }
+    return has;
+  }
+
   private tipsOf(root: string): Promise<Map<string, string>> {
     let tips = this.branchTips.get(root);
     if (tips === undefined) {
@@ -409,10 +422,15 @@ export class FactGatherer {
         return { code: "present", tip, mergeTarget, aheadOfBase: 0, unmerged: none, unpushed: none, behind };
       }
       // Measured against the base itself (the usual case), "ahead" is the unmerged count: one walk.
+      // A repository with no remote has nowhere to push: nothing there counts as unpushed.
+      const unpushedOf = async (): Promise<{ total: number; commits: CommitSummary[] }> =>
+        (await this.hasRemote(root))
+          ? git.commitsNotIn(root, tip, [manifest.base.sha], { excludeRemotes: true, limit: LISTED_COMMITS })
+          : { total: 0, commits: [] };
       const [ahead, unmerged, unpushed, behind] = await Promise.all([
         targetSha === manifest.base.sha ? undefined : git.commitsNotIn(root, tip, [manifest.base.sha], { limit: 0 }),
         git.commitsNotIn(root, tip, [targetSha], { limit: LISTED_COMMITS }),
-        git.commitsNotIn(root, tip, [manifest.base.sha], { excludeRemotes: true, limit: LISTED_COMMITS }),
+        unpushedOf(),
         git.commitsNotIn(root, targetSha, [tip], { limit: 0 }),
       ]);
       const aheadOfBase = (ahead ?? unmerged).total;

@@ -46,7 +46,7 @@ describe("landed is merged", () => {
       expect(landed).toMatchObject({ ok: true, code: "landed" });
       const to = r.repo.run(["rev-parse", "main"]);
       const { flags, state } = await branchState(r);
-      expect(flags).toEqual(["unpushed", "merged"]);
+      expect(flags).toEqual(["merged"]);
       expect(state).toMatchObject({ code: "present", merged: { rule: "landing", landed: to }, unmerged: { total: 0 } });
       const removed = await removeHandoff(r.deps(), r.id, { force: false, deleteBranch: true });
       expect(removed).toMatchObject({ code: "removed" });
@@ -82,7 +82,7 @@ describe("landed is merged", () => {
     r.repo.run(["cherry-pick", "--allow-empty", `${base}..${r.branch}`]);
     const picked = await branchState(r);
     expect(picked).toMatchObject({
-      flags: ["unpushed", "merged"],
+      flags: ["merged"],
       state: { merged: { rule: "patch" }, unmerged: { total: 0 } },
     });
     expect(picked.state.code === "present" && picked.state.merged).toEqual({ rule: "patch" });
@@ -102,14 +102,15 @@ describe("landed is merged", () => {
     // Only one of the two commits reached main.
     r.repo.run(["cherry-pick", `${r.tip}~1`]);
     const state = await branchState(r);
-    expect(state.flags).toEqual(["unpushed", "unmerged"]);
+    expect(state.flags).toEqual(["unmerged"]);
     expect(state.state).toMatchObject({ unmerged: { total: 2 }, behind: 2 });
     expect(state.state.code === "present" && state.state.merged).toBeUndefined();
     const refused = await removeHandoff(r.deps(), r.id, { force: false, deleteBranch: true });
     expect(refused).toMatchObject({ code: "refused", reason: "needs_force" });
     const inspect = await runCli(["inspect", r.id], r.env, r.repo.root);
+    // The repository has no remote: nothing is counted unpushed.
     expect(inspect.stdout).toContain(
-      `branch:        ${r.branch} (2 commits since the base; 2 not merged into main; main has moved 2 commits past it; 2 not pushed)`,
+      `branch:        ${r.branch} (2 commits since the base; 2 not merged into main; main has moved 2 commits past it)`,
     );
     expect(branchExists(r)).toBe(true);
   });

@@ -121,26 +121,34 @@ export async function walkStateLadder(rig: RecoveryRigBase, backend: LadderBacke
   expect(report.flags).toEqual(["dirty", "untracked"]);
   expect(report.changes).toEqual({ dirtyFiles: ["README.md"], untrackedFiles: ["notes.txt"] });
 
-  // Committed, not merged (and there is no remote, so not pushed either).
+  // Committed, not merged; the repository has no remote, so there is nowhere to push: not unpushed.
   rig.repo.run(["add", "-A"], { cwd: worktree });
   rig.repo.run(["commit", "-q", "-m", "work in the worktree"], { cwd: worktree });
   const tip = rig.repo.run(["rev-parse", "HEAD"], { cwd: worktree });
   report = await judge(rig.recoveryDeps(), manifest.id);
-  expect(report.flags).toEqual(["unpushed", "unmerged"]);
+  expect(report.flags).toEqual(["unmerged"]);
   expect(report.branchState).toEqual({
     code: "present",
     tip,
     mergeTarget: { ref: "HEAD", sha: manifest.base.sha },
     aheadOfBase: 1,
     unmerged: { total: 1, commits: [{ sha: tip, subject: "work in the worktree" }] },
-    unpushed: { total: 1, commits: [{ sha: tip, subject: "work in the worktree" }] },
+    unpushed: { total: 0, commits: [] },
     behind: 0,
   });
+  // With a remote the branch never reached, the commit is unpushed.
+  rig.repo.run(["remote", "add", "origin", join(rig.repo.dir, "nowhere.git")]);
+  report = await judge(rig.recoveryDeps(), manifest.id);
+  expect(report.flags).toEqual(["unpushed", "unmerged"]);
+  expect(report.branchState).toMatchObject({
+    unpushed: { total: 1, commits: [{ sha: tip, subject: "work in the worktree" }] },
+  });
+  rig.repo.run(["remote", "remove", "origin"]);
 
   // Merged into the base (the main checkout's HEAD).
   rig.repo.run(["merge", "-q", "--ff-only", "feat/states"]);
   report = await judge(rig.recoveryDeps(), manifest.id);
-  expect(report.flags).toEqual(["unpushed", "merged"]);
+  expect(report.flags).toEqual(["merged"]);
   expect(report.branchState).toMatchObject({
     mergeTarget: { ref: "HEAD", sha: tip },
     unmerged: { total: 0 },
