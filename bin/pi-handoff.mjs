@@ -41,4 +41,5 @@ process.exitCode = await cli.main(process.argv.slice(2), {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
   execPath: process.execPath,
+  ...(process.stdout.isTTY ? { columns: process.stdout.columns } : {}),
 });

@@ -10,4 +10,5 @@ process.exitCode = await main(process.argv.slice(2), {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
   execPath: process.execPath,
+  ...(process.stdout.isTTY ? { columns: process.stdout.columns } : {}),
 });

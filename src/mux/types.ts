@@ -162,6 +162,16 @@ export interface RecoverableMultiplexer extends Multiplexer {
     options: { mainCheckout: string; worktreePath: string; force: boolean },
   ): Promise<MuxResult<object>>;
   /**
+   * What would stop `removeWorktree` whatever `force` says (a workspace the backend would have to
+   * open but may not), found without changing anything: a removal's plan asks it, so its dry run
+   * and its real run are refused alike, before anything is said or done. Optional: a backend
+   * without it has no such refusal (uncommitted files and a locked checkout are judged by the plan).
+   */
+  removalBlocker?(
+    location: MuxLocation,
+    options: { mainCheckout: string; worktreePath: string },
+  ): Promise<MuxResult<object>>;
+  /**
    * Close the workspace/window of a worktree that is gone (`prune` retires such a handoff): only
    * while it still shows that worktree's path, as `removeWorktree` does; `closed: false` when it
    * was gone already or shows something else now. Optional: a backend without it says why not.

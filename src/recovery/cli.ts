@@ -74,6 +74,18 @@ export interface CliIo {
   progress?: (step: HandoffStep, text: string) => void;
   /** The recovery dependencies (default: the real ones for `env`). */
   deps?: RecoveryDeps;
+  /** The width of the terminal stdout is, when it is one (`list` fits it; `COLUMNS` in `env` wins). */
+  columns?: number;
+}
+
+/**
+ * How wide `list` may be: `COLUMNS` when set to a positive number (also in a pipe, as `ls` reads
+ * it), else the terminal's width when stdout is one; undefined (no limit) in a pipe or a file.
+ */
+export function listWidth(io: Pick<CliIo, "env" | "columns">): number | undefined {
+  const asked = io.env.COLUMNS?.trim() ?? "";
+  if (/^[1-9][0-9]{0,5}$/.test(asked)) return Number.parseInt(asked, 10);
+  return io.columns !== undefined && Number.isSafeInteger(io.columns) && io.columns > 0 ? io.columns : undefined;
 }
 
 export const USAGE = `Usage: pi-handoff <command> [options]
@@ -397,8 +409,13 @@ async function list(
     ]);
     const forecasts = await forecastHandoffs({ git: deps.git, landGit: await landGitFor(deps.env) }, manifests);
     const marks = new Map(forecasts.entries.map((entry) => [entry.id, forecastMark(entry) || "ok"]));
+    const width = listWidth(io);
     io.stdout(
-      `${formatInventory(inventory, { ...(repoRoot === undefined ? {} : { repo: repoRoot }), forecast: marks })}\n`,
+      `${formatInventory(inventory, {
+        ...(repoRoot === undefined ? {} : { repo: repoRoot }),
+        forecast: marks,
+        ...(width === undefined ? {} : { width }),
+      })}\n`,
     );
     // What killed processes left in the store is prune's to explain and sweep; say it is there.
     const leftovers = (await deps.store.leftovers()).length;
@@ -422,9 +439,13 @@ async function inspect(deps: CliDeps, io: CliIo, id: string, json: boolean): Pro
     import("./report-schema.ts"),
     import("./format.ts"),
   ]);
-  const inspected = await inspectHandoff(deps, id, { checkPorts: true });
-  if (inspected.code === "not_found") throw new UsageError(inspected.message, "inspect");
-  if (inspected.code === "invalid") throw new Refusal(inspected.message, "inspect");
+  const found = await inspectHandoff(deps, id, { checkPorts: true });
+  if (found.code === "not_found") throw new UsageError(found.message, "inspect");
+  if (found.code === "invalid") throw new Refusal(found.message, "inspect");
+  // Only what would run is suggested: a checkout no removal (nor reopening) may reach is said instead.
+  const { withoutBlockedActions } = await import("./remove.ts");
+  const { report: judged, blocked } = await withoutBlockedActions(deps, found.manifest, found.report);
+  const inspected = { ...found, report: judged };
   const lastReport = await lastChildReport(deps.agentDir, id);
   const stepTimes = stepTimesOf(inspected.manifest);
   if (json) {
@@ -441,6 +462,7 @@ async function inspect(deps: CliDeps, io: CliIo, id: string, json: boolean): Pro
     io.stdout(
       `${formatReport(inspected.report, Date.now(), {
         ...(task === undefined ? {} : { task }),
+        ...(blocked === undefined ? {} : { blocked }),
         ...(lastReport === undefined ? {} : { lastReport }),
         ...(stepTimes === undefined ? {} : { stepTimes }),
       })}\n`,

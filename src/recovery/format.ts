@@ -5,6 +5,8 @@
  * plain ASCII layout, no colours or terminal codes, so the same text works in a pipe, in Pi's
  * notifications and in print mode; every line is `printable` (text/printable): a commit subject or
  * a file name with terminal escapes or line breaks in it shows them escaped, one line each.
+ * The list is cut to a width only when one is given (`fitColumns`: the caller decides, from
+ * `COLUMNS` or the terminal), never for JSON.
  */
 import { CHILD_STATE_LABELS, formatDuration, type ChildState } from "./status.ts";
 import { CONTROL_CHARACTERS, counted, oneLine, printable, stripPeriod } from "../text.ts";
@@ -54,11 +56,12 @@ export function describeStatus(status: HandoffStatus): string {
 /**
  * The table `pi-handoff list` prints (and `/handoffs` in print mode); `repo`: only that
  * repository's were asked for; with `forecast` (a short mark per handoff id, forecast.ts) a
- * FORECAST column before the actions.
+ * FORECAST column before the actions; with `width` (the terminal's columns) the table fits it
+ * (`fitColumns`).
  */
 export function formatInventory(
   inventory: InventoryReport,
-  scope: { repo?: string; forecast?: ReadonlyMap<string, string> } = {},
+  scope: { repo?: string; forecast?: ReadonlyMap<string, string>; width?: number } = {},
 ): string {
   const forecast = scope.forecast;
   const lines: string[] = [];
@@ -81,7 +84,7 @@ export function formatInventory(
         ...(withPorts ? [handoff.ports?.join(",") ?? "-"] : []),
         handoff.flags.join(",") || "-",
         ...(forecast === undefined ? [] : [forecast.get(handoff.id) ?? "-"]),
-        handoff.actions.join(",") || "-",
+        actionsCell(handoff),
       ].map(printable),
     );
     const header = [
@@ -94,12 +97,17 @@ export function formatInventory(
       ...(forecast === undefined ? [] : ["FORECAST"]),
       "ACTIONS",
     ];
-    const widths = header.map((title, column) =>
+    const natural = header.map((title, column) =>
       Math.max(title.length, ...rows.map((row) => (row[column] ?? "").length)),
     );
+    const widths = scope.width === undefined ? natural : fitColumns(natural, header, scope.width);
     const render = (row: readonly string[]): string =>
       row
-        .map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column] ?? 0)))
+        .map((cell, column) => {
+          const width = widths[column] ?? 0;
+          const fitted = cell.length > width ? `${cell.slice(0, Math.max(0, width - 1))}~` : cell;
+          return column === row.length - 1 ? fitted : fitted.padEnd(width);
+        })
         .join("  ")
         .trimEnd();
     lines.push(render(header), ...rows.map(render));
@@ -116,6 +124,39 @@ export function formatInventory(
   return lines.map(printable).join("\n");
 }
 
+/** The list's ACTIONS cell: what works now, and while a Pi runs, that a removal waits for it to quit. */
+function actionsCell(handoff: HandoffReport): string {
+  const actions = handoff.actions.join(",");
+  if (handoff.status.code !== "child_running") return actions || "-";
+  return `${actions === "" ? "" : `${actions} `}(quit its Pi to remove)`;
+}
+
+/** The narrowest a column of the list is cut to: its title, and at least this many characters. */
+const MIN_COLUMN = 8;
+
+/**
+ * Column widths that fit `width` characters (two spaces between columns): the widest column is
+ * narrowed, one character at a time, down to its title (and `MIN_COLUMN`), until the table fits or
+ * no column can give more; a cut cell ends in `~`. An id cut so still names its handoff where it is
+ * a unique start of the id (`pi-handoff inspect <start>`).
+ */
+export function fitColumns(natural: readonly number[], header: readonly string[], width: number): number[] {
+  const widths = [...natural];
+  const total = (): number => widths.reduce((sum, w) => sum + w, 0) + 2 * (widths.length - 1);
+  const floor = (column: number): number =>
+    Math.min(natural[column] ?? 0, Math.max(MIN_COLUMN, header[column]?.length ?? 0));
+  while (total() > width) {
+    let widest = -1;
+    for (let column = 0; column < widths.length; column++) {
+      if ((widths[column] ?? 0) > floor(column) && (widest === -1 || (widths[column] ?? 0) > (widths[widest] ?? 0)))
+        widest = column;
+    }
+    if (widest === -1) break;
+    widths[widest] = (widths[widest] ?? 0) - 1;
+  }
+  return widths;
+}
+
 /** One line for a picker (`/handoffs`); `now` measures the child's time in its state. */
 export function formatPickerLabel(handoff: HandoffReport, now: number = Date.now()): string {
   const flags = handoff.flags.length > 0 ? ` [${handoff.flags.join(", ")}]` : "";
@@ -129,6 +170,8 @@ export interface InspectExtras {
   lastReport?: Pick<ChildReport, "createdAt" | "text" | "done" | "left" | "commitsTotal">;
   /** Where the handoff spent its time (recovery/step-times.ts), when its manifest says. */
   stepTimes?: StepTimes;
+  /** Why neither a removal nor a relaunch may act on the checkout now (remove.ts `withoutBlockedActions`). */
+  blocked?: string;
 }
 
 /** Lines of free text (a task, a report) under a label, terminal escapes and control characters removed. */
@@ -194,10 +237,14 @@ export function formatReport(handoff: HandoffReport, now: number = Date.now(), e
   }
   if (handoff.flags.length > 0) lines.push(`  flags:         ${handoff.flags.join(", ")}`);
   for (const problem of handoff.problems) lines.push(`  could not check: ${problem}`);
+  if (extras.blocked !== undefined) lines.push(`  blocked:       ${extras.blocked}`);
+  const next = handoff.actions.map(
+    (action) => `pi-handoff ${action === "prune" ? "prune" : `${action} ${handoff.id}`}`,
+  );
+  // What stops a removal is said where a removal would be offered.
+  if (handoff.status.code === "child_running") next.push(`quit its Pi first to remove it`);
   lines.push(
-    handoff.actions.length > 0
-      ? `  next:          ${handoff.actions.map((action) => `pi-handoff ${action === "prune" ? "prune" : `${action} ${handoff.id}`}`).join(" | ")}`
-      : "  next:          nothing to do",
+    `  next:          ${next.length > 0 ? next.join(" | ") : extras.blocked !== undefined ? "nothing until that is done" : "nothing to do"}`,
   );
   return lines.map(printable).join("\n");
 }

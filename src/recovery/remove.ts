@@ -9,7 +9,13 @@
  *   changes staged in git's entry of a vanished checkout, and a checkout no one could check for a
  *   running Pi (the writer check could not run, `writerUnknown`) refuse the removal; the plan (what
  *   would be lost, file by file and commit by commit) is handed to the caller BEFORE anything is
- *   done, with or without `force`.
+ *   done, with or without `force`, and with every refusal once the handoff could be looked at
+ *   (a live Pi too), so what a removal would lose is known before anyone quits anything.
+ * - A dry run and a real run share one plan and one set of checks (`planRemoval`): what would
+ *   refuse the worktree step whatever `force` says (a locked checkout, a backend this process
+ *   cannot drive, a workspace the backend may not open: `removalBlocker`) refuses the plan, so
+ *   nothing is announced as about to happen that the step would then refuse. Refusals `force`
+ *   cannot lift come before the one it can (`needs_force`).
  * - Commits only the worktree's own HEAD history holds (a detached experiment) are kept reachable,
  *   under `refs/pi-handoff/<id>/kept/<sha>`, before the worktree and its history go.
  * - git's entry of a checkout that is gone from where the handoff made it is dropped only when no
@@ -51,6 +57,7 @@ import type { CommitList, HandoffReport, MergedFact } from "./report-schema.ts";
 import { counted, printable, stripPeriod } from "../text.ts";
 import { errorClause, errorSentence } from "../errors.ts";
 import { describeLocation } from "../mux/registry.ts";
+import { lockedWorktreeRefusal } from "../mux/git-worktree.ts";
 
 export interface RemovalDeps extends GatherDeps {
   store: ManifestStore;
@@ -109,11 +116,21 @@ export type RemovalRefusal =
   | "not_confirmed"
   | "busy"
   /** The worktree was moved by hand: its checkout, elsewhere, still uses git's entry. */
-  | "moved";
+  | "moved"
+  /**
+   * The worktree step would be refused whatever `force` says: a locked checkout, a window whose
+   * backend this process cannot drive, a workspace the backend would have to open but may not
+   * (a person's Herdr workspace sitting in the checkout).
+   */
+  | "blocked";
 
 export type PlanOutcome =
   | { code: "planned"; plan: RemovalPlan }
-  /** `plan` is set when the refusal is about work at stake (`needs_force`), so it can be listed. */
+  /**
+   * `plan` is set whenever the handoff's things could be looked at (all but not_found, invalid,
+   * removed, in_progress), so what is at stake is listed with the refusal: a dry run and a real run
+   * refused alike say the same. Only `needs_force` is lifted by `force`.
+   */
   | { code: "refused"; reason: RemovalRefusal; message: string; plan?: RemovalPlan };
 
 export type RemoveOutcome =
@@ -129,6 +146,9 @@ export async function planRemoval(deps: RemovalDeps, id: string, options: Remove
   const refusal = removalRefusal(report, id);
   if (refusal !== undefined) return refusal;
   const plan = await removalPlanOf(deps, manifest, report, options);
+  // What `force` cannot lift comes first, so no one is told to add --force only to be refused then.
+  const live = liveWriterRefusal(report, id);
+  if (live !== undefined) return { ...live, plan };
   if (plan.entry?.movedTo !== undefined) {
     return {
       code: "refused",
@@ -137,6 +157,9 @@ export async function planRemoval(deps: RemovalDeps, id: string, options: Remove
       plan,
     };
   }
+  const blocked = await worktreeStepBlocker(deps, manifest, report);
+  if (blocked !== undefined)
+    return { code: "refused", reason: "blocked", message: `${blocked} Handoff ${id} was not removed.`, plan };
   const stakes = options.force ? [] : stakesNeedingForce(plan);
   if (stakes.length > 0) {
     return {
@@ -149,7 +172,7 @@ export async function planRemoval(deps: RemovalDeps, id: string, options: Remove
   return { code: "planned", plan };
 }
 
-/** Why nothing of the handoff may be removed now, whatever is at stake; undefined: it may. */
+/** Why nothing of the handoff may be looked at for removal now; undefined: it may. */
 function removalRefusal(report: HandoffReport, id: string): Extract<PlanOutcome, { code: "refused" }> | undefined {
   const status = report.status;
   if (status.code === "removed") {
@@ -163,14 +186,6 @@ function removalRefusal(report: HandoffReport, id: string): Extract<PlanOutcome,
       message: `Handoff ${id} was already removed, so there is nothing left to remove${branch}; pi-handoff inspect ${id} shows its record.`,
     };
   }
-  if (status.code === "child_running") {
-    const pids = status.writers.map((writer) => writer.pid).join(", ");
-    return {
-      code: "refused",
-      reason: "child_running",
-      message: `Handoff ${id} still has a live Pi (pid ${pids}); quit it first, then remove the handoff.`,
-    };
-  }
   if (isInProgress(report)) {
     return {
       code: "refused",
@@ -179,6 +194,57 @@ function removalRefusal(report: HandoffReport, id: string): Extract<PlanOutcome,
     };
   }
   return undefined;
+}
+
+/** The refusal while a Pi runs on the child session or in the worktree (its plan is listed with it). */
+function liveWriterRefusal(report: HandoffReport, id: string): Extract<PlanOutcome, { code: "refused" }> | undefined {
+  if (report.status.code !== "child_running") return undefined;
+  const pids = report.status.writers.map((writer) => writer.pid).join(", ");
+  return {
+    code: "refused",
+    reason: "child_running",
+    message: `Handoff ${id} still has a live Pi (pid ${pids}); quit it first, then remove the handoff.`,
+  };
+}
+
+/**
+ * The report with `relaunch` and `remove` left out of its actions when the worktree step is
+ * blocked (`worktreeStepBlocker`) while the window is closed: a removal would be refused, and a
+ * relaunch reopens the window through the same backend check. `blocked`: why, one sentence.
+ */
+export async function withoutBlockedActions(
+  deps: GatherDeps,
+  manifest: Manifest,
+  report: HandoffReport,
+): Promise<{ report: HandoffReport; blocked?: string }> {
+  if (!report.actions.includes("remove") || report.workspace.code === "open") return { report };
+  const blocked = await worktreeStepBlocker(deps, manifest, report);
+  if (blocked === undefined) return { report };
+  const actions = report.actions.filter((action) => action !== "remove" && action !== "relaunch");
+  return { report: { ...report, actions }, blocked };
+}
+
+/**
+ * What would stop the worktree step whatever `force` says, asked of git and of the backend without
+ * changing anything (the checks the step itself makes before it acts: `removeCheckout`), as one
+ * sentence; undefined when nothing would.
+ */
+export async function worktreeStepBlocker(
+  deps: GatherDeps,
+  manifest: Manifest,
+  report: HandoffReport,
+): Promise<string | undefined> {
+  const step = WORKTREE_STEP[report.worktree.code];
+  if (step !== "remove" && step !== "unregister") return undefined;
+  const request = { mainCheckout: manifest.repo.root, worktreePath: manifest.worktree.path };
+  const locked = await lockedWorktreeRefusal(deps.git, request.mainCheckout, request.worktreePath);
+  if (locked !== undefined) return locked.message;
+  const location = report.mux;
+  if (!hasWorkspace(location)) return undefined;
+  const mux = deps.muxFor(location);
+  if (!mux.ok) return mux.message;
+  const blocked = await mux.mux.removalBlocker?.(location, request);
+  return blocked === undefined || blocked.ok ? undefined : blocked.message;
 }
 
 /** The worktree step for each fact about the checkout (report-schema.ts `WorktreeFact`). */
@@ -601,7 +667,7 @@ async function removeCheckout(deps: RemovalDeps, id: string, plan: RemovalPlan, 
   const mux = hasWorkspace(location) ? deps.muxFor(location) : undefined;
   if (mux !== undefined && !mux.ok) {
     // Its workspace belongs to a backend this process cannot drive: removing the checkout under
-    // it would leave that workspace in a deleted directory.
+    // it would leave that workspace in a deleted directory (the plan refuses it first: worktreeStepBlocker).
     return { ok: false, message: `${mux.message} Handoff ${id} was not removed.` };
   }
   if (mux !== undefined) {

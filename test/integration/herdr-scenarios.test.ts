@@ -142,7 +142,8 @@ describe(`the Herdr backend where Herdr 0.8.2 could hurt a user (${HERDR_TARGET}
     expect(reopened).toEqual({
       ok: false,
       code: "workspace_in_worktree",
-      message: `Herdr workspace ${users.workspace_id}, workspace "users-shell", has a shell in the worktree ${worktreePath}, and Herdr would take that workspace over for the worktree if asked to open it, so nothing was opened; close it or cd its panes out of the worktree, then try again.`,
+      // What holds the pane's foreground is named: the user's sleep, not "a shell".
+      message: `Herdr workspace ${users.workspace_id}, workspace "users-shell", has sleep running in the worktree ${worktreePath}, and Herdr would take that workspace over for the worktree if asked to open it, so nothing was opened; quit it, close it or cd its panes out of the worktree, then try again.`,
     });
     const removed = await mux.removeWorktree(location, { mainCheckout: repo.root, worktreePath, force: true });
     expect(removed).toMatchObject({ ok: false, code: "workspace_in_worktree" });

@@ -13,7 +13,7 @@
  * test/support/recovery-ladder.ts (its Herdr hooks are below); what is Herdr's own is here.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { shellQuote } from "../../src/launch/launch-command.ts";
@@ -507,11 +507,16 @@ describe("remove on Herdr never loses a file or a commit without --force", () =>
     const worktree = manifest.worktree.path;
 
     const whileRunning = await remove(manifest.id, { force: true });
-    expect(whileRunning.outcome).toEqual({
+    expect(whileRunning.outcome).toMatchObject({
       code: "refused",
       reason: "child_running",
       message: `Handoff ${manifest.id} still has a live Pi (pid ${manifest.child.pid}); quit it first, then remove the handoff.`,
     });
+    // What the removal would do is listed with the refusal, so it is known before the Pi is quit.
+    expect(whileRunning.shown).toEqual([
+      `The worktree ${worktree} would be deleted and its window closed.`,
+      "Branch rm/dirty would be kept.",
+    ]);
     await killAndWait(manifest.child.pid ?? 0);
 
     writeFileSync(join(worktree, "README.md"), "# changed\n");
@@ -607,14 +612,16 @@ describe("remove on Herdr never loses a file or a commit without --force", () =>
     expect(run.status).toBe(0);
     if (rig.herdr.kind === "double") {
       const calls = worktreeCalls();
+      // The plan's look (changing nothing), then the removal's own.
       expect(calls.map((argv) => argv.slice(0, 2).join(" "))).toEqual([
+        "worktree list",
         "worktree list",
         "worktree open",
         "worktree remove",
       ]);
-      const reopenedId = calls[2]?.[3] ?? "";
+      const reopenedId = calls[3]?.[3] ?? "";
       expect(reopenedId).not.toBe(workspaceId);
-      expect(calls[2]).toEqual(["worktree", "remove", "--workspace", reopenedId, "--trust-repository"]);
+      expect(calls[3]).toEqual(["worktree", "remove", "--workspace", reopenedId, "--trust-repository"]);
     }
     expect(existsSync(manifest.worktree.path)).toBe(false);
     // The workspace opened for the removal went with it; the others are as they were (and 0.8.2's
@@ -623,6 +630,62 @@ describe("remove on Herdr never loses a file or a commit without --force", () =>
     expect(await workspacesOf(manifest.worktree.path)).toEqual([]);
     expect(rig.repo.run(["branch", "--list", "rm/closed"])).toBe("");
     expect((await rig.read(manifest.id)).state).toBe("removed");
+  });
+
+  it("a person's workspace running cat in the closed child's worktree: the dry run refuses as the real run does, naming cat, and inspect offers neither", async () => {
+    const manifest = runningManifest(await rig.handoff("rm/occupied", { focus: false }));
+    await closeWorkspace(herdrLocation(manifest).workspaceId, manifest.child.pid);
+    const worktree = manifest.worktree.path;
+    writeFileSync(join(worktree, "draft.txt"), "draft\n");
+    // The person's own workspace, its shell in the worktree, running cat.
+    const users = await rig.herdr.openWorkspace(worktree, "users-cat");
+    await rig.herdr.herdr(["pane", "run", users.paneId, "cat"]);
+    await waitFor(
+      async () => {
+        const info = (await rig.herdr.result(["pane", "process-info", "--pane", users.paneId])).process_info as {
+          foreground_processes: { name: string }[];
+        };
+        return info.foreground_processes.some((process) => process.name === "cat");
+      },
+      { timeoutMs: 10_000, description: `cat in ${users.paneId}` },
+    );
+    const before = await workspaceLayout();
+    const blocker = `Herdr workspace ${users.workspaceId}, workspace "users-cat", has cat running in the worktree ${realpathSync(worktree)}, and Herdr would take that workspace over for the worktree if asked to open it, so nothing was opened; quit it, close it or cd its panes out of the worktree, then try again.`;
+    const reason = `${blocker} Handoff ${manifest.id} was not removed.`;
+    const plan = [
+      `The worktree ${worktree} would be deleted.`,
+      "Would be lost for good (1 file with uncommitted work):",
+      "  untracked  draft.txt",
+      "Branch rm/occupied would be kept.",
+      "",
+    ].join("\n");
+    try {
+      for (const force of [[], ["--force"]]) {
+        const dry = cli(["remove", manifest.id, "--dry-run", ...force]);
+        expect({ status: dry.status, stdout: dry.stdout, stderr: dry.stderr }).toEqual({
+          status: 1,
+          stdout: plan,
+          stderr: `pi-handoff remove: Dry run: ${reason}\n`,
+        });
+      }
+      // The real run: the same reason, and nothing announced as about to happen before it.
+      const real = cli(["remove", manifest.id, "--force"]);
+      expect({ status: real.status, stdout: real.stdout, stderr: real.stderr }).toEqual({
+        status: 1,
+        stdout: plan,
+        stderr: `pi-handoff remove: ${reason}\n`,
+      });
+      expect(readFileSync(join(worktree, "draft.txt"), "utf8")).toBe("draft\n");
+      expect(await workspaceLayout()).toEqual(before);
+      expect((await rig.read(manifest.id)).state).not.toBe("removed");
+      // inspect suggests neither relaunch (its reopening meets the same workspace) nor remove.
+      const inspected = cli(["inspect", manifest.id]);
+      expect(inspected.status).toBe(0);
+      expect(inspected.stdout).toContain(`\n  blocked:       ${blocker}\n`);
+      expect(inspected.stdout).toContain("\n  next:          nothing until that is done\n");
+    } finally {
+      await rig.herdr.result(["workspace", "close", users.workspaceId]);
+    }
   });
 
   it("drops git's entry for a worktree whose directory vanished, with its workspace open or closed", async () => {
@@ -656,8 +719,9 @@ describe("remove on Herdr never loses a file or a commit without --force", () =>
       code: "removed",
       message: `Removed handoff ${closed.id}: dropped git's entry for ${closed.worktree.path}, kept branch rm/vanished-closed.`,
     });
+    // The plan's look, then the removal's own: no workspace is opened for a checkout that is gone.
     if (rig.herdr.kind === "double")
-      expect(worktreeCalls().map((argv) => argv.slice(0, 2).join(" "))).toEqual(["worktree list"]);
+      expect(worktreeCalls().map((argv) => argv.slice(0, 2).join(" "))).toEqual(["worktree list", "worktree list"]);
     expect(await workspaceLayout()).toEqual(before);
     expect(await workspacesOf(closed.worktree.path)).toEqual([]);
     expect(rig.repo.run(["worktree", "list", "--porcelain"])).not.toContain(closed.worktree.path);

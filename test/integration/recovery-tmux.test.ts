@@ -25,6 +25,7 @@ import {
   type RecoveryRig,
 } from "../support/recovery-rig.ts";
 import { waitFor } from "../support/tmux.ts";
+import { PROJECT_ROOT } from "../support/pi.ts";
 
 let rig: RecoveryRig;
 
@@ -381,5 +382,153 @@ describe("relaunch on tmux", () => {
       sessionId: rig.tmux.sessionId,
     });
     await killAndWait(relaunched.manifest.child.pid ?? 0);
+  });
+});
+
+/** `pi-handoff` as a person runs it in a shell outside tmux (stdout a pipe). */
+function cli(
+  args: readonly string[],
+  env: Record<string, string> = {},
+): { status: number; stdout: string; stderr: string } {
+  const run = spawnSync(NODE_BIN, [join(PROJECT_ROOT, "bin", "pi-handoff.mjs"), ...args], {
+    cwd: rig.repo.root,
+    env: { ...rig.env, ...env },
+    encoding: "utf8",
+    timeout: 120_000,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  return { status: run.status ?? -1, stdout: run.stdout, stderr: run.stderr };
+}
+
+describe("what pi-handoff says before a removal, as a person runs it", () => {
+  it("while the child's Pi runs: list offers what works and says remove waits for it; remove --dry-run lists what would be lost with the refusal", async () => {
+    const manifest = runningManifest(await rig.handoff("feat/live-remove"));
+    const pid = manifest.child.pid ?? 0;
+    writeFileSync(join(manifest.worktree.path, "draft.txt"), "draft\n");
+    try {
+      const listed = cli(["list", "--repo", rig.repo.root]);
+      expect(listed.status).toBe(0);
+      const row = listed.stdout.split("\n").find((line) => line.startsWith(manifest.id)) ?? "";
+      expect(row.endsWith("  focus (quit its Pi to remove)"), row).toBe(true);
+      expect(row).not.toMatch(/\bremove,|,remove\b/);
+
+      const dry = cli(["remove", manifest.id, "--dry-run"]);
+      expect(dry).toEqual({
+        status: 1,
+        stdout: [
+          `The worktree ${manifest.worktree.path} would be deleted and its window closed.`,
+          "Would be lost for good (1 file with uncommitted work):",
+          "  untracked  draft.txt",
+          "Branch feat/live-remove would be kept.",
+          "",
+        ].join("\n"),
+        stderr: `pi-handoff remove: Dry run: Handoff ${manifest.id} still has a live Pi (pid ${pid}); quit it first, then remove the handoff.\n`,
+      });
+      // The real run says the same, and removes nothing.
+      const real = cli(["remove", manifest.id, "--force"]);
+      expect(real).toEqual({
+        status: 1,
+        stdout: dry.stdout,
+        stderr: `pi-handoff remove: Handoff ${manifest.id} still has a live Pi (pid ${pid}); quit it first, then remove the handoff.\n`,
+      });
+      expect(readFileSync(join(manifest.worktree.path, "draft.txt"), "utf8")).toBe("draft\n");
+      const inspected = cli(["inspect", manifest.id]);
+      expect(inspected.stdout).toContain(
+        `\n  next:          pi-handoff focus ${manifest.id} | quit its Pi first to remove it\n`,
+      );
+    } finally {
+      await killAndWait(pid);
+    }
+  });
+
+  it("a locked worktree: the dry run refuses with the real run's reason, even with --force", async () => {
+    const manifest = runningManifest(await rig.handoff("feat/locked-dry"));
+    await killAndWait(manifest.child.pid ?? 0);
+    rig.repo.run(["worktree", "lock", "--reason", "on a stick", manifest.worktree.path]);
+    try {
+      const reason = `The worktree at ${manifest.worktree.path} is locked (git worktree lock), so it was not removed and nothing running in it was stopped; unlock it with git worktree unlock ${manifest.worktree.path} first. Handoff ${manifest.id} was not removed.`;
+      const plan = [
+        `The worktree ${manifest.worktree.path} would be deleted and its window closed.`,
+        "Branch feat/locked-dry would be kept.",
+        "",
+      ].join("\n");
+      for (const force of [[], ["--force"]]) {
+        expect(cli(["remove", manifest.id, "--dry-run", ...force])).toEqual({
+          status: 1,
+          stdout: plan,
+          stderr: `pi-handoff remove: Dry run: ${reason}\n`,
+        });
+      }
+      expect(cli(["remove", manifest.id, "--force"])).toEqual({
+        status: 1,
+        stdout: plan,
+        stderr: `pi-handoff remove: ${reason}\n`,
+      });
+      expect(existsSync(manifest.worktree.path)).toBe(true);
+      expect((await rig.read(manifest.id)).state).not.toBe("removed");
+    } finally {
+      rig.repo.run(["worktree", "unlock", manifest.worktree.path]);
+    }
+  });
+});
+
+describe("pi-handoff list fits the terminal", () => {
+  it("cuts its table to COLUMNS, to a real terminal's width, and to nothing in a pipe or in --json", async () => {
+    const manifest = runningManifest(await rig.handoff("feat/a-branch-name-long-enough-to-need-cutting"));
+    await killAndWait(manifest.child.pid ?? 0);
+    const longest = (text: string): number => Math.max(...text.split("\n").map((line) => line.length));
+
+    // A pipe: the whole table, every id whole.
+    const piped = cli(["list", "--repo", rig.repo.root]);
+    expect(piped.stdout).toContain(`${manifest.id}  `);
+    expect(longest(piped.stdout)).toBeGreaterThan(90);
+
+    // COLUMNS is honoured in a pipe too; a cut cell ends in ~, the ids' starts stay.
+    const cut = cli(["list", "--repo", rig.repo.root], { COLUMNS: "90" });
+    expect(cut.status).toBe(0);
+    expect(longest(cut.stdout)).toBeLessThanOrEqual(90);
+    const row = cut.stdout.split("\n").find((line) => line.startsWith(manifest.id.slice(0, 8))) ?? "";
+    expect(row).toContain("~");
+    expect(cut.stdout.split("\n")[0]).toMatch(/^ID +STATUS +CHILD +BRANCH +FLAGS +FORECAST +ACTIONS$/);
+
+    // --json is never cut.
+    const json = cli(["list", "--repo", rig.repo.root, "--json"], { COLUMNS: "40" });
+    expect(
+      JSON.parse(json.stdout).handoffs.map((handoff: { id: string; branch: string }) => [handoff.id, handoff.branch]),
+    ).toContainEqual([manifest.id, "feat/a-branch-name-long-enough-to-need-cutting"]);
+
+    // A real terminal 72 columns wide (a tmux pane), no COLUMNS: no line wraps.
+    // The window is made and sized first, then the list runs in it.
+    const paneId = (await rig.tmux.tmux(["new-window", "-d", "-P", "-F", "#{pane_id}", "cat"])).trim();
+    try {
+      await rig.tmux.tmux(["resize-window", "-x", "72", "-y", "30", "-t", paneId]);
+      await rig.tmux.tmux([
+        "respawn-pane",
+        "-k",
+        "-t",
+        paneId,
+        ...Object.entries({ ...rig.env, COLUMNS: "" }).flatMap(([name, value]) => ["-e", `${name}=${value}`]),
+        "sh",
+        "-c",
+        'cd "$1" && shift && "$@"; echo "list-exit=$?"; exec cat',
+        "sh",
+        rig.repo.root,
+        NODE_BIN,
+        join(PROJECT_ROOT, "bin", "pi-handoff.mjs"),
+        "list",
+      ]);
+      const shown = await waitFor(
+        async () => {
+          const text = await rig.tmux.tmux(["capture-pane", "-p", "-J", "-t", paneId]);
+          return text.includes("list-exit=") ? text : undefined;
+        },
+        { description: "pi-handoff list in a 72-column pane" },
+      );
+      expect(shown).toContain("list-exit=0");
+      expect(longest(shown)).toBeLessThanOrEqual(72);
+      expect(shown).toMatch(/^ID +STATUS/m);
+    } finally {
+      await rig.tmux.tmux(["kill-pane", "-t", paneId]);
+    }
   });
 });

@@ -200,10 +200,14 @@ export async function strangerHerdrWouldAdopt(
   ]);
   if (!listed.ok) return publicFailure(listed);
   if (!panes.ok) return publicFailure(panes);
-  const sittingInCheckout = new Set<string>();
+  // Each workspace's panes that sit in the checkout, to name what runs there.
+  const sittingInCheckout = new Map<string, string[]>();
   for (const pane of panes.result.panes) {
     for (const cwd of [pane.cwd, pane.foreground_cwd]) {
-      if (cwd !== undefined && isWithin(await canonicalPath(cwd), wanted)) sittingInCheckout.add(pane.workspace_id);
+      if (cwd === undefined || !isWithin(await canonicalPath(cwd), wanted)) continue;
+      const sitting = sittingInCheckout.get(pane.workspace_id) ?? [];
+      if (!sitting.includes(pane.pane_id)) sitting.push(pane.pane_id);
+      sittingInCheckout.set(pane.workspace_id, sitting);
     }
   }
   for (const workspace of listed.result.workspaces) {
@@ -217,13 +221,37 @@ export async function strangerHerdrWouldAdopt(
     const whose = (await parts.membership.isOwnWorkspace(workspace.workspace_id, socketPath))
       ? "the workspace this Pi runs in"
       : `workspace ${JSON.stringify(workspace.label)}`;
+    const running = await foregroundIn(client, sittingInCheckout.get(workspace.workspace_id) ?? [], socketPath);
+    const what = running.length > 0 ? `${running.join(", ")} running` : "a shell";
     return {
       ok: false,
       code: "workspace_in_worktree",
-      message: `Herdr workspace ${workspace.workspace_id}, ${whose}, has a shell in the worktree ${wanted}, and Herdr would take that workspace over for the worktree if asked to open it, so nothing was opened; close it or cd its panes out of the worktree, then try again.`,
+      message: `Herdr workspace ${workspace.workspace_id}, ${whose}, has ${what} in the worktree ${wanted}, and Herdr would take that workspace over for the worktree if asked to open it, so nothing was opened; ${running.length > 0 ? "quit it, " : ""}close it or cd its panes out of the worktree, then try again.`,
     };
   }
   return undefined;
+}
+
+/**
+ * The programs holding the foreground of `paneIds` other than their shell (`cat`, `vim`), by name,
+ * each once; empty when each pane's shell holds it (or Herdr cannot say: then "a shell" is the most
+ * that is known).
+ */
+async function foregroundIn(
+  client: HerdrClient,
+  paneIds: readonly string[],
+  socketPath: string | undefined,
+): Promise<string[]> {
+  const names: string[] = [];
+  for (const paneId of paneIds) {
+    const info = await client.processInfo(paneId, socketPath);
+    if (!info.ok) continue;
+    const { shell_pid: shellPid, foreground_process_group_id: foreground } = info.result.process_info;
+    if (shellPid !== undefined && shellPid === foreground) continue;
+    for (const process of info.result.process_info.foreground_processes)
+      if (process.pid !== shellPid && !names.includes(process.name)) names.push(process.name);
+  }
+  return names;
 }
 
 /**

@@ -42,7 +42,7 @@ import type { HerdrLocation } from "./location.ts";
 import { HerdrMembership } from "./membership.ts";
 import { socketOf } from "./paths.ts";
 import { WorkspaceListSchema } from "./protocol.ts";
-import { removeWorktree, type HerdrGitPort, type HerdrRemoveParts } from "./remove.ts";
+import { removalBlocker, removeWorktree, type HerdrGitPort, type HerdrRemoveParts } from "./remove.ts";
 import {
   paneAgentStatuses,
   reportAgentSessionStart,
@@ -214,5 +214,12 @@ export class HerdrMultiplexer implements RecoverableMultiplexer {
     options: { mainCheckout: string; worktreePath: string; force: boolean },
   ): Promise<MuxResult<object>> {
     return removeWorktree(this.#parts, location, options);
+  }
+
+  removalBlocker(
+    location: MuxLocation,
+    options: { mainCheckout: string; worktreePath: string },
+  ): Promise<MuxResult<object>> {
+    return removalBlocker(this.#parts, location, options);
   }
 }

@@ -1,7 +1,8 @@
 /**
  * Recovery's removal of a handoff's worktree on Herdr: find the live workspace to remove it through
  * (the recorded one, else the one `worktree list` names, else one opened for it), check what git
- * says first, then `worktree remove --workspace`.
+ * says first, then `worktree remove --workspace`. `removalBlocker` is the same look, changing
+ * nothing, so a dry run and a real run are refused for the same reason before anything is said.
  *
  * Invariants:
  * - Herdr removes a worktree only through a live workspace of it: a recorded id is used only while
@@ -58,6 +59,31 @@ type RemovalTarget =
   | { kind: "workspace"; workspaceId: string; reopened: boolean }
   | { kind: "done"; result: MuxResult<object> };
 
+/**
+ * Where a removal would go, found without changing Herdr: as `RemovalTarget`, a closed workspace
+ * to open first, or git alone (a vanished checkout no workspace shows).
+ */
+type FoundTarget = RemovalTarget | { kind: "open" } | { kind: "unregister" };
+
+/**
+ * What would stop `removeWorktree` whatever `force` says, found without changing anything: the
+ * same look for the workspace to remove through (recorded, listed, or one to open, never while
+ * Herdr would take a stranger's workspace over for it), stopping where the removal would act.
+ * The dry run and the real run of a removal both ask it before anything is said or done.
+ */
+export async function removalBlocker(
+  parts: HerdrRemoveParts,
+  location: MuxLocation,
+  options: Omit<RemoveOptions, "force">,
+): Promise<MuxResult<object>> {
+  const herdr = asHerdrLocation(location);
+  if (!herdr.ok) return herdr;
+  const socketPath = herdr.location.socketPath ?? parts.client.socketPath;
+  const wanted = await canonicalPath(options.worktreePath);
+  const found = await findTarget(parts, herdr.location.workspaceId, options, wanted, socketPath);
+  return found.kind === "done" && !found.result.ok ? found.result : { ok: true };
+}
+
 export async function removeWorktree(
   parts: HerdrRemoveParts,
   location: MuxLocation,
@@ -70,14 +96,12 @@ export async function removeWorktree(
   const wanted = await canonicalPath(options.worktreePath);
   const guarded = await gitAllowsRemoval(parts.git, options, wanted);
   if (!guarded.ok) return guarded;
-  const recorded = await recordedWorkspace(parts, herdr.location.workspaceId, wanted, socketPath);
-  if (!recorded.ok) return recorded;
+  const found = await findTarget(parts, herdr.location.workspaceId, options, wanted, socketPath);
+  if (found.kind === "unregister") return unregisterWithGit(parts.git, options);
   const trust = await client.trustArgs();
   const focusedBefore = await focusedWorkspace(parts, socketPath);
   const target: RemovalTarget =
-    recorded.workspaceId !== undefined
-      ? { kind: "workspace", workspaceId: recorded.workspaceId, reopened: false }
-      : await listedWorkspace(parts, options, wanted, socketPath, trust);
+    found.kind === "open" ? await openForRemoval(parts, options, wanted, socketPath) : found;
   if (target.kind === "done") return target.result;
   const { workspaceId, reopened } = target;
 
@@ -124,16 +148,22 @@ async function recordedWorkspace(
 }
 
 /**
- * The workspace to remove the worktree through, found by `worktree list` (and opened when
- * closed), or the removal's whole outcome when there is none to go through.
+ * The workspace to remove the worktree through (the recorded one, else the one `worktree list`
+ * names), a closed one to open first, or the removal's whole outcome when there is none to go
+ * through. Changes nothing.
  */
-async function listedWorkspace(
+async function findTarget(
   parts: HerdrRemoveParts,
-  options: RemoveOptions,
+  recordedId: string | undefined,
+  options: Omit<RemoveOptions, "force">,
   wanted: string,
   socketPath: string | undefined,
-  trust: readonly string[],
-): Promise<RemovalTarget> {
+): Promise<FoundTarget> {
+  const recorded = await recordedWorkspace(parts, recordedId, wanted, socketPath);
+  if (!recorded.ok) return { kind: "done", result: recorded };
+  if (recorded.workspaceId !== undefined)
+    return { kind: "workspace", workspaceId: recorded.workspaceId, reopened: false };
+  const trust = await parts.client.trustArgs();
   const listed = await parts.client.call(
     ["worktree", "list", "--cwd", options.mainCheckout, ...trust],
     WorktreeListSchema,
@@ -161,12 +191,22 @@ async function listedWorkspace(
   if (entry.is_prunable || !existsSync(wanted)) {
     // The checkout is gone and no workspace shows it: Herdr cannot open (so cannot remove) it,
     // and there is nothing left to lose in it; git alone drops its entry.
-    return { kind: "done", result: await unregisterWithGit(parts.git, options) };
+    return { kind: "unregister" };
   }
   // Herdr cannot remove a worktree whose workspace is closed (upstream #4317): reopen it first,
   // unless Herdr would take over another workspace sitting in the checkout for it.
   const stranger = await strangerHerdrWouldAdopt(parts, wanted, socketPath, () => false);
   if (stranger !== undefined) return { kind: "done", result: stranger };
+  return { kind: "open" };
+}
+
+/** Opens the closed workspace of the worktree to remove it through (`reopened`: closed again if the removal fails). */
+async function openForRemoval(
+  parts: HerdrRemoveParts,
+  options: RemoveOptions,
+  wanted: string,
+  socketPath: string | undefined,
+): Promise<RemovalTarget> {
   const opened = await openWorktree(parts, options.mainCheckout, wanted, undefined, socketPath);
   if (!opened.ok) return { kind: "done", result: publicFailure(opened) };
   const workspaceId = opened.location.workspaceId;
