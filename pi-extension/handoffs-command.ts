@@ -3,8 +3,8 @@
  * switch to its window, inspect it, land its commits, rebase it onto its target's new tip, or remove it (after a question that lists
  * what would be lost); in print mode (no UI) the list goes to stderr. With words (`/handoffs remove
  * feat/x`): the `pi-handoff` command of the same words, run here, except that a removal with a UI is
- * asked in a dialog instead of needing --force, and a landing with a UI asks for a strategy
- * when a fast-forward is not possible.
+ * asked in a dialog instead of needing --force, a prune with a UI lists what it would do and asks
+ * first, and a landing with a UI asks for a strategy when a fast-forward is not possible.
  *
  * Invariants: decisions and words live in src/recovery/ (shared with the `pi-handoff` CLI; the
  * menu and the questions in handoffs-questions.ts); this file only asks. Every question before a
@@ -47,8 +47,10 @@ import {
 } from "../src/recovery/land.ts";
 import {
   branchDeletionOffer,
+  describePruneAction,
   describeRemovalPlan,
   losesNoMoreThan,
+  planPrune,
   planRemoval,
   removeHandoff,
 } from "../src/recovery/remove.ts";
@@ -60,6 +62,7 @@ import {
   landQuestion,
   MENU_LABELS,
   mistypedName,
+  pruneQuestion,
   questionOptions,
   rebaseQuestion,
   removalQuestion,
@@ -131,6 +134,12 @@ export async function runHandoffs(
     const resolved = await resolveHandoffName(deps.store, parsed.parsed.handoff ?? "");
     if (!resolved.ok) return report(ctx, `/handoffs remove: ${resolved.message}`, "error");
     return remove(deps, resolved.id, ctx, parsed.parsed.flags["delete-branch"] === true ? { deleteBranch: true } : {});
+  }
+  // With a person to ask, a prune lists what it would do and asks first.
+  if (parsed.ok && parsed.parsed.command === "prune" && ctx.hasUI && parsed.parsed.flags["dry-run"] !== true) {
+    const { actions } = await planPrune(deps, { merged: parsed.parsed.flags.merged === true });
+    const lines = actions.flatMap((action) => describePruneAction(action).map((line) => `  ${line}`));
+    if (actions.length > 0 && !(await ask(ctx, pruneQuestion(lines)))) return;
   }
   // Everything else is the pi-handoff command itself, its output reported here.
   let out = "";
@@ -322,8 +331,7 @@ async function remove(
   asked: { deleteBranch?: true },
 ): Promise<void> {
   const planned = await planRemoval(deps, id, { force: false, deleteBranch: asked.deleteBranch === true });
-  // Only what --force lifts is asked about; any other refusal (a live Pi, a moved or blocked checkout) is said as it is.
-  if (planned.plan === undefined || (planned.code === "refused" && planned.reason !== "needs_force")) {
+  if (planned.plan === undefined) {
     return report(ctx, planned.code === "refused" ? planned.message : "Nothing to remove.", "error");
   }
   const shown = planned.plan;

@@ -2,7 +2,7 @@
  * What `/handoffs` offers and asks, in words (pi-extension/handoffs-command.ts only shows them):
  * a handoff's menu, with a line that says why removal is not offered when it is not, and every
  * question before something is changed (remove, delete the branch too, land, the landing's
- * strategy, rebase).
+ * strategy, rebase, prune).
  *
  * Invariants:
  * - A reflexive Enter or Escape never changes anything. Pi selects a dialog's first option and
@@ -80,6 +80,16 @@ export function rebaseQuestion(branch: string, onto: string, planLines: readonly
     title: `Rebase ${branch} onto ${onto}?\n${planLines.join("\n")}`,
     keep: "No, leave it as it is",
     proceed: "Yes, rebase it",
+  };
+}
+
+/** Pruning, typed in the TUI (`/handoffs prune [--merged]`), after what it would do was listed (remove.ts `describePruneAction`). */
+export function pruneQuestion(actionLines: readonly string[]): ChangeQuestion {
+  return {
+    code: "choose",
+    title: `Prune these?\n${actionLines.join("\n")}`,
+    keep: "No, prune nothing",
+    proceed: "Yes, prune them",
   };
 }
 

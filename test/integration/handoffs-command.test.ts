@@ -228,6 +228,49 @@ describe("/handoffs", () => {
     expect(rig.repo.run(["rev-parse", "refs/heads/ui/enter-clean"])).toBe(manifest.base.sha);
   });
 
+  it("prune in the TUI lists what it would do and asks; Enter prunes nothing, the prune chosen is made", async () => {
+    // A repository of its own: prune --merged acts on every handoff of the agent dir.
+    const own = await createRecoveryRig();
+    try {
+      const manifest = runningManifest(await own.handoff("pr/merged", { focus: false }));
+      await killAndWait(manifest.child.pid ?? 0);
+      own.repo.run(["config", "user.name", "Prune Test"]);
+      own.repo.run(["config", "user.email", "prune-test@example.invalid"]);
+      const tip = own.repo.commitFile("pruned.txt", "merged\n", "pr/merged: work", { cwd: manifest.worktree.path });
+      own.repo.run(["merge", "--ff-only", "--quiet", "pr/merged"]);
+      const world = () => ({
+        manifest: readFileSync(own.store.pathFor(manifest.id), "utf8"),
+        refs: own.repo.run(["for-each-ref", "--format=%(refname) %(objectname)", "refs/heads"]),
+        worktree: existsSync(manifest.worktree.path),
+      });
+      const before = world();
+      const run = async (answer: string | undefined): Promise<Dialog[]> => {
+        const { ctx, dialogs } = scriptedContext({
+          select: (_title, options) => options.find((option) => option === answer) ?? options[0],
+        });
+        await runHandoffs("prune --merged", ctx, { deps: own.recoveryDeps() });
+        return dialogs;
+      };
+      const kept = await run(undefined);
+      expect(kept).toEqual([
+        {
+          kind: "select",
+          title: expect.stringMatching(new RegExp(`^Prune these\\?\n  .*${manifest.id}`)),
+          body: ["No, prune nothing", "Yes, prune them"],
+        },
+      ]);
+      expect(world()).toEqual(before);
+      const pruned = await run("Yes, prune them");
+      expect(pruned.at(-1)).toMatchObject({ kind: "notify", title: "info" });
+      expect(existsSync(manifest.worktree.path)).toBe(false);
+      expect((await own.read(manifest.id)).state).toBe("removed");
+      expect(own.repo.run(["for-each-ref", "refs/heads/pr/merged"])).toBe("");
+      expect(own.repo.run(["rev-parse", "main"])).toBe(tip);
+    } finally {
+      await own.cleanup();
+    }
+  });
+
   it("goes back to the list on Escape in a handoff's menu, and closes only on Escape in the list", async () => {
     const manifest = runningManifest(await rig.handoff("ui/back", { focus: false }));
     let menus = 0;
