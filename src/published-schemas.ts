@@ -14,12 +14,14 @@ import {
   InspectReportSchema,
   InventoryReportSchema,
 } from "./recovery/report-schema.ts";
+import { TreeReportSchema } from "./recovery/tree-report.ts";
 
 const PUBLISHED = {
   "inventory-report": { schema: InventoryReportSchema, title: "pi-handoff list --json" },
   "inspect-report": { schema: InspectReportSchema, title: "pi-handoff inspect --json" },
   "env-report": { schema: EnvReportSchema, title: "pi-handoff env --json" },
   "forecast-report": { schema: ForecastReportSchema, title: "pi-handoff forecast --json" },
+  "tree-report": { schema: TreeReportSchema, title: "pi-handoff tree --json" },
   settings: { schema: SettingsFileSchema, title: "pi-handoff-worktree settings (handoff-worktree.json)" },
 } as const;
 

@@ -1,0 +1,354 @@
+/**
+ * The handoff tree (`pi-handoff tree`, `/handoffs tree`): every conversation that handed off, its
+ * handoffs' sessions under it, theirs under them, each node with its handoff as `list` judges it
+ * and what it cost, itself and with everything under it.
+ *
+ * Invariants:
+ * - An edge is a manifest: its `parent.sessionFile` is the parent node, its child session the
+ *   child; a child session that handed off again is the parent of those manifests. A session
+ *   reached twice (a cycle, a manifest naming another's session) is shown once, at its first place.
+ * - Every manifest in scope is a node: a removed one stays (marked removed) and says whether its
+ *   session file is still there; one without a session says so; an unreadable manifest (an older
+ *   or newer format) is shown with what its file still says (id, branch, sessions) and why.
+ * - A node's own figure is its session's usage after its fork point (src/session/usage.ts) plus the
+ *   runs it started whose records say their cost (run-costs.ts); its total adds its children's
+ *   totals, so each figure is counted once, in one node.
+ * - Read-only; the usage cache (the package's own file) is the only thing written, by the caller.
+ * - Bounded: at most `CONCURRENCY` sessions are read at once; the inventory is the shared one.
+ */
+import { z } from "zod";
+import { mapLimit } from "../concurrency.ts";
+import { readJsonFile } from "../lineage/read-json.ts";
+import type { ListEntry } from "../manifest/store.ts";
+import type { Manifest } from "../manifest/schema.ts";
+import { addUsage, ZERO_USAGE, type SessionUsageCache, type UsageTotals } from "../session/usage.ts";
+import { counted, printable } from "../text.ts";
+import { describeChild, describeStatus } from "./format.ts";
+import { buildInventory, type InventoryDeps } from "./inventory.ts";
+import type { HandoffReport } from "./report-schema.ts";
+import type { RunCost, RunCostReader } from "./run-costs.ts";
+import { TREE_JSON_VERSION, type TreeHandoff, type TreeNode, type TreeReport } from "./tree-report.ts";
+
+const CONCURRENCY = 16;
+
+export interface TreeDeps extends InventoryDeps {
+  usage: SessionUsageCache;
+  runs: RunCostReader;
+}
+
+/** Where the tree starts: the top-level conversations of a repository (or of all), one handoff, or one session file. */
+export type TreeScope =
+  | { code: "repo"; commonDir?: string }
+  | { code: "handoff"; id: string }
+  | { code: "session"; file: string };
+
+/** What an unreadable manifest still says, read leniently. */
+const LooseManifestSchema = z.looseObject({
+  branch: z.string().optional().catch(undefined),
+  state: z.string().optional().catch(undefined),
+  createdAt: z.string().optional().catch(undefined),
+  repo: z
+    .looseObject({ commonDir: z.string().optional().catch(undefined) })
+    .optional()
+    .catch(undefined),
+  parent: z
+    .looseObject({
+      sessionFile: z.string().optional().catch(undefined),
+      sessionId: z.string().optional().catch(undefined),
+    })
+    .optional()
+    .catch(undefined),
+  child: z
+    .looseObject({
+      sessionFile: z.string().optional().catch(undefined),
+      sessionId: z.string().optional().catch(undefined),
+    })
+    .optional()
+    .catch(undefined),
+});
+
+/** One handoff as an edge of the tree. */
+interface Edge {
+  id: string;
+  createdAt: string;
+  commonDir?: string;
+  parentFile?: string;
+  parentId?: string;
+  childFile?: string;
+  childId?: string;
+  manifest?: Manifest;
+  unreadable?: { path: string; error: string; branch?: string; state?: string };
+}
+
+async function edgesOf(entries: readonly ListEntry[]): Promise<Edge[]> {
+  return mapLimit([...entries], CONCURRENCY, async (entry): Promise<Edge> => {
+    if (entry.ok) {
+      const { manifest } = entry;
+      return {
+        id: entry.id,
+        createdAt: manifest.createdAt,
+        commonDir: manifest.repo.commonDir,
+        parentFile: manifest.parent.sessionFile,
+        parentId: manifest.parent.sessionId,
+        ...(manifest.child.sessionFile === undefined ? {} : { childFile: manifest.child.sessionFile }),
+        ...(manifest.child.sessionId === undefined ? {} : { childId: manifest.child.sessionId }),
+        manifest,
+      };
+    }
+    const read = await readJsonFile(entry.path, LooseManifestSchema);
+    const loose = read.ok ? read.value : {};
+    return {
+      id: entry.id,
+      createdAt: loose.createdAt ?? "",
+      ...(loose.repo?.commonDir === undefined ? {} : { commonDir: loose.repo.commonDir }),
+      ...(loose.parent?.sessionFile === undefined ? {} : { parentFile: loose.parent.sessionFile }),
+      ...(loose.parent?.sessionId === undefined ? {} : { parentId: loose.parent.sessionId }),
+      ...(loose.child?.sessionFile === undefined ? {} : { childFile: loose.child.sessionFile }),
+      ...(loose.child?.sessionId === undefined ? {} : { childId: loose.child.sessionId }),
+      unreadable: {
+        path: entry.path,
+        error: entry.error,
+        ...(loose.branch === undefined ? {} : { branch: loose.branch }),
+        ...(loose.state === undefined ? {} : { state: loose.state }),
+      },
+    };
+  });
+}
+
+/** A node before its figures: the session it stands for and the handoff that made it. */
+interface Spot {
+  edge?: Edge;
+  sessionFile?: string;
+  sessionId?: string;
+  children: Spot[];
+}
+
+export type TreeOutcome = { code: "built"; report: TreeReport } | { code: "not_found"; message: string };
+
+export async function buildTree(
+  deps: TreeDeps,
+  scope: TreeScope,
+  entries?: readonly ListEntry[],
+): Promise<TreeOutcome> {
+  const all = await edgesOf(entries ?? (await deps.store.list()));
+  const inScope =
+    scope.code === "repo" && scope.commonDir !== undefined
+      ? all.filter((edge) => edge.commonDir === scope.commonDir)
+      : all;
+  const byParent = new Map<string, Edge[]>();
+  for (const edge of [...inScope].sort((a, b) => a.createdAt.localeCompare(b.createdAt))) {
+    if (edge.parentFile === undefined) continue;
+    byParent.set(edge.parentFile, [...(byParent.get(edge.parentFile) ?? []), edge]);
+  }
+  const seen = new Set<string>();
+  const grow = (spot: Spot): Spot => {
+    const file = spot.sessionFile;
+    if (file === undefined || seen.has(file)) return spot;
+    seen.add(file);
+    spot.children = (byParent.get(file) ?? []).map((edge) =>
+      grow({
+        edge,
+        ...(edge.childFile === undefined ? {} : { sessionFile: edge.childFile }),
+        ...(edge.childId === undefined ? {} : { sessionId: edge.childId }),
+        children: [],
+      }),
+    );
+    return spot;
+  };
+
+  let roots: Spot[];
+  if (scope.code === "handoff") {
+    const edge = all.find((candidate) => candidate.id === scope.id);
+    if (edge === undefined) return { code: "not_found", message: `There is no handoff with id ${scope.id}.` };
+    roots = [
+      grow({
+        edge,
+        ...(edge.childFile === undefined ? {} : { sessionFile: edge.childFile }),
+        ...(edge.childId === undefined ? {} : { sessionId: edge.childId }),
+        children: [],
+      }),
+    ];
+  } else if (scope.code === "session") {
+    const edge = all.find((candidate) => candidate.childFile === scope.file);
+    const sessionId = edge?.childId ?? all.find((candidate) => candidate.parentFile === scope.file)?.parentId;
+    roots = [
+      grow({
+        ...(edge === undefined ? {} : { edge }),
+        sessionFile: scope.file,
+        ...(sessionId === undefined ? {} : { sessionId }),
+        children: [],
+      }),
+    ];
+  } else {
+    const children = new Set(inScope.flatMap((edge) => (edge.childFile === undefined ? [] : [edge.childFile])));
+    roots = [...byParent.entries()]
+      .filter(([file]) => !children.has(file))
+      .map(([file, edges]) =>
+        grow({
+          sessionFile: file,
+          ...(edges[0]?.parentId === undefined ? {} : { sessionId: edges[0].parentId }),
+          children: [],
+        }),
+      );
+  }
+
+  const spots: Spot[] = [];
+  const collect = (spot: Spot): void => {
+    spots.push(spot);
+    spot.children.forEach(collect);
+  };
+  roots.forEach(collect);
+  const ids = new Set(spots.flatMap((spot) => (spot.edge?.manifest === undefined ? [] : [spot.edge.id])));
+  const inventory =
+    ids.size === 0
+      ? undefined
+      : await buildInventory(deps, {
+          includeRemoved: true,
+          only: (manifest) => ids.has(manifest.id),
+          ...(entries === undefined ? {} : { entries }),
+        });
+  const reports = new Map((inventory?.handoffs ?? []).map((report) => [report.id, report]));
+  const now = deps.now();
+  const figures = new Map(
+    await mapLimit(spots, CONCURRENCY, async (spot) => {
+      const report = spot.edge === undefined ? undefined : reports.get(spot.edge.id);
+      // The inventory also finds a session the manifest did not get to record (through its intent).
+      const file = spot.sessionFile ?? report?.childSessionFile;
+      const usage = file === undefined ? undefined : await deps.usage.usageOf(file, spot.edge?.id);
+      const keys = [file, spot.sessionId].filter((key): key is string => key !== undefined);
+      const runs = keys.length === 0 ? [] : await deps.runs.runsOf(keys);
+      return [spot, { file, usage, runs, report }] as const;
+    }),
+  );
+
+  const nodeOf = (spot: Spot): TreeNode => {
+    const figure = figures.get(spot);
+    const children = spot.children.map(nodeOf);
+    const usage = figure?.usage?.code === "read" ? figure.usage.own : { ...ZERO_USAGE };
+    const runs = figure?.runs ?? [];
+    const own = runs.reduce((sum, run) => addUsage(sum, runUsage(run)), usage);
+    const file = figure?.file;
+    return {
+      ...(spot.edge === undefined ? {} : { handoff: handoffOf(spot.edge, figure?.report, now.getTime()) }),
+      session:
+        file === undefined
+          ? { code: "none" }
+          : figure?.usage?.code === "read"
+            ? { code: "read", file, bytes: figure.usage.bytes, pending: figure.usage.pending }
+            : { code: "missing", file },
+      usage,
+      forkPoint: figure?.usage?.code === "read" ? figure.usage.forkPoint : "start",
+      runs,
+      own,
+      total: children.reduce((sum, child) => addUsage(sum, child.total), own),
+      children,
+    };
+  };
+  const rootNodes = roots.map(nodeOf);
+  return {
+    code: "built",
+    report: {
+      version: TREE_JSON_VERSION,
+      agentDir: deps.agentDir,
+      generatedAt: now.toISOString(),
+      roots: rootNodes,
+      total: rootNodes.reduce((sum, root) => addUsage(sum, root.total), { ...ZERO_USAGE }),
+    },
+  };
+}
+
+/** A run's recorded cost as usage (pi-subagents records no cache tokens). */
+function runUsage(run: RunCost): UsageTotals {
+  if (run.cost === undefined) return { ...ZERO_USAGE };
+  return { ...ZERO_USAGE, input: run.cost.inputTokens, output: run.cost.outputTokens, cost: run.cost.dollars };
+}
+
+function handoffOf(edge: Edge, report: HandoffReport | undefined, now: number): TreeHandoff {
+  if (edge.unreadable !== undefined || edge.manifest === undefined || report === undefined) {
+    const unreadable = edge.unreadable;
+    return {
+      code: "unreadable",
+      id: edge.id,
+      path: unreadable?.path ?? "",
+      error: unreadable?.error ?? "It was not judged.",
+      ...(unreadable?.branch === undefined ? {} : { branch: unreadable.branch }),
+      ...(unreadable?.state === undefined ? {} : { state: unreadable.state }),
+    };
+  }
+  const branch = report.branchState;
+  const landed =
+    (branch.code === "present" && branch.merged !== undefined) ||
+    report.landing?.verdict === "landed" ||
+    report.landing?.verdict === "landed_unrecorded";
+  return {
+    code: "handoff",
+    id: report.id,
+    branch: report.branch,
+    state: report.state,
+    status: describeStatus(report.status),
+    statusCode: report.status.code,
+    ...(report.child === undefined ? {} : { child: describeChild(report, now) }),
+    ...(branch.code === "present" ? { ahead: branch.unmerged.total } : {}),
+    ...(branch.code === "present" && branch.behind !== undefined ? { behind: branch.behind } : {}),
+    landed,
+    removed: report.state === "removed",
+  };
+}
+
+/** `12,345 tokens, $0.0123`: the four token counts summed (the JSON has each), and the cost. */
+export function describeUsage(usage: UsageTotals): string {
+  const tokens = usage.input + usage.output + usage.cacheRead + usage.cacheWrite;
+  return `${Math.round(tokens).toLocaleString("en-US")} tokens, $${usage.cost.toFixed(usage.cost >= 1 ? 2 : 4)}`;
+}
+
+/** One node's words, after its place in the tree. */
+function describeNode(node: TreeNode): string {
+  const parts: string[] = [];
+  const handoff = node.handoff;
+  if (handoff === undefined) parts.push(node.session.code === "none" ? "(no session)" : node.session.file);
+  else if (handoff.code === "handoff") {
+    parts.push(`${handoff.branch} (${handoff.id})`);
+    parts.push(handoff.child === undefined ? handoff.status : `${handoff.status}, child ${handoff.child}`);
+    if (handoff.ahead !== undefined)
+      parts.push(`${handoff.ahead} ahead, ${handoff.behind ?? "?"} behind${handoff.landed ? ", landed" : ""}`);
+    else if (handoff.landed) parts.push("landed");
+  } else {
+    parts.push(
+      `${handoff.branch ?? "?"} (${handoff.id})`,
+      `manifest unreadable${handoff.state === undefined ? "" : ` (state ${handoff.state})`}: ${handoff.error}`,
+    );
+  }
+  if (node.session.code === "missing") parts.push(`session file gone (${node.session.file})`);
+  else if (node.session.code === "none" && handoff !== undefined) parts.push("no session");
+  else if (node.session.code === "read" && node.session.pending) parts.push("being written");
+  const runs = node.runs.length;
+  if (runs > 0) {
+    const unpriced = node.runs.filter((run) => run.cost === undefined).length;
+    parts.push(`${counted(runs, "run")} started${unpriced === 0 ? "" : ` (${unpriced} without a recorded cost)`}`);
+  }
+  parts.push(`own ${describeUsage(node.own)}`);
+  if (node.children.length > 0) parts.push(`total ${describeUsage(node.total)}`);
+  return parts.join("  ");
+}
+
+/** The tree as text: one line per node, drawn with branches; the root's line names its session file. */
+export function formatTree(report: TreeReport): string {
+  if (report.roots.length === 0) return `No handoffs in ${report.agentDir}.`;
+  const lines: string[] = [];
+  const draw = (node: TreeNode, lead: string, branch: string): void => {
+    lines.push(printable(`${lead}${branch}${describeNode(node)}`));
+    const below = lead + (branch === "" ? "" : branch === "└─ " ? "   " : "│  ");
+    node.children.forEach((child, index) => draw(child, below, index === node.children.length - 1 ? "└─ " : "├─ "));
+  };
+  for (const root of report.roots) draw(root, "", "");
+  if (report.roots.length > 1)
+    lines.push(`All ${counted(report.roots.length, "tree")}: ${describeUsage(report.total)}`);
+  lines.push("(tokens: input + output + cache read + cache write as Pi records them; --json has each)");
+  return lines.join("\n");
+}
+
+/** The widget's line: a parent's subtree total, when it has handed off (undefined otherwise). */
+export function subtreeLine(node: TreeNode | undefined): string | undefined {
+  if (node === undefined || node.children.length === 0) return undefined;
+  return `handoffs' tree: ${describeUsage(node.total)} (this session ${describeUsage(node.own)})`;
+}
