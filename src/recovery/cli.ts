@@ -36,7 +36,12 @@ import { unsupportedPlatform } from "../process/platform.ts";
 import { errorSentence } from "../errors.ts";
 import { counted, terminalSafe } from "../text.ts";
 import type { HandoffStep, Manifest } from "../manifest/schema.ts";
-import { parseRecoveryCommand, type ParsedRecoveryCommand, type RecoveryCommand } from "./command-line.ts";
+import {
+  CLI_ONLY_COMMANDS,
+  parseRecoveryCommand,
+  type ParsedRecoveryCommand,
+  type RecoveryCommand,
+} from "./command-line.ts";
 import type { RebaseRequest } from "./rebase.ts";
 import type { RecoveryDeps } from "./deps.ts";
 import type { LandRequest } from "./land.ts";
@@ -215,7 +220,7 @@ async function dispatch(argv: readonly string[], io: CliIo): Promise<number> {
     io.stdout(`${USAGE}\n`);
     return EXIT_OK;
   }
-  const words = parseRecoveryCommand(argv, io.helpPointer ?? `${io.program ?? "pi-handoff"} --help`);
+  const words = parseRecoveryCommand(argv, io.helpPointer ?? `${io.program ?? "pi-handoff"} --help`, CLI_ONLY_COMMANDS);
   if (!words.ok) throw new UsageError(words.message, words.command);
   const { command } = words.parsed;
   const problem = io.deps === undefined ? (await import("./deps.ts")).recoveryEnvProblem(io.env) : undefined;

@@ -37,6 +37,9 @@ export const RECOVERY_COMMANDS: readonly RecoveryCommand[] = [
   "rebase",
 ];
 
+/** The commands `pi-handoff` takes besides the recovery ones (`/handoffs` has none of them). */
+export const CLI_ONLY_COMMANDS: readonly string[] = ["completion"];
+
 type OptionSpecs = NonNullable<ParseArgsConfig["options"]>;
 
 /** The options each command takes (without their dashes), as `parseArgs` reads them; shell completion is generated from them too. */
@@ -96,18 +99,26 @@ export type RecoveryCommandParse =
   | { ok: true; parsed: ParsedRecoveryCommand }
   | { ok: false; command?: RecoveryCommand; message: string };
 
-/** `help` names where to look (`pi-handoff --help`, `/handoffs --help`) in each refusal. */
-export function parseRecoveryCommand(words: readonly string[], help: string): RecoveryCommandParse {
+/**
+ * `help` names where to look (`pi-handoff --help`, `/handoffs --help`) in each refusal; `otherCommands`,
+ * the commands the caller takes itself (the CLI's `completion`), which a refusal names among the commands.
+ */
+export function parseRecoveryCommand(
+  words: readonly string[],
+  help: string,
+  otherCommands: readonly string[] = [],
+): RecoveryCommandParse {
   const [first, ...rest] = words;
   const command = RECOVERY_COMMANDS.find((name) => name === first);
   if (command === undefined) {
-    const meant = first === undefined ? undefined : closestMatch(first, RECOVERY_COMMANDS);
+    const commands = [...RECOVERY_COMMANDS, ...otherCommands];
+    const meant = first === undefined ? undefined : closestMatch(first, commands);
     return {
       ok: false,
       message:
         meant === undefined
-          ? `${JSON.stringify(first ?? "")} is not a command; the commands are ${RECOVERY_COMMANDS.join(", ")} (see ${help}).`
-          : `${JSON.stringify(first ?? "")} is not a command: did you mean ${meant} (the commands are ${RECOVERY_COMMANDS.join(", ")}; see ${help})?`,
+          ? `${JSON.stringify(first ?? "")} is not a command; the commands are ${commands.join(", ")} (see ${help}).`
+          : `${JSON.stringify(first ?? "")} is not a command: did you mean ${meant} (the commands are ${commands.join(", ")}; see ${help})?`,
     };
   }
   const refuse = (message: string): RecoveryCommandParse => ({ ok: false, command, message });

@@ -10,13 +10,25 @@
  *   only lists the manifest store) and, for `--into`, `git for-each-ref` in the current directory.
  * - Every option that takes a value has a kind of value here (`VALUE_KINDS`); a test checks that
  *   the grammar has no other.
- * - Names are data, never code: the scripts quote what they embed, and the shells' own word lists
- *   (`compgen -W`, `compadd`, fish's `-a`) receive handoff names as words.
+ * - Names are data, never code: a branch or a handoff can be named `feat/$(rm -rf ~)` (git accepts
+ *   it, and it can arrive from any remote). The scripts quote what they embed (`QUOTE_FOR`, one
+ *   function per shell); what they read at Tab (branches, handoff names) is never expanded: bash
+ *   reads it line by line into an array, compares it with the typed word as a string and offers it
+ *   quoted for where it is inserted (never `compgen -W`, which expands each word; never `eval`);
+ *   zsh splits it by lines into an array for `compadd` (no `-Q`: zsh quotes what it inserts); fish
+ *   takes a command substitution's lines as they are and escapes what it inserts.
  */
 import { LAND_STRATEGIES } from "../manifest/schema.ts";
 import type { ListEntry } from "../manifest/store.ts";
-import { RECOVERY_COMMANDS, RECOVERY_OPTIONS, TAKES_HANDOFF, type RecoveryCommand } from "./command-line.ts";
+import {
+  CLI_ONLY_COMMANDS,
+  RECOVERY_COMMANDS,
+  RECOVERY_OPTIONS,
+  TAKES_HANDOFF,
+  type RecoveryCommand,
+} from "./command-line.ts";
 import { COMMAND_DESCRIPTIONS } from "./completions.ts";
+import { shellQuote } from "../launch/launch-command.ts";
 
 export const SHELLS = ["bash", "zsh", "fish"] as const;
 export type Shell = (typeof SHELLS)[number];
@@ -64,8 +76,15 @@ export function valuedOptions(): string[] {
   return [...new Set(shapes().flatMap((shape) => shape.valued))].map((option) => option.slice(2));
 }
 
-const single = (text: string): string => `'${text.replace(/'/g, `'\\''`)}'`;
-const BRANCHES_COMMAND = "git for-each-ref --format='%(refname:short)' refs/heads 2>/dev/null";
+/** Quotes a word for the script of one shell, so the script holds it as data (bash and zsh: POSIX sh). */
+export const QUOTE_FOR: Readonly<Record<Shell, (word: string) => string>> = {
+  bash: shellQuote,
+  zsh: shellQuote,
+  // fish's single quotes also end at a backslash-escaped quote and read `\\` as one backslash.
+  fish: (word) => `'${word.replace(/[\\']/g, "\\$&")}'`,
+};
+
+const BRANCHES_COMMAND = "git for-each-ref --format='%(refname:short)' refs/heads";
 
 export function completionScript(shell: Shell): string {
   switch (shell) {
@@ -78,42 +97,92 @@ export function completionScript(shell: Shell): string {
   }
 }
 
+const FIRST_WORDS = [...RECOVERY_COMMANDS, ...CLI_ONLY_COMMANDS, "--help", "--version"];
+
+/**
+ * bash: candidates are read one per line into an array (never `compgen -W`, which expands each
+ * word), kept when they start with the typed word (compared as a string, its quoting removed), and
+ * offered `printf %q`-quoted, so readline inserts a word the shell reads back as the name.
+ */
 function bashScript(): string {
-  const all = shapes();
+  const q = QUOTE_FOR.bash;
+  const words = (list: readonly string[]): string => list.map(q).join(" ");
   const valued = valuedOptions().map((name) => `--${name}`);
   const lines = [
     "# pi-handoff completion for bash. Load it with: source <(pi-handoff completion bash)",
+    "# A name is data here: it is compared and quoted, never expanded or run.",
+    "# Offers each argument that starts with the typed word (compared as a string), quoted for where",
+    "# it goes: printf %q outside quotes (and = : which readline breaks words at), or the rest of the",
+    "# name escaped for the quote the user opened (readline replaces only the text after that quote).",
+    "_pi_handoff_offer() {",
+    "  local candidate quoted",
+    '  for candidate in "$@"; do',
+    '    [[ -n $candidate && $candidate == "$_pi_handoff_typed"* ]] || continue',
+    "    case $_pi_handoff_quote in",
+    `      "'") quoted=\${candidate:_pi_handoff_opened}; quoted=\${quoted//"'"/"'\\''"} ;;`,
+    `      '"') quoted=\${candidate:_pi_handoff_opened}; quoted=\${quoted//\\\\/\\\\\\\\}; quoted=\${quoted//\\"/\\\\\\"}; quoted=\${quoted//\\$/\\\\\\$}; quoted=\${quoted//\\\`/\\\\\\\`} ;;`,
+    '      *) printf -v quoted %q "$candidate"; quoted=${quoted//=/\\\\=}; quoted=${quoted//:/\\\\:} ;;',
+    "    esac",
+    '    COMPREPLY+=("$quoted")',
+    "  done",
+    "}",
+    "# The lines a command prints, into the array found: each line one word, nothing expanded.",
+    "_pi_handoff_lines() {",
+    "  local line",
+    "  found=()",
+    '  while IFS= read -r line; do found+=("$line"); done < <("$@" 2>/dev/null)',
+    "}",
+    "# The word being completed with its quoting removed, by hand (backslash, single and double quotes),",
+    "# and the quote still open at its end, if any, with how much of the word came before it.",
+    "_pi_handoff_dequote() {",
+    "  local word=$1 char i",
+    "  _pi_handoff_typed= _pi_handoff_quote= _pi_handoff_opened=0",
+    "  for ((i = 0; i < ${#word}; i++)); do",
+    "    char=${word:i:1}",
+    `    if [[ $_pi_handoff_quote == "'" ]]; then`,
+    `      if [[ $char == "'" ]]; then _pi_handoff_quote=; else _pi_handoff_typed+=$char; fi`,
+    `    elif [[ $_pi_handoff_quote == '"' ]]; then`,
+    `      if [[ $char == '"' ]]; then _pi_handoff_quote=`,
+    "      elif [[ $char == '\\' && ${word:i+1:1} == [\\\"\\$\\`\\\\] ]]; then _pi_handoff_typed+=${word:i+1:1}; ((++i))",
+    "      else _pi_handoff_typed+=$char; fi",
+    `    elif [[ $char == "'" || $char == '"' ]]; then _pi_handoff_quote=$char _pi_handoff_opened=\${#_pi_handoff_typed}`,
+    "    elif [[ $char == '\\' ]]; then _pi_handoff_typed+=${word:i+1:1}; ((++i))",
+    "    else _pi_handoff_typed+=$char; fi",
+    "  done",
+    "}",
     "_pi_handoff() {",
-    '  local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}"',
+    '  local prev="${COMP_WORDS[COMP_CWORD-1]}" _pi_handoff_typed _pi_handoff_quote _pi_handoff_opened',
+    "  local -a found",
     "  COMPREPLY=()",
+    '  _pi_handoff_dequote "${COMP_WORDS[COMP_CWORD]}"',
     "  if [[ $COMP_CWORD -eq 1 ]]; then",
-    `    COMPREPLY=($(compgen -W ${single([...RECOVERY_COMMANDS, "completion", "--help", "--version"].join(" "))} -- "$cur"))`,
+    `    _pi_handoff_offer ${words(FIRST_WORDS)}`,
     "    return",
     "  fi",
     '  case "$prev" in',
     ...Object.entries(VALUE_KINDS).map(([name, kind]) => {
       const reply =
         kind === "directory"
-          ? 'COMPREPLY=($(compgen -d -- "$cur"))'
+          ? 'compopt -o filenames 2>/dev/null; _pi_handoff_lines compgen -d -- "$_pi_handoff_typed"; COMPREPLY=("${found[@]}")'
           : kind === "strategy"
-            ? `COMPREPLY=($(compgen -W ${single(LAND_STRATEGIES.join(" "))} -- "$cur"))`
+            ? `_pi_handoff_offer ${words(LAND_STRATEGIES)}`
             : kind === "branch"
-              ? `COMPREPLY=($(compgen -W "$(${BRANCHES_COMMAND})" -- "$cur"))`
+              ? `_pi_handoff_lines ${BRANCHES_COMMAND}; _pi_handoff_offer "\${found[@]}"`
               : undefined;
       return reply === undefined ? `    --${name}) return ;;` : `    --${name}) ${reply}; return ;;`;
     }),
     "  esac",
-    "  local options handoff=0",
+    "  local -a options",
+    "  local handoff=0",
     '  case "${COMP_WORDS[1]}" in',
-    ...all.map(
-      (shape) =>
-        `    ${shape.command}) options=${single(shape.flags.join(" "))}; handoff=${shape.takesHandoff ? 1 : 0} ;;`,
+    ...shapes().map(
+      (shape) => `    ${shape.command}) options=(${words(shape.flags)}); handoff=${shape.takesHandoff ? 1 : 0} ;;`,
     ),
-    `    completion) [[ $COMP_CWORD -eq 2 ]] && COMPREPLY=($(compgen -W ${single(SHELLS.join(" "))} -- "$cur")); return ;;`,
+    `    completion) [[ $COMP_CWORD -eq 2 ]] && _pi_handoff_offer ${words(SHELLS)}; return ;;`,
     "    *) return ;;",
     "  esac",
-    '  if [[ "$cur" == -* ]]; then',
-    '    COMPREPLY=($(compgen -W "$options --help" -- "$cur"))',
+    '  if [[ "$_pi_handoff_typed" == -* ]]; then',
+    '    _pi_handoff_offer "${options[@]}" --help',
     "    return",
     "  fi",
     "  [[ $handoff -eq 1 ]] || return",
@@ -125,7 +194,9 @@ function bashScript(): string {
     "      *) named=1 ;;",
     "    esac",
     "  done",
-    '  [[ $named -eq 0 ]] && COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" completion handoffs 2>/dev/null)" -- "$cur"))',
+    "  [[ $named -eq 0 ]] || return",
+    '  _pi_handoff_lines "${COMP_WORDS[0]}" completion handoffs',
+    '  _pi_handoff_offer "${found[@]}"',
     "}",
     "complete -F _pi_handoff pi-handoff",
     "",
@@ -133,17 +204,25 @@ function bashScript(): string {
   return lines.join("\n");
 }
 
+/**
+ * zsh: candidates are split into an array by lines (`${(f)...}`, no further expansion) and given
+ * to `compadd` without `-Q`, so zsh itself matches them against the typed word and quotes the one
+ * it inserts.
+ */
 function zshScript(): string {
-  const all = shapes();
+  const q = QUOTE_FOR.zsh;
+  const words = (list: readonly string[]): string => list.map(q).join(" ");
   const valued = valuedOptions().map((name) => `--${name}`);
   const lines = [
     "#compdef pi-handoff",
     "# pi-handoff completion for zsh. Load it with: source <(pi-handoff completion zsh)",
     "# (after compinit), or save it as _pi-handoff in a directory of $fpath.",
+    "# A name is data here: compadd gets it as one word and quotes it when it is inserted.",
     "_pi_handoff() {",
     "  local cur=${words[CURRENT]} prev=${words[CURRENT-1]}",
+    "  local -a found",
     "  if (( CURRENT == 2 )); then",
-    `    compadd -- ${[...RECOVERY_COMMANDS, "completion", "--help", "--version"].join(" ")}`,
+    `    compadd -- ${words(FIRST_WORDS)}`,
     "    return",
     "  fi",
     "  case $prev in",
@@ -152,9 +231,9 @@ function zshScript(): string {
         kind === "directory"
           ? "_files -/"
           : kind === "strategy"
-            ? `compadd -- ${LAND_STRATEGIES.join(" ")}`
+            ? `compadd -- ${words(LAND_STRATEGIES)}`
             : kind === "branch"
-              ? `compadd -- \${(f)"$(${BRANCHES_COMMAND})"}`
+              ? `found=(\${(f)"$(${BRANCHES_COMMAND} 2>/dev/null)"}); compadd -- "\${found[@]}"`
               : undefined;
       return reply === undefined ? `    --${name}) return ;;` : `    --${name}) ${reply}; return ;;`;
     }),
@@ -162,14 +241,14 @@ function zshScript(): string {
     "  local -a options",
     "  local handoff=0",
     "  case ${words[2]} in",
-    ...all.map(
-      (shape) => `    ${shape.command}) options=(${shape.flags.join(" ")}); handoff=${shape.takesHandoff ? 1 : 0} ;;`,
+    ...shapes().map(
+      (shape) => `    ${shape.command}) options=(${words(shape.flags)}); handoff=${shape.takesHandoff ? 1 : 0} ;;`,
     ),
-    `    completion) (( CURRENT == 3 )) && compadd -- ${SHELLS.join(" ")}; return ;;`,
+    `    completion) (( CURRENT == 3 )) && compadd -- ${words(SHELLS)}; return ;;`,
     "    *) return ;;",
     "  esac",
     "  if [[ $cur == -* ]]; then",
-    "    compadd -- $options --help",
+    '    compadd -- "${options[@]}" --help',
     "    return",
     "  fi",
     "  (( handoff )) || return",
@@ -181,7 +260,9 @@ function zshScript(): string {
     "      *) named=1 ;;",
     "    esac",
     "  done",
-    '  (( named )) || compadd -- ${(f)"$(${words[1]} completion handoffs 2>/dev/null)"}',
+    "  (( named )) && return",
+    '  found=(${(f)"$(${words[1]} completion handoffs 2>/dev/null)"})',
+    '  compadd -- "${found[@]}"',
     "}",
     "(( $+functions[compdef] )) && compdef _pi_handoff pi-handoff",
     "",
@@ -189,24 +270,29 @@ function zshScript(): string {
   return lines.join("\n");
 }
 
+/**
+ * fish: a command substitution's lines are candidates as they are (fish expands nothing in its
+ * output), and fish escapes the one it inserts.
+ */
 function fishScript(): string {
-  const all = shapes();
-  const commands = [...RECOVERY_COMMANDS, "completion"].join(" ");
+  const q = QUOTE_FOR.fish;
+  const commands = [...RECOVERY_COMMANDS, ...CLI_ONLY_COMMANDS].join(" ");
+  const first = q(`not __fish_seen_subcommand_from ${commands}`);
   const lines = [
     "# pi-handoff completion for fish. Load it with: pi-handoff completion fish | source",
     "# (or save it as ~/.config/fish/completions/pi-handoff.fish).",
+    "# A name is data here: fish offers a command's output lines as they are and escapes what it inserts.",
     "complete -c pi-handoff -f",
-    `complete -c pi-handoff -n ${single(`not __fish_seen_subcommand_from ${commands}`)} -l help -d 'show the usage'`,
-    `complete -c pi-handoff -n ${single(`not __fish_seen_subcommand_from ${commands}`)} -l version -d 'print the version'`,
+    `complete -c pi-handoff -n ${first} -l help -d ${q("show the usage")}`,
+    `complete -c pi-handoff -n ${first} -l version -d ${q("print the version")}`,
     ...RECOVERY_COMMANDS.map(
-      (command) =>
-        `complete -c pi-handoff -n ${single(`not __fish_seen_subcommand_from ${commands}`)} -a ${command} -d ${single(COMMAND_DESCRIPTIONS[command])}`,
+      (command) => `complete -c pi-handoff -n ${first} -a ${q(command)} -d ${q(COMMAND_DESCRIPTIONS[command])}`,
     ),
-    `complete -c pi-handoff -n ${single(`not __fish_seen_subcommand_from ${commands}`)} -a completion -d 'print a shell completion script'`,
-    `complete -c pi-handoff -n '__fish_seen_subcommand_from completion' -a ${single(SHELLS.join(" "))}`,
+    `complete -c pi-handoff -n ${first} -a completion -d ${q("print a shell completion script")}`,
+    `complete -c pi-handoff -n ${q("__fish_seen_subcommand_from completion")} -a ${q(SHELLS.join(" "))}`,
   ];
-  for (const shape of all) {
-    const when = single(`__fish_seen_subcommand_from ${shape.command}`);
+  for (const shape of shapes()) {
+    const when = q(`__fish_seen_subcommand_from ${shape.command}`);
     for (const flag of shape.flags) {
       const name = flag.slice(2);
       const kind = VALUE_KINDS[name];
@@ -214,16 +300,16 @@ function fishScript(): string {
         kind === undefined
           ? ""
           : kind === "directory"
-            ? " -x -a '(__fish_complete_directories)'"
+            ? ` -x -a ${q("(__fish_complete_directories)")}`
             : kind === "strategy"
-              ? ` -x -a ${single(LAND_STRATEGIES.join(" "))}`
+              ? ` -x -a ${q(LAND_STRATEGIES.join(" "))}`
               : kind === "branch"
-                ? ` -x -a ${single(`(${BRANCHES_COMMAND})`)}`
+                ? ` -x -a ${q(`(${BRANCHES_COMMAND} 2>/dev/null)`)}`
                 : " -x";
       lines.push(`complete -c pi-handoff -n ${when} -l ${name}${value}`);
     }
     if (shape.takesHandoff)
-      lines.push(`complete -c pi-handoff -n ${when} -a '(pi-handoff completion handoffs 2>/dev/null)'`);
+      lines.push(`complete -c pi-handoff -n ${when} -a ${q("(pi-handoff completion handoffs 2>/dev/null)")}`);
   }
   lines.push("");
   return lines.join("\n");

@@ -84,11 +84,11 @@ describe("bad input: one sentence on stderr, prefixed once, exit 2", () => {
   it.each([
     [
       ["lst"],
-      'pi-handoff: "lst" is not a command: did you mean list (the commands are list, inspect, env, focus, relaunch, remove, prune, land, forecast, rebase; see pi-handoff --help)?',
+      'pi-handoff: "lst" is not a command: did you mean list (the commands are list, inspect, env, focus, relaunch, remove, prune, land, forecast, rebase, completion; see pi-handoff --help)?',
     ],
     [
       ["frobnicate"],
-      'pi-handoff: "frobnicate" is not a command; the commands are list, inspect, env, focus, relaunch, remove, prune, land, forecast, rebase (see pi-handoff --help).',
+      'pi-handoff: "frobnicate" is not a command; the commands are list, inspect, env, focus, relaunch, remove, prune, land, forecast, rebase, completion (see pi-handoff --help).',
     ],
     [["list", "--jsno"], 'pi-handoff list: Unknown option "--jsno": did you mean --json (see pi-handoff --help)?'],
     [
