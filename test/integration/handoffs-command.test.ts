@@ -309,7 +309,7 @@ describe("/handoffs", () => {
     expect(written).toMatch(new RegExp(`^ID +STATUS +CHILD +BRANCH +FLAGS +ACTIONS\\n`));
     expect(written).toMatch(
       new RegExp(
-        `\\n${manifest.id} +child running \\(pid ${manifest.child.pid}\\) +idle \\d+[smhd]( \\d+m)? +ui/printed +- +focus\\n`,
+        `\\n${manifest.id} +child running \\(pid ${manifest.child.pid}\\) +idle \\d+[smhd]( \\d+m)? +ui/printed +- +focus \\(quit its Pi to remove\\)\\n`,
       ),
     );
     await killAndWait(manifest.child.pid ?? 0);
