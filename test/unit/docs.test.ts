@@ -177,7 +177,7 @@ describe("documentation", () => {
     // By its path in the repository, a file the package ships: it shows offline too.
     expect(readme).toContain(`](${DEMO_PICTURE})`);
     expect(readme).not.toContain(`${REPO_RAW}docs/demo.png`);
-    expect(PACKAGE.files).toContain("docs");
+    expect(PACKAGE.files).toContain(DEMO_PICTURE);
   });
 });
 
