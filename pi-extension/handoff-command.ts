@@ -17,6 +17,7 @@ import { HANDOFF_HELP, parseHandoffArgs } from "../src/handoff/args.ts";
 import { currentPiCommand, mirroredPiFlags } from "../src/launch/launch-command.ts";
 import { launchNoticeLevel } from "../src/launch/launcher.ts";
 import { nextSteps } from "../src/handoff/next-steps.ts";
+import { recoveryCommand } from "../src/recovery/pi-command.ts";
 import { cancelledText } from "../src/handoff/notice.ts";
 import { createHandoffDeps } from "../src/handoff/deps.ts";
 import { HandoffTransaction, type HandoffOutcome, type HandoffRequest } from "../src/handoff/transaction.ts";
@@ -112,7 +113,11 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
     dispose();
     ctx.ui.setStatus(STATUS_KEY, undefined);
   }
-  reportOutcome(ctx, [outcome.message, ...nextSteps(outcome, { env })].join("\n"), launchNoticeLevel(outcome.code));
+  reportOutcome(
+    ctx,
+    [outcome.message, ...nextSteps(outcome, { env, cli: recoveryCommand(env) })].join("\n"),
+    launchNoticeLevel(outcome.code),
+  );
 }
 
 /** The settings, approvals included (src/config/post-create-approval.ts); undefined: refused, and the user was told why. */

@@ -6,7 +6,8 @@
  *   files exist (injected); reads nothing else and changes nothing.
  * - Every command named is a real one of this package (`/handoffs`, `pi-handoff <command> <id>`,
  *   `/handoff-worktree`) or of the terminal that holds the child (its descriptor's switch
- *   commands, mux/registry.ts), with the ids this handoff recorded.
+ *   commands, mux/registry.ts), with the ids this handoff recorded; `pi-handoff` as the caller
+ *   says it runs in the user's shell (`cli`, recovery/pi-command.ts).
  * - The way between the parent's window and the child's can be taken where the person is, inside
  *   a Pi that holds the terminal: the terminal's keys when it said them (tmux: `Ctrl-b 0`), else a
  *   line typed in that Pi (`/handoffs` in the parent; in the child, its switch command after `!!`,
@@ -28,6 +29,8 @@ export interface NextStepsContext {
   /** The parent Pi's environment: its terminal's own variables name the way back. */
   env: Readonly<Record<string, string | undefined>>;
   exists?: (path: string) => boolean;
+  /** How `pi-handoff` is typed in the user's shell (default `pi-handoff`). */
+  cli?: string;
 }
 
 /** Lines to append to the final notice (empty for a refusal). */
@@ -35,9 +38,10 @@ export function nextSteps(outcome: NoticeOutcome, context: NextStepsContext): st
   if (outcome.code === "refused") return [];
   const { manifest } = outcome;
   const exists = context.exists ?? existsSync;
+  const cli = context.cli ?? "pi-handoff";
   const id = manifest.id;
   const goTo = switchCommand(manifest.mux);
-  const inspect = `/handoffs here, or pi-handoff inspect ${id} in a shell`;
+  const inspect = `/handoffs here, or ${cli} inspect ${id} in a shell`;
 
   switch (outcome.code) {
     case "running": {
@@ -61,19 +65,19 @@ export function nextSteps(outcome: NoticeOutcome, context: NextStepsContext): st
     }
     case "launch_unconfirmed":
       return [
-        `Next: look at its ${windowNoun(manifest.mux)}${goTo === undefined ? "" : ` (${outcome.keys?.goTo ?? "/handoffs here"})`}: answer what Pi asks there, or if no Pi runs, pi-handoff relaunch ${id}.`,
-        `What exists: ${inspect}; clean up with pi-handoff remove ${id} (keeps the branch, refuses uncommitted work).`,
+        `Next: look at its ${windowNoun(manifest.mux)}${goTo === undefined ? "" : ` (${outcome.keys?.goTo ?? "/handoffs here"})`}: answer what Pi asks there, or if no Pi runs, ${cli} relaunch ${id}.`,
+        `What exists: ${inspect}; clean up with ${cli} remove ${id} (keeps the branch, refuses uncommitted work).`,
       ];
     case "failed": {
       const worktreeExists = exists(manifest.worktree.path);
       if (!worktreeExists) {
         return [
-          `Next: fix the cause above and run /handoff-worktree ${manifest.branch} again; pi-handoff prune retires this record.`,
+          `Next: fix the cause above and run /handoff-worktree ${manifest.branch} again; ${cli} prune retires this record.`,
         ];
       }
       const sessionExists = manifest.child.sessionFile !== undefined && exists(manifest.child.sessionFile);
       return [
-        `Next: see what exists with ${inspect}${sessionExists ? `; pi-handoff relaunch ${id} starts its Pi` : ""}; pi-handoff remove ${id} cleans up (keeps the branch, refuses uncommitted work).`,
+        `Next: see what exists with ${inspect}${sessionExists ? `; ${cli} relaunch ${id} starts its Pi` : ""}; ${cli} remove ${id} cleans up (keeps the branch, refuses uncommitted work).`,
       ];
     }
   }

@@ -1,9 +1,13 @@
 /**
  * How recovery starts Pi when the process doing it is not Pi itself (the `pi-handoff` CLI): the
  * recorded launch command may name a Pi or a Node that is gone, so the command is found afresh.
+ * Also how a person runs this package's `pi-handoff` from a shell, for the notices that name it.
  *
  * Invariants:
  * - Looks only: reads PATH entries and the first bytes of a file, runs nothing.
+ * - A notice names `pi-handoff` only where a `pi-handoff` is on PATH (each README install route
+ *   puts it there); elsewhere it names this copy's launcher by its path, so the command runs as
+ *   printed.
  * - A JavaScript entry (a `node` shebang, as npm's `pi` bin has) is run with this process's Node,
  *   which the `pi-handoff` launcher has checked is new enough; `/usr/bin/env node` could pick an
  *   older system Node that Pi does not start on.
@@ -11,9 +15,27 @@
 import { accessSync, closeSync, constants, openSync, readFileSync, readSync, realpathSync, statSync } from "node:fs";
 import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { shellQuote } from "../launch/launch-command.ts";
 
 const PI_PACKAGE = "@earendil-works/pi-coding-agent";
 const PI_BIN = "pi";
+const RECOVERY_BIN = "pi-handoff";
+/** This copy's `pi-handoff` launcher (package.json `bin`). */
+const RECOVERY_LAUNCHER = fileURLToPath(new URL("../../bin/pi-handoff.mjs", import.meta.url));
+
+/**
+ * The command a person types in a shell with `env`'s PATH to run `pi-handoff`: its name when one
+ * is on PATH, else this copy's launcher by its path (quoted for a shell).
+ */
+export function recoveryCommand(
+  env: Readonly<Record<string, string | undefined>>,
+  launcher = RECOVERY_LAUNCHER,
+): string {
+  for (const dir of (env.PATH ?? "").split(delimiter)) {
+    if (dir !== "" && executableFile(join(dir, RECOVERY_BIN)) !== undefined) return RECOVERY_BIN;
+  }
+  return shellQuote(launcher);
+}
 
 /**
  * The command that starts Pi: `pi` on `PATH` first (the Pi the user runs), else the Pi package
