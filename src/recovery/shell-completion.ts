@@ -205,9 +205,10 @@ function bashScript(): string {
 }
 
 /**
- * zsh: candidates are split into an array by lines (`${(f)...}`, no further expansion) and given
- * to `compadd` without `-Q`, so zsh itself matches them against the typed word and quotes the one
- * it inserts.
+ * zsh: candidates are split into an array by lines (`"${(@f)...}"`, quoted: no further expansion
+ * whatever the user's options, which `emulate -L zsh` resets anyway), empty lines dropped, and
+ * given to `compadd` without `-Q`, so zsh itself matches them against the typed word and quotes
+ * the one it inserts.
  */
 function zshScript(): string {
   const q = QUOTE_FOR.zsh;
@@ -219,6 +220,9 @@ function zshScript(): string {
     "# (after compinit), or save it as _pi-handoff in a directory of $fpath.",
     "# A name is data here: compadd gets it as one word and quotes it when it is inserted.",
     "_pi_handoff() {",
+    "  # zsh's own options here: the user's GLOB_SUBST would glob a name (a glob qualifier runs code),",
+    "  # SH_WORD_SPLIT would split one, KSH_ARRAYS would shift the words.",
+    "  emulate -L zsh",
     "  local cur=${words[CURRENT]} prev=${words[CURRENT-1]}",
     "  local -a found",
     "  if (( CURRENT == 2 )); then",
@@ -233,7 +237,7 @@ function zshScript(): string {
           : kind === "strategy"
             ? `compadd -- ${words(LAND_STRATEGIES)}`
             : kind === "branch"
-              ? `found=(\${(f)"$(${BRANCHES_COMMAND} 2>/dev/null)"}); compadd -- "\${found[@]}"`
+              ? `found=("\${(@f)$(${BRANCHES_COMMAND} 2>/dev/null)}"); compadd -- "\${(@)found:#}"`
               : undefined;
       return reply === undefined ? `    --${name}) return ;;` : `    --${name}) ${reply}; return ;;`;
     }),
@@ -261,8 +265,8 @@ function zshScript(): string {
     "    esac",
     "  done",
     "  (( named )) && return",
-    '  found=(${(f)"$(${words[1]} completion handoffs 2>/dev/null)"})',
-    '  compadd -- "${found[@]}"',
+    '  found=("${(@f)$("${words[1]}" completion handoffs 2>/dev/null)}")',
+    '  compadd -- "${(@)found:#}"',
     "}",
     "(( $+functions[compdef] )) && compdef _pi_handoff pi-handoff",
     "",

@@ -130,8 +130,9 @@ function bashInserted(words: string[], place: Place, open: "" | "'" | '"' = ""):
 }
 
 /** What the zsh function offers: `compadd` records the words after `--` (zsh's own `_files` is not loaded here). */
-function zsh(words: string[], place?: Place): string[] {
+function zsh(words: string[], place?: Place, userOptions?: string): string[] {
   const script = [
+    ...(userOptions === undefined ? [] : [`setopt ${userOptions}`]),
     `compadd() { while [[ $1 != -- && $# -gt 0 ]]; do shift; done; shift; printf "%s\\0" "$@"; }`,
     `source ${join(dir, "completion.zsh")}`,
     `words=(${words.map(shellQuote).join(" ")})`,
@@ -266,13 +267,16 @@ describe("names with shell metacharacters: offered exactly, never run", () => {
       "feat/<in>out",
       "feat/{a,b}",
       "fix/plain",
+      // zsh globs a name under the user's GLOB_SUBST, and a glob qualifier runs code (`<->` matches the file `1`).
+      `<->(e+touch\${IFS}${marker}+)`,
     ];
     const accepted = candidates.filter(
       (name) =>
         spawnSync("git", ["check-ref-format", "--branch", name], { env: repo.env, timeout: 30_000 }).status === 0,
     );
-    expect(accepted).toEqual(expect.arrayContaining([dollar, backtick]));
+    expect(accepted).toEqual(expect.arrayContaining([dollar, backtick, candidates.at(-1)]));
     for (const name of accepted) repo.run(["branch", "--", name]);
+    writeFileSync(join(repo.root, "1"), "");
     branches = repo.run(["for-each-ref", "--format=%(refname:short)", "refs/heads"]).split("\n");
     expect(branches).toEqual([...accepted, "main"].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))));
     const agentDir = join(repo.dir, "agent");
@@ -337,10 +341,17 @@ describe("names with shell metacharacters: offered exactly, never run", () => {
     expect(existsSync(marker)).toBe(false);
   });
 
-  it("zsh: every branch and handoff is handed to compadd as one word each; nothing runs", () => {
+  it("zsh: every branch and handoff is handed to compadd as one word each, whatever the user's options; nothing runs", () => {
     expect(zsh(["pi-handoff", "land", "x", "--into", ""], place)).toEqual(branches);
     expect(zsh(["pi-handoff", "inspect", ""], place)).toEqual(handoffNames());
     expect(existsSync(marker)).toBe(false);
+    // Options a user may have set, which would glob and split a name expanded unquoted.
+    const options = "globsubst shwordsplit";
+    expect([zsh(["pi-handoff", "land", "x", "--into", ""], place, options), existsSync(marker)]).toEqual([
+      branches,
+      false,
+    ]);
+    expect(zsh(["pi-handoff", "inspect", ""], place, options)).toEqual(handoffNames());
   });
 
   it("fish: every branch and handoff is offered as it is, and the typed start filters them; nothing runs", () => {
