@@ -28,6 +28,7 @@ import { existsSync } from "node:fs";
 import os from "node:os";
 import { randomBytes } from "node:crypto";
 import { errorMessage } from "../errors.ts";
+import { EXIT_GRACE_MS, type ExitGrace, graceAfterExit } from "../process/exit-grace.ts";
 import { errorCode } from "../fs/probe.ts";
 import { formatWait } from "../text.ts";
 
@@ -122,12 +123,12 @@ export async function runGit(cwd: string, args: readonly string[], options: GitR
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
     let settled = false;
-    let exitGrace: NodeJS.Timeout | undefined;
+    let exitGrace: ExitGrace | undefined;
     const settle = (action: () => void): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      clearTimeout(exitGrace);
+      exitGrace?.cancel();
       action();
     };
     // In this process's group and session, as git run by hand: it keeps the terminal (a signing
@@ -184,11 +185,7 @@ export async function runGit(cwd: string, args: readonly string[], options: GitR
         settle(() => reject(timedOutError()));
         return;
       }
-      exitGrace = setTimeout(() => {
-        child.stdout.destroy();
-        child.stderr.destroy();
-        finish(code, signal);
-      }, EXIT_GRACE_MS);
+      exitGrace = graceAfterExit([child.stdout, child.stderr], () => finish(code, signal));
     });
     child.on("close", (code, signal) => (timedOut ? settle(() => reject(timedOutError())) : finish(code, signal)));
     if (options.input !== undefined) child.stdin.end(options.input);
@@ -197,8 +194,6 @@ export async function runGit(cwd: string, args: readonly string[], options: GitR
 
 /** How long a timed-out git has to end on SIGTERM before it is killed. */
 const KILL_GRACE_MS = 2_000;
-/** How long after git exited its output may still arrive before the call ends without it. */
-const EXIT_GRACE_MS = 200;
 
 /** A signal's number, for the exit code a shell would report (128 + n); 0 when unknown. */
 function signalNumber(signal: NodeJS.Signals): number {

@@ -9,12 +9,14 @@
  * - A program that could not start (missing, not executable, a cwd that is gone) is an answer with
  *   `startError` and its code (`ENOENT`), not an exception.
  * - A finished program's output is what it wrote before it exited, plus what arrives within a short
- *   grace: a child it left running that keeps the pipe open does not hold the call.
+ *   grace (exit-grace.ts, the rule git's runner shares): a child it left running that keeps the pipe
+ *   open does not hold the call.
  * - Only Node's own `child_process`: a dependency that spawns (execa, used before) cost ~80 ms of
  *   loading on every Pi start, the child's on the way to its acknowledgement included.
  */
 import { spawn } from "node:child_process";
 import { errorCode } from "../fs/probe.ts";
+import { type ExitGrace, graceAfterExit } from "./exit-grace.ts";
 
 export interface ProgramRunOptions {
   timeoutMs: number;
@@ -41,8 +43,6 @@ export interface ProgramRun {
 }
 
 const DEFAULT_KILL_GRACE_MS = 2_000;
-/** How long after the program exited its output may still arrive before the call ends without it. */
-const EXIT_GRACE_MS = 200;
 
 /** Runs `file` with `args` until it ends or its deadline; resolves with what happened. */
 export function runProgram(file: string, args: readonly string[], options: ProgramRunOptions): Promise<ProgramRun> {
@@ -52,10 +52,12 @@ export function runProgram(file: string, args: readonly string[], options: Progr
     let timedOut = false;
     let settled = false;
     const timers: NodeJS.Timeout[] = [];
+    let exitGrace: ExitGrace | undefined;
     const settle = (exit: Pick<ProgramRun, "exitCode" | "signal" | "startError">): void => {
       if (settled) return;
       settled = true;
       for (const timer of timers) clearTimeout(timer);
+      exitGrace?.cancel();
       resolve({
         ...exit,
         stdout: decode(stdout, options.keepFinalNewline === true),
@@ -91,13 +93,7 @@ export function runProgram(file: string, args: readonly string[], options: Progr
     });
     child.on("exit", (code, signal) => {
       if (settled) return;
-      timers.push(
-        setTimeout(() => {
-          child.stdout?.destroy();
-          child.stderr?.destroy();
-          ended(code, signal);
-        }, EXIT_GRACE_MS),
-      );
+      exitGrace = graceAfterExit([child.stdout, child.stderr], () => ended(code, signal));
     });
     child.on("close", ended);
     const killGraceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
