@@ -1,6 +1,7 @@
 /**
- * In every Pi running this extension: what it is doing, published for the parent that watches it
- * (src/launch/child-state.ts) on Pi's own events, and told to the terminal it runs in where that
+ * In every Pi running this extension: what it is doing, on Pi's own events, published for the
+ * parent that watches it when this Pi is a handoff's child (src/launch/child-state.ts decides, from
+ * the handoff its session names), and told to the terminal it runs in where that
  * terminal listens (Herdr's sidebar, or Herdr's own Pi integration: src/mux/herdr/sidebar-report.ts,
  * through the registry). Decides nothing: the state is the reducer's, what the terminal hears its
  * descriptor's.
@@ -16,7 +17,7 @@
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { findHandoffDetails } from "../src/launch/acknowledge.ts";
-import type { ActivityEvent, ChildStatePublisher } from "../src/launch/child-state.ts";
+import { startedForHandoff, type ActivityEvent, type ChildStatePublisher } from "../src/launch/child-state.ts";
 import type { PaneStateReporter } from "../src/mux/registry.ts";
 
 export class ChildStateWiring {
@@ -38,7 +39,11 @@ export class ChildStateWiring {
   /** Before the lease is taken: this session's state begins (`starting`). */
   begin(ctx: ExtensionContext, reason: string): void {
     const sessionFile = ctx.sessionManager.getSessionFile();
-    this.#publisher.begin(sessionFile, findHandoffDetails(ctx.sessionManager.getBranch())?.handoffId);
+    this.#publisher.begin(
+      sessionFile,
+      findHandoffDetails(ctx.sessionManager.getBranch())?.handoffId,
+      startedForHandoff(process.env),
+    );
     this.#session = { file: sessionFile, reason };
     this.#terminal?.sessionStarted(sessionFile, reason);
     // One reporter for the process: its sequence numbers must keep growing across sessions.

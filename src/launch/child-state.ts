@@ -1,6 +1,6 @@
 /**
- * A Pi's own word on what it is doing, published beside its session lease (lease.ts) for the
- * parent that watches it: starting, working (with the tool running), waiting for the user (a
+ * A handoff child's own word on what it is doing, published beside its session lease (lease.ts)
+ * for the parent that watches it: starting, working (with the tool running), waiting for the user (a
  * dialog, or a question a tool asked), compacting, idle, moved to another session, or exited (with
  * its exit code), each with the time it began.
  *
@@ -8,6 +8,10 @@
  * JSON file (`ChildStateFileSchema`, the format's one definition).
  *
  * Invariants:
+ * - Only a handoff's child publishes: a Pi started for a handoff (its launcher gives it the marker
+ *   `PI_HANDOFF_ID`), or one whose session names its handoff (a Pi that resumed it), in every
+ *   session it goes on with (a moved child is followed there). Any other Pi keeps its state in
+ *   memory only (for its terminal) and leaves no file behind.
  * - Only the Pi that holds the session's lease writes its state file (`setHolding`), so a second Pi
  *   on a session never speaks for it; the last word at exit is written before the lease is released.
  * - One small atomic write per change (temp file and rename, no fsync: a status, not a record);
@@ -30,6 +34,7 @@ import { errorClause } from "../errors.ts";
 import { writeFileAtomic, writeFileAtomicSync } from "../fs/atomic-write.ts";
 import { readSmallFile } from "../fs/probe.ts";
 import { canonicalSessionPath, sessionKey } from "./lease.ts";
+import { HANDOFF_ID_ENV } from "../process/facts.ts";
 
 export const PUBLISHED_STATES = [
   "starting",
@@ -274,11 +279,19 @@ interface Session {
   seq: number;
 }
 
+/** Whether this process was started for a handoff: its launcher put the marker in its environment. */
+export function startedForHandoff(env: Readonly<Record<string, string | undefined>>): boolean {
+  const marker = env[HANDOFF_ID_ENV];
+  return marker !== undefined && marker !== "";
+}
+
 /** Publishes the current session's state (see the header); one per Pi process. */
 export class ChildStatePublisher {
   readonly #options: PublisherOptions;
   #session: Session | undefined;
   #holding = false;
+  /** Whether this Pi is a handoff's child (a session it began was one): only then is anything written. */
+  #child = false;
   /** The record to write next, when one waits behind the write in flight. */
   #queued: { path: string; record: ChildStateFile } | undefined;
   #writing: Promise<void> | undefined;
@@ -295,8 +308,13 @@ export class ChildStatePublisher {
     return this.#session?.snapshot;
   }
 
-  /** A new session for this Pi: starting, from now. Nothing is written until the lease is held. */
-  begin(sessionFile: string | undefined, handoffId?: string): void {
+  /**
+   * A new session for this Pi: starting, from now. Nothing is written until the lease is held, and
+   * nothing at all unless this Pi is a handoff's child: started as one (`startedForHandoff`), or
+   * having begun a handoff's session (`handoffId`, the handoff its session names).
+   */
+  begin(sessionFile: string | undefined, handoffId?: string, startedForHandoff = false): void {
+    if (handoffId !== undefined || startedForHandoff) this.#child = true;
     if (sessionFile === undefined) {
       this.#session = undefined;
       return;
@@ -337,7 +355,7 @@ export class ChildStatePublisher {
   /** The last word at process exit, written synchronously (the process ends right after). */
   exitSync(code: number): void {
     const session = this.#session;
-    if (session === undefined || !this.#holding) return;
+    if (session === undefined || !this.#holding || !this.#child) return;
     session.activity.apply({ type: "exit", code });
     session.snapshot = session.activity.snapshot();
     session.since = this.#now().toISOString();
@@ -356,7 +374,7 @@ export class ChildStatePublisher {
 
   #publish(): void {
     const session = this.#session;
-    if (session === undefined || !this.#holding) return;
+    if (session === undefined || !this.#holding || !this.#child) return;
     this.#queued = { path: session.path, record: this.#record(session) };
     this.#writing ??= this.#drain();
   }

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HANDOFF_USAGE } from "../../src/handoff/args.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
+import { childStateDir } from "../../src/launch/child-state.ts";
 import { ChildReportStore } from "../../src/manifest/child-reports.ts";
 import { LINEAGE_LEDGER_TYPE } from "../../src/lineage/ledger.ts";
 import { REPORT_MESSAGE_TYPE } from "../../src/lineage/reports.ts";
@@ -119,6 +120,27 @@ describe("/handoff-worktree in print mode with the real Pi", () => {
     await tmux?.kill();
     repo?.cleanup();
     sandbox?.cleanup();
+  });
+
+  it("a Pi that is not a handoff's child publishes no state: a plain run with the extension leaves no state file", () => {
+    const plain = spawnSync(
+      NODE_BIN,
+      [
+        PI_CLI,
+        "-p",
+        "--session-dir",
+        join(sandbox.dir, "plain-sessions"),
+        "--model",
+        FAUX_MODEL,
+        "--extension",
+        EXTENSION_ENTRY,
+        "plain question",
+      ],
+      { cwd: repo.root, env: tmuxEnv, encoding: "utf8", timeout: 120_000, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    expect(plain.status, plain.stderr).toBe(0);
+    expect(plain.stdout).toBe("faux reply to: plain question\n");
+    expect(existsSync(childStateDir(sandbox.agentDir))).toBe(false);
   });
 
   describe("refusals leave no manifest, worktree, branch or window", () => {

@@ -4,13 +4,14 @@
  * `since` moving only with the state, the last word at exit, and a file that does not parse
  * counting as no word. Also Herdr's sidebar reporter (src/launch/sidebar-report.ts).
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import {
   ChildActivity,
   ChildStatePublisher,
+  startedForHandoff,
   childStateDir,
   childStatePath,
   readChildState,
@@ -181,7 +182,7 @@ describe("ChildStatePublisher", () => {
       onPublished: (record) => written.push(record.state),
       onError: (message) => errors.push(message),
     });
-    publisher.begin(session);
+    publisher.begin(session, "h-1");
     publisher.setHolding(true);
     publisher.apply({ type: "ready" });
     publisher.apply({ type: "agent_start" });
@@ -196,7 +197,7 @@ describe("ChildStatePublisher", () => {
     mkdirSync(join(blocked, "handoff-worktree"), { recursive: true });
     writeFileSync(join(blocked, "handoff-worktree", "states"), "a file where the directory would be");
     const failing = new ChildStatePublisher({ agentDir: blocked, onError: (message) => errors.push(message) });
-    failing.begin(session);
+    failing.begin(session, "h-1");
     failing.setHolding(true);
     failing.apply({ type: "ready" });
     await failing.flush();
@@ -204,6 +205,54 @@ describe("ChildStatePublisher", () => {
     expect(errors[0]).toMatch(
       /^The state of this Pi could not be published to .*: .*; its parent falls back to reading the session\.$/,
     );
+  });
+
+  it("only a handoff's child publishes: any other Pi leaves no file; a child is followed to where it moves", async () => {
+    const agentDir = join(dir, "agent-plain");
+    const plain = join(dir, "plain.jsonl");
+    const publisher = new ChildStatePublisher({ agentDir });
+    publisher.begin(plain);
+    publisher.setHolding(true);
+    publisher.apply({ type: "ready" });
+    publisher.apply({ type: "agent_start" });
+    await publisher.flush();
+    publisher.exitSync(0);
+    // Its state is known (for its terminal), and nothing was written.
+    expect(publisher.current?.state).toBe("working");
+    expect(existsSync(childStateDir(agentDir))).toBe(false);
+
+    // A Pi that begins a handoff's session publishes it, and the session it moves to (/new).
+    const child = new ChildStatePublisher({ agentDir });
+    const handed = join(dir, "handed.jsonl");
+    const next = join(dir, "next.jsonl");
+    child.begin(handed, "h-2");
+    child.setHolding(true);
+    child.apply({ type: "ready" });
+    child.apply({ type: "moved", to: next });
+    await child.flush();
+    child.begin(next);
+    child.apply({ type: "ready" });
+    await child.flush();
+    expect(onDisk(agentDir, handed)).toMatchObject({ handoffId: "h-2", state: "moved" });
+    expect(onDisk(agentDir, next)).toMatchObject({ state: "idle" });
+    expect(readdirSync(childStateDir(agentDir)).sort()).toEqual(
+      [childStatePath(agentDir, handed), childStatePath(agentDir, next)].map((path) => path.split("/").at(-1)).sort(),
+    );
+
+    // A Pi started for a handoff (its marker in the environment) publishes whatever its session
+    // names: a new process Pi gave the session it moved to (its extension loaded again) included.
+    expect([
+      startedForHandoff({ PI_HANDOFF_ID: "h-3" }),
+      startedForHandoff({}),
+      startedForHandoff({ PI_HANDOFF_ID: "" }),
+    ]).toEqual([true, false, false]);
+    const moved = join(dir, "moved.jsonl");
+    const reloaded = new ChildStatePublisher({ agentDir });
+    reloaded.begin(moved, undefined, startedForHandoff({ PI_HANDOFF_ID: "h-3" }));
+    reloaded.setHolding(true);
+    reloaded.apply({ type: "ready" });
+    await reloaded.flush();
+    expect(onDisk(agentDir, moved)).toMatchObject({ state: "idle" });
   });
 
   it("a file that does not parse is no word at all", async () => {
