@@ -17,6 +17,9 @@ import { ForecastCache, forecastHandoffs, type Forecast } from "../src/recovery/
 import { formatChildrenWidget } from "../src/recovery/format.ts";
 import { HandoffWatch, type OwnHandoff, type ParentIdentity } from "../src/recovery/watch.ts";
 import { SessionTails } from "../src/session/tail.ts";
+import { SessionUsageCache } from "../src/session/usage.ts";
+import { RunCostReader } from "../src/recovery/run-costs.ts";
+import { SubtreeTotalLine } from "../src/recovery/tree.ts";
 
 /** Per git call of the widget's forecast: it runs in the background, a slow repository must not pile up. */
 const FORECAST_GIT_TIMEOUT_MS = 15_000;
@@ -33,6 +36,19 @@ export function watchChildren(input: {
   parent: ParentIdentity;
   onChange: (own: readonly OwnHandoff[]) => void;
 }): ChildrenView {
+  // The line with the subtree's total (issue 45): computed in the background, at most every 10 s.
+  let shown: readonly OwnHandoff[] = [];
+  const parentFile = input.parent.sessionFile;
+  const total =
+    parentFile === undefined
+      ? undefined
+      : new SubtreeTotalLine({
+          store: input.store,
+          usage: new SessionUsageCache(undefined),
+          runs: () => new RunCostReader(process.env),
+          session: { file: parentFile, id: input.parent.sessionId },
+          onChange: () => input.onChange(shown),
+        });
   const watch = new HandoffWatch({
     deps: {
       store: input.store,
@@ -47,7 +63,14 @@ export function watchChildren(input: {
     parent: input.parent,
     onChange: input.onChange,
   });
-  return { watch, format: (own, now) => formatChildrenWidget(own, now) };
+  return {
+    watch,
+    format: (own, now) => {
+      shown = own;
+      const line = total?.line(now);
+      return [...formatChildrenWidget(own, now), ...(line === undefined ? [] : [line])];
+    },
+  };
 }
 
 /** The forecast the widget shows, with git's per-call bounds and a cache kept for the session. */

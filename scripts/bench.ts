@@ -213,6 +213,40 @@ function formatTuiVsPiWorktree(raw: unknown): string[] {
   ];
 }
 
+/** (l): the tree as a user runs it, cold and warm, and the usage reading alone. */
+function formatTreeUsage(raw: unknown): string[] {
+  const r = raw as
+    | {
+        sessions: number;
+        sessionBytes: number;
+        grown: number;
+        cliColdMs: number[];
+        cliWarmMs: number[];
+        cliGrownMs: number[];
+        usageColdMs: number[];
+        usageWarmMs: number[];
+      }
+    | { skipped: string }
+    | undefined;
+  if (r === undefined || "skipped" in r) return [`Not measured: ${r?.skipped ?? "not run"}.`];
+  const cell = (values: number[]) => {
+    const s = spread(values);
+    return `${s.median.toFixed(0)} (${s.min.toFixed(0)}-${s.max.toFixed(0)})`;
+  };
+  const warm = spread(r.cliWarmMs).median;
+  return [
+    `${r.sessions} sessions of ${(r.sessionBytes / 1e6).toFixed(1)} MB (${((r.sessions * r.sessionBytes) / 1e9).toFixed(2)} GB) in a tree of handoffs, ${spread(r.cliColdMs).runs} run(s). The CLI as a user runs it (a new process: manifests, the inventory of every handoff, every session's usage). Cold: no usage cache (the files' pages are in memory: just written). Goal: warm under 1 s (${verdict(warm, (v) => v < 1000, " ms")}).`,
+    "",
+    "| | wall ms |",
+    "|---|---|",
+    `| \`pi-handoff tree --json\`, cold (every session read) | ${cell(r.cliColdMs)} |`,
+    `| \`pi-handoff tree --json\`, warm (one stat per session) | ${cell(r.cliWarmMs)} |`,
+    `| \`pi-handoff tree --json\`, after ${r.grown} sessions grew by an entry (read from their last offset) | ${cell(r.cliGrownMs)} |`,
+    `| the usage of the ${r.sessions} sessions alone, in process, cold | ${cell(r.usageColdMs)} |`,
+    `| the same, warm (the cache in memory) | ${cell(r.usageWarmMs)} |`,
+  ];
+}
+
 /** The rounds left out of (k)'s figures, said under its table. */
 function failedRoundLines(failed: string[]): string[] {
   if (failed.length === 0) return [];
@@ -318,6 +352,7 @@ function formatMarkdown(results: Record<string, unknown>): string {
     forecast?: unknown;
     rebootRestore?: unknown;
     tuiVsPiWorktree?: unknown;
+    treeUsage?: unknown;
   };
   const f = r.fork.methods as Record<string, { ms: Spread; extraRssMB: Spread; maxEventLoopDelayMs: Spread }>;
   const row = (label: string, key: string) => {
@@ -400,6 +435,10 @@ function formatMarkdown(results: Record<string, unknown>): string {
     "## (k) Typed into the TUI: `/handoff-worktree` against pi-worktree's `/worktree`",
     "",
     ...formatTuiVsPiWorktree(r.tuiVsPiWorktree),
+    "",
+    "## (l) `pi-handoff tree` over 200 sessions of 5 MB each: cold, warm, and after some grew",
+    "",
+    ...formatTreeUsage(r.treeUsage),
     "",
     "## Reading the numbers",
     "",
@@ -585,6 +624,12 @@ async function main(): Promise<void> {
       largeRounds: args.quick ? 1 : 3,
       largeBytes: args.quick ? 2 * 1024 * 1024 : 52 * 1024 * 1024,
     });
+    console.error("treeUsage: pi-handoff tree over 200 sessions of 5 MB, cold and warm...");
+    const treeUsage = await optionalBench("scripts/bench/tree-usage.ts", "measureTreeUsage", {
+      runs: args.quick ? 1 : 3,
+      sessions: args.quick ? 10 : 200,
+      sessionBytes: args.quick ? 256 * 1024 : 5 * 1024 * 1024,
+    });
     const methods = fork.methods as Record<string, { ms: Spread; extraRssMB: Spread; maxEventLoopDelayMs: Spread }>;
     const results = {
       date: new Date().toISOString(),
@@ -606,6 +651,7 @@ async function main(): Promise<void> {
       forecast,
       rebootRestore,
       tuiVsPiWorktree,
+      treeUsage,
       ratios: {
         forkVsForkFrom: ratio(methods.oursWarm?.ms.median ?? 0, methods.forkFrom?.ms.median ?? 0),
         coldForkVsForkFrom: ratio(methods.ours?.ms.median ?? 0, methods.forkFrom?.ms.median ?? 0),

@@ -11,6 +11,7 @@
  *   pi-handoff prune [--dry-run] [--merged]
  *   pi-handoff forecast [--repo DIR] [--json]
  *   pi-handoff rebase <handoff> [--dry-run] [--no-verify]
+ *   pi-handoff tree [<handoff> | <session file>] [--repo DIR] [--json]
  *   pi-handoff land <handoff> [--into BRANCH] [--strategy ff|rebase|merge|squash] [--message SUBJECT] [--dry-run] [--remove] [--delete-branch] [--no-verify]
  *   pi-handoff completion bash|zsh|fish
  *   pi-handoff --version
@@ -49,6 +50,7 @@ import type { LandGit } from "../git/land.ts";
 import type { RelaunchDeps } from "./relaunch.ts";
 import type { RelaunchAllScope } from "./relaunch-all.ts";
 import type { RemovalPlan, RemoveOptions } from "./remove.ts";
+import type { TreeScope } from "./tree.ts";
 
 // Each command loads what it runs when it runs (`--help`, `--version` and the completion scripts
 // load none of it; `list` neither landing nor removal): a new process starts for every command,
@@ -130,6 +132,14 @@ Commands:
                                           (changing nothing) while its Pi is in a turn, on
                                           uncommitted changes in the worktree and on conflicts;
                                           its Pi is told at its next idle point
+  tree [<handoff> | <session file>] [--repo DIR] [--json]
+                                          the handoff tree: each conversation that handed off
+                                          (this repository's, or DIR's; or from one handoff or
+                                          session), its handoffs under it, theirs under them;
+                                          each with its state as list says it, commits ahead and
+                                          behind, landed or not, the tokens and cost its session
+                                          added itself (after its fork point) and its runs', and
+                                          its whole subtree's total
   prune [--dry-run] [--merged]            drop only what loses nothing: git's entries for its own
                                           vanished worktrees, handoffs whose worktree is gone and
                                           whose branch is merged or gone, handoffs that failed
@@ -261,6 +271,8 @@ async function run(deps: CliDeps, io: CliIo, parsed: ParsedRecoveryCommand): Pro
       return prune(deps, io, flags["dry-run"] === true, flags.merged === true);
     case "forecast":
       return forecast(deps, io, parsed.repo, flags.json === true);
+    case "tree":
+      return tree(deps, io, parsed.handoff, parsed.repo, flags.json === true);
     case "rebase":
       return rebase(io, await handoff(), {
         dryRun: flags["dry-run"] === true,
@@ -318,6 +330,49 @@ async function forecast(deps: CliDeps, io: CliIo, repoDir: string | undefined, j
   for (const problem of result.problems) io.stderr(`${prefix(io, "forecast")}${problem}\n`);
   if (json) io.stdout(`${JSON.stringify(ForecastReportSchema.parse(result.entries), null, 2)}\n`);
   else io.stdout(`${formatForecast(result)}\n`);
+  return EXIT_OK;
+}
+
+/**
+ * `tree`: from a session file (a path to one), a handoff (named as everywhere), or the top-level
+ * conversations of this repository (`--repo DIR`; outside a repository, of every one).
+ */
+async function tree(
+  deps: CliDeps,
+  io: CliIo,
+  name: string | undefined,
+  repoDir: string | undefined,
+  json: boolean,
+): Promise<number> {
+  const cwd = io.cwd ?? process.cwd();
+  if (name !== undefined && repoDir !== undefined)
+    throw new UsageError("Give a handoff, a session file or --repo DIR, not two of them.", "tree");
+  const [{ buildTree, formatTree }, { TreeReportSchema }, { SessionUsageCache }, { RunCostReader }, { isFile }] =
+    await Promise.all([
+      import("./tree.ts"),
+      import("./tree-report.ts"),
+      import("../session/usage.ts"),
+      import("./run-costs.ts"),
+      import("../fs/probe.ts"),
+    ]);
+  let scope: TreeScope;
+  const asFile = name === undefined ? undefined : resolve(cwd, name);
+  if (name !== undefined && asFile !== undefined && name.endsWith(".jsonl") && (await isFile(asFile)))
+    scope = { code: "session", file: asFile };
+  else if (name !== undefined) scope = { code: "handoff", id: await resolveId(deps, "tree", name) };
+  else {
+    const dir = resolve(cwd, repoDir ?? ".");
+    const repo = await deps.git.findRepository(dir);
+    if (repo === undefined && repoDir !== undefined)
+      throw new UsageError(`${dir} is not inside a git repository.`, "tree");
+    scope = repo === undefined ? { code: "repo" } : { code: "repo", commonDir: repo.commonDir };
+  }
+  const usage = SessionUsageCache.forAgentDir(deps.agentDir);
+  const built = await buildTree({ ...deps, usage, runs: new RunCostReader(deps.env) }, scope);
+  await usage.save();
+  if (built.code === "not_found") throw new UsageError(built.message, "tree");
+  if (json) io.stdout(`${JSON.stringify(TreeReportSchema.parse(built.report), null, 2)}\n`);
+  else io.stdout(`${formatTree(built.report)}\n`);
   return EXIT_OK;
 }
 

@@ -23,7 +23,8 @@ export type RecoveryCommand =
   | "prune"
   | "land"
   | "forecast"
-  | "rebase";
+  | "rebase"
+  | "tree";
 export const RECOVERY_COMMANDS: readonly RecoveryCommand[] = [
   "list",
   "inspect",
@@ -35,6 +36,7 @@ export const RECOVERY_COMMANDS: readonly RecoveryCommand[] = [
   "land",
   "forecast",
   "rebase",
+  "tree",
 ];
 
 /** The commands `pi-handoff` takes besides the recovery ones (`/handoffs` has none of them). */
@@ -58,6 +60,7 @@ export const RECOVERY_OPTIONS: Readonly<Record<RecoveryCommand, OptionSpecs>> = 
   prune: { "dry-run": { type: "boolean" }, merged: { type: "boolean" } },
   forecast: { repo: { type: "string" }, json: { type: "boolean" } },
   rebase: { "dry-run": { type: "boolean" }, "no-verify": { type: "boolean" } },
+  tree: { repo: { type: "string" }, json: { type: "boolean" } },
   land: {
     into: { type: "string" },
     strategy: { type: "string" },
@@ -80,7 +83,12 @@ export const TAKES_HANDOFF: Readonly<Record<RecoveryCommand, boolean>> = {
   land: true,
   forecast: false,
   rebase: true,
+  // `tree` takes one, or none (the repository's whole tree): see `OPTIONAL_HANDOFF`.
+  tree: true,
 };
+
+/** The commands whose handoff may be left out. */
+const OPTIONAL_HANDOFF: ReadonlySet<RecoveryCommand> = new Set(["tree"]);
 
 export interface ParsedRecoveryCommand {
   command: RecoveryCommand;
@@ -175,7 +183,7 @@ export function parseRecoveryCommand(
   if (positionals.length > limit)
     return refuse(`Unexpected ${JSON.stringify(positionals.slice(limit).join(" "))} (see ${help}).`);
   const handoff = positionals[0];
-  if (TAKES_HANDOFF[command] && handoff === undefined && !many) {
+  if (TAKES_HANDOFF[command] && handoff === undefined && !many && !OPTIONAL_HANDOFF.has(command)) {
     return refuse(
       "Name the handoff: its id, the start of its id, or its branch (pi-handoff list or /handoffs shows them).",
     );

@@ -33,6 +33,7 @@ export const COMMAND_DESCRIPTIONS: Readonly<Record<RecoveryCommand, string>> = {
   land: "bring its commits into the branch it started from",
   forecast: "the files that would conflict landing each handoff, and between siblings",
   rebase: "re-make its commits on the tip of the branch it lands into, and tell its Pi",
+  tree: "the handoff tree under a session, with what each node cost",
 };
 
 const MAX_ITEMS = 50;

@@ -19,7 +19,7 @@
 import { z } from "zod";
 import { mapLimit } from "../concurrency.ts";
 import { readJsonFile } from "../lineage/read-json.ts";
-import type { ListEntry } from "../manifest/store.ts";
+import type { ListEntry, ManifestStore } from "../manifest/store.ts";
 import type { Manifest } from "../manifest/schema.ts";
 import { addUsage, ZERO_USAGE, type SessionUsageCache, type UsageTotals } from "../session/usage.ts";
 import { counted, printable } from "../text.ts";
@@ -347,8 +347,97 @@ export function formatTree(report: TreeReport): string {
   return lines.join("\n");
 }
 
-/** The widget's line: a parent's subtree total, when it has handed off (undefined otherwise). */
-export function subtreeLine(node: TreeNode | undefined): string | undefined {
-  if (node === undefined || node.children.length === 0) return undefined;
-  return `handoffs' tree: ${describeUsage(node.total)} (this session ${describeUsage(node.own)})`;
+/**
+ * The total of the tree under one session (its own figure and every descendant's), from the
+ * manifests and the sessions alone: no inventory, so it fits a widget's refresh. Undefined when
+ * the session has handed off nothing.
+ */
+export async function subtreeTotal(
+  deps: { store: Pick<ManifestStore, "list">; usage: SessionUsageCache; runs: RunCostReader },
+  sessionFile: string,
+  sessionId?: string,
+): Promise<UsageTotals | undefined> {
+  const edges = (await edgesOf(await deps.store.list())).filter((edge) => edge.unreadable === undefined);
+  const byParent = new Map<string, Edge[]>();
+  for (const edge of edges)
+    if (edge.parentFile !== undefined) byParent.set(edge.parentFile, [...(byParent.get(edge.parentFile) ?? []), edge]);
+  if ((byParent.get(sessionFile) ?? []).length === 0) return undefined;
+  const seen = new Set<string>();
+  const totalOf = async (file: string, keys: string[], handoffId: string | undefined): Promise<UsageTotals> => {
+    if (seen.has(file)) return { ...ZERO_USAGE };
+    seen.add(file);
+    const usage = await deps.usage.usageOf(file, handoffId);
+    const runs = await deps.runs.runsOf([file, ...keys]);
+    let total = runs.reduce((sum, run) => addUsage(sum, runUsage(run)), usage.code === "read" ? usage.own : ZERO_USAGE);
+    for (const edge of byParent.get(file) ?? [])
+      if (edge.childFile !== undefined)
+        total = addUsage(
+          total,
+          await totalOf(edge.childFile, edge.childId === undefined ? [] : [edge.childId], edge.id),
+        );
+    return total;
+  };
+  return totalOf(sessionFile, sessionId === undefined ? [] : [sessionId], undefined);
+}
+
+/** The widget's line for a subtree's total. */
+export function subtreeLine(total: UsageTotals): string {
+  return `tree total: ${describeUsage(total)} (this session and its handoffs)`;
+}
+
+/**
+ * The parent widget's line with its subtree's total: `line()` answers at once with the last one
+ * computed and starts a new computation when the last is older than `minIntervalMs` (none runs
+ * twice at once); `onChange` is called when a computation changed the line.
+ */
+export class SubtreeTotalLine {
+  readonly #deps: { store: Pick<ManifestStore, "list">; usage: SessionUsageCache; runs: () => RunCostReader };
+  readonly #session: { file: string; id?: string };
+  readonly #onChange: () => void;
+  readonly #minIntervalMs: number;
+  #line: string | undefined;
+  #computedAt = Number.NEGATIVE_INFINITY;
+  #running = false;
+
+  constructor(input: {
+    store: Pick<ManifestStore, "list">;
+    usage: SessionUsageCache;
+    runs: () => RunCostReader;
+    session: { file: string; id?: string };
+    onChange: () => void;
+    minIntervalMs?: number;
+  }) {
+    this.#deps = { store: input.store, usage: input.usage, runs: input.runs };
+    this.#session = input.session;
+    this.#onChange = input.onChange;
+    this.#minIntervalMs = input.minIntervalMs ?? 10_000;
+  }
+
+  line(now: number = Date.now()): string | undefined {
+    if (!this.#running && now - this.#computedAt >= this.#minIntervalMs) {
+      this.#running = true;
+      this.#computedAt = now;
+      void this.#compute();
+    }
+    return this.#line;
+  }
+
+  async #compute(): Promise<void> {
+    try {
+      const total = await subtreeTotal(
+        { store: this.#deps.store, usage: this.#deps.usage, runs: this.#deps.runs() },
+        this.#session.file,
+        this.#session.id,
+      );
+      const line = total === undefined ? undefined : subtreeLine(total);
+      if (line !== this.#line) {
+        this.#line = line;
+        this.#onChange();
+      }
+    } catch {
+      // A widget line that cannot be computed now keeps the last one; the next refresh tries again.
+    } finally {
+      this.#running = false;
+    }
+  }
 }

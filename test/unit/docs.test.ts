@@ -141,6 +141,7 @@ describe("documentation", () => {
       "rebase",
       "relaunch",
       "remove",
+      "tree",
     ]);
     const helpFlags = new Set(help.match(/--[a-z][a-z-]*/g) ?? []);
 

@@ -39,6 +39,7 @@ describe("completeRecoveryArgs", () => {
       "land ",
       "forecast ",
       "rebase ",
+      "tree ",
     ]);
     expect(await completeRecoveryArgs("re", store)).toEqual([
       { value: "relaunch ", label: "relaunch", description: "start its Pi again" },
