@@ -357,7 +357,7 @@ export async function subtreeTotal(
   sessionFile: string,
   sessionId?: string,
 ): Promise<UsageTotals | undefined> {
-  const edges = (await edgesOf(await deps.store.list())).filter((edge) => edge.unreadable === undefined);
+  const edges = await edgesOf(await deps.store.list());
   const byParent = new Map<string, Edge[]>();
   for (const edge of edges)
     if (edge.parentFile !== undefined) byParent.set(edge.parentFile, [...(byParent.get(edge.parentFile) ?? []), edge]);
