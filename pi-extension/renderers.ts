@@ -8,6 +8,12 @@
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Box, Text } from "@earendil-works/pi-tui";
 import { ADOPTED_RUNS_TOOL, summarizeDetails, type LineageMessageDetails } from "../src/lineage/messages.ts";
+import {
+  REPORT_MESSAGE_TYPE,
+  ReportMessageDetailsSchema,
+  type ReportMessageDetails,
+} from "../src/lineage/report-message.ts";
+import { counted } from "../src/text.ts";
 import { HANDOFF_MESSAGE_TYPE, HandoffDetailsSchema, type HandoffDetails } from "../src/session/handoff-message.ts";
 
 /** How many adopted runs the collapsed lineage message lists by name. */
@@ -70,7 +76,52 @@ export function compactLineageText(
   return lines.join("\n");
 }
 
+/**
+ * The collapsed report message (a child's report, or the notice of its landing): one line naming
+ * the handoff and what came of it, the report's first line, and the expand key.
+ */
+export function compactReportText(
+  details: ReportMessageDetails,
+  content: string,
+  expandHint: string,
+  style: Styler = PLAIN,
+): string {
+  const commits = counted(details.commitsTotal ?? details.commits.length, "commit");
+  const lines: string[] = [];
+  if (details.kind === "landed" && details.landing !== undefined) {
+    const { into, strategy, result } = details.landing;
+    lines.push(
+      `${style.title("⇠ Handoff")} ${style.strong(details.branch)} ${style.title(`was landed into ${into}`)} (${strategy}) ${style.dim(`· ${commits} · ${into} is now at ${result.slice(0, 12)}`)}`,
+    );
+  } else if (details.kind === "landed") {
+    // An older notice without its landing's details: its own first line says it.
+    lines.push(`${style.title("⇠")} ${content.split("\n")[0] ?? ""}`);
+  } else {
+    lines.push(`${style.title("⇠ Report from handoff")} ${style.strong(details.branch)} ${style.dim(`· ${commits}`)}`);
+    if (details.summary !== undefined) lines.push(details.summary);
+  }
+  if (expandHint !== "") lines.push(expandHint);
+  return lines.join("\n");
+}
+
 export function registerRenderers(pi: ExtensionAPI): void {
+  pi.registerMessageRenderer(REPORT_MESSAGE_TYPE, (message, options, theme) => {
+    const parsed = ReportMessageDetailsSchema.safeParse(message.details);
+    const content = typeof message.content === "string" ? message.content : "";
+    const style: Styler = {
+      title: (t) => theme.fg("accent", t),
+      strong: (t) => theme.bold(t),
+      dim: (t) => theme.fg("dim", t),
+    };
+    let text: string;
+    if (!parsed.success) text = content;
+    else if (options.expanded)
+      text = `${compactReportText(parsed.data, content, "", style).split("\n")[0]}\n\n${content}`;
+    else text = compactReportText(parsed.data, content, options.keyHint("app.tools.expand", "to expand"), style);
+    const box = new Box(options.outputPad, 1, (t) => theme.bg("customMessageBg", t));
+    box.addChild(new Text(text, 0, 0));
+    return box;
+  });
   pi.registerMessageRenderer(HANDOFF_MESSAGE_TYPE, (message, options, theme) => {
     const parsed = HandoffDetailsSchema.safeParse(message.details);
     const content = typeof message.content === "string" ? message.content : "";

@@ -10,6 +10,9 @@
  *   at session start, before any prompt, in every mode, so `pi -p --session <parent> "..."` reads it).
  * - A report carries what the child did, what is left, and the branch's commits since the base
  *   (bounded: the newest `MAX_REPORT_COMMITS`, with the total); text is redacted and bounded by the store.
+ * - A delivered report is one message in the parent, drawn by the package's renderer
+ *   (pi-extension/renderers.ts, from `ReportMessageDetailsSchema`), and addressed to that session
+ *   alone: a later fork of it does not hand it on (session/addressed-messages.ts).
  */
 import type { RecoveryGitPort } from "../git/types.ts";
 import { MAX_REPORT_COMMITS, type ChildReport, type ChildReportStore } from "../manifest/child-reports.ts";
@@ -18,9 +21,12 @@ import { errorSentence } from "../errors.ts";
 import type { DeliveredTriple } from "./ledger.ts";
 import type { DeliveryMessage } from "./delivery.ts";
 import { counted } from "../text.ts";
+import { REPORT_MESSAGE_TYPE, type ReportMessageDetails } from "./report-message.ts";
 
-export const REPORT_MESSAGE_TYPE = "handoff-worktree-report";
+export { REPORT_MESSAGE_TYPE } from "./report-message.ts";
 export const REPORT_SOURCE = "handoff-report";
+/** How long the summary line a renderer shows (the text's first line) may be. */
+const SUMMARY_CHARS = 160;
 
 /** The ledger key of a report's delivery: its id alone decides (a report is delivered once, whatever its kind). */
 export function reportTriple(report: Pick<ChildReport, "id">): DeliveredTriple {
@@ -50,18 +56,23 @@ export function reportMessage(report: ChildReport): DeliveryMessage {
   } else if (report.kind === "report") {
     lines.push(`No commits on ${report.branch} yet.`);
   }
-  return {
-    customType: REPORT_MESSAGE_TYPE,
-    content: lines.join("\n"),
-    display: true,
-    details: {
-      handoffId: report.handoffId,
-      reportId: report.id,
-      kind: report.kind,
-      branch: report.branch,
-      commits: report.commits.map((commit) => commit.sha),
-    },
+  const firstLine = report.text
+    .split("\n")
+    .find((line) => line.trim().length > 0)
+    ?.trim();
+  const details: ReportMessageDetails = {
+    handoffId: report.handoffId,
+    reportId: report.id,
+    kind: report.kind,
+    branch: report.branch,
+    commits: report.commits.map((commit) => commit.sha),
+    commitsTotal: report.commitsTotal,
+    ...(report.kind === "report" && firstLine !== undefined
+      ? { summary: firstLine.length > SUMMARY_CHARS ? `${firstLine.slice(0, SUMMARY_CHARS - 1)}…` : firstLine }
+      : {}),
+    ...(report.landing === undefined ? {} : { landing: report.landing }),
   };
+  return { customType: REPORT_MESSAGE_TYPE, content: lines.join("\n"), display: true, details };
 }
 
 export interface SendReportDeps {

@@ -14,6 +14,9 @@
  *   null), the labels Pi resolves for the path re-emitted after it with fresh ids, then one custom
  *   message. Kept lines Pi would not change are copied byte for byte.
  * - Pi's rule for writing at all holds: a path with no user or assistant message writes nothing.
+ * - One exception to Pi's result, the same on both fork paths: a message addressed to the parent
+ *   alone (a child's report, a note) is written as a custom entry in its place (addressed-messages.ts),
+ *   so the child's context does not receive it.
  * - Only for the one session format its rules were checked against (`LEAN_WRITER_SESSION_VERSION`,
  *   pinned by test/integration/fork-equivalence.test.ts against the Pi installed): any other file,
  *   or a Pi that calls another version current, goes through Pi's SessionManager (see fork.ts).
@@ -22,6 +25,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { link, mkdir, open, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { fsyncDirectory, tempPathBeside } from "../fs/atomic-write.ts";
+import { isAddressedMessage, notHandedOn } from "./addressed-messages.ts";
 import type { HandoffMessage } from "./handoff-message.ts";
 
 /**
@@ -48,6 +52,8 @@ interface IndexedEntry extends Line {
   type: string;
   /** For `message` entries: whether it is a user or assistant message (Pi's "has a conversation"). */
   conversation?: boolean;
+  /** A message addressed to this session alone: not handed on (addressed-messages.ts). */
+  addressed?: boolean;
 }
 
 /** Calls `onLine` for each line with its bytes and absolute byte range, reading in large chunks. */
@@ -133,7 +139,13 @@ async function indexSession(file: string): Promise<SessionIndex> {
     let parentId: unknown;
     let full: Parsed | undefined;
     // The fast path only for a whole object (a line cut off mid-write is parsed, and skipped as Pi skips it).
-    if (head !== null && head[1] !== "label" && head[1] !== "session" && endsObject(bytes)) {
+    if (
+      head !== null &&
+      head[1] !== "label" &&
+      head[1] !== "session" &&
+      head[1] !== "custom_message" &&
+      endsObject(bytes)
+    ) {
       [, type, id, parentId = null] = head;
     } else {
       full = parseLine(bytes);
@@ -168,6 +180,7 @@ async function indexSession(file: string): Promise<SessionIndex> {
           ? role[1] === "user" || role[1] === "assistant"
           : isConversation((full ?? parseLine(bytes))?.message);
     }
+    if (full !== undefined && isAddressedMessage(full)) entry.addressed = true;
     entries.set(id, entry);
   });
   return { header, entries, labels };
@@ -298,13 +311,13 @@ export async function writeBranchedSession(
       const parentId = newParent.get(entry) ?? null;
       const rechained = parentId !== entry.parentId || !entry.parentIdExact;
       const replacements = replacementsAtCompaction.get(entry);
-      if (!rechained && replacements === undefined) {
+      if (!rechained && replacements === undefined && entry.addressed !== true) {
         parts.push({ kind: "copy", line: entry });
         continue;
       }
       const value = parseLine(await readLine(entry));
       if (value === undefined) throw new Error(`An entry of ${request.parentSessionFile} changed while it was read.`);
-      const rewritten: Parsed = { ...value, parentId };
+      const rewritten: Parsed = { ...(entry.addressed === true ? notHandedOn(value) : value), parentId };
       if (entry.type === "compaction") {
         const firstKept = value.firstKeptEntryId;
         rewritten.firstKeptEntryId =

@@ -6,6 +6,9 @@
  *   it migrates and appends a newline to a file that lacks one).
  * - Only the root-to-leaf path reaches the child, never abandoned branches, and exactly one
  *   handoff message is appended after it; the child's header points back at the real parent.
+ * - A message addressed to the parent alone (a child's report, a landing's notice, a note) is not
+ *   handed on: on both paths it reaches the child as a custom entry in its place, out of the
+ *   child's context (addressed-messages.ts).
  * - A parent in the one format the lean writer was checked against (`LEAN_WRITER_SESSION_VERSION`),
  *   forked by a Pi that calls that format current, is written straight into the child as Pi's
  *   `createBranchedSession` + `appendCustomMessageEntry` would write it (active-path.ts, ADR 0014),
@@ -16,12 +19,13 @@
  * - Pi's SessionManager is passed in (`SessionHost`), so the same code runs on the main thread and
  *   in a worker that loaded Pi's session module by path.
  */
-import { copyFile, mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import type { SessionManager } from "@earendil-works/pi-coding-agent";
 import { LEAN_WRITER_SESSION_VERSION, writeBranchedSession } from "./active-path.ts";
+import { copyWithoutAddressedMessages } from "./addressed-messages.ts";
 import type { HandoffMessage } from "./handoff-message.ts";
 import { readSessionHeader } from "./header.ts";
 import { replaceFirstLine } from "./rewrite-header.ts";
@@ -109,7 +113,8 @@ async function forkMigrated(
   try {
     const copy = join(scratchDir, basename(request.parentSessionFile));
     onPhase("copying the active path");
-    await copyFile(request.parentSessionFile, copy);
+    // Messages addressed to the parent alone are not handed on (addressed-messages.ts), as the lean writer does.
+    await copyWithoutAddressedMessages(request.parentSessionFile, copy);
 
     onPhase("branching");
     // `open` with a cwd override: the branched header takes the worktree as its cwd.

@@ -3,8 +3,15 @@
  * more (the expand key, the adopted_runs tool), never the whole text.
  */
 import { describe, expect, it } from "vitest";
-import { compactHandoffText, compactLineageText, taskPreview } from "../../pi-extension/renderers.ts";
+import {
+  compactHandoffText,
+  compactLineageText,
+  compactReportText,
+  taskPreview,
+} from "../../pi-extension/renderers.ts";
 import type { LineageMessageDetails } from "../../src/lineage/messages.ts";
+import { reportMessage } from "../../src/lineage/reports.ts";
+import { ReportMessageDetailsSchema } from "../../src/lineage/report-message.ts";
 import { buildHandoffMessage } from "../../src/session/handoff-message.ts";
 
 const input = {
@@ -73,5 +80,54 @@ describe("the collapsed lineage message", () => {
 
   it("falls back to a title when the details cannot be read", () => {
     expect(compactLineageText(undefined, "ctrl+o to expand")).toBe("⟲ Adopted background work");
+  });
+});
+
+describe("the collapsed report message (issue 41 point 12: drawn by the package, not as Pi's raw label)", () => {
+  const sha = (c: string) => c.repeat(40);
+  const base = {
+    version: 1 as const,
+    id: "1767225600000-0a1b2c3d",
+    handoffId: "20260101-100000-feat-x-abcd",
+    createdAt: "2026-01-01T00:00:00.000Z",
+    branch: "feat/x",
+    parentSessionFile: "/s/parent.jsonl",
+    commits: [
+      { sha: sha("a"), subject: "first" },
+      { sha: sha("b"), subject: "second" },
+    ],
+    commitsTotal: 3,
+    redactions: {},
+  };
+
+  it("names the handoff, its commits and the report's first line, then the expand key", () => {
+    const message = reportMessage({
+      ...base,
+      kind: "report",
+      text: "made the login test pass\nthen tidied up",
+      left: "docs",
+    });
+    const details = ReportMessageDetailsSchema.parse(message.details);
+    expect(compactReportText(details, message.content, "ctrl+o to expand")).toBe(
+      ["⇠ Report from handoff feat/x · 3 commits", "made the login test pass", "ctrl+o to expand"].join("\n"),
+    );
+  });
+
+  it("says a landing in one line: where, how, and where the target is now", () => {
+    const message = reportMessage({
+      ...base,
+      kind: "landed",
+      text: "Landed",
+      landing: { into: "main", strategy: "squash", result: sha("c") },
+    });
+    const details = ReportMessageDetailsSchema.parse(message.details);
+    expect(compactReportText(details, message.content, "")).toBe(
+      "⇠ Handoff feat/x was landed into main (squash) · 3 commits · main is now at cccccccccccc",
+    );
+    // A notice delivered by an older version (no landing in its details) says its own first line.
+    const { landing: _landing, ...older } = details;
+    expect(compactReportText(older, message.content, "")).toBe(
+      `⇠ Handoff feat/x (20260101-100000-feat-x-abcd) was landed into main (squash); main is now at ${sha("c")}.`,
+    );
   });
 });
