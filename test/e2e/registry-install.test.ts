@@ -11,7 +11,8 @@
  * - then `pi update` to a newer published version (its CHANGELOG entry is what Pi shows), and the
  *   README's uninstall steps, after which nothing of the package is left in the agent dir.
  *
- * The tarball holds what a user runs (the import graph of the bin and the extension), the
+ * The README's first screen says what the package does and how to try it (demo, tests). The
+ * tarball holds what a user runs (the import graph of the bin and the extension), the
  * documents npm and Pi show, the published schemas, and nothing else. Pi runs with the project's
  * Node 22 and the offline faux provider; the registry proxies the package's dependencies from the
  * public npm registry, the one this machine reaches.
@@ -181,6 +182,14 @@ describe("the release, installed as the README says from a real registry", () =>
   afterAll(async () => {
     for (const cleanup of cleanups) await cleanup();
     for (const sandbox of sandboxes) sandbox.cleanup();
+  });
+
+  it("starts with what it does and how to try it, within a terminal's first screen", () => {
+    const firstScreen = readFileSync(join(PROJECT_ROOT, "README.md"), "utf8").split("\n").slice(0, 24).join("\n");
+    expect(firstScreen).toMatch(/^# pi-handoff-worktree\n\nHand a \[Pi\]\([^)]+\) conversation off into\n/);
+    expect(firstScreen).toMatch(/^npm install && npm run demo +# /m);
+    expect(firstScreen).toMatch(/^npm test +# /m);
+    expect(firstScreen).toContain("install it into your own Pi");
   });
 
   it("names four routes: from npm, from a checkout, and the command alone", () => {
