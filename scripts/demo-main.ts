@@ -1,10 +1,10 @@
 /**
  * The demo: the whole handoff with the real Pi, on a fresh machine, fully offline.
  *
- *   npm run demo [-- --keep-tmux] [--screenshot]   (or node scripts/demo.ts on Node 22.19+; on an older
+ *   npm run demo [-- --keep-tmux] [--screenshot] [--dir <path>]   (or node scripts/demo.ts on Node 22.19+; on an older
  *   Node its launcher, scripts/demo.mjs, says in one line to use npm run demo)
  *
- * 1. Makes `.scratch/demo-<yyyymmdd-hhmmss>/` with an isolated HOME, a Pi agent dir holding the
+ * 1. Makes `.scratch/demo-<yyyymmdd-hhmmss>/` (or `--dir`, new or empty) with an isolated HOME, a Pi agent dir holding the
  *    faux (offline) model, and a small git repository with three commits.
  * 2. Starts a private tmux server (own socket, no config, no rc files, only the scratch environment).
  * 3. Starts Pi with this package in the first pane and has a short conversation with it.
@@ -17,6 +17,7 @@
  * Exit status: 0 on success, 1 with a one-sentence reason otherwise (130 when interrupted).
  */
 import { existsSync, realpathSync } from "node:fs";
+import { homedir } from "node:os";
 import { rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -50,7 +51,7 @@ const TURN_TIMEOUT_MS = 30_000;
 const HANDOFF_TIMEOUT_MS = 90_000;
 const CHILD_ANSWER_TIMEOUT_MS = 30_000;
 
-const HELP = `Usage: npm run demo -- [--keep-tmux] [--screenshot] [--help]   (or node scripts/demo.ts ...)
+const HELP = `Usage: npm run demo -- [--keep-tmux] [--screenshot] [--dir <path>] [--help]   (or node scripts/demo.ts ...)
 
 Runs /handoff-worktree end to end with the real Pi, offline (a faux model answers
 "faux reply to: <your text>"), in a private tmux server:
@@ -69,6 +70,9 @@ Options:
   --keep-tmux   leave the tmux server (and both Pis) running and print the
                 command to attach to it
   --screenshot  also render both screens, with their colours, to docs/demo.png
+  --dir <path>  make the scratch dir there (new or empty) instead of
+                .scratch/demo-<stamp>/: the screenshot shows its paths, so the
+                README's picture is made with --dir /tmp/handoff-demo
   -h, --help    show this text
 
 Exit status: 0 on success, 1 on failure (with the reason and the screens).`;
@@ -77,6 +81,7 @@ interface DemoOptions {
   help: boolean;
   keepTmux: boolean;
   screenshot: boolean;
+  dir?: string;
 }
 
 interface Demo {
@@ -103,6 +108,7 @@ function parseOptions(argv: string[]): DemoOptions {
         help: { type: "boolean", short: "h" },
         "keep-tmux": { type: "boolean" },
         screenshot: { type: "boolean" },
+        dir: { type: "string" },
       },
       strict: true,
       allowPositionals: false,
@@ -111,6 +117,7 @@ function parseOptions(argv: string[]): DemoOptions {
       help: values.help === true,
       keepTmux: values["keep-tmux"] === true,
       screenshot: values.screenshot === true,
+      ...(values.dir === undefined ? {} : { dir: values.dir }),
     };
   } catch (error) {
     throw new DemoFailure(`${error instanceof Error ? error.message : String(error)} (see --help).`);
@@ -307,6 +314,12 @@ async function printReport(demo: Demo, handoff: HandoffResult): Promise<void> {
 async function writeScreenshot(demo: Demo, handoff: HandoffResult): Promise<void> {
   const parent = await demo.tmux.captureAnsi(demo.tmux.firstPaneId);
   const child = await demo.tmux.captureAnsi(handoff.childPaneId);
+  // The README's picture shows no path of the machine it was made on (a checkout, a home).
+  const own = [PROJECT_ROOT, homedir()].find((path) => path.length > 1 && `${parent.text}${child.text}`.includes(path));
+  if (own !== undefined)
+    throw new DemoFailure(
+      `The screens show ${own}, a path of this machine, so no picture was written; run with --dir /tmp/handoff-demo.`,
+    );
   const worktree = handoff.manifest.worktree.path.slice(dirname(demo.scratch.repo).length + 1);
   const png = await renderScreenPng(
     [
@@ -420,7 +433,12 @@ async function main(): Promise<number> {
   const started = Date.now();
   const interruption = abortOnInterrupt();
 
-  const scratch = createScratch(PROJECT_ROOT, FAUX_PROVIDER_FILE);
+  let scratch: Scratch;
+  try {
+    scratch = createScratch(PROJECT_ROOT, FAUX_PROVIDER_FILE, options.dir === undefined ? {} : { dir: options.dir });
+  } catch (error) {
+    throw new DemoFailure(error instanceof Error ? error.message : String(error));
+  }
   step(`Scratch dir: ${scratch.root}`);
   let demo: Demo | undefined;
   let failure: string | undefined;

@@ -2,13 +2,15 @@
  * The demo's scratch directory and the isolated environment every demo process runs in.
  *
  * Invariants:
- * - Everything lives in `<project>/.scratch/demo-<yyyymmdd-hhmmss>/` (gitignored) and is kept
+ * - Everything lives in `<project>/.scratch/demo-<yyyymmdd-hhmmss>/` (gitignored), or in the new or
+ *   empty directory the caller names (its paths show in the screenshot), and is kept
  *   afterwards for inspection; only a socket directory under os.tmpdir() (used when the scratch
  *   path is too long for a unix socket) is removed.
  * - The environment is built from nothing but PATH: HOME, XDG config and Pi's agent dir point into
- *   the scratch dir, git reads no system or user config, and Pi stays offline.
+ *   the scratch dir, git reads no system or user config, and Pi stays offline. PATH starts with the
+ *   scratch dir's `bin/`, holding `pi-handoff` (this checkout's), as an installed package has it.
  */
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, realpathSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -26,6 +28,13 @@ export interface Scratch {
   socketDirOutsideScratch?: string;
   /** The environment of git, tmux and every pane. */
   env: Record<string, string>;
+}
+
+/** `dir`, made if missing, as its real path; refused when it holds anything (nothing of it is overwritten). */
+function emptyDir(dir: string): string {
+  mkdirSync(dir, { recursive: true });
+  if (readdirSync(dir).length > 0) throw new Error(`${dir} is not empty; name a new or empty directory for the demo.`);
+  return realpathSync(dir);
 }
 
 /** Local time as `yyyymmdd-hhmmss`. */
@@ -56,9 +65,9 @@ function chooseSocketPath(root: string): { socketPath: string; socketDirOutsideS
   return { socketPath: join(dir, "sock"), socketDirOutsideScratch: dir };
 }
 
-function isolatedEnv(projectRoot: string, home: string, agentDir: string): Record<string, string> {
+function isolatedEnv(projectRoot: string, home: string, agentDir: string, bin: string): Record<string, string> {
   return {
-    PATH: `${join(projectRoot, "node_modules", ".bin")}:${process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin"}`,
+    PATH: `${bin}:${join(projectRoot, "node_modules", ".bin")}:${process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin"}`,
     HOME: home,
     XDG_CONFIG_HOME: join(home, ".config"),
     SHELL: "/bin/bash",
@@ -84,19 +93,30 @@ function isolatedEnv(projectRoot: string, home: string, agentDir: string): Recor
  * Creates `home/`, `agent/extensions/faux-provider.ts` (the offline model every demo Pi loads) and
  * picks the tmux socket path. The repository itself is made by `createScratchRepo`.
  */
-export function createScratch(projectRoot: string, fauxProviderFile: string, now = new Date()): Scratch {
-  const root = makeUniqueDemoDir(join(projectRoot, ".scratch"), timestamp(now));
+export function createScratch(
+  projectRoot: string,
+  fauxProviderFile: string,
+  options: { now?: Date; dir?: string } = {},
+): Scratch {
+  const root =
+    options.dir === undefined
+      ? makeUniqueDemoDir(join(projectRoot, ".scratch"), timestamp(options.now ?? new Date()))
+      : emptyDir(options.dir);
   const home = join(root, "home");
   const agentDir = join(root, "agent");
   mkdirSync(join(home, ".config"), { recursive: true });
   mkdirSync(join(agentDir, "extensions"), { recursive: true });
   copyFileSync(fauxProviderFile, join(agentDir, "extensions", "faux-provider.ts"));
+  // `pi-handoff` on PATH, as every install route of the README puts it: the notices name it so.
+  const bin = join(root, "bin");
+  mkdirSync(bin);
+  symlinkSync(join(projectRoot, "bin", "pi-handoff.mjs"), join(bin, "pi-handoff"));
   return {
     root,
     home,
     agentDir,
     repo: join(root, "repo"),
     ...chooseSocketPath(root),
-    env: isolatedEnv(projectRoot, home, agentDir),
+    env: isolatedEnv(projectRoot, home, agentDir, bin),
   };
 }
