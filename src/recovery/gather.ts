@@ -459,10 +459,10 @@ export class FactGatherer {
 /**
  * Whether the branch's changes are all in the merge target, and by which rule (git/types.ts
  * `MergedBy`), the cheapest first; a rule that needs the target to have moved is asked only when
- * it has (`behind`).
+ * it has (`behind`). The one "merged" rule: the forecast's "landed" asks it too.
  */
-async function mergedOf(
-  git: RecoveryGitPort,
+export async function mergedOf(
+  git: Pick<RecoveryGitPort, "resolveCommit" | "isAncestor" | "patchesMissing" | "mergeChangesNothing">,
   manifest: Manifest,
   tip: string,
   target: string,
