@@ -407,6 +407,7 @@ describe("ownHandoffStatuses", () => {
             problems: [],
             entries: [
               {
+                code: "to-land",
                 id: behind.id,
                 branch: "own/behind",
                 target: "main",
@@ -414,7 +415,15 @@ describe("ownHandoffStatuses", () => {
                 conflicts: ["a.txt", "b.txt"],
                 siblings: [{ id: clean.id, branch: "own/clean", conflicts: ["c.txt"] }],
               },
-              { id: clean.id, branch: "own/clean", target: "main", behind: 0, conflicts: [], siblings: [] },
+              {
+                code: "to-land",
+                id: clean.id,
+                branch: "own/clean",
+                target: "main",
+                behind: 0,
+                conflicts: [],
+                siblings: [],
+              },
             ],
           };
         },
