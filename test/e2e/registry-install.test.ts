@@ -133,7 +133,8 @@ describe("the release, installed as the README says from a real registry", () =>
 
   /** An isolated Pi (own HOME and agent dir, offline model) whose npm uses the test's registry. */
   function isolatedPi(): PiSandbox {
-    const sandbox = createPiSandbox("phw-release-");
+    // No `pi-handoff` on PATH but what the route under test puts there.
+    const sandbox = createPiSandbox("phw-release-", { recoveryOnPath: false });
     sandboxes.push(sandbox);
     // A user's shell, not an npm script's: no npm settings inherited from the runner (npx's yes=false).
     for (const key of Object.keys(sandbox.env)) if (key.toLowerCase().startsWith("npm_")) delete sandbox.env[key];

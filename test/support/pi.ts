@@ -7,9 +7,11 @@
  * - The faux provider sits in the sandbox agent dir's extensions/, so every Pi started with that
  *   agent dir (the parent and any child it launches) answers offline and deterministically.
  * - Pi runs on the project's Node 22 (node_modules/node), whatever node is on the system PATH.
+ * - `pi-handoff` (this checkout's) is on the sandbox's PATH, as every README install route puts it,
+ *   unless asked not to (`recoveryOnPath: false`, for a test of an install route itself).
  */
 import { execFileSync } from "node:child_process";
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, realpathSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, realpathSync, symlinkSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseSessionEntries, type FileEntry } from "@earendil-works/pi-coding-agent";
@@ -57,8 +59,12 @@ export function outsideShellEnv(repo: { env: NodeJS.ProcessEnv }, agentDir: stri
   return env;
 }
 
-export function createPiSandbox(prefix = "phw-pi-"): PiSandbox {
+export function createPiSandbox(prefix = "phw-pi-", options: { recoveryOnPath?: boolean } = {}): PiSandbox {
   const dir = makeTempDir(prefix);
+  // A handoff's notice names `pi-handoff` only where it is on PATH (src/recovery/pi-command.ts).
+  const recoveryBin = join(dir, "path-bin");
+  mkdirSync(recoveryBin);
+  symlinkSync(join(PROJECT_ROOT, "bin", "pi-handoff.mjs"), join(recoveryBin, "pi-handoff"));
   const home = join(dir, "home");
   const agentDir = join(dir, "agent");
   mkdirSync(join(agentDir, "extensions"), { recursive: true });
@@ -69,7 +75,7 @@ export function createPiSandbox(prefix = "phw-pi-"): PiSandbox {
     if (value !== undefined && keptInSandbox(key)) env[key] = value;
   }
   Object.assign(env, {
-    PATH: `${BIN_DIR}:${process.env.PATH ?? "/usr/bin:/bin"}`,
+    PATH: `${options.recoveryOnPath === false ? "" : `${recoveryBin}:`}${BIN_DIR}:${process.env.PATH ?? "/usr/bin:/bin"}`,
     PI_CODING_AGENT_DIR: agentDir,
     PI_OFFLINE: "1",
     PI_SKIP_VERSION_CHECK: "1",
