@@ -19,6 +19,7 @@ import { newManifest } from "../../src/manifest/factory.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { HANDOFF_MESSAGE_TYPE } from "../../src/session/handoff-message.ts";
 import { SessionUsageCache, usageCacheFile } from "../../src/session/usage.ts";
+import { benchEnv } from "./bench-env.ts";
 import { generateSession } from "./session-generator.ts";
 
 const PROJECT = realpathSync(join(dirname(fileURLToPath(import.meta.url)), "..", ".."));
@@ -64,27 +65,17 @@ export async function measureTreeUsage(options: {
 }): Promise<TreeBenchResult> {
   const root = realpathSync(mkdtempSync(join(tmpdir(), "phw-bench-tree-")));
   const agentDir = join(root, "agent");
-  const env = {
-    ...process.env,
-    HOME: join(root, "home"),
-    XDG_CONFIG_HOME: join(root, "home", ".config"),
-    PI_CODING_AGENT_DIR: agentDir,
-    PI_SUBAGENTS_TEMP_ROOT: join(root, "pi-subagents"),
-    GIT_CONFIG_NOSYSTEM: "1",
-    GIT_AUTHOR_NAME: "Bench",
-    GIT_AUTHOR_EMAIL: "bench@example.invalid",
-    GIT_COMMITTER_NAME: "Bench",
-    GIT_COMMITTER_EMAIL: "bench@example.invalid",
-    TMUX: "",
-    TMUX_PANE: "",
-    HERDR_ENV: "",
-  };
+  const env = benchEnv(
+    PROJECT,
+    { root, home: join(root, "home"), agentDir },
+    { TMUX: "", TMUX_PANE: "", HERDR_ENV: "" },
+  );
   const git = (args: string[], cwd: string) =>
     execFileSync("git", args, { cwd, env, encoding: "utf8", timeout: 60_000 });
   try {
     const repo = join(root, "repo");
     mkdirSync(repo, { recursive: true });
-    mkdirSync(env.HOME, { recursive: true });
+    mkdirSync(join(root, "home"), { recursive: true });
     git(["init", "-q", "-b", "main"], repo);
     writeFileSync(join(repo, "README.md"), "bench\n");
     git(["add", "-A"], repo);

@@ -14,9 +14,10 @@
  *   and the answer says which (`forkPoint`).
  * - Only complete lines count: a last line without its newline (Pi writing it now) is left for the
  *   next read. Lines that are not JSON are skipped.
- * - Cheap on large files: only lines holding `"usage":{` or the handoff message's type are decoded
- *   (JSON text never holds those bytes inside a string, where quotes are escaped); the rest is
- *   scanned as bytes, a chunk at a time, never the whole file in memory.
+ * - Cheap on large files: only lines holding `"usage":{` or the handoff message's type are looked
+ *   at (JSON text never holds those bytes inside a string, where quotes are escaped); the rest is
+ *   scanned as bytes, a chunk at a time, never the whole file in memory. An assistant message as
+ *   Pi writes it has only its usage object decoded (`assistantUsage`); any other line is decoded whole.
  * - Cached per file (`SessionUsageCache`), keyed by device, inode, size and modification time: an
  *   unchanged file is one `stat`; a file that only grew (same inode, its first and last bytes before
  *   the last read offset unchanged) is read from that offset on; anything else is read again whole.
@@ -155,11 +156,76 @@ function scanLines(bytes: Buffer, state: ScanState): void {
     const hit = nextUsage === -1 ? nextHandoff : nextHandoff === -1 ? nextUsage : Math.min(nextUsage, nextHandoff);
     const start = bytes.lastIndexOf(NEWLINE, hit) + 1;
     const end = bytes.indexOf(NEWLINE, hit);
-    countLine(bytes.toString("utf8", start, end), state);
+    const usage = nextHandoff === hit ? undefined : assistantUsage(bytes, start, end);
+    if (usage !== undefined) state.whole = addUsage(state.whole, usage);
+    else countLine(bytes.toString("utf8", start, end), state);
     position = end + 1;
     if (nextUsage !== -1 && nextUsage < position) nextUsage = bytes.indexOf(USAGE_NEEDLE, position);
     if (nextHandoff !== -1 && nextHandoff < position) nextHandoff = bytes.indexOf(HANDOFF_NEEDLE, position);
   }
+}
+
+const MESSAGE_PREFIX = Buffer.from('{"type":"message",');
+const ASSISTANT_ROLE = Buffer.from('"message":{"role":"assistant",');
+const STOP_REASON_NEXT = Buffer.from(',"stopReason":"');
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+
+/**
+ * The usage of an assistant message line as Pi writes it, without decoding the line: the entry's
+ * message is an assistant's, and the line's last `"usage":{` opens an object followed by the
+ * message's `stopReason` (Pi writes `usage` after `content`, then `stopReason`), so it is the
+ * message's own, not a key inside its content. Undefined when the line is not of that shape: it
+ * is then decoded whole (`countLine`).
+ */
+function assistantUsage(bytes: Buffer, start: number, end: number): UsageTotals | undefined {
+  if (
+    end - start < MESSAGE_PREFIX.length ||
+    bytes.compare(MESSAGE_PREFIX, 0, MESSAGE_PREFIX.length, start, start + MESSAGE_PREFIX.length) !== 0
+  )
+    return undefined;
+  const role = bytes.indexOf(ASSISTANT_ROLE, start);
+  if (role === -1 || role >= end) return undefined;
+  const key = bytes.lastIndexOf(USAGE_NEEDLE, end - USAGE_NEEDLE.length);
+  if (key < role) return undefined;
+  const open = key + USAGE_NEEDLE.length - 1;
+  const close = objectEnd(bytes, open, end);
+  if (close === undefined) return undefined;
+  if (bytes.compare(STOP_REASON_NEXT, 0, STOP_REASON_NEXT.length, close + 1, close + 1 + STOP_REASON_NEXT.length) !== 0)
+    return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(bytes.toString("utf8", open, close + 1));
+  } catch {
+    return undefined;
+  }
+  const usage = UsageFieldSchema.safeParse(value);
+  if (!usage.success) return undefined;
+  return {
+    input: usage.data.input ?? 0,
+    output: usage.data.output ?? 0,
+    cacheRead: usage.data.cacheRead ?? 0,
+    cacheWrite: usage.data.cacheWrite ?? 0,
+    cost: usage.data.cost?.total ?? 0,
+  };
+}
+
+/** Where the JSON object opening at `open` closes (strings and escapes respected), before `end`. */
+function objectEnd(bytes: Buffer, open: number, end: number): number | undefined {
+  let depth = 0;
+  let inString = false;
+  for (let index = open; index < end; index++) {
+    const byte = bytes[index];
+    if (inString) {
+      if (byte === BACKSLASH) index++;
+      else if (byte === QUOTE) inString = false;
+    } else if (byte === QUOTE) inString = true;
+    else if (byte === OPEN_BRACE) depth++;
+    else if (byte === CLOSE_BRACE && --depth === 0) return index;
+  }
+  return undefined;
 }
 
 function countLine(line: string, state: ScanState): void {

@@ -69,13 +69,30 @@ describe("what counts, as Pi counts a session's totals", () => {
         line({ type: "branch_summary", id: "b1", fromId: "a1", summary: "s" }) +
         line({ type: "custom", id: "x1", customType: "other", data: { usage: usage(1000, 1000, 0, 0, 9) } }) +
         line({ type: "message", id: "u2", message: { role: "user", content: "x", usage: usage(7, 7, 7, 7, 7) } }) +
+        // A tool call whose arguments hold a "usage" object: only the message's own usage counts.
+        line({
+          type: "message",
+          id: "a2",
+          message: {
+            role: "assistant",
+            content: [{ type: "toolCall", name: "t", arguments: { usage: { input: 500, output: 500 } } }],
+            usage: usage(100, 0, 0, 0, 0),
+            stopReason: "toolUse",
+          },
+        }) +
+        // Keys in another order than Pi writes them: decoded whole, counted the same.
+        line({
+          type: "message",
+          id: "a3",
+          message: { usage: usage(1000, 0, 0, 0, 0), role: "assistant", content: [] },
+        }) +
         "not json\n",
     );
     const read = await new SessionUsageCache(undefined).usageOf(file);
     expect(read).toEqual({
       code: "read",
-      own: { input: 16, output: 27, cacheRead: 133, cacheWrite: 44, cost: 0.875 },
-      whole: { input: 16, output: 27, cacheRead: 133, cacheWrite: 44, cost: 0.875 },
+      own: { input: 1116, output: 27, cacheRead: 133, cacheWrite: 44, cost: 0.875 },
+      whole: { input: 1116, output: 27, cacheRead: 133, cacheWrite: 44, cost: 0.875 },
       forkPoint: "start",
       bytes: readFileSync(file).length,
       pending: false,
