@@ -7,6 +7,7 @@
  */
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Box, Text } from "@earendil-works/pi-tui";
+import type { ZodType } from "zod";
 import { ADOPTED_RUNS_TOOL, summarizeDetails, type LineageMessageDetails } from "../src/lineage/messages.ts";
 import {
   REPORT_MESSAGE_TYPE,
@@ -104,26 +105,19 @@ export function compactReportText(
   return lines.join("\n");
 }
 
-export function registerRenderers(pi: ExtensionAPI): void {
-  pi.registerMessageRenderer(REPORT_MESSAGE_TYPE, (message, options, theme) => {
-    const parsed = ReportMessageDetailsSchema.safeParse(message.details);
-    const content = typeof message.content === "string" ? message.content : "";
-    const style: Styler = {
-      title: (t) => theme.fg("accent", t),
-      strong: (t) => theme.bold(t),
-      dim: (t) => theme.fg("dim", t),
-    };
-    let text: string;
-    if (!parsed.success) text = content;
-    else if (options.expanded)
-      text = `${compactReportText(parsed.data, content, "", style).split("\n")[0]}\n\n${content}`;
-    else text = compactReportText(parsed.data, content, options.keyHint("app.tools.expand", "to expand"), style);
-    const box = new Box(options.outputPad, 1, (t) => theme.bg("customMessageBg", t));
-    box.addChild(new Text(text, 0, 0));
-    return box;
-  });
-  pi.registerMessageRenderer(HANDOFF_MESSAGE_TYPE, (message, options, theme) => {
-    const parsed = HandoffDetailsSchema.safeParse(message.details);
+/**
+ * A message drawn collapsed by `compact` (with the expand key), and expanded as its first
+ * `headLines` lines then the whole text; a message whose details do not decode shows its text.
+ */
+function registerCompactRenderer<T>(
+  pi: ExtensionAPI,
+  customType: string,
+  schema: ZodType<T>,
+  compact: (details: T, content: string, expandHint: string, style: Styler) => string,
+  headLines: number,
+): void {
+  pi.registerMessageRenderer(customType, (message, options, theme) => {
+    const parsed = schema.safeParse(message.details);
     const content = typeof message.content === "string" ? message.content : "";
     const style: Styler = {
       title: (t) => theme.fg("accent", t),
@@ -134,12 +128,17 @@ export function registerRenderers(pi: ExtensionAPI): void {
     if (!parsed.success) {
       text = content;
     } else if (options.expanded) {
-      text = `${compactHandoffText(parsed.data, content, "", style).split("\n").slice(0, 2).join("\n")}\n\n${content}`;
+      text = `${compact(parsed.data, content, "", style).split("\n").slice(0, headLines).join("\n")}\n\n${content}`;
     } else {
-      text = compactHandoffText(parsed.data, content, options.keyHint("app.tools.expand", "to expand"), style);
+      text = compact(parsed.data, content, options.keyHint("app.tools.expand", "to expand"), style);
     }
     const box = new Box(options.outputPad, 1, (t) => theme.bg("customMessageBg", t));
     box.addChild(new Text(text, 0, 0));
     return box;
   });
+}
+
+export function registerRenderers(pi: ExtensionAPI): void {
+  registerCompactRenderer(pi, HANDOFF_MESSAGE_TYPE, HandoffDetailsSchema, compactHandoffText, 2);
+  registerCompactRenderer(pi, REPORT_MESSAGE_TYPE, ReportMessageDetailsSchema, compactReportText, 1);
 }

@@ -14,36 +14,20 @@ import {
   FAUX_MODEL,
   createPiSandbox,
   onlySessionFile,
-  piTuiCommand,
   readEntries,
   runPiPrint,
   type PiSandbox,
 } from "../support/pi.ts";
-import { isProcessAlive } from "../support/recovery-rig.ts";
-import { piProcessesIn } from "../support/recovery-ladder.ts";
 import { runCli } from "../support/reliability.ts";
-import { reportMessages, WATCH_POLL_ENV } from "../support/return-trip.ts";
+import { quit, reportMessages, startParent, WATCH_POLL_ENV } from "../support/return-trip.ts";
 import { waitFor } from "../support/tmux.ts";
-import { entriesOnly, PI_READY, submitLine, waitForScreen, type PaneDriver } from "../support/tui.ts";
+import { entriesOnly, PI_READY, submitLine, waitForScreen } from "../support/tui.ts";
 
 const RAW_LABEL = `[${REPORT_MESSAGE_TYPE}]`;
 
 /** How often `text` occurs on the screen. */
 function occurrences(screen: string, text: string): number {
   return screen.split(text).length - 1;
-}
-
-async function quit(pane: PaneDriver, pid: number | undefined, what: string): Promise<void> {
-  if (pid === undefined) throw new Error(`No pid for ${what}.`);
-  await pane.type("/quit");
-  await waitFor(
-    async () => {
-      if (!isProcessAlive(pid)) return true;
-      await pane.enter();
-      return undefined;
-    },
-    { timeoutMs: 20_000, intervalMs: 500, description: `${what} (pid ${pid}) to quit` },
-  );
 }
 
 describe("a child's report in the parent, with the real Pi", () => {
@@ -69,15 +53,8 @@ describe("a child's report in the parent, with the real Pi", () => {
     const { parentPane } = rig;
     runPiPrint(sandbox, repo.root, ["--model", FAUX_MODEL, "first question"]);
     const parentFile = onlySessionFile(sandbox, repo.root);
-    const startParent = async (): Promise<number> => {
-      await rig?.runInParentPane(piTuiCommand(repo.root, ["--session", parentFile], { keepShell: true }));
-      await waitForScreen(parentPane, PI_READY, "the parent TUI");
-      return waitFor(() => piProcessesIn(repo.root).filter(isProcessAlive)[0], {
-        timeoutMs: 10_000,
-        description: "the parent Pi's process",
-      });
-    };
-    let parentPid = await startParent();
+    const world = { sandbox, repo, ...rig };
+    let parentPid = await startParent(world, parentFile);
 
     // The child reports; the parent shows it once, drawn by the package's renderer.
     const first = await handOffUnfocused(parentPane, sandbox.agentDir, "feat/one");
@@ -102,7 +79,7 @@ describe("a child's report in the parent, with the real Pi", () => {
     expect(landed.stderr).toBe("");
     expect(landed.status).toBe(0);
     expect(repo.run(["rev-parse", "main"])).toBe(commit);
-    parentPid = await startParent();
+    parentPid = await startParent(world, parentFile);
     screen = await waitForScreen(parentPane, /was landed into main/, "the landing notice on the parent's screen");
     // Pi draws its conversation once it is ready: a second copy would come with it.
     screen = await waitForScreen(parentPane, /handoff feat\/one +removed/, "the widget after the restart");

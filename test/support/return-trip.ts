@@ -46,7 +46,7 @@ export function reportMessages(sessionFile: string): ReportMessage[] {
 }
 
 /** Starts the parent Pi in its pane (the shell stays, so it can be started again); returns its pid. */
-async function startParent(world: ReturnTripWorld, sessionFile: string): Promise<number> {
+export async function startParent(world: ReturnTripWorld, sessionFile: string): Promise<number> {
   await world.runInParentPane(piTuiCommand(world.repo.root, ["--session", sessionFile], { keepShell: true }));
   await waitForScreen(world.parentPane, PI_READY, "the parent TUI");
   return waitFor(() => piProcessesIn(world.repo.root).filter(isProcessAlive)[0], {
@@ -56,7 +56,7 @@ async function startParent(world: ReturnTripWorld, sessionFile: string): Promise
 }
 
 /** Types /quit and waits until that Pi's process is gone. */
-async function quit(pane: PaneDriver, pid: number | undefined, what: string): Promise<void> {
+export async function quit(pane: PaneDriver, pid: number | undefined, what: string): Promise<void> {
   if (pid === undefined) throw new Error(`No pid for ${what}.`);
   await pane.type("/quit");
   await waitFor(
