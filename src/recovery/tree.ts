@@ -199,6 +199,14 @@ export async function buildTree(
   };
   roots.forEach(collect);
   const ids = new Set(spots.flatMap((spot) => (spot.edge?.manifest === undefined ? [] : [spot.edge.id])));
+  /** A session's usage and runs, read while the inventory judges the handoffs (they share nothing). */
+  const costsOf = async (spot: Spot, file: string | undefined) => {
+    const usage = file === undefined ? undefined : await deps.usage.usageOf(file, spot.edge?.id);
+    const keys = [file, spot.sessionId].filter((key): key is string => key !== undefined);
+    const runs = keys.length === 0 ? [] : await deps.runs.runsOf(keys);
+    return { file, usage, runs };
+  };
+  const recorded = mapLimit(spots, CONCURRENCY, (spot) => costsOf(spot, spot.sessionFile));
   const inventory =
     ids.size === 0
       ? undefined
@@ -209,15 +217,15 @@ export async function buildTree(
         });
   const reports = new Map((inventory?.handoffs ?? []).map((report) => [report.id, report]));
   const now = deps.now();
+  const costs = await recorded;
+  const recordedCosts = new Map(spots.map((spot, index) => [spot, costs[index]]));
   const figures = new Map(
     await mapLimit(spots, CONCURRENCY, async (spot) => {
       const report = spot.edge === undefined ? undefined : reports.get(spot.edge.id);
       // The inventory also finds a session the manifest did not get to record (through its intent).
-      const file = spot.sessionFile ?? report?.childSessionFile;
-      const usage = file === undefined ? undefined : await deps.usage.usageOf(file, spot.edge?.id);
-      const keys = [file, spot.sessionId].filter((key): key is string => key !== undefined);
-      const runs = keys.length === 0 ? [] : await deps.runs.runsOf(keys);
-      return [spot, { file, usage, runs, report }] as const;
+      const found = spot.sessionFile === undefined ? report?.childSessionFile : undefined;
+      const cost = found === undefined ? recordedCosts.get(spot) : await costsOf(spot, found);
+      return [spot, { ...cost, report }] as const;
     }),
   );
 

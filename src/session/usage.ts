@@ -193,7 +193,11 @@ function assistantUsage(bytes: Buffer, start: number, end: number): UsageTotals 
   const open = key + USAGE_NEEDLE.length - 1;
   const close = objectEnd(bytes, open, end);
   if (close === undefined) return undefined;
-  if (bytes.compare(STOP_REASON_NEXT, 0, STOP_REASON_NEXT.length, close + 1, close + 1 + STOP_REASON_NEXT.length) !== 0)
+  const next = close + 1;
+  if (
+    next + STOP_REASON_NEXT.length > end ||
+    bytes.compare(STOP_REASON_NEXT, 0, STOP_REASON_NEXT.length, next, next + STOP_REASON_NEXT.length) !== 0
+  )
     return undefined;
   let value: unknown;
   try {

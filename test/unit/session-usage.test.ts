@@ -86,13 +86,15 @@ describe("what counts, as Pi counts a session's totals", () => {
           id: "a3",
           message: { usage: usage(1000, 0, 0, 0, 0), role: "assistant", content: [] },
         }) +
-        "not json\n",
+        "not json\n" +
+        // Last in the file, its usage last in the line: nothing follows it to look at.
+        line({ type: "message", id: "a4", message: { role: "assistant", content: [], usage: usage(0, 3, 0, 0, 0) } }),
     );
     const read = await new SessionUsageCache(undefined).usageOf(file);
     expect(read).toEqual({
       code: "read",
-      own: { input: 1116, output: 27, cacheRead: 133, cacheWrite: 44, cost: 0.875 },
-      whole: { input: 1116, output: 27, cacheRead: 133, cacheWrite: 44, cost: 0.875 },
+      own: { input: 1116, output: 30, cacheRead: 133, cacheWrite: 44, cost: 0.875 },
+      whole: { input: 1116, output: 30, cacheRead: 133, cacheWrite: 44, cost: 0.875 },
       forkPoint: "start",
       bytes: readFileSync(file).length,
       pending: false,
