@@ -31,6 +31,7 @@ import { mkdir, open, readFile, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { z } from "zod";
 import { writeFileAtomic } from "../fs/atomic-write.ts";
+import { errorCode } from "../fs/probe.ts";
 import { HANDOFF_MESSAGE_TYPE } from "./handoff-message.ts";
 
 /** Tokens and cost, as Pi adds them up (`cost` is `usage.cost.total`, in the provider's currency: dollars). */
@@ -439,8 +440,10 @@ async function scanFile(
       carried = Buffer.from(bytes.subarray(lastNewline + 1));
     }
     return { state, fingerprint: await fingerprint(handle, state.offset) };
-  } catch {
-    return undefined;
+  } catch (error) {
+    // A file that cannot be read (gone, permissions) is missing; anything else is a fault to show.
+    if (/^E[A-Z]+$/.test(errorCode(error) ?? "")) return undefined;
+    throw error;
   } finally {
     await handle.close();
   }
