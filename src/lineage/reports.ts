@@ -33,7 +33,20 @@ export function reportTriple(report: Pick<ChildReport, "id">): DeliveredTriple {
   return { source: REPORT_SOURCE, runId: report.id, outcome: "delivered" };
 }
 
-/** The message the parent's model and person read. */
+/**
+ * Landings whose outcome this process already showed the person: the command that landed (in the
+ * parent's own Pi, `/handoffs land`) said it. Delivered into this same Pi, their notice is for the
+ * model only, not drawn a second time. Another process (the `pi-handoff` CLI, another Pi) never
+ * delivers into this session, so what it marks is never read.
+ */
+const landingsShownHere = new Set<string>();
+
+/** Marks the notice `reportId` as said already by this process (see `landingsShownHere`). */
+export function landingShownHere(reportId: string): void {
+  landingsShownHere.add(reportId);
+}
+
+/** The message the parent's model and person read (the model only, for a landing said already here). */
 export function reportMessage(report: ChildReport): DeliveryMessage {
   const lines: string[] = [];
   if (report.kind === "landed" && report.landing !== undefined) {
@@ -72,7 +85,8 @@ export function reportMessage(report: ChildReport): DeliveryMessage {
       : {}),
     ...(report.landing === undefined ? {} : { landing: report.landing }),
   };
-  return { customType: REPORT_MESSAGE_TYPE, content: lines.join("\n"), display: true, details };
+  const display = !(report.kind === "landed" && landingsShownHere.has(report.id));
+  return { customType: REPORT_MESSAGE_TYPE, content: lines.join("\n"), display, details };
 }
 
 export interface SendReportDeps {

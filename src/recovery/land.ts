@@ -27,6 +27,7 @@
 import { CheckoutMoveError, type CommitDetail, type LandGit } from "../git/land.ts";
 import type { SimpleGitPort } from "../git/git.ts";
 import type { RecoveryGitPort } from "../git/types.ts";
+import { landingShownHere } from "../lineage/reports.ts";
 import type { ChildReportStore } from "../manifest/child-reports.ts";
 import {
   canSettleLanding,
@@ -683,7 +684,7 @@ async function landLocked(deps: LandDeps, id: string, request: LandRequest, now:
   checkpoint(deps.faults ?? NO_FAULTS, "land-target");
   await settleLanding(deps, id, now);
   checkpoint(deps.faults ?? NO_FAULTS, "land-record");
-  const told = await tellParent(deps, manifest, intent, now);
+  const told = await tellParent(deps, manifest, intent, now, { shownHere: true });
   const message = [
     `Landed ${counted(plan.commits.length, "commit")} of ${plan.branch} into ${plan.into} (${plan.strategy}): ${plan.into} is now at ${plan.to}.`,
     ...(told === undefined ? [] : [told]),
@@ -777,16 +778,19 @@ function samePlan(a: LandPlan, b: LandPlan): boolean {
 /**
  * Tells the parent session through the report store (its own Pi delivers it), once per landing:
  * the notice's id comes from the landing, so telling again (after a crash) writes nothing.
+ * `shownHere`: this process's outcome says the landing to the person, so should this process be
+ * the parent's Pi, the notice is for its model only (lineage/reports.ts `landingShownHere`).
  */
 async function tellParent(
   deps: LandDeps,
   manifest: Manifest,
   landing: Pick<Landing, "into" | "strategy" | "to" | "commits" | "at">,
   now: () => Date,
+  options: { shownHere?: boolean } = {},
 ): Promise<string | undefined> {
   const plan = { ...landing, branch: manifest.branch };
   try {
-    await deps.reports.write(
+    const notice = await deps.reports.write(
       {
         handoffId: manifest.id,
         kind: "landed",
@@ -799,6 +803,7 @@ async function tellParent(
       },
       now(),
     );
+    if (options.shownHere === true) landingShownHere(notice.id);
     return undefined;
   } catch (error) {
     return `(The parent session could not be told: ${errorSentence(error)})`;

@@ -102,7 +102,34 @@ describe("a child's report in the parent, with the real Pi", () => {
     expect(childScreen).not.toContain("token-r41");
     expect(childScreen).not.toContain("was landed into main");
     expect(childScreen).not.toContain(RAW_LABEL);
+
+    // Landed from the parent's own /handoffs: the command's outcome says it, and the notice is for
+    // the parent's model only (in the session, not drawn a second time on the screen).
+    const two = repo.commitFile("two.txt", "two\n", "two: add", { cwd: second.worktree.path });
     await quit(secondChild, second.child?.pid, "the second child Pi");
+    screen = await submitLine(
+      parentPane,
+      `/handoffs land ${second.id}`,
+      /Landed 1 commit of feat\/two into main \(ff\): main is now at/,
+      60_000,
+    );
+    expect(repo.run(["rev-parse", "main"])).toBe(two);
+    const notice = await waitFor(
+      () =>
+        entriesOnly(readEntries(parentFile)).find(
+          (entry) =>
+            entry.type === "custom_message" &&
+            entry.customType === REPORT_MESSAGE_TYPE &&
+            (entry.details as { branch?: string; kind?: string }).branch === "feat/two",
+        ),
+      { timeoutMs: 20_000, description: "the landing notice of feat/two in the parent session file" },
+    );
+    expect(notice).toMatchObject({ display: false, details: { kind: "landed", commits: [two] } });
+    // Delivered (it is in the session, and Pi draws what it appends at once): the screen says the landing once.
+    screen = await parentPane.read();
+    expect(occurrences(screen, "of feat/two into main"), screen).toBe(1);
+    expect(occurrences(screen, "feat/two was landed into main"), screen).toBe(0);
+    expect(screen).not.toContain(RAW_LABEL);
     await quit(parentPane, parentPid, "the parent Pi");
   }, 300_000);
 });
