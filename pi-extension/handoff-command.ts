@@ -131,7 +131,7 @@ async function readSettings(
     agentDir,
     projectTrusted: ctx.isProjectTrusted(),
     approvedByFlag,
-    prompt: { hasUI: ctx.hasUI, confirm: (title, message) => ctx.ui.confirm(title, message) },
+    prompt: { hasUI: ctx.hasUI, choose: (title, options) => ctx.ui.select(title, [...options]) },
     notify: (notice) => report(ctx, notice, "info"),
   });
   if (!settings.ok) return void reportOutcome(ctx, settings.message, "error");

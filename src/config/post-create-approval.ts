@@ -78,15 +78,25 @@ export async function approvePostCreate(
   await writeFileAtomic(file, `${JSON.stringify(approvals, null, 2)}\n`);
 }
 
-/** What the approval needs from the host: whether a person can be asked, and asking. */
+/**
+ * What the approval needs from the host: whether a person can be asked, and asking a choice (the
+ * first option is the one Enter takes; undefined: Escape).
+ */
 export interface ApprovalPrompt {
   hasUI: boolean;
-  confirm(title: string, message: string): Promise<boolean>;
+  choose(title: string, options: readonly string[]): Promise<string | undefined>;
+}
+
+/** The approval's answers, the refusal first: a reflexive Enter or Escape runs nothing. */
+export function approvalOptions(what: string): readonly [refuse: string, approve: string] {
+  const verb = what === "postCreate commands" ? "run" : "use";
+  return [`No, do not ${verb} them`, `Yes, ${verb} them (remembered for this exact list)`];
 }
 
 /**
  * A repository's postCreate commands run on this machine: approved once per exact list (a
- * dialog in a UI, `--approve-repo-code` in print mode) and remembered. Returns the refusal, if any.
+ * choice in a UI whose first option refuses, `--approve-repo-code` in print mode) and remembered.
+ * Returns the refusal, if any.
  */
 async function approveRepoPostCreate(input: {
   agentDir: string;
@@ -115,8 +125,9 @@ async function approveRepoPostCreate(input: {
     ].join("\n");
     const title =
       variables.length === 0 ? "Run this repository's postCreate commands?" : `Use this repository's ${what}?`;
-    const yes = await input.prompt.confirm(title, `${hooks.file} asks ${listed}`);
-    if (!yes) return `The handoff was not started: the ${what} in ${hooks.file} were not approved.`;
+    const [, approve] = approvalOptions(what);
+    const answer = await input.prompt.choose(`${title}\n${hooks.file} asks ${listed}`, approvalOptions(what));
+    if (answer !== approve) return `The handoff was not started: the ${what} in ${hooks.file} were not approved.`;
   }
   await approvePostCreate(agentDir, hooks.file, hooks.commands, undefined, hooks.env);
   return undefined;

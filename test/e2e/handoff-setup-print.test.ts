@@ -409,16 +409,19 @@ describe("/handoff-worktree worktree setup with the real Pi", () => {
       env: tmuxEnv,
     });
     try {
-      const isConfirm = (record: RpcRecord) => record.type === "extension_ui_request" && record.method === "confirm";
+      // A choice whose first option (the one Enter takes) refuses: nothing runs on a reflexive Enter.
+      const isConfirm = (record: RpcRecord) => record.type === "extension_ui_request" && record.method === "select";
       let from = rpc.records.length;
       const existing = await ids();
       void rpc
         .command({ type: "prompt", message: "/handoff-worktree confirm/no --no-focus" }, 60_000)
         .catch(() => undefined);
       const refused = await rpc.waitFor(isConfirm, "the approval question", 30_000, from);
-      expect(refused.title).toBe("Run this repository's postCreate commands?");
-      expect(refused.message).toBe(`${repoConfig} asks to run, in the new worktree:\n1. touch asked-first`);
-      rpc.send({ type: "extension_ui_response", id: refused.id, confirmed: false });
+      expect(refused.title).toBe(
+        `Run this repository's postCreate commands?\n${repoConfig} asks to run, in the new worktree:\n1. touch asked-first`,
+      );
+      expect(refused.options).toEqual(["No, do not run them", "Yes, run them (remembered for this exact list)"]);
+      rpc.send({ type: "extension_ui_response", id: refused.id, value: "No, do not run them" });
       await rpc.waitFor(
         (r) =>
           r.type === "extension_ui_request" &&
@@ -435,7 +438,11 @@ describe("/handoff-worktree worktree setup with the real Pi", () => {
         .command({ type: "prompt", message: "/handoff-worktree confirm/yes --no-focus" }, 120_000)
         .catch(() => undefined);
       const approved = await rpc.waitFor(isConfirm, "the approval question", 30_000, from);
-      rpc.send({ type: "extension_ui_response", id: approved.id, confirmed: true });
+      rpc.send({
+        type: "extension_ui_response",
+        id: approved.id,
+        value: "Yes, run them (remembered for this exact list)",
+      });
       await rpc.waitFor(
         (r) =>
           r.type === "extension_ui_request" &&

@@ -440,8 +440,8 @@ describe("approving a repository's postCreate commands", () => {
       file,
       JSON.stringify({ ports: 1, env: { NODE_OPTIONS: "--require ./x.js", URL: "http://localhost:${PORT}" } }),
     );
-    const asked: Array<[string, string]> = [];
-    const settle = (answer: boolean, hasUI = true) =>
+    const asked: Array<[string, readonly string[]]> = [];
+    const settle = (answer: boolean | undefined, hasUI = true) =>
       settingsForHandoff({
         cwd: repo,
         agentDir,
@@ -450,9 +450,10 @@ describe("approving a repository's postCreate commands", () => {
         notify: () => {},
         prompt: {
           hasUI,
-          confirm: async (title, message) => {
-            asked.push([title, message]);
-            return answer;
+          choose: async (title, options) => {
+            asked.push([title, options]);
+            // Enter takes the first option; undefined is Escape.
+            return answer === undefined ? undefined : answer ? options[1] : options[0];
           },
         },
       });
@@ -466,13 +467,15 @@ describe("approving a repository's postCreate commands", () => {
     });
     expect(asked).toEqual([
       [
-        "Use this repository's env variables?",
-        `${file} asks to set, for everything run for the handoff (Pi included):\nNODE_OPTIONS=--require ./x.js\nURL=http://localhost:\${PORT}`,
+        `Use this repository's env variables?\n${file} asks to set, for everything run for the handoff (Pi included):\nNODE_OPTIONS=--require ./x.js\nURL=http://localhost:\${PORT}`,
+        ["No, do not use them", "Yes, use them (remembered for this exact list)"],
       ],
     ]);
+    // Escape refuses too.
+    expect(await settle(undefined)).toMatchObject({ ok: false });
     expect(await settle(true)).toMatchObject({ ok: true, config: { env: { NODE_OPTIONS: "--require ./x.js" } } });
     // Remembered: asked no more.
     expect(await settle(false)).toMatchObject({ ok: true });
-    expect(asked).toHaveLength(2);
+    expect(asked).toHaveLength(3);
   });
 });
