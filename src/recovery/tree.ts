@@ -123,6 +123,16 @@ interface Spot {
   children: Spot[];
 }
 
+/** The node of the session a handoff made. */
+function spotOf(edge: Edge): Spot {
+  return {
+    edge,
+    ...(edge.childFile === undefined ? {} : { sessionFile: edge.childFile }),
+    ...(edge.childId === undefined ? {} : { sessionId: edge.childId }),
+    children: [],
+  };
+}
+
 export type TreeOutcome = { code: "built"; report: TreeReport } | { code: "not_found"; message: string };
 
 export async function buildTree(
@@ -145,14 +155,7 @@ export async function buildTree(
     const file = spot.sessionFile;
     if (file === undefined || seen.has(file)) return spot;
     seen.add(file);
-    spot.children = (byParent.get(file) ?? []).map((edge) =>
-      grow({
-        edge,
-        ...(edge.childFile === undefined ? {} : { sessionFile: edge.childFile }),
-        ...(edge.childId === undefined ? {} : { sessionId: edge.childId }),
-        children: [],
-      }),
-    );
+    spot.children = (byParent.get(file) ?? []).map((edge) => grow(spotOf(edge)));
     return spot;
   };
 
@@ -160,14 +163,7 @@ export async function buildTree(
   if (scope.code === "handoff") {
     const edge = all.find((candidate) => candidate.id === scope.id);
     if (edge === undefined) return { code: "not_found", message: `There is no handoff with id ${scope.id}.` };
-    roots = [
-      grow({
-        edge,
-        ...(edge.childFile === undefined ? {} : { sessionFile: edge.childFile }),
-        ...(edge.childId === undefined ? {} : { sessionId: edge.childId }),
-        children: [],
-      }),
-    ];
+    roots = [grow(spotOf(edge))];
   } else if (scope.code === "session") {
     const edge = all.find((candidate) => candidate.childFile === scope.file);
     const sessionId = edge?.childId ?? all.find((candidate) => candidate.parentFile === scope.file)?.parentId;
@@ -190,6 +186,8 @@ export async function buildTree(
           children: [],
         }),
       );
+    // A manifest that names no parent (an unreadable one that lost it) is a tree of its own.
+    roots.push(...inScope.filter((edge) => edge.parentFile === undefined).map((edge) => grow(spotOf(edge))));
   }
 
   const spots: Spot[] = [];

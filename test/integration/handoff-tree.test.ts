@@ -84,6 +84,8 @@ describe("the handoff tree over a real store", () => {
         child: { sessionFile: oldFile },
       }),
     );
+    // A manifest file that is not even JSON: a tree of its own, saying so.
+    writeFileSync(join(store.dir, "20261202-000000-junk-abcd.json"), "{ not json");
     // Two runs the child started: one whose record says its cost, one that says nothing of it.
     const runs = join(subagents, "async-subagent-runs");
     const status = (runId: string, extra: object) => {
@@ -120,8 +122,14 @@ describe("the handoff tree over a real store", () => {
     const built = await buildTree(deps(), { code: "repo" });
     if (built.code !== "built") throw new Error(built.message);
     const report = TreeReportSchema.parse(built.report);
-    const [root] = report.roots;
-    expect(report.roots).toHaveLength(1);
+    const [root, junk] = report.roots;
+    expect(report.roots).toHaveLength(2);
+    expect(junk).toMatchObject({
+      handoff: { code: "unreadable", id: "20261202-000000-junk-abcd" },
+      session: { code: "none" },
+      own: zero,
+      children: [],
+    });
     expect(root?.session).toEqual({ code: "read", file: rootFile, bytes: expect.any(Number), pending: false });
     expect(root?.own).toEqual({ ...zero, input: 100, cost: 1 });
     const [old, child] = root?.children ?? [];
@@ -146,6 +154,7 @@ describe("the handoff tree over a real store", () => {
     expect(child?.own).toEqual({ ...zero, input: 47, output: 2, cost: 0.75 });
     expect(root?.total).toEqual({ ...zero, input: 150, output: 2, cost: 1.75 });
     expect(report.total).toEqual(root?.total);
+    expect(formatTree(report)).toContain("\n? (20261202-000000-junk-abcd)  manifest unreadable: ");
     const text = formatTree(report).split("\n");
     expect(text[1]).toMatch(/^├─ feat\/old \(20261201-000000-old-abcd\)  manifest unreadable \(state running\): /);
     expect(text[2]).toMatch(
