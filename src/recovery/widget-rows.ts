@@ -46,11 +46,12 @@ export function chooseWidgetRows<Row extends { status: WidgetRowStatus }>(
 }
 
 /**
- * Waiting for an answer, failed (a non-zero exit code), or gone just now without a word (killed or
- * crashed). A clean exit (code 0) is the person's own quit: it sorts by its time like any change.
+ * Waiting for an answer, never started (its postCreate commands failed), failed (a non-zero exit
+ * code), or gone just now without a word (killed or crashed). A clean exit (code 0) is the person's
+ * own quit: it sorts by its time like any change.
  */
 function needsThePerson(status: WidgetRowStatus, at: number, now: number): boolean {
-  if (status.state === "waiting_input") return true;
+  if (status.state === "waiting_input" || status.state === "not_started") return true;
   if (status.state !== "exited" || status.exitCode === 0) return false;
   return status.exitCode !== undefined || now - at <= JUST_EXITED_MS;
 }

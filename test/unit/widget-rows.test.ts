@@ -64,6 +64,16 @@ describe("the widget's rows", () => {
     });
   });
 
+  it("shows a child that never started (its postCreate failed; the state has no time) among what needs the person", () => {
+    const rows = [
+      ...QUIT.slice(0, 3),
+      { id: "setup", branch: "feat/setup", status: { state: "not_started" as ChildState } },
+      row("live", "idle", 60_000),
+      row("newer", "working", 30_000),
+    ];
+    expect(chooseWidgetRows(rows, NOW).shown.map((shown) => shown.id)).toEqual(["setup", "newer", "live", "three"]);
+  });
+
   it("keeps live before exited, landed and removed at equal times, and does not count removed ones as more", () => {
     const rows = [
       row("gone", "removed", 0),
