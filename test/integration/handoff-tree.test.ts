@@ -9,6 +9,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { watchChildren } from "../../pi-extension/children-view.ts";
 import { indexSegment } from "../../src/lineage/sources/pi-subagents-layout.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { parseRecoveryCommand } from "../../src/recovery/command-line.ts";
@@ -192,6 +193,31 @@ describe("the handoff tree over a real store", () => {
     expect(total.line(0)).toBeUndefined();
     await waitFor(() => changes === 1, { description: "the first computation" });
     expect(total.line(1)).toBe("tree total: 152 tokens, $1.75 (this session and its handoffs)");
+  });
+
+  it("the parent's widget gains the line once it is computed, after its handoffs' rows", async () => {
+    let changes = 0;
+    const view = watchChildren({
+      store,
+      agentDir,
+      parent: { sessionFile: rootFile, sessionId: "root-id" },
+      onChange: () => {
+        changes += 1;
+      },
+    });
+    try {
+      const own = [{ id: childId, branch: "feat/child", status: { state: "idle" as const, basis: "test" } }];
+      const rows = view.format(own, Date.now());
+      expect(rows).toHaveLength(1);
+      await waitFor(() => changes > 0, { description: "the widget told of the new line" });
+      // The widget's own rows as they were, then the tree's total (pi-subagents' runs read from the environment: none here).
+      expect(view.format(own, Date.now())).toEqual([
+        ...rows,
+        "tree total: 110 tokens, $1.50 (this session and its handoffs)",
+      ]);
+    } finally {
+      view.watch.stop();
+    }
   });
 
   it("parses tree with or without a handoff, and nothing more", () => {
