@@ -519,8 +519,11 @@ async function inspect(deps: CliDeps, io: CliIo, id: string, json: boolean): Pro
     io.stdout(`${JSON.stringify(report, null, 2)}\n`);
   } else {
     const task = inspected.manifest.task;
+    // The next steps as the user's shell runs them (a checkout without `pi-handoff` on PATH).
+    const { recoveryCommand } = await import("./pi-command.ts");
     io.stdout(
       `${formatReport(inspected.report, Date.now(), {
+        cli: recoveryCommand(io.env),
         ...(task === undefined ? {} : { task }),
         ...(blocked === undefined ? {} : { blocked }),
         ...(lastReport === undefined ? {} : { lastReport }),

@@ -172,6 +172,8 @@ export interface InspectExtras {
   stepTimes?: StepTimes;
   /** Why neither a removal nor a relaunch may act on the checkout now (remove.ts `withoutBlockedActions`). */
   blocked?: string;
+  /** How `pi-handoff` is typed in the user's shell, for the next steps (recovery/pi-command.ts; default `pi-handoff`). */
+  cli?: string;
 }
 
 /** Lines of free text (a task, a report) under a label, terminal escapes and control characters removed. */
@@ -239,7 +241,7 @@ export function formatReport(handoff: HandoffReport, now: number = Date.now(), e
   for (const problem of handoff.problems) lines.push(`  could not check: ${problem}`);
   if (extras.blocked !== undefined) lines.push(`  blocked:       ${extras.blocked}`);
   const next = handoff.actions.map(
-    (action) => `pi-handoff ${action === "prune" ? "prune" : `${action} ${handoff.id}`}`,
+    (action) => `${extras.cli ?? "pi-handoff"} ${action === "prune" ? "prune" : `${action} ${handoff.id}`}`,
   );
   // What stops a removal is said where a removal would be offered.
   if (handoff.status.code === "child_running") next.push(`quit its Pi first to remove it`);

@@ -394,6 +394,15 @@ describe("the release, installed as the README says from a real registry", () =>
       expect(inspected.stderr).toBe("");
       expect(inspected.status).toBe(0);
       expect(inspected.stdout).toContain("release/first");
+
+      // Without the README's PATH line, inspect names this copy's launcher by its path, which runs as printed.
+      const launcher = join(installed(), "bin", "pi-handoff.mjs");
+      const bare = run(launcher, ["inspect", manifest.id], repo.root, sandbox.env);
+      expect(bare.status, bare.stderr).toBe(0);
+      const next = bare.stdout.split("\n").find((line) => line.startsWith("  next:")) ?? "";
+      expect(next).toBe(`  next:          ${launcher} focus ${manifest.id} | quit its Pi first to remove it`);
+      const focused = sh([`${launcher} focus ${manifest.id}`], repo.root, sandbox.env);
+      expect(focused.status, focused.stderr).toBe(0);
     });
 
     it("updates to the next published version, and a new session shows its changelog entry", {

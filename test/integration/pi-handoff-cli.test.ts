@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { nextSteps } from "../../src/handoff/next-steps.ts";
 import { InspectReportSchema, InventoryReportSchema, type HandoffReport } from "../../src/recovery/report-schema.ts";
 import { ChildReportStore } from "../../src/manifest/child-reports.ts";
-import { NODE_BIN, PROJECT_ROOT } from "../support/pi.ts";
+import { NODE_BIN, PROJECT_ROOT, recoveryOnPath } from "../support/pi.ts";
 import {
   createRecoveryRig,
   isProcessAlive,
@@ -72,7 +72,8 @@ beforeAll(async () => {
   symlinkSync(STAND_IN_PI, join(binDir, "pi"));
   cliEnv = {
     ...rig.env,
-    PATH: `${binDir}:${join(PROJECT_ROOT, "node_modules", ".bin")}:${process.env.PATH ?? "/usr/bin:/bin"}`,
+    // And `pi-handoff`, as every README install route puts it there: inspect's next steps name it so.
+    PATH: `${binDir}:${recoveryOnPath(binDir)}:${join(PROJECT_ROOT, "node_modules", ".bin")}:${process.env.PATH ?? "/usr/bin:/bin"}`,
     PI_HANDOFF_CONFIRM_TIMEOUT_MS: "20000",
   };
 });
@@ -84,11 +85,11 @@ describe("bad input: one sentence on stderr, prefixed once, exit 2", () => {
   it.each([
     [
       ["lst"],
-      'pi-handoff: "lst" is not a command: did you mean list (the commands are list, inspect, env, focus, relaunch, remove, prune, land, forecast, rebase, completion; see pi-handoff --help)?',
+      'pi-handoff: "lst" is not a command: did you mean list (the commands are list, inspect, env, focus, relaunch, remove, prune, land, forecast, rebase, tree, completion; see pi-handoff --help)?',
     ],
     [
       ["frobnicate"],
-      'pi-handoff: "frobnicate" is not a command; the commands are list, inspect, env, focus, relaunch, remove, prune, land, forecast, rebase, completion (see pi-handoff --help).',
+      'pi-handoff: "frobnicate" is not a command; the commands are list, inspect, env, focus, relaunch, remove, prune, land, forecast, rebase, tree, completion (see pi-handoff --help).',
     ],
     [["list", "--jsno"], 'pi-handoff list: Unknown option "--jsno": did you mean --json (see pi-handoff --help)?'],
     [
@@ -281,7 +282,8 @@ describe("the launcher", () => {
     const installed = join(modules, "pi-handoff-worktree");
     mkdirSync(installed, { recursive: true });
     const pkg = JSON.parse(readFileSync(join(PROJECT_ROOT, "package.json"), "utf8")) as { files: string[] };
-    for (const entry of [...pkg.files, "package.json"])
+    // A "!" entry leaves a file out of the package; copying a little more changes nothing here.
+    for (const entry of [...pkg.files.filter((file) => !file.startsWith("!")), "package.json"])
       cpSync(join(PROJECT_ROOT, entry), join(installed, entry), { recursive: true });
     for (const name of readdirSync(join(PROJECT_ROOT, "node_modules"))) {
       if (name.startsWith(".")) continue;

@@ -59,12 +59,20 @@ export function outsideShellEnv(repo: { env: NodeJS.ProcessEnv }, agentDir: stri
   return env;
 }
 
+/**
+ * A directory (made in `dir`) holding this checkout's `pi-handoff`, to put on a PATH: a handoff's
+ * notice and `inspect` name `pi-handoff` only where it is on PATH (src/recovery/pi-command.ts).
+ */
+export function recoveryOnPath(dir: string): string {
+  const bin = join(dir, "recovery-bin");
+  mkdirSync(bin, { recursive: true });
+  symlinkSync(join(PROJECT_ROOT, "bin", "pi-handoff.mjs"), join(bin, "pi-handoff"));
+  return bin;
+}
+
 export function createPiSandbox(prefix = "phw-pi-", options: { recoveryOnPath?: boolean } = {}): PiSandbox {
   const dir = makeTempDir(prefix);
-  // A handoff's notice names `pi-handoff` only where it is on PATH (src/recovery/pi-command.ts).
-  const recoveryBin = join(dir, "path-bin");
-  mkdirSync(recoveryBin);
-  symlinkSync(join(PROJECT_ROOT, "bin", "pi-handoff.mjs"), join(recoveryBin, "pi-handoff"));
+  const recoveryBin = recoveryOnPath(dir);
   const home = join(dir, "home");
   const agentDir = join(dir, "agent");
   mkdirSync(join(agentDir, "extensions"), { recursive: true });

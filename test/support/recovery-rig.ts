@@ -32,7 +32,7 @@ import { forkActiveBranch } from "../../src/session/fork.ts";
 import { defaultSessionDir } from "../../src/session/paths.ts";
 import { createTempRepo, type TempRepo } from "./git-repo.ts";
 import { startHerdr, startHerdrDouble, type HerdrDouble, type HerdrServer, type HerdrServerOptions } from "./herdr.ts";
-import { NODE_BIN, outsideShellEnv, PROJECT_ROOT } from "./pi.ts";
+import { NODE_BIN, outsideShellEnv, PROJECT_ROOT, recoveryOnPath } from "./pi.ts";
 import { startPrivateTmux, waitFor, type PrivateTmux } from "./tmux.ts";
 import { startZellij, type ZellijSession } from "./zellij.ts";
 import { createParentConversation } from "./parent-session.ts";
@@ -102,6 +102,8 @@ function createRigCore(prefix: string): RigCore {
   const agentDir = join(repo.dir, "agent");
   mkdirSync(agentDir, { recursive: true });
   const env = outsideShellEnv(repo, agentDir);
+  // A shell where `pi-handoff` runs, as every README install route makes it.
+  env.PATH = `${recoveryOnPath(repo.dir)}:${env.PATH ?? "/usr/bin:/bin"}`;
   const store = ManifestStore.forAgentDir(agentDir);
   const git = new SimpleGitPort({ env, timeoutMs: 15_000 });
 
