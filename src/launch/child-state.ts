@@ -25,14 +25,14 @@
  *   word at all (the reader falls back to the session tail), never "idle".
  * - Nothing here throws into Pi: a failed write is reported once through `onError`.
  */
-import { mkdir, stat } from "node:fs/promises";
+import { mkdir, stat, unlink } from "node:fs/promises";
 import { mkdirSync, readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { z } from "zod";
 import { errorClause } from "../errors.ts";
 import { writeFileAtomic, writeFileAtomicSync } from "../fs/atomic-write.ts";
-import { readSmallFile } from "../fs/probe.ts";
+import { readSmallFile, unlessMissing } from "../fs/probe.ts";
 import { canonicalSessionPath, sessionKey } from "./lease.ts";
 import { HANDOFF_ID_ENV } from "../process/facts.ts";
 
@@ -100,6 +100,18 @@ export async function readChildState(agentDir: string, sessionFile: string): Pro
   if (read.code === "error")
     return { code: "unreadable", message: `The child state ${path} could not be read: ${errorClause(read.error)}.` };
   return parseChildState(path, read.text);
+}
+
+/**
+ * Deletes the state file a removed handoff's child left (its writer is gone: removal refuses while
+ * it runs). Only a record that names this handoff, or names none, is deleted: a Pi that resumed the
+ * session for something else speaks for itself. Whether it went; throws what is not "missing".
+ */
+export async function deleteChildState(agentDir: string, sessionFile: string, handoffId: string): Promise<boolean> {
+  const read = await readChildState(agentDir, sessionFile);
+  if (read.code === "none") return false;
+  if (read.code === "ok" && read.record.handoffId !== undefined && read.record.handoffId !== handoffId) return false;
+  return unlessMissing(() => unlink(childStatePath(agentDir, sessionFile)));
 }
 
 export function parseChildState(path: string, text: string): ChildStateRead {

@@ -43,6 +43,7 @@
  *   directories: `ManifestStore.leftovers`) are listed by `prune` and swept by it; a retirement
  *   (remove, or prune) sweeps its own handoff's, and deletes its launch files (launch/retire.ts).
  */
+import { deleteChildState } from "../launch/child-state.ts";
 import { deleteLaunchFiles } from "../launch/retire.ts";
 import { lstat, readlink, rmdir } from "node:fs/promises";
 import path from "node:path";
@@ -628,7 +629,7 @@ async function removeLocked(
   // Removed, its ports count as held no more (ports/reserve.ts): the next handoff may take them.
   if (plan.manifest.ports !== undefined) done.push(`released ports ${plan.manifest.ports.join(", ")}`);
   const removed = await recordRemoval(deps, id, plan, gitState, done);
-  const retired = await retireStoreFiles(deps, id);
+  const retired = await retireStoreFiles(deps, removed);
   if (retired.swept > 0) done.push(`deleted ${counted(retired.swept, "temp file")} a killed writer left in the store`);
   if (retired.problem !== undefined) done.push(retired.problem);
   return { code: "removed", manifest: removed, plan, message: `Removed handoff ${id}: ${done.join(", ")}.` };
@@ -756,7 +757,8 @@ function capitalized(text: string): string {
  * writer left beside its manifest, and its launch files (launch/retire.ts). The handoff is recorded
  * removed already, so a file that cannot go is a `problem` to say, not a throw.
  */
-async function retireStoreFiles(deps: RemovalDeps, id: string): Promise<{ swept: number; problem?: string }> {
+async function retireStoreFiles(deps: RemovalDeps, removed: Manifest): Promise<{ swept: number; problem?: string }> {
+  const id = removed.id;
   // Each attempted whatever the other did; what stays is named, since a removed handoff's own
   // files are not leftovers that prune lists (its manifest names them).
   const problems: string[] = [];
@@ -776,6 +778,15 @@ async function retireStoreFiles(deps: RemovalDeps, id: string): Promise<{ swept:
     problems.push(
       `could not delete its ${launch.left.length === 1 ? "launch file" : "launch files"} ${named}; delete ${launch.left.length === 1 ? "it" : "them"} by hand`,
     );
+  }
+  // The state its child last published (exited, most often) speaks for nobody now.
+  const sessionFile = removed.child.sessionFile;
+  if (sessionFile !== undefined) {
+    try {
+      await deleteChildState(deps.agentDir, sessionFile, id);
+    } catch (error) {
+      problems.push(`could not delete its child's state file (${errorClause(error)}); delete it by hand`);
+    }
   }
   return problems.length === 0 ? { swept } : { swept, problem: problems.join("; ") };
 }
@@ -1020,13 +1031,13 @@ export async function executePrune(deps: InventoryDeps, actions: readonly PruneA
           if (current.code !== "found" || !isPrunable(current.report) || !current.report.actions.includes("prune"))
             return false;
           const window = await closeRetiredWindow(deps, current.report);
-          await deps.store.transition(
+          const removed = await deps.store.transition(
             action.id,
             "removed",
             undefined,
             `pruned with pi-handoff: ${describePruneAction(action).join(" ")}${window.closed ? "" : window.note === undefined ? "" : `; ${window.note}`}`,
           );
-          const problem = (await retireStoreFiles(deps, action.id)).problem;
+          const problem = (await retireStoreFiles(deps, removed)).problem;
           return problem ?? (window.note === undefined ? true : { note: window.note });
         });
         if (isActionBusy(retired)) {

@@ -7,7 +7,9 @@
  */
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { hostname } from "node:os";
+import { dirname, join } from "node:path";
+import { childStatePath, readChildState } from "../../src/launch/child-state.ts";
 import { afterEach, describe, expect, it } from "vitest";
 import { executePrune, planPrune, removeHandoff, type RemovalPlan } from "../../src/recovery/remove.ts";
 import { createLandRig, type LandRig } from "../support/land-rig.ts";
@@ -45,6 +47,44 @@ describe("remove", () => {
     const forced = await removeHandoff(r.deps(), r.id, { force: true, deleteBranch: false });
     expect(forced).toMatchObject({ code: "removed" });
     expect(existsSync(r.worktree)).toBe(false);
+  });
+
+  it("deletes the state its child last published (exited), but not one a Pi of another handoff wrote on the session", async () => {
+    const r = await setup();
+    const stateOf = (handoffId: string) => ({
+      version: 1,
+      sessionFile: r.childSessionFile,
+      pid: 4_000_000,
+      host: hostname(),
+      handoffId,
+      state: "exited",
+      since: new Date().toISOString(),
+      seq: 3,
+      writtenAt: new Date().toISOString(),
+      exitCode: 0,
+    });
+    const path = childStatePath(r.agentDir, r.childSessionFile);
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, JSON.stringify(stateOf(r.id)));
+    expect(await readChildState(r.agentDir, r.childSessionFile)).toMatchObject({ code: "ok" });
+    const sibling = await r.addHandoff("feat/sibling");
+    const siblingSession = (await r.store.read(sibling.id)) as {
+      ok: true;
+      manifest: { child: { sessionFile: string } };
+    };
+    const siblingPath = childStatePath(r.agentDir, siblingSession.manifest.child.sessionFile);
+    writeFileSync(
+      siblingPath,
+      JSON.stringify({ ...stateOf("someone-else"), sessionFile: siblingSession.manifest.child.sessionFile }),
+    );
+    expect(await removeHandoff(r.deps(), r.id, { force: false, deleteBranch: false })).toMatchObject({
+      code: "removed",
+    });
+    expect(existsSync(path)).toBe(false);
+    expect(await removeHandoff(r.deps(), sibling.id, { force: false, deleteBranch: false })).toMatchObject({
+      code: "removed",
+    });
+    expect(existsSync(siblingPath)).toBe(true);
   });
 
   it("needs no --force for what the handoff's own setup put there unchanged (its symlink, an equal copy)", async () => {
