@@ -331,7 +331,8 @@ async function remove(
   asked: { deleteBranch?: true },
 ): Promise<void> {
   const planned = await planRemoval(deps, id, { force: false, deleteBranch: asked.deleteBranch === true });
-  if (planned.plan === undefined) {
+  // Only what --force lifts is asked about; any other refusal (a live Pi, a moved or blocked checkout) is said as it is.
+  if (planned.plan === undefined || (planned.code === "refused" && planned.reason !== "needs_force")) {
     return report(ctx, planned.code === "refused" ? planned.message : "Nothing to remove.", "error");
   }
   const shown = planned.plan;
