@@ -81,6 +81,22 @@ describe("the exit grace", () => {
     expect(writer.destroyed).toBe(false);
   });
 
+  it("ends a pipe that never stops at the most it waits after the exit, with what arrived", async () => {
+    const { reader, writer } = await socketPair();
+    let received = 0;
+    reader.on("data", (chunk: Buffer) => {
+      received += chunk.length;
+    });
+    const drip = setInterval(() => writer.write("x"), 10);
+    cleanups.push(() => clearInterval(drip));
+    const started = Date.now();
+    await new Promise<void>((resolve) => graceAfterExit([reader], resolve, 30, 300));
+    const waited = Date.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(300);
+    expect(received).toBeGreaterThan(0);
+    expect(reader.destroyed).toBe(true);
+  });
+
   it("does nothing once cancelled", async () => {
     const { reader } = await socketPair();
     let done = false;

@@ -74,4 +74,14 @@ describe("runProgram", () => {
     expect(run).toMatchObject({ exitCode: 0, stdout: "done", timedOut: false });
     expect(Date.now() - started).toBeLessThan(4_000);
   });
+
+  it("ends when the program exits, though a child it left running keeps writing to the pipe", async () => {
+    const started = Date.now();
+    const run = await runProgram("sh", ["-c", "echo done; (while :; do echo x; sleep 0.05; done) &"], {
+      timeoutMs: 10_000,
+    });
+    expect(run).toMatchObject({ exitCode: 0, timedOut: false });
+    expect(run.stdout.split("\n")[0]).toBe("done");
+    expect(Date.now() - started).toBeLessThan(8_000);
+  });
 });
