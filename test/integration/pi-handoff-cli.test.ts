@@ -342,12 +342,12 @@ describe("list and inspect", () => {
     // CHILD: the child's state and the time in it (recovery/status.ts).
     expect(rows.find((row) => row.startsWith(running.id))).toMatch(
       new RegExp(
-        `^${running.id} +child running \\(pid ${running.child.pid}\\) +idle \\d+[smhd]( \\d+m)? +cli/listed +- +ok +focus$`,
+        `^${running.id} +child running \\(pid ${running.child.pid}\\) +idle \\d+[smhd]( \\d+m)? +cli/listed +- +nothing to land +focus \\(quit its Pi to remove\\)$`,
       ),
     );
     expect(rows.find((row) => row.startsWith(closed.id))).toMatch(
       new RegExp(
-        `^${closed.id} +window closed, no Pi +exited \\d+[smhd]( \\d+m)? +cli/closed +- +ok +relaunch,remove$`,
+        `^${closed.id} +window closed, no Pi +exited \\d+[smhd]( \\d+m)? +cli/closed +- +nothing to land +relaunch,remove$`,
       ),
     );
 

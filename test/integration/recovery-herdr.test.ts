@@ -367,9 +367,10 @@ onTheRealHerdrWhenBuilt(() => {
         reason: "workspace_unknown",
         message: `Handoff ${manifest.id} was not relaunched: Could not see the handoff's window: ${down.replace(/\.$/, "")}; try again once the herdr server answers.`,
       });
+      // The removal's plan asks the server what would block it, as the dry run does: refused before anything.
       const removal = await remove(manifest.id);
       expect(removal.outcome).toMatchObject({
-        code: "failed",
+        code: "refused",
         message: `${down} Handoff ${manifest.id} was not removed.`,
       });
       expect(readFileSync(rig.store.pathFor(manifest.id), "utf8")).toBe(before);
