@@ -51,4 +51,20 @@ describe("CheckoutBackup", () => {
     expect(existsSync(join(r.root, "new"))).toBe(false);
     expect(existsSync(join(gitDir, "pi-handoff-backup-test"))).toBe(false);
   });
+
+  it("keeps a file someone edited in place while the command ran, naming it, instead of putting the backup over it", async () => {
+    const r = (repo = createTempRepo({ prefix: "phw-backup-" }));
+    r.commitFile("a.txt", "a\n", "add a");
+    const gitDir = r.run(["rev-parse", "--absolute-git-dir"]);
+    const backup = await CheckoutBackup.take(r.root, gitDir, "edit", ["a.txt"]);
+    // An editor saving in place: the same inode, new bytes.
+    writeFileSync(join(r.root, "a.txt"), "the person's edit\n", { flag: "r+" });
+    const restored = await backup.restore();
+    await backup.discard();
+    expect(restored).toEqual({
+      restored: [],
+      failed: [{ path: "a.txt", reason: "it was changed in place while the command ran, so it is kept as it is" }],
+    });
+    expect(readFileSync(join(r.root, "a.txt"), "utf8")).toBe("the person's edit\n");
+  });
 });
