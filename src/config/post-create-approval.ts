@@ -89,8 +89,11 @@ export interface ApprovalPrompt {
 
 /** The approval's answers, the refusal first: a reflexive Enter or Escape runs nothing. */
 export function approvalOptions(what: string): readonly [refuse: string, approve: string] {
-  const verb = what === "postCreate commands" ? "run" : "use";
-  return [`No, do not ${verb} them`, `Yes, ${verb} them (remembered for this exact list)`];
+  const commands = what.startsWith("postCreate commands");
+  const variables = what.endsWith("env variables");
+  const [refuse, approve] =
+    commands && variables ? ["run or use", "run and use"] : commands ? ["run", "run"] : ["use", "use"];
+  return [`No, do not ${refuse} them`, `Yes, ${approve} them (remembered for this exact list)`];
 }
 
 /**

@@ -17,6 +17,7 @@ import {
 import { chooseWorktreePath, expandWorktreeTemplate } from "../../src/handoff/worktree-path.ts";
 import { makeTempDir, removeTempDir } from "../support/git-repo.ts";
 import {
+  approvalOptions,
   approvalsFile,
   approvePostCreate,
   isPostCreateApproved,
@@ -471,6 +472,11 @@ describe("approving a repository's postCreate commands", () => {
         ["No, do not use them", "Yes, use them (remembered for this exact list)"],
       ],
     ]);
+    expect(approvalOptions("postCreate commands and env variables")).toEqual([
+      "No, do not run or use them",
+      "Yes, run and use them (remembered for this exact list)",
+    ]);
+    expect(approvalOptions("postCreate commands")[1]).toBe("Yes, run them (remembered for this exact list)");
     // Escape refuses too.
     expect(await settle(undefined)).toMatchObject({ ok: false });
     expect(await settle(true)).toMatchObject({ ok: true, config: { env: { NODE_OPTIONS: "--require ./x.js" } } });
