@@ -1,7 +1,7 @@
 /**
  * In every Pi running this extension: what it is doing, on Pi's own events, published for the
  * parent that watches it when this Pi is a handoff's child (src/launch/child-state.ts decides, from
- * the handoff its session names), and told to the terminal it runs in where that
+ * the marker this process was started with and the handoff its session names), and told to the terminal it runs in where that
  * terminal listens (Herdr's sidebar, or Herdr's own Pi integration: src/mux/herdr/sidebar-report.ts,
  * through the registry). Decides nothing: the state is the reducer's, what the terminal hears its
  * descriptor's.
@@ -17,7 +17,7 @@
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { findHandoffDetails } from "../src/launch/acknowledge.ts";
-import { startedForHandoff, type ActivityEvent, type ChildStatePublisher } from "../src/launch/child-state.ts";
+import { takeStartedMarker, type ActivityEvent, type ChildStatePublisher } from "../src/launch/child-state.ts";
 import type { PaneStateReporter } from "../src/mux/registry.ts";
 
 export class ChildStateWiring {
@@ -30,10 +30,13 @@ export class ChildStateWiring {
   #session: { file: string | undefined; reason: string } | undefined;
   #openPrompt: string | undefined;
   #pi: ExtensionAPI | undefined;
+  /** Whether this process was started for a handoff (taken when Pi loads the extension, before it runs anything). */
+  readonly #startedForHandoff: boolean;
 
   constructor(publisher: ChildStatePublisher, agentDir: string) {
     this.#publisher = publisher;
     this.#agentDir = agentDir;
+    this.#startedForHandoff = takeStartedMarker() !== undefined;
   }
 
   /** Before the lease is taken: this session's state begins (`starting`). */
@@ -42,7 +45,7 @@ export class ChildStateWiring {
     this.#publisher.begin(
       sessionFile,
       findHandoffDetails(ctx.sessionManager.getBranch())?.handoffId,
-      startedForHandoff(process.env),
+      this.#startedForHandoff,
     );
     this.#session = { file: sessionFile, reason };
     this.#terminal?.sessionStarted(sessionFile, reason);

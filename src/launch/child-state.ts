@@ -11,7 +11,8 @@
  * - Only a handoff's child publishes: a Pi started for a handoff (its launcher gives it the marker
  *   `PI_HANDOFF_ID`), or one whose session names its handoff (a Pi that resumed it), in every
  *   session it goes on with (a moved child is followed there). Any other Pi keeps its state in
- *   memory only (for its terminal) and leaves no file behind.
+ *   memory only (for its terminal) and leaves no file behind. The marker counts for the process
+ *   it was given to only (`takeStartedMarker`): a Pi that process starts does not inherit it.
  * - Only the Pi that holds the session's lease writes its state file (`setHolding`), so a second Pi
  *   on a session never speaks for it; the last word at exit is written before the lease is released.
  * - One small atomic write per change (temp file and rename, no fsync: a status, not a record);
@@ -291,10 +292,27 @@ interface Session {
   seq: number;
 }
 
-/** Whether this process was started for a handoff: its launcher put the marker in its environment. */
-export function startedForHandoff(env: Readonly<Record<string, string | undefined>>): boolean {
-  const marker = env[HANDOFF_ID_ENV];
-  return marker !== undefined && marker !== "";
+/** Where a process keeps the marker it was started with, across Pi's reloads of this module. */
+const STARTED_MARKER = Symbol.for("pi-handoff-worktree.started-marker");
+
+/**
+ * The handoff marker this process was started with (its launcher's `PI_HANDOFF_ID`), or undefined:
+ * read once per process and taken out of its environment, so nothing it starts (the bash tool,
+ * `!pi`, a subagent's Pi) inherits it and passes for the handoff's child. Kept on `holder` for the
+ * rest of the process: the extension loaded again (/new, /resume) gets the same answer. The marker
+ * stays in the exec-time environment the process scan reads (/proc/<pid>/environ, `ps e`).
+ */
+export function takeStartedMarker(
+  env: NodeJS.ProcessEnv = process.env,
+  holder: object = globalThis,
+): string | undefined {
+  const kept = holder as { [STARTED_MARKER]?: { marker: string | undefined } };
+  if (kept[STARTED_MARKER] === undefined) {
+    const marker = env[HANDOFF_ID_ENV];
+    kept[STARTED_MARKER] = { marker: marker === "" ? undefined : marker };
+    delete env[HANDOFF_ID_ENV];
+  }
+  return kept[STARTED_MARKER].marker;
 }
 
 /** Publishes the current session's state (see the header); one per Pi process. */
@@ -322,7 +340,7 @@ export class ChildStatePublisher {
 
   /**
    * A new session for this Pi: starting, from now. Nothing is written until the lease is held, and
-   * nothing at all unless this Pi is a handoff's child: started as one (`startedForHandoff`), or
+   * nothing at all unless this Pi is a handoff's child: started as one (`takeStartedMarker`), or
    * having begun a handoff's session (`handoffId`, the handoff its session names).
    */
   begin(sessionFile: string | undefined, handoffId?: string, startedForHandoff = false): void {

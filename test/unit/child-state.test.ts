@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import {
   ChildActivity,
   ChildStatePublisher,
-  startedForHandoff,
+  takeStartedMarker,
   childStateDir,
   childStatePath,
   readChildState,
@@ -240,15 +240,17 @@ describe("ChildStatePublisher", () => {
     );
 
     // A Pi started for a handoff (its marker in the environment) publishes whatever its session
-    // names: a new process Pi gave the session it moved to (its extension loaded again) included.
-    expect([
-      startedForHandoff({ PI_HANDOFF_ID: "h-3" }),
-      startedForHandoff({}),
-      startedForHandoff({ PI_HANDOFF_ID: "" }),
-    ]).toEqual([true, false, false]);
+    // names: the session it moved to, with its extension loaded again in the same process, included.
+    // The marker is taken out of the environment its children inherit, and kept for the process.
+    const env: NodeJS.ProcessEnv = { PI_HANDOFF_ID: "h-3", OTHER: "kept" };
+    const thisProcess = {};
+    expect(takeStartedMarker(env, thisProcess)).toBe("h-3");
+    expect(env).toEqual({ OTHER: "kept" });
+    expect(takeStartedMarker(env, thisProcess)).toBe("h-3");
+    expect([takeStartedMarker({}, {}), takeStartedMarker({ PI_HANDOFF_ID: "" }, {})]).toEqual([undefined, undefined]);
     const moved = join(dir, "moved.jsonl");
     const reloaded = new ChildStatePublisher({ agentDir });
-    reloaded.begin(moved, undefined, startedForHandoff({ PI_HANDOFF_ID: "h-3" }));
+    reloaded.begin(moved, undefined, takeStartedMarker(env, thisProcess) !== undefined);
     reloaded.setHolding(true);
     reloaded.apply({ type: "ready" });
     await reloaded.flush();
