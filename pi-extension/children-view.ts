@@ -46,7 +46,7 @@ export function watchChildren(input: {
           store: input.store,
           usage: new SessionUsageCache(undefined),
           runs: () => new RunCostReader(process.env),
-          session: { file: parentFile, id: input.parent.sessionId },
+          session: { file: parentFile },
           onChange: () => input.onChange(shown),
         });
   const watch = new HandoffWatch({

@@ -315,15 +315,8 @@ export class FactGatherer {
           problems.push(`Could not look for a window the handoff made but did not record: ${window.message}`);
       }
     }
-    if (intent?.sessionDir !== undefined && manifest.child.sessionFile === undefined) {
-      const session = await findForkedSession({
-        dir: intent.sessionDir,
-        worktreePath: manifest.worktree.path,
-        parentSessionFile: manifest.parent.sessionFile,
-        since: manifest.createdAt,
-      });
-      if (session !== undefined) found.session = session;
-    }
+    const session = await unrecordedChildSession(manifest);
+    if (session !== undefined) found.session = session;
     return found;
   }
 
@@ -522,6 +515,23 @@ function removedFacts(
     childSessionExists,
     problems: [],
   };
+}
+
+/**
+ * The child session a killed fork step wrote but `manifest` does not name, found through its intent
+ * (the handoff tree reads it the same way). A removed handoff's is not looked for.
+ */
+export async function unrecordedChildSession(
+  manifest: Manifest,
+): Promise<{ sessionFile: string; sessionId: string } | undefined> {
+  const dir = manifest.intent?.sessionDir;
+  if (manifest.state === "removed" || dir === undefined || manifest.child.sessionFile !== undefined) return undefined;
+  return findForkedSession({
+    dir,
+    worktreePath: manifest.worktree.path,
+    parentSessionFile: manifest.parent.sessionFile,
+    since: manifest.createdAt,
+  });
 }
 
 /** Whether the handoff ever got a window/workspace (recorded ids). */

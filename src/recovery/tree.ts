@@ -12,7 +12,12 @@
  *   or newer format) is shown with what its file still says (id, branch, sessions) and why.
  * - A node's own figure is its session's usage after its fork point (src/session/usage.ts) plus the
  *   runs it started whose records say their cost (run-costs.ts); its total adds its children's
- *   totals, so each figure is counted once, in one node.
+ *   totals, so each figure is counted once, in one node. A node's session is the one its manifest
+ *   records, else the one a killed fork step left unrecorded, found as the inventory finds it.
+ * - One walk and one set of figures (`walk`, `figuresOf`): the parent widget's total
+ *   (`subtreeTotal`) is the `total` of the node `buildTree` makes from the same session, only
+ *   without the inventory (which adds the handoffs' states, not figures), so it fits a widget's
+ *   refresh. A session a handoff made counts only what follows that handoff's message in both.
  * - Read-only; the usage cache (the package's own file) is the only thing written, by the caller.
  * - Bounded: at most `CONCURRENCY` sessions are read at once; the inventory is the shared one.
  */
@@ -21,9 +26,10 @@ import { mapLimit } from "../concurrency.ts";
 import { readJsonFile } from "../lineage/read-json.ts";
 import type { ListEntry, ManifestStore } from "../manifest/store.ts";
 import type { Manifest } from "../manifest/schema.ts";
-import { addUsage, ZERO_USAGE, type SessionUsageCache, type UsageTotals } from "../session/usage.ts";
+import { addUsage, ZERO_USAGE, type SessionUsage, type SessionUsageCache, type UsageTotals } from "../session/usage.ts";
 import { counted, printable } from "../text.ts";
 import { describeChild, describeStatus } from "./format.ts";
+import { unrecordedChildSession } from "./gather.ts";
 import { buildInventory, type InventoryDeps } from "./inventory.ts";
 import type { HandoffReport } from "./report-schema.ts";
 import type { RunCost, RunCostReader } from "./run-costs.ts";
@@ -135,12 +141,10 @@ function spotOf(edge: Edge): Spot {
 
 export type TreeOutcome = { code: "built"; report: TreeReport } | { code: "not_found"; message: string };
 
-export async function buildTree(
-  deps: TreeDeps,
-  scope: TreeScope,
-  entries?: readonly ListEntry[],
-): Promise<TreeOutcome> {
-  const all = await edgesOf(entries ?? (await deps.store.list()));
+type Walk = { code: "walked"; roots: Spot[] } | { code: "not_found"; message: string };
+
+/** The one walk of the manifests (`all`) from `scope` down, which the tree and the widget's total share. */
+function walk(all: readonly Edge[], scope: TreeScope): Walk {
   const inScope =
     scope.code === "repo" && scope.commonDir !== undefined
       ? all.filter((edge) => edge.commonDir === scope.commonDir)
@@ -159,52 +163,110 @@ export async function buildTree(
     return spot;
   };
 
-  let roots: Spot[];
   if (scope.code === "handoff") {
     const edge = all.find((candidate) => candidate.id === scope.id);
     if (edge === undefined) return { code: "not_found", message: `There is no handoff with id ${scope.id}.` };
-    roots = [grow(spotOf(edge))];
-  } else if (scope.code === "session") {
+    return { code: "walked", roots: [grow(spotOf(edge))] };
+  }
+  if (scope.code === "session") {
+    // The handoff that made the session, when one did: its own part starts after that handoff's message.
     const edge = all.find((candidate) => candidate.childFile === scope.file);
     const sessionId = edge?.childId ?? all.find((candidate) => candidate.parentFile === scope.file)?.parentId;
-    roots = [
+    const root: Spot = {
+      ...(edge === undefined ? {} : { edge }),
+      sessionFile: scope.file,
+      ...(sessionId === undefined ? {} : { sessionId }),
+      children: [],
+    };
+    return { code: "walked", roots: [grow(root)] };
+  }
+  const children = new Set(inScope.flatMap((edge) => (edge.childFile === undefined ? [] : [edge.childFile])));
+  const roots = [...byParent.entries()]
+    .filter(([file]) => !children.has(file))
+    .map(([file, edges]) =>
       grow({
-        ...(edge === undefined ? {} : { edge }),
-        sessionFile: scope.file,
-        ...(sessionId === undefined ? {} : { sessionId }),
+        sessionFile: file,
+        ...(edges[0]?.parentId === undefined ? {} : { sessionId: edges[0].parentId }),
         children: [],
       }),
-    ];
-  } else {
-    const children = new Set(inScope.flatMap((edge) => (edge.childFile === undefined ? [] : [edge.childFile])));
-    roots = [...byParent.entries()]
-      .filter(([file]) => !children.has(file))
-      .map(([file, edges]) =>
-        grow({
-          sessionFile: file,
-          ...(edges[0]?.parentId === undefined ? {} : { sessionId: edges[0].parentId }),
-          children: [],
-        }),
-      );
-    // A manifest that names no parent (an unreadable one that lost it) is a tree of its own.
-    roots.push(...inScope.filter((edge) => edge.parentFile === undefined).map((edge) => grow(spotOf(edge))));
-  }
+    );
+  // A manifest that names no parent (an unreadable one that lost it) is a tree of its own.
+  roots.push(...inScope.filter((edge) => edge.parentFile === undefined).map((edge) => grow(spotOf(edge))));
+  return { code: "walked", roots };
+}
 
+function spotsUnder(roots: readonly Spot[]): Spot[] {
   const spots: Spot[] = [];
   const collect = (spot: Spot): void => {
     spots.push(spot);
     spot.children.forEach(collect);
   };
   roots.forEach(collect);
-  const ids = new Set(spots.flatMap((spot) => (spot.edge?.manifest === undefined ? [] : [spot.edge.id])));
-  /** A session's usage and runs, read while the inventory judges the handoffs (they share nothing). */
-  const costsOf = async (spot: Spot, file: string | undefined) => {
-    const usage = file === undefined ? undefined : await deps.usage.usageOf(file, spot.edge?.id);
-    const keys = [file, spot.sessionId].filter((key): key is string => key !== undefined);
-    const runs = keys.length === 0 ? [] : await deps.runs.runsOf(keys);
-    return { file, usage, runs };
+  return spots;
+}
+
+/** What a spot cost: its session, that session's usage and runs, itself (`own`) and with its subtree (`total`). */
+interface Figure {
+  file?: string;
+  usage?: SessionUsage;
+  runs: RunCost[];
+  own: UsageTotals;
+  total: UsageTotals;
+}
+
+type CostDeps = { usage: SessionUsageCache; runs: RunCostReader };
+
+/**
+ * The figures of every spot under `roots`. A spot's session is the one its manifest records, else
+ * the one a killed fork step left unrecorded (found as the inventory finds it); its own part starts
+ * after its handoff's message.
+ */
+async function figuresOf(deps: CostDeps, roots: readonly Spot[]): Promise<Map<Spot, Figure>> {
+  const spots = spotsUnder(roots);
+  const read = new Map(
+    await mapLimit(spots, CONCURRENCY, async (spot) => {
+      const manifest = spot.edge?.manifest;
+      const found =
+        spot.sessionFile === undefined && manifest !== undefined ? await unrecordedChildSession(manifest) : undefined;
+      const file = spot.sessionFile ?? found?.sessionFile;
+      const keys = [file, spot.sessionId ?? found?.sessionId].filter((key): key is string => key !== undefined);
+      const usage = file === undefined ? undefined : await deps.usage.usageOf(file, spot.edge?.id);
+      const runs = keys.length === 0 ? [] : await deps.runs.runsOf(keys);
+      return [spot, { file, usage, runs }] as const;
+    }),
+  );
+  const figures = new Map<Spot, Figure>();
+  const sum = (spot: Spot): UsageTotals => {
+    const { file, usage, runs } = read.get(spot) ?? { runs: [] };
+    const own = runs.reduce(
+      (total, run) => addUsage(total, runUsage(run)),
+      usage?.code === "read" ? usage.own : { ...ZERO_USAGE },
+    );
+    const total = spot.children.reduce((subtotal, child) => addUsage(subtotal, sum(child)), own);
+    figures.set(spot, {
+      ...(file === undefined ? {} : { file }),
+      ...(usage === undefined ? {} : { usage }),
+      runs,
+      own,
+      total,
+    });
+    return total;
   };
-  const recorded = mapLimit(spots, CONCURRENCY, (spot) => costsOf(spot, spot.sessionFile));
+  roots.forEach(sum);
+  return figures;
+}
+
+export async function buildTree(
+  deps: TreeDeps,
+  scope: TreeScope,
+  entries?: readonly ListEntry[],
+): Promise<TreeOutcome> {
+  const walked = walk(await edgesOf(entries ?? (await deps.store.list())), scope);
+  if (walked.code === "not_found") return walked;
+  const { roots } = walked;
+  const ids = new Set(spotsUnder(roots).flatMap((spot) => (spot.edge?.manifest === undefined ? [] : [spot.edge.id])));
+  // The sessions and runs are read while the inventory judges the handoffs (they share nothing).
+  const figuring = figuresOf(deps, roots);
   const inventory =
     ids.size === 0
       ? undefined
@@ -215,39 +277,27 @@ export async function buildTree(
         });
   const reports = new Map((inventory?.handoffs ?? []).map((report) => [report.id, report]));
   const now = deps.now();
-  const costs = await recorded;
-  const recordedCosts = new Map(spots.map((spot, index) => [spot, costs[index]]));
-  const figures = new Map(
-    await mapLimit(spots, CONCURRENCY, async (spot) => {
-      const report = spot.edge === undefined ? undefined : reports.get(spot.edge.id);
-      // The inventory also finds a session the manifest did not get to record (through its intent).
-      const found = spot.sessionFile === undefined ? report?.childSessionFile : undefined;
-      const cost = found === undefined ? recordedCosts.get(spot) : await costsOf(spot, found);
-      return [spot, { ...cost, report }] as const;
-    }),
-  );
+  const figures = await figuring;
 
   const nodeOf = (spot: Spot): TreeNode => {
     const figure = figures.get(spot);
-    const children = spot.children.map(nodeOf);
-    const usage = figure?.usage?.code === "read" ? figure.usage.own : { ...ZERO_USAGE };
-    const runs = figure?.runs ?? [];
-    const own = runs.reduce((sum, run) => addUsage(sum, runUsage(run)), usage);
+    const usage = figure?.usage?.code === "read" ? figure.usage : undefined;
     const file = figure?.file;
+    const report = spot.edge === undefined ? undefined : reports.get(spot.edge.id);
     return {
-      ...(spot.edge === undefined ? {} : { handoff: handoffOf(spot.edge, figure?.report, now.getTime()) }),
+      ...(spot.edge === undefined ? {} : { handoff: handoffOf(spot.edge, report, now.getTime()) }),
       session:
         file === undefined
           ? { code: "none" }
-          : figure?.usage?.code === "read"
-            ? { code: "read", file, bytes: figure.usage.bytes, pending: figure.usage.pending }
+          : usage !== undefined
+            ? { code: "read", file, bytes: usage.bytes, pending: usage.pending }
             : { code: "missing", file },
-      usage,
-      forkPoint: figure?.usage?.code === "read" ? figure.usage.forkPoint : "start",
-      runs,
-      own,
-      total: children.reduce((sum, child) => addUsage(sum, child.total), own),
-      children,
+      usage: usage?.own ?? { ...ZERO_USAGE },
+      forkPoint: usage?.forkPoint ?? "start",
+      runs: figure?.runs ?? [],
+      own: figure?.own ?? { ...ZERO_USAGE },
+      total: figure?.total ?? { ...ZERO_USAGE },
+      children: spot.children.map(nodeOf),
     };
   };
   const rootNodes = roots.map(nodeOf);
@@ -354,36 +404,18 @@ export function formatTree(report: TreeReport): string {
 }
 
 /**
- * The total of the tree under one session (its own figure and every descendant's), from the
- * manifests and the sessions alone: no inventory, so it fits a widget's refresh. Undefined when
- * the session has handed off nothing.
+ * The total of the tree under one session: its node's `total` in `buildTree` from that session (the
+ * same walk and figures, so a session a handoff made counts only what follows its handoff message),
+ * without the inventory, so it fits a widget's refresh. Undefined when the session has handed off nothing.
  */
 export async function subtreeTotal(
-  deps: { store: Pick<ManifestStore, "list">; usage: SessionUsageCache; runs: RunCostReader },
+  deps: { store: Pick<ManifestStore, "list"> } & CostDeps,
   sessionFile: string,
-  sessionId?: string,
 ): Promise<UsageTotals | undefined> {
-  const edges = await edgesOf(await deps.store.list());
-  const byParent = new Map<string, Edge[]>();
-  for (const edge of edges)
-    if (edge.parentFile !== undefined) byParent.set(edge.parentFile, [...(byParent.get(edge.parentFile) ?? []), edge]);
-  if ((byParent.get(sessionFile) ?? []).length === 0) return undefined;
-  const seen = new Set<string>();
-  const totalOf = async (file: string, keys: string[], handoffId: string | undefined): Promise<UsageTotals> => {
-    if (seen.has(file)) return { ...ZERO_USAGE };
-    seen.add(file);
-    const usage = await deps.usage.usageOf(file, handoffId);
-    const runs = await deps.runs.runsOf([file, ...keys]);
-    let total = runs.reduce((sum, run) => addUsage(sum, runUsage(run)), usage.code === "read" ? usage.own : ZERO_USAGE);
-    for (const edge of byParent.get(file) ?? [])
-      if (edge.childFile !== undefined)
-        total = addUsage(
-          total,
-          await totalOf(edge.childFile, edge.childId === undefined ? [] : [edge.childId], edge.id),
-        );
-    return total;
-  };
-  return totalOf(sessionFile, sessionId === undefined ? [] : [sessionId], undefined);
+  const walked = walk(await edgesOf(await deps.store.list()), { code: "session", file: sessionFile });
+  const root = walked.code === "walked" ? walked.roots[0] : undefined;
+  if (root === undefined || root.children.length === 0) return undefined;
+  return (await figuresOf(deps, [root])).get(root)?.total;
 }
 
 /** The widget's line for a subtree's total. */
@@ -398,7 +430,7 @@ export function subtreeLine(total: UsageTotals): string {
  */
 export class SubtreeTotalLine {
   readonly #deps: { store: Pick<ManifestStore, "list">; usage: SessionUsageCache; runs: () => RunCostReader };
-  readonly #session: { file: string; id?: string };
+  readonly #session: { file: string };
   readonly #onChange: () => void;
   readonly #minIntervalMs: number;
   #line: string | undefined;
@@ -409,7 +441,8 @@ export class SubtreeTotalLine {
     store: Pick<ManifestStore, "list">;
     usage: SessionUsageCache;
     runs: () => RunCostReader;
-    session: { file: string; id?: string };
+    /** The session of the Pi that shows the widget. */
+    session: { file: string };
     onChange: () => void;
     minIntervalMs?: number;
   }) {
@@ -433,7 +466,6 @@ export class SubtreeTotalLine {
       const total = await subtreeTotal(
         { store: this.#deps.store, usage: this.#deps.usage, runs: this.#deps.runs() },
         this.#session.file,
-        this.#session.id,
       );
       const line = total === undefined ? undefined : subtreeLine(total);
       if (line !== this.#line) {

@@ -38,6 +38,99 @@ const handoffMessage = (handoffId: string) =>
   line({ type: "custom_message", customType: HANDOFF_MESSAGE_TYPE, content: "c", details: { handoffId } });
 const zero = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 };
 
+describe("a middle session's figures", () => {
+  let dir: string;
+  let repo: TempRepo;
+  let agentDir: string;
+  let aFile: string;
+  let aId: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "phw-tree-mid-"));
+    repo = createTempRepo();
+    agentDir = join(dir, "agent");
+    const store = ManifestStore.forAgentDir(agentDir);
+    const rootFile = join(dir, "root.jsonl");
+    aFile = join(dir, "a.jsonl");
+    const bFile = join(dir, "b.jsonl");
+    const sha = repo.run(["rev-parse", "HEAD"]).trim();
+    const made = (branch: string, at: string, parent: string, child: string) =>
+      storeRunningHandoff(store, {
+        branch,
+        at,
+        parent: { sessionFile: parent, sessionId: `${branch}-parent` },
+        child: { sessionFile: child },
+        worktreeRoot: join(dir, "worktrees"),
+        repo: { root: repo.root, base: { ref: "main", sha } },
+      });
+    aId = (await made("feat/a", "2026-12-06T10:00:00.000Z", rootFile, aFile)).id;
+    const bId = (await made("feat/b", "2026-12-06T11:00:00.000Z", aFile, bFile)).id;
+    // Each child's file begins with the copy of its parent's path, as the fork writes it.
+    const root = header + assistant(100);
+    const a = root + handoffMessage(aId) + assistant(7);
+    writeFileSync(rootFile, root);
+    writeFileSync(aFile, a);
+    writeFileSync(bFile, a + handoffMessage(bId) + assistant(3));
+    // A handoff from A killed after its fork wrote the child session, before the manifest named it:
+    // both figures find that session through the manifest's intent.
+    const c = await made("feat/c", "2026-12-06T12:00:00.000Z", aFile, join(dir, "unused.jsonl"));
+    const sessionDir = join(dir, "c-sessions");
+    await store.update(c.id, (manifest) => {
+      manifest.child = { ackAt: "2026-12-06T12:00:00.000Z" };
+      manifest.intent = { sessionDir };
+    });
+    mkdirSync(sessionDir);
+    const cHeader = line({
+      type: "session",
+      version: 3,
+      id: "c-session",
+      timestamp: "2026-12-06T12:00:01.000Z",
+      cwd: join(dir, "worktrees", "feat/c"),
+      parentSession: aFile,
+    });
+    writeFileSync(
+      join(sessionDir, "c.jsonl"),
+      cHeader + assistant(100) + handoffMessage(aId) + assistant(7) + handoffMessage(c.id) + assistant(5),
+    );
+  });
+
+  afterAll(() => {
+    repo?.cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("the widget of a Pi that is itself a handoff's child says its tree node's total, its parent's copy not counted", async () => {
+    const deps = {
+      ...createRecoveryDeps({ ...repo.env, PI_CODING_AGENT_DIR: agentDir }),
+      usage: new SessionUsageCache(undefined),
+      runs: new RunCostReader({}, []),
+    };
+    const built = await buildTree(deps, { code: "repo" });
+    if (built.code !== "built") throw new Error(built.message);
+    const a = built.report.roots[0]?.children[0];
+    expect([a?.handoff?.id, a?.own, a?.children.map((child) => child.own.input)]).toEqual([
+      aId,
+      { ...zero, input: 7 },
+      [3, 5],
+    ]);
+    expect(a?.total).toEqual({ ...zero, input: 15 });
+    expect(await subtreeTotal(deps, aFile)).toEqual(a?.total);
+    let changes = 0;
+    const line = new SubtreeTotalLine({
+      store: deps.store,
+      usage: new SessionUsageCache(undefined),
+      runs: () => new RunCostReader({}, []),
+      session: { file: aFile },
+      onChange: () => {
+        changes += 1;
+      },
+    });
+    line.line(0);
+    await waitFor(() => changes === 1, { description: "the middle widget's first computation" });
+    expect(line.line(1)).toBe("tree total: 15 tokens, $0.0000 (this session and its handoffs)");
+  });
+});
+
 describe("the handoff tree over a real store", () => {
   let dir: string;
   let repo: TempRepo;
