@@ -25,6 +25,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { link, mkdir, open, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { fsyncDirectory, tempPathBeside } from "../fs/atomic-write.ts";
+import { readLineRuns } from "../fs/line-runs.ts";
 import { isAddressedMessage, notHandedOn } from "./addressed-messages.ts";
 import type { HandoffMessage } from "./handoff-message.ts";
 
@@ -60,27 +61,14 @@ interface IndexedEntry extends Line {
 async function scanLines(file: string, onLine: (bytes: Buffer, line: Line) => void): Promise<void> {
   const handle = await open(file, "r");
   try {
-    const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
-    let carry: Buffer = Buffer.alloc(0);
-    let carryStart = 0;
-    let position = 0;
-    for (;;) {
-      const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
-      if (bytesRead === 0) break;
-      const chunk =
-        carry.length > 0 ? Buffer.concat([carry, buffer.subarray(0, bytesRead)]) : buffer.subarray(0, bytesRead);
-      const chunkStart = carry.length > 0 ? carryStart : position;
-      position += bytesRead;
+    const { rest, restStart } = await readLineRuns(handle, { start: 0 }, CHUNK_BYTES, (bytes, offset) => {
       let lineStart = 0;
-      for (let newline = chunk.indexOf(NEWLINE); newline !== -1; newline = chunk.indexOf(NEWLINE, lineStart)) {
-        onLine(chunk.subarray(lineStart, newline), { start: chunkStart + lineStart, end: chunkStart + newline });
+      for (let newline = bytes.indexOf(NEWLINE); newline !== -1; newline = bytes.indexOf(NEWLINE, lineStart)) {
+        onLine(bytes.subarray(lineStart, newline), { start: offset + lineStart, end: offset + newline });
         lineStart = newline + 1;
       }
-      // The unfinished line is copied out: `buffer` is reused by the next read.
-      carry = Buffer.from(chunk.subarray(lineStart));
-      carryStart = chunkStart + lineStart;
-    }
-    if (carry.length > 0) onLine(carry, { start: carryStart, end: carryStart + carry.length });
+    });
+    if (rest.length > 0) onLine(rest, { start: restStart, end: restStart + rest.length });
   } finally {
     await handle.close();
   }

@@ -16,8 +16,9 @@
  *   next read. Lines that are not JSON are skipped.
  * - Cheap on large files: only lines holding `"usage":{` or the handoff message's type are looked
  *   at (JSON text never holds those bytes inside a string, where quotes are escaped); the rest is
- *   scanned as bytes, a chunk at a time, never the whole file in memory. An assistant message as
- *   Pi writes it has only its usage object decoded (`assistantUsage`); any other line is decoded whole.
+ *   scanned as bytes, a chunk at a time (fs/line-runs.ts), never the whole file in memory. An
+ *   assistant message as Pi writes it has only its usage object decoded (`assistantUsage`); any
+ *   other line is decoded whole.
  * - Cached per file (`SessionUsageCache`), keyed by device, inode, size and modification time: an
  *   unchanged file is one `stat`; a file that only grew (same inode, its first and last bytes before
  *   the last read offset unchanged) is read from that offset on; anything else is read again whole.
@@ -31,6 +32,7 @@ import { mkdir, open, readFile, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { z } from "zod";
 import { writeFileAtomic } from "../fs/atomic-write.ts";
+import { readLineRuns } from "../fs/line-runs.ts";
 import { errorCode } from "../fs/probe.ts";
 import { HANDOFF_MESSAGE_TYPE } from "./handoff-message.ts";
 
@@ -114,13 +116,8 @@ const CountedEntrySchema = z.looseObject({
     .catch(undefined),
 });
 
-/** The usage an entry counts for in Pi's totals, or undefined. */
-function countedUsage(entry: z.infer<typeof CountedEntrySchema>): UsageTotals | undefined {
-  let usage: z.infer<typeof UsageFieldSchema> | undefined;
-  if (entry.type === "usage" || entry.type === "compaction" || entry.type === "branch_summary") usage = entry.usage;
-  else if (entry.type === "message" && (entry.message?.role === "assistant" || entry.message?.role === "toolResult"))
-    usage = entry.message.usage;
-  if (usage === undefined) return undefined;
+/** The totals a usage field adds (an absent count is 0). */
+function totalsOf(usage: z.infer<typeof UsageFieldSchema>): UsageTotals {
   return {
     input: usage.input ?? 0,
     output: usage.output ?? 0,
@@ -128,6 +125,15 @@ function countedUsage(entry: z.infer<typeof CountedEntrySchema>): UsageTotals | 
     cacheWrite: usage.cacheWrite ?? 0,
     cost: usage.cost?.total ?? 0,
   };
+}
+
+/** The usage an entry counts for in Pi's totals, or undefined. */
+function countedUsage(entry: z.infer<typeof CountedEntrySchema>): UsageTotals | undefined {
+  let usage: z.infer<typeof UsageFieldSchema> | undefined;
+  if (entry.type === "usage" || entry.type === "compaction" || entry.type === "branch_summary") usage = entry.usage;
+  else if (entry.type === "message" && (entry.message?.role === "assistant" || entry.message?.role === "toolResult"))
+    usage = entry.message.usage;
+  return usage === undefined ? undefined : totalsOf(usage);
 }
 
 /** The running sums of one file, up to `offset`: the whole, and the whole as it was at each handoff message. */
@@ -207,14 +213,7 @@ function assistantUsage(bytes: Buffer, start: number, end: number): UsageTotals 
     return undefined;
   }
   const usage = UsageFieldSchema.safeParse(value);
-  if (!usage.success) return undefined;
-  return {
-    input: usage.data.input ?? 0,
-    output: usage.data.output ?? 0,
-    cacheRead: usage.data.cacheRead ?? 0,
-    cacheWrite: usage.data.cacheWrite ?? 0,
-    cost: usage.data.cost?.total ?? 0,
-  };
+  return usage.success ? totalsOf(usage.data) : undefined;
 }
 
 /** Where the JSON object opening at `open` closes (strings and escapes respected), before `end`. */
@@ -421,24 +420,10 @@ async function scanFile(
     )
       state = { offset: cached.state.offset, whole: { ...cached.state.whole }, marks: [...cached.state.marks] };
     // Read up to the size stat saw: what is appended meanwhile waits for the next read.
-    let position = state.offset;
-    let carried = Buffer.alloc(0);
-    const chunk = Buffer.alloc(CHUNK_BYTES);
-    while (position < stamp.size) {
-      const { bytesRead } = await handle.read(chunk, 0, Math.min(CHUNK_BYTES, stamp.size - position), position);
-      if (bytesRead === 0) break;
-      position += bytesRead;
-      const bytes =
-        carried.length === 0 ? chunk.subarray(0, bytesRead) : Buffer.concat([carried, chunk.subarray(0, bytesRead)]);
-      const lastNewline = bytes.lastIndexOf(NEWLINE);
-      if (lastNewline === -1) {
-        carried = Buffer.from(bytes);
-        continue;
-      }
-      scanLines(bytes.subarray(0, lastNewline + 1), state);
-      state.offset += lastNewline + 1;
-      carried = Buffer.from(bytes.subarray(lastNewline + 1));
-    }
+    await readLineRuns(handle, { start: state.offset, end: stamp.size }, CHUNK_BYTES, (bytes, offset) => {
+      scanLines(bytes, state);
+      state.offset = offset + bytes.length;
+    });
     return { state, fingerprint: await fingerprint(handle, state.offset) };
   } catch (error) {
     // A file that cannot be read (gone, permissions) is missing; anything else is a fault to show.
