@@ -6,7 +6,8 @@
  * notifications and in print mode; every line is `printable` (text/printable): a commit subject or
  * a file name with terminal escapes or line breaks in it shows them escaped, one line each.
  * The list is cut to a width only when one is given (`fitColumns`: the caller decides, from
- * `COLUMNS` or the terminal), never for JSON.
+ * `COLUMNS` or the terminal), never for JSON; even then an id and the ACTIONS are never cut (a
+ * person copies them into the next command): a row that cannot fit is wider than the terminal.
  */
 import { CHILD_STATE_LABELS, formatDuration, type ChildState } from "./status.ts";
 import { CONTROL_CHARACTERS, counted, oneLine, printable, stripPeriod } from "../text.ts";
@@ -100,7 +101,10 @@ export function formatInventory(
     const natural = header.map((title, column) =>
       Math.max(title.length, ...rows.map((row) => (row[column] ?? "").length)),
     );
-    const widths = scope.width === undefined ? natural : fitColumns(natural, header, scope.width);
+    const widths =
+      scope.width === undefined
+        ? natural
+        : fitColumns(natural, header, scope.width, (title) => !UNCUT_COLUMNS.has(title));
     const render = (row: readonly string[]): string =>
       row
         .map((cell, column) => {
@@ -135,16 +139,29 @@ function actionsCell(handoff: HandoffReport): string {
 const MIN_COLUMN = 8;
 
 /**
- * Column widths that fit `width` characters (two spaces between columns): the widest column is
- * narrowed, one character at a time, down to its title (and `MIN_COLUMN`), until the table fits or
- * no column can give more; a cut cell ends in `~`. An id cut so still names its handoff where it is
- * a unique start of the id (`pi-handoff inspect <start>`).
+ * The list's columns never cut: the id and the actions are what a person copies into the next
+ * command, and a cut start of an id is shared by every handoff made in the same minutes.
  */
-export function fitColumns(natural: readonly number[], header: readonly string[], width: number): number[] {
+const UNCUT_COLUMNS: ReadonlySet<string> = new Set(["ID", "ACTIONS"]);
+
+/**
+ * Column widths that fit `width` characters (two spaces between columns): the widest column that
+ * `mayCut` (by its title) is narrowed, one character at a time, down to its title (and
+ * `MIN_COLUMN`), until the table fits or no such column can give more; then the rows stay wider
+ * than `width` (the terminal wraps them) rather than cut what may not be cut. A cut cell ends in `~`.
+ */
+export function fitColumns(
+  natural: readonly number[],
+  header: readonly string[],
+  width: number,
+  mayCut: (title: string) => boolean,
+): number[] {
   const widths = [...natural];
   const total = (): number => widths.reduce((sum, w) => sum + w, 0) + 2 * (widths.length - 1);
   const floor = (column: number): number =>
-    Math.min(natural[column] ?? 0, Math.max(MIN_COLUMN, header[column]?.length ?? 0));
+    mayCut(header[column] ?? "")
+      ? Math.min(natural[column] ?? 0, Math.max(MIN_COLUMN, header[column]?.length ?? 0))
+      : (natural[column] ?? 0);
   while (total() > width) {
     let widest = -1;
     for (let column = 0; column < widths.length; column++) {

@@ -483,13 +483,19 @@ describe("pi-handoff list fits the terminal", () => {
     expect(piped.stdout).toContain(`${manifest.id}  `);
     expect(longest(piped.stdout)).toBeGreaterThan(90);
 
-    // COLUMNS is honoured in a pipe too; a cut cell ends in ~, the ids' starts stay.
-    const cut = cli(["list", "--repo", rig.repo.root], { COLUMNS: "90" });
+    // COLUMNS is honoured in a pipe too; a cut cell ends in ~, and the id is never cut.
+    const cut = cli(["list", "--repo", rig.repo.root], { COLUMNS: "150" });
     expect(cut.status).toBe(0);
-    expect(longest(cut.stdout)).toBeLessThanOrEqual(90);
-    const row = cut.stdout.split("\n").find((line) => line.startsWith(manifest.id.slice(0, 8))) ?? "";
-    expect(row).toContain("~");
+    expect(longest(cut.stdout)).toBeLessThanOrEqual(150);
+    const row = cut.stdout.split("\n").find((line) => line.startsWith(`${manifest.id}  `)) ?? "";
+    expect(row).toMatch(/  feat\/a-branch[a-z-]*~  /);
     expect(cut.stdout.split("\n")[0]).toMatch(/^ID +STATUS +CHILD +BRANCH +FLAGS +FORECAST +ACTIONS$/);
+
+    // At 80 columns the id and the actions still come out whole: the row is wider than asked.
+    const narrow = cli(["list", "--repo", rig.repo.root], { COLUMNS: "80" });
+    const narrowRow = narrow.stdout.split("\n").find((line) => line.startsWith(`${manifest.id}  `)) ?? "";
+    expect(narrowRow).toMatch(/  relaunch,focus,remove$/);
+    expect(narrow.stdout.split("\n")[0]).toMatch(/^ID +STATUS {4}CHILD {5}BRANCH {4}FLAGS +FORECAST +ACTIONS$/);
 
     // --json is never cut.
     const json = cli(["list", "--repo", rig.repo.root, "--json"], { COLUMNS: "40" });
@@ -497,7 +503,8 @@ describe("pi-handoff list fits the terminal", () => {
       JSON.parse(json.stdout).handoffs.map((handoff: { id: string; branch: string }) => [handoff.id, handoff.branch]),
     ).toContainEqual([manifest.id, "feat/a-branch-name-long-enough-to-need-cutting"]);
 
-    // A real terminal 72 columns wide (a tmux pane), no COLUMNS: no line wraps.
+    // A real terminal 72 columns wide (a tmux pane), no COLUMNS: its width is the one fitted to,
+    // and the id comes out whole (the terminal wraps the row).
     // The window is made and sized first, then the list runs in it.
     const paneId = (await rig.tmux.tmux(["new-window", "-d", "-P", "-F", "#{pane_id}", "cat"])).trim();
     try {
@@ -525,8 +532,8 @@ describe("pi-handoff list fits the terminal", () => {
         { description: "pi-handoff list in a 72-column pane" },
       );
       expect(shown).toContain("list-exit=0");
-      expect(longest(shown)).toBeLessThanOrEqual(72);
-      expect(shown).toMatch(/^ID +STATUS/m);
+      expect(shown).toMatch(/^ID +STATUS {4}CHILD/m);
+      expect(shown).toContain(`\n${manifest.id}  `);
     } finally {
       await rig.tmux.tmux(["kill-pane", "-t", paneId]);
     }

@@ -549,3 +549,42 @@ describe("reserved ports", () => {
     ]);
   });
 });
+
+describe("list at the terminal's width", () => {
+  // Two handoffs made minutes apart on the same day: their ids share a long start.
+  const handoff = (id: string, branch: string): HandoffReport => ({
+    ...classify(facts(manifest("running"), { workspace: { code: "closed" }, branch: unmerged })),
+    id,
+    branch,
+  });
+  const table = (width: number) =>
+    formatInventory(
+      {
+        version: 1,
+        agentDir: "/a",
+        generatedAt: LATER.toISOString(),
+        handoffs: [
+          handoff("20261207-002005-cli-listed-b6e3", "feat/a-branch-name-long-enough-to-need-cutting"),
+          handoff("20261207-002931-cli-listed-9f0a", "feat/short"),
+        ],
+        hiddenRemoved: 0,
+        unreadable: [],
+      },
+      { width, forecast: new Map([["20261207-002005-cli-listed-b6e3", "conflicts 2"]]) },
+    );
+
+  it("keeps every id and every action whole, and cuts free text first", () => {
+    expect(table(120).split("\n")).toEqual([
+      "ID                               STATUS         CHILD   BRANCH         FLAGS           FORECAST     ACTIONS",
+      "20261207-002005-cli-listed-b6e3  window close~  exited  feat/a-branc~  unpushed,unme~  conflicts 2  relaunch,land,remove",
+      "20261207-002931-cli-listed-9f0a  window close~  exited  feat/short     unpushed,unme~  -            relaunch,land,remove",
+    ]);
+    // At 80 columns even the free text at its narrowest leaves no room: the rows are wider than
+    // the terminal (which wraps them) rather than an id cut to a start many handoffs share.
+    expect(table(80).split("\n")).toEqual([
+      "ID                               STATUS    CHILD   BRANCH    FLAGS     FORECAST  ACTIONS",
+      "20261207-002005-cli-listed-b6e3  window ~  exited  feat/a-~  unpushe~  conflic~  relaunch,land,remove",
+      "20261207-002931-cli-listed-9f0a  window ~  exited  feat/sh~  unpushe~  -         relaunch,land,remove",
+    ]);
+  });
+});
