@@ -35,10 +35,17 @@ export function assertSha(value: string): void {
   if (!FULL_SHA.test(value)) throw new Error(`${JSON.stringify(value)} is not a full commit SHA.`);
 }
 
+/** git's answer was that it does not know an option asked for (an older git): the caller may say which version it needs. */
+export class MergeTreeOptionUnknown extends Error {
+  override readonly name = "MergeTreeOptionUnknown";
+}
+
 function failure(command: string, run: GitRun): Error {
   const stdout = run.stdout.toString("utf8");
   if (run.exitCode > 1 && /unknown option|usage: git merge-tree/i.test(run.stderr)) {
-    return new Error("This needs git 2.38 or newer (for git merge-tree --write-tree); update git, or merge by hand.");
+    return new MergeTreeOptionUnknown(
+      "This needs git 2.38 or newer (for git merge-tree --write-tree); update git, or merge by hand.",
+    );
   }
   return new Error(
     `${command} failed: ${summarizeGitStderr(run.stderr) ?? (stdout.length > 0 ? "unexpected output" : `exit code ${run.exitCode}`)}`,

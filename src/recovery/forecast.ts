@@ -23,9 +23,10 @@
  *   already holds is not merged, and two siblings whose merges into the target are one tree merge
  *   cleanly. So a crowd of handoffs still at one commit costs nothing, where their pairs would be quadratic.
  * - Reads manifests only through the store; a handoff it cannot forecast (no target branch, a git
- *   failure) is left out with one sentence in `problems`, never guessed at.
+ *   failure) is left out with one sentence in `problems`, never guessed at. Sibling clashes that git
+ *   could not merge are one sentence too: the git version only where git said the option is unknown.
  */
-import type { MergePair, MergeTreeResult } from "../git/merge-tree.ts";
+import { MergeTreeOptionUnknown, type MergePair, type MergeTreeResult } from "../git/merge-tree.ts";
 import type { RecoveryGitPort } from "../git/types.ts";
 import type { Manifest } from "../manifest/schema.ts";
 import { errorSentence } from "../errors.ts";
@@ -176,11 +177,16 @@ async function forecastRepo(
   try {
     betweenResults = await between.answer(deps, repo);
   } catch (error) {
-    // An older git cannot merge two trees from a given base: each handoff's own forecast still stands.
+    // Each handoff's own forecast still stands. The version is named only where git said it does
+    // not know the option (a timeout or another failure is said as it is).
     complete = false;
     siblingPairs.length = 0;
     problems.push(
-      `Sibling clashes in ${repo} are not forecast (merging siblings' own changes needs git 2.45 or newer): ${errorSentence(error)}`,
+      `Sibling clashes in ${repo} are not forecast: ${
+        error instanceof MergeTreeOptionUnknown
+          ? "this git cannot merge from a given base (git merge-tree --merge-base with trees needs git 2.45 or newer)."
+          : errorSentence(error)
+      }`,
     );
   }
   const siblings = new Map<string, { id: string; branch: string; conflicts: string[] }[]>();

@@ -6,7 +6,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { SimpleGitPort } from "../../src/git/git.ts";
 import { LandGit } from "../../src/git/land.ts";
-import type { MergePair } from "../../src/git/merge-tree.ts";
+import { mergeTrees, type GitRunner, type MergePair } from "../../src/git/merge-tree.ts";
+import { GitTimeoutError, type GitRun } from "../../src/git/runner.ts";
 import { forecastHandoffs } from "../../src/recovery/forecast.ts";
 import { ForecastReportSchema } from "../../src/recovery/report-schema.ts";
 import { createLandRig, type LandRig } from "../support/land-rig.ts";
@@ -245,6 +246,52 @@ describe("pi-handoff forecast of a child with no commits of its own", () => {
         conflicts: [],
         siblings: [{ id: r.id, branch: "feat/land", conflicts: [] }],
       },
+    ]);
+  });
+});
+
+describe("pi-handoff forecast when git cannot merge the siblings", () => {
+  /** The merges between siblings (with a base) answered by a git that fails as `git` does; the rest by the real git. */
+  const failingSiblingMerges = async (git: GitRunner) => {
+    const { r, c } = await siblings();
+    const land = new LandGit({ env: r.env });
+    const landGit = {
+      mergeTrees: (repo: string, pairs: readonly MergePair[]) =>
+        pairs.some((pair) => pair.base !== undefined) ? mergeTrees(git, pairs) : land.mergeTrees(repo, pairs),
+    };
+    const entries = await r.store.list();
+    const manifests = entries.flatMap((entry) => (entry.ok ? [entry.manifest] : []));
+    const forecast = await forecastHandoffs({ git: new SimpleGitPort({ env: r.env }), landGit }, manifests);
+    // Each handoff's own forecast still stands.
+    expect(forecast.entries.find((entry) => entry.id === c)).toMatchObject({ conflicts: ["README.md"] });
+    return { repo: r.repo.root, problems: forecast.problems };
+  };
+  const answer = (exitCode: number, stderr: string): GitRun => ({ exitCode, stdout: Buffer.alloc(0), stderr });
+
+  it("names the git version only where git says it does not know the option", async () => {
+    // git 2.38: neither --stdin nor --merge-base is known.
+    const old = await failingSiblingMerges(async (args) => {
+      const option = args.find((arg) => arg === "--stdin" || arg.startsWith("--merge-base=")) ?? "";
+      return answer(
+        129,
+        `error: unknown option \`${option.slice(2)}'\nusage: git merge-tree [--write-tree] [<options>] <branch1> <branch2>\n`,
+      );
+    });
+    expect(old.problems).toEqual([
+      `Sibling clashes in ${old.repo} are not forecast: this git cannot merge from a given base (git merge-tree --merge-base with trees needs git 2.45 or newer).`,
+    ]);
+  });
+
+  it("says a timeout, or another failure, as it is", async () => {
+    const timedOut = await failingSiblingMerges(async () => {
+      throw new GitTimeoutError("git merge-tree timed out after 1m in /repo.");
+    });
+    expect(timedOut.problems).toEqual([
+      `Sibling clashes in ${timedOut.repo} are not forecast: git merge-tree timed out after 1m in /repo.`,
+    ]);
+    const refused = await failingSiblingMerges(async () => answer(128, "fatal: unable to read tree 0123abcd\n"));
+    expect(refused.problems).toEqual([
+      `Sibling clashes in ${refused.repo} are not forecast: git merge-tree --stdin failed: unable to read tree 0123abcd.`,
     ]);
   });
 });
