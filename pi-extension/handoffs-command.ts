@@ -20,7 +20,7 @@ import { launchNoticeLevel } from "../src/launch/launcher.ts";
 import { ManifestStore } from "../src/manifest/store.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import { splitCommandLine } from "../src/command-line-words.ts";
-import { main, USAGE } from "../src/recovery/cli.ts";
+import { carryOutPrune, main, USAGE } from "../src/recovery/cli.ts";
 import { parseRecoveryCommand } from "../src/recovery/command-line.ts";
 import { launchTimeoutsFromEnv } from "../src/launch/timeouts.ts";
 import {
@@ -135,26 +135,32 @@ export async function runHandoffs(
     if (!resolved.ok) return report(ctx, `/handoffs remove: ${resolved.message}`, "error");
     return remove(deps, resolved.id, ctx, parsed.parsed.flags["delete-branch"] === true ? { deleteBranch: true } : {});
   }
-  // With a person to ask, a prune lists what it would do and asks first.
-  if (parsed.ok && parsed.parsed.command === "prune" && ctx.hasUI && parsed.parsed.flags["dry-run"] !== true) {
-    const { actions } = await planPrune(deps, { merged: parsed.parsed.flags.merged === true });
-    const lines = actions.flatMap((action) => describePruneAction(action).map((line) => `  ${line}`));
-    if (actions.length > 0 && !(await ask(ctx, pruneQuestion(lines)))) return;
-  }
-  // Everything else is the pi-handoff command itself, its output reported here.
   let out = "";
   let err = "";
-  const status = await main(words, {
-    env: deps.env,
-    stdout: (text) => {
+  const io = {
+    stdout: (text: string) => {
       out += text;
     },
-    stderr: (text) => {
+    stderr: (text: string) => {
       err += text;
     },
+    program: "/handoffs",
+  };
+  // With a person to ask, a prune lists what it would do, asks first, and then does exactly what
+  // it listed (never a plan made again after the answer, which may hold more).
+  if (parsed.ok && parsed.parsed.command === "prune" && ctx.hasUI && parsed.parsed.flags["dry-run"] !== true) {
+    const plan = await planPrune(deps, { merged: parsed.parsed.flags.merged === true });
+    const lines = plan.actions.flatMap((action) => describePruneAction(action).map((line) => `  ${line}`));
+    if (plan.actions.length > 0 && !(await ask(ctx, pruneQuestion(lines)))) return;
+    const status = await carryOutPrune(deps, io, plan, false);
+    return report(ctx, `${out}${err}`.trimEnd(), status === 0 ? "info" : "error");
+  }
+  // Everything else is the pi-handoff command itself, its output reported here.
+  const status = await main(words, {
+    env: deps.env,
+    ...io,
     execPath: process.execPath,
     cwd: ctx.cwd,
-    program: "/handoffs",
     piCommand,
     progress: (step, text) => ctx.ui.setStatus(STATUS_KEY, `${step}: ${text}`),
     deps,

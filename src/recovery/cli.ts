@@ -49,7 +49,7 @@ import type { LandRequest } from "./land.ts";
 import type { LandGit } from "../git/land.ts";
 import type { RelaunchDeps } from "./relaunch.ts";
 import type { RelaunchAllScope } from "./relaunch-all.ts";
-import type { RemovalPlan, RemoveOptions } from "./remove.ts";
+import type { planPrune, RemovalPlan, RemoveOptions } from "./remove.ts";
 import type { TreeScope } from "./tree.ts";
 
 // Each command loads what it runs when it runs (`--help`, `--version` and the completion scripts
@@ -206,7 +206,7 @@ export async function main(argv: readonly string[], given: CliIo): Promise<numbe
   }
 }
 
-function prefix(io: CliIo, command: RecoveryCommand | undefined): string {
+function prefix(io: Pick<CliIo, "program">, command: RecoveryCommand | undefined): string {
   const program = io.program ?? "pi-handoff";
   return command === undefined ? `${program}: ` : `${program} ${command}: `;
 }
@@ -425,6 +425,8 @@ async function packageVersion(): Promise<string> {
 }
 
 type CliDeps = RecoveryDeps;
+/** What `prune` found to do, and what it could not check or leaves alone (remove.ts `planPrune`). */
+type PrunePlan = Awaited<ReturnType<typeof planPrune>>;
 
 async function makeDeps(io: CliIo): Promise<CliDeps> {
   return io.deps ?? (await import("./deps.ts")).createRecoveryDeps(io.env, io.now);
@@ -649,8 +651,21 @@ function finish(
 }
 
 async function prune(deps: CliDeps, io: CliIo, dryRun: boolean, merged: boolean): Promise<number> {
-  const { describePruneAction, executePrune, planPrune } = await import("./remove.ts");
-  const { actions, problems, notes } = await planPrune(deps, { merged });
+  const { planPrune } = await import("./remove.ts");
+  return carryOutPrune(deps, io, await planPrune(deps, { merged }), dryRun);
+}
+
+/**
+ * What `prune` prints of a plan and, unless a dry run, carries out exactly that plan's actions
+ * (each re-checked as it acts), with its results; the exit status. `/handoffs` runs the plan it asked about.
+ */
+export async function carryOutPrune(
+  deps: CliDeps,
+  io: Pick<CliIo, "stdout" | "stderr" | "program">,
+  { actions, problems, notes }: PrunePlan,
+  dryRun: boolean,
+): Promise<number> {
+  const { describePruneAction, executePrune } = await import("./remove.ts");
   for (const problem of problems) io.stderr(`${prefix(io, "prune")}${problem}\n`);
   for (const note of notes) io.stdout(`${note}\n`);
   if (actions.length === 0) {

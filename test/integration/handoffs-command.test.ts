@@ -271,6 +271,45 @@ describe("/handoffs", () => {
     }
   });
 
+  it("prune in the TUI does exactly what it asked about: a handoff merged while the question is open is left for the next prune", async () => {
+    const own = await createRecoveryRig();
+    try {
+      own.repo.run(["config", "user.name", "Prune Test"]);
+      own.repo.run(["config", "user.email", "prune-test@example.invalid"]);
+      const shown = runningManifest(await own.handoff("pr/shown", { focus: false }));
+      const late = runningManifest(await own.handoff("pr/late", { focus: false }));
+      await killAndWait(shown.child.pid ?? 0);
+      await killAndWait(late.child.pid ?? 0);
+      own.repo.commitFile("shown.txt", "merged\n", "pr/shown: work", { cwd: shown.worktree.path });
+      own.repo.run(["merge", "--ff-only", "--quiet", "pr/shown"]);
+      const lateTip = own.repo.commitFile("late.txt", "later\n", "pr/late: work", { cwd: late.worktree.path });
+      const { ctx, dialogs } = scriptedContext({
+        select: (_title, options) => {
+          // While the question is open, pr/late is merged too: now prune --merged would retire it.
+          own.repo.run(["merge", "--no-ff", "--no-edit", "--quiet", "pr/late"]);
+          return options.find((option) => option === "Yes, prune them");
+        },
+      });
+      await runHandoffs("prune --merged", ctx, { deps: own.recoveryDeps() });
+      expect(dialogs[0]?.title).toMatch(new RegExp(`^Prune these\\?\n  retire handoff ${shown.id}: `));
+      expect(dialogs[0]?.title).not.toContain(late.id);
+      // What was shown is done, and said as pi-handoff prune says it.
+      expect(dialogs.at(-1)).toMatchObject({ kind: "notify", title: "info" });
+      expect(dialogs.at(-1)?.body).toMatch(
+        new RegExp(`^Pruning:\n  retire handoff ${shown.id}: [^]*\nDone: 1 of 1 action\.$`),
+      );
+      expect(dialogs.at(-1)?.body).not.toContain(late.id);
+      expect(existsSync(shown.worktree.path)).toBe(false);
+      expect((await own.read(shown.id)).state).toBe("removed");
+      // What was not shown is untouched: its worktree, its branch, its record.
+      expect(existsSync(join(late.worktree.path, "late.txt"))).toBe(true);
+      expect(own.repo.run(["rev-parse", "refs/heads/pr/late"])).toBe(lateTip);
+      expect((await own.read(late.id)).state).not.toBe("removed");
+    } finally {
+      await own.cleanup();
+    }
+  });
+
   it("goes back to the list on Escape in a handoff's menu, and closes only on Escape in the list", async () => {
     const manifest = runningManifest(await rig.handoff("ui/back", { focus: false }));
     let menus = 0;
