@@ -105,7 +105,7 @@ export async function runHandoff(pi: ExtensionAPI, args: string, ctx: ExtensionC
     // reach the user as one sentence, with where to look: nothing is deleted, the manifest says what exists.
     return reportOutcome(
       ctx,
-      `The handoff stopped on an unexpected error: ${errorClause(error)}; whatever it created is kept, and pi-handoff list (or /handoffs) shows it.`,
+      `The handoff stopped on an unexpected error: ${errorClause(error)}; whatever it created is kept, and ${recoveryCommand(env)} list (or /handoffs) shows it.`,
       "error",
     );
   } finally {

@@ -130,8 +130,9 @@ export function leftBehindNote(
 /**
  * The note that says what the handoff reserved and sets (for the user, and in the child's handoff
  * message, so its Pi runs servers on its own ports); undefined when it reserves and sets nothing.
+ * `cli` is how the user runs `pi-handoff` (src/recovery/pi-command.ts `recoveryCommand`).
  */
-export function environmentNote(manifest: Pick<Manifest, "id" | "ports" | "env">): string | undefined {
+export function environmentNote(manifest: Pick<Manifest, "id" | "ports" | "env">, cli: string): string | undefined {
   const names = Object.keys(manifest.env ?? {});
   const ports =
     manifest.ports === undefined
@@ -141,7 +142,7 @@ export function environmentNote(manifest: Pick<Manifest, "id" | "ports" | "env">
   const parts = [ports, variables].filter((part) => part !== undefined);
   return parts.length === 0
     ? undefined
-    : `${parts.join(" ")} Everything run for it gets them (postCreate, its Pi and what that Pi runs); pi-handoff env ${manifest.id} prints them for another shell.`;
+    : `${parts.join(" ")} Everything run for it gets them (postCreate, its Pi and what that Pi runs); ${cli} env ${manifest.id} prints them for another shell.`;
 }
 
 /** A message followed by the plan's notes (base freshness, what the setup did), one per line. */

@@ -71,6 +71,7 @@ import { loopbackProbe } from "../ports/probe.ts";
 import { describeSetup, hasSetupWork, setUpWorktree, type SetupResult } from "./setup.ts";
 import { whileWaiting } from "../mux/backoff.ts";
 import { formatWait } from "../text.ts";
+import { recoveryCommand } from "../recovery/pi-command.ts";
 
 export type { HandoffDeps, MuxChoice } from "./deps.ts";
 export type { HandoffRequest, ParentSnapshot } from "./preconditions.ts";
@@ -147,12 +148,15 @@ export class HandoffTransaction {
   private stepStartedAt = 0;
   /** Steps that ended since the last history entry this transaction wrote, with their times. */
   private unrecordedSteps: StepTime[] = [];
+  /** How the user runs `pi-handoff` (the request's PATH decides), for the messages that name it. */
+  private recoveryCli = "";
 
   constructor(deps: HandoffDeps) {
     this.deps = deps;
   }
 
   async run(request: HandoffRequest): Promise<HandoffOutcome> {
+    this.recoveryCli = recoveryCommand(request.env);
     this.lateStep = undefined;
     this.currentStep = "preconditions";
     this.unrecordedSteps = [];
@@ -281,7 +285,9 @@ export class HandoffTransaction {
         ? {}
         : {
             reserve: async (others) => {
-              const chosen = await choosePorts(ports, portsHeldBy(others), this.deps.portProbe ?? loopbackProbe);
+              const chosen = await choosePorts(ports, portsHeldBy(others), this.deps.portProbe ?? loopbackProbe, {
+                recoveryCommand: this.recoveryCli,
+              });
               return chosen.ok
                 ? { ok: true, manifest: withEnvironment(manifest, chosen.ports) }
                 : { ok: false, message: chosen.message };
@@ -302,7 +308,7 @@ export class HandoffTransaction {
         },
       };
     }
-    const reserved = environmentNote(created.manifest);
+    const reserved = environmentNote(created.manifest, this.recoveryCli);
     if (reserved !== undefined) plan.notes.push(reserved);
     return { ok: true, manifest: created.manifest };
   }
@@ -315,7 +321,13 @@ export class HandoffTransaction {
     this.enter("worktree", `Creating worktree ${plan.worktreePath}`);
     let window: WindowLauncher;
     try {
-      window = await prepareWindowLauncher(this.deps.store, manifest, this.deps.timeouts, launchEnvironment(request));
+      window = await prepareWindowLauncher(
+        this.deps.store,
+        manifest,
+        this.deps.timeouts,
+        launchEnvironment(request),
+        this.recoveryCli,
+      );
     } catch (error) {
       throw new StepFailure("worktree", `Could not write the launcher beside the manifest: ${errorMessage(error)}`);
     }
@@ -564,6 +576,7 @@ export class HandoffTransaction {
       windowCommand: manifest.launch?.windowCommand === true,
       ...(shellReady !== undefined ? { shellReady } : {}),
       focus: request.args.focus,
+      recoveryCommand: this.recoveryCli,
       ...postCreate,
     });
     if (outcome.code === "shell_not_ready" || outcome.code === "launcher_not_written" || outcome.code === "type_failed")
@@ -679,7 +692,7 @@ export class HandoffTransaction {
       await cancelWindowLauncher(
         this.deps.store,
         recorded.manifest,
-        `Handoff ${id} failed at the ${step} step, so no Pi was started here; pi-handoff inspect ${id} shows what exists.`,
+        `Handoff ${id} failed at the ${step} step, so no Pi was started here; ${this.recoveryCli} inspect ${id} shows what exists.`,
       );
     let gitState: Manifest["gitState"];
     try {

@@ -21,7 +21,8 @@
  *
  * Invariants:
  * - Every word in the params file is quoted by `shellQuote` (tested against a hostile corpus with
- *   a real shell); the launcher itself holds only quoted paths and fixed text.
+ *   a real shell); the launcher itself holds only quoted words (paths, the command that runs
+ *   `pi-handoff` here, which it names where it gives up) and fixed text.
  * - Idempotent: a second run while the first one's launcher or Pi lives exits at once (the lock is
  *   created with `set -C`, atomic, and checked with `kill -0`, which needs no process table), and says so.
  * - It announces its start before anything else happens, so the parent can tell "typed but never
@@ -113,6 +114,8 @@ export interface LauncherScriptInput {
   paramsWaitMs: number;
   /** As the window's command: start Pi's Node this way while waiting (warm-start.ts). */
   warm?: WarmStart;
+  /** How the user runs `pi-handoff` (src/recovery/pi-command.ts), named where the launcher gives up. */
+  recoveryCommand: string;
 }
 
 /**
@@ -137,6 +140,7 @@ export function launcherScript(input: LauncherScriptInput & { byHand: string }):
     `owner_pid=${input.ownerPid}`,
     `wait_ticks=${ticks}`,
     `by_hand=${shellQuote(input.byHand)}`,
+    `list_handoffs=${shellQuote(`${input.recoveryCommand} list`)}`,
     "mode=typed",
     "warm_pid=",
     'if [ "${1:-}" = window ]; then mode=window; shift; fi',
@@ -155,8 +159,8 @@ export function launcherScript(input: LauncherScriptInput & { byHand: string }):
     "    warm_start",
     "    waited=0",
     '    while [ ! -f "$window_file" ]; do',
-    '      if ! kill -0 "$owner_pid" 2>/dev/null; then say "The handoff stopped before starting Pi here (see: pi-handoff list)."; return 1; fi',
-    '      if [ "$waited" -ge "$wait_ticks" ]; then say "Gave up waiting for handoff $id to start Pi here (see: pi-handoff list)."; return 1; fi',
+    '      if ! kill -0 "$owner_pid" 2>/dev/null; then say "The handoff stopped before starting Pi here (see: $list_handoffs)."; return 1; fi',
+    '      if [ "$waited" -ge "$wait_ticks" ]; then say "Gave up waiting for handoff $id to start Pi here (see: $list_handoffs)."; return 1; fi',
     "      nap",
     "      waited=$((waited + 1))",
     "    done",

@@ -82,6 +82,8 @@ export interface LaunchRequest {
   command: LaunchCommand;
   /** Bring the child's window to the front once it is confirmed. */
   focus: boolean;
+  /** How the user runs `pi-handoff` (src/recovery/pi-command.ts), named in the launcher's messages. */
+  recoveryCommand: string;
   /**
    * The pane was created with the launcher as its command (`prepareWindowLauncher`): nothing is
    * typed unless that launcher does not start.
@@ -135,12 +137,14 @@ export interface WindowLauncher {
  * Writes the launcher before its window exists, so the window can run it as its command; it then
  * waits for its params (the launch step) while this process lives, at most `paramsWaitMs`. Given
  * how Pi is started here, it warms the child's Pi up meanwhile where it can (warm-start.ts).
+ * `recoveryCommand` is how the user runs `pi-handoff`, named in what the launcher says.
  */
 export async function prepareWindowLauncher(
   store: ManifestStore,
   manifest: Manifest,
   timeouts: LaunchTimeouts,
   environment: LaunchEnvironment,
+  recoveryCommand: string,
 ): Promise<WindowLauncher> {
   const files = launcherFiles(store.pathFor(manifest.id));
   const warm = warmStartFor(manifest, environment);
@@ -149,6 +153,7 @@ export async function prepareWindowLauncher(
     files,
     ownerPid: process.pid,
     paramsWaitMs: withDefaults(timeouts).paramsWaitMs,
+    recoveryCommand,
     ...(warm !== undefined ? { warm } : {}),
   });
   // The go-ahead of an earlier launch would start the new window at once, with old settings: the
@@ -259,6 +264,7 @@ export class ChildLauncher {
           files,
           ownerPid: process.pid,
           paramsWaitMs: this.timeouts.paramsWaitMs,
+          recoveryCommand: request.recoveryCommand,
         });
       }
       line = await typedLauncherLine(files, manifest.id);

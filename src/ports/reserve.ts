@@ -43,7 +43,8 @@ export async function choosePorts(
   request: PortRequest,
   held: ReadonlySet<number>,
   probe: PortProbe,
-  options: { deadlineMs?: number; nowMs?: () => number } = {},
+  /** `recoveryCommand`: how the user runs `pi-handoff` (src/recovery/pi-command.ts), named in a refusal. */
+  options: { recoveryCommand: string; deadlineMs?: number; nowMs?: () => number },
 ): Promise<PortChoice> {
   const nowMs = options.nowMs ?? Date.now;
   const deadlineMs = options.deadlineMs ?? RESERVE_DEADLINE_MS;
@@ -58,6 +59,7 @@ export async function choosePorts(
       return unavailable(
         request,
         found,
+        options.recoveryCommand,
         `gave up after ${formatWait(deadlineMs)} of bind tests (${tried} ports tried)`,
       );
     }
@@ -74,15 +76,20 @@ export async function choosePorts(
       ? `${tried - found.length} not free${firstRefusal === undefined ? "" : ` (first: ${firstRefusal})`}`
       : undefined,
   ].filter((part) => part !== undefined);
-  return unavailable(request, found, why.length > 0 ? why.join(", ") : "the range has no other ports");
+  return unavailable(
+    request,
+    found,
+    options.recoveryCommand,
+    why.length > 0 ? why.join(", ") : "the range has no other ports",
+  );
 }
 
-function unavailable(request: PortRequest, found: number[], why: string): PortChoice {
+function unavailable(request: PortRequest, found: number[], cli: string, why: string): PortChoice {
   const [first, last] = request.range;
   return {
     ok: false,
     code: "ports_unavailable",
     found,
-    message: `Only ${found.length} of the ${request.count} ports asked for are free in ${first}-${last} (${why}); remove handoffs you no longer need (pi-handoff list), or widen "ports" in the settings.`,
+    message: `Only ${found.length} of the ${request.count} ports asked for are free in ${first}-${last} (${why}); remove handoffs you no longer need (${cli} list), or widen "ports" in the settings.`,
   };
 }

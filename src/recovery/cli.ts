@@ -585,8 +585,9 @@ async function relaunchEvery(
     scope = { repoCommonDir: repo.commonDir, name: repo.mainCheckout };
   }
   const { formatRelaunchAll, relaunchAll } = await import("./relaunch-all.ts");
+  const { recoveryCommand } = await import("./pi-command.ts");
   const result = await relaunchAll(await relaunchDeps(deps, io), scope);
-  io.stdout(`${formatRelaunchAll(result).join("\n")}\n`);
+  io.stdout(`${formatRelaunchAll(result, recoveryCommand(io.env)).join("\n")}\n`);
   return result.ok ? EXIT_OK : EXIT_REFUSED;
 }
 

@@ -5,9 +5,10 @@
  *
  * Invariants:
  * - Looks only: reads PATH entries and the first bytes of a file, runs nothing.
- * - A notice names `pi-handoff` only where a `pi-handoff` is on PATH (each README install route
+ * - A message names `pi-handoff` only where a `pi-handoff` is on PATH (each README install route
  *   puts it there); elsewhere it names this copy's launcher by its path, so the command runs as
- *   printed.
+ *   printed. Every message that names a command of it (a handoff's notices, its launcher, its
+ *   ports' refusal, relaunch --all) takes it from `recoveryCommand`.
  * - A JavaScript entry (a `node` shebang, as npm's `pi` bin has) is run with this process's Node,
  *   which the `pi-handoff` launcher has checked is new enough; `/usr/bin/env node` could pick an
  *   older system Node that Pi does not start on.

@@ -160,8 +160,11 @@ const WORDS: Readonly<Record<RelaunchAllCode, string>> = {
   unconfirmed: "unconfirmed",
 };
 
-/** The report: one line per handoff, then one summary line (or one line alone when nothing was to do). */
-export function formatRelaunchAll(result: RelaunchAllResult): string[] {
+/**
+ * The report: one line per handoff, then one summary line (or one line alone when nothing was to
+ * do). `cli` is how the user runs `pi-handoff` (src/recovery/pi-command.ts `recoveryCommand`).
+ */
+export function formatRelaunchAll(result: RelaunchAllResult, cli: string): string[] {
   const { lines, scope, skipped, landed } = result;
   const left = [
     ...(landed > 0 ? [counted(landed, "landed handoff")] : []),
@@ -171,7 +174,7 @@ export function formatRelaunchAll(result: RelaunchAllResult): string[] {
   ];
   const note =
     left.length > 0
-      ? ` (${left.join(" and ")} left alone; pi-handoff list shows ${landed + skipped === 1 ? "it" : "them"})`
+      ? ` (${left.join(" and ")} left alone; ${cli} list shows ${landed + skipped === 1 ? "it" : "them"})`
       : "";
   if (lines.length === 0)
     return [

@@ -27,6 +27,7 @@ import {
   type WindowLauncher,
 } from "../launch/launcher.ts";
 import { launchCommandFor, type LaunchCommand, type LaunchEnvironment } from "../launch/launch-command.ts";
+import { recoveryCommand } from "./pi-command.ts";
 import { LAUNCH_TIMEOUT_ENV } from "../launch/timeouts.ts";
 import { describeLocation } from "../mux/registry.ts";
 import type { RecoverableMultiplexer } from "../mux/types.ts";
@@ -202,7 +203,7 @@ async function windowFor(
   // Where the backend can, the new window runs the launcher itself: nothing is typed there.
   let window: WindowLauncher;
   try {
-    window = await prepareWindowLauncher(deps.store, manifest, deps.timeouts, environment);
+    window = await prepareWindowLauncher(deps.store, manifest, deps.timeouts, environment, recoveryCommand(deps.env));
   } catch (error) {
     return {
       code: "failed",
@@ -282,6 +283,7 @@ async function launchIn(
     command,
     windowCommand: window.windowCommand,
     focus,
+    recoveryCommand: recoveryCommand(deps.env),
     note: window.reopened ? `relaunched in a reopened window (${describeLocation(window.manifest.mux)})` : "relaunched",
     patch: (m) => {
       m.owner = owner;

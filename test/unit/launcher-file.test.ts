@@ -48,6 +48,8 @@ import { hostileWords } from "../support/hostile-words.ts";
 import { waitFor } from "../support/tmux.ts";
 
 const ID = "20261201-070000-feat-x-abcd";
+/** How a notice names this copy's `pi-handoff` where none is on PATH: its launcher, quoted (recoveryCommand). */
+const RECOVERY_BY_PATH = "'/opt/a $HOME b/pi-handoff.mjs'";
 // Names a directory can have: every hostile word but the empty ones and those with a slash.
 /** Writes this process's environment, NUL-separated, to stdout. */
 const DUMP_ENV = "process.stdout.write(Object.entries(process.env).map(([k, v]) => k + '=' + v).join('\\0'))";
@@ -123,7 +125,13 @@ const hold = process.env.HOLD; if (hold) { const t = setInterval(() => { if (!fs
     token = "tok1",
     extra: { prelude?: readonly string[] } = {},
   ): Promise<void> {
-    await writeLauncher({ handoffId: ID, files, ownerPid: process.pid, paramsWaitMs: 5_000 });
+    await writeLauncher({
+      handoffId: ID,
+      files,
+      ownerPid: process.pid,
+      paramsWaitMs: 5_000,
+      recoveryCommand: "pi-handoff",
+    });
     await writeLauncherParams(files, { token, command, ...extra });
   }
 
@@ -239,7 +247,13 @@ const hold = process.env.HOLD; if (hold) { const t = setInterval(() => { if (!fs
   it("as the window's command: waits for its params, runs Pi, then becomes the shell it was given", async () => {
     const worktree = join(dir, "wt");
     mkdirSync(worktree);
-    await writeLauncher({ handoffId: ID, files, ownerPid: process.pid, paramsWaitMs: 10_000 });
+    await writeLauncher({
+      handoffId: ID,
+      files,
+      ownerPid: process.pid,
+      paramsWaitMs: 10_000,
+      recoveryCommand: "pi-handoff",
+    });
     const after = join(dir, "after");
     const recordTo = join(dir, "rec.json");
     const hold = join(dir, "hold");
@@ -290,6 +304,8 @@ const hold = process.env.HOLD; if (hold) { const t = setInterval(() => { if (!fs
         files,
         ownerPid: Number(owner),
         paramsWaitMs: why === "wait over" ? 1_000 : 20_000,
+        // Not on PATH: this copy's launcher by its quoted path, never evaluated by the script.
+        recoveryCommand: RECOVERY_BY_PATH,
       });
       // Params exist in every case (a launch that stopped after writing them): only the go-ahead starts Pi.
       await writeLauncherParams(files, { token: "c1", command: derive(manifest(join(dir, "wt"))) });
@@ -305,8 +321,8 @@ const hold = process.env.HOLD; if (hold) { const t = setInterval(() => { if (!fs
         why === "cancelled"
           ? "Handoff x failed at the fork step, so no Pi was started here."
           : why === "owner gone"
-            ? "The handoff stopped before starting Pi here"
-            : `Gave up waiting for handoff ${ID} to start Pi here`,
+            ? `[pi-handoff] The handoff stopped before starting Pi here (see: ${RECOVERY_BY_PATH} list).\n`
+            : `[pi-handoff] Gave up waiting for handoff ${ID} to start Pi here (see: ${RECOVERY_BY_PATH} list).\n`,
       );
       expect(readFileSync(after, "utf8")).toBe("shell\n");
       expect(existsSync(files.started)).toBe(false);
@@ -418,7 +434,14 @@ export function main() {
   async function warmWindow(m: Manifest, entry: string, env: Record<string, string>) {
     const warm = warmStartFor(m, environment([process.execPath, entry]));
     if (warm === undefined) throw new Error("no warm start for this Node");
-    await writeLauncher({ handoffId: ID, files, ownerPid: process.pid, paramsWaitMs: 20_000, warm });
+    await writeLauncher({
+      handoffId: ID,
+      files,
+      ownerPid: process.pid,
+      paramsWaitMs: 20_000,
+      warm,
+      recoveryCommand: "pi-handoff",
+    });
     const after = join(dir, "after");
     const window = spawn("/bin/sh", [files.script, "window", "/bin/sh", "-c", `echo shell > '${after}'`], {
       cwd: dir,

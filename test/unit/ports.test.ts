@@ -31,6 +31,8 @@ function manifest(store: ManifestStore, branch: string, extra: Partial<Manifest>
   };
 }
 
+const RECOVERY = { recoveryCommand: "pi-handoff" };
+
 describe("choosePorts", () => {
   let dir: string;
   beforeEach(async () => {
@@ -61,23 +63,27 @@ describe("choosePorts", () => {
       },
     };
     expect(
-      await choosePorts({ count: 5, range: [4100, 4199] }, new Set(), slow, { deadlineMs: 1_000, nowMs: () => now }),
+      await choosePorts({ count: 5, range: [4100, 4199] }, new Set(), slow, {
+        recoveryCommand: "/opt/phw/bin/pi-handoff.mjs",
+        deadlineMs: 1_000,
+        nowMs: () => now,
+      }),
     ).toEqual({
       ok: false,
       code: "ports_unavailable",
       found: [4100, 4101, 4102],
       message:
-        'Only 3 of the 5 ports asked for are free in 4100-4199 (gave up after 1 s of bind tests (3 ports tried)); remove handoffs you no longer need (pi-handoff list), or widen "ports" in the settings.',
+        'Only 3 of the 5 ports asked for are free in 4100-4199 (gave up after 1 s of bind tests (3 ports tried)); remove handoffs you no longer need (/opt/phw/bin/pi-handoff.mjs list), or widen "ports" in the settings.',
     });
   });
 
   it("names the held ports when the range is full of other handoffs' ports", async () => {
-    expect(await choosePorts({ count: 1, range: [4100, 4101] }, new Set([4100, 4101, 9999]), alwaysFree)).toMatchObject(
-      {
-        ok: false,
-        message: expect.stringContaining("(2 held by other handoffs)"),
-      },
-    );
+    expect(
+      await choosePorts({ count: 1, range: [4100, 4101] }, new Set([4100, 4101, 9999]), alwaysFree, RECOVERY),
+    ).toMatchObject({
+      ok: false,
+      message: expect.stringContaining("(2 held by other handoffs)"),
+    });
   });
 
   it("never gives one port to two of many handoffs created at once through the store", async () => {
@@ -89,7 +95,7 @@ describe("choosePorts", () => {
           const probe: PortProbe = {
             check: () => new Promise((resolve) => setTimeout(() => resolve({ free: true }), 1)),
           };
-          const chosen = await choosePorts({ count: 2, range: [4100, 4199] }, portsHeldBy(others), probe);
+          const chosen = await choosePorts({ count: 2, range: [4100, 4199] }, portsHeldBy(others), probe, RECOVERY);
           return chosen.ok ? { ok: true, manifest: { ...candidate, ports: chosen.ports } } : chosen;
         },
       }),

@@ -3,10 +3,14 @@
  * one is on PATH (each README route puts it there), else this copy's launcher by its path.
  */
 import { spawnSync } from "node:child_process";
-import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { nextSteps } from "../../src/handoff/next-steps.ts";
+import { environmentNote } from "../../src/handoff/notice.ts";
+import { launcherScript, type LauncherFiles } from "../../src/launch/launcher-file.ts";
+import { choosePorts } from "../../src/ports/reserve.ts";
+import { formatRelaunchAll } from "../../src/recovery/relaunch-all.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { recoveryCommand } from "../../src/recovery/pi-command.ts";
 import { makeTempDir, removeTempDir } from "../support/git-repo.ts";
@@ -82,5 +86,59 @@ describe("the recovery command a notice names", () => {
         `${cli} remove`,
       ].sort(),
     );
+  });
+
+  it("is the one every other message that names pi-handoff starts its command with", async () => {
+    const cli = "'/opt/a b/pi-handoff.mjs'";
+    expect(environmentNote({ id: "h-1", ports: [4100], env: { A: "1" } }, cli)).toBe(
+      `Ports reserved for this handoff: 4100 ($PI_HANDOFF_PORT is the first, $PI_HANDOFF_PORTS all of them); run its servers on these, not on the project's usual ports. Variables set for it: A. Everything run for it gets them (postCreate, its Pi and what that Pi runs); ${cli} env h-1 prints them for another shell.`,
+    );
+    const ports = await choosePorts(
+      { count: 1, range: [4100, 4100] },
+      new Set([4100]),
+      { check: async () => ({ free: true }) },
+      { recoveryCommand: cli },
+    );
+    expect(ports).toMatchObject({ ok: false, message: expect.stringContaining(`(${cli} list)`) });
+    expect(formatRelaunchAll({ ok: true, lines: [], scope: { name: "/r" }, skipped: 1, landed: 0 }, cli)).toEqual([
+      `Nothing to relaunch: no handoff of /r has a worktree and a session to start a Pi on (1 other handoff with no worktree or session to start a Pi on, left alone; ${cli} list shows it).`,
+    ]);
+    // The launcher holds it as one quoted word, said where it gives up (test/unit/launcher-file.test.ts runs it).
+    const files = { params: "/p", window: "/w", lock: "/l", started: "/s", refused: "/r" } as LauncherFiles;
+    const script = launcherScript({
+      handoffId: "h-1",
+      files,
+      ownerPid: 1,
+      paramsWaitMs: 1_000,
+      recoveryCommand: cli,
+      byHand: "sh /x",
+    });
+    const assignment = script.split("\n").find((line) => line.startsWith("list_handoffs="));
+    const value = spawnSync("sh", ["-c", `${assignment}; printf %s "$list_handoffs"`], {
+      encoding: "utf8",
+      timeout: 10_000,
+    });
+    expect(value.stdout).toBe(`${cli} list`);
+    expect(script.match(/see: [^)]*\)/g)).toEqual(["see: $list_handoffs)", "see: $list_handoffs)"]);
+  });
+
+  it("is never written as pi-handoff in the messages of a handoff, its launcher, its ports or relaunch --all", () => {
+    // A command named literally would not run where no pi-handoff is on PATH: each takes the recovery command.
+    const sources = [
+      "src/handoff/notice.ts",
+      "src/handoff/transaction.ts",
+      "src/launch/launcher-file.ts",
+      "src/ports/reserve.ts",
+      "src/recovery/relaunch-all.ts",
+      "pi-extension/handoff-command.ts",
+    ];
+    const literal = /(?<![\w/.-])pi-handoff (?:list|inspect|env|relaunch|remove|prune|land|rebase|forecast)\b/;
+    const named = sources.flatMap((source) =>
+      readFileSync(join(PROJECT_ROOT, source), "utf8")
+        .split("\n")
+        .filter((line) => !/^\s*(?:\*|\/\/|\/\*\*)/.test(line) && literal.test(line))
+        .map((line) => `${source}: ${line.trim()}`),
+    );
+    expect(named).toEqual([]);
   });
 });

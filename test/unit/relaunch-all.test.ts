@@ -17,6 +17,8 @@ import { offerKey, offerMessage, speaksFor } from "../../src/recovery/restore-of
 
 const HELP = "pi-handoff --help";
 
+const CLI = "pi-handoff";
+
 describe("relaunch --all: the words", () => {
   it("takes --all without a handoff, with --repo DIR or --all-repos", () => {
     expect(parseRecoveryCommand(["relaunch", "--all"], HELP)).toEqual({
@@ -156,37 +158,38 @@ describe("relaunch --all: the report", () => {
           ],
           1,
         ),
+        "/opt/phw/bin/pi-handoff.mjs",
       ),
     ).toEqual([
       "restored         a (i1): Pi pid 11 runs on its session in tmux window @1 (pane %1).",
       "already running  b (i2): Pi pid 12 has its session.",
       "refused          c (i3): Handoff i3 is busy.",
-      "3 handoffs of /r: 1 restored, 1 already running, 1 refused (1 other handoff with no worktree or session to start a Pi on, left alone; pi-handoff list shows it).",
+      "3 handoffs of /r: 1 restored, 1 already running, 1 refused (1 other handoff with no worktree or session to start a Pi on, left alone; /opt/phw/bin/pi-handoff.mjs list shows it).",
     ]);
   });
 
   it("says in one line that there is nothing to do", () => {
     const running = { id: "i", branch: "b", code: "already_running", message: "Pi pid 1 has its session." } as const;
-    expect(formatRelaunchAll(result([running, { ...running, id: "j" }]))).toEqual([
+    expect(formatRelaunchAll(result([running, { ...running, id: "j" }]), CLI)).toEqual([
       "Nothing to relaunch: all 2 handoffs of /r already run a Pi on their sessions.",
     ]);
-    expect(formatRelaunchAll(result([running]))).toEqual([
+    expect(formatRelaunchAll(result([running]), CLI)).toEqual([
       "Nothing to relaunch: the one handoff of /r already runs a Pi on its session.",
     ]);
-    expect(formatRelaunchAll(result([], 2))).toEqual([
+    expect(formatRelaunchAll(result([], 2), CLI)).toEqual([
       "Nothing to relaunch: no handoff of /r has a worktree and a session to start a Pi on (2 other handoffs with no worktree or session to start a Pi on, left alone; pi-handoff list shows them).",
     ]);
   });
 
   it("calls landed handoffs landed, not handoffs with no worktree or session", () => {
     const restored = { id: "i1", branch: "a", code: "restored", message: "Pi pid 11 runs." } as const;
-    expect(formatRelaunchAll(result([restored], 0, 2)).at(-1)).toBe(
+    expect(formatRelaunchAll(result([restored], 0, 2), CLI).at(-1)).toBe(
       "1 handoff of /r: 1 restored (2 landed handoffs left alone; pi-handoff list shows them).",
     );
-    expect(formatRelaunchAll(result([restored], 1, 1)).at(-1)).toBe(
+    expect(formatRelaunchAll(result([restored], 1, 1), CLI).at(-1)).toBe(
       "1 handoff of /r: 1 restored (1 landed handoff and 1 handoff with no worktree or session to start a Pi on, left alone; pi-handoff list shows them).",
     );
-    expect(formatRelaunchAll(result([], 0, 1))).toEqual([
+    expect(formatRelaunchAll(result([], 0, 1), CLI)).toEqual([
       "Nothing to relaunch: no handoff of /r waits for a Pi (1 landed handoff left alone; pi-handoff list shows it).",
     ]);
   });

@@ -26,6 +26,11 @@ import { ManifestStore } from "../../src/manifest/store.ts";
 import type { CreateWorkspaceRequest, Multiplexer, MuxResult } from "../../src/mux/types.ts";
 import type { ForkRequest, ForkResult } from "../../src/session/fork.ts";
 import type { PortProbe } from "../../src/ports/probe.ts";
+import { shellQuote } from "../../src/launch/launch-command.ts";
+import { PROJECT_ROOT } from "../support/pi.ts";
+
+/** The requests here have no `pi-handoff` on PATH: their messages name this copy's launcher by its path. */
+const CLI = shellQuote(join(PROJECT_ROOT, "bin", "pi-handoff.mjs"));
 
 const SHA = "b".repeat(40);
 
@@ -450,7 +455,7 @@ describe("HandoffTransaction", () => {
       if (first.code !== "running") return;
       expect(first.manifest.ports).toEqual([4101, 4102]);
       expect(first.manifest.env).toEqual({ URL: "http://localhost:4101/", DB: "db:4102", ALL: "4101,4102" });
-      const note = `Ports reserved for this handoff: 4101, 4102 ($PI_HANDOFF_PORT is the first, $PI_HANDOFF_PORTS all of them); run its servers on these, not on the project's usual ports. Variables set for it: URL, DB, ALL. Everything run for it gets them (postCreate, its Pi and what that Pi runs); pi-handoff env ${first.manifest.id} prints them for another shell.`;
+      const note = `Ports reserved for this handoff: 4101, 4102 ($PI_HANDOFF_PORT is the first, $PI_HANDOFF_PORTS all of them); run its servers on these, not on the project's usual ports. Variables set for it: URL, DB, ALL. Everything run for it gets them (postCreate, its Pi and what that Pi runs); ${CLI} env ${first.manifest.id} prints them for another shell.`;
       expect(first.message).toContain(note);
       expect(forks[0]?.message.content).toContain(note);
       // The launcher exports them for everything it runs.
@@ -479,8 +484,7 @@ describe("HandoffTransaction", () => {
         ok: false,
         code: "refused",
         reason: "ports_unavailable",
-        message:
-          'Only 3 of the 4 ports asked for are free in 4100-4105 (3 not free (first: something listens on 127.0.0.1:4101)); remove handoffs you no longer need (pi-handoff list), or widen "ports" in the settings.',
+        message: `Only 3 of the 4 ports asked for are free in 4100-4105 (3 not free (first: something listens on 127.0.0.1:4101)); remove handoffs you no longer need (${CLI} list), or widen "ports" in the settings.`,
       });
       expect(asked.asked).toEqual([4100, 4101, 4102, 4103, 4104, 4105]);
       expect(calls).toEqual([]);
@@ -730,7 +734,7 @@ describe("HandoffTransaction", () => {
     if (outcome.code !== "failed") return;
     const signal = readFileSync(store.pathFor(outcome.manifest.id).replace(/\.json$/, ".launch.window"), "utf8");
     expect(signal).toBe(
-      `window_cancelled='Handoff ${outcome.manifest.id} failed at the fork step, so no Pi was started here; pi-handoff inspect ${outcome.manifest.id} shows what exists.'\n`,
+      `window_cancelled=${shellQuote(`Handoff ${outcome.manifest.id} failed at the fork step, so no Pi was started here; ${CLI} inspect ${outcome.manifest.id} shows what exists.`)}\n`,
     );
   });
 
@@ -752,7 +756,7 @@ describe("HandoffTransaction", () => {
     expect(outcome.manifest.launch).toEqual({ launcherFile: `${files}.launch.sh`, windowCommand: true });
     expect(outcome.manifest.error).toMatchObject({ step: "worktree", message: "git could not add the worktree." });
     expect(readFileSync(`${files}.launch.window`, "utf8")).toBe(
-      `window_cancelled='Handoff ${outcome.manifest.id} failed at the worktree step, so no Pi was started here; pi-handoff inspect ${outcome.manifest.id} shows what exists.'\n`,
+      `window_cancelled=${shellQuote(`Handoff ${outcome.manifest.id} failed at the worktree step, so no Pi was started here; ${CLI} inspect ${outcome.manifest.id} shows what exists.`)}\n`,
     );
   });
 
