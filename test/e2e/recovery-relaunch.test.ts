@@ -203,7 +203,7 @@ describe("pi-handoff relaunch with the real Pi", () => {
     expect(fromPi.status).toBe(0);
     expect(fromPi.stderr).toMatch(
       new RegExp(
-        `^ID +STATUS +CHILD +BRANCH +FLAGS +ACTIONS\n${first.id} +child running \\(pid ${secondPid}\\) +idle \\d+[smhd]( \\d+m)? +feat/relaunch +- +focus\n`,
+        `^ID +STATUS +CHILD +BRANCH +FLAGS +ACTIONS\n${first.id} +child running \\(pid ${secondPid}\\) +idle \\d+[smhd]( \\d+m)? +feat/relaunch +- +focus \\(quit its Pi to remove\\)\n`,
         "m",
       ),
     );
