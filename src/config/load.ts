@@ -42,8 +42,9 @@ export type LoadedConfig =
        * The repository's own postCreate commands and `env` variables, where they are the ones that
        * apply: both can make code run (a command; a variable such as NODE_OPTIONS or LD_PRELOAD),
        * so both need approval. `commands` is empty when only the variables are the repository's.
+       * The repository's `check` (run by `pi-handoff land --all`) is code too: the same approval covers it.
        */
-      repoNeedsApproval?: { file: string; commands: string[]; env?: Record<string, string> };
+      repoNeedsApproval?: { file: string; commands: string[]; env?: Record<string, string>; check?: string | string[] };
     }
   | { ok: false; message: string };
 
@@ -104,13 +105,19 @@ async function loadFiles(
         const commands = repo.config.postCreate ?? [];
         const env =
           repo.config.env !== undefined && Object.keys(repo.config.env).length > 0 ? repo.config.env : undefined;
-        if (commands.length > 0 || env !== undefined) {
+        const check = repo.config.check;
+        if (commands.length > 0 || env !== undefined || check !== undefined) {
           return {
             ok: true,
             config,
             files,
             notices,
-            repoNeedsApproval: { file: repoFile, commands, ...(env === undefined ? {} : { env }) },
+            repoNeedsApproval: {
+              file: repoFile,
+              commands,
+              ...(env === undefined ? {} : { env }),
+              ...(check === undefined ? {} : { check }),
+            },
             ...(envFile === undefined ? {} : { envFile }),
           };
         }

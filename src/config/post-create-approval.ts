@@ -6,8 +6,8 @@
  *
  * Invariants:
  * - An approval names the settings file (realpath) and the sha256 of its exact commands (and
- *   variables, when it has any: commands alone digest as they always did, so an approval given
- *   before variables existed still holds); any change needs a new approval.
+ *   variables and `check`, when it has them: commands alone digest as they always did, so an
+ *   approval given before variables or the check existed still holds); any change needs a new approval.
  * - The record is `<agentDir>/handoff-worktree/approved-post-create.json`, validated by a zod
  *   schema and replaced atomically; an unreadable record approves nothing.
  * - `settingsForHandoff` is the one order a handoff's settings are decided in: load, tell the
@@ -31,8 +31,24 @@ export function approvalsFile(agentDir: string): string {
   return join(agentDir, "handoff-worktree", "approved-post-create.json");
 }
 
-function digest(commands: readonly string[], env?: Readonly<Record<string, string>>): string {
-  const approved = env === undefined || Object.keys(env).length === 0 ? commands : { commands, env };
+/** The repository's code a settings file asks to run: its postCreate commands, `env` variables and `check`. */
+export interface RepoCode {
+  file: string;
+  commands: string[];
+  env?: Record<string, string>;
+  check?: string | string[];
+}
+
+function digest(
+  commands: readonly string[],
+  env?: Readonly<Record<string, string>>,
+  check?: string | readonly string[],
+): string {
+  const variables = env === undefined || Object.keys(env).length === 0 ? undefined : env;
+  const approved =
+    variables === undefined && check === undefined
+      ? commands
+      : { commands, ...(variables === undefined ? {} : { env: variables }), ...(check === undefined ? {} : { check }) };
   return createHash("sha256").update(JSON.stringify(approved)).digest("hex");
 }
 
@@ -59,9 +75,10 @@ export async function isPostCreateApproved(
   settingsFile: string,
   commands: readonly string[],
   env?: Readonly<Record<string, string>>,
+  check?: string | readonly string[],
 ): Promise<boolean> {
   const approvals = await readApprovals(agentDir);
-  return approvals.approvals[await canonical(settingsFile)]?.sha256 === digest(commands, env);
+  return approvals.approvals[await canonical(settingsFile)]?.sha256 === digest(commands, env, check);
 }
 
 export async function approvePostCreate(
@@ -70,9 +87,13 @@ export async function approvePostCreate(
   commands: readonly string[],
   now = new Date(),
   env?: Readonly<Record<string, string>>,
+  check?: string | readonly string[],
 ): Promise<void> {
   const approvals = await readApprovals(agentDir);
-  approvals.approvals[await canonical(settingsFile)] = { sha256: digest(commands, env), at: now.toISOString() };
+  approvals.approvals[await canonical(settingsFile)] = {
+    sha256: digest(commands, env, check),
+    at: now.toISOString(),
+  };
   const file = approvalsFile(agentDir);
   await mkdir(dirname(file), { recursive: true });
   await writeFileAtomic(file, `${JSON.stringify(approvals, null, 2)}\n`);
@@ -103,16 +124,18 @@ export function approvalOptions(what: string): readonly [refuse: string, approve
  */
 async function approveRepoPostCreate(input: {
   agentDir: string;
-  hooks: { file: string; commands: string[]; env?: Record<string, string> };
+  hooks: RepoCode;
   approvedByFlag: boolean;
   prompt: ApprovalPrompt;
 }): Promise<string | undefined> {
   const { agentDir, hooks } = input;
-  if (await isPostCreateApproved(agentDir, hooks.file, hooks.commands, hooks.env)) return undefined;
+  if (await isPostCreateApproved(agentDir, hooks.file, hooks.commands, hooks.env, hooks.check)) return undefined;
   const variables = Object.entries(hooks.env ?? {});
   const what =
     hooks.commands.length === 0
-      ? "env variables"
+      ? variables.length === 0
+        ? "check command"
+        : "env variables"
       : variables.length === 0
         ? "postCreate commands"
         : "postCreate commands and env variables";
@@ -125,6 +148,9 @@ async function approveRepoPostCreate(input: {
       ...hooks.commands.map((command, index) => `${index + 1}. ${command}`),
       ...(variables.length === 0 ? [] : ["to set, for everything run for the handoff (Pi included):"]),
       ...variables.map(([name, value]) => `${name}=${value}`),
+      ...(hooks.check === undefined
+        ? []
+        : [`to run before each landing (pi-handoff land --all): ${checkText(hooks.check)}`]),
     ].join("\n");
     const title =
       variables.length === 0 ? "Run this repository's postCreate commands?" : `Use this repository's ${what}?`;
@@ -132,8 +158,38 @@ async function approveRepoPostCreate(input: {
     const answer = await input.prompt.choose(`${title}\n${hooks.file} asks ${listed}`, approvalOptions(what));
     if (answer !== approve) return `The handoff was not started: the ${what} in ${hooks.file} were not approved.`;
   }
-  await approvePostCreate(agentDir, hooks.file, hooks.commands, undefined, hooks.env);
+  await approvePostCreate(agentDir, hooks.file, hooks.commands, undefined, hooks.env, hooks.check);
   return undefined;
+}
+
+/** A check as a person reads it: the shell command, or the argument list as JSON (no word is lost or joined). */
+export function checkText(check: string | readonly string[]): string {
+  return typeof check === "string" ? check : JSON.stringify(check);
+}
+
+/**
+ * The check `pi-handoff land --all` may run: the settings' `check`, when it is the user's own or
+ * a repository's whose approval covers it (`approvedByFlag`: `--approve-repo-code`, which records
+ * the approval as a handoff's does). `undefined` check: none is set.
+ */
+export async function approvedCheck(input: {
+  agentDir: string;
+  config: { check?: string | string[] };
+  repoNeedsApproval: RepoCode | undefined;
+  approvedByFlag: boolean;
+}): Promise<{ ok: true; check: string | string[] | undefined } | { ok: false; message: string }> {
+  const check = input.config.check;
+  const repo = input.repoNeedsApproval;
+  if (check === undefined || repo?.check === undefined) return { ok: true, check };
+  if (await isPostCreateApproved(input.agentDir, repo.file, repo.commands, repo.env, repo.check))
+    return { ok: true, check };
+  if (!input.approvedByFlag)
+    return {
+      ok: false,
+      message: `The check in ${repo.file} (${checkText(repo.check)}) has not been approved yet; review it and add --approve-repo-code, or approve the repository's code once in Pi's TUI; nothing was landed.`,
+    };
+  await approvePostCreate(input.agentDir, repo.file, repo.commands, undefined, repo.env, repo.check);
+  return { ok: true, check };
 }
 
 /**

@@ -49,7 +49,18 @@ export interface HandoffConfig {
   ports?: PortSettings;
   /** Variables for everything run for the handoff; `${PORT}`, `${PORTS}`, `${PORT_<n>}` name its ports. */
   env?: Record<string, string>;
+  /**
+   * What `pi-handoff land --all` runs in a child's worktree before it lands: a shell command
+   * (`sh -c`) or an argument list (no shell), with `checkTimeoutMs` (default `DEFAULT_CHECK_TIMEOUT_MS`).
+   */
+  check?: string | string[];
+  checkTimeoutMs?: number;
 }
+
+/** How long a `check` may run when `checkTimeoutMs` is not set: 10 minutes. */
+export const DEFAULT_CHECK_TIMEOUT_MS = 10 * 60_000;
+/** The bounds of `checkTimeoutMs`: a second to a day. */
+const CHECK_TIMEOUT_BOUNDS: readonly [number, number] = [1_000, 24 * 60 * 60_000];
 
 export interface PortSettings {
   count: number;
@@ -77,6 +88,8 @@ export const CONFIG_KEYS = [
   "reportsTriggerTurn",
   "ports",
   "env",
+  "check",
+  "checkTimeoutMs",
 ] as const satisfies ReadonlyArray<keyof HandoffConfig>;
 
 /** What each key must hold, for the one-sentence type errors. */
@@ -91,6 +104,8 @@ const EXPECTED: Record<(typeof CONFIG_KEYS)[number] | "$schema", string> = {
   reportsTriggerTurn: "true or false",
   ports: 'a number of ports, or {"count": <number>, "range": [<first>, <last>]}',
   env: 'an object of variables and their values (strings), like {"DATABASE_URL": "postgres://localhost:${PORT}/app"}',
+  check: 'a shell command (a string, like "npm test") or an argument list (strings, like ["npm", "test"])',
+  checkTimeoutMs: "a number of milliseconds",
 };
 
 export const SettingsFileSchema = z.strictObject({
@@ -107,6 +122,8 @@ export const SettingsFileSchema = z.strictObject({
     .union([z.number(), z.strictObject({ count: z.number(), range: z.tuple([z.number(), z.number()]).optional() })])
     .optional(),
   env: z.record(z.string(), z.string()).optional(),
+  check: z.union([z.string(), z.array(z.string())]).optional(),
+  checkTimeoutMs: z.number().optional(),
 });
 
 const MAX_POST_CREATE = 20;
@@ -173,7 +190,32 @@ export function parseConfig(value: unknown, file: string): ParsedConfig {
     }
     config.env = { ...data.env };
   }
+  if (data.check !== undefined) {
+    const problem = checkCheckCommand(data.check);
+    if (problem !== undefined) return fail("check", problem);
+    config.check = typeof data.check === "string" ? data.check : [...data.check];
+  }
+  if (data.checkTimeoutMs !== undefined) {
+    const [least, most] = CHECK_TIMEOUT_BOUNDS;
+    if (!Number.isInteger(data.checkTimeoutMs) || data.checkTimeoutMs < least || data.checkTimeoutMs > most)
+      return fail(
+        "checkTimeoutMs",
+        `must be a whole number of milliseconds from ${least} to ${most}, not ${data.checkTimeoutMs}`,
+      );
+    config.checkTimeoutMs = data.checkTimeoutMs;
+  }
   return { ok: true, config };
+}
+
+/** Why a `check` cannot be run as written, or undefined when it can. */
+function checkCheckCommand(check: string | readonly string[]): string | undefined {
+  const words = typeof check === "string" ? [check] : check;
+  if (words.length === 0 || (words[0] ?? "").trim() === "") return "names no command";
+  // A newline in a shell command would run as two; in an argument it is never meant.
+  const bad = words.find((word) => hasControlCharacter(word));
+  if (bad !== undefined)
+    return `has ${JSON.stringify(bad)}, which contains a newline or another control character; join the lines with && or ;`;
+  return undefined;
 }
 
 /** The port settings, or why they cannot be used. */

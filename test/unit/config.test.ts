@@ -20,6 +20,7 @@ import {
   approvalOptions,
   approvalsFile,
   approvePostCreate,
+  approvedCheck,
   isPostCreateApproved,
   settingsForHandoff,
 } from "../../src/config/post-create-approval.ts";
@@ -59,7 +60,7 @@ describe("parseConfig", () => {
   it.each([
     [
       { worktreeDirr: "x" },
-      `Unknown key "worktreeDirr" in ${FILE}; the keys are worktreeDir, branchPrefix, copy, symlink, postCreate, mux, reportsTriggerTurn, ports, env.`,
+      `Unknown key "worktreeDirr" in ${FILE}; the keys are worktreeDir, branchPrefix, copy, symlink, postCreate, mux, reportsTriggerTurn, ports, env, check, checkTimeoutMs.`,
     ],
     [{ copy: ".env" }, `"copy" in ${FILE} must be a list of glob patterns (strings).`],
     [{ mux: "screen" }, `"mux" in ${FILE} must be "tmux", "herdr" or "zellij".`],
@@ -84,6 +85,20 @@ describe("parseConfig", () => {
     ],
     [{ postCreate: ["  "] }, `"postCreate" in ${FILE} has an empty command.`],
     [{ branchPrefix: "my prefix/" }, `"branchPrefix" in ${FILE} must not contain spaces or control characters.`],
+    [
+      { check: 7 },
+      `"check" in ${FILE} must be a shell command (a string, like "npm test") or an argument list (strings, like ["npm", "test"]).`,
+    ],
+    [{ check: [] }, `"check" in ${FILE} names no command.`],
+    [{ check: " " }, `"check" in ${FILE} names no command.`],
+    [
+      { check: "npm test\nrm -rf /" },
+      `"check" in ${FILE} has "npm test\\nrm -rf /", which contains a newline or another control character; join the lines with && or ;.`,
+    ],
+    [
+      { checkTimeoutMs: 5 },
+      `"checkTimeoutMs" in ${FILE} must be a whole number of milliseconds from 1000 to 86400000, not 5.`,
+    ],
     [[1, 2], `${FILE} must hold one JSON object (like {"branchPrefix": "pi/"}).`],
   ])("refuses %j with one sentence naming the file and key", (value, message) => {
     expect(parseConfig(value, FILE)).toEqual({ ok: false, message });
@@ -293,12 +308,12 @@ describe("loadHandoffConfig", () => {
     writeFileSync(repoFile, JSON.stringify({ branchPrefx: "pi/" }));
     expect(await loadHandoffConfig({ cwd: repo, agentDir, projectTrusted: true })).toEqual({
       ok: false,
-      message: `Unknown key "branchPrefx" in ${repoFile}; the keys are worktreeDir, branchPrefix, copy, symlink, postCreate, mux, reportsTriggerTurn, ports, env.`,
+      message: `Unknown key "branchPrefx" in ${repoFile}; the keys are worktreeDir, branchPrefix, copy, symlink, postCreate, mux, reportsTriggerTurn, ports, env, check, checkTimeoutMs.`,
     });
     writeFileSync(userFile, JSON.stringify({ hooks: [] }));
     expect(await loadHandoffConfig({ cwd: repo, agentDir, projectTrusted: false })).toEqual({
       ok: false,
-      message: `Unknown key "hooks" in ${userFile}; the keys are worktreeDir, branchPrefix, copy, symlink, postCreate, mux, reportsTriggerTurn, ports, env.`,
+      message: `Unknown key "hooks" in ${userFile}; the keys are worktreeDir, branchPrefix, copy, symlink, postCreate, mux, reportsTriggerTurn, ports, env, check, checkTimeoutMs.`,
     });
   });
 
@@ -414,6 +429,49 @@ describe("approving a repository's postCreate commands", () => {
     expect(await isPostCreateApproved(agentDir, join(dir, "other.json"), ["make"])).toBe(false);
     writeFileSync(approvalsFile(agentDir), "{ not json");
     expect(await isPostCreateApproved(agentDir, file, ["make"])).toBe(false);
+  });
+
+  it("covers the repository's check too: an approval without it (or with another) does not approve it", async () => {
+    dir = makeTempDir("phw-approval-");
+    const agentDir = join(dir, "agent");
+    const file = join(dir, "repo", ".pi", "handoff-worktree.json");
+    await approvePostCreate(agentDir, file, ["make"]);
+    expect(await isPostCreateApproved(agentDir, file, ["make"], undefined, ["sh", "check.sh"])).toBe(false);
+    await approvePostCreate(agentDir, file, ["make"], new Date(), undefined, ["sh", "check.sh"]);
+    expect(await isPostCreateApproved(agentDir, file, ["make"], undefined, ["sh", "check.sh"])).toBe(true);
+    expect(await isPostCreateApproved(agentDir, file, ["make"], undefined, "sh check.sh")).toBe(false);
+    expect(await isPostCreateApproved(agentDir, file, ["make"])).toBe(false);
+    const repoCode = { file, commands: ["make"], check: ["sh", "check.sh"] };
+    const config = { check: ["sh", "check.sh"] };
+    expect(await approvedCheck({ agentDir, config, repoNeedsApproval: repoCode, approvedByFlag: false })).toEqual({
+      ok: true,
+      check: ["sh", "check.sh"],
+    });
+    const other = { ...repoCode, check: ["sh", "other.sh"] };
+    expect(
+      await approvedCheck({
+        agentDir,
+        config: { check: other.check },
+        repoNeedsApproval: other,
+        approvedByFlag: false,
+      }),
+    ).toEqual({
+      ok: false,
+      message: `The check in ${file} (["sh","other.sh"]) has not been approved yet; review it and add --approve-repo-code, or approve the repository's code once in Pi's TUI; nothing was landed.`,
+    });
+    expect(
+      await approvedCheck({ agentDir, config: { check: other.check }, repoNeedsApproval: other, approvedByFlag: true }),
+    ).toEqual({ ok: true, check: ["sh", "other.sh"] });
+    expect(await isPostCreateApproved(agentDir, file, ["make"], undefined, ["sh", "other.sh"])).toBe(true);
+    // The user's own check needs no approval.
+    expect(
+      await approvedCheck({
+        agentDir,
+        config: { check: "make test" },
+        repoNeedsApproval: undefined,
+        approvedByFlag: false,
+      }),
+    ).toEqual({ ok: true, check: "make test" });
   });
 
   it("covers the repository's env variables too: each exact set needs its own approval", async () => {

@@ -25,6 +25,8 @@ describe("published JSON Schemas", () => {
     expect(Object.keys(settings.properties).sort()).toEqual([
       "$schema",
       "branchPrefix",
+      "check",
+      "checkTimeoutMs",
       "copy",
       "env",
       "mux",
