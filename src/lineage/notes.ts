@@ -27,7 +27,13 @@ export function noteMessage(note: HandoffNote): DeliveryMessage {
     customType: NOTE_MESSAGE_TYPE,
     content: note.text,
     display: true,
-    details: { handoffId: note.handoffId, noteId: note.id, kind: note.kind, rebase: note.rebase },
+    details: {
+      handoffId: note.handoffId,
+      noteId: note.id,
+      ...(note.kind === "rebased"
+        ? { kind: note.kind, rebase: note.rebase }
+        : { kind: note.kind, sentBack: note.sentBack }),
+    },
   };
 }
 

@@ -1,5 +1,6 @@
 /**
- * Notes for a handoff child from outside its conversation (`pi-handoff rebase`: its base moved):
+ * Notes for a handoff child from outside its conversation (`pi-handoff rebase`: its base moved;
+ * `pi-handoff land --all`: the queue sent it back, with why):
  * small files in the handoff store, one per note, under
  * `<agentDir>/handoff-worktree/notes/<handoff id>/<note id>.json`. The reverse of the child's
  * reports (child-reports.ts): recovery writes here, the child's own Pi delivers each note once.
@@ -10,7 +11,8 @@
  * - This zod schema is the only definition of the format; a file that fails it is skipped (and
  *   counted), never repaired or deleted.
  * - Files are written atomically and never overwritten; a note's id comes from what it tells (the
- *   rebase's time and new tip), so telling again after a crash writes nothing.
+ *   rebase's time and new tip; the queue run's time and the branch's tip), so telling again after
+ *   a crash writes nothing.
  * - The text is cleaned and bounded before it is written; reads are bounded (`MAX_LISTED`).
  */
 import { mkdir, readdir, readFile } from "node:fs/promises";
@@ -28,33 +30,55 @@ const HANDOFF_ID = /^[a-z0-9][a-z0-9-]{2,80}$/;
 const isoTime = z.string().datetime({ offset: true });
 const sha = z.string().regex(/^[0-9a-f]{40,64}$/);
 
-export const HandoffNoteSchema = z.strictObject({
+const noteCommon = {
   version: z.literal(HANDOFF_NOTE_VERSION),
   id: z.string().regex(NOTE_ID),
   handoffId: z.string().regex(HANDOFF_ID),
-  /** `rebased`: `pi-handoff rebase` re-made the branch's commits on the target's new tip. */
-  kind: z.enum(["rebased"]),
   createdAt: isoTime,
   branch: z.string(),
   text: z.string().max(MAX_NOTE_TEXT_CHARS),
-  rebase: z.strictObject({
-    onto: z.strictObject({ ref: z.string(), sha }),
-    from: sha,
-    to: sha,
-    commits: z.number().int().nonnegative(),
+};
+
+/** Why the queue (`pi-handoff land --all`) sent a child back. */
+export const SENT_BACK_REASONS = ["conflict", "check_failed", "refused"] as const;
+
+export const HandoffNoteSchema = z.discriminatedUnion("kind", [
+  /** `rebased`: `pi-handoff rebase` re-made the branch's commits on the target's new tip. */
+  z.strictObject({
+    ...noteCommon,
+    kind: z.literal("rebased"),
+    rebase: z.strictObject({
+      onto: z.strictObject({ ref: z.string(), sha }),
+      from: sha,
+      to: sha,
+      commits: z.number().int().nonnegative(),
+    }),
   }),
-});
+  /** `sent_back`: the queue did not land the branch; it is at `tip` (as before the queue, unless kept rebased). */
+  z.strictObject({
+    ...noteCommon,
+    kind: z.literal("sent_back"),
+    sentBack: z.strictObject({
+      reason: z.enum(SENT_BACK_REASONS),
+      into: z.string(),
+      tip: sha,
+      log: z.string().optional(),
+    }),
+  }),
+]);
 export type HandoffNote = z.infer<typeof HandoffNoteSchema>;
 
-export interface HandoffNoteInput {
+type NoteFacts =
+  | { kind: "rebased"; rebase: Extract<HandoffNote, { kind: "rebased" }>["rebase"] }
+  | { kind: "sent_back"; sentBack: Extract<HandoffNote, { kind: "sent_back" }>["sentBack"] };
+
+export type HandoffNoteInput = NoteFacts & {
   handoffId: string;
-  kind: HandoffNote["kind"];
   branch: string;
   text: string;
-  rebase: HandoffNote["rebase"];
   /** The note's id: the time in ms and 8 hex digits of what it tells; written at most once. */
   fixedId: { at: Date; hex: string };
-}
+};
 
 export class HandoffNoteStore {
   readonly dir: string;
@@ -74,11 +98,12 @@ export class HandoffNoteStore {
       version: HANDOFF_NOTE_VERSION,
       id: `${String(input.fixedId.at.getTime()).padStart(13, "0")}-${input.fixedId.hex.slice(0, 8)}`,
       handoffId: input.handoffId,
-      kind: input.kind,
       createdAt: now.toISOString(),
       branch: input.branch,
       text: boundText(sanitizeText(input.text).trim(), MAX_NOTE_TEXT_CHARS).text,
-      rebase: input.rebase,
+      ...(input.kind === "rebased"
+        ? { kind: input.kind, rebase: input.rebase }
+        : { kind: input.kind, sentBack: input.sentBack }),
     });
     const dir = join(this.dir, note.handoffId);
     await mkdir(dir, { recursive: true });

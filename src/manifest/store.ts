@@ -66,7 +66,7 @@ const TEMP_PATTERN = /^\.(.+)\.(\d+)\.[0-9a-f]{8}\.tmp$/;
 const HANDOFF_TEMP_PATTERN = /^([^.]+\.[^/]+)\.(\d+)\.tmp$/;
 
 /** What holds a handoff: the actions that decide and act on one handoff. */
-export const HANDOFF_ACTIONS = ["handoff", "relaunch", "remove", "prune", "focus", "land", "rebase"] as const;
+export const HANDOFF_ACTIONS = ["handoff", "relaunch", "remove", "prune", "focus", "land", "rebase", "queue"] as const;
 export type HandoffAction = (typeof HANDOFF_ACTIONS)[number];
 
 const ACTION_VERBS: Readonly<Record<HandoffAction, string>> = {
@@ -77,6 +77,8 @@ const ACTION_VERBS: Readonly<Record<HandoffAction, string>> = {
   focus: "switching to it",
   land: "landing it",
   rebase: "rebasing it",
+  // The queue's own lock (recovery/queue.ts) names a repository, not a handoff.
+  queue: "landing the queue of its repository",
 };
 
 export const ActionHolderSchema = z.strictObject({

@@ -15,6 +15,7 @@ import { agentDirFromEnv } from "../session/paths.ts";
 import type { InventoryDeps } from "./inventory.ts";
 import { faultPlanFromEnv, NO_FAULTS } from "../faults.ts";
 import type { LandDeps } from "./land.ts";
+import type { QueueDeps } from "./queue.ts";
 import type { RebaseDeps } from "./rebase.ts";
 import { HandoffNoteStore } from "../manifest/handoff-notes.ts";
 
@@ -70,6 +71,12 @@ export function createLandDeps(env: NodeJS.ProcessEnv, now: () => Date = () => n
 
 /** What `rebase` needs besides the landing's: the note store through which the child is told. */
 export function createRebaseDeps(env: NodeJS.ProcessEnv, now: () => Date = () => new Date()): RebaseDeps {
+  const deps = createLandDeps(env, now);
+  return { ...deps, notes: HandoffNoteStore.forAgentDir(deps.agentDir) };
+}
+
+/** What `land --all` (the queue) needs: a landing's and a rebase's. */
+export function createQueueDeps(env: NodeJS.ProcessEnv, now: () => Date = () => new Date()): QueueDeps {
   const deps = createLandDeps(env, now);
   return { ...deps, notes: HandoffNoteStore.forAgentDir(deps.agentDir) };
 }

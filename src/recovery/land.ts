@@ -631,7 +631,13 @@ export async function landHandoff(
   return { ...landed, message: `${landed.message} ${removed}`, removal };
 }
 
-async function landLocked(deps: LandDeps, id: string, request: LandRequest, now: () => Date): Promise<LandOutcome> {
+/** `landHandoff` for a caller that already holds handoff `id`'s action lock (the queue, recovery/queue.ts). */
+export async function landLocked(
+  deps: LandDeps,
+  id: string,
+  request: LandRequest,
+  now: () => Date,
+): Promise<LandOutcome> {
   const settled = await settleInterrupted(deps, id, now);
   const planned = await planLanding(deps, id, request);
   if (!planned.ok && planned.code === "nothing_to_land" && settled !== undefined) {

@@ -256,7 +256,8 @@ export async function rebaseHandoff(
   return isActionBusy(done) ? { ok: false, code: "busy", message: done.message } : done;
 }
 
-async function rebaseLocked(
+/** `rebaseHandoff` for a caller that already holds handoff `id`'s action lock (the queue, recovery/queue.ts). */
+export async function rebaseLocked(
   deps: RebaseDeps,
   id: string,
   request: RebaseRequest,

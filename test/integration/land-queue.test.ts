@@ -1,0 +1,169 @@
+/**
+ * `pi-handoff land --all` on real git (issue 44): four children of one repository, two
+ * independent, one that conflicts with a sibling once that sibling landed, one whose check fails
+ * (the repository's check, approved through the approval API). The expected report exactly, the
+ * failing and conflicting children's branches, worktrees and files as they were, a note for each,
+ * and main holding exactly the two others' commits.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { loadHandoffConfig } from "../../src/config/load.ts";
+import { approvePostCreate, approvedCheck } from "../../src/config/post-create-approval.ts";
+import { HandoffNoteStore } from "../../src/manifest/handoff-notes.ts";
+import { createQueueDeps } from "../../src/recovery/deps.ts";
+import {
+  describeQueuePlan,
+  describeQueueReport,
+  planQueue,
+  queueLockId,
+  runQueue,
+  type QueueCheck,
+} from "../../src/recovery/queue.ts";
+import { createLandRig, type LandRig } from "../support/land-rig.ts";
+
+let rig: LandRig | undefined;
+
+afterEach(() => {
+  rig?.cleanup();
+  rig = undefined;
+});
+
+const CHECK_SCRIPT = `#!/bin/sh
+if grep -q broken ./*.txt; then
+  i=1
+  while [ $i -le 25 ]; do echo "check line $i"; i=$((i + 1)); done
+  echo "broken content found" >&2
+  exit 3
+fi
+echo "all good"
+`;
+
+/** Every file of a worktree (but .git), with its content. */
+function filesOf(r: LandRig, worktree: string): Record<string, string> {
+  const names = r.repo.run(["ls-files", "--cached", "--others"], { cwd: worktree }).split("\n").filter(Boolean);
+  return Object.fromEntries(names.map((name) => [name, readFileSync(join(worktree, name), "utf8")]));
+}
+
+describe("pi-handoff land --all (the local merge queue)", () => {
+  it("lands the two that pass, sends back the conflicting and the failing child intact and told, and says why", async () => {
+    const r = (rig = await createLandRig());
+    const { repo } = r;
+    const a = { id: r.id, branch: r.branch, worktree: r.worktree };
+    // main moves on (the check script) after feat/land left it: feat/land needs a rebase.
+    const checkCommit = repo.commitFile("check.sh", CHECK_SCRIPT, "add the check");
+    const b = { branch: "feat/b", ...(await r.addHandoff("feat/b")) };
+    const c = { branch: "feat/c", ...(await r.addHandoff("feat/c")) };
+    const d = { branch: "feat/d", ...(await r.addHandoff("feat/d")) };
+    const idle = { branch: "feat/idle", ...(await r.addHandoff("feat/idle")) };
+    r.commitInWorktree("shared.txt", "from a\n", "add a");
+    const bTip = repo.commitFile("b.txt", "b\n", "add b", { cwd: b.worktree });
+    const cTip = repo.commitFile("shared.txt", "from c\n", "add c", { cwd: c.worktree });
+    const dTip = repo.commitFile("d.txt", "broken\n", "add d", { cwd: d.worktree });
+    const cFiles = filesOf(r, c.worktree);
+    const dFiles = filesOf(r, d.worktree);
+
+    // The repository's check is code: it runs only once approved (the same approval as postCreate).
+    mkdirSync(join(repo.root, ".pi"), { recursive: true });
+    const settingsFile = join(repo.root, ".pi", "handoff-worktree.json");
+    writeFileSync(settingsFile, JSON.stringify({ check: ["sh", "check.sh"], checkTimeoutMs: 60_000 }));
+    const loaded = await loadHandoffConfig({ cwd: repo.root, agentDir: r.agentDir, projectTrusted: true });
+    if (!loaded.ok) throw new Error(loaded.message);
+    const asked = { agentDir: r.agentDir, config: loaded.config, repoNeedsApproval: loaded.repoNeedsApproval };
+    expect(await approvedCheck({ ...asked, approvedByFlag: false })).toEqual({
+      ok: false,
+      message: `The check in ${settingsFile} (["sh","check.sh"]) has not been approved yet; review it and add --approve-repo-code, or approve the repository's code once in Pi's TUI; nothing was landed.`,
+    });
+    await approvePostCreate(r.agentDir, settingsFile, [], new Date(), undefined, ["sh", "check.sh"]);
+    expect(await approvedCheck({ ...asked, approvedByFlag: false })).toEqual({ ok: true, check: ["sh", "check.sh"] });
+    const check: QueueCheck = { command: ["sh", "check.sh"], timeoutMs: 60_000, env: r.env };
+
+    const deps = createQueueDeps(r.env);
+    const repoCommonDir = join(repo.root, ".git");
+    // The dry run: the order (no predicted clash first, then by creation), the strategies, the check.
+    const plan = await planQueue(deps, { repoCommonDir });
+    const before = r.snapshot();
+    expect(describeQueuePlan(plan, check, '["sh","check.sh"]')).toEqual([
+      "Dry run, nothing changed. Would land 4 handoffs, in this order:",
+      `  1. ${b.id} feat/b (1 commit): fast-forward main`,
+      `  2. ${d.id} feat/d (1 commit): rebase onto main's tip (after those before it), then fast-forward main`,
+      `  3. ${a.id} feat/land (1 commit): rebase onto main's tip (after those before it), then fast-forward main; forecast: clashes with ${c.id}`,
+      `  4. ${c.id} feat/c (1 commit): rebase onto main's tip (after those before it), then fast-forward main; forecast: clashes with ${a.id}`,
+      `Check, in each child's worktree before it lands (at most 60 s): ["sh","check.sh"]`,
+      "Waiting (1):",
+      `  ${idle.id} feat/idle: nothing to land`,
+    ]);
+    expect(r.snapshot()).toEqual(before);
+
+    const outcome = await runQueue(deps, { repoCommonDir, check, keepRebased: false });
+    if (!outcome.ok) throw new Error(outcome.message);
+    const { report } = outcome;
+    const mainTip = repo.run(["rev-parse", "refs/heads/main"]);
+    const sentD = report.sentBack[0];
+    if (sentD?.reason.code !== "check_failed" || sentD.after.code !== "restored")
+      throw new Error("feat/d was not sent back for its check");
+    const log = sentD.reason.check.log;
+    const dRebased = sentD.after.rebasedTo;
+    expect(describeQueueReport(report)).toEqual([
+      "Landed (2):",
+      `  ${b.id} feat/b: 1 commit into main, now at ${bTip.slice(0, 12)} (check passed)`,
+      `  ${a.id} feat/land: 1 commit into main, now at ${mainTip.slice(0, 12)} (check passed)`,
+      "Sent back (2):",
+      `  ${d.id} feat/d: on main's tip, the check exited with 3 (log: ${log}). feat/d was rebased for the check (to ${dRebased.slice(0, 12)}) and moved back to ${dTip.slice(0, 12)}, where it was, with its worktree's files.`,
+      "    Its Pi is told at its next idle point.",
+      `  ${c.id} feat/c: rebasing it onto main would conflict in shared.txt. feat/c and its worktree were not changed (feat/c is at ${cTip.slice(0, 12)}).`,
+      "    Its Pi is told at its next idle point.",
+      "Waiting (1):",
+      `  ${idle.id} feat/idle: nothing to land`,
+    ]);
+    // D was checked on main's tip with B in it.
+    expect(repo.run(["rev-parse", `${dRebased}^`])).toBe(bTip);
+    expect(log.startsWith(join(r.agentDir, "handoff-worktree", "checks", d.id, ""))).toBe(true);
+    const output = `${Array.from({ length: 25 }, (_, i) => `check line ${i + 1}\n`).join("")}broken content found\n`;
+    expect(readFileSync(log, "utf8")).toBe(output);
+
+    // main holds exactly B's and A's commits on top of the check, and its checkout has their files.
+    expect(repo.run(["log", "--format=%s", `${checkCommit}..refs/heads/main`]).split("\n")).toEqual(["add a", "add b"]);
+    expect(repo.run(["rev-parse", `${mainTip}^`])).toBe(bTip);
+    expect(readFileSync(join(repo.root, "shared.txt"), "utf8")).toBe("from a\n");
+    // The failing and the conflicting children: branch, worktree and files as before the queue.
+    for (const [child, tip, files] of [
+      [c, cTip, cFiles],
+      [d, dTip, dFiles],
+    ] as const) {
+      expect(repo.run(["rev-parse", `refs/heads/${child.branch}`])).toBe(tip);
+      expect(repo.run(["rev-parse", "HEAD"], { cwd: child.worktree })).toBe(tip);
+      expect(repo.run(["status", "--porcelain", "--untracked-files=all"], { cwd: child.worktree })).toBe("");
+      expect(filesOf(r, child.worktree)).toEqual(files);
+    }
+    // Each is told once, with why, the check's last 20 lines and the log.
+    const notes = HandoffNoteStore.forAgentDir(r.agentDir);
+    const cNotes = (await notes.list(c.id)).notes;
+    expect(cNotes.map((note) => [note.kind, note.text])).toEqual([
+      [
+        "sent_back",
+        [
+          "pi-handoff land --all did not land feat/c into main: rebasing it onto main would conflict in shared.txt.",
+          `feat/c and its worktree were not changed (feat/c is at ${cTip.slice(0, 12)}).`,
+          "Fix it here and commit; the next pi-handoff land --all takes it again.",
+        ].join("\n"),
+      ],
+    ]);
+    const dNotes = (await notes.list(d.id)).notes;
+    expect(dNotes.map((note) => note.kind)).toEqual(["rebased", "sent_back"]);
+    expect(dNotes[1]?.text).toBe(
+      [
+        "pi-handoff land --all did not land feat/d into main: on main's tip, the check exited with 3.",
+        `feat/d was rebased for the check (to ${dRebased.slice(0, 12)}) and moved back to ${dTip.slice(0, 12)}, where it was, with its worktree's files.`,
+        "A note that the branch was rebased, if one came just before, no longer holds.",
+        `The check's last 20 lines (the whole output: ${log}):`,
+        ...Array.from({ length: 19 }, (_, i) => `  check line ${i + 7}`),
+        "  broken content found",
+        "Fix it here and commit; the next pi-handoff land --all takes it again.",
+      ].join("\n"),
+    );
+    expect(dNotes[1]).toMatchObject({ sentBack: { reason: "check_failed", into: "main", tip: dTip, log } });
+    // The queue's lock is released: nothing of it is left in the store.
+    expect(await deps.store.actionHolder(queueLockId(repoCommonDir))).toBeUndefined();
+  });
+});
