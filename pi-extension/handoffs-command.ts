@@ -122,7 +122,9 @@ export async function runHandoffs(
   if (words.length === 0) return pick(deps, ctx, piCommand, options);
   const parsed = parseRecoveryCommand(words, "/handoffs --help");
   // With a person to ask, a landing that cannot fast-forward asks how instead of refusing.
-  if (parsed.ok && parsed.parsed.command === "land" && ctx.hasUI) {
+  // The queue (`land --all`, several handoffs) asks nothing: it runs as pi-handoff's, below.
+  const queue = parsed.ok && (parsed.parsed.flags.all === true || parsed.parsed.handoffs !== undefined);
+  if (parsed.ok && parsed.parsed.command === "land" && ctx.hasUI && !queue) {
     const resolved = await resolveHandoffName(deps.store, parsed.parsed.handoff ?? "");
     if (!resolved.ok) return report(ctx, `/handoffs land: ${resolved.message}`, "error");
     const request = landRequestFrom(parsed.parsed);

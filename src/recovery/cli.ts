@@ -13,6 +13,7 @@
  *   pi-handoff rebase <handoff> [--dry-run] [--no-verify]
  *   pi-handoff tree [<handoff> | <session file>] [--repo DIR] [--json]
  *   pi-handoff land <handoff> [--into BRANCH] [--strategy ff|rebase|merge|squash] [--message SUBJECT] [--dry-run] [--remove] [--delete-branch] [--no-verify]
+ *   pi-handoff land --all [--repo DIR] | land <handoff> <handoff>... [--dry-run] [--keep-rebased] [--approve-repo-code] [--no-verify]
  *   pi-handoff completion bash|zsh|fish
  *   pi-handoff --version
  *
@@ -159,6 +160,17 @@ Commands:
                                           subject of a merge or squash commit; --dry-run says
                                           what it would do; --remove then removes the worktree
                                           (branch kept unless --delete-branch)
+  land --all [--repo DIR] | land <handoff> <handoff>... [--dry-run] [--keep-rebased]
+       [--approve-repo-code] [--no-verify]
+                                          the merge queue: every ready child of the repository
+                                          (or these), in an order from the forecast, each rebased
+                                          onto its target's tip in its worktree, checked there
+                                          (settings: check) and fast-forwarded; one that
+                                          conflicts or fails its check is sent back as it was
+                                          (--keep-rebased: rebased) and told why; exit 1 when
+                                          one was sent back; --dry-run prints the order, the
+                                          strategy and the check; a repository's check runs only
+                                          once approved (--approve-repo-code)
 
   completion bash|zsh|fish                print a completion script for that shell; load it with
                                           source <(pi-handoff completion bash) (zsh: the same, after
@@ -279,6 +291,7 @@ async function run(deps: CliDeps, io: CliIo, parsed: ParsedRecoveryCommand): Pro
         ...(flags["no-verify"] === true ? { noVerify: true } : {}),
       });
     case "land": {
+      if (flags.all === true || parsed.handoffs !== undefined) return landQueue(deps, io, parsed);
       // The options are checked before the handoff is looked up: bad input is said first.
       const request = (await import("./land.ts")).landRequestFrom(parsed);
       if (!request.ok) throw new UsageError(request.message, "land");
@@ -407,6 +420,82 @@ async function land(io: CliIo, id: string, request: LandRequest): Promise<number
     throw outcome.code === "not_found" ? new UsageError(outcome.message, "land") : new Refusal(outcome.message, "land");
   io.stdout(`${outcome.message}\n`);
   return removalFailedAfterLanding(outcome) ? EXIT_REFUSED : EXIT_OK;
+}
+
+/**
+ * `land --all` / `land <handoff> <handoff>...`: the queue (queue.ts) of one repository, the check
+ * from the settings (a repository's only once approved: `--approve-repo-code`). Exit 1 when a
+ * child was sent back (or the queue is busy); waiting children do not count.
+ */
+async function landQueue(deps: CliDeps, io: CliIo, parsed: ParsedRecoveryCommand): Promise<number> {
+  const ids: string[] = [];
+  for (const name of parsed.handoffs ?? []) ids.push(await resolveId(deps, "land", name));
+  let commonDir: string;
+  let mainCheckout: string;
+  if (ids.length > 0) {
+    const manifests = await Promise.all(ids.map((id) => deps.store.read(id)));
+    const repos = new Set(manifests.map((read) => (read.ok ? read.manifest.repo.commonDir : "")));
+    const first = manifests[0];
+    if (first === undefined || !first.ok || repos.size !== 1)
+      throw new UsageError("The queue lands the handoffs of one repository at a time; these are of several.", "land");
+    commonDir = first.manifest.repo.commonDir;
+    mainCheckout = first.manifest.repo.root;
+  } else {
+    const dir = resolve(io.cwd ?? process.cwd(), parsed.repo ?? ".");
+    const repo = await deps.git.findRepository(dir);
+    if (repo === undefined)
+      throw new UsageError(
+        `${dir} is not inside a git repository${parsed.repo === undefined ? ": run it in one, or give --repo DIR" : ""}.`,
+        "land",
+      );
+    commonDir = repo.commonDir;
+    mainCheckout = repo.mainCheckout;
+  }
+  const [{ loadHandoffConfig }, approval, { DEFAULT_CHECK_TIMEOUT_MS }, queue, { createQueueDeps }] = await Promise.all(
+    [
+      import("../config/load.ts"),
+      import("../config/post-create-approval.ts"),
+      import("../config/schema.ts"),
+      import("./queue.ts"),
+      import("./deps.ts"),
+    ],
+  );
+  // Outside Pi there is no project trust to ask: the repository's check runs only once approved.
+  const settings = await loadHandoffConfig({ cwd: mainCheckout, agentDir: deps.agentDir, projectTrusted: true });
+  if (!settings.ok) throw new Refusal(settings.message, "land");
+  const dryRun = parsed.flags["dry-run"] === true;
+  const approved = await approval.approvedCheck({
+    agentDir: deps.agentDir,
+    config: settings.config,
+    repoNeedsApproval: settings.repoNeedsApproval,
+    // A dry run approves nothing: it shows the check, and says whether it still needs approving.
+    approvedByFlag: !dryRun && parsed.flags["approve-repo-code"] === true,
+  });
+  const command = settings.config.check;
+  const check =
+    command === undefined
+      ? undefined
+      : { command, timeoutMs: settings.config.checkTimeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS, env: io.env };
+  const queueDeps = createQueueDeps(io.env, io.now);
+  const request = {
+    repoCommonDir: commonDir,
+    ...(ids.length === 0 ? {} : { ids }),
+    keepRebased: parsed.flags["keep-rebased"] === true,
+    ...(parsed.flags["no-verify"] === true ? { noVerify: true } : {}),
+  };
+  if (dryRun) {
+    const plan = await queue.planQueue(queueDeps, request);
+    const shown = command === undefined ? "" : approval.checkText(command);
+    const lines = queue.describeQueuePlan(plan, check, shown);
+    if (!approved.ok) lines.push(approved.message.replace(/; nothing was landed\.$/, "."));
+    io.stdout(`${lines.join("\n")}\n`);
+    return EXIT_OK;
+  }
+  if (!approved.ok) throw new Refusal(approved.message, "land");
+  const outcome = await queue.runQueue(queueDeps, { ...request, ...(check === undefined ? {} : { check }) }, io.now);
+  if (!outcome.ok) throw new Refusal(outcome.message, "land");
+  io.stdout(`${queue.describeQueueReport(outcome.report).join("\n")}\n`);
+  return outcome.report.sentBack.length === 0 ? EXIT_OK : EXIT_REFUSED;
 }
 
 /** The id of the handoff `name` designates (an id, a unique start of one, or a branch). */

@@ -69,8 +69,17 @@ export const RECOVERY_OPTIONS: Readonly<Record<RecoveryCommand, OptionSpecs>> = 
     "delete-branch": { type: "boolean" },
     "no-verify": { type: "boolean" },
     message: { type: "string", short: "m" },
+    // The queue (`land --all`, or several handoffs): recovery/queue.ts.
+    all: { type: "boolean" },
+    repo: { type: "string" },
+    "keep-rebased": { type: "boolean" },
+    "approve-repo-code": { type: "boolean" },
   },
 };
+
+/** `land`'s options for one handoff only, and those for the queue only (`land --all`, or several handoffs). */
+const LAND_ONE_ONLY = ["into", "strategy", "message", "remove", "delete-branch"] as const;
+const LAND_QUEUE_ONLY = ["repo", "keep-rebased", "approve-repo-code"] as const;
 
 export const TAKES_HANDOFF: Readonly<Record<RecoveryCommand, boolean>> = {
   list: false,
@@ -101,6 +110,8 @@ export interface ParsedRecoveryCommand {
   strategy?: string;
   /** `land --message <subject>` (`-m`). */
   message?: string;
+  /** `land <handoff> <handoff>...`: the handoffs the queue lands (with `--all`, none: every ready one). */
+  handoffs?: string[];
 }
 
 export type RecoveryCommandParse =
@@ -179,11 +190,26 @@ export function parseRecoveryCommand(
         `Give a handoff or --all, not both: ${JSON.stringify(positionals.join(" "))} was given with --all (see ${help}).`,
       );
   }
-  const limit = TAKES_HANDOFF[command] ? 1 : 0;
+  // `land --all` or `land <handoff> <handoff>...` is the queue: every ready one, or these, in turn.
+  const queue = command === "land" && (values.all === true || positionals.length > 1);
+  if (command === "land") {
+    if (values.all === true && positionals.length > 0)
+      return refuse(
+        `Give handoffs or --all, not both: ${JSON.stringify(positionals.join(" "))} was given with --all (see ${help}).`,
+      );
+    const misplaced = (queue ? LAND_ONE_ONLY : LAND_QUEUE_ONLY).find((name) => values[name] !== undefined);
+    if (misplaced !== undefined)
+      return refuse(
+        queue
+          ? `--${misplaced} is for landing one handoff; the queue rebases each onto its target and fast-forwards it (see ${help}).`
+          : `--${misplaced} goes with the queue: land --all, or land with several handoffs (see ${help}).`,
+      );
+  }
+  const limit = queue ? positionals.length : TAKES_HANDOFF[command] ? 1 : 0;
   if (positionals.length > limit)
     return refuse(`Unexpected ${JSON.stringify(positionals.slice(limit).join(" "))} (see ${help}).`);
   const handoff = positionals[0];
-  if (TAKES_HANDOFF[command] && handoff === undefined && !many && !OPTIONAL_HANDOFF.has(command)) {
+  if (TAKES_HANDOFF[command] && handoff === undefined && !many && !queue && !OPTIONAL_HANDOFF.has(command)) {
     return refuse(
       "Name the handoff: its id, the start of its id, or its branch (pi-handoff list or /handoffs shows them).",
     );
@@ -200,6 +226,7 @@ export function parseRecoveryCommand(
       ...(typeof values.into === "string" ? { into: values.into } : {}),
       ...(typeof values.strategy === "string" ? { strategy: values.strategy } : {}),
       ...(typeof values.message === "string" ? { message: values.message } : {}),
+      ...(queue && positionals.length > 0 ? { handoffs: positionals } : {}),
     },
   };
 }

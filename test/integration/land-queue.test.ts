@@ -21,6 +21,7 @@ import {
   type QueueCheck,
 } from "../../src/recovery/queue.ts";
 import { createLandRig, type LandRig } from "../support/land-rig.ts";
+import { runCli } from "../support/reliability.ts";
 
 let rig: LandRig | undefined;
 
@@ -165,5 +166,70 @@ describe("pi-handoff land --all (the local merge queue)", () => {
     expect(dNotes[1]).toMatchObject({ sentBack: { reason: "check_failed", into: "main", tip: dTip, log } });
     // The queue's lock is released: nothing of it is left in the store.
     expect(await deps.store.actionHolder(queueLockId(repoCommonDir))).toBeUndefined();
+  });
+
+  it("from the shell: a repository's check runs only once approved, the queue is one per repository, exit 1 when one was sent back", async () => {
+    const r = (rig = await createLandRig());
+    const { repo } = r;
+    const checkCommit = repo.commitFile("check.sh", CHECK_SCRIPT, "add the check");
+    const bad = { branch: "feat/bad", ...(await r.addHandoff("feat/bad")) };
+    const good = r.commitInWorktree("good.txt", "good\n", "add good");
+    const badTip = repo.commitFile("bad.txt", "broken\n", "add bad", { cwd: bad.worktree });
+    mkdirSync(join(repo.root, ".pi"), { recursive: true });
+    const settingsFile = join(repo.root, ".pi", "handoff-worktree.json");
+    writeFileSync(settingsFile, JSON.stringify({ check: "sh check.sh" }));
+    const before = r.snapshot();
+    const unapproved = `The check in ${settingsFile} (sh check.sh) has not been approved yet; review it and add --approve-repo-code, or approve the repository's code once in Pi's TUI`;
+
+    const refused = await runCli(["land", "--all"], r.env, repo.root);
+    expect([refused.status, refused.stdout, refused.stderr]).toEqual([
+      1,
+      "",
+      `pi-handoff land: ${unapproved}; nothing was landed.\n`,
+    ]);
+    const dry = await runCli(["land", "--all", "--dry-run"], r.env, repo.root);
+    expect([dry.status, dry.stderr]).toEqual([0, ""]);
+    expect(dry.stdout.split("\n").slice(-3)).toEqual([
+      "Check, in each child's worktree before it lands (at most 600 s): sh check.sh",
+      `${unapproved}.`,
+      "",
+    ]);
+    const mixed = await runCli(["land", r.id, "--keep-rebased"], r.env, repo.root);
+    expect([mixed.status, mixed.stderr]).toEqual([
+      2,
+      "pi-handoff land: --keep-rebased goes with the queue: land --all, or land with several handoffs (see pi-handoff --help).\n",
+    ]);
+    expect(r.snapshot()).toEqual(before);
+
+    // Another queue of this repository runs: this one refuses at once, changing nothing.
+    const deps = createQueueDeps(r.env);
+    const lockId = queueLockId(join(repo.root, ".git"));
+    const busy = await deps.store.withActionLock(lockId, "queue", () =>
+      runCli(["land", "--all", "--approve-repo-code"], r.env, repo.root),
+    );
+    if ("ok" in busy) throw new Error("the test could not take the queue's lock");
+    expect(busy.status).toBe(1);
+    expect(busy.stderr).toMatch(
+      new RegExp(
+        `^pi-handoff land: Another pi-handoff land --all of this repository runs \\(process ${process.pid}, since [^)]+\\); nothing was landed\\. Let it finish, then run it again\\.\\n$`,
+      ),
+    );
+    expect(r.snapshot()).toEqual(before);
+
+    const ran = await runCli(["land", r.id, bad.id, "--approve-repo-code"], r.env, repo.root);
+    expect(ran.status).toBe(1);
+    expect(ran.stdout.split("\n").slice(0, 3)).toEqual([
+      "Landed (1):",
+      `  ${r.id} feat/land: 1 commit into main, now at ${repo.run(["rev-parse", "refs/heads/main"]).slice(0, 12)} (check passed)`,
+      "Sent back (1):",
+    ]);
+    expect(repo.run(["log", "-1", "--format=%s", "refs/heads/main"])).toBe("add good");
+    // feat/land was rebased onto the check's commit, its commit re-made there.
+    expect(repo.run(["rev-parse", "refs/heads/main^"])).toBe(checkCommit);
+    expect(repo.run(["rev-parse", "refs/heads/main"])).not.toBe(good);
+    expect(repo.run(["rev-parse", `refs/heads/${bad.branch}`])).toBe(badTip);
+    // The approval is remembered: the next run needs no flag (and sends feat/bad back again).
+    const again = await runCli(["land", "--all"], r.env, repo.root);
+    expect([again.status, again.stdout.split("\n")[0]]).toEqual([1, "Landed (0):"]);
   });
 });
