@@ -1,0 +1,53 @@
+/**
+ * The queue's check (recovery/check.ts): an argument list runs without a shell, a string through
+ * `sh -c`; only exit 0 passes; a timeout, a signal and a program that cannot start fail; the whole
+ * output is in the log, its last 20 lines in the outcome.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { describeCheckFailure, runCheck } from "../../src/recovery/check.ts";
+import { makeTempDir, removeTempDir } from "../support/git-repo.ts";
+
+let dir: string;
+afterEach(() => removeTempDir(dir));
+
+const run = (check: string | string[], timeoutMs = 10_000) => {
+  return runCheck(check, {
+    cwd: dir,
+    env: { PATH: process.env.PATH ?? "" },
+    timeoutMs,
+    log: join(dir, "logs", "check.log"),
+  });
+};
+
+describe("the queue's check", () => {
+  it("passes on exit 0 and keeps the whole output, stdout then stderr", async () => {
+    dir = makeTempDir("phw-check-");
+    const outcome = await run("echo out; echo err >&2; pwd");
+    expect(outcome).toEqual({ code: "passed", log: join(dir, "logs", "check.log"), tail: ["out", dir, "err"] });
+    expect(readFileSync(join(dir, "logs", "check.log"), "utf8")).toBe(`out\n${dir}\nerr\n`);
+  });
+
+  it("runs an argument list as it is: no word is read by a shell", async () => {
+    dir = makeTempDir("phw-check-");
+    const outcome = await run(["printf", "%s\\n", "$(touch pwned)", "a;b"]);
+    expect(outcome).toMatchObject({ code: "passed", tail: ["$(touch pwned)", "a;b"] });
+    expect(existsSync(join(dir, "pwned"))).toBe(false);
+  });
+
+  it("fails on a non-zero exit with the last 20 lines, on a timeout, and when it cannot start", async () => {
+    dir = makeTempDir("phw-check-");
+    const failed = await run("for i in $(seq 1 30); do echo line $i; done; exit 4");
+    expect(failed).toMatchObject({ code: "failed", why: "exit", exitCode: 4 });
+    expect(failed.tail).toEqual(Array.from({ length: 20 }, (_, i) => `line ${i + 11}`));
+    if (failed.code !== "failed") throw new Error("it passed");
+    expect(describeCheckFailure(failed, 10_000)).toBe("the check exited with 4");
+    const slow = await run(["sleep", "30"], 1_000);
+    expect(slow).toMatchObject({ code: "failed", why: "timeout" });
+    if (slow.code !== "failed") throw new Error("it passed");
+    expect(describeCheckFailure(slow, 1_000)).toBe("the check ran past its 1 s and was stopped");
+    const missing = await run(["./no-such-check"]);
+    expect(missing).toMatchObject({ code: "failed", why: "not_started" });
+  });
+});
