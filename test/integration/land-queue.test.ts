@@ -21,7 +21,8 @@ import {
   type QueueCheck,
 } from "../../src/recovery/queue.ts";
 import { createLandRig, type LandRig } from "../support/land-rig.ts";
-import { runCli } from "../support/reliability.ts";
+import { NODE_BIN } from "../support/pi.ts";
+import { PI_HANDOFF_BIN, runCli } from "../support/reliability.ts";
 
 let rig: LandRig | undefined;
 
@@ -231,5 +232,60 @@ describe("pi-handoff land --all (the local merge queue)", () => {
     // The approval is remembered: the next run needs no flag (and sends feat/bad back again).
     const again = await runCli(["land", "--all"], r.env, repo.root);
     expect([again.status, again.stdout.split("\n")[0]]).toEqual([1, "Landed (0):"]);
+  });
+
+  it("holds each member's action lock while it works on it, skips a member another command holds, and keeps the rebase when asked", async () => {
+    const r = (rig = await createLandRig());
+    const { repo } = r;
+    r.commitInWorktree("a.txt", "a\n", "add a");
+    const b = { branch: "feat/b", ...(await r.addHandoff("feat/b")) };
+    const bTip = repo.commitFile("b.txt", "b\n", "add b", { cwd: b.worktree });
+    const mainTip = repo.commitFile("m.txt", "m\n", "main moves");
+    const deps = createQueueDeps(r.env);
+    // The check tries a rebase of the very child being checked: its action lock is the queue's now.
+    const check: QueueCheck = {
+      command: [NODE_BIN, PI_HANDOFF_BIN, "rebase", b.id, "--dry-run"],
+      timeoutMs: 60_000,
+      env: r.env,
+    };
+    const request = { repoCommonDir: join(repo.root, ".git"), ids: [r.id, b.id], check, keepRebased: true };
+    // Meanwhile another command acts on feat/land.
+    const outcome = await deps.store.withActionLock(r.id, "remove", () => runQueue(deps, request));
+    if ("code" in outcome || !outcome.ok) throw new Error("the queue did not run");
+    const { report } = outcome;
+    expect(report.landed).toEqual([]);
+    expect(report.waiting).toEqual([
+      {
+        code: "waiting",
+        id: r.id,
+        branch: r.branch,
+        reason: {
+          code: "busy",
+          message: expect.stringMatching(
+            new RegExp(`^Handoff ${r.id} is busy: process ${process.pid} is removing it `),
+          ),
+        },
+      },
+    ]);
+    const sent = report.sentBack[0];
+    if (sent?.reason.code !== "check_failed" || sent.after.code !== "kept_rebased")
+      throw new Error("feat/b was not kept rebased");
+    expect(readFileSync(sent.reason.check.log, "utf8")).toMatch(
+      new RegExp(
+        `^pi-handoff rebase: Handoff ${b.id} is busy: process \\d+ is landing it \\(since [^)]+\\); nothing was done, try again once it has finished\\.\\n$`,
+      ),
+    );
+    // Kept rebased: on main's tip, its worktree with main's file, nothing uncommitted; feat/land untouched.
+    const rebased = repo.run(["rev-parse", `refs/heads/${b.branch}`]);
+    expect(sent.after).toEqual({ code: "kept_rebased", tip: rebased, before: bTip });
+    expect(repo.run(["rev-parse", `${rebased}^`])).toBe(mainTip);
+    expect(readFileSync(join(b.worktree, "m.txt"), "utf8")).toBe("m\n");
+    expect(repo.run(["status", "--porcelain", "--untracked-files=all"], { cwd: b.worktree })).toBe("");
+    expect(repo.run(["rev-parse", "refs/heads/main"])).toBe(mainTip);
+    const notes = (await HandoffNoteStore.forAgentDir(r.agentDir).list(b.id)).notes;
+    expect(notes.at(-1)?.text.split("\n").slice(0, 2)).toEqual([
+      "pi-handoff land --all did not land feat/b into main: on main's tip, the check exited with 1.",
+      `feat/b stays rebased at ${rebased.slice(0, 12)} (--keep-rebased; it was at ${bTip.slice(0, 12)}).`,
+    ]);
   });
 });
