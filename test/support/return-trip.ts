@@ -33,6 +33,8 @@ export interface ReturnTripWorld extends Pick<MuxRig, "parentPane" | "runInParen
 
 interface ReportMessage {
   content: string;
+  /** Whether Pi shows it (false: for the model alone). */
+  display: boolean;
   details: { kind: string; reportId: string; commits: string[] };
 }
 
@@ -40,7 +42,13 @@ interface ReportMessage {
 export function reportMessages(sessionFile: string): ReportMessage[] {
   return entriesOnly(readEntries(sessionFile)).flatMap((entry) =>
     entry.type === "custom_message" && entry.customType === REPORT_MESSAGE_TYPE
-      ? [{ content: String(entry.content), details: entry.details as ReportMessage["details"] }]
+      ? [
+          {
+            content: String(entry.content),
+            display: entry.display !== false,
+            details: entry.details as ReportMessage["details"],
+          },
+        ]
       : [],
   );
 }
@@ -139,8 +147,11 @@ export async function runReturnTrip(world: ReturnTripWorld): Promise<void> {
     },
     { timeoutMs: 20_000, description: "the landing notice in the parent session file" },
   );
-  await waitForScreen(world.parentPane, /was landed into main \(ff\)/, "the landing notice on the parent's screen");
   expect(landed).toHaveLength(1);
+  // Landed from this Pi's own /handoffs: the command's notice said it on screen; the message is for the
+  // model alone, so the landing is shown once (issue 41, point 12).
+  expect(landed[0]?.display).toBe(false);
+  expect(await world.parentPane.read()).not.toMatch(/was landed into main/);
   expect(landed[0]?.details.commits).toEqual([first, second]);
   expect(landed[0]?.content).toContain(`${first.slice(0, 12)} trip: first`);
   expect(landed[0]?.content).toContain(`${second.slice(0, 12)} trip: second`);
