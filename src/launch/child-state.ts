@@ -300,7 +300,7 @@ const STARTED_MARKER = Symbol.for("pi-handoff-worktree.started-marker");
  * read once per process and taken out of its environment, so nothing it starts (the bash tool,
  * `!pi`, a subagent's Pi) inherits it and passes for the handoff's child. Kept on `holder` for the
  * rest of the process: the extension loaded again (/new, /resume) gets the same answer. The marker
- * stays in the exec-time environment the process scan reads (/proc/<pid>/environ, `ps e`).
+ * stays in the exec-time environment the process scan reads (src/process/ reads it from the process table).
  */
 export function takeStartedMarker(
   env: NodeJS.ProcessEnv = process.env,
