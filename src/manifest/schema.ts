@@ -183,9 +183,10 @@ const EnvValueSchema = z.string().refine((value) => !hasControlCharacter(value),
  * One rebase of the handoff's branch onto its target's tip (`pi-handoff rebase`): written as
  * `intended` before the branch moves (with the exact commit it will point at), then `rebased` once
  * it does, or `abandoned` when a later look finds the branch still at `from`; so a rebase killed at
- * any step leaves a record that says which of the two tips the branch has.
+ * any step leaves a record that says which of the two tips the branch has. `undone`: rebased, then
+ * moved back to `from` by the merge queue (`pi-handoff land --all` sent the child back).
  */
-export const REBASE_STATES = ["intended", "rebased", "abandoned"] as const;
+export const REBASE_STATES = ["intended", "rebased", "abandoned", "undone"] as const;
 export const RebaseSchema = z.strictObject({
   state: z.enum(REBASE_STATES),
   at: isoTime,
@@ -196,7 +197,7 @@ export const RebaseSchema = z.strictObject({
   to: fullSha,
   /** The branch's commits that were re-made (as they were before), oldest first. */
   commits: z.array(z.strictObject({ sha: fullSha, subject: z.string() })),
-  /** When `state` last changed to `rebased` or `abandoned`. */
+  /** When `state` last changed to `rebased`, `abandoned` or `undone`. */
   settledAt: isoTime.optional(),
 });
 export type Rebase = z.infer<typeof RebaseSchema>;

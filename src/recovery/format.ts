@@ -329,6 +329,8 @@ function describeRebase(handoff: HandoffReport): string {
       return `interrupted before the branch moved: ${handoff.branch} is still at the old tip ${rebase.from.slice(0, 12)} (nothing rebased; run pi-handoff rebase again)`;
     case "abandoned":
       return `abandoned (${what}); nothing rebased`;
+    case "undone":
+      return `undone (${what}): pi-handoff land --all sent it back and moved ${handoff.branch} back to ${rebase.from.slice(0, 12)}`;
     case "unknown":
       return `interrupted (${what}); ${handoff.branch} is now at ${rebase.branchAt?.slice(0, 12) ?? "no commit"}, neither the old nor the new tip: it moved since`;
   }

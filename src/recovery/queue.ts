@@ -20,8 +20,9 @@
  *   the landing re-check the branch; landing is a fast-forward to that tip).
  * - Sent back, not lost: a conflict changes nothing (the rebase refuses first); a failing check or
  *   a refused landing moves the branch back to its tip from before the queue with the rebase's own
- *   safe move (git/land.ts `moveCheckedOutBranch`), unless `keepRebased`. The child is told by a
- *   note (handoff-notes.ts `sent_back`: why, the check's last lines, its log), which is the record.
+ *   safe move (git/land.ts `moveCheckedOutBranch`), unless `keepRebased`, and marks that rebase
+ *   `undone` in the manifest. The child is told by a note (handoff-notes.ts `sent_back`: why, the
+ *   check's last lines, its log), which is the record of why.
  * - Not crash-safe as one run yet: each rebase and landing is (their intents), but a queue killed
  *   between a member's rebase and its landing leaves that member rebased; running again carries on.
  */
@@ -284,7 +285,7 @@ async function processMember(
       if (outcome.code === "failed")
         return sendBack(deps, member, read.manifest, now, {
           reason: { code: "check_failed", into: member.into, check: outcome, timeoutMs: request.check.timeoutMs },
-          after: await putBack(deps, member, request, before, tip),
+          after: await putBack(deps, member, request, before, tip, now),
         });
       checked = true;
     }
@@ -306,7 +307,7 @@ async function processMember(
       };
     return sendBack(deps, member, read.manifest, now, {
       reason: { code: "refused", into: member.into, step: "land", message: landed.message },
-      after: await putBack(deps, member, request, before, tip),
+      after: await putBack(deps, member, request, before, tip, now),
     });
   });
   if (isActionBusy(held)) return { code: "waiting", id, branch, reason: { code: "busy", message: held.message } };
@@ -324,6 +325,7 @@ async function putBack(
   request: QueueRequest,
   before: string,
   tip: string,
+  now: () => Date,
 ): Promise<BranchAfter> {
   if (tip === before) return { code: "untouched", tip };
   if (request.keepRebased) return { code: "kept_rebased", tip, before };
@@ -335,6 +337,15 @@ async function putBack(
       touched: await deps.landGit.changedPaths(repo, tip, before),
       tag: member.id,
       reason: `pi-handoff land --all: ${member.id} sent back`,
+    });
+    // The rebase that was undone says so (inspect's rebase line), rather than a tip the branch no longer has.
+    const at = now().toISOString();
+    await deps.store.update(member.id, (manifest) => {
+      const last = manifest.rebases?.at(-1);
+      if (last?.state === "rebased" && last.to === tip && last.from === before) {
+        last.state = "undone";
+        last.settledAt = at;
+      }
     });
     return { code: "restored", tip: before, rebasedTo: tip };
   } catch (error) {

@@ -243,13 +243,14 @@ export const LandingReportSchema = z.strictObject({
 export type LandingReport = z.infer<typeof LandingReportSchema>;
 
 /**
- * The latest rebase (`pi-handoff rebase`). `verdict`: `rebased` / `abandoned` (recorded), or for
+ * The latest rebase (`pi-handoff rebase`). `verdict`: `rebased` / `abandoned` / `undone` (recorded; undone: the
+ * merge queue moved the branch back to `from`), or for
  * one still marked intended (its process died): `rebased_unrecorded` (the branch is at the new
  * tip), `not_rebased` (still at the old one), `unknown` (elsewhere).
  */
 export const RebaseReportSchema = z.strictObject({
   state: z.enum(REBASE_STATES),
-  verdict: z.enum(["rebased", "abandoned", "rebased_unrecorded", "not_rebased", "unknown"]),
+  verdict: z.enum(["rebased", "abandoned", "undone", "rebased_unrecorded", "not_rebased", "unknown"]),
   onto: z.strictObject({ ref: z.string(), sha }),
   from: sha,
   to: sha,

@@ -165,6 +165,16 @@ describe("pi-handoff land --all (the local merge queue)", () => {
       ].join("\n"),
     );
     expect(dNotes[1]).toMatchObject({ sentBack: { reason: "check_failed", into: "main", tip: dTip, log } });
+    // Its manifest says the rebase was undone, and inspect says where the branch is.
+    const dRead = await r.store.read(d.id);
+    if (!dRead.ok) throw new Error(dRead.message);
+    expect(dRead.manifest.rebases?.map((rebase) => [rebase.state, rebase.from, rebase.to])).toEqual([
+      ["undone", dTip, dRebased],
+    ]);
+    const inspected = await runCli(["inspect", d.id], r.env, repo.root);
+    expect(inspected.stdout.split("\n").filter((line) => line.startsWith("  rebase:"))).toEqual([
+      `  rebase:        undone (1 commit onto main at ${bTip.slice(0, 12)}, ${dTip.slice(0, 12)} -> ${dRebased.slice(0, 12)}): pi-handoff land --all sent it back and moved feat/d back to ${dTip.slice(0, 12)}`,
+    ]);
     // The queue's lock is released: nothing of it is left in the store.
     expect(await deps.store.actionHolder(queueLockId(repoCommonDir))).toBeUndefined();
   });
