@@ -135,12 +135,14 @@ export async function planQueue(
   request: Pick<QueueRequest, "repoCommonDir" | "ids">,
 ): Promise<QueuePlan> {
   const only = request.ids === undefined ? undefined : new Set(request.ids);
+  const entries = await deps.store.list();
   const inventory = await buildInventory(deps, {
     repoCommonDir: request.repoCommonDir,
+    entries,
     ...(only === undefined ? {} : { only: (manifest: Manifest) => only.has(manifest.id) }),
   });
   const manifests = new Map<string, Manifest>();
-  for (const entry of await deps.store.list())
+  for (const entry of entries)
     if (entry.ok && entry.manifest.repo.commonDir === request.repoCommonDir) manifests.set(entry.id, entry.manifest);
   const waiting: QueuePlan["waiting"] = [];
   const ready: { report: HandoffReport; manifest: Manifest; into: string }[] = [];
