@@ -134,7 +134,7 @@ async function approveRepoPostCreate(input: {
   const what =
     hooks.commands.length === 0
       ? variables.length === 0
-        ? "check command"
+        ? "check settings"
         : "env variables"
       : variables.length === 0
         ? "postCreate commands"
@@ -153,7 +153,11 @@ async function approveRepoPostCreate(input: {
         : [`to run before each landing (pi-handoff land --all): ${checkText(hooks.check)}`]),
     ].join("\n");
     const title =
-      variables.length === 0 ? "Run this repository's postCreate commands?" : `Use this repository's ${what}?`;
+      hooks.commands.length === 0 && variables.length === 0
+        ? "Run this repository's check before each landing?"
+        : variables.length === 0
+          ? "Run this repository's postCreate commands?"
+          : `Use this repository's ${what}?`;
     const [, approve] = approvalOptions(what);
     const answer = await input.prompt.choose(`${title}\n${hooks.file} asks ${listed}`, approvalOptions(what));
     if (answer !== approve) return `The handoff was not started: the ${what} in ${hooks.file} were not approved.`;

@@ -488,6 +488,41 @@ describe("approving a repository's postCreate commands", () => {
     expect(await isPostCreateApproved(agentDir, file, [])).toBe(false);
   });
 
+  it("asks before a repository's check is approved, alone in its file, and remembers the yes", async () => {
+    dir = makeTempDir("phw-approval-");
+    const agentDir = join(dir, "agent");
+    const repo = join(dir, "repo");
+    mkdirSync(join(repo, ".git"), { recursive: true });
+    mkdirSync(join(repo, ".pi"), { recursive: true });
+    const file = join(repo, ".pi", "handoff-worktree.json");
+    writeFileSync(file, JSON.stringify({ check: ["npm", "test"] }));
+    const asked: string[] = [];
+    const settle = (answer: boolean, hasUI = true) =>
+      settingsForHandoff({
+        cwd: repo,
+        agentDir,
+        projectTrusted: true,
+        approvedByFlag: false,
+        notify: () => {},
+        prompt: {
+          hasUI,
+          choose: async (title, options) => {
+            asked.push(title);
+            return answer ? options[1] : options[0];
+          },
+        },
+      });
+    expect(await settle(false, false)).toEqual({
+      ok: false,
+      message: `The check settings in ${file} have not been approved yet; review them and add --approve-repo-code, or run the handoff once in Pi's TUI.`,
+    });
+    expect(await settle(true)).toEqual({ ok: true, config: { check: ["npm", "test"] } });
+    expect(asked).toEqual([
+      `Run this repository's check before each landing?\n${file} asks to run before each landing (pi-handoff land --all): ["npm","test"]`,
+    ]);
+    expect(await isPostCreateApproved(agentDir, file, [], undefined, ["npm", "test"])).toBe(true);
+  });
+
   it("asks before a repository's env is used, listing the variables, and refuses without a yes", async () => {
     dir = makeTempDir("phw-approval-");
     const agentDir = join(dir, "agent");
