@@ -17,7 +17,7 @@ import { HANDOFF_HELP, parseHandoffArgs } from "../src/handoff/args.ts";
 import { currentPiCommand, mirroredPiFlags } from "../src/launch/launch-command.ts";
 import { launchNoticeLevel } from "../src/launch/launcher.ts";
 import { nextSteps } from "../src/handoff/next-steps.ts";
-import { recoveryCommand } from "../src/recovery/pi-command.ts";
+import { recoveryCommand } from "../src/launch/pi-command.ts";
 import { cancelledText } from "../src/handoff/notice.ts";
 import { createHandoffDeps } from "../src/handoff/deps.ts";
 import { HandoffTransaction, type HandoffOutcome, type HandoffRequest } from "../src/handoff/transaction.ts";

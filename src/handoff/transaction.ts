@@ -71,7 +71,7 @@ import { loopbackProbe } from "../ports/probe.ts";
 import { describeSetup, hasSetupWork, setUpWorktree, type SetupResult } from "./setup.ts";
 import { whileWaiting } from "../mux/backoff.ts";
 import { formatWait } from "../text.ts";
-import { recoveryCommand } from "../recovery/pi-command.ts";
+import { recoveryCommand } from "../launch/pi-command.ts";
 
 export type { HandoffDeps, MuxChoice } from "./deps.ts";
 export type { HandoffRequest, ParentSnapshot } from "./preconditions.ts";

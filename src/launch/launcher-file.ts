@@ -114,7 +114,7 @@ export interface LauncherScriptInput {
   paramsWaitMs: number;
   /** As the window's command: start Pi's Node this way while waiting (warm-start.ts). */
   warm?: WarmStart;
-  /** How the user runs `pi-handoff` (src/recovery/pi-command.ts), named where the launcher gives up. */
+  /** How the user runs `pi-handoff` (src/launch/pi-command.ts), named where the launcher gives up. */
   recoveryCommand: string;
 }
 

@@ -82,7 +82,7 @@ export interface LaunchRequest {
   command: LaunchCommand;
   /** Bring the child's window to the front once it is confirmed. */
   focus: boolean;
-  /** How the user runs `pi-handoff` (src/recovery/pi-command.ts), named in the launcher's messages. */
+  /** How the user runs `pi-handoff` (src/launch/pi-command.ts), named in the launcher's messages. */
   recoveryCommand: string;
   /**
    * The pane was created with the launcher as its command (`prepareWindowLauncher`): nothing is

@@ -611,7 +611,7 @@ async function inspect(deps: CliDeps, io: CliIo, id: string, json: boolean): Pro
   } else {
     const task = inspected.manifest.task;
     // The next steps as the user's shell runs them (a checkout without `pi-handoff` on PATH).
-    const { recoveryCommand } = await import("./pi-command.ts");
+    const { recoveryCommand } = await import("../launch/pi-command.ts");
     io.stdout(
       `${formatReport(inspected.report, Date.now(), {
         cli: recoveryCommand(io.env),
@@ -641,7 +641,7 @@ async function env(deps: CliDeps, io: CliIo, id: string, json: boolean): Promise
 
 async function relaunchDeps(deps: CliDeps, io: CliIo): Promise<RelaunchDeps> {
   const [{ findPiCommand }, { launchTimeoutsFromEnv }] = await Promise.all([
-    import("./pi-command.ts"),
+    import("../launch/pi-command.ts"),
     import("../launch/timeouts.ts"),
   ]);
   return {
@@ -674,7 +674,7 @@ async function relaunchEvery(
     scope = { repoCommonDir: repo.commonDir, name: repo.mainCheckout };
   }
   const { formatRelaunchAll, relaunchAll } = await import("./relaunch-all.ts");
-  const { recoveryCommand } = await import("./pi-command.ts");
+  const { recoveryCommand } = await import("../launch/pi-command.ts");
   const result = await relaunchAll(await relaunchDeps(deps, io), scope);
   io.stdout(`${formatRelaunchAll(result, recoveryCommand(io.env)).join("\n")}\n`);
   return result.ok ? EXIT_OK : EXIT_REFUSED;

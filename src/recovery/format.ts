@@ -189,7 +189,7 @@ export interface InspectExtras {
   stepTimes?: StepTimes;
   /** Why neither a removal nor a relaunch may act on the checkout now (remove.ts `withoutBlockedActions`). */
   blocked?: string;
-  /** How `pi-handoff` is typed in the user's shell, for the next steps (recovery/pi-command.ts; default `pi-handoff`). */
+  /** How `pi-handoff` is typed in the user's shell, for the next steps (launch/pi-command.ts; default `pi-handoff`). */
   cli?: string;
 }
 

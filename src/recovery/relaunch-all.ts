@@ -162,7 +162,7 @@ const WORDS: Readonly<Record<RelaunchAllCode, string>> = {
 
 /**
  * The report: one line per handoff, then one summary line (or one line alone when nothing was to
- * do). `cli` is how the user runs `pi-handoff` (src/recovery/pi-command.ts `recoveryCommand`).
+ * do). `cli` is how the user runs `pi-handoff` (src/launch/pi-command.ts `recoveryCommand`).
  */
 export function formatRelaunchAll(result: RelaunchAllResult, cli: string): string[] {
   const { lines, scope, skipped, landed } = result;

@@ -27,7 +27,7 @@ import {
   type WindowLauncher,
 } from "../launch/launcher.ts";
 import { launchCommandFor, type LaunchCommand, type LaunchEnvironment } from "../launch/launch-command.ts";
-import { recoveryCommand } from "./pi-command.ts";
+import { recoveryCommand } from "../launch/pi-command.ts";
 import { LAUNCH_TIMEOUT_ENV } from "../launch/timeouts.ts";
 import { describeLocation } from "../mux/registry.ts";
 import type { RecoverableMultiplexer } from "../mux/types.ts";

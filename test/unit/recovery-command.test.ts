@@ -12,7 +12,7 @@ import { launcherScript, type LauncherFiles } from "../../src/launch/launcher-fi
 import { choosePorts } from "../../src/ports/reserve.ts";
 import { formatRelaunchAll } from "../../src/recovery/relaunch-all.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
-import { recoveryCommand } from "../../src/recovery/pi-command.ts";
+import { recoveryCommand } from "../../src/launch/pi-command.ts";
 import { makeTempDir, removeTempDir } from "../support/git-repo.ts";
 import { NODE_BIN, PROJECT_ROOT } from "../support/pi.ts";
 

@@ -1,7 +1,8 @@
 /**
  * How recovery starts Pi when the process doing it is not Pi itself (the `pi-handoff` CLI): the
  * recorded launch command may name a Pi or a Node that is gone, so the command is found afresh.
- * Also how a person runs this package's `pi-handoff` from a shell, for the notices that name it.
+ * Also how a person runs this package's `pi-handoff` from a shell, for the notices that name it;
+ * here, below both the handoff and recovery, since both name it.
  *
  * Invariants:
  * - Looks only: reads PATH entries and the first bytes of a file, runs nothing.
@@ -16,7 +17,7 @@
 import { accessSync, closeSync, constants, openSync, readFileSync, readSync, realpathSync, statSync } from "node:fs";
 import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { shellQuote } from "../launch/launch-command.ts";
+import { shellQuote } from "./launch-command.ts";
 
 const PI_PACKAGE = "@earendil-works/pi-coding-agent";
 const PI_BIN = "pi";
