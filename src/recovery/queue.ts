@@ -16,8 +16,9 @@
  * - One queue per repository: it holds the store's action lock of the repository's queue key
  *   (`queue-<hash of the common dir>`) for the whole run, and each member's own action lock while
  *   it is processed, so a single land, rebase or remove of that member is refused as `busy` then.
- * - A member is landed only when the check passed on exactly the tip that lands (the rebase and
- *   the landing re-check the branch; landing is a fast-forward to that tip).
+ * - A member is landed only when the check passed on exactly the tip that lands: the landing is
+ *   planned after the check and must be of that tip, then carried out as confirmed (it refuses as
+ *   `moved` if anything changed); a branch that moved meanwhile waits, untouched.
  * - Sent back, not lost: a conflict changes nothing (the rebase refuses first); a failing check or
  *   a refused landing moves the branch back to its tip from before the queue with the rebase's own
  *   safe move (git/land.ts `moveCheckedOutBranch`), unless `keepRebased`, and marks that rebase
@@ -37,7 +38,7 @@ import { type CheckCommand, checkLogPath, type CheckOutcome, describeCheckFailur
 import { isInProgress } from "./classify.ts";
 import { forecastHandoffs } from "./forecast.ts";
 import { buildInventory, type InventoryDeps } from "./inventory.ts";
-import { defaultTarget, type LandDeps, landLocked, listed } from "./land.ts";
+import { defaultTarget, type LandDeps, landLocked, listed, planLanding } from "./land.ts";
 import { type RebaseDeps, rebaseLocked } from "./rebase.ts";
 import type { HandoffReport } from "./report-schema.ts";
 import { BUSY_CHILD_STATES, CHILD_STATE_LABELS } from "./status.ts";
@@ -291,12 +292,36 @@ async function processMember(
         });
       checked = true;
     }
+    // Exactly the checked tip lands: its Pi may have committed meanwhile (a plan of another tip is
+    // not landed, and the landing refuses as `moved` should the branch move after this plan).
+    const landRequest = {
+      into: member.into,
+      strategy: "ff" as const,
+      dryRun: false,
+      remove: false,
+      deleteBranch: false,
+      ...noVerify(request),
+    };
+    const planned = await planLanding(deps, id, landRequest);
+    const movedOn = planned.ok ? planned.plan.branchTip !== tip : (await tipOf()) !== tip;
+    if (movedOn)
+      return {
+        code: "waiting",
+        id,
+        branch,
+        reason: {
+          code: "not_ready",
+          message: `${branch} moved on from ${tip.slice(0, 12)} during its check; it was not landed.`,
+        },
+      };
     const landed = await landLocked(
       deps,
       id,
-      { into: member.into, strategy: "ff", dryRun: false, remove: false, deleteBranch: false, ...noVerify(request) },
+      planned.ok ? { ...landRequest, confirmed: planned.plan } : landRequest,
       now,
     );
+    if (!landed.ok && landed.code === "moved")
+      return { code: "waiting", id, branch, reason: { code: "not_ready", message: landed.message } };
     if (landed.ok && landed.code === "landed")
       return {
         code: "landed",

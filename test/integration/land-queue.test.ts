@@ -298,4 +298,38 @@ describe("pi-handoff land --all (the local merge queue)", () => {
       `feat/b stays rebased at ${rebased.slice(0, 12)} (--keep-rebased; it was at ${bTip.slice(0, 12)}).`,
     ]);
   });
+
+  it("lands only the tip it checked: a commit made during the check waits for the next run", async () => {
+    const r = (rig = await createLandRig());
+    const { repo } = r;
+    const checked = r.commitInWorktree("a.txt", "a\n", "add a");
+    const mainTip = repo.run(["rev-parse", "refs/heads/main"]);
+    const deps = createQueueDeps(r.env);
+    // The child's Pi commits while the check runs.
+    const check: QueueCheck = {
+      command: "echo late > late.txt && git add late.txt && git commit -q -m late",
+      timeoutMs: 60_000,
+      env: r.env,
+    };
+    const outcome = await runQueue(deps, { repoCommonDir: join(repo.root, ".git"), check, keepRebased: false });
+    if (!outcome.ok) throw new Error(outcome.message);
+    const late = repo.run(["rev-parse", `refs/heads/${r.branch}`]);
+    expect(repo.run(["rev-parse", `${late}^`])).toBe(checked);
+    expect(outcome.report).toEqual({
+      landed: [],
+      sentBack: [],
+      waiting: [
+        {
+          code: "waiting",
+          id: r.id,
+          branch: r.branch,
+          reason: {
+            code: "not_ready",
+            message: `${r.branch} moved on from ${checked.slice(0, 12)} during its check; it was not landed.`,
+          },
+        },
+      ],
+    });
+    expect(repo.run(["rev-parse", "refs/heads/main"])).toBe(mainTip);
+  });
 });
