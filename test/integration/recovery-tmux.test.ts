@@ -488,7 +488,8 @@ describe("pi-handoff list fits the terminal", () => {
     expect(cut.status).toBe(0);
     expect(longest(cut.stdout)).toBeLessThanOrEqual(150);
     const row = cut.stdout.split("\n").find((line) => line.startsWith(`${manifest.id}  `)) ?? "";
-    expect(row).toMatch(/  feat\/a-branch[a-z-]*~  /);
+    // How far the branch is cut depends on the other cells (the child's "exited 2s" or "exited 1m 4s").
+    expect(row).toMatch(/  feat\/a-[a-z-]*~  /);
     expect(cut.stdout.split("\n")[0]).toMatch(/^ID +STATUS +CHILD +BRANCH +FLAGS +FORECAST +ACTIONS$/);
 
     // At 80 columns the id and the actions still come out whole: the row is wider than asked.
