@@ -19,6 +19,7 @@
  * - A member is landed only when the check passed on exactly the tip that lands: the landing is
  *   planned after the check and must be of that tip, then carried out as confirmed (it refuses as
  *   `moved` if anything changed); a branch that moved meanwhile waits, untouched.
+ * - The check runs in the member's worktree with the variables its Pi got (its ports, `env`).
  * - Sent back, not lost: a conflict changes nothing (the rebase refuses first); a failing check or
  *   a refused landing moves the branch back to its tip from before the queue with the rebase's own
  *   safe move (git/land.ts `moveCheckedOutBranch`), unless `keepRebased`, and marks that rebase
@@ -28,6 +29,7 @@
  *   between a member's rebase and its landing leaves that member rebased; running again carries on.
  */
 import { createHash } from "node:crypto";
+import { handoffVariables } from "../launch/launch-command.ts";
 import type { ChildReportStore } from "../manifest/child-reports.ts";
 import type { HandoffNoteStore } from "../manifest/handoff-notes.ts";
 import type { Manifest } from "../manifest/schema.ts";
@@ -281,7 +283,8 @@ async function processMember(
     if (request.check !== undefined) {
       const outcome = await runCheck(request.check.command, {
         cwd: member.worktree,
-        env: request.check.env,
+        // What everything run for the handoff gets (its ports, the settings' env), as its Pi got them.
+        env: { ...request.check.env, ...Object.fromEntries(handoffVariables(read.manifest)) },
         timeoutMs: request.check.timeoutMs,
         log: checkLogPath(deps.agentDir, id, tip, now()),
       });

@@ -305,9 +305,12 @@ describe("pi-handoff land --all (the local merge queue)", () => {
     const checked = r.commitInWorktree("a.txt", "a\n", "add a");
     const mainTip = repo.run(["rev-parse", "refs/heads/main"]);
     const deps = createQueueDeps(r.env);
-    // The child's Pi commits while the check runs.
+    await r.store.update(r.id, (manifest) => {
+      manifest.env = { GREETING: "hello from the handoff's env" };
+    });
+    // The child's Pi commits while the check runs (which has the handoff's variables, as its Pi had).
     const check: QueueCheck = {
-      command: "echo late > late.txt && git add late.txt && git commit -q -m late",
+      command: 'echo "$GREETING" > late.txt && git add late.txt && git commit -q -m late',
       timeoutMs: 60_000,
       env: r.env,
     };
@@ -315,6 +318,7 @@ describe("pi-handoff land --all (the local merge queue)", () => {
     if (!outcome.ok) throw new Error(outcome.message);
     const late = repo.run(["rev-parse", `refs/heads/${r.branch}`]);
     expect(repo.run(["rev-parse", `${late}^`])).toBe(checked);
+    expect(repo.run(["show", `${late}:late.txt`])).toBe("hello from the handoff's env");
     expect(outcome.report).toEqual({
       landed: [],
       sentBack: [],
