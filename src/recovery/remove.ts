@@ -283,7 +283,9 @@ async function removalPlanOf(
     unread,
     unmerged: branchState.code === "present" ? branchState.unmerged : undefined,
     branch: planBranch(manifest, report, options.deleteBranch),
-    closesWorkspace: worktree !== "already_gone" && worktree !== "leave_orphaned" && report.workspace.code === "open",
+    // A worktree already gone may still have its window, in the deleted directory (git removes a
+    // directory it was killed checking out): the backend closes it only while it still shows it.
+    closesWorkspace: worktree !== "leave_orphaned" && report.workspace.code === "open",
   };
 }
 
@@ -496,7 +498,7 @@ function worktreeLine({ manifest, report, worktree, closesWorkspace }: RemovalPl
     case "release_claim":
       return `The empty directory ${manifest.worktree.path}, claimed for a checkout git never made, ${tense} be removed${closesWorkspace ? " and its window closed" : ""}.`;
     case "already_gone":
-      return `The worktree ${manifest.worktree.path} is already gone.`;
+      return `The worktree ${manifest.worktree.path} is already gone${closesWorkspace ? `; its window ${tense} be closed if it still shows that directory` : ""}.`;
     case "leave_orphaned":
       return `The directory ${manifest.worktree.path} ${tense} be left in place: ${report.worktree.code === "orphaned" ? report.worktree.reason : "git does not know it"}; delete it yourself if you do not need it.`;
   }
@@ -660,6 +662,14 @@ type CheckoutStep = { ok: true; windowLeftOpen: boolean; said?: string[] } | { o
 /** The worktree step of the plan: through the backend when there is a window, else git alone. */
 async function removeCheckout(deps: RemovalDeps, id: string, plan: RemovalPlan, force: boolean): Promise<CheckoutStep> {
   if (plan.worktree === "release_claim") return releaseClaim(deps, id, plan);
+  if (plan.worktree === "already_gone" && plan.closesWorkspace) {
+    const closed = await closeRetiredWindow(deps, plan.report);
+    return {
+      ok: true,
+      windowLeftOpen: false,
+      said: closed.closed ? ["closed its window"] : closed.note === undefined ? [] : [closed.note],
+    };
+  }
   if (plan.worktree !== "remove" && plan.worktree !== "unregister") return { ok: true, windowLeftOpen: false };
   const { manifest } = plan;
   const request = { mainCheckout: manifest.repo.root, worktreePath: manifest.worktree.path, force };

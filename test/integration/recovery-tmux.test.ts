@@ -14,7 +14,7 @@ import type { Manifest } from "../../src/manifest/schema.ts";
 import { muxForLocation } from "../../src/mux/registry.ts";
 import { relaunchHandoff } from "../../src/recovery/relaunch.ts";
 import { formatReport } from "../../src/recovery/format.ts";
-import { describeRemovalPlan, removeHandoff } from "../../src/recovery/remove.ts";
+import { describeRemovalPlan, planRemoval, removeHandoff } from "../../src/recovery/remove.ts";
 import { NODE_BIN } from "../support/pi.ts";
 import * as ladder from "../support/recovery-ladder.ts";
 import {
@@ -325,6 +325,45 @@ describe("relaunch on tmux", () => {
     expect((await rig.read(manifest.id)).state).toBe("removed");
   });
 
+  it("closes the window a killed handoff left in the directory git took back, and keeps one that moved elsewhere", async () => {
+    // What git leaves when it is killed checking out into the claimed directory: it removes that
+    // directory again, and the window's shell sits in a deleted directory.
+    const manifest = runningManifest(await rig.handoff("feat/taken-back"));
+    const { id: windowId, paneId } = tmuxLocation(manifest);
+    await killAndWait(manifest.child.pid ?? 0);
+    mkdirSync(join(manifest.worktree.path, "sub"));
+    await rig.tmux.tmux(["respawn-pane", "-k", "-c", join(manifest.worktree.path, "sub"), "-t", paneId, "exec sh"]);
+    rig.repo.run(["worktree", "remove", "--force", manifest.worktree.path]);
+    await waitFor(
+      async () =>
+        (await rig.tmux.tmux(["display-message", "-p", "-t", paneId, "#{pane_current_path}"])).trim() ===
+        `${join(manifest.worktree.path, "sub")} (deleted)`,
+      { description: "the pane's shell in the deleted directory" },
+    );
+    const other = runningManifest(await rig.handoff("feat/moved-on"));
+    await killAndWait(other.child.pid ?? 0);
+    const moved = tmuxLocation(other);
+    await rig.tmux.tmux(["respawn-pane", "-k", "-c", rig.repo.dir, "-t", moved.paneId, "exec sh"]);
+    rig.repo.run(["worktree", "remove", "--force", other.worktree.path]);
+
+    const dry = await planRemoval(rig.recoveryDeps(), manifest.id, { force: false, deleteBranch: false });
+    expect(dry.code === "planned" ? describeRemovalPlan(dry.plan, "would")[0] : dry.message).toBe(
+      `The worktree ${manifest.worktree.path} is already gone; its window would be closed if it still shows that directory.`,
+    );
+    const removal = await removeHandoff(rig.recoveryDeps(), manifest.id, { force: false, deleteBranch: false });
+    expect(removal.code, removal.message).toBe("removed");
+    expect(removal.message).toContain("closed its window");
+    expect(await windowIds()).not.toContain(windowId);
+
+    // A window whose shell went elsewhere is someone's now: it stays, and the removal says so.
+    const kept = await removeHandoff(rig.recoveryDeps(), other.id, { force: false, deleteBranch: false });
+    expect(kept.code, kept.message).toBe("removed");
+    expect(kept.message).toContain(
+      `its window (tmux window ${moved.id} (pane ${moved.paneId})) stays open: it no longer shows the worktree`,
+    );
+    expect(await windowIds()).toContain(moved.id);
+  });
+
   it("refuses a locked worktree before closing its window, even with --force: window, checkout and record stay", async () => {
     const manifest = runningManifest(await rig.handoff("feat/locked"));
     const windowId = manifest.mux.kind === "tmux" ? manifest.mux.windowId : undefined;
@@ -527,7 +566,8 @@ describe("pi-handoff list fits the terminal", () => {
       ]);
       const shown = await waitFor(
         async () => {
-          const text = await rig.tmux.tmux(["capture-pane", "-p", "-J", "-t", paneId]);
+          // With the scrollback: the other tests' handoffs make the table taller than the pane.
+          const text = await rig.tmux.tmux(["capture-pane", "-p", "-J", "-S", "-", "-t", paneId]);
           return text.includes("list-exit=") ? text : undefined;
         },
         { description: "pi-handoff list in a 72-column pane" },
