@@ -320,7 +320,7 @@ describe("/handoff-worktree worktree setup with the real Pi", () => {
     const run = handoff("never-made");
     expect(run.status).toBe(1);
     expect(run.stderr.trim().split("\n").at(-1)).toBe(
-      `Unknown key "postCreat" in ${userConfig}; the keys are worktreeDir, branchPrefix, copy, symlink, postCreate, mux, reportsTriggerTurn, ports, env.`,
+      `Unknown key "postCreat" in ${userConfig}; the keys are worktreeDir, branchPrefix, copy, symlink, postCreate, mux, reportsTriggerTurn, ports, env, check, checkTimeoutMs.`,
     );
     expect(await snapshot()).toEqual(before);
     writeFileSync(userConfig, "{}");
