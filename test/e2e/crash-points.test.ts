@@ -50,7 +50,7 @@ import {
   unaccounted,
   type Artifacts,
 } from "../support/reliability.ts";
-import { startPrivateTmux, waitFor, type PrivateTmux } from "../support/tmux.ts";
+import { startPrivateTmux, waitFor, type PrivateTmux, paneEnv } from "../support/tmux.ts";
 
 const sha256 = (file: string) => createHash("sha256").update(readFileSync(file)).digest("hex");
 
@@ -182,11 +182,9 @@ describe("a handoff killed (SIGKILL) at every step boundary", () => {
     sandbox = createPiSandbox("phw-crash-");
     repo = createTempRepo({ prefix: "phw-crash-git-", extraCommits: 1 });
     tmux = await startPrivateTmux({ env: sandbox.env });
-    const serverPid = (await tmux.tmux(["display-message", "-p", "#{pid}"])).trim();
     tmuxEnv = {
       ...sandbox.env,
-      TMUX: `${tmux.socketPath},${serverPid},0`,
-      TMUX_PANE: tmux.firstPaneId,
+      ...(await paneEnv(tmux)),
       PI_HANDOFF_CONFIRM_TIMEOUT_MS: "30000",
     };
     cliEnv = { ...sandbox.env, PI_HANDOFF_CONFIRM_TIMEOUT_MS: "30000" };

@@ -27,7 +27,7 @@ import {
   runPiPrint,
   type PiSandbox,
 } from "../support/pi.ts";
-import { startPrivateTmux, waitFor, type PrivateTmux } from "../support/tmux.ts";
+import { startPrivateTmux, waitFor, type PrivateTmux, paneEnv } from "../support/tmux.ts";
 
 const sha256 = (file: string) => createHash("sha256").update(readFileSync(file)).digest("hex");
 
@@ -103,11 +103,9 @@ describe("/handoff-worktree in print mode with the real Pi", () => {
     sandbox = createPiSandbox();
     repo = createTempRepo({ extraCommits: 1 });
     tmux = await startPrivateTmux({ env: sandbox.env });
-    const serverPid = (await tmux.tmux(["display-message", "-p", "#{pid}"])).trim();
     tmuxEnv = {
       ...sandbox.env,
-      TMUX: `${tmux.socketPath},${serverPid},0`,
-      TMUX_PANE: tmux.firstPaneId,
+      ...(await paneEnv(tmux)),
       PI_HANDOFF_CONFIRM_TIMEOUT_MS: "20000",
     };
     runPiPrint(sandbox, repo.root, ["--model", FAUX_MODEL, "first question"]);

@@ -32,7 +32,7 @@ import {
   runPiPrint,
   type PiSandbox,
 } from "../support/pi.ts";
-import { startPrivateTmux, waitFor, type PrivateTmux } from "../support/tmux.ts";
+import { startPrivateTmux, waitFor, type PrivateTmux, paneEnv } from "../support/tmux.ts";
 import { PI_HANDOFF_BIN } from "../support/reliability.ts";
 
 const sha256 = (data: Buffer | string) => createHash("sha256").update(data).digest("hex");
@@ -106,11 +106,9 @@ describe("/handoff-worktree worktree setup with the real Pi", () => {
     sandbox = createPiSandbox("phw-setup-e2e-");
     repo = createTempRepo({ extraCommits: 2 });
     tmux = await startPrivateTmux({ env: sandbox.env });
-    const serverPid = (await tmux.tmux(["display-message", "-p", "#{pid}"])).trim();
     tmuxEnv = {
       ...sandbox.env,
-      TMUX: `${tmux.socketPath},${serverPid},0`,
-      TMUX_PANE: tmux.firstPaneId,
+      ...(await paneEnv(tmux)),
       PI_HANDOFF_CONFIRM_TIMEOUT_MS: "30000",
     };
     runPiPrint(sandbox, repo.root, ["--model", FAUX_MODEL, "first question"]);

@@ -30,7 +30,7 @@ import {
   type PiSandbox,
 } from "../support/pi.ts";
 import { killAndWait } from "../support/recovery-rig.ts";
-import { startPrivateTmux, waitFor, type PrivateTmux } from "../support/tmux.ts";
+import { startPrivateTmux, waitFor, type PrivateTmux, paneEnv } from "../support/tmux.ts";
 
 const BIN = join(PROJECT_ROOT, "bin", "pi-handoff.mjs");
 
@@ -137,11 +137,9 @@ describe("pi-handoff tree with the real Pi", () => {
     sandbox = createPiSandbox("phw-tree-");
     repo = createTempRepo();
     tmux = await startPrivateTmux({ env: sandbox.env });
-    const serverPid = (await tmux.tmux(["display-message", "-p", "#{pid}"])).trim();
     tmuxEnv = {
       ...sandbox.env,
-      TMUX: `${tmux.socketPath},${serverPid},0`,
-      TMUX_PANE: tmux.firstPaneId,
+      ...(await paneEnv(tmux)),
       PI_HANDOFF_CONFIRM_TIMEOUT_MS: "40000",
     };
     store = ManifestStore.forAgentDir(sandbox.agentDir);

@@ -29,7 +29,7 @@ import {
 } from "../support/pi.ts";
 import { killAndWait } from "../support/recovery-rig.ts";
 import { runProcess } from "../support/reliability.ts";
-import { startPrivateTmux, waitFor, type PrivateTmux } from "../support/tmux.ts";
+import { startPrivateTmux, waitFor, type PrivateTmux, paneEnv } from "../support/tmux.ts";
 
 const CANARY = `CANARY-${randomBytes(4).toString("hex")}`;
 const sha256 = (file: string) => createHash("sha256").update(readFileSync(file)).digest("hex");
@@ -74,11 +74,9 @@ describe("hostile input through the real Pi", () => {
     git(["commit", "--quiet", "--no-verify", "-m", "initial"]);
     repoRoot = realpathSync(dir);
     tmux = await startPrivateTmux({ env: sandbox.env });
-    const serverPid = (await tmux.tmux(["display-message", "-p", "#{pid}"])).trim();
     env = {
       ...sandbox.env,
-      TMUX: `${tmux.socketPath},${serverPid},0`,
-      TMUX_PANE: tmux.firstPaneId,
+      ...(await paneEnv(tmux)),
       PI_HANDOFF_CONFIRM_TIMEOUT_MS: "30000",
     };
     runPiPrint(sandbox, repoRoot, ["--model", FAUX_MODEL, "first question"]);

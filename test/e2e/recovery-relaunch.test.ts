@@ -30,7 +30,7 @@ import {
   type PiSandbox,
 } from "../support/pi.ts";
 import { isProcessAlive, killAndWait } from "../support/recovery-rig.ts";
-import { startPrivateTmux, waitFor, type PrivateTmux } from "../support/tmux.ts";
+import { paneEnv, startPrivateTmux, waitFor, type PrivateTmux } from "../support/tmux.ts";
 
 const BIN = join(PROJECT_ROOT, "bin", "pi-handoff.mjs");
 
@@ -70,7 +70,7 @@ describe("pi-handoff relaunch with the real Pi", () => {
   it("relaunches a killed child Pi, which acknowledges again and answers on the same session", async () => {
     runPiPrint(sandbox, repo.root, ["--model", FAUX_MODEL, "first question"]);
     const parentFile = onlySessionFile(sandbox, repo.root);
-    const serverPid = (await tmux.tmux(["display-message", "-p", "#{pid}"])).trim();
+    const inTmux = await paneEnv(tmux);
     const handoff = spawnSync(
       NODE_BIN,
       [
@@ -88,8 +88,7 @@ describe("pi-handoff relaunch with the real Pi", () => {
         cwd: repo.root,
         env: {
           ...sandbox.env,
-          TMUX: `${tmux.socketPath},${serverPid},0`,
-          TMUX_PANE: tmux.firstPaneId,
+          ...inTmux,
           PI_HANDOFF_CONFIRM_TIMEOUT_MS: "40000",
         },
         encoding: "utf8",

@@ -24,7 +24,7 @@ import {
   STAND_IN_PI,
   type RecoveryRig,
 } from "../support/recovery-rig.ts";
-import { waitFor } from "../support/tmux.ts";
+import { paneEnv, waitFor } from "../support/tmux.ts";
 import { PROJECT_ROOT } from "../support/pi.ts";
 
 let rig: RecoveryRig;
@@ -406,8 +406,7 @@ describe("relaunch on tmux", () => {
     expect(readFileSync(rig.store.pathFor(manifest.id), "utf8")).toBe(before);
 
     // From a pane of the rig's tmux, the window opens in that pane's session.
-    const serverPid = (await rig.tmux.tmux(["display-message", "-p", "#{pid}"])).trim();
-    const env = { ...rig.env, TMUX: `${rig.tmux.socketPath},${serverPid},0`, TMUX_PANE: rig.tmux.firstPaneId };
+    const env = { ...rig.env, ...(await paneEnv(rig.tmux)) };
     const relaunched = await relaunchHandoff(
       { ...rig.relaunchDeps(), env, muxFor: (location) => muxForLocation(location, { env, git: rig.git }) },
       manifest.id,

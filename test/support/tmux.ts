@@ -92,6 +92,15 @@ function capture(tmux: PrivateTmux["tmux"], paneId: string): Promise<string> {
   return tmux(["capture-pane", "-p", "-J", "-t", paneId]);
 }
 
+/** `$TMUX` and `$TMUX_PANE` as a shell in `pane` of this server has them (what a Pi started there sees). */
+export async function paneEnv(
+  tmux: PrivateTmux,
+  pane = tmux.firstPaneId,
+): Promise<{ TMUX: string; TMUX_PANE: string }> {
+  const serverPid = (await tmux.tmux(["display-message", "-p", "#{pid}"])).trim();
+  return { TMUX: `${tmux.socketPath},${serverPid},0`, TMUX_PANE: pane };
+}
+
 /** Polls until `probe` returns a truthy value and returns it; throws after `timeoutMs`. */
 export async function waitFor<T>(
   probe: () => T | Promise<T>,
