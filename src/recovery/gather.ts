@@ -359,7 +359,6 @@ export class FactGatherer {
     return base;
   }
 
-  /** Every local branch's tip, asked once per repository. */
   /** Whether `root` has any remote, asked once per repository (a port that cannot say: it has). */
   private hasRemote(root: string): Promise<boolean> {
     let has = this.remotes.get(root);
@@ -370,6 +369,7 @@ export class FactGatherer {
     return has;
   }
 
+  /** Every local branch's tip, asked once per repository. */
   private tipsOf(root: string): Promise<Map<string, string>> {
     let tips = this.branchTips.get(root);
     if (tips === undefined) {
