@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The `pi-handoff` command (see src/recovery/cli.ts, or `pi-handoff --help`).
+// The `pi-handoff` command (see src/cli/cli.ts, or `pi-handoff --help`).
 //
 // Plain JavaScript with nothing newer than what old Node versions parse, so that on a Node too
 // old for Pi it can still say so in one sentence instead of failing with a syntax error.
@@ -22,7 +22,7 @@ if (tooOld(process.versions.node)) {
 // NODE_DISABLE_COMPILE_CACHE=1 turns it off), the one Pi uses for itself: later runs start faster.
 module.enableCompileCache();
 
-const entry = new URL("../src/recovery/cli.ts", import.meta.url);
+const entry = new URL("../src/cli/cli.ts", import.meta.url);
 const installed = fileURLToPath(entry).split(sep).includes("node_modules");
 // Node loads the TypeScript itself, installed or not, with its stripped form kept beside the
 // compile cache (native-loader.mjs). Without module hooks, a checkout still has Node's own

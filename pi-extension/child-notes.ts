@@ -1,10 +1,10 @@
 /**
  * In a handoff child: the notes recovery leaves for it (src/manifest/handoff-notes.ts; today
  * `pi-handoff rebase`: its base moved), delivered once each into its conversation at an idle
- * point, through the delivery rules reports use the other way (src/lineage/delivery.ts).
+ * point, through the delivery rules reports use the other way (src/adoption/delivery.ts).
  *
  * Invariants:
- * - Decides nothing: what a note says and whether it was delivered are src/lineage/notes.ts's and
+ * - Decides nothing: what a note says and whether it was delivered are src/adoption/notes.ts's and
  *   the ledger's; this file wires them to Pi.
  * - Only in a handoff child (a session with the handoff message); one unref'd poll of one small
  *   directory (`PI_HANDOFF_WATCH_POLL_MS`), started at `session_start`, stopped at
@@ -14,9 +14,9 @@
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { pollIntervalMs } from "../src/config/waits.ts";
-import { findHandoffDetails } from "../src/launch/acknowledge.ts";
-import type { DeliveryQueue, Poll } from "../src/lineage/delivery.ts";
-import type { LineageEntryView } from "../src/lineage/types.ts";
+import { findHandoffDetails } from "../src/child/acknowledge.ts";
+import type { DeliveryQueue, Poll } from "../src/adoption/delivery.ts";
+import type { LineageEntryView } from "../src/adoption/types.ts";
 import type { HandoffNoteStore } from "../src/manifest/handoff-notes.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import { loadOnce, OrderedStart } from "./load-once.ts";
@@ -25,9 +25,9 @@ import { expectsKickoff, piDeliveryHost } from "./lineage.ts";
 /** What delivers the notes: loaded in a handoff child's start, after its acknowledgement. */
 const loadDelivery = loadOnce(async () => {
   const [delivery, ledger, notes, store] = await Promise.all([
-    import("../src/lineage/delivery.ts"),
-    import("../src/lineage/ledger.ts"),
-    import("../src/lineage/notes.ts"),
+    import("../src/adoption/delivery.ts"),
+    import("../src/adoption/ledger.ts"),
+    import("../src/adoption/notes.ts"),
     import("../src/manifest/handoff-notes.ts"),
   ]);
   return { ...delivery, ...ledger, ...notes, HandoffNoteStore: store.HandoffNoteStore };

@@ -1,10 +1,10 @@
 /**
  * At session start: lease the session, and in a handoff child acknowledge the launch, then start
- * on the task if any. The decisions are in src/launch/session-writer.ts.
+ * on the task if any. The decisions are in src/child/session-writer.ts.
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
-import { KICKOFF_MESSAGE_TYPE } from "../src/launch/acknowledge.ts";
-import { startOnSession, type SessionLeaseKeeper } from "../src/launch/session-writer.ts";
+import { KICKOFF_MESSAGE_TYPE } from "../src/child/acknowledge.ts";
+import { startOnSession, type SessionLeaseKeeper } from "../src/child/session-writer.ts";
 import { ManifestStore } from "../src/manifest/store.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import { report } from "./report.ts";

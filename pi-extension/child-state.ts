@@ -1,6 +1,6 @@
 /**
  * In every Pi running this extension: what it is doing, on Pi's own events, published for the
- * parent that watches it when this Pi is a handoff's child (src/launch/child-state.ts decides, from
+ * parent that watches it when this Pi is a handoff's child (src/child/child-state.ts decides, from
  * the marker this process was started with and the handoff its session names), and told to the terminal it runs in where that
  * terminal listens (Herdr's sidebar, or Herdr's own Pi integration: src/mux/herdr/sidebar-report.ts,
  * through the registry). Decides nothing: the state is the reducer's, what the terminal hears its
@@ -16,8 +16,8 @@
  *   current state, a dialog still open.
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
-import { findHandoffDetails } from "../src/launch/acknowledge.ts";
-import { takeStartedMarker, type ActivityEvent, type ChildStatePublisher } from "../src/launch/child-state.ts";
+import { findHandoffDetails } from "../src/child/acknowledge.ts";
+import { takeStartedMarker, type ActivityEvent, type ChildStatePublisher } from "../src/child/child-state.ts";
 import type { PaneStateReporter } from "../src/mux/registry.ts";
 
 export class ChildStateWiring {

@@ -1,6 +1,6 @@
 /**
- * The parent's view of its handoffs: the watch (src/recovery/watch.ts) with its statuses, the
- * forecast's mark, and the widget's text (src/recovery/format.ts). Loaded by parent-watch.ts at its
+ * The parent's view of its handoffs: the watch (src/watch/watch.ts) with its statuses, the
+ * forecast's mark, and the widget's text (src/inventory/format.ts). Loaded by parent-watch.ts at its
  * first look, after Pi drew its screen: these modules are most of the package, and a Pi that never
  * shows a child (the child of a handoff itself, while it acknowledges) need not load them to start.
  *
@@ -9,17 +9,17 @@
 import { gitCallMs } from "../src/config/waits.ts";
 import { SimpleGitPort } from "../src/git/git.ts";
 import { LandGit } from "../src/git/land.ts";
-import { ChildStates } from "../src/launch/child-state.ts";
+import { ChildStates } from "../src/child/child-state.ts";
 import type { Manifest } from "../src/manifest/schema.ts";
 import type { ManifestStore } from "../src/manifest/store.ts";
 import { agentStatuses } from "../src/mux/registry.ts";
-import { ForecastCache, forecastHandoffs, type Forecast } from "../src/recovery/forecast.ts";
-import { formatChildrenWidget } from "../src/recovery/format.ts";
-import { HandoffWatch, type OwnHandoff, type ParentIdentity } from "../src/recovery/watch.ts";
+import { ForecastCache, forecastHandoffs, type Forecast } from "../src/forecast/forecast.ts";
+import { formatChildrenWidget } from "../src/inventory/format.ts";
+import { HandoffWatch, type OwnHandoff, type ParentIdentity } from "../src/watch/watch.ts";
 import { SessionTails } from "../src/session/tail.ts";
 import { SessionUsageCache } from "../src/session/usage.ts";
-import { RunCostReader } from "../src/recovery/run-costs.ts";
-import { SubtreeTotalLine } from "../src/recovery/tree.ts";
+import { RunCostReader } from "../src/tree/run-costs.ts";
+import { SubtreeTotalLine } from "../src/tree/tree.ts";
 
 /** Per git call of the widget's forecast: it runs in the background, a slow repository must not pile up. */
 const FORECAST_GIT_TIMEOUT_MS = 15_000;

@@ -5,8 +5,8 @@
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { onSessionStart } from "./child-startup.ts";
 import { ChildStateWiring } from "./child-state.ts";
-import { ChildStatePublisher } from "../src/launch/child-state.ts";
-import { leaseEventLevel, SessionLeaseKeeper } from "../src/launch/session-writer.ts";
+import { ChildStatePublisher } from "../src/child/child-state.ts";
+import { leaseEventLevel, SessionLeaseKeeper } from "../src/child/session-writer.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import { registerHandoffReport } from "./handoff-report.ts";
 import { loadOnce } from "./load-once.ts";
@@ -33,7 +33,7 @@ export default function handoffWorktreeExtension(pi: ExtensionAPI): void {
   registerRenderers(pi);
   // Completion gets no context: the repository is the one of the session's cwd, known once it starts.
   let sessionCwd = process.cwd();
-  // Every Pi running this extension leases its own session (src/launch/lease.ts); the latest
+  // Every Pi running this extension leases its own session (src/child/lease.ts); the latest
   // context is where a later lease event (lost, taken over) is shown.
   let latestCtx: ExtensionContext | undefined;
   const agentDir = agentDirFromEnv(process.env);
@@ -41,7 +41,7 @@ export default function handoffWorktreeExtension(pi: ExtensionAPI): void {
     if (latestCtx !== undefined) report(latestCtx, `handoff-worktree: ${message}`, level);
   };
   // What this Pi is doing, published beside its lease for a parent that watches it; written only
-  // while this Pi holds the lease (src/launch/child-state.ts).
+  // while this Pi holds the lease (src/child/child-state.ts).
   const publisher = new ChildStatePublisher({ agentDir, onError: (message) => say(message, "warning") });
   const childState = new ChildStateWiring(publisher, agentDir);
   const leases = new SessionLeaseKeeper({

@@ -1,13 +1,13 @@
 /**
  * In a handoff child: the `handoff_report` tool and the `/handoff-report [text]` command, which
- * send a short report to the parent session. The writing is src/lineage/reports.ts's; the parent's
+ * send a short report to the parent session. The writing is src/adoption/reports.ts's; the parent's
  * own Pi delivers it (parent-watch.ts). This file only asks and answers; what sends loads with the
  * first report, not with Pi.
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
-import { findHandoffDetails } from "../src/launch/acknowledge.ts";
-import type { SendReportOutcome } from "../src/lineage/reports.ts";
+import { findHandoffDetails } from "../src/child/acknowledge.ts";
+import type { SendReportOutcome } from "../src/adoption/reports.ts";
 import { ManifestStore } from "../src/manifest/store.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import { loadOnce } from "./load-once.ts";
@@ -20,7 +20,7 @@ const GIT_TIMEOUT_MS = 15_000;
 const loadSender = loadOnce(async () => {
   const [git, reports, childReports] = await Promise.all([
     import("../src/git/git.ts"),
-    import("../src/lineage/reports.ts"),
+    import("../src/adoption/reports.ts"),
     import("../src/manifest/child-reports.ts"),
   ]);
   return {

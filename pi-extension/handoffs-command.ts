@@ -15,27 +15,27 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { unsupportedPlatform } from "../src/process/platform.ts";
 import type { ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
-import { currentPiCommand } from "../src/launch/launch-command.ts";
-import { launchNoticeLevel } from "../src/launch/launcher.ts";
+import { currentPiCommand } from "../src/child/launch-command.ts";
+import { launchNoticeLevel } from "../src/child/launcher.ts";
 import { ManifestStore } from "../src/manifest/store.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import { splitCommandLine } from "../src/command-line-words.ts";
-import { carryOutPrune, main, USAGE } from "../src/recovery/cli.ts";
-import { parseRecoveryCommand } from "../src/recovery/command-line.ts";
-import { launchTimeoutsFromEnv } from "../src/launch/timeouts.ts";
+import { carryOutPrune, main, USAGE } from "../src/cli/cli.ts";
+import { parseRecoveryCommand } from "../src/cli/command-line.ts";
+import { launchTimeoutsFromEnv } from "../src/child/timeouts.ts";
 import {
   createLandDeps,
   createRebaseDeps,
   createRecoveryDeps,
   recoveryEnvProblem,
   type RecoveryDeps,
-} from "../src/recovery/deps.ts";
-import { completeRecoveryArgs, type RecoveryCompletion } from "../src/recovery/completions.ts";
-import { focusHandoff } from "../src/recovery/focus.ts";
-import { formatInventory, formatPickerLabel } from "../src/recovery/format.ts";
-import { buildInventory } from "../src/recovery/inventory.ts";
-import type { HandoffReport } from "../src/recovery/report-schema.ts";
-import { relaunchHandoff } from "../src/recovery/relaunch.ts";
+} from "../src/cli/deps.ts";
+import { completeRecoveryArgs, type RecoveryCompletion } from "../src/cli/completions.ts";
+import { focusHandoff } from "../src/relaunch/focus.ts";
+import { formatInventory, formatPickerLabel } from "../src/inventory/format.ts";
+import { buildInventory } from "../src/inventory/inventory.ts";
+import type { HandoffReport } from "../src/inventory/report-schema.ts";
+import { relaunchHandoff } from "../src/relaunch/relaunch.ts";
 import {
   canOfferLand,
   describeLandPlan,
@@ -44,7 +44,7 @@ import {
   removalFailedAfterLanding,
   type LandDeps,
   type LandRequest,
-} from "../src/recovery/land.ts";
+} from "../src/land/land.ts";
 import {
   branchDeletionOffer,
   describePruneAction,
@@ -53,8 +53,8 @@ import {
   planPrune,
   planRemoval,
   removeHandoff,
-} from "../src/recovery/remove.ts";
-import { resolveHandoffName } from "../src/recovery/resolve.ts";
+} from "../src/remove/remove.ts";
+import { resolveHandoffName } from "../src/inventory/resolve.ts";
 import {
   answerProceeds,
   branchDeletionQuestion,
@@ -69,8 +69,8 @@ import {
   strategyQuestion,
   type ChangeQuestion,
   type MenuChoice,
-} from "../src/recovery/handoffs-questions.ts";
-import { canOfferRebase, describeRebasePlan, rebaseHandoff, type RebaseDeps } from "../src/recovery/rebase.ts";
+} from "../src/cli/handoffs-questions.ts";
+import { canOfferRebase, describeRebasePlan, rebaseHandoff, type RebaseDeps } from "../src/rebase/rebase.ts";
 import { report } from "./report.ts";
 
 const STATUS_KEY = "handoffs";

@@ -5,7 +5,7 @@
  *
  * Invariants:
  * - Decides nothing: when to scan, what to deliver and when, and what to watch are
- *   src/lineage/session.ts's (`LineageSession`, over src/lineage/delivery.ts's rules, shared with
+ *   src/adoption/session.ts's (`LineageSession`, over src/adoption/delivery.ts's rules, shared with
  *   handoff reports); this file hands it Pi's events and state (`piLineageHost`), renders the
  *   lineage messages and registers the `adopted_runs` tool.
  * - Pi's start is not held up: `session_start` reads the in-memory session and, only when it has a
@@ -22,17 +22,17 @@ import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-a
 import { Box, Text } from "@earendil-works/pi-tui";
 import { Type } from "typebox";
 import { pollIntervalMs } from "../src/config/waits.ts";
-import type { DeliveryHost } from "../src/lineage/delivery.ts";
+import type { DeliveryHost } from "../src/adoption/delivery.ts";
 import {
   ADOPTED_RUNS_TOOL,
   LINEAGE_MESSAGE_TYPE,
   LineageMessageDetailsSchema,
   summarizeDetails,
-} from "../src/lineage/messages.ts";
-import { hasLineage, kickoffExpected } from "../src/lineage/branch-facts.ts";
-import type { LineageHost, LineageSession } from "../src/lineage/session.ts";
-import type { LineageEntryView, LineageSource } from "../src/lineage/types.ts";
-import type { AdoptedRunsState } from "../src/lineage/adopted-runs.ts";
+} from "../src/adoption/messages.ts";
+import { hasLineage, kickoffExpected } from "../src/adoption/branch-facts.ts";
+import type { LineageHost, LineageSession } from "../src/adoption/session.ts";
+import type { LineageEntryView, LineageSource } from "../src/adoption/types.ts";
+import type { AdoptedRunsState } from "../src/adoption/adopted-runs.ts";
 import { loadOnce, OrderedStart } from "./load-once.ts";
 import { compactLineageText, type Styler } from "./renderers.ts";
 
@@ -44,9 +44,9 @@ import { compactLineageText, type Styler } from "./renderers.ts";
  */
 const loadAdoption = loadOnce(async () => {
   const [session, scan, adoptedRuns] = await Promise.all([
-    import("../src/lineage/session.ts"),
-    import("../src/lineage/scan.ts"),
-    import("../src/lineage/adopted-runs.ts"),
+    import("../src/adoption/session.ts"),
+    import("../src/adoption/scan.ts"),
+    import("../src/adoption/adopted-runs.ts"),
   ]);
   return {
     LineageSession: session.LineageSession,
@@ -94,7 +94,7 @@ export function expectsKickoff(ctx: ExtensionContext): boolean {
   return kickoffExpected(ctx.sessionManager.getBranch());
 }
 
-/** The `adopted_runs` tool; its answers are src/lineage/adopted-runs.ts's, from the session's state. */
+/** The `adopted_runs` tool; its answers are src/adoption/adopted-runs.ts's, from the session's state. */
 function registerAdoptedRunsTool(pi: ExtensionAPI, state: () => Promise<AdoptedRunsState>): void {
   pi.registerTool({
     name: ADOPTED_RUNS_TOOL,

@@ -1,12 +1,12 @@
 /**
  * In a session that handed work off: a compact widget with each own handoff's branch, state and
- * time in it (src/recovery/watch.ts decides), and the delivery of its children's reports
- * (src/lineage/reports.ts, through the shared delivery rules of src/lineage/delivery.ts).
+ * time in it (src/watch/watch.ts decides), and the delivery of its children's reports
+ * (src/adoption/reports.ts, through the shared delivery rules of src/adoption/delivery.ts).
  *
  * Invariants:
- * - Decides nothing: states come from src/recovery/status.ts, delivery rules from delivery.ts.
+ * - Decides nothing: states come from src/inventory/status.ts, delivery rules from delivery.ts.
  * - One unref'd poll per session (`PI_HANDOFF_WATCH_POLL_MS`), started at `session_start` and
- *   stopped at `session_shutdown`; between polls the watch (src/recovery/watch.ts `HandoffWatch`)
+ *   stopped at `session_shutdown`; between polls the watch (src/watch/watch.ts `HandoffWatch`)
  *   shows a child's change as soon as it notices it (its state file, its manifest, its pid gone).
  * - Reports are delivered only at idle points, once (ledger), without triggering a turn unless the
  *   settings ask for it (`reportsTriggerTurn`); those waiting when the session starts are delivered
@@ -14,16 +14,16 @@
  * - Nothing at all runs in a session that has no handoffs of its own (one directory listing per poll).
  * - What watches and delivers loads in the session's start, after this Pi's acknowledgement
  *   (extension.ts registers that first), never with Pi; later events wait for it.
- * - The widget marks a child whose target moved past it or that would conflict (src/recovery/forecast.ts:
+ * - The widget marks a child whose target moved past it or that would conflict (src/forecast/forecast.ts:
  *   one branch listing per repository per refresh, merges only when a tip moved).
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { pollIntervalMs } from "../src/config/waits.ts";
-import type { DeliveryQueue, Poll } from "../src/lineage/delivery.ts";
-import type { LineageEntryView } from "../src/lineage/types.ts";
+import type { DeliveryQueue, Poll } from "../src/adoption/delivery.ts";
+import type { LineageEntryView } from "../src/adoption/types.ts";
 import type { ChildReportStore } from "../src/manifest/child-reports.ts";
 import { ManifestStore } from "../src/manifest/store.ts";
-import type { OwnHandoff, ParentIdentity } from "../src/recovery/watch.ts";
+import type { OwnHandoff, ParentIdentity } from "../src/watch/watch.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import type { ChildrenView } from "./children-view.ts";
 import { expectsKickoff, piDeliveryHost } from "./lineage.ts";
@@ -34,9 +34,9 @@ import { HANDOFF_PROGRESS_CHANNEL } from "./progress-channel.ts";
 const loadDelivery = loadOnce(async () => {
   const [config, delivery, ledger, reports, childReports] = await Promise.all([
     import("../src/config/load.ts"),
-    import("../src/lineage/delivery.ts"),
-    import("../src/lineage/ledger.ts"),
-    import("../src/lineage/reports.ts"),
+    import("../src/adoption/delivery.ts"),
+    import("../src/adoption/ledger.ts"),
+    import("../src/adoption/reports.ts"),
     import("../src/manifest/child-reports.ts"),
   ]);
   return {
@@ -111,7 +111,7 @@ class ParentWatch {
     // Every Pi starts here: only the handoffs that sent reports are read, usually none.
     const withReports = await this.reports.handoffsWithReports();
     if (withReports.size === 0) return;
-    const { ownHandoffs } = await import("../src/recovery/watch.ts");
+    const { ownHandoffs } = await import("../src/watch/watch.ts");
     const own = await ownHandoffs({ store: this.store, now: () => new Date() }, this.parent, new Set(), withReports);
     if (this.stopped || own.length === 0) return;
     await this.enqueueReports(own.map((manifest) => manifest.id));

@@ -8,12 +8,12 @@
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Box, Text } from "@earendil-works/pi-tui";
 import type { ZodType } from "zod";
-import { ADOPTED_RUNS_TOOL, summarizeDetails, type LineageMessageDetails } from "../src/lineage/messages.ts";
+import { ADOPTED_RUNS_TOOL, summarizeDetails, type LineageMessageDetails } from "../src/adoption/messages.ts";
 import {
   REPORT_MESSAGE_TYPE,
   ReportMessageDetailsSchema,
   type ReportMessageDetails,
-} from "../src/lineage/report-message.ts";
+} from "../src/session/message-types.ts";
 import { counted } from "../src/text.ts";
 import { HANDOFF_MESSAGE_TYPE, HandoffDetailsSchema, type HandoffDetails } from "../src/session/handoff-message.ts";
 

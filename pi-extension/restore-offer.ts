@@ -1,6 +1,6 @@
 /**
  * After a reboot: a Pi that starts in the TUI offers, once, to bring back the handoffs whose Pi is
- * gone (src/recovery/restore-offer.ts decides which, and whether this Pi is the one to say it).
+ * gone (src/relaunch/restore-offer.ts decides which, and whether this Pi is the one to say it).
  *
  * Invariants:
  * - Decides nothing and starts nothing: one notice naming `/handoffs relaunch --all`.
@@ -55,8 +55,8 @@ export function registerRestoreOffer(pi: ExtensionAPI, options: RestoreOfferOpti
 async function look(ctx: ExtensionContext, current: () => boolean): Promise<RestoreOfferLook> {
   try {
     const [{ createRecoveryDeps, recoveryEnvProblem }, { restoreOffer }] = await Promise.all([
-      import("../src/recovery/deps.ts"),
-      import("../src/recovery/restore-offer.ts"),
+      import("../src/cli/deps.ts"),
+      import("../src/relaunch/restore-offer.ts"),
     ]);
     if (recoveryEnvProblem(process.env) !== undefined) return "failed";
     if (!current()) return "not_wanted";

@@ -1,9 +1,9 @@
 /**
  * `pi-handoff` from a checkout: `node scripts/pi-handoff.ts <command>` (Node 22.19+ strips the
  * types itself). The installed command is `bin/pi-handoff.mjs`, which loads the same `main` from
- * src/recovery/cli.ts through jiti; the CLI lives in src/ because scripts/ is not published.
+ * src/cli/cli.ts through jiti; the CLI lives in src/ because scripts/ is not published.
  */
-import { main } from "../src/recovery/cli.ts";
+import { main } from "../src/cli/cli.ts";
 
 process.exitCode = await main(process.argv.slice(2), {
   env: process.env,

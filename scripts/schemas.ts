@@ -1,10 +1,10 @@
 /**
- * `npm run schemas`: writes the published JSON Schemas (src/published-schemas.ts) to schemas/.
+ * `npm run schemas`: writes the published JSON Schemas (src/cli/published-schemas.ts) to schemas/.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { jsonSchemaFiles } from "../src/published-schemas.ts";
+import { jsonSchemaFiles } from "../src/cli/published-schemas.ts";
 
 const dir = fileURLToPath(new URL("../schemas/", import.meta.url));
 mkdirSync(dir, { recursive: true });

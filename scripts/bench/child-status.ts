@@ -1,10 +1,10 @@
 /**
- * Benchmark (f): the parent's view of many own handoffs (src/recovery/watch.ts).
+ * Benchmark (f): the parent's view of many own handoffs (src/watch/watch.ts).
  *
  * 1. A refresh (`ownHandoffStatuses`) over 50 handoffs, each with a large child session: wall time
  *    and the longest event-loop stall during it (`perf_hooks.monitorEventLoopDelay`, 1 ms
  *    resolution); the goal is no stall over 50 ms. Children that publish their state
- *    (launch/child-state.ts, what this version's children do): the state file and the lease are
+ *    (child/child-state.ts, what this version's children do): the state file and the lease are
  *    read, never the session; cold (every state file read) and warm (the watch's `ChildStates`
  *    kept, none changed: one stat each). The baseline, named `legacy`: the same children
  *    publishing nothing (older versions, and every child before this change), read from their
@@ -26,12 +26,12 @@ import { dirname, join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { ChildStatePublisher, ChildStates } from "../../src/launch/child-state.ts";
-import { acquireSessionLease } from "../../src/launch/lease.ts";
+import { ChildStatePublisher, ChildStates } from "../../src/child/child-state.ts";
+import { acquireSessionLease } from "../../src/child/lease.ts";
 import { newManifest } from "../../src/manifest/factory.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
-import { HandoffWatch, ownHandoffStatuses, type OwnHandoff, type WatchDeps } from "../../src/recovery/watch.ts";
+import { HandoffWatch, ownHandoffStatuses, type OwnHandoff, type WatchDeps } from "../../src/watch/watch.ts";
 import { SessionTails } from "../../src/session/tail.ts";
 
 const WRITER = join(

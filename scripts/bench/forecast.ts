@@ -1,5 +1,5 @@
 /**
- * Benchmark (i): the conflict forecast (`forecastHandoffs`, src/recovery/forecast.ts) over 10
+ * Benchmark (i): the conflict forecast (`forecastHandoffs`, src/forecast/forecast.ts) over 10
  * handoffs of a 5,000-file repository, against its baseline: one `git merge-tree --write-tree`
  * call of one handoff into main. The forecast makes 10 merges into the target and 45 between
  * siblings (in two merge-tree processes), and one ahead-behind count; the ratio says what the 55
@@ -14,7 +14,7 @@ import { SimpleGitPort } from "../../src/git/git.ts";
 import { LandGit } from "../../src/git/land.ts";
 import { newManifest } from "../../src/manifest/factory.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
-import { ForecastCache, forecastHandoffs } from "../../src/recovery/forecast.ts";
+import { ForecastCache, forecastHandoffs } from "../../src/forecast/forecast.ts";
 
 export interface ForecastBenchResult {
   files: number;

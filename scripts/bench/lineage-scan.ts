@@ -14,10 +14,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { createJiti } from "jiti";
-import { walkLineage } from "../../src/lineage/ancestry.ts";
-import { scanSources } from "../../src/lineage/scan.ts";
-import { piSubagentsSource } from "../../src/lineage/sources/pi-subagents.ts";
-import type { ScanContext } from "../../src/lineage/types.ts";
+import { walkLineage } from "../../src/adoption/ancestry.ts";
+import { scanSources } from "../../src/adoption/scan.ts";
+import { piSubagentsSource } from "../../src/adoption/sources/pi-subagents.ts";
+import type { ScanContext } from "../../src/adoption/types.ts";
 import {
   loadPiSubagentsWriters,
   PiSubagentsFixture,

@@ -18,7 +18,7 @@
  * - Pure: parsing and checking only; reading the files is `load.ts`.
  */
 import { z } from "zod";
-import { listMuxKinds, MUX_KINDS, type MuxKind } from "../mux/locations.ts";
+import { listMuxKinds, MUX_KINDS, type MuxKind } from "../manifest/locations.ts";
 import { ENV_VARIABLE_NAME, hasControlCharacter } from "../text.ts";
 
 /** The placeholders a `worktreeDir` template may use (see README, Configuration). */

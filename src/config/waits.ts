@@ -2,7 +2,7 @@
  * Every wait on an outside system that a user can change: its key and variable, in one table (the
  * README's settings table lists the same, checked by test/unit/launch-timeouts.test.ts). What a
  * value may hold, and its default, is env.ts's, the only definition; an entry point refuses an unusable one
- * (`readHandoffEnv`) before anything waits. `launch/timeouts.ts` reads the launch's waits from here,
+ * (`readHandoffEnv`) before anything waits. `child/timeouts.ts` reads the launch's waits from here,
  * `mux/registry.ts` the multiplexer calls', the composition roots git's.
  *
  * Invariants:

@@ -10,7 +10,7 @@
  * not an option (`-m`) is refused as an unknown option, never taken as a branch or a base.
  */
 import { splitCommandLine, type Word } from "../command-line-words.ts";
-import { isMuxKind, listMuxKinds, MUX_KINDS, type MuxKind } from "../mux/locations.ts";
+import { isMuxKind, listMuxKinds, MUX_KINDS, type MuxKind } from "../manifest/locations.ts";
 import { closestMatch } from "../text.ts";
 
 export const HANDOFF_USAGE = `/handoff-worktree <branch> [base] [--carry[=all]] [--existing] [--fetch] [--mux ${MUX_KINDS.join("|")}] [--no-focus] [--approve-repo-code] [-- task]`;

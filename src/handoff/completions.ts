@@ -11,7 +11,7 @@
  * - The repository's refs come through the git ports with a short timeout each (the user is typing).
  */
 import { completionsFor } from "../command-line-words.ts";
-import { listMuxKinds, MUX_KINDS } from "../mux/locations.ts";
+import { listMuxKinds, MUX_KINDS } from "../manifest/locations.ts";
 import { SimpleGitPort } from "../git/git.ts";
 import { CheckoutGit } from "../git/checkout-git.ts";
 

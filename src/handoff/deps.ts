@@ -14,7 +14,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { SimpleGitPort } from "../git/git.ts";
 import { CheckoutGit } from "../git/checkout-git.ts";
 import type { GitPort, CheckoutGitPort } from "../git/types.ts";
-import { launchTimeoutsFromEnv, type LaunchTimeouts } from "../launch/timeouts.ts";
+import { launchTimeoutsFromEnv, type LaunchTimeouts } from "../child/timeouts.ts";
 import type { HandoffStep, MuxKind } from "../manifest/schema.ts";
 import { ManifestStore } from "../manifest/store.ts";
 import { selectMultiplexer } from "../mux/registry.ts";

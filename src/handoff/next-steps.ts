@@ -7,7 +7,7 @@
  * - Every command named is a real one of this package (`/handoffs`, `pi-handoff <command> <id>`,
  *   `/handoff-worktree`) or of the terminal that holds the child (its descriptor's switch
  *   commands, mux/registry.ts), with the ids this handoff recorded; `pi-handoff` as the caller
- *   says it runs in the user's shell (`cli`, launch/pi-command.ts).
+ *   says it runs in the user's shell (`cli`, child/pi-command.ts).
  * - The way between the parent's window and the child's can be taken where the person is, inside
  *   a Pi that holds the terminal: the terminal's keys when it said them (tmux: `Ctrl-b 0`), else a
  *   line typed in that Pi (`/handoffs` in the parent; in the child, its switch command after `!!`,

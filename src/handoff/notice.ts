@@ -10,7 +10,7 @@
  */
 import { existsSync } from "node:fs";
 import type { Manifest } from "../manifest/schema.ts";
-import { PORT_ENV, PORTS_ENV, shellQuote } from "../launch/launch-command.ts";
+import { PORT_ENV, PORTS_ENV, shellQuote } from "../child/launch-command.ts";
 import { describeLocation } from "../mux/registry.ts";
 import { counted } from "../text.ts";
 
@@ -130,7 +130,7 @@ export function leftBehindNote(
 /**
  * The note that says what the handoff reserved and sets (for the user, and in the child's handoff
  * message, so its Pi runs servers on its own ports); undefined when it reserves and sets nothing.
- * `cli` is how the user runs `pi-handoff` (src/launch/pi-command.ts `recoveryCommand`).
+ * `cli` is how the user runs `pi-handoff` (src/child/pi-command.ts `recoveryCommand`).
  */
 export function environmentNote(manifest: Pick<Manifest, "id" | "ports" | "env">, cli: string): string | undefined {
   const names = Object.keys(manifest.env ?? {});

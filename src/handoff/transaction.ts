@@ -17,7 +17,7 @@
  *   is refused at once while it runs, and takes the lock over once its process is dead.
  * - Intent before creation: the window's name and server are in the manifest from its creation,
  *   the child session's directory before the fork, so recovery finds and names a window or a
- *   session a kill inside a step left unrecorded (recovery/gather.ts).
+ *   session a kill inside a step left unrecorded (inventory/gather.ts).
  * - The parent session file is only ever read.
  * - The fork overlaps the worktree step where nothing it writes depends on that step: the backend
  *   makes the worktree at the planned path and there is no setup whose notes the handoff message
@@ -47,11 +47,11 @@ import {
   type LaunchOutcome,
   type LaunchRequest,
   type WindowLauncher,
-} from "../launch/launcher.ts";
-import { launchCommandFor, type LaunchEnvironment } from "../launch/launch-command.ts";
-import { forkStagingDir } from "../launch/launcher-file.ts";
-import { ownerOf } from "../launch/owner.ts";
-import { postCreateFiles, postCreatePrelude, writeRunner } from "../launch/post-create.ts";
+} from "../child/launcher.ts";
+import { launchCommandFor, type LaunchEnvironment } from "../child/launch-command.ts";
+import { forkStagingDir } from "../child/launcher-file.ts";
+import { ownerOf } from "../manifest/owner.ts";
+import { postCreateFiles, postCreatePrelude, writeRunner } from "../child/post-create.ts";
 import type { HandoffDeps } from "./deps.ts";
 import { armTimedKill, checkpoint, failsAt, InjectedFault, NO_FAULTS, type FaultPlan } from "../faults.ts";
 import {
@@ -71,7 +71,7 @@ import { loopbackProbe } from "../ports/probe.ts";
 import { describeSetup, hasSetupWork, setUpWorktree, type SetupResult } from "./setup.ts";
 import { whileWaiting } from "../mux/backoff.ts";
 import { formatWait } from "../text.ts";
-import { recoveryCommand } from "../launch/pi-command.ts";
+import { recoveryCommand } from "../child/pi-command.ts";
 
 export type { HandoffDeps, MuxChoice } from "./deps.ts";
 export type { HandoffRequest, ParentSnapshot } from "./preconditions.ts";

@@ -5,7 +5,7 @@
  *
  * Invariants:
  * - The child never writes the parent's session: it writes a file here, and the parent's own Pi
- *   delivers it (lineage/delivery.ts), so each session keeps exactly one writer.
+ *   delivers it (adoption/delivery.ts), so each session keeps exactly one writer.
  * - This zod schema is the only definition of the format; a file that fails it is skipped (and
  *   counted), never repaired or deleted.
  * - Files are written atomically (temp, fsync, link into place) and never overwritten: a report id

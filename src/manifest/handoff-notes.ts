@@ -7,7 +7,7 @@
  *
  * Invariants:
  * - Nothing but the child's own Pi ever writes the child's session: recovery writes a file here,
- *   and the child's Pi turns it into one message at an idle point (lineage/notes.ts).
+ *   and the child's Pi turns it into one message at an idle point (adoption/notes.ts).
  * - This zod schema is the only definition of the format; a file that fails it is skipped (and
  *   counted), never repaired or deleted.
  * - Files are written atomically and never overwritten; a note's id comes from what it tells (the

@@ -63,9 +63,9 @@ export const HistoryEntrySchema = z.strictObject({
 });
 export type HistoryEntry = z.infer<typeof HistoryEntrySchema>;
 
-// Each terminal's location schema is its own (src/mux/<terminal>/location.ts); the union is the mux's.
-export { MuxLocationSchema, type MuxKind, type MuxLocation } from "../mux/locations.ts";
-import { MuxLocationSchema } from "../mux/locations.ts";
+// Every terminal's location schema and their union: locations.ts, beside this schema that records one.
+export { MuxLocationSchema, type MuxKind, type MuxLocation } from "./locations.ts";
+import { MuxLocationSchema } from "./locations.ts";
 
 /**
  * The process that runs the handoff's transaction (or its latest relaunch). Recovery waits for an
@@ -83,7 +83,7 @@ export type ManifestOwner = z.infer<typeof ManifestOwnerSchema>;
 /**
  * What the handoff is about to create, recorded before it creates it, so that a process killed
  * inside a step (after the window or the child session exists, before the manifest names it)
- * leaves nothing recovery cannot find and name (recovery/gather.ts). Optional, like each field.
+ * leaves nothing recovery cannot find and name (inventory/gather.ts). Optional, like each field.
  */
 export const IntentSchema = z.strictObject({
   /** The name (tmux) / label (Herdr) the window is given, as the backend shows it (mux/label.ts). */
@@ -285,7 +285,7 @@ export const ManifestSchema = z.strictObject({
   ports: z.array(PortSchema).min(1).optional(),
   /**
    * The variables the settings' `env` gave this handoff, its port placeholders filled in: with the
-   * ports, what the launcher, postCreate and the child Pi get (launch/launch-command.ts), the
+   * ports, what the launcher, postCreate and the child Pi get (child/launch-command.ts), the
    * same at every relaunch whatever the settings say by then. Optional, like `ports`.
    */
   env: z.record(EnvNameSchema, EnvValueSchema).optional(),

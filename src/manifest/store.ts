@@ -31,7 +31,7 @@ import { z } from "zod";
 import { writeFileAtomic } from "../fs/atomic-write.ts";
 import { errorCode, readSmallFile, readTextIfPresent } from "../fs/probe.ts";
 import { unlinkIfPresent } from "../fs/unlink.ts";
-import { isOwnerAlive, ownerOf } from "../launch/owner.ts";
+import { isOwnerAlive, ownerOf } from "./owner.ts";
 import {
   type HandoffState,
   type Manifest,
@@ -77,7 +77,7 @@ const ACTION_VERBS: Readonly<Record<HandoffAction, string>> = {
   focus: "switching to it",
   land: "landing it",
   rebase: "rebasing it",
-  // The queue's own lock (recovery/queue.ts) names a repository, not a handoff.
+  // The queue's own lock (queue/queue.ts) names a repository, not a handoff.
   queue: "landing the queue of its repository",
 };
 

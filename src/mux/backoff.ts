@@ -1,7 +1,7 @@
 /**
  * Polling back-off shared by the waits on outside systems (the pane's shell in `shell-wait.ts`,
  * for tmux and Herdr alike, the launcher's start and the child's acknowledgement in
- * `launch/launcher.ts`).
+ * `child/launcher.ts`).
  *
  * Invariants:
  * - The first poll comes quickly (50 ms), then the interval doubles up to 500 ms: a fast answer

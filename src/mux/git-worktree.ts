@@ -19,7 +19,7 @@
 import { realpath } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { GitPort, RecoveryGitPort } from "../git/types.ts";
-import type { MuxLocation } from "./locations.ts";
+import type { MuxLocation } from "../manifest/locations.ts";
 import { isDirectory } from "../fs/probe.ts";
 import { errorClause } from "../errors.ts";
 import { counted, stripPeriod } from "../text.ts";

@@ -1,13 +1,10 @@
 /**
- * What every terminal's recorded location shares: the helper that builds its schema, and the one
- * check that a pane's working directory is inside a worktree.
+ * The one check every terminal makes of a recorded location before it acts on it: is a pane's
+ * working directory inside the worktree. (The locations themselves are defined with the manifest
+ * that records them, src/manifest/locations.ts.)
  *
- * Invariants:
- * - A location is a strict object: `kind` plus optional strings, in the order they are written, so
- *   a manifest's bytes are stable and an unknown field is a decoding error, not silently kept.
- * - Pure: no outside call, no file read.
+ * Invariants: pure; no outside call, no file read.
  */
-import { z } from "zod";
 
 /**
  * Whether a pane's working directory, as a terminal shows it (Linux's " (deleted)" suffix on a
@@ -18,13 +15,4 @@ export function paneCwdInside(path: string | null | undefined, dir: string): boo
   if (path === undefined || path === null) return false;
   const shown = path.replace(/ \(deleted\)$/, "");
   return shown === dir || shown.startsWith(`${dir}/`);
-}
-
-/** A location schema for `kind` with these optional string fields (ids, a socket path). */
-export function locationSchema<K extends string, F extends string>(kind: K, ...fields: F[]) {
-  const optional = Object.fromEntries(fields.map((field) => [field, z.string().optional()])) as Record<
-    F,
-    z.ZodOptional<z.ZodString>
-  >;
-  return z.strictObject({ kind: z.literal(kind), ...optional });
 }

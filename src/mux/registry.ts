@@ -2,8 +2,8 @@
  * Every terminal this package drives, by kind: the one list outside each terminal's own folder.
  *
  * Invariants:
- * - Adding a terminal is its folder (location.ts, its backend, terminal.ts), its schema in
- *   locations.ts and one entry here; nothing outside `src/mux/` names a kind.
+ * - Adding a terminal is its folder (its backend, terminal.ts), its location schema in
+ *   src/manifest/locations.ts and one entry here; outside `src/mux/`, only that schema names a kind.
  * - `DETECTION_ORDER` decides which terminal a process is in when several say so: Herdr's
  *   `HERDR_ENV=1` first (`$TMUX` leaks into Herdr panes started from tmux), then zellij (the same
  *   for zellij started from tmux), then `$TMUX`.
@@ -12,7 +12,7 @@
 import type { GitPort } from "../git/types.ts";
 import type { Manifest } from "../manifest/schema.ts";
 import { herdrTerminal } from "./herdr/terminal.ts";
-import { listMuxKinds, MUX_KINDS, type MuxKind, type MuxLocation } from "./locations.ts";
+import { listMuxKinds, MUX_KINDS, type MuxKind, type MuxLocation } from "../manifest/locations.ts";
 import type {
   AgentStatusesOf,
   MuxForLocation,

@@ -11,9 +11,9 @@
  * - Refusals are one sentence that says what to do.
  */
 import type { GitPort, RecoveryGitPort } from "../git/types.ts";
-import type { PublishedState } from "../launch/child-state.ts";
+import type { PublishedState } from "../manifest/published-states.ts";
 import type { Manifest } from "../manifest/schema.ts";
-import type { MuxKind, MuxLocation } from "./locations.ts";
+import type { MuxKind, MuxLocation } from "../manifest/locations.ts";
 import type { Multiplexer, RecoverableMultiplexer } from "./types.ts";
 
 export type TerminalEnv = Readonly<Record<string, string | undefined>>;
@@ -44,7 +44,7 @@ export type MuxForLocation =
 export interface PaneStateReporter {
   /** A new session in this pane, and why (`startup`, `new`, `resume`, `fork`, `reload`). */
   sessionStarted(sessionFile: string | undefined, reason: string): void;
-  /** The Pi's state changed (src/launch/child-state.ts). */
+  /** The Pi's state changed (src/child/child-state.ts). */
   published(state: PublishedState): void;
   /** Where the terminal's own Pi integration listens for dialogs: a Pi event channel and its payloads. */
   prompts?: { channel: string; started(label: string): unknown; ended(): unknown };

@@ -43,7 +43,7 @@ export async function choosePorts(
   request: PortRequest,
   held: ReadonlySet<number>,
   probe: PortProbe,
-  /** `recoveryCommand`: how the user runs `pi-handoff` (src/launch/pi-command.ts), named in a refusal. */
+  /** `recoveryCommand`: how the user runs `pi-handoff` (src/child/pi-command.ts), named in a refusal. */
   options: { recoveryCommand: string; deadlineMs?: number; nowMs?: () => number },
 ): Promise<PortChoice> {
   const nowMs = options.nowMs ?? Date.now;

@@ -1,6 +1,6 @@
 /**
  * Messages addressed to one session alone: a child's report or a landing's notice delivered into
- * its parent (lineage/reports.ts), a note delivered into a child (lineage/notes.ts). A fork does not
+ * its parent (adoption/reports.ts), a note delivered into a child (adoption/notes.ts). A fork does not
  * hand them on: in the child session each becomes a `custom` entry, which Pi keeps out of the
  * model's context and, with no renderer for it, off the screen; the message is kept whole under
  * `data`, for the record.
@@ -17,8 +17,7 @@ import { once } from "node:events";
 import { rename, rm } from "node:fs/promises";
 import { createInterface } from "node:readline";
 import { tempPathBeside } from "../fs/atomic-write.ts";
-import { NOTE_MESSAGE_TYPE } from "../lineage/notes.ts";
-import { REPORT_MESSAGE_TYPE } from "../lineage/report-message.ts";
+import { NOTE_MESSAGE_TYPE, REPORT_MESSAGE_TYPE } from "./message-types.ts";
 
 const ADDRESSED_TYPES: ReadonlySet<string> = new Set([REPORT_MESSAGE_TYPE, NOTE_MESSAGE_TYPE]);
 

@@ -6,8 +6,8 @@
 import { existsSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { childStateDir, childStatePath, readChildStateSync } from "../../src/launch/child-state.ts";
-import { canonicalSessionPath } from "../../src/launch/lease.ts";
+import { childStateDir, childStatePath, readChildStateSync } from "../../src/child/child-state.ts";
+import { canonicalSessionPath } from "../../src/child/lease.ts";
 import { PROCESS_INFO_ENV, processFacts } from "../../src/process/facts.ts";
 import { createPiSandbox, EXTENSION_ENTRY, FAUX_MODEL, NODE_BIN, PI_CLI, type PiSandbox } from "../support/pi.ts";
 import { PiRpc } from "../support/pi-rpc.ts";

@@ -24,7 +24,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KillPoint } from "../../src/faults.ts";
 import type { HandoffState, Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
-import type { HandoffReport } from "../../src/recovery/report-schema.ts";
+import type { HandoffReport } from "../../src/inventory/report-schema.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
 import {
   createPiSandbox,
@@ -80,7 +80,7 @@ function unfinished(step: string) {
   };
 }
 
-/** A real Pi child holds the session lease (launch/lease.ts); the driver's stand-in child does not. */
+/** A real Pi child holds the session lease (child/lease.ts); the driver's stand-in child does not. */
 function childRunning(leased: boolean) {
   return (report: HandoffReport, manifest: Manifest) => {
     const processEvidence = ["recorded_pid", "marker", "cwd"] as const;

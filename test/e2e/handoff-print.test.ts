@@ -11,10 +11,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HANDOFF_USAGE } from "../../src/handoff/args.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
-import { childStateDir } from "../../src/launch/child-state.ts";
+import { childStateDir } from "../../src/child/child-state.ts";
 import { ChildReportStore } from "../../src/manifest/child-reports.ts";
-import { LINEAGE_LEDGER_TYPE } from "../../src/lineage/ledger.ts";
-import { REPORT_MESSAGE_TYPE } from "../../src/lineage/reports.ts";
+import { LINEAGE_LEDGER_TYPE } from "../../src/adoption/ledger.ts";
+import { REPORT_MESSAGE_TYPE } from "../../src/adoption/reports.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
 import {
   createPiSandbox,

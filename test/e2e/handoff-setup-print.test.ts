@@ -15,7 +15,7 @@ import { existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, writeFileSyn
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SimpleGitPort } from "../../src/git/git.ts";
-import { findChildProcess } from "../../src/launch/launcher.ts";
+import { findChildProcess } from "../../src/child/launcher.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { TmuxMultiplexer } from "../../src/mux/tmux/tmux.ts";

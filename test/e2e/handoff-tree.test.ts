@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { HANDOFF_MESSAGE_TYPE } from "../../src/session/handoff-message.ts";
-import { TreeReportSchema, type TreeNode } from "../../src/recovery/tree-report.ts";
+import { TreeReportSchema, type TreeNode } from "../../src/tree/tree-report.ts";
 import type { UsageTotals } from "../../src/session/usage.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
 import {

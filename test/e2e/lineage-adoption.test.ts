@@ -14,12 +14,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SessionManager, type FileEntry } from "@earendil-works/pi-coding-agent";
 import { newManifest } from "../../src/manifest/factory.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
-import { LINEAGE_LEDGER_TYPE, LedgerEntryDataSchema } from "../../src/lineage/ledger.ts";
+import { LINEAGE_LEDGER_TYPE, LedgerEntryDataSchema } from "../../src/adoption/ledger.ts";
 import {
   LINEAGE_MESSAGE_TYPE,
   LineageMessageDetailsSchema,
   type LineageMessageDetails,
-} from "../../src/lineage/messages.ts";
+} from "../../src/adoption/messages.ts";
 import { buildHandoffMessage } from "../../src/session/handoff-message.ts";
 import { ProcessPool } from "../support/lineage.ts";
 import {

@@ -13,9 +13,9 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
-import { createRecoveryDeps } from "../../src/recovery/deps.ts";
-import { InventoryReportSchema, type InventoryReport } from "../../src/recovery/report-schema.ts";
-import { restoreOffer } from "../../src/recovery/restore-offer.ts";
+import { createRecoveryDeps } from "../../src/cli/deps.ts";
+import { InventoryReportSchema, type InventoryReport } from "../../src/inventory/report-schema.ts";
+import { restoreOffer } from "../../src/relaunch/restore-offer.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
 import { HERDR_TARGET, startHerdr, type HerdrServer } from "../support/herdr.ts";
 import {

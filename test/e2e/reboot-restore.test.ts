@@ -10,13 +10,13 @@ import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readSessionLease } from "../../src/launch/lease.ts";
-import { launcherFiles } from "../../src/launch/launcher-file.ts";
+import { readSessionLease } from "../../src/child/lease.ts";
+import { launcherFiles } from "../../src/child/launcher-file.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
-import { createRecoveryDeps } from "../../src/recovery/deps.ts";
-import { InventoryReportSchema } from "../../src/recovery/report-schema.ts";
-import { offersDir, RestoreOfferSchema, restoreOffer } from "../../src/recovery/restore-offer.ts";
+import { createRecoveryDeps } from "../../src/cli/deps.ts";
+import { InventoryReportSchema } from "../../src/inventory/report-schema.ts";
+import { offersDir, RestoreOfferSchema, restoreOffer } from "../../src/relaunch/restore-offer.ts";
 import { startTmuxServer, type TmuxServer } from "../../scripts/lib/private-tmux.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
 import {

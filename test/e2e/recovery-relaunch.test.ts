@@ -11,11 +11,11 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LeaseFileSchema, leasePath, readSessionLease } from "../../src/launch/lease.ts";
+import { LeaseFileSchema, leasePath, readSessionLease } from "../../src/child/lease.ts";
 import { processFacts, sameStart } from "../../src/process/facts.ts";
 import { listDescendants } from "../../src/process/procfs.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
-import { InventoryReportSchema } from "../../src/recovery/report-schema.ts";
+import { InventoryReportSchema } from "../../src/inventory/report-schema.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
 import {
   createPiSandbox,

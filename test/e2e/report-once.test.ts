@@ -6,7 +6,7 @@
  * a custom entry, out of the child's context), and the next child's Pi shows none of them.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REPORT_MESSAGE_TYPE } from "../../src/lineage/reports.ts";
+import { REPORT_MESSAGE_TYPE } from "../../src/adoption/reports.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
 import { handOffUnfocused } from "../support/handoff-scenario.ts";
 import { startTmuxRig, type TmuxRig } from "../support/mux-rig.ts";

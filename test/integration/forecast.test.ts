@@ -8,8 +8,8 @@ import { SimpleGitPort } from "../../src/git/git.ts";
 import { LandGit } from "../../src/git/land.ts";
 import { mergeTrees, type GitRunner, type MergePair } from "../../src/git/merge-tree.ts";
 import { GitTimeoutError, type GitRun } from "../../src/git/runner.ts";
-import { forecastHandoffs } from "../../src/recovery/forecast.ts";
-import { ForecastReportSchema } from "../../src/recovery/report-schema.ts";
+import { forecastHandoffs } from "../../src/forecast/forecast.ts";
+import { ForecastReportSchema } from "../../src/inventory/report-schema.ts";
 import { createLandRig, type LandRig } from "../support/land-rig.ts";
 import { runCli } from "../support/reliability.ts";
 

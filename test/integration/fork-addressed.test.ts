@@ -10,8 +10,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CURRENT_SESSION_VERSION, SessionManager } from "@earendil-works/pi-coding-agent";
-import { NOTE_MESSAGE_TYPE } from "../../src/lineage/notes.ts";
-import { REPORT_MESSAGE_TYPE } from "../../src/lineage/report-message.ts";
+import { NOTE_MESSAGE_TYPE } from "../../src/session/message-types.ts";
+import { REPORT_MESSAGE_TYPE } from "../../src/session/message-types.ts";
 import { forkActiveBranch } from "../../src/session/fork.ts";
 import { buildHandoffMessage } from "../../src/session/handoff-message.ts";
 

@@ -13,10 +13,10 @@ import { createServer, type Server } from "node:net";
 import { basename, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { HandoffConfig } from "../../src/config/schema.ts";
-import { shellQuote } from "../../src/launch/launch-command.ts";
+import { shellQuote } from "../../src/child/launch-command.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { loopbackProbe } from "../../src/ports/probe.ts";
-import { EnvReportSchema, InspectReportSchema } from "../../src/recovery/report-schema.ts";
+import { EnvReportSchema, InspectReportSchema } from "../../src/inventory/report-schema.ts";
 import { killAndWait } from "../support/recovery-rig.ts";
 import {
   createWorld,

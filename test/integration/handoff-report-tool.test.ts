@@ -8,7 +8,7 @@ import type { ExtensionAPI, ExtensionCommandContext, ExtensionContext } from "@e
 import { afterEach, describe, expect, it } from "vitest";
 import { registerHandoffReport, REPORT_TOOL } from "../../pi-extension/handoff-report.ts";
 import { rmSync } from "node:fs";
-import { sendChildReport } from "../../src/lineage/reports.ts";
+import { sendChildReport } from "../../src/adoption/reports.ts";
 import { ChildReportStore } from "../../src/manifest/child-reports.ts";
 import { HANDOFF_MESSAGE_TYPE } from "../../src/session/handoff-message.ts";
 import { createLandRig, type LandRig } from "../support/land-rig.ts";

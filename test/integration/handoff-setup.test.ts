@@ -30,7 +30,7 @@ import type { HandoffConfig } from "../../src/config/schema.ts";
 import { SimpleGitPort } from "../../src/git/git.ts";
 import { CheckoutGit } from "../../src/git/checkout-git.ts";
 import type { HandoffArgs } from "../../src/handoff/args.ts";
-import { findChildProcess } from "../../src/launch/launcher.ts";
+import { findChildProcess } from "../../src/child/launcher.ts";
 import { HandoffTransaction, type HandoffOutcome } from "../../src/handoff/transaction.ts";
 import type { HandoffStep, Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";

@@ -1,5 +1,5 @@
 /**
- * The handoff tree (src/recovery/tree.ts) over a real store and a real git repository, with
+ * The handoff tree (src/tree/tree.ts) over a real store and a real git repository, with
  * hand-written sessions: a manifest this version cannot read is shown with what it still says; the
  * runs a session started count with the cost their pi-subagents record gives (once, at the session
  * that started them) and one without a recorded cost is said so; the
@@ -10,13 +10,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { watchChildren } from "../../pi-extension/children-view.ts";
-import { indexSegment } from "../../src/lineage/sources/pi-subagents-layout.ts";
+import { indexSegment } from "../../src/adoption/sources/pi-subagents-layout.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
-import { parseRecoveryCommand } from "../../src/recovery/command-line.ts";
-import { createRecoveryDeps } from "../../src/recovery/deps.ts";
-import { RunCostReader } from "../../src/recovery/run-costs.ts";
-import { buildTree, formatTree, subtreeTotal, SubtreeTotalLine } from "../../src/recovery/tree.ts";
-import { TreeReportSchema } from "../../src/recovery/tree-report.ts";
+import { parseRecoveryCommand } from "../../src/cli/command-line.ts";
+import { createRecoveryDeps } from "../../src/cli/deps.ts";
+import { RunCostReader } from "../../src/tree/run-costs.ts";
+import { buildTree, formatTree, subtreeTotal, SubtreeTotalLine } from "../../src/tree/tree.ts";
+import { TreeReportSchema } from "../../src/tree/tree-report.ts";
 import { HANDOFF_MESSAGE_TYPE } from "../../src/session/handoff-message.ts";
 import { SessionUsageCache } from "../../src/session/usage.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";

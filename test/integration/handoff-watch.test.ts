@@ -1,5 +1,5 @@
 /**
- * The parent's watch of its children (src/recovery/watch.ts `HandoffWatch`) on real files and a
+ * The parent's watch of its children (src/watch/watch.ts `HandoffWatch`) on real files and a
  * real child process: a stand-in child (test/support/fixtures/state-writer.ts) holds its sessions'
  * leases and publishes its state with the project's own code; the watch shows each change without
  * a single refresh of the caller (so no poll tells it): a turn, a tool, a dialog, /new (followed to
@@ -12,10 +12,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import type { ActivityEvent } from "../../src/launch/child-state.ts";
+import type { ActivityEvent } from "../../src/child/child-state.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
-import { formatChildrenWidget } from "../../src/recovery/format.ts";
-import { HandoffWatch, type OwnHandoff } from "../../src/recovery/watch.ts";
+import { formatChildrenWidget } from "../../src/inventory/format.ts";
+import { HandoffWatch, type OwnHandoff } from "../../src/watch/watch.ts";
 import { NODE_BIN, PROJECT_ROOT } from "../support/pi.ts";
 import { storeRunningHandoff } from "../support/running-handoff.ts";
 import { waitFor } from "../support/tmux.ts";

@@ -11,7 +11,7 @@ import type { ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runHandoffs } from "../../pi-extension/handoffs-command.ts";
 import { LandGit } from "../../src/git/land.ts";
-import { createRebaseDeps } from "../../src/recovery/deps.ts";
+import { createRebaseDeps } from "../../src/cli/deps.ts";
 import { ChildReportStore } from "../../src/manifest/child-reports.ts";
 import { NODE_BIN } from "../support/pi.ts";
 import {

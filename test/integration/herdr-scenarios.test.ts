@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SimpleGitPort } from "../../src/git/git.ts";
-import type { HerdrLocation } from "../../src/mux/herdr/location.ts";
+import type { HerdrLocation } from "../../src/manifest/locations.ts";
 import { HerdrMultiplexer } from "../../src/mux/herdr/herdr.ts";
 import type { CreatedWorkspace, CreateWorkspaceRequest, MuxResult } from "../../src/mux/types.ts";
 import { createTempRepo, germanGitServerEnv, type TempRepo } from "../support/git-repo.ts";

@@ -10,8 +10,8 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { HerdrLocation } from "../../src/mux/herdr/location.ts";
-import { shellQuote } from "../../src/launch/launch-command.ts";
+import type { HerdrLocation } from "../../src/manifest/locations.ts";
+import { shellQuote } from "../../src/child/launch-command.ts";
 import { selectMultiplexer } from "../../src/mux/registry.ts";
 import { muxForLocation } from "../../src/mux/registry.ts";
 import { HerdrMultiplexer } from "../../src/mux/herdr/herdr.ts";

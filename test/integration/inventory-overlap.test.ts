@@ -8,10 +8,10 @@ import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { SimpleGitPort } from "../../src/git/git.ts";
 import type { WorktreeStatus } from "../../src/git/types.ts";
-import { readSessionLease, type SessionLease } from "../../src/launch/lease.ts";
+import { readSessionLease, type SessionLease } from "../../src/child/lease.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
-import { createRecoveryDeps } from "../../src/recovery/deps.ts";
-import { buildInventory } from "../../src/recovery/inventory.ts";
+import { createRecoveryDeps } from "../../src/cli/deps.ts";
+import { buildInventory } from "../../src/inventory/inventory.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
 import { storeRunningHandoff } from "../support/running-handoff.ts";
 

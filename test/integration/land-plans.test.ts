@@ -5,7 +5,7 @@
  * the first subject and a count for more, `--message` for its subject.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { landHandoff, type LandRequest } from "../../src/recovery/land.ts";
+import { landHandoff, type LandRequest } from "../../src/land/land.ts";
 import { createLandRig, type LandRig } from "../support/land-rig.ts";
 import { runCli } from "../support/reliability.ts";
 import { waitFor } from "../support/tmux.ts";

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { loadHandoffConfig } from "../../src/config/load.ts";
 import { approvePostCreate, approvedCheck } from "../../src/config/post-create-approval.ts";
 import { HandoffNoteStore } from "../../src/manifest/handoff-notes.ts";
-import { createQueueDeps } from "../../src/recovery/deps.ts";
+import { createQueueDeps } from "../../src/cli/deps.ts";
 import {
   describeQueuePlan,
   describeQueueReport,
@@ -19,7 +19,7 @@ import {
   queueLockId,
   runQueue,
   type QueueCheck,
-} from "../../src/recovery/queue.ts";
+} from "../../src/queue/queue.ts";
 import { createLandRig, type LandRig } from "../support/land-rig.ts";
 import { NODE_BIN } from "../support/pi.ts";
 import { PI_HANDOFF_BIN, runCli } from "../support/reliability.ts";

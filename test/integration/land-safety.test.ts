@@ -9,7 +9,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "n
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { LandGit } from "../../src/git/land.ts";
-import { landHandoff, type LandRequest } from "../../src/recovery/land.ts";
+import { landHandoff, type LandRequest } from "../../src/land/land.ts";
 import { createLandRig, type LandRig } from "../support/land-rig.ts";
 import { runCli } from "../support/reliability.ts";
 

@@ -8,7 +8,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ChildReportStore } from "../../src/manifest/child-reports.ts";
-import { landHandoff, type LandRequest } from "../../src/recovery/land.ts";
+import { landHandoff, type LandRequest } from "../../src/land/land.ts";
 import { createLandRig, type LandRig } from "../support/land-rig.ts";
 
 const plain: LandRequest = { dryRun: false, remove: false, deleteBranch: false };

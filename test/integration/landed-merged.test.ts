@@ -5,9 +5,9 @@
  * a change the target lacks is not, and keeps its branch.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { inspectHandoff } from "../../src/recovery/inventory.ts";
-import { landHandoff, type LandRequest } from "../../src/recovery/land.ts";
-import { removeHandoff } from "../../src/recovery/remove.ts";
+import { inspectHandoff } from "../../src/inventory/inventory.ts";
+import { landHandoff, type LandRequest } from "../../src/land/land.ts";
+import { removeHandoff } from "../../src/remove/remove.ts";
 import { createLandRig, type LandRig } from "../support/land-rig.ts";
 import { runCli } from "../support/reliability.ts";
 

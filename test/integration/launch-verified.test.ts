@@ -20,10 +20,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ManifestStore } from "../../src/manifest/store.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { envInvocation, launchCommandFor } from "../../src/launch/launch-command.ts";
-import { MAX_DIRECT_LINE } from "../../src/launch/launcher-file.ts";
+import { envInvocation, launchCommandFor } from "../../src/child/launch-command.ts";
+import { MAX_DIRECT_LINE } from "../../src/child/launcher-file.ts";
 import { HerdrMultiplexer } from "../../src/mux/herdr/herdr.ts";
-import { relaunchHandoff } from "../../src/recovery/relaunch.ts";
+import { relaunchHandoff } from "../../src/relaunch/relaunch.ts";
 import {
   createHerdrRecoveryRig,
   createRecoveryRig,

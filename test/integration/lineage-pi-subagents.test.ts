@@ -9,11 +9,11 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readSessionHeader } from "../../src/session/header.ts";
-import { walkLineage, type Lineage } from "../../src/lineage/ancestry.ts";
-import { newlyEnded, refreshRuns, scanSources, selectForResume, selectWatched } from "../../src/lineage/scan.ts";
-import { indexSegment, indexSegmentAliases } from "../../src/lineage/sources/pi-subagents-layout.ts";
-import { piSubagentsSource } from "../../src/lineage/sources/pi-subagents.ts";
-import { deliveryKey, type AdoptedRun, type ScanContext } from "../../src/lineage/types.ts";
+import { walkLineage, type Lineage } from "../../src/adoption/ancestry.ts";
+import { newlyEnded, refreshRuns, scanSources, selectForResume, selectWatched } from "../../src/adoption/scan.ts";
+import { indexSegment, indexSegmentAliases } from "../../src/adoption/sources/pi-subagents-layout.ts";
+import { piSubagentsSource } from "../../src/adoption/sources/pi-subagents.ts";
+import { deliveryKey, type AdoptedRun, type ScanContext } from "../../src/adoption/types.ts";
 import { makeTempDir, removeTempDir } from "../support/git-repo.ts";
 import { createRootSession, forkSession, ProcessPool, type SessionLink } from "../support/lineage.ts";
 import {

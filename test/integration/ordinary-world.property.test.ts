@@ -33,7 +33,7 @@ import {
 import { join, relative } from "node:path";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { main } from "../../src/recovery/cli.ts";
+import { main } from "../../src/cli/cli.ts";
 import { createLandRig, type LandRig } from "../support/land-rig.ts";
 
 const RUNS = Number(process.env.PI_HANDOFF_PROPERTY_RUNS ?? "3");

@@ -9,7 +9,7 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symli
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { nextSteps } from "../../src/handoff/next-steps.ts";
-import { InspectReportSchema, InventoryReportSchema, type HandoffReport } from "../../src/recovery/report-schema.ts";
+import { InspectReportSchema, InventoryReportSchema, type HandoffReport } from "../../src/inventory/report-schema.ts";
 import { ChildReportStore } from "../../src/manifest/child-reports.ts";
 import { NODE_BIN, PROJECT_ROOT, recoveryOnPath } from "../support/pi.ts";
 import {
@@ -339,7 +339,7 @@ describe("list and inspect", () => {
     expect(table.status).toBe(0);
     const [header, ...rows] = table.stdout.trimEnd().split("\n");
     expect(header).toMatch(/^ID +STATUS +CHILD +BRANCH +FLAGS +FORECAST +ACTIONS$/);
-    // CHILD: the child's state and the time in it (recovery/status.ts).
+    // CHILD: the child's state and the time in it (inventory/status.ts).
     expect(rows.find((row) => row.startsWith(running.id))).toMatch(
       new RegExp(
         `^${running.id} +child running \\(pid ${running.child.pid}\\) +idle \\d+[smhd]( \\d+m)? +cli/listed +- +nothing to land +focus \\(quit its Pi to remove\\)$`,

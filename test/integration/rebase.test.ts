@@ -9,8 +9,8 @@ import { existsSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { HandoffNoteStore } from "../../src/manifest/handoff-notes.ts";
-import { createRebaseDeps } from "../../src/recovery/deps.ts";
-import { rebaseHandoff } from "../../src/recovery/rebase.ts";
+import { createRebaseDeps } from "../../src/cli/deps.ts";
+import { rebaseHandoff } from "../../src/rebase/rebase.ts";
 import { createLandRig, type LandRig } from "../support/land-rig.ts";
 import { runCli } from "../support/reliability.ts";
 

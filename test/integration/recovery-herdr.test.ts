@@ -16,12 +16,12 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { shellQuote } from "../../src/launch/launch-command.ts";
+import { shellQuote } from "../../src/child/launch-command.ts";
 import { LIVE_AGENT_STATUSES } from "../../src/mux/herdr/protocol.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
-import { formatReport } from "../../src/recovery/format.ts";
-import { relaunchHandoff } from "../../src/recovery/relaunch.ts";
-import { describeRemovalPlan, removeHandoff, type RemovalPlan } from "../../src/recovery/remove.ts";
+import { formatReport } from "../../src/inventory/format.ts";
+import { relaunchHandoff } from "../../src/relaunch/relaunch.ts";
+import { describeRemovalPlan, removeHandoff, type RemovalPlan } from "../../src/remove/remove.ts";
 import {
   asDouble,
   forDoubleOnly,
@@ -42,7 +42,7 @@ import {
   type HerdrRecoveryRig,
 } from "../support/recovery-rig.ts";
 import { waitFor } from "../support/tmux.ts";
-import { focusHandoff } from "../../src/recovery/focus.ts";
+import { focusHandoff } from "../../src/relaunch/focus.ts";
 
 const BIN = join(PROJECT_ROOT, "bin", "pi-handoff.mjs");
 

@@ -9,12 +9,12 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SessionLease } from "../../src/launch/lease.ts";
+import type { SessionLease } from "../../src/child/lease.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { muxForLocation } from "../../src/mux/registry.ts";
-import { relaunchHandoff } from "../../src/recovery/relaunch.ts";
-import { formatReport } from "../../src/recovery/format.ts";
-import { describeRemovalPlan, planRemoval, removeHandoff } from "../../src/recovery/remove.ts";
+import { relaunchHandoff } from "../../src/relaunch/relaunch.ts";
+import { formatReport } from "../../src/inventory/format.ts";
+import { describeRemovalPlan, planRemoval, removeHandoff } from "../../src/remove/remove.ts";
 import { NODE_BIN } from "../support/pi.ts";
 import * as ladder from "../support/recovery-ladder.ts";
 import {

@@ -11,8 +11,8 @@ import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Manifest } from "../../src/manifest/schema.ts";
-import { inspectHandoff } from "../../src/recovery/inventory.ts";
-import { relaunchHandoff } from "../../src/recovery/relaunch.ts";
+import { inspectHandoff } from "../../src/inventory/inventory.ts";
+import { relaunchHandoff } from "../../src/relaunch/relaunch.ts";
 import {
   createHerdrRecoveryRig,
   isProcessAlive,

@@ -9,9 +9,9 @@ import { createHash } from "node:crypto";
 import { existsSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from "node:fs";
 import { hostname } from "node:os";
 import { dirname, join } from "node:path";
-import { childStatePath, readChildState } from "../../src/launch/child-state.ts";
+import { childStatePath, readChildState } from "../../src/child/child-state.ts";
 import { afterEach, describe, expect, it } from "vitest";
-import { executePrune, planPrune, removeHandoff, type RemovalPlan } from "../../src/recovery/remove.ts";
+import { executePrune, planPrune, removeHandoff, type RemovalPlan } from "../../src/remove/remove.ts";
 import { createLandRig, type LandRig } from "../support/land-rig.ts";
 
 let rig: LandRig | undefined;

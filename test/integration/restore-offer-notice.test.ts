@@ -13,8 +13,8 @@ import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-a
 import { registerRestoreOffer, type RestoreOfferLook } from "../../pi-extension/restore-offer.ts";
 import { noteCommandStarted, report } from "../../pi-extension/report.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
-import { createRecoveryDeps } from "../../src/recovery/deps.ts";
-import { offersDir, restoreOffer } from "../../src/recovery/restore-offer.ts";
+import { createRecoveryDeps } from "../../src/cli/deps.ts";
+import { offersDir, restoreOffer } from "../../src/relaunch/restore-offer.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
 import { storeRunningHandoff } from "../support/running-handoff.ts";
 

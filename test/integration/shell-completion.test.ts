@@ -2,7 +2,7 @@
  * `pi-handoff completion bash|zsh|fish`, loaded into the real shell and asked what it completes:
  * bash through `complete -p` and the function with COMP_WORDS/COMP_CWORD, zsh with its `compadd`
  * recording the words offered, fish through `complete -C`. The commands and options come from the
- * one grammar (src/recovery/command-line.ts), the handoff names from the store, through the real
+ * one grammar (src/cli/command-line.ts), the handoff names from the store, through the real
  * `bin/pi-handoff.mjs` on PATH. Branches and handoffs named with shell metacharacters (a real git
  * repository's, the hostile-words corpus) are offered exactly and run nothing: through the functions
  * (each shell), and by a real Tab then Enter typed into each shell in a private tmux.
@@ -11,17 +11,17 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { shellQuote } from "../../src/launch/launch-command.ts";
+import { shellQuote } from "../../src/child/launch-command.ts";
 import { newManifest } from "../../src/manifest/factory.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
-import { RECOVERY_COMMANDS, RECOVERY_OPTIONS } from "../../src/recovery/command-line.ts";
+import { RECOVERY_COMMANDS, RECOVERY_OPTIONS } from "../../src/cli/command-line.ts";
 import {
   completionScript,
   QUOTE_FOR,
   SHELLS,
   valuedOptions,
   VALUE_KINDS,
-} from "../../src/recovery/shell-completion.ts";
+} from "../../src/cli/shell-completion.ts";
 import { createTempRepo, makeTempDir, removeTempDir, type TempRepo } from "../support/git-repo.ts";
 import { hostileWords } from "../support/hostile-words.ts";
 import { NODE_BIN, PROJECT_ROOT } from "../support/pi.ts";

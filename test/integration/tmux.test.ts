@@ -6,7 +6,7 @@ import { execa } from "execa";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SimpleGitPort } from "../../src/git/git.ts";
 import type { GitPort } from "../../src/git/types.ts";
-import type { TmuxLocation } from "../../src/mux/tmux/location.ts";
+import type { TmuxLocation } from "../../src/manifest/locations.ts";
 import { TmuxMultiplexer } from "../../src/mux/tmux/tmux.ts";
 import type { CreatedWorkspace, CreateWorkspaceRequest, MuxResult } from "../../src/mux/types.ts";
 import { startPrivateTmux, waitFor, type PrivateTmux } from "../support/tmux.ts";

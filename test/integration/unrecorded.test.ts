@@ -10,9 +10,9 @@ import { existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { muxLabel } from "../../src/mux/label.ts";
-import { FactGatherer } from "../../src/recovery/gather.ts";
-import { inspectHandoff } from "../../src/recovery/inventory.ts";
-import { describeRemovalPlan, removeHandoff } from "../../src/recovery/remove.ts";
+import { FactGatherer } from "../../src/inventory/gather.ts";
+import { inspectHandoff } from "../../src/inventory/inventory.ts";
+import { describeRemovalPlan, removeHandoff } from "../../src/remove/remove.ts";
 import {
   createHerdrRecoveryRig,
   createRecoveryRig,

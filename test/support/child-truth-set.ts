@@ -20,7 +20,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { copyFileSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "vitest";
-import { readChildStateSync, type ChildStateFile, type PublishedState } from "../../src/launch/child-state.ts";
+import { readChildStateSync, type ChildStateFile, type PublishedState } from "../../src/child/child-state.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import type { TempRepo } from "./git-repo.ts";

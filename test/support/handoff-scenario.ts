@@ -13,7 +13,7 @@ import { afterAll, beforeAll, expect } from "vitest";
 import { buildSessionContext } from "@earendil-works/pi-coding-agent";
 import { ManifestSchema, type Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
-import { launcherFiles } from "../../src/launch/launcher-file.ts";
+import { launcherFiles } from "../../src/child/launcher-file.ts";
 import { createTempRepo, type TempRepo } from "./git-repo.ts";
 import type { MuxRig } from "./mux-rig.ts";
 import { createPiSandbox, piTuiCommand, readEntries, type PiSandbox } from "./pi.ts";

@@ -9,9 +9,9 @@
  */
 import { expect } from "vitest";
 import type { Manifest, MuxKind, MuxLocation } from "../../src/manifest/schema.ts";
-import type { HerdrLocation } from "../../src/mux/herdr/location.ts";
-import type { TmuxLocation } from "../../src/mux/tmux/location.ts";
-import type { ZellijLocation } from "../../src/mux/zellij/location.ts";
+import type { HerdrLocation } from "../../src/manifest/locations.ts";
+import type { TmuxLocation } from "../../src/manifest/locations.ts";
+import type { ZellijLocation } from "../../src/manifest/locations.ts";
 import type { TempRepo } from "./git-repo.ts";
 import { startHerdr, type HerdrServer, type HerdrServerOptions } from "./herdr.ts";
 import type { PiSandbox } from "./pi.ts";

@@ -61,7 +61,7 @@ export function outsideShellEnv(repo: { env: NodeJS.ProcessEnv }, agentDir: stri
 
 /**
  * A directory (made in `dir`) holding this checkout's `pi-handoff`, to put on a PATH: a handoff's
- * notice and `inspect` name `pi-handoff` only where it is on PATH (src/launch/pi-command.ts).
+ * notice and `inspect` name `pi-handoff` only where it is on PATH (src/child/pi-command.ts).
  */
 export function recoveryOnPath(dir: string): string {
   const bin = join(dir, "recovery-bin");

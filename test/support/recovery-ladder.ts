@@ -16,9 +16,9 @@ import { join } from "node:path";
 import { expect } from "vitest";
 import type { HandoffOutcome } from "../../src/handoff/transaction.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
-import { inspectHandoff } from "../../src/recovery/inventory.ts";
-import { HandoffReportSchema, type HandoffReport } from "../../src/recovery/report-schema.ts";
-import { relaunchHandoff } from "../../src/recovery/relaunch.ts";
+import { inspectHandoff } from "../../src/inventory/inventory.ts";
+import { HandoffReportSchema, type HandoffReport } from "../../src/inventory/report-schema.ts";
+import { relaunchHandoff } from "../../src/relaunch/relaunch.ts";
 import { isProcessAlive, killAndWait, runningManifest, type RecoveryRigBase } from "./recovery-rig.ts";
 import { waitFor } from "./tmux.ts";
 

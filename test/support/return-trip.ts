@@ -11,8 +11,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import { expect } from "vitest";
 import { ManifestStore } from "../../src/manifest/store.ts";
-import { REPORT_MESSAGE_TYPE } from "../../src/lineage/reports.ts";
-import { NOTE_MESSAGE_TYPE } from "../../src/lineage/notes.ts";
+import { REPORT_MESSAGE_TYPE } from "../../src/adoption/reports.ts";
+import { NOTE_MESSAGE_TYPE } from "../../src/session/message-types.ts";
 import type { TempRepo } from "./git-repo.ts";
 import { handOffUnfocused } from "./handoff-scenario.ts";
 import { FAUX_MODEL, onlySessionFile, piTuiCommand, readEntries, runPiPrint, type PiSandbox } from "./pi.ts";

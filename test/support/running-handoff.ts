@@ -1,6 +1,6 @@
 /**
  * A handoff manifest in the `running` state, written to a real store, for tests of what a parent
- * sees of its children (src/recovery/watch.ts) or what an inventory makes of them, without making
+ * sees of its children (src/watch/watch.ts) or what an inventory makes of them, without making
  * a real handoff.
  */
 import { join } from "node:path";

@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { MUX_KINDS } from "../../src/mux/locations.ts";
+import { MUX_KINDS } from "../../src/manifest/locations.ts";
 import { PROJECT_ROOT } from "../support/pi.ts";
 import { HANDOFF_HELP, HANDOFF_USAGE, parseHandoffArgs } from "../../src/handoff/args.ts";
 import { completeHandoffArgs, FLAG_COMPLETIONS, type CompletionSource } from "../../src/handoff/completions.ts";

@@ -2,15 +2,15 @@
  * Reports from a child to its parent: the store (src/manifest/child-reports.ts) redacts and bounds
  * what it writes, never overwrites, writes a fixed-id notice at most once and skips files that fail
  * the schema; the message the parent reads and the selection of what is not delivered yet
- * (src/lineage/reports.ts).
+ * (src/adoption/reports.ts).
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ChildReportStore, MAX_REPORT_TEXT_CHARS } from "../../src/manifest/child-reports.ts";
-import { tripleKey } from "../../src/lineage/delivery.ts";
-import { reportMessage, reportTriple, undeliveredReports } from "../../src/lineage/reports.ts";
+import { tripleKey } from "../../src/adoption/delivery.ts";
+import { reportMessage, reportTriple, undeliveredReports } from "../../src/adoption/reports.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "phw-reports-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ChildStateWiring } from "../../pi-extension/child-state.ts";
-import { ChildStatePublisher } from "../../src/launch/child-state.ts";
+import { ChildStatePublisher } from "../../src/child/child-state.ts";
 
 type Handler = (event: Record<string, unknown>) => Promise<void>;
 

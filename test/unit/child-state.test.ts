@@ -1,5 +1,5 @@
 /**
- * A Pi's published state (src/launch/child-state.ts): the reducer over Pi's events, and the
+ * A Pi's published state (src/child/child-state.ts): the reducer over Pi's events, and the
  * publisher's writes on a real directory: only while the lease is held, one write per change,
  * `since` moving only with the state, the last word at exit, and a file that does not parse
  * counting as no word. Also Herdr's sidebar reporter (src/launch/sidebar-report.ts).
@@ -17,8 +17,8 @@ import {
   readChildState,
   type ActivityEvent,
   type ChildStateFile,
-} from "../../src/launch/child-state.ts";
-import { leasePath } from "../../src/launch/lease.ts";
+} from "../../src/child/child-state.ts";
+import { leasePath } from "../../src/child/lease.ts";
 import { SidebarReporter, sidebarMode, type SidebarPort } from "../../src/mux/herdr/sidebar-report.ts";
 import { herdrPiIntegrationInstalled } from "../../src/mux/herdr/herdr.ts";
 

@@ -1,5 +1,5 @@
 /**
- * The child's state as the parent shows it (src/recovery/status.ts) and the session tail it reads
+ * The child's state as the parent shows it (src/inventory/status.ts) and the session tail it reads
  * (src/session/tail.ts): every state, its time, the precedence of facts, and a tail cut anywhere.
  */
 import { appendFileSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
@@ -14,7 +14,7 @@ import {
   turnActivity,
   type ChildStatusFacts,
   type PublishedActivity,
-} from "../../src/recovery/status.ts";
+} from "../../src/inventory/status.ts";
 import { parseTail, readSessionTail, SessionTails, type TailEntry } from "../../src/session/tail.ts";
 
 const T0 = "2026-01-01T10:00:00.000Z";

@@ -1,12 +1,12 @@
 /**
- * The delivery state machine (src/lineage/delivery.ts) on a recording host: idle points only, a
+ * The delivery state machine (src/adoption/delivery.ts) on a recording host: idle points only, a
  * settle awaited first when asked, one ledger entry per delivery, nothing twice (ledger or queue),
  * reminders replaced, a host failure stopping the queue, and the poll never overlapping itself.
  */
 import { describe, expect, it } from "vitest";
-import { DeliveryQueue, Poll, tripleKey, type DeliveryHost, type DeliveryMessage } from "../../src/lineage/delivery.ts";
-import { LINEAGE_LEDGER_TYPE } from "../../src/lineage/ledger.ts";
-import { startDeliveryTriggersTurn } from "../../src/lineage/reports.ts";
+import { DeliveryQueue, Poll, tripleKey, type DeliveryHost, type DeliveryMessage } from "../../src/adoption/delivery.ts";
+import { LINEAGE_LEDGER_TYPE } from "../../src/adoption/ledger.ts";
+import { startDeliveryTriggersTurn } from "../../src/adoption/reports.ts";
 
 function recordingHost(idle = true) {
   const sent: { message: DeliveryMessage; triggerTurn: boolean }[] = [];
@@ -151,14 +151,15 @@ describe("Poll", () => {
   });
 });
 
-describe("notes into a handoff child (lineage/notes.ts)", () => {
+describe("notes into a handoff child (adoption/notes.ts)", () => {
   it("delivers a rebase note once, at an idle point, without a turn, and never again (ledger, restart)", async () => {
     const { mkdtempSync, rmSync } = await import("node:fs");
     const { tmpdir } = await import("node:os");
     const { join } = await import("node:path");
     const { HandoffNoteStore } = await import("../../src/manifest/handoff-notes.ts");
-    const { noteMessage, noteTriple, undeliveredNotes, NOTE_MESSAGE_TYPE } = await import("../../src/lineage/notes.ts");
-    const { readLedger } = await import("../../src/lineage/ledger.ts");
+    const { noteMessage, noteTriple, undeliveredNotes } = await import("../../src/adoption/notes.ts");
+    const { NOTE_MESSAGE_TYPE } = await import("../../src/session/message-types.ts");
+    const { readLedger } = await import("../../src/adoption/ledger.ts");
     const dir = mkdtempSync(join(tmpdir(), "phw-notes-"));
     try {
       const store = new HandoffNoteStore(dir);

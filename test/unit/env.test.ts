@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { HANDOFF_ENV_NAMES, readHandoffEnv, validHandoffEnv } from "../../src/config/env.ts";
 import { leftBehindNote } from "../../src/handoff/notice.ts";
-import { DEFAULT_LAUNCH_TIMEOUTS, launchTimeoutsFromEnv } from "../../src/launch/timeouts.ts";
+import { DEFAULT_LAUNCH_TIMEOUTS, launchTimeoutsFromEnv } from "../../src/child/timeouts.ts";
 import { PROJECT_ROOT } from "../support/pi.ts";
 
 const MS = "a whole number of milliseconds from 100 to 600000";

@@ -14,7 +14,7 @@ import {
   removalQuestion,
   strategyQuestion,
   type ChangeQuestion,
-} from "../../src/recovery/handoffs-questions.ts";
+} from "../../src/cli/handoffs-questions.ts";
 
 const choices: ChangeQuestion[] = [
   removalQuestion("feat/x", ["The worktree /w would be deleted."], false),

@@ -4,8 +4,8 @@
  * reason is said from its code.
  */
 import { describe, expect, it } from "vitest";
-import { parseRecoveryCommand } from "../../src/recovery/command-line.ts";
-import { waitText } from "../../src/recovery/queue.ts";
+import { parseRecoveryCommand } from "../../src/cli/command-line.ts";
+import { waitText } from "../../src/queue/queue.ts";
 
 const HELP = "pi-handoff --help";
 

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { currentPiCommand, mirroredPiFlags, shellQuote } from "../../src/launch/launch-command.ts";
+import { currentPiCommand, mirroredPiFlags, shellQuote } from "../../src/child/launch-command.ts";
 import { hostileWords } from "../support/hostile-words.ts";
 
 const root = realpathSync(mkdtempSync(join(tmpdir(), "launch-cmd-")));

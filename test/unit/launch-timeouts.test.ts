@@ -8,7 +8,7 @@ import { gitCallMs, readWaits, WAIT_SETTINGS } from "../../src/config/waits.ts";
 import { formatWait } from "../../src/text.ts";
 import { envDefault, HANDOFF_ENV_NAMES, NUMERIC_BOUNDS, type NumericEnvName } from "../../src/config/env.ts";
 import { readHandoffEnv } from "../../src/config/env.ts";
-import { DEFAULT_LAUNCH_TIMEOUTS, LAUNCH_SETTINGS, launchTimeoutsFromEnv } from "../../src/launch/timeouts.ts";
+import { DEFAULT_LAUNCH_TIMEOUTS, LAUNCH_SETTINGS, launchTimeoutsFromEnv } from "../../src/child/timeouts.ts";
 
 /** The refusal an entry point gives (config/env.ts), or undefined when the value is usable. */
 function problem(env: Record<string, string>): string | undefined {

@@ -27,8 +27,8 @@ import {
   shellQuote,
   type LaunchCommand,
   type LaunchEnvironment,
-} from "../../src/launch/launch-command.ts";
-import { warmStartFor } from "../../src/launch/warm-start.ts";
+} from "../../src/child/launch-command.ts";
+import { warmStartFor } from "../../src/child/warm-start.ts";
 import {
   cancelLauncher,
   launcherFiles,
@@ -39,9 +39,9 @@ import {
   writeLauncher,
   writeLauncherParams,
   type LauncherFiles,
-} from "../../src/launch/launcher-file.ts";
-import { postCreateFiles, postCreatePrelude, readPostCreateStatus, writeRunner } from "../../src/launch/post-create.ts";
-import { deleteLaunchFiles } from "../../src/launch/retire.ts";
+} from "../../src/child/launcher-file.ts";
+import { postCreateFiles, postCreatePrelude, readPostCreateStatus, writeRunner } from "../../src/child/post-create.ts";
+import { deleteLaunchFiles } from "../../src/child/retire.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { makeTempDir, removeTempDir } from "../support/git-repo.ts";
 import { hostileWords } from "../support/hostile-words.ts";

@@ -3,7 +3,7 @@
  * sections, decodable details, and the selection rules (ledger, handoff notices only with work).
  */
 import { describe, expect, it } from "vitest";
-import { LINEAGE_LEDGER_TYPE, ledgerEntryFor, readLedger } from "../../src/lineage/ledger.ts";
+import { LINEAGE_LEDGER_TYPE, ledgerEntryFor, readLedger } from "../../src/adoption/ledger.ts";
 import {
   buildActiveReminder,
   buildCompletionMessage,
@@ -12,10 +12,10 @@ import {
   LineageMessageDetailsSchema,
   MAX_MESSAGE_CHARS,
   summarizeDetails,
-} from "../../src/lineage/messages.ts";
-import { newlyEnded, selectForResume, selectWatched } from "../../src/lineage/scan.ts";
-import { cleanText } from "../../src/lineage/text.ts";
-import { deliveryKey, type AdoptedRun } from "../../src/lineage/types.ts";
+} from "../../src/adoption/messages.ts";
+import { newlyEnded, selectForResume, selectWatched } from "../../src/adoption/scan.ts";
+import { cleanText } from "../../src/adoption/text.ts";
+import { deliveryKey, type AdoptedRun } from "../../src/adoption/types.ts";
 
 function run(runId: string, outcome: AdoptedRun["outcome"], extra: Partial<AdoptedRun> = {}): AdoptedRun {
   return {

@@ -1,16 +1,16 @@
 /**
- * One session's lineage adoption (src/lineage/session.ts) on a fake host and a scripted source,
+ * One session's lineage adoption (src/adoption/session.ts) on a fake host and a scripted source,
  * without Pi: the resume message at the scan's end when idle, nothing while busy until the agent
  * settles, one completion when a watched run ends, nothing delivered twice across sessions (the
  * ledger), and nothing at all once stopped before the scan.
  */
 import { describe, expect, it, vi } from "vitest";
-import type { DeliveryMessage } from "../../src/lineage/delivery.ts";
-import { LINEAGE_LEDGER_TYPE } from "../../src/lineage/ledger.ts";
-import { LINEAGE_MESSAGE_TYPE } from "../../src/lineage/messages.ts";
-import { hasLineage, kickoffExpected } from "../../src/lineage/branch-facts.ts";
-import { LineageSession, type LineageHost } from "../../src/lineage/session.ts";
-import type { AdoptedRun, LineageEntryView, LineageSource, RunOutcome } from "../../src/lineage/types.ts";
+import type { DeliveryMessage } from "../../src/adoption/delivery.ts";
+import { LINEAGE_LEDGER_TYPE } from "../../src/adoption/ledger.ts";
+import { LINEAGE_MESSAGE_TYPE } from "../../src/adoption/messages.ts";
+import { hasLineage, kickoffExpected } from "../../src/adoption/branch-facts.ts";
+import { LineageSession, type LineageHost } from "../../src/adoption/session.ts";
+import type { AdoptedRun, LineageEntryView, LineageSource, RunOutcome } from "../../src/adoption/types.ts";
 
 function run(runId: string, outcome: RunOutcome): AdoptedRun {
   return {

@@ -5,7 +5,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ancestorKeys, MAX_LINEAGE_DEPTH, walkLineage } from "../../src/lineage/ancestry.ts";
+import { ancestorKeys, MAX_LINEAGE_DEPTH, walkLineage } from "../../src/adoption/ancestry.ts";
 import { makeTempDir, removeTempDir } from "../support/git-repo.ts";
 
 let dir: string;

@@ -3,9 +3,9 @@
  * run): decided in src/, once, for the adapter and the CLI alike.
  */
 import { expect, it } from "vitest";
-import { launchNoticeLevel } from "../../src/launch/launcher.ts";
-import { leaseEventLevel, type LeaseEvent } from "../../src/launch/session-writer.ts";
-import { removalFailedAfterLanding, type LandOutcome } from "../../src/recovery/land.ts";
+import { launchNoticeLevel } from "../../src/child/launcher.ts";
+import { leaseEventLevel, type LeaseEvent } from "../../src/child/session-writer.ts";
+import { removalFailedAfterLanding, type LandOutcome } from "../../src/land/land.ts";
 
 it("a launch that runs is news, an unconfirmed one a warning, anything else an error", () => {
   const codes = ["running", "launch_unconfirmed", "failed", "refused"] as const;

@@ -1,7 +1,7 @@
 /**
  * The house rules of docs/architecture.md, checked on the source: one module owns each outside
- * system, dependencies point inward, and the handoff and recovery stand on src/launch/ without
- * importing each other.
+ * system, the rooms of src/ import each other without a cycle, and the handoff and what comes after
+ * it stand on the shared rooms without importing each other.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
@@ -58,11 +58,14 @@ describe("one module owns each outside system", () => {
   });
 });
 
-describe("a terminal is one folder and one registry entry", () => {
-  it("no code outside src/mux/ names a terminal kind or imports a terminal's folder", () => {
-    // A kind as a string (`"tmux"`, `'zellij'`), a comparison with one, or a backend class.
+describe("a terminal is one folder, one location schema and one registry entry", () => {
+  it("no code outside src/mux/ and the location schemas names a terminal kind or imports a terminal's folder", () => {
+    // A kind as a string (`"tmux"`, `'zellij'`), a comparison with one, or a backend class. The
+    // locations a manifest records (src/manifest/locations.ts) are the one place below src/mux/.
     const named = /["'`](?:tmux|herdr|zellij)["'`]|\b(?:Tmux|Herdr|Zellij)Multiplexer\b/;
-    expect(outside(named, (file) => file.startsWith("src/mux/"))).toEqual([]);
+    const terminalOwned = (file: string): boolean =>
+      file.startsWith("src/mux/") || file === "src/manifest/locations.ts";
+    expect(outside(named, terminalOwned)).toEqual([]);
     // Outside src/mux/, only the registry, the location union and the interfaces are imported.
     const folder = /from\s+["'](?:\.\.?\/)+(?:src\/)?mux\/(?:tmux|herdr|zellij)\//;
     expect(outside(folder, (file) => file.startsWith("src/mux/"))).toEqual([]);
@@ -78,35 +81,79 @@ describe("dependencies point inward", () => {
     ).toEqual([]);
   });
 
-  it("recovery and the handoff stand on src/launch/ and never import each other", () => {
-    // At any depth (`../handoff/`, `../../handoff/`), and never the same-named rooms elsewhere.
-    const importsDir = (dir: string): RegExp => new RegExp(`from\\s+["'](?:\\.\\./)+${dir}/`);
+  /** The rooms of src/ (its folders; a file at src/'s top is a room of its own) and what each imports. */
+  function roomGraph(): Map<string, Set<string>> {
+    const roomOf = (file: string): string => {
+      const [, top = "", rest] = /^src\/([^/]+)(\/.*)?$/.exec(file) ?? [];
+      return rest === undefined ? `src/${top}` : `src/${top}/`;
+    };
+    const anyImport =
+      /(?:^|\s)(?:import|export)\s[^;]*?from\s+["'](\.{1,2}\/[^"']+)["']|import\(\s*["'](\.{1,2}\/[^"']+)["']\s*\)/gms;
+    const graph = new Map<string, Set<string>>();
+    for (const { file, text } of FILES.filter(({ file }) => file.startsWith("src/"))) {
+      const from = roomOf(file);
+      const targets = graph.get(from) ?? new Set<string>();
+      graph.set(from, targets);
+      for (const match of text.matchAll(anyImport)) {
+        const target = relative(ROOT, join(ROOT, file, "..", match[1] ?? match[2] ?? ""));
+        if (target.startsWith("src/") && roomOf(target) !== from) targets.add(roomOf(target));
+      }
+    }
+    return graph;
+  }
+
+  it("no import cycle between the rooms of src/: every arrow points down the map of docs/architecture.md", () => {
+    // Tarjan's strongly connected components: a component of more than one room is a cycle.
+    const graph = roomGraph();
+    const index = new Map<string, number>();
+    const low = new Map<string, number>();
+    const stack: string[] = [];
+    const cycles: string[][] = [];
+    const visit = (room: string): void => {
+      index.set(room, index.size);
+      low.set(room, index.get(room) ?? 0);
+      stack.push(room);
+      for (const next of graph.get(room) ?? []) {
+        if (!index.has(next)) {
+          visit(next);
+          low.set(room, Math.min(low.get(room) ?? 0, low.get(next) ?? 0));
+        } else if (stack.includes(next)) low.set(room, Math.min(low.get(room) ?? 0, index.get(next) ?? 0));
+      }
+      if (low.get(room) === index.get(room)) {
+        const component: string[] = [];
+        let member: string | undefined;
+        do {
+          member = stack.pop();
+          if (member !== undefined) component.push(member);
+        } while (member !== undefined && member !== room);
+        if (component.length > 1) cycles.push(component.sort());
+      }
+    };
+    for (const room of graph.keys()) if (!index.has(room)) visit(room);
+    expect(cycles).toEqual([]);
+  });
+
+  it("the handoff and the rooms of what comes after it (inventory, the verbs, the CLI) never import each other", () => {
+    const after = ["inventory", "land", "queue", "rebase", "remove", "relaunch", "forecast", "tree", "watch", "cli"];
+    const importsRoom = (room: string): RegExp => new RegExp(`from\\s+["'](?:\\.\\./)+${room}/`);
     expect(
-      FILES.filter(({ file, text }) => file.startsWith("src/recovery/") && importsDir("handoff").test(text)).map(
-        ({ file }) => file,
-      ),
+      FILES.filter(
+        ({ file, text }) => file.startsWith("src/handoff/") && after.some((room) => importsRoom(room).test(text)),
+      ).map(({ file }) => file),
     ).toEqual([]);
     expect(
-      FILES.filter(({ file, text }) => file.startsWith("src/handoff/") && importsDir("recovery").test(text)).map(
-        ({ file }) => file,
-      ),
+      FILES.filter(
+        ({ file, text }) => after.some((room) => file.startsWith(`src/${room}/`)) && importsRoom("handoff").test(text),
+      ).map(({ file }) => file),
     ).toEqual([]);
   });
 
-  it("the shared rooms (launch, mux, process, session, manifest, git) import neither the handoff nor recovery", () => {
-    const shared = [
-      "src/launch/",
-      "src/mux/",
-      "src/process/",
-      "src/session/",
-      "src/manifest/",
-      "src/git/",
-      "src/fs/",
-      "src/config/",
-    ];
+  it("the shared rooms below (child, adoption, mux, process, session, manifest, git, fs, config, ports) import no room above them", () => {
+    const shared = ["child", "adoption", "mux", "process", "session", "manifest", "git", "fs", "config", "ports"];
+    const above =
+      /from\s+["'](?:\.\.\/)+(?:handoff|inventory|land|queue|rebase|remove|relaunch|forecast|tree|watch|cli)\//;
     const offenders = FILES.filter(
-      ({ file, text }) =>
-        shared.some((dir) => file.startsWith(dir)) && /from\s+["'](?:\.\.\/)+(?:handoff|recovery)\//.test(text),
+      ({ file, text }) => shared.some((room) => file.startsWith(`src/${room}/`)) && above.test(text),
     ).map(({ file }) => file);
     expect(offenders).toEqual([]);
   });
@@ -150,17 +197,19 @@ describe("what every Pi loads of this package before its session starts", () => 
     const graph = staticGraph("pi-extension/extension.ts");
     // What the acknowledgement needs is there: a child's start must not wait for anything else.
     expect(graph).toContain("pi-extension/child-startup.ts");
-    expect(graph).toContain("src/launch/acknowledge.ts");
+    expect(graph).toContain("src/child/acknowledge.ts");
     expect(graph).toContain("src/manifest/store.ts");
     const deferred = [...graph].filter(
       (file) =>
-        /^src\/(?:git|recovery|handoff|mux\/(?:herdr|tmux|zellij)\/(?!location))/.test(file) ||
+        /^src\/(?:git|handoff|inventory|land|queue|rebase|remove|relaunch|forecast|tree|watch|cli|mux\/(?:herdr|tmux|zellij)\/)/.test(
+          file,
+        ) ||
         [
           "src/config/load.ts",
-          "src/lineage/session.ts",
-          "src/lineage/scan.ts",
-          "src/lineage/delivery.ts",
-          "src/lineage/reports.ts",
+          "src/adoption/session.ts",
+          "src/adoption/scan.ts",
+          "src/adoption/delivery.ts",
+          "src/adoption/reports.ts",
           "src/manifest/child-reports.ts",
           "src/manifest/handoff-notes.ts",
           "pi-extension/handoff-command.ts",

@@ -1,5 +1,5 @@
 /**
- * The parent's view of its own handoffs (src/recovery/watch.ts): only manifests whose parent is
+ * The parent's view of its own handoffs (src/watch/watch.ts): only manifests whose parent is
  * this session (by file, or by id), removed ones only for a while, each with its child's state from
  * the session tail and whether the recorded pid is a live `pi` of that handoff.
  */
@@ -8,13 +8,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ManifestStore } from "../../src/manifest/store.ts";
-import { formatChildrenWidget } from "../../src/recovery/format.ts";
-import { HandoffWatch, ownHandoffStatuses, REMOVED_READ_MS, RETIRED_SHOWN_MS } from "../../src/recovery/watch.ts";
-import { sessionKey } from "../../src/launch/lease.ts";
-import type { PublishedState } from "../../src/launch/child-state.ts";
+import { formatChildrenWidget } from "../../src/inventory/format.ts";
+import { HandoffWatch, ownHandoffStatuses, REMOVED_READ_MS, RETIRED_SHOWN_MS } from "../../src/watch/watch.ts";
+import { sessionKey } from "../../src/child/lease.ts";
+import type { PublishedState } from "../../src/child/child-state.ts";
 import { waitFor } from "../support/tmux.ts";
 import { SessionTails } from "../../src/session/tail.ts";
-import type { ChildState } from "../../src/recovery/status.ts";
+import type { ChildState } from "../../src/inventory/status.ts";
 import { storeRunningHandoff } from "../support/running-handoff.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "phw-watch-"));

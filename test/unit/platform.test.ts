@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { unsupportedPlatform } from "../../src/process/platform.ts";
-import { main } from "../../src/recovery/cli.ts";
+import { main } from "../../src/cli/cli.ts";
 
 const WINDOWS =
   "pi-handoff-worktree does not run on Windows (it needs Linux or macOS with tmux, Herdr or zellij); run Pi inside WSL to use it there.";

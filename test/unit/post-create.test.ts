@@ -7,7 +7,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { postCreateFiles, postCreatePrelude, readPostCreateStatus, writeRunner } from "../../src/launch/post-create.ts";
+import { postCreateFiles, postCreatePrelude, readPostCreateStatus, writeRunner } from "../../src/child/post-create.ts";
 import { makeTempDir, removeTempDir } from "../support/git-repo.ts";
 
 describe("postCreate runner", () => {

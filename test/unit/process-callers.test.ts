@@ -4,9 +4,9 @@
  * reuse; an unreadable table is a problem, not "no Pi").
  */
 import { describe, expect, it } from "vitest";
-import { isOwnerAlive, ownerOf } from "../../src/launch/owner.ts";
-import { pidLiveness } from "../../src/lineage/liveness.ts";
-import { scanPiProcesses } from "../../src/recovery/processes.ts";
+import { isOwnerAlive, ownerOf } from "../../src/manifest/owner.ts";
+import { pidLiveness } from "../../src/adoption/liveness.ts";
+import { scanPiProcesses } from "../../src/inventory/processes.ts";
 import { FakeProcessFacts } from "../support/fake-process-facts.ts";
 
 describe("owners", () => {

@@ -12,7 +12,7 @@ import {
   type CommandRunner,
 } from "../../src/process/portable.ts";
 import { sameStart } from "../../src/process/facts.ts";
-import { acquireSessionLease, readSessionLease } from "../../src/launch/lease.ts";
+import { acquireSessionLease, readSessionLease } from "../../src/child/lease.ts";
 import { makeTempDir, removeTempDir } from "../support/git-repo.ts";
 
 const fixture = (name: string): Promise<string> =>

@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { jsonSchemaFiles } from "../../src/published-schemas.ts";
+import { jsonSchemaFiles } from "../../src/cli/published-schemas.ts";
 
 const SCHEMAS_DIR = join(import.meta.dirname, "..", "..", "schemas");
 

@@ -11,10 +11,10 @@ import {
   isPrunable,
   IN_PROGRESS_GRACE_MS,
   type HandoffFacts,
-} from "../../src/recovery/classify.ts";
-import { branchDeletionOffer, type RemovalPlan } from "../../src/recovery/remove.ts";
-import { HandoffReportSchema, type BranchFact, type HandoffReport } from "../../src/recovery/report-schema.ts";
-import { formatInventory, formatReport } from "../../src/recovery/format.ts";
+} from "../../src/inventory/classify.ts";
+import { branchDeletionOffer, type RemovalPlan } from "../../src/remove/remove.ts";
+import { HandoffReportSchema, type BranchFact, type HandoffReport } from "../../src/inventory/report-schema.ts";
+import { formatInventory, formatReport } from "../../src/inventory/format.ts";
 
 const BASE = "a".repeat(40);
 const TIP = "b".repeat(40);

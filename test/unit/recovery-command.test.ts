@@ -8,11 +8,11 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { nextSteps } from "../../src/handoff/next-steps.ts";
 import { environmentNote } from "../../src/handoff/notice.ts";
-import { launcherScript, type LauncherFiles } from "../../src/launch/launcher-file.ts";
+import { launcherScript, type LauncherFiles } from "../../src/child/launcher-file.ts";
 import { choosePorts } from "../../src/ports/reserve.ts";
-import { formatRelaunchAll } from "../../src/recovery/relaunch-all.ts";
+import { formatRelaunchAll } from "../../src/relaunch/relaunch-all.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
-import { recoveryCommand } from "../../src/launch/pi-command.ts";
+import { recoveryCommand } from "../../src/child/pi-command.ts";
 import { makeTempDir, removeTempDir } from "../support/git-repo.ts";
 import { NODE_BIN, PROJECT_ROOT } from "../support/pi.ts";
 
@@ -127,9 +127,9 @@ describe("the recovery command a notice names", () => {
     const sources = [
       "src/handoff/notice.ts",
       "src/handoff/transaction.ts",
-      "src/launch/launcher-file.ts",
+      "src/child/launcher-file.ts",
       "src/ports/reserve.ts",
-      "src/recovery/relaunch-all.ts",
+      "src/relaunch/relaunch-all.ts",
       "pi-extension/handoff-command.ts",
     ];
     const literal = /(?<![\w/.-])pi-handoff (?:list|inspect|env|relaunch|remove|prune|land|rebase|forecast)\b/;

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import type { ListEntry } from "../../src/manifest/store.ts";
-import { completeRecoveryArgs } from "../../src/recovery/completions.ts";
+import { completeRecoveryArgs } from "../../src/cli/completions.ts";
 
 function entry(id: string, branch: string, state: Manifest["state"]): ListEntry {
   // Only the fields completion reads.

@@ -7,12 +7,12 @@ import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { handoffVariables } from "../../src/launch/launch-command.ts";
+import { handoffVariables } from "../../src/child/launch-command.ts";
 import { newManifest } from "../../src/manifest/factory.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
-import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, main } from "../../src/recovery/cli.ts";
-import { EnvReportSchema } from "../../src/recovery/report-schema.ts";
+import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, main } from "../../src/cli/cli.ts";
+import { EnvReportSchema } from "../../src/inventory/report-schema.ts";
 import { makeTempDir, removeTempDir } from "../support/git-repo.ts";
 import { hostileWords } from "../support/hostile-words.ts";
 

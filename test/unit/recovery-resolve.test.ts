@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import type { ListEntry } from "../../src/manifest/store.ts";
-import { resolveHandoffName } from "../../src/recovery/resolve.ts";
+import { resolveHandoffName } from "../../src/inventory/resolve.ts";
 
 function entry(id: string, branch: string, state: Manifest["state"]): ListEntry {
   // Only the fields resolution reads.

@@ -5,15 +5,15 @@
 import { describe, expect, it } from "vitest";
 import { newManifest } from "../../src/manifest/factory.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
-import { parseRecoveryCommand } from "../../src/recovery/command-line.ts";
-import { classify, type HandoffFacts } from "../../src/recovery/classify.ts";
+import { parseRecoveryCommand } from "../../src/cli/command-line.ts";
+import { classify, type HandoffFacts } from "../../src/inventory/classify.ts";
 import {
   formatRelaunchAll,
   isRestorable,
   relaunchAllDecision,
   type RelaunchAllResult,
-} from "../../src/recovery/relaunch-all.ts";
-import { offerKey, offerMessage, speaksFor } from "../../src/recovery/restore-offer.ts";
+} from "../../src/relaunch/relaunch-all.ts";
+import { offerKey, offerMessage, speaksFor } from "../../src/relaunch/restore-offer.ts";
 
 const HELP = "pi-handoff --help";
 

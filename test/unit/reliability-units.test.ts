@@ -7,12 +7,12 @@ import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { branchNameLengthProblem, MAX_BRANCH_PART_BYTES } from "../../src/git/ref-name.ts";
 import { faultPlanFromEnv, KILL_POINTS, seededFraction } from "../../src/faults.ts";
-import { isOwnerAlive, ownerOf } from "../../src/launch/owner.ts";
+import { isOwnerAlive, ownerOf } from "../../src/manifest/owner.ts";
 import { newManifest } from "../../src/manifest/factory.ts";
 import { ManifestSchema, type Manifest } from "../../src/manifest/schema.ts";
 import { muxLabel, tmuxLiteral } from "../../src/mux/label.ts";
-import { classify, IN_PROGRESS_GRACE_MS, isPrunable, type HandoffFacts } from "../../src/recovery/classify.ts";
-import { describeStatus } from "../../src/recovery/format.ts";
+import { classify, IN_PROGRESS_GRACE_MS, isPrunable, type HandoffFacts } from "../../src/inventory/classify.ts";
+import { describeStatus } from "../../src/inventory/format.ts";
 
 describe("PI_HANDOFF_FAULT: one grammar for the fault plan", () => {
   it("kill-after:<point> names one of the crash points, and nothing else kills", () => {

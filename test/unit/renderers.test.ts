@@ -9,9 +9,9 @@ import {
   compactReportText,
   taskPreview,
 } from "../../pi-extension/renderers.ts";
-import type { LineageMessageDetails } from "../../src/lineage/messages.ts";
-import { reportMessage } from "../../src/lineage/reports.ts";
-import { ReportMessageDetailsSchema } from "../../src/lineage/report-message.ts";
+import type { LineageMessageDetails } from "../../src/adoption/messages.ts";
+import { reportMessage } from "../../src/adoption/reports.ts";
+import { ReportMessageDetailsSchema } from "../../src/session/message-types.ts";
 import { buildHandoffMessage } from "../../src/session/handoff-message.ts";
 
 const input = {

@@ -1,12 +1,12 @@
 /**
- * The queue's check (recovery/check.ts): an argument list runs without a shell, a string through
+ * The queue's check (queue/check.ts): an argument list runs without a shell, a string through
  * `sh -c`; only exit 0 passes; a timeout, a signal and a program that cannot start fail; the whole
  * output is in the log, its last 20 lines in the outcome.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { describeCheckFailure, runCheck } from "../../src/recovery/check.ts";
+import { describeCheckFailure, runCheck } from "../../src/queue/check.ts";
 import { makeTempDir, removeTempDir } from "../support/git-repo.ts";
 
 let dir: string;

@@ -13,9 +13,9 @@ import {
   LeaseFileSchema,
   readSessionLease,
   type LeaseFile,
-} from "../../src/launch/lease.ts";
-import { findHandoffDetails } from "../../src/launch/acknowledge.ts";
-import { SessionLeaseKeeper, startOnSession, type LeaseEvent } from "../../src/launch/session-writer.ts";
+} from "../../src/child/lease.ts";
+import { findHandoffDetails } from "../../src/child/acknowledge.ts";
+import { SessionLeaseKeeper, startOnSession, type LeaseEvent } from "../../src/child/session-writer.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import type { ProcessFacts } from "../../src/process/facts.ts";
 import { portableFacts } from "../../src/process/portable.ts";
@@ -207,7 +207,7 @@ describe("SessionLeaseKeeper and the session start", () => {
     const held = await keeper.hold(sessionFile);
     expect(held).toMatchObject({ ok: false, code: "held" });
     expect(keeper.holding).toBe(false);
-    // Not holding: the published state of this Pi is not written (launch/child-state.ts).
+    // Not holding: the published state of this Pi is not written (child/child-state.ts).
     expect(holding).toEqual([]);
 
     await keeper.tick();

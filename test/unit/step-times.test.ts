@@ -1,7 +1,7 @@
 /** Where a handoff spent its time, as `pi-handoff inspect` shows it, from the step times in its history. */
 import { describe, expect, it } from "vitest";
 import type { Manifest } from "../../src/manifest/schema.ts";
-import { formatStepTimes, stepTimesOf } from "../../src/recovery/step-times.ts";
+import { formatStepTimes, stepTimesOf } from "../../src/inventory/step-times.ts";
 
 function withHistory(history: Manifest["history"]): Manifest {
   return { history } as Manifest;

@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { CheckoutGitPort, GitPort, RepositoryInfo, WorktreeEntry } from "../../src/git/types.ts";
 import type { DescribedProcess } from "../../src/process/facts.ts";
-import { acknowledgeHandoff } from "../../src/launch/acknowledge.ts";
+import { acknowledgeHandoff } from "../../src/child/acknowledge.ts";
 import type { HandoffArgs } from "../../src/handoff/args.ts";
 import { HandoffTransaction, type HandoffDeps, type HandoffRequest } from "../../src/handoff/transaction.ts";
 import type { HandoffStep, MuxLocation } from "../../src/manifest/schema.ts";
@@ -26,7 +26,7 @@ import { ManifestStore } from "../../src/manifest/store.ts";
 import type { CreateWorkspaceRequest, Multiplexer, MuxResult } from "../../src/mux/types.ts";
 import type { ForkRequest, ForkResult } from "../../src/session/fork.ts";
 import type { PortProbe } from "../../src/ports/probe.ts";
-import { shellQuote } from "../../src/launch/launch-command.ts";
+import { shellQuote } from "../../src/child/launch-command.ts";
 import { PROJECT_ROOT } from "../support/pi.ts";
 
 /** The requests here have no `pi-handoff` on PATH: their messages name this copy's launcher by its path. */

@@ -4,9 +4,9 @@
  * of dropping behind "N more".
  */
 import { describe, expect, it } from "vitest";
-import { formatChildrenWidget } from "../../src/recovery/format.ts";
-import type { ChildState } from "../../src/recovery/status.ts";
-import { chooseWidgetRows, JUST_EXITED_MS } from "../../src/recovery/widget-rows.ts";
+import { formatChildrenWidget } from "../../src/inventory/format.ts";
+import type { ChildState } from "../../src/inventory/status.ts";
+import { chooseWidgetRows, JUST_EXITED_MS } from "../../src/inventory/widget-rows.ts";
 
 const NOW = Date.parse("2026-05-01T12:00:00.000Z");
 const ago = (ms: number): string => new Date(NOW - ms).toISOString();

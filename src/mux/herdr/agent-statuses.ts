@@ -1,6 +1,6 @@
 /**
  * What Herdr itself says each handoff child's agent is doing (`agent_status`: idle, working,
- * blocked, done, unknown), for the parent's live view of its children (recovery/watch.ts).
+ * blocked, done, unknown), for the parent's live view of its children (watch/watch.ts).
  *
  * Invariants:
  * - Read-only: one `herdr pane list` per Herdr server among the manifests it is given (the watch

@@ -20,7 +20,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
 import { formatWait, oneLine, stripPeriod } from "../../text.ts";
 import type { MuxFailure } from "../types.ts";
-import type { HerdrLocation } from "./location.ts";
+import type { HerdrLocation } from "../../manifest/locations.ts";
 import { socketOf } from "./paths.ts";
 import { runFailure, runProgram } from "../../process/run-program.ts";
 import { decodeHerdrOutput, PaneInfoResultSchema, PaneProcessInfoSchema } from "./protocol.ts";

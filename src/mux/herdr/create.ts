@@ -27,7 +27,7 @@ import type {
 import { muxLabel } from "../label.ts";
 import { stripPeriod } from "../../text.ts";
 import { FINAL_POLL_FAILURES, publicFailure, type CallFailure, type HerdrClient } from "./client.ts";
-import type { HerdrLocation } from "./location.ts";
+import type { HerdrLocation } from "../../manifest/locations.ts";
 import type { HerdrMembership } from "./membership.ts";
 import { canonicalPath, isWithin, socketOf } from "./paths.ts";
 import {

@@ -38,7 +38,7 @@ import type {
 } from "../types.ts";
 import { HerdrClient, publicFailure } from "./client.ts";
 import { createWorkspace, reopenWorkspace } from "./create.ts";
-import type { HerdrLocation } from "./location.ts";
+import type { HerdrLocation } from "../../manifest/locations.ts";
 import { HerdrMembership } from "./membership.ts";
 import { socketOf } from "./paths.ts";
 import { WorkspaceListSchema } from "./protocol.ts";

@@ -14,7 +14,7 @@ import { realpath } from "node:fs/promises";
 import { resolve, sep } from "node:path";
 import type { MuxLocation } from "../../manifest/schema.ts";
 import type { MuxFailure } from "../types.ts";
-import type { HerdrLocation } from "./location.ts";
+import type { HerdrLocation } from "../../manifest/locations.ts";
 import { isHerdrId, type HerdrWorktreeInfo } from "./protocol.ts";
 
 /** The realpath of `path` when it exists, else the path made absolute. */

@@ -1,5 +1,5 @@
 /**
- * In a Herdr pane: a Pi's published state (src/launch/child-state.ts), told to Herdr's sidebar the way Herdr's
+ * In a Herdr pane: a Pi's published state (src/child/child-state.ts), told to Herdr's sidebar the way Herdr's
  * own Pi integration tells it (src/integration/assets/pi/herdr-agent-state.ts in Herdr 0.8.2): the
  * session it started on, then `working`, `blocked` or `idle` on each change. Used only where that
  * integration is not installed (it reports under the same source; two reporters would drop each
@@ -12,7 +12,7 @@
  *   so a later report is never dropped as older than an earlier one.
  * - Silent: the sidebar is a courtesy to Herdr's user; nothing here throws or waits for Herdr.
  */
-import type { PublishedState } from "../../launch/child-state.ts";
+import type { PublishedState } from "../../manifest/published-states.ts";
 import { readWaits } from "../../config/waits.ts";
 import type { PaneStateReporter } from "../terminal.ts";
 import { HerdrMultiplexer, type HerdrAgentState } from "./herdr.ts";

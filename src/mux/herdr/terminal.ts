@@ -5,13 +5,13 @@
  * Invariants: decides and constructs only (see ../terminal.ts); the one outside call is `ping`.
  */
 import { readWaits } from "../../config/waits.ts";
-import { shellQuote } from "../../launch/launch-command.ts";
+import { shellQuote } from "../../child/launch-command.ts";
 import { formatWait, stripPeriod } from "../../text.ts";
 import type { Terminal } from "../terminal.ts";
 import { herdrAgentStatuses } from "./agent-statuses.ts";
 import { HerdrMultiplexer, herdrPiIntegrationInstalled } from "./herdr.ts";
 import { herdrPaneStateReporter } from "./sidebar-report.ts";
-import type { HerdrLocation } from "./location.ts";
+import type { HerdrLocation } from "../../manifest/locations.ts";
 import { HERDR_CHILD_ENV, isHerdrId } from "./protocol.ts";
 
 export const herdrTerminal: Terminal<HerdrLocation> = {

@@ -8,11 +8,11 @@
  * - Failures are values with a stable code (`timeout`, `server_not_running`, `pane_not_found`,
  *   `tmux_failed`) and one sentence, never thrown.
  */
-import type { MuxLocation } from "../locations.ts";
+import type { MuxLocation } from "../../manifest/locations.ts";
 import { formatWait, oneLine, stripPeriod } from "../../text.ts";
 import type { MuxFailure } from "../types.ts";
 import { runFailure, runProgram, runSucceeded } from "../../process/run-program.ts";
-import type { TmuxLocation } from "./location.ts";
+import type { TmuxLocation } from "../../manifest/locations.ts";
 
 export type TmuxCallResult = { ok: true; stdout: string } | MuxFailure;
 

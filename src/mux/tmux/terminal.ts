@@ -6,7 +6,7 @@
 import { stripPeriod } from "../../text.ts";
 import { readWaits } from "../../config/waits.ts";
 import type { Terminal } from "../terminal.ts";
-import type { TmuxLocation } from "./location.ts";
+import type { TmuxLocation } from "../../manifest/locations.ts";
 import { TmuxMultiplexer } from "./tmux.ts";
 
 export const tmuxTerminal: Terminal<TmuxLocation> = {

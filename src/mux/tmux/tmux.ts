@@ -21,7 +21,7 @@
 import { existsSync } from "node:fs";
 import type { DescribedProcess } from "../../process/facts.ts";
 import type { MuxLocation } from "../../manifest/schema.ts";
-import type { TmuxLocation } from "./location.ts";
+import type { TmuxLocation } from "../../manifest/locations.ts";
 import { processFacts } from "../../process/facts.ts";
 import type {
   CreatedWorkspace,

@@ -10,7 +10,7 @@
 import { muxLabel, tmuxLiteral } from "../label.ts";
 import type { MuxFailure } from "../types.ts";
 import { isId, SERVER_FORMAT, SERVER_PATTERN, type TmuxCallResult } from "./client.ts";
-import type { TmuxLocation } from "./location.ts";
+import type { TmuxLocation } from "../../manifest/locations.ts";
 
 /** One tmux call on the server at `socketPath`, with the backend's bound. */
 export type RunTmux = (socketPath: string, args: string[]) => Promise<TmuxCallResult>;

@@ -6,9 +6,9 @@
  */
 import { stripPeriod } from "../../text.ts";
 import { readWaits } from "../../config/waits.ts";
-import { shellQuote } from "../../launch/launch-command.ts";
+import { shellQuote } from "../../child/launch-command.ts";
 import type { Terminal } from "../terminal.ts";
-import type { ZellijLocation } from "./location.ts";
+import type { ZellijLocation } from "../../manifest/locations.ts";
 import { ZellijMultiplexer } from "./zellij.ts";
 
 export const zellijTerminal: Terminal<ZellijLocation> = {

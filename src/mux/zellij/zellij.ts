@@ -24,7 +24,7 @@ import { backoff } from "../backoff.ts";
 import { createWithGit, removeWithGit, type GitWorktreePort, type OpenedWindow } from "../git-worktree.ts";
 import { muxLabel } from "../label.ts";
 import { paneCwdInside as isInside } from "../location.ts";
-import type { MuxLocation } from "../locations.ts";
+import type { MuxLocation } from "../../manifest/locations.ts";
 import type {
   CreatedWorkspace,
   CreateWorkspaceRequest,
@@ -37,7 +37,7 @@ import type {
   WorkspaceState,
 } from "../types.ts";
 import { ZellijClient, type ZellijPane } from "./client.ts";
-import type { ZellijLocation } from "./location.ts";
+import type { ZellijLocation } from "../../manifest/locations.ts";
 
 const SCREEN_SAMPLE_INTERVAL_MS = 50;
 const SCREEN_STABLE_SAMPLES = 3;
