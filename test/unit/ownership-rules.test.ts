@@ -1,7 +1,9 @@
 /**
  * The house rules of docs/architecture.md, checked on the source: one module owns each outside
- * system, dependencies point inward, and the handoff and recovery stand on src/launch/ without
- * importing each other.
+ * system (`node:child_process` is imported by the process core, src/process/spawn.ts, alone, with no
+ * exception: src/launch/warm-gate.mjs, the plain script preloaded before TypeScript loads, starts
+ * no process), dependencies point inward, and the handoff and recovery stand on src/launch/
+ * without importing each other.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
