@@ -36,15 +36,8 @@ import { formatInventory, formatPickerLabel } from "../src/recovery/format.ts";
 import { buildInventory } from "../src/recovery/inventory.ts";
 import type { HandoffReport } from "../src/recovery/report-schema.ts";
 import { relaunchHandoff } from "../src/recovery/relaunch.ts";
-import {
-  canOfferLand,
-  describeLandPlan,
-  landHandoff,
-  landRequestFrom,
-  removalFailedAfterLanding,
-  type LandDeps,
-  type LandRequest,
-} from "../src/recovery/land.ts";
+import { landHandoff, removalFailedAfterLanding, type LandDeps, type LandRequest } from "../src/recovery/land.ts";
+import { canOfferLand, describeLandPlan, landRequestFrom } from "../src/recovery/land-words.ts";
 import {
   branchDeletionOffer,
   describePruneAction,

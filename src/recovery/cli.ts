@@ -46,7 +46,7 @@ import {
 } from "./command-line.ts";
 import type { RebaseRequest } from "./rebase.ts";
 import type { RecoveryDeps } from "./deps.ts";
-import type { LandRequest } from "./land.ts";
+import type { LandRequest } from "./land-plan.ts";
 import type { LandGit } from "../git/land.ts";
 import type { RelaunchDeps } from "./relaunch.ts";
 import type { RelaunchAllScope } from "./relaunch-all.ts";
@@ -293,7 +293,7 @@ async function run(deps: CliDeps, io: CliIo, parsed: ParsedRecoveryCommand): Pro
     case "land": {
       if (flags.all === true || parsed.handoffs !== undefined) return landQueue(deps, io, parsed);
       // The options are checked before the handoff is looked up: bad input is said first.
-      const request = (await import("./land.ts")).landRequestFrom(parsed);
+      const request = (await import("./land-words.ts")).landRequestFrom(parsed);
       if (!request.ok) throw new UsageError(request.message, "land");
       return land(io, await handoff(), request.request);
     }

@@ -40,7 +40,9 @@ import { type CheckCommand, checkLogPath, type CheckOutcome, describeCheckFailur
 import { isInProgress } from "./classify.ts";
 import { forecastHandoffs } from "./forecast.ts";
 import { buildInventory, type InventoryDeps } from "./inventory.ts";
-import { defaultTarget, type LandDeps, landLocked, listed, planLanding } from "./land.ts";
+import { landLocked } from "./land.ts";
+import { defaultTarget, type LandDeps, planLanding } from "./land-plan.ts";
+import { listed } from "./land-words.ts";
 import { type RebaseDeps, rebaseLocked } from "./rebase.ts";
 import type { HandoffReport } from "./report-schema.ts";
 import { BUSY_CHILD_STATES, CHILD_STATE_LABELS } from "./status.ts";

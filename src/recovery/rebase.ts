@@ -28,7 +28,8 @@ import { checkpoint, NO_FAULTS, type FaultPlan } from "../faults.ts";
 import { isInProgress } from "./classify.ts";
 import type { GatherDeps } from "./gather.ts";
 import { inspectHandoff } from "./inventory.ts";
-import { defaultTarget, HOOKS_RUN_BY, listed, rebaseCommits } from "./land.ts";
+import { defaultTarget, HOOKS_RUN_BY, rebaseCommits } from "./land-plan.ts";
+import { listed } from "./land-words.ts";
 import type { HandoffReport } from "./report-schema.ts";
 import { BUSY_CHILD_STATES, CHILD_STATE_LABELS } from "./status.ts";
 
