@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { parseRecoveryCommand } from "../../src/recovery/command-line.ts";
-import { waitText } from "../../src/recovery/queue.ts";
+import { waitText } from "../../src/recovery/queue-words.ts";
 
 const HELP = "pi-handoff --help";
 
