@@ -170,6 +170,15 @@ export function queueJournalPath(agentDir: string, queueKey: string): string {
   return join(agentDir, "handoff-worktree", "queues", `${queueKey}.json`);
 }
 
+/** When the journal last changed (its mtime), or undefined when there is none. */
+export async function queueJournalMtime(path: string): Promise<number | undefined> {
+  try {
+    return (await stat(path)).mtimeMs;
+  } catch {
+    return undefined;
+  }
+}
+
 export async function readQueueJournal(path: string): Promise<JournalRead> {
   let text: string;
   let mtimeMs: number;
