@@ -52,6 +52,8 @@ export interface LandRequest {
   message?: string;
   /** The plan the user was shown and confirmed (a dry run's): nothing lands unless the plan made now is the same. */
   confirmed?: LandPlan;
+  /** The branch tip that must land (the merge queue's checked tip): any other refuses as `moved`. */
+  branchTip?: string;
 }
 
 export interface LandPlan {

@@ -92,6 +92,13 @@ export async function landLocked(
   if (!planned.ok) return planned;
   const { manifest } = planned;
   if (request.dryRun) return dryRunOutcome(planned.plan, request);
+  if (request.branchTip !== undefined && planned.plan.branchTip !== request.branchTip)
+    return {
+      ok: false,
+      code: "moved",
+      plan: planned.plan,
+      message: `${planned.plan.branch} moved on from ${request.branchTip.slice(0, 12)}; nothing was landed.`,
+    };
   if (request.confirmed !== undefined && !samePlan(planned.plan, request.confirmed)) {
     return {
       ok: false,

@@ -127,8 +127,6 @@ export const JournalMemberSchema = z.strictObject({
   targetBefore: sha.optional(),
   /** The branch's tip once rebased: the tip checked, and the one that lands. */
   rebasedTo: sha.optional(),
-  /** The commits `rebasedTo` brings into the target (recorded before the landing). */
-  commits: z.number().int().nonnegative().optional(),
   checkStartedAt: isoTime.optional(),
   checkLog: z.string().optional(),
   /** The check passed on exactly this tip, with the target at `targetBefore`. */

@@ -36,7 +36,6 @@ import { errorClause } from "../errors.ts";
 import { checkpoint, NO_FAULTS, type KillPoint } from "../faults.ts";
 import { type CheckCommand, checkLogPath, runCheck } from "./check.ts";
 import { landLocked } from "./land.ts";
-import { planLanding } from "./land-plan.ts";
 import {
   type BranchAfter,
   type JournalMember,
@@ -306,42 +305,41 @@ async function runTurn(turn: Turn): Promise<void> {
       );
     checked = true;
   }
-  // Exactly the checked tip lands: its Pi may have committed meanwhile (a plan of another tip is
-  // not landed, and the landing refuses as `moved` should the branch move after this plan).
-  const landRequest = {
-    into: entry.into,
-    strategy: "ff" as const,
-    dryRun: false,
-    remove: false,
-    deleteBranch: false,
-    ...noVerify(request),
-  };
-  const planned = await planLanding(deps, id, landRequest);
-  const movedOn = planned.ok ? planned.plan.branchTip !== tip : (await tipOf(turn, entry.branch)) !== tip;
-  if (movedOn)
-    return decide(
-      turn,
-      waiting(entry, {
-        code: "not_ready",
-        message: `${entry.branch} moved on from ${tip.slice(0, 12)} during its check; it was not landed.`,
-      }),
-    );
+  // Exactly the checked tip lands: its Pi may have committed meanwhile (then it refuses as `moved`,
+  // and the landing is planned and re-checked right before the target moves, as a single land's).
   await writer.step(id, (member) => {
     member.step = "landing";
     member.rebasedTo = tip;
     if (target !== undefined) member.targetBefore = target;
     if (checked) member.passed = tip;
-    if (planned.ok) member.commits = planned.plan.commits.length;
   });
   const landed = await landLocked(
     deps,
     id,
-    planned.ok ? { ...landRequest, confirmed: planned.plan } : landRequest,
+    {
+      into: entry.into,
+      strategy: "ff",
+      dryRun: false,
+      remove: false,
+      deleteBranch: false,
+      branchTip: tip,
+      ...noVerify(request),
+    },
     now,
   );
   kill(turn, "queue-landed");
-  if (!landed.ok && landed.code === "moved")
-    return decide(turn, waiting(entry, { code: "not_ready", message: landed.message }));
+  if (!landed.ok && landed.code === "moved") {
+    const movedOn = (await tipOf(turn, entry.branch)) !== tip;
+    return decide(
+      turn,
+      waiting(entry, {
+        code: "not_ready",
+        message: movedOn
+          ? `${entry.branch} moved on from ${tip.slice(0, 12)} during its check; it was not landed.`
+          : landed.message,
+      }),
+    );
+  }
   if (landed.ok && landed.code === "landed")
     return decide(turn, {
       code: "landed",
@@ -390,7 +388,7 @@ async function resumeStarted(turn: Turn): Promise<{ code: "decided" } | { code: 
           branch: entry.branch,
           into: entry.into,
           to: rebasedTo,
-          commits: entry.commits ?? 0,
+          commits: landedCommits(turn, rebasedTo),
           checked: entry.passed === rebasedTo,
         });
         return { code: "decided" };
@@ -423,6 +421,12 @@ async function resumeStarted(turn: Turn): Promise<{ code: "decided" } | { code: 
     default:
       return { code: "again", before: await ownBefore(turn, tip) };
   }
+}
+
+/** How many commits the landing of `to` brought, from the handoff's own landing record. */
+function landedCommits(turn: Turn, to: string): number {
+  const landing = turn.manifest?.landings?.at(-1);
+  return landing !== undefined && landing.to === to ? landing.commits.length : 0;
 }
 
 /**
