@@ -46,7 +46,13 @@ export async function queueStatus(
   if (read.code === "none")
     return {
       ok: true,
-      status: { repoCommonDir, state: "none", refs: [], ...(holder === undefined ? {} : { holder }) },
+      // A run that holds the lock and has not written its journal yet still runs.
+      status: {
+        repoCommonDir,
+        state: holder === undefined ? "none" : "running",
+        refs: [],
+        ...(holder === undefined ? {} : { holder }),
+      },
     };
   const journal = read.journal;
   const state = holder !== undefined ? "running" : journal.finishedAt === undefined ? "interrupted" : "finished";

@@ -198,7 +198,12 @@ function refsText(member: JournalMember, verdict: RefsVerdict): string {
 /** `pi-handoff land --all --status`: the run, whether it runs now, each child's step or outcome. */
 export function describeQueueStatus(status: QueueStatus, now: number): string[] {
   const journal = status.journal;
-  if (journal === undefined) return ["No pi-handoff land --all has run in this repository yet."];
+  if (journal === undefined)
+    return [
+      status.holder === undefined
+        ? "No pi-handoff land --all has run in this repository yet."
+        : `A pi-handoff land --all runs now (process ${status.holder.pid}, since ${status.holder.since}); it is planning.`,
+    ];
   const head: Record<Exclude<QueueStatus["state"], "none">, string> = {
     running: `A pi-handoff land --all runs now (process ${status.holder?.pid ?? journal.pid}, started ${journal.startedAt}).`,
     interrupted: `The last pi-handoff land --all (process ${journal.pid}, started ${journal.startedAt}) was stopped before it finished; pi-handoff land --all takes it up and finishes it.`,

@@ -136,7 +136,9 @@ function startJournal(
   unfinished: QueueJournal | undefined,
   at: Date,
 ): QueueJournal {
-  const carried = unfinished?.members ?? [];
+  // Those it had not started yet come again only if still ready (else they wait, with the plan's why).
+  const ready = new Set(plan.members.map((member) => member.id));
+  const carried = (unfinished?.members ?? []).filter((member) => member.step !== "pending" || ready.has(member.id));
   const known = new Set(carried.map((member) => member.id));
   const added: JournalMember[] = plan.members
     .filter((member) => !known.has(member.id))

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ChildReportStore } from "../../src/manifest/child-reports.ts";
 import { HandoffNoteStore } from "../../src/manifest/handoff-notes.ts";
+import { createQueueDeps } from "../../src/recovery/deps.ts";
 import { queueLockId } from "../../src/recovery/queue.ts";
 import type { QueueStatus } from "../../src/recovery/queue-status.ts";
 import { createLandRig, type LandRig } from "../support/land-rig.ts";
@@ -226,5 +227,43 @@ describe("land --all killed at each point", () => {
     const third = await runCli(land, r.env, repo.root);
     expect(third.stdout.split("\n")[0]).toBe("Landed (0):");
     expect((await notes.list(d.id)).notes.filter((note) => note.kind === "sent_back").length).toBe(2);
+  });
+
+  it("a child the stopped run had not started yet waits when it is no longer ready; --status says a run that holds the lock runs", async () => {
+    const r = (rig = await createLandRig());
+    const { repo } = r;
+    const b = { branch: "feat/b", ...(await r.addHandoff("feat/b")) };
+    r.commitInWorktree("a.txt", "a\n", "add a");
+    const bTip = repo.commitFile("b.txt", "b\n", "add b", { cwd: b.worktree });
+    const land = ["land", "--all"];
+    const killed = await runCli(land, { ...r.env, PI_HANDOFF_FAULT: "kill-after:queue-decided" }, repo.root);
+    expect(killed.signal).toBe("SIGKILL");
+    const aTip = repo.run(["rev-parse", "refs/heads/main"]);
+    // Meanwhile feat/b's Pi left uncommitted work: it is not taken, not touched.
+    writeFileSync(join(b.worktree, "wip.txt"), "wip\n");
+    const again = await runCli(land, r.env, repo.root);
+    expect([again.status, again.stdout]).toEqual([
+      0,
+      [
+        "The last pi-handoff land --all was stopped before it finished; this run took it up and finished it.",
+        "Landed (1):",
+        `  ${r.id} feat/land: 1 commit into main, now at ${aTip.slice(0, 12)} (no check set)`,
+        "Sent back (0):",
+        "Waiting (1):",
+        `  ${b.id} feat/b: uncommitted changes (wip.txt)`,
+        "",
+      ].join("\n"),
+    ]);
+    expect(repo.run(["rev-parse", `refs/heads/${b.branch}`])).toBe(bTip);
+    expect(repo.run(["rev-parse", "refs/heads/main"])).toBe(aTip);
+
+    // A run that holds the queue's lock runs, even before its journal says so.
+    const deps = createQueueDeps(r.env);
+    const held = await deps.store.withActionLock(queueLockId(join(repo.root, ".git")), "queue", () =>
+      runCli(["land", "--all", "--status", "--json"], r.env, repo.root),
+    );
+    if ("ok" in held) throw new Error("the test could not take the queue's lock");
+    const running = JSON.parse(held.stdout) as QueueStatus;
+    expect([running.state, running.holder?.pid]).toEqual(["running", process.pid]);
   });
 });
