@@ -269,6 +269,6 @@ export function formatLandQueue(raw: unknown): string[] {
     `| ratio queue / by hand | ${r.ratio} |`,
     `| the queue's time beyond its checks, per child | ${r.overheadPerChildMs} |`,
     "",
-    `Landed without a person: ${r.landedWithoutPerson.queue} of ${r.handoffs} by the queue (${r.commands.queue} command), ${r.landedWithoutPerson.byHand} by hand (a command or two for each).`,
+    `Landed without a person: ${r.landedWithoutPerson.queue} of ${r.handoffs} by the queue (${r.commands.queue} command), ${r.landedWithoutPerson.byHand} by hand (forecast, the check and land for each).`,
   ];
 }
