@@ -494,6 +494,8 @@ async function landQueue(deps: CliDeps, io: CliIo, parsed: ParsedRecoveryCommand
     const plan = await queue.planQueue(queueDeps, request);
     const shown = command === undefined ? "" : approval.checkText(command);
     const lines = words.describeQueuePlan(plan, check, shown);
+    const last = await (await import("./queue-status.ts")).queueStatus(deps, commonDir, mainCheckout);
+    if (last.ok && last.status.state === "interrupted") lines.push(...words.stoppedRunLines(last.status));
     if (!approved.ok) lines.push(approved.message.replace(/; nothing was landed\.$/, "."));
     io.stdout(`${lines.join("\n")}\n`);
     return EXIT_OK;

@@ -227,6 +227,14 @@ export function describeQueueStatus(status: QueueStatus, now: number): string[] 
   return lines.map(printable);
 }
 
+/** The dry run's word on a run stopped midway: the next run takes it up before the plan above. */
+export function stoppedRunLines(status: QueueStatus): string[] {
+  const open = (status.journal?.members ?? []).filter((member) => member.step !== "pending" && member.step !== "done");
+  return [
+    `The last pi-handoff land --all was stopped before it finished; the next run takes it up first${open.length === 0 ? "" : `, settling ${open.map((member) => `${member.id} ${member.branch}`).join(", ")} from git's refs`} (pi-handoff land --all --status says where each is).`,
+  ].map(printable);
+}
+
 /** The widget's line while a queue of this repository runs (kept short: the widget's rows are narrow). */
 export const QUEUE_LINE_MAX = 72;
 

@@ -141,6 +141,12 @@ describe("land --all killed at each point", () => {
         expect(shown.status).toBe(0);
         expect(shown.stdout).toMatch(inspect);
       }
+      // The dry run says the stopped run comes first, naming the child it left mid-step.
+      const dry = await runCli(["land", "--all", "--dry-run"], r.env, repo.root);
+      const open = verdict === undefined ? "" : `, settling ${stoppedAt.id} ${stoppedAt.branch} from git's refs`;
+      expect(dry.stdout.split("\n")).toContain(
+        `The last pi-handoff land --all was stopped before it finished; the next run takes it up first${open} (pi-handoff land --all --status says where each is).`,
+      );
       // The dead holder's lock does not block: it is taken over.
       expect(await r.store.actionHolder(queueLockId(join(repo.root, ".git")))).toBeUndefined();
 
