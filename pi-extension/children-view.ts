@@ -15,6 +15,7 @@ import type { ManifestStore } from "../src/manifest/store.ts";
 import { agentStatuses } from "../src/mux/registry.ts";
 import { ForecastCache, forecastHandoffs, type Forecast } from "../src/forecast/forecast.ts";
 import { formatChildrenWidget } from "../src/inventory/format.ts";
+import { QueueProgressLine } from "../src/queue/queue-progress.ts";
 import { HandoffWatch, type OwnHandoff, type ParentIdentity } from "../src/watch/watch.ts";
 import { SessionTails } from "../src/session/tail.ts";
 import { SessionUsageCache } from "../src/session/usage.ts";
@@ -49,6 +50,8 @@ export function watchChildren(input: {
           session: { file: parentFile },
           onChange: () => input.onChange(shown),
         });
+  // The line of a merge queue of this repository while it runs (issue 44): from its journal, no git.
+  const queue = new QueueProgressLine({ agentDir: input.agentDir, onChange: () => input.onChange(shown) });
   const watch = new HandoffWatch({
     deps: {
       store: input.store,
@@ -68,7 +71,12 @@ export function watchChildren(input: {
     format: (own, now) => {
       shown = own;
       const line = total?.line(now);
-      return [...formatChildrenWidget(own, now), ...(line === undefined ? [] : [line])];
+      const queued = queue.line(new Set(own.map((handoff) => handoff.id)), now);
+      return [
+        ...formatChildrenWidget(own, now),
+        ...(queued === undefined ? [] : [queued]),
+        ...(line === undefined ? [] : [line]),
+      ];
     },
   };
 }

@@ -36,15 +36,8 @@ import { formatInventory, formatPickerLabel } from "../src/inventory/format.ts";
 import { buildInventory } from "../src/inventory/inventory.ts";
 import type { HandoffReport } from "../src/inventory/report-schema.ts";
 import { relaunchHandoff } from "../src/relaunch/relaunch.ts";
-import {
-  canOfferLand,
-  describeLandPlan,
-  landHandoff,
-  landRequestFrom,
-  removalFailedAfterLanding,
-  type LandDeps,
-  type LandRequest,
-} from "../src/land/land.ts";
+import { landHandoff, removalFailedAfterLanding, type LandDeps, type LandRequest } from "../src/land/land.ts";
+import { canOfferLand, describeLandPlan, landRequestFrom } from "../src/land/land-words.ts";
 import {
   branchDeletionOffer,
   describePruneAction,

@@ -14,23 +14,24 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { VERSION as PI_VERSION } from "@earendil-works/pi-coding-agent";
 import { generateSession } from "./bench/session-generator.ts";
 import { measureHandoffOverhead } from "./bench/handoff-overhead.ts";
+import {
+  childStatusSection,
+  formatHerdrVsTmux,
+  formatRebootRestore,
+  formatTreeUsage,
+  formatTuiVsPiWorktree,
+  listGoalLine,
+  listMedian,
+  ratio,
+  type Spread,
+  spread,
+  tuiRatios,
+  verdict,
+  formatLandQueue,
+} from "./bench/sections.ts";
 
 const PROJECT = realpathSync(join(dirname(fileURLToPath(import.meta.url)), ".."));
 const NODE_BIN = process.execPath;
-
-interface Spread {
-  median: number;
-  min: number;
-  max: number;
-  runs: number;
-}
-
-function spread(values: number[]): Spread {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  const median = sorted.length % 2 === 1 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
-  return { median, min: sorted[0] ?? 0, max: sorted.at(-1) ?? 0, runs: values.length };
-}
 
 function parseArgs(argv: string[]): { quick: boolean; out: string | undefined; help: boolean; renderOnly: boolean } {
   const out = argv.includes("--out") ? argv[argv.indexOf("--out") + 1] : undefined;
@@ -115,228 +116,6 @@ async function optionalBench(relative: string, exportName: string, args: unknown
   }
 }
 
-function ratio(a: number, b: number): number {
-  return b === 0 ? Number.NaN : Math.round((a / b) * 100) / 100;
-}
-
-/** (g): the two backends' medians side by side, their ratio, and what the Herdr server itself costs. */
-function formatHerdrVsTmux(raw: unknown): string[] {
-  const r = raw as
-    | { herdrVersion: string; herdrMs: number[]; tmuxMs: number[]; herdrCallMs: number[]; herdrServerRssMB: number }
-    | { skipped: string }
-    | undefined;
-  if (r === undefined || "skipped" in r) return [`Not measured: ${r?.skipped ?? "not run"}.`];
-  const herdr = spread(r.herdrMs);
-  const tmux = spread(r.tmuxMs);
-  const call = spread(r.herdrCallMs);
-  const cell = (s: Spread) => `${s.median.toFixed(0)} (${s.min.toFixed(0)}-${s.max.toFixed(0)})`;
-  return [
-    `The same transaction (manifest, worktree, window, fork, launch, acknowledgement) on ${r.herdrVersion} and on tmux, alternating, ${herdr.runs} run(s) each.`,
-    "",
-    "| | wall ms |",
-    "|---|---|",
-    `| on the real Herdr (\`herdr worktree create\`, the launcher typed into its pane) | ${cell(herdr)} |`,
-    `| on tmux (git worktree add, a window running the launcher) | ${cell(tmux)} |`,
-    `| ratio Herdr / tmux | ${ratio(herdr.median, tmux.median)} |`,
-    `| the Herdr server's own cost: one CLI round trip (\`herdr workspace list\`, a new client process) | ${cell(call)} |`,
-    `| the Herdr server's resident memory after the runs, MB | ${r.herdrServerRssMB} |`,
-  ];
-}
-
-/** (j): `relaunch --all` after a reboot against the same handoffs relaunched one by one. */
-function formatRebootRestore(raw: unknown): string[] {
-  const r = raw as { handoffs: number; allMs: number[]; oneByOneMs: number[] } | { skipped: string } | undefined;
-  if (r === undefined || "skipped" in r) return [`Not measured: ${r?.skipped ?? "not run"}.`];
-  const all = spread(r.allMs);
-  const one = spread(r.oneByOneMs);
-  const cell = (s: Spread) => `${s.median.toFixed(0)} (${s.min.toFixed(0)}-${s.max.toFixed(0)})`;
-  return [
-    `${r.handoffs} handoffs run real child Pi in a private tmux server; every Pi is killed, then the server, and tmux is`,
-    "started again on the same socket. Timed from the command to the last child confirmed (the real CLI, each after its",
-    `own "reboot", alternating), ${all.runs} run(s) each. Goal: well under the one-by-one time (3 at a time).`,
-    "",
-    "| | wall ms |",
-    "|---|---|",
-    `| \`pi-handoff relaunch --all\` | ${cell(all)} |`,
-    `| ${r.handoffs} \`pi-handoff relaunch <id> --no-focus\`, one after another | ${cell(one)} |`,
-    `| ratio all / one by one | ${ratio(all.median, one.median)} |`,
-  ];
-}
-
-type TuiSides = {
-  oursConfirmedMs: number[];
-  oursScreenMs: number[];
-  piWorktreeScreenMs: number[];
-  failedRounds?: string[];
-};
-type TuiFigures =
-  | { piWorktree: string; small: TuiSides; large: TuiSides & { sessionBytes: number } }
-  | { skipped: string }
-  | undefined;
-
-/** Ours confirmed over pi-worktree's screen, medians: the figure (k)'s goals are about. */
-function confirmedToScreen(sides: TuiSides): number | undefined {
-  // A side whose every round failed has no figure: no ratio, rather than 0 read as a goal met.
-  if (sides.oursConfirmedMs.length === 0 || sides.piWorktreeScreenMs.length === 0) return undefined;
-  return ratio(spread(sides.oursConfirmedMs).median, spread(sides.piWorktreeScreenMs).median);
-}
-
-function tuiRatios(raw: unknown): { small: number | undefined; large: number | undefined } | undefined {
-  const r = raw as TuiFigures;
-  if (r === undefined || "skipped" in r) return undefined;
-  return { small: confirmedToScreen(r.small), large: confirmedToScreen(r.large) };
-}
-
-/** (k): typed into the TUI, ours against pi-worktree, each figure beside its goal. */
-function formatTuiVsPiWorktree(raw: unknown): string[] {
-  const r = raw as TuiFigures;
-  if (r === undefined || "skipped" in r) return [`Not measured: ${r?.skipped ?? "not run"}.`];
-  const cell = (values: number[]) => {
-    if (values.length === 0) return "none finished";
-    const s = spread(values);
-    return `${s.median.toFixed(0)} (${s.min.toFixed(0)}-${s.max.toFixed(0)})`;
-  };
-  const rows = (label: string, sides: TuiSides, goal: string) => [
-    `| ${label}: ours, Enter to the child confirmed | ${cell(sides.oursConfirmedMs)} | |`,
-    `| ${label}: ours, Enter to the child's screen drawn | ${cell(sides.oursScreenMs)} | |`,
-    `| ${label}: ${r.piWorktree}, Enter to the new Pi's screen drawn | ${cell(sides.piWorktreeScreenMs)} | |`,
-    `| ${label}: ratio ours confirmed / pi-worktree's screen | ${confirmedToScreen(sides) ?? "none"} | ${goal} |`,
-  ];
-  return [
-    `Each round starts a parent Pi TUI in a new window of one private tmux server and types the command there; ${spread(r.small.oursConfirmedMs).runs} round(s) on the small conversation, ${spread(r.large.oursConfirmedMs).runs} on the ${(r.large.sessionBytes / 1e6).toFixed(0)} MB one, the two tools alternating. Timed from the Enter that submits the command.`,
-    "",
-    "| | wall ms | goal |",
-    "|---|---|---|",
-    ...rows("small conversation", r.small, "<= 0.9"),
-    ...rows(`${(r.large.sessionBytes / 1e6).toFixed(0)} MB conversation`, r.large, "<= 0.3"),
-    ...failedRoundLines([...(r.small.failedRounds ?? []), ...(r.large.failedRounds ?? [])]),
-  ];
-}
-
-/** (l): the tree as a user runs it, cold and warm, and the usage reading alone. */
-function formatTreeUsage(raw: unknown): string[] {
-  const r = raw as
-    | {
-        sessions: number;
-        sessionBytes: number;
-        grown: number;
-        cliColdMs: number[];
-        cliWarmMs: number[];
-        cliGrownMs: number[];
-        usageColdMs: number[];
-        usageWarmMs: number[];
-      }
-    | { skipped: string }
-    | undefined;
-  if (r === undefined || "skipped" in r) return [`Not measured: ${r?.skipped ?? "not run"}.`];
-  const cell = (values: number[]) => {
-    const s = spread(values);
-    return `${s.median.toFixed(0)} (${s.min.toFixed(0)}-${s.max.toFixed(0)})`;
-  };
-  const warm = spread(r.cliWarmMs).median;
-  return [
-    `${r.sessions} sessions of ${(r.sessionBytes / 1e6).toFixed(1)} MB (${((r.sessions * r.sessionBytes) / 1e9).toFixed(2)} GB) in a tree of handoffs, ${spread(r.cliColdMs).runs} run(s). The CLI as a user runs it (a new process: manifests, the inventory of every handoff, every session's usage). Cold: no usage cache (the files' pages are in memory: just written). Goal: warm under 1 s (${verdict(warm, (v) => v < 1000, " ms")}).`,
-    "",
-    "| | wall ms |",
-    "|---|---|",
-    `| \`pi-handoff tree --json\`, cold (every session read) | ${cell(r.cliColdMs)} |`,
-    `| \`pi-handoff tree --json\`, warm (one stat per session) | ${cell(r.cliWarmMs)} |`,
-    `| \`pi-handoff tree --json\`, after ${r.grown} sessions grew by an entry (read from their last offset) | ${cell(r.cliGrownMs)} |`,
-    `| the usage of the ${r.sessions} sessions alone, in process, cold | ${cell(r.usageColdMs)} |`,
-    `| the same, warm (the cache in memory) | ${cell(r.usageWarmMs)} |`,
-  ];
-}
-
-/** The rounds left out of (k)'s figures, said under its table. */
-function failedRoundLines(failed: string[]): string[] {
-  if (failed.length === 0) return [];
-  return ["", `Left out, ${failed.length} round(s) that did not finish:`, ...failed.map((line) => `- ${line}`)];
-}
-
-interface ChildStatusFigures {
-  handoffs: number;
-  ms: number[];
-  maxEventLoopDelayMs: number[];
-  legacyMs: number[];
-  legacyMaxEventLoopDelayMs: number[];
-  warmMs: number[];
-  warmMaxEventLoopDelayMs: number[];
-  ownWarmMs: number[];
-  ownWarmMaxEventLoopDelayMs: number[];
-  ratioToLegacyWarm: number;
-  ratioToLegacyCold: number;
-  changeToWidget: {
-    changes: number;
-    spacingMs: number;
-    shown: number;
-    missed: number;
-    medianMs: number;
-    p95Ms: number;
-    worstMs: number;
-    maxEventLoopDelayMs: number;
-  };
-}
-
-/** (f): the refresh against its baseline (children read from their session tails), and the change-to-widget delay. */
-function childStatusSection(figures: unknown): string[] {
-  const f = figures as Partial<ChildStatusFigures> | undefined;
-  if (f?.changeToWidget === undefined || f.ms === undefined) {
-    return ["```json", JSON.stringify(figures ?? { skipped: "not measured" }, null, 2), "```"];
-  }
-  const cell = (values: number[] | undefined): string => {
-    const s = spread(values ?? []);
-    return `${s.median.toFixed(1)} (${s.min.toFixed(1)}-${s.max.toFixed(1)})`;
-  };
-  const stall = (values: number[] | undefined): string => spread(values ?? []).max.toFixed(1);
-  const w = f.changeToWidget;
-  return [
-    "A refresh (the poll, `PI_HANDOFF_WATCH_POLL_MS`) of children that publish their state reads each one's state file",
-    "and lease, never its session; the baseline is the same children publishing nothing (older versions), read from",
-    "their session tails as every child was before. Cold: the watch's first refresh; warm: every later one, nothing changed.",
-    "Goal: no event-loop stall over 50 ms, and no more work per refresh than the baseline.",
-    "",
-    "| refresh of 50 children | wall ms | longest stall ms |",
-    "|---|---|---|",
-    `| publishing, cold | ${cell(f.ms)} | ${stall(f.maxEventLoopDelayMs)} |`,
-    `| publishing, warm | ${cell(f.ownWarmMs)} | ${stall(f.ownWarmMaxEventLoopDelayMs)} |`,
-    `| baseline (session tails), cold | ${cell(f.legacyMs)} | ${stall(f.legacyMaxEventLoopDelayMs)} |`,
-    `| baseline (session tails), warm | ${cell(f.warmMs)} | ${stall(f.warmMaxEventLoopDelayMs)} |`,
-    `| ratio publishing / baseline, warm (goal <= 1) | ${f.ratioToLegacyWarm} | |`,
-    `| ratio publishing / baseline, cold | ${f.ratioToLegacyCold} | |`,
-    "",
-    `The change-to-widget delay over a scripted run: a child process publishing for ${f.handoffs} leased sessions makes`,
-    `${w.changes} changes, one every ${w.spacingMs} ms round-robin; the parent's watch (directory events, no poll) shows them.`,
-    "From the child's file in place to the watch's update of what the widget draws:",
-    "",
-    "| changes shown | median ms | 95th percentile ms | worst ms | longest stall ms (whole run) |",
-    "|---|---|---|---|---|",
-    `| ${w.shown} of ${w.changes} | ${w.medianMs} | ${w.p95Ms} | ${w.worstMs} | ${w.maxEventLoopDelayMs} |`,
-  ];
-}
-
-/** (e) against its goal: the median of the runs beside 0.5 s. */
-/** "met in this run (value)" or "not met in this run (value)", for a reading that names the run's figure. */
-function verdict(value: number | undefined, holds: (value: number) => boolean, unit = ""): string {
-  if (value === undefined) return "not measured in this run";
-  const shown = unit === "" ? String(value) : `${value.toFixed(0)}${unit}`;
-  return `${holds(value) ? "met" : "not met"} in this run (${shown})`;
-}
-
-function listMedian(raw: unknown): number | undefined {
-  const ms = (raw as { ms?: number[] } | undefined)?.ms;
-  return ms === undefined || ms.length === 0 ? undefined : spread(ms).median;
-}
-
-function listGoalLine(raw: unknown): string[] {
-  const ms = (raw as { ms?: number[] } | undefined)?.ms;
-  if (ms === undefined || ms.length === 0) return [];
-  const s = spread(ms);
-  return [
-    `Goal: under 500 ms on this machine. Measured: ${s.median.toFixed(0)} ms median (${s.min.toFixed(0)}-${s.max.toFixed(0)}), ${s.runs} runs.`,
-    "",
-  ];
-}
-
 function formatMarkdown(results: Record<string, unknown>): string {
   const r = results as {
     machine: { cpu: string; cores: number; memoryGB: number; node: string; pi: string };
@@ -353,6 +132,7 @@ function formatMarkdown(results: Record<string, unknown>): string {
     rebootRestore?: unknown;
     tuiVsPiWorktree?: unknown;
     treeUsage?: unknown;
+    landQueue?: unknown;
   };
   const f = r.fork.methods as Record<string, { ms: Spread; extraRssMB: Spread; maxEventLoopDelayMs: Spread }>;
   const row = (label: string, key: string) => {
@@ -439,6 +219,10 @@ function formatMarkdown(results: Record<string, unknown>): string {
     "## (l) `pi-handoff tree` over 200 sessions of 5 MB each: cold, warm, and after some grew",
     "",
     ...formatTreeUsage(r.treeUsage),
+    "",
+    "## (m) The merge queue: 8 children landed by `pi-handoff land --all`, against the same by hand",
+    "",
+    ...formatLandQueue(r.landQueue),
     "",
     "## Reading the numbers",
     "",
@@ -551,7 +335,7 @@ async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   if (args.help) {
     console.log(
-      "Usage: npm run bench [-- --quick] [-- --out DIR] [-- --render-only]\nMeasures fork time/memory/event-loop delay, handoff overhead, lineage scan, list speed, the parent's widget refresh, secret redaction, the conflict forecast and the restore after a reboot.",
+      "Usage: npm run bench [-- --quick] [-- --out DIR] [-- --render-only]\nMeasures fork time/memory/event-loop delay, handoff overhead, lineage scan, list speed, the parent's widget refresh, secret redaction, the conflict forecast, the restore after a reboot and the merge queue.",
     );
     return;
   }
@@ -630,6 +414,11 @@ async function main(): Promise<void> {
       sessions: args.quick ? 10 : 200,
       sessionBytes: args.quick ? 256 * 1024 : 5 * 1024 * 1024,
     });
+    console.error("landQueue: 8 children landed by land --all, against forecast and land by hand...");
+    const landQueue = await optionalBench("scripts/bench/land-queue.ts", "measureLandQueue", {
+      runs: args.quick ? 1 : 3,
+      handoffs: args.quick ? 2 : 8,
+    });
     const methods = fork.methods as Record<string, { ms: Spread; extraRssMB: Spread; maxEventLoopDelayMs: Spread }>;
     const results = {
       date: new Date().toISOString(),
@@ -652,6 +441,7 @@ async function main(): Promise<void> {
       rebootRestore,
       tuiVsPiWorktree,
       treeUsage,
+      landQueue,
       ratios: {
         forkVsForkFrom: ratio(methods.oursWarm?.ms.median ?? 0, methods.forkFrom?.ms.median ?? 0),
         coldForkVsForkFrom: ratio(methods.ours?.ms.median ?? 0, methods.forkFrom?.ms.median ?? 0),

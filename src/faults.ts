@@ -17,7 +17,7 @@
  *   `window` (the worktree, branch and window were made, `provisioned` not yet recorded) and
  *   `session` (the fork wrote the child session, `forked` not yet recorded). `pi-handoff land` and
  *   `pi-handoff rebase` have their own (`land-*`, `rebase-*`: after the intent, after the one
- *   move, after the record).
+ *   move, after the record), and so has `pi-handoff land --all` (`queue-*`, between its steps).
  * - `kill-random:<seed>[:<max ms>]`: SIGKILL at a delay drawn from the seed (0 to max ms, default
  *   3000) after the transaction starts: a random point inside some step (a timer fires between two
  *   awaits, not inside a synchronous write). The same seed gives the same delay.
@@ -47,6 +47,16 @@ export const KILL_POINTS = [
   "rebase-intent",
   "rebase-move",
   "rebase-record",
+  // pi-handoff land --all, for each child (its rebase and landing have the points above too): the
+  // branch rebased (journal: rebasing), the check about to run (journal: checking), the target
+  // moved (journal: landing), the move back intended (journal and manifest: undoing), the branch
+  // moved back (manifest still undoing), the outcome recorded (the child not told yet).
+  "queue-rebased",
+  "queue-checking",
+  "queue-landed",
+  "queue-undo-intent",
+  "queue-undone",
+  "queue-decided",
 ] as const;
 export type KillPoint = (typeof KILL_POINTS)[number];
 

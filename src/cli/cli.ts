@@ -14,6 +14,7 @@
  *   pi-handoff tree [<handoff> | <session file>] [--repo DIR] [--json]
  *   pi-handoff land <handoff> [--into BRANCH] [--strategy ff|rebase|merge|squash] [--message SUBJECT] [--dry-run] [--remove] [--delete-branch] [--no-verify]
  *   pi-handoff land --all [--repo DIR] | land <handoff> <handoff>... [--dry-run] [--keep-rebased] [--approve-repo-code] [--no-verify]
+ *   pi-handoff land --all --status [--repo DIR] [--json]
  *   pi-handoff completion bash|zsh|fish
  *   pi-handoff --version
  *
@@ -46,7 +47,7 @@ import {
 } from "./command-line.ts";
 import type { RebaseRequest } from "../rebase/rebase.ts";
 import type { RecoveryDeps } from "./deps.ts";
-import type { LandRequest } from "../land/land.ts";
+import type { LandRequest } from "../land/land-plan.ts";
 import type { LandGit } from "../git/land.ts";
 import type { RelaunchDeps } from "../relaunch/relaunch.ts";
 import type { RelaunchAllScope } from "../relaunch/relaunch-all.ts";
@@ -170,7 +171,12 @@ Commands:
                                           (--keep-rebased: rebased) and told why; exit 1 when
                                           one was sent back; --dry-run prints the order, the
                                           strategy and the check; a repository's check runs only
-                                          once approved (--approve-repo-code)
+                                          once approved (--approve-repo-code); a run stopped
+                                          before it finished (killed) is taken up by the next
+  land --all --status [--repo DIR] [--json]
+                                          the repository's current or last queue run: whether it
+                                          runs now, each child's step or outcome, and for a run
+                                          stopped midway, what git's refs say of each child
 
   completion bash|zsh|fish                print a completion script for that shell; load it with
                                           source <(pi-handoff completion bash) (zsh: the same, after
@@ -293,7 +299,7 @@ async function run(deps: CliDeps, io: CliIo, parsed: ParsedRecoveryCommand): Pro
     case "land": {
       if (flags.all === true || parsed.handoffs !== undefined) return landQueue(deps, io, parsed);
       // The options are checked before the handoff is looked up: bad input is said first.
-      const request = (await import("../land/land.ts")).landRequestFrom(parsed);
+      const request = (await import("../land/land-words.ts")).landRequestFrom(parsed);
       if (!request.ok) throw new UsageError(request.message, "land");
       return land(io, await handoff(), request.request);
     }
@@ -454,15 +460,16 @@ async function landQueue(deps: CliDeps, io: CliIo, parsed: ParsedRecoveryCommand
     commonDir = repo.commonDir;
     mainCheckout = repo.mainCheckout;
   }
-  const [{ loadHandoffConfig }, approval, { DEFAULT_CHECK_TIMEOUT_MS }, queue, { createQueueDeps }] = await Promise.all(
-    [
+  if (parsed.flags.status === true) return queueStatusOf(deps, io, commonDir, mainCheckout, parsed.flags.json === true);
+  const [{ loadHandoffConfig }, approval, { DEFAULT_CHECK_TIMEOUT_MS }, queue, words, { createQueueDeps }] =
+    await Promise.all([
       import("../config/load.ts"),
       import("../config/post-create-approval.ts"),
       import("../config/schema.ts"),
       import("../queue/queue.ts"),
+      import("../queue/queue-words.ts"),
       import("./deps.ts"),
-    ],
-  );
+    ]);
   // Outside Pi there is no project trust to ask: the repository's check runs only once approved.
   const settings = await loadHandoffConfig({ cwd: mainCheckout, agentDir: deps.agentDir, projectTrusted: true });
   if (!settings.ok) throw new Refusal(settings.message, "land");
@@ -489,7 +496,9 @@ async function landQueue(deps: CliDeps, io: CliIo, parsed: ParsedRecoveryCommand
   if (dryRun) {
     const plan = await queue.planQueue(queueDeps, request);
     const shown = command === undefined ? "" : approval.checkText(command);
-    const lines = queue.describeQueuePlan(plan, check, shown);
+    const lines = words.describeQueuePlan(plan, check, shown);
+    const last = await (await import("../queue/queue-status.ts")).queueStatus(deps, commonDir, mainCheckout);
+    if (last.ok && last.status.state === "interrupted") lines.push(...words.stoppedRunLines(last.status));
     if (!approved.ok) lines.push(approved.message.replace(/; nothing was landed\.$/, "."));
     io.stdout(`${lines.join("\n")}\n`);
     return EXIT_OK;
@@ -497,8 +506,30 @@ async function landQueue(deps: CliDeps, io: CliIo, parsed: ParsedRecoveryCommand
   if (!approved.ok) throw new Refusal(approved.message, "land");
   const outcome = await queue.runQueue(queueDeps, { ...request, ...(check === undefined ? {} : { check }) }, io.now);
   if (!outcome.ok) throw new Refusal(outcome.message, "land");
-  io.stdout(`${queue.describeQueueReport(outcome.report).join("\n")}\n`);
+  io.stdout(`${words.describeQueueReport(outcome.report, { resumed: outcome.resumed }).join("\n")}\n`);
   return outcome.report.sentBack.length === 0 ? EXIT_OK : EXIT_REFUSED;
+}
+
+/** `land --all --status [--json]`: the repository's current or last queue run, read only. */
+async function queueStatusOf(
+  deps: CliDeps,
+  io: CliIo,
+  commonDir: string,
+  mainCheckout: string,
+  json: boolean,
+): Promise<number> {
+  const [{ queueStatus }, { describeQueueStatus }] = await Promise.all([
+    import("../queue/queue-status.ts"),
+    import("../queue/queue-words.ts"),
+  ]);
+  const read = await queueStatus(deps, commonDir, mainCheckout);
+  if (!read.ok) throw new Refusal(read.message, "land");
+  io.stdout(
+    json
+      ? `${JSON.stringify(read.status, null, 2)}\n`
+      : `${describeQueueStatus(read.status, (io.now?.() ?? new Date()).getTime()).join("\n")}\n`,
+  );
+  return EXIT_OK;
 }
 
 /** The id of the handoff `name` designates (an id, a unique start of one, or a branch). */

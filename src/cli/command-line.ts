@@ -74,12 +74,17 @@ export const RECOVERY_OPTIONS: Readonly<Record<RecoveryCommand, OptionSpecs>> = 
     repo: { type: "string" },
     "keep-rebased": { type: "boolean" },
     "approve-repo-code": { type: "boolean" },
+    // `land --all --status [--json]`: the queue's current or last run, read only (recovery/queue-status.ts).
+    status: { type: "boolean" },
+    json: { type: "boolean" },
   },
 };
 
 /** `land`'s options for one handoff only, and those for the queue only (`land --all`, or several handoffs). */
 const LAND_ONE_ONLY = ["into", "strategy", "message", "remove", "delete-branch"] as const;
 const LAND_QUEUE_ONLY = ["repo", "keep-rebased", "approve-repo-code"] as const;
+/** What `land --all --status` does not take: it only reads. */
+const LAND_NOT_WITH_STATUS = ["dry-run", "keep-rebased", "approve-repo-code", "no-verify"] as const;
 
 export const TAKES_HANDOFF: Readonly<Record<RecoveryCommand, boolean>> = {
   list: false,
@@ -197,6 +202,13 @@ export function parseRecoveryCommand(
       return refuse(
         `Give handoffs or --all, not both: ${JSON.stringify(positionals.join(" "))} was given with --all (see ${help}).`,
       );
+    if (values.json === true && values.status !== true)
+      return refuse(`--json goes with --status: land --all --status --json (see ${help}).`);
+    if (values.status === true && values.all !== true)
+      return refuse(`--status goes with --all: land --all --status [--repo DIR] (see ${help}).`);
+    const notWithStatus = LAND_NOT_WITH_STATUS.find((name) => values[name] !== undefined);
+    if (values.status === true && notWithStatus !== undefined)
+      return refuse(`--status only reads the queue's state; --${notWithStatus} does not go with it (see ${help}).`);
     const misplaced = (queue ? LAND_ONE_ONLY : LAND_QUEUE_ONLY).find((name) => values[name] !== undefined);
     if (misplaced !== undefined)
       return refuse(

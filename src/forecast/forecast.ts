@@ -32,7 +32,7 @@ import type { Manifest } from "../manifest/schema.ts";
 import { errorSentence } from "../errors.ts";
 import { counted } from "../text.ts";
 import { mergedOf } from "../inventory/gather.ts";
-import { defaultTarget } from "../land/land.ts";
+import { defaultTarget } from "../land/land-plan.ts";
 import type { ForecastEntry, MergedFact } from "../inventory/report-schema.ts";
 
 export interface ForecastDeps {

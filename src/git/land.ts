@@ -25,6 +25,7 @@
 import { constants } from "node:fs";
 import { access, readFile } from "node:fs/promises";
 import path from "node:path";
+import { errorCode } from "../fs/probe.ts";
 import { CheckoutBackup } from "./checkout-backup.ts";
 import { counted } from "../text.ts";
 import { mergeTree, mergeTrees, type GitRunner, type MergeTreeResult } from "./merge-tree.ts";
@@ -213,13 +214,15 @@ export class LandGit {
       .map((line) => line.slice("worktree ".length));
     const ref = `refs/heads/${branch}`;
     for (const checkout of checkouts) {
-      const gitDir = await this.run(checkout, ["rev-parse", "--absolute-git-dir"]).catch(() => undefined);
-      const dir =
-        gitDir !== undefined && gitDir.exitCode === 0
-          ? gitDir.stdout.trim()
-          : checkout === repo
-            ? commonDir
-            : undefined;
+      // Its git dir from its `.git` (a directory, or a file naming it) without a git process per
+      // checkout: the merge queue plans a landing per child, each over every sibling's checkout.
+      const gitDir =
+        (await gitDirOf(checkout)) ??
+        (await this.run(checkout, ["rev-parse", "--absolute-git-dir"]).then(
+          (run) => (run.exitCode === 0 ? run.stdout.trim() : undefined),
+          () => undefined,
+        ));
+      const dir = gitDir ?? (checkout === repo ? commonDir : undefined);
       if (dir === undefined) continue;
       const read = (file: string): Promise<string | undefined> =>
         readFile(path.join(dir, file), "utf8").then(
@@ -434,4 +437,17 @@ function gitFailure(args: readonly string[], outcome: GitOutcome): Error {
 
 function assertSha(value: string): void {
   if (!FULL_SHA.test(value)) throw new Error(`${JSON.stringify(value)} is not a full commit SHA.`);
+}
+
+/** The git dir of a checkout from its `.git`: the directory itself, or the one a `gitdir:` file names. */
+async function gitDirOf(checkout: string): Promise<string | undefined> {
+  const dotGit = path.join(checkout, ".git");
+  try {
+    const text = await readFile(dotGit, "utf8");
+    const named = /^gitdir: (.+)$/m.exec(text)?.[1]?.trim();
+    return named === undefined ? undefined : path.resolve(checkout, named);
+  } catch (error) {
+    // A directory: the main checkout's own git dir.
+    return errorCode(error) === "EISDIR" ? dotGit : undefined;
+  }
 }

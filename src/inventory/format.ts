@@ -331,6 +331,10 @@ function describeRebase(handoff: HandoffReport): string {
       return `abandoned (${what}); nothing rebased`;
     case "undone":
       return `undone (${what}): pi-handoff land --all sent it back and moved ${handoff.branch} back to ${rebase.from.slice(0, 12)}`;
+    case "undone_unrecorded":
+      return `interrupted while pi-handoff land --all sent it back: ${handoff.branch} is back at ${rebase.from.slice(0, 12)} (undone; the next pi-handoff land --all records it)`;
+    case "not_undone":
+      return `interrupted while pi-handoff land --all sent it back: ${handoff.branch} is still at the rebased tip ${rebase.to.slice(0, 12)} (the next pi-handoff land --all moves it back)`;
     case "unknown":
       return `interrupted (${what}); ${handoff.branch} is now at ${rebase.branchAt?.slice(0, 12) ?? "no commit"}, neither the old nor the new tip: it moved since`;
   }

@@ -246,11 +246,22 @@ export type LandingReport = z.infer<typeof LandingReportSchema>;
  * The latest rebase (`pi-handoff rebase`). `verdict`: `rebased` / `abandoned` / `undone` (recorded; undone: the
  * merge queue moved the branch back to `from`), or for
  * one still marked intended (its process died): `rebased_unrecorded` (the branch is at the new
- * tip), `not_rebased` (still at the old one), `unknown` (elsewhere).
+ * tip), `not_rebased` (still at the old one), `unknown` (elsewhere); for one being moved back by
+ * the queue when its process died (`undoing`): `undone_unrecorded` (back at `from`), `not_undone`
+ * (still at `to`), `unknown`.
  */
 export const RebaseReportSchema = z.strictObject({
   state: z.enum(REBASE_STATES),
-  verdict: z.enum(["rebased", "abandoned", "undone", "rebased_unrecorded", "not_rebased", "unknown"]),
+  verdict: z.enum([
+    "rebased",
+    "abandoned",
+    "undone",
+    "rebased_unrecorded",
+    "not_rebased",
+    "undone_unrecorded",
+    "not_undone",
+    "unknown",
+  ]),
   onto: z.strictObject({ ref: z.string(), sha }),
   from: sha,
   to: sha,

@@ -357,13 +357,19 @@ export function rebaseReport(
   const rebase = manifest.rebases?.at(-1);
   if (rebase === undefined) return undefined;
   const verdict: RebaseReport["verdict"] =
-    rebase.state !== "intended"
-      ? rebase.state
-      : branchAt === rebase.to
-        ? "rebased_unrecorded"
-        : branchAt === rebase.from
-          ? "not_rebased"
-          : "unknown";
+    rebase.state === "undoing"
+      ? branchAt === rebase.from
+        ? "undone_unrecorded"
+        : branchAt === rebase.to
+          ? "not_undone"
+          : "unknown"
+      : rebase.state !== "intended"
+        ? rebase.state
+        : branchAt === rebase.to
+          ? "rebased_unrecorded"
+          : branchAt === rebase.from
+            ? "not_rebased"
+            : "unknown";
   return {
     state: rebase.state,
     verdict,

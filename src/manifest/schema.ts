@@ -184,9 +184,10 @@ const EnvValueSchema = z.string().refine((value) => !hasControlCharacter(value),
  * `intended` before the branch moves (with the exact commit it will point at), then `rebased` once
  * it does, or `abandoned` when a later look finds the branch still at `from`; so a rebase killed at
  * any step leaves a record that says which of the two tips the branch has. `undone`: rebased, then
- * moved back to `from` by the merge queue (`pi-handoff land --all` sent the child back).
+ * moved back to `from` by the merge queue (`pi-handoff land --all` sent the child back); `undoing`:
+ * that move back's intent, written before the branch moves (the queue's next run settles it).
  */
-export const REBASE_STATES = ["intended", "rebased", "abandoned", "undone"] as const;
+export const REBASE_STATES = ["intended", "rebased", "abandoned", "undoing", "undone"] as const;
 export const RebaseSchema = z.strictObject({
   state: z.enum(REBASE_STATES),
   at: isoTime,
@@ -197,7 +198,7 @@ export const RebaseSchema = z.strictObject({
   to: fullSha,
   /** The branch's commits that were re-made (as they were before), oldest first. */
   commits: z.array(z.strictObject({ sha: fullSha, subject: z.string() })),
-  /** When `state` last changed to `rebased`, `abandoned` or `undone`. */
+  /** When `state` last changed to `rebased`, `abandoned`, `undoing` or `undone`. */
   settledAt: isoTime.optional(),
 });
 export type Rebase = z.infer<typeof RebaseSchema>;

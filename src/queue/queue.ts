@@ -5,53 +5,62 @@
  * back, and the queue goes on with the rest.
  *
  * Invariants:
- * - Plan, words and act apart: `planQueue` reads only; `describeQueuePlan` and
- *   `describeQueueReport` render codes; `runQueue` acts. A dry run is the plan, said.
- * - Ready: commits of its own the target lacks, a clean worktree present, its Pi not in a turn,
- *   set up, a target branch. Every other handoff of the repository is listed as waiting, with why.
- * - Order (from the forecast, forecast/forecast.ts): those that merge cleanly into the target now
- *   before those that do not; among them, fewer predicted clashes with the other ready siblings
- *   first; then by creation time, then id. So a pair that clashes lands its elder, and the other is
- *   sent back once, rather than both being rebased on each other's account.
+ * - Plan, words and act apart: `planQueue` (queue-plan.ts) reads only; queue-words.ts renders
+ *   codes; `runQueue` acts on the same plan. A dry run is the plan, said. The order puts a pair that
+ *   clashes elder first, so the other is sent back once rather than both rebased on each other's account.
  * - One queue per repository: it holds the store's action lock of the repository's queue key
  *   (`queue-<hash of the common dir>`) for the whole run, and each member's own action lock while
  *   it is processed, so a single land, rebase or remove of that member is refused as `busy` then.
+ *   A holder that died leaves its lock to be taken over (the store checks its pid and start).
  * - A member is landed only when the check passed on exactly the tip that lands: the landing is
  *   planned after the check and must be of that tip, then carried out as confirmed (it refuses as
  *   `moved` if anything changed); a branch that moved meanwhile waits, untouched.
  * - The check runs in the member's worktree with the variables its Pi got (its ports, `env`).
  * - Sent back, not lost: a conflict changes nothing (the rebase refuses first); a failing check or
  *   a refused landing moves the branch back to its tip from before the queue with the rebase's own
- *   safe move (git/land.ts `moveCheckedOutBranch`), unless `keepRebased`, and marks that rebase
- *   `undone` in the manifest. The child is told by a note (handoff-notes.ts `sent_back`: why, the
- *   check's last lines, its log), which is the record of why.
- * - Not crash-safe as one run yet: each rebase and landing is (their intents), but a queue killed
- *   between a member's rebase and its landing leaves that member rebased; running again carries on.
+ *   safe move (git/land.ts `moveCheckedOutBranch`), unless `keepRebased`, its manifest's rebase
+ *   marked `undoing` before and `undone` after. The child is told by a note (handoff-notes.ts
+ *   `sent_back`: why, the check's last lines, its log), once: its id comes from the journal.
+ * - Crash-safe as one run: the journal (queue-journal.ts) is written before every step that moves
+ *   a ref. A run that finds the last one unfinished (its holder died) takes it up: each child it
+ *   had started is settled from the journal against git's refs (the target holding the checked tip
+ *   is a landing; a branch back at its old tip is a move back done; a branch elsewhere than both
+ *   tips was moved by someone else and is left as it is), then the rest go on. No child is taken
+ *   twice in one run, and none lands twice: a landing is of a tip the target does not hold yet.
  */
-import { createHash } from "node:crypto";
+import { checkText } from "../config/post-create-approval.ts";
 import { handoffVariables } from "../child/launch-command.ts";
-import type { ChildReportStore } from "../manifest/child-reports.ts";
-import type { HandoffNoteStore } from "../manifest/handoff-notes.ts";
-import type { Manifest } from "../manifest/schema.ts";
+import type { Manifest, RebaseState } from "../manifest/schema.ts";
 import { isActionBusy } from "../manifest/store.ts";
 import { errorClause } from "../errors.ts";
-import { counted, printable } from "../text.ts";
-import { type CheckCommand, checkLogPath, type CheckOutcome, describeCheckFailure, runCheck } from "./check.ts";
-import { isInProgress } from "../inventory/classify.ts";
-import { forecastHandoffs } from "../forecast/forecast.ts";
-import { buildInventory, type InventoryDeps } from "../inventory/inventory.ts";
-import { defaultTarget, type LandDeps, landLocked, listed, planLanding } from "../land/land.ts";
-import { type RebaseDeps, rebaseLocked } from "../rebase/rebase.ts";
-import type { HandoffReport } from "../inventory/report-schema.ts";
-import { BUSY_CHILD_STATES, CHILD_STATE_LABELS } from "../inventory/status.ts";
+import { checkpoint, NO_FAULTS, type KillPoint } from "../faults.ts";
+import { type CheckCommand, checkLogPath, runCheck } from "./check.ts";
+import { landLocked } from "../land/land.ts";
+import {
+  type BranchAfter,
+  type JournalMember,
+  type MemberOutcome,
+  type QueueJournal,
+  QueueJournalWriter,
+  queueJournalPath,
+  readQueueJournal,
+  type SentBackReason,
+  type WaitReason,
+} from "./queue-journal.ts";
+import { planQueue, type QueueDeps, type QueuePlan, queueLockId } from "./queue-plan.ts";
+import { sentBackNote } from "./queue-words.ts";
+import { rebaseLocked } from "../rebase/rebase.ts";
 
-export type QueueDeps = LandDeps & RebaseDeps & InventoryDeps & { reports: ChildReportStore; notes: HandoffNoteStore };
+export type { BranchAfter, MemberOutcome, SentBackReason, WaitReason } from "./queue-journal.ts";
+export { planQueue, queueLockId, type QueueDeps, type QueueMember, type QueuePlan } from "./queue-plan.ts";
 
 export interface QueueCheck {
   command: CheckCommand;
   timeoutMs: number;
   /** The environment the check runs with. */
   env: NodeJS.ProcessEnv;
+  /** The check as the person wrote it (the journal and `--status` show it); its words otherwise. */
+  shown?: string;
 }
 
 export interface QueueRequest {
@@ -66,166 +75,46 @@ export interface QueueRequest {
   noVerify?: boolean;
 }
 
-export type WaitReason =
-  | { code: "in_progress"; state: string }
-  | { code: "branch_gone" }
-  | { code: "nothing_to_land" }
-  | { code: "child_working"; label: string }
-  | { code: "no_worktree" }
-  | { code: "worktree_dirty"; files: string[] }
-  | { code: "no_target" }
-  /** Found not ready when its turn came (the rebase's refusal says why). */
-  | { code: "not_ready"; message: string }
-  /** Another command held its action lock when its turn came. */
-  | { code: "busy"; message: string };
-
-export interface QueueMember {
-  id: string;
-  branch: string;
-  worktree: string;
-  into: string;
-  createdAt: string;
-  /** Its branch's commits the target lacks, now. */
-  commits: number;
-  /** Whether its branch already has the target's tip (the first one lands by fast-forward then). */
-  onTip: boolean;
-  /** Files the forecast says conflict merging it into the target now. */
-  targetConflicts: string[];
-  /** The other ready members the forecast says it clashes with. */
-  clashesWith: string[];
-}
-
-export interface QueuePlan {
-  members: QueueMember[];
-  waiting: { id: string; branch: string; reason: WaitReason }[];
-  /** What the forecast could not say (one sentence each); those members go last. */
-  problems: string[];
-}
-
-export type SentBackReason =
-  | { code: "conflict"; into: string; conflicts: string[] }
-  | { code: "check_failed"; into: string; check: Extract<CheckOutcome, { code: "failed" }>; timeoutMs: number }
-  | { code: "refused"; into: string; step: "rebase" | "land"; message: string };
-
-/** Where the branch of a child sent back is. */
-export type BranchAfter =
-  | { code: "untouched"; tip: string }
-  | { code: "restored"; tip: string; rebasedTo: string }
-  | { code: "kept_rebased"; tip: string; before: string }
-  | { code: "restore_failed"; tip: string; before: string; message: string };
-
-export type MemberOutcome =
-  | { code: "landed"; id: string; branch: string; into: string; to: string; commits: number; checked: boolean }
-  | { code: "sent_back"; id: string; branch: string; reason: SentBackReason; after: BranchAfter; told?: string }
-  | { code: "waiting"; id: string; branch: string; reason: WaitReason };
-
 export interface QueueReport {
   landed: Extract<MemberOutcome, { code: "landed" }>[];
   sentBack: Extract<MemberOutcome, { code: "sent_back" }>[];
   waiting: Extract<MemberOutcome, { code: "waiting" }>[];
 }
 
-export type QueueOutcome = { ok: true; report: QueueReport } | { ok: false; code: "busy"; message: string };
+export type QueueOutcome =
+  | { ok: true; report: QueueReport; resumed: boolean }
+  | { ok: false; code: "busy" | "journal_invalid"; message: string };
 
-/** The key of a repository's queue in the store's action locks (a handoff id's shape, never one's value). */
-export function queueLockId(repoCommonDir: string): string {
-  return `queue-${createHash("sha256").update(repoCommonDir).digest("hex").slice(0, 16)}`;
-}
-
-/** What the queue would do now, in order. Reads only (git merge-tree writes unreferenced objects). */
-export async function planQueue(
-  deps: QueueDeps,
-  request: Pick<QueueRequest, "repoCommonDir" | "ids">,
-): Promise<QueuePlan> {
-  const only = request.ids === undefined ? undefined : new Set(request.ids);
-  const entries = await deps.store.list();
-  const inventory = await buildInventory(deps, {
-    repoCommonDir: request.repoCommonDir,
-    entries,
-    ...(only === undefined ? {} : { only: (manifest: Manifest) => only.has(manifest.id) }),
-  });
-  const manifests = new Map<string, Manifest>();
-  for (const entry of entries)
-    if (entry.ok && entry.manifest.repo.commonDir === request.repoCommonDir) manifests.set(entry.id, entry.manifest);
-  const waiting: QueuePlan["waiting"] = [];
-  const ready: { report: HandoffReport; manifest: Manifest; into: string }[] = [];
-  for (const report of inventory.handoffs) {
-    const manifest = manifests.get(report.id);
-    if (manifest === undefined) continue;
-    const reason = waitReason(report);
-    const into = reason === undefined ? await defaultTarget(deps, manifest) : undefined;
-    if (reason !== undefined || into === undefined || into === manifest.branch)
-      waiting.push({ id: report.id, branch: report.branch, reason: reason ?? { code: "no_target" } });
-    else ready.push({ report, manifest, into });
-  }
-  // The forecast of every live handoff of the repository (the siblings of the ready ones included).
-  const forecast = await forecastHandoffs(deps, [...manifests.values()]);
-  const readyIds = new Set(ready.map((entry) => entry.report.id));
-  const byId = new Map(forecast.entries.map((entry) => [entry.id, entry]));
-  const members = ready.map(({ report, manifest, into }): QueueMember => {
-    const entry = byId.get(report.id);
-    const toLand = entry?.code === "to-land" ? entry : undefined;
-    const branchState = report.branchState;
-    return {
-      id: report.id,
-      branch: report.branch,
-      worktree: manifest.worktree.path,
-      into,
-      createdAt: report.createdAt,
-      commits: branchState.code === "present" ? branchState.unmerged.total : 0,
-      onTip: branchState.code === "present" && (branchState.behind ?? 0) === 0,
-      targetConflicts: toLand?.conflicts ?? [],
-      clashesWith: (toLand?.siblings ?? [])
-        .filter((sibling) => sibling.conflicts.length > 0 && readyIds.has(sibling.id))
-        .map((sibling) => sibling.id),
-    };
-  });
-  members.sort(
-    (a, b) =>
-      Number(a.targetConflicts.length > 0) - Number(b.targetConflicts.length > 0) ||
-      a.clashesWith.length - b.clashesWith.length ||
-      a.createdAt.localeCompare(b.createdAt) ||
-      a.id.localeCompare(b.id),
-  );
-  return { members, waiting, problems: forecast.problems };
-}
-
-/** Why a handoff as the inventory sees it is not ready to queue; undefined: it is (its target aside). */
-function waitReason(report: HandoffReport): WaitReason | undefined {
-  if (isInProgress(report)) return { code: "in_progress", state: report.state };
-  const branchState = report.branchState;
-  if (branchState.code !== "present") return { code: "branch_gone" };
-  if (branchState.unmerged.total === 0) return { code: "nothing_to_land" };
-  const child = report.child;
-  if (child !== undefined && BUSY_CHILD_STATES.has(child.state))
-    return { code: "child_working", label: CHILD_STATE_LABELS[child.state] };
-  if (report.worktree.code !== "present") return { code: "no_worktree" };
-  const changes = report.changes;
-  const uncommitted = changes === undefined ? [] : [...changes.dirtyFiles, ...changes.untrackedFiles];
-  if (changes === undefined || uncommitted.length > 0) return { code: "worktree_dirty", files: uncommitted };
-  return undefined;
-}
-
-/** Runs the queue: one at a time, as the repository's one queue. */
+/** Runs the queue: one at a time, as the repository's one queue; takes up a run killed before it finished. */
 export async function runQueue(
   deps: QueueDeps,
   request: QueueRequest,
   now: () => Date = () => new Date(),
 ): Promise<QueueOutcome> {
-  const ran = await deps.store.withActionLock(queueLockId(request.repoCommonDir), "queue", async () => {
+  const key = queueLockId(request.repoCommonDir);
+  const ran = await deps.store.withActionLock(key, "queue", async (): Promise<QueueOutcome> => {
+    const path = queueJournalPath(deps.agentDir, key);
+    const last = await readQueueJournal(path);
+    if (last.code === "invalid")
+      return {
+        ok: false,
+        code: "journal_invalid",
+        message: `${last.message} Nothing was landed; move it away (it says what the last run did), then run again.`,
+      };
+    const unfinished = last.code === "found" && last.journal.finishedAt === undefined ? last.journal : undefined;
     const plan = await planQueue(deps, request);
-    const report: QueueReport = {
-      landed: [],
-      sentBack: [],
-      waiting: plan.waiting.map((entry) => ({ code: "waiting" as const, ...entry })),
-    };
-    for (const member of plan.members) {
-      const outcome = await processMember(deps, member, request, now);
-      if (outcome.code === "landed") report.landed.push(outcome);
-      else if (outcome.code === "sent_back") report.sentBack.push(outcome);
-      else report.waiting.push(outcome);
-    }
-    return report;
+    const writer = new QueueJournalWriter(path, startJournal(request, plan, unfinished, now()), now);
+    await writer.save();
+    // The children the killed run had started first (settled from the journal and the refs), then the rest.
+    const order = [
+      ...writer.journal.members.filter((member) => member.step !== "pending" && member.step !== "done"),
+      ...writer.journal.members.filter((member) => member.step === "pending"),
+    ].map((member) => member.id);
+    for (const id of order) await takeTurn(deps, writer, id, request, now);
+    await writer.save((journal) => {
+      journal.finishedAt = now().toISOString();
+    });
+    return { ok: true, report: reportOf(writer.journal), resumed: unfinished !== undefined };
   });
   if (isActionBusy(ran))
     return {
@@ -233,7 +122,65 @@ export async function runQueue(
       code: "busy",
       message: `Another pi-handoff land --all of this repository runs (process ${ran.holder.pid}, since ${ran.holder.since}); nothing was landed. Let it finish, then run it again.`,
     };
-  return { ok: true, report: ran };
+  return ran;
+}
+
+/**
+ * The journal of this run: a new one, or the unfinished one taken up. A run taken up keeps what it
+ * decided (none of those children is taken again) and what it had started; the plan's other ready
+ * children are added in the plan's order, and the waiting list is the plan's.
+ */
+function startJournal(
+  request: QueueRequest,
+  plan: QueuePlan,
+  unfinished: QueueJournal | undefined,
+  at: Date,
+): QueueJournal {
+  // Those it had not started yet come again only if still ready (else they wait, with the plan's why).
+  const ready = new Set(plan.members.map((member) => member.id));
+  const carried = (unfinished?.members ?? []).filter((member) => member.step !== "pending" || ready.has(member.id));
+  const known = new Set(carried.map((member) => member.id));
+  const added: JournalMember[] = plan.members
+    .filter((member) => !known.has(member.id))
+    .map((member) => ({
+      id: member.id,
+      branch: member.branch,
+      into: member.into,
+      worktree: member.worktree,
+      step: "pending",
+    }));
+  const members = [...carried, ...added];
+  const inRun = new Set(members.map((member) => member.id));
+  const check = request.check;
+  return {
+    version: 1,
+    repoCommonDir: request.repoCommonDir,
+    pid: process.pid,
+    startedAt: unfinished?.startedAt ?? at.toISOString(),
+    ...(unfinished === undefined ? {} : { resumedAt: [...(unfinished.resumedAt ?? []), at.toISOString()] }),
+    updatedAt: at.toISOString(),
+    ...(check === undefined
+      ? {}
+      : { check: { shown: check.shown ?? checkText(check.command), timeoutMs: check.timeoutMs } }),
+    keepRebased: request.keepRebased,
+    members,
+    waiting: plan.waiting
+      .filter((entry) => !inRun.has(entry.id))
+      .map((entry) => ({ code: "waiting" as const, ...entry })),
+  };
+}
+
+/** The run's report, from the journal: landed, sent back and waiting, in the order they were decided. */
+export function reportOf(journal: QueueJournal): QueueReport {
+  const report: QueueReport = { landed: [], sentBack: [], waiting: [] };
+  for (const member of journal.members) {
+    const outcome = member.outcome;
+    if (outcome?.code === "landed") report.landed.push(outcome);
+    else if (outcome?.code === "sent_back") report.sentBack.push(outcome);
+    else if (outcome?.code === "waiting") report.waiting.push(outcome);
+  }
+  report.waiting.push(...journal.waiting);
+  return report;
 }
 
 /** Rebase codes that mean the handoff stopped being ready since the plan (it waits, nothing was changed). */
@@ -250,290 +197,363 @@ const NOT_READY = new Set([
   "no_target",
 ]);
 
-async function processMember(
+/** One child's turn, under its action lock: what became of it is in the journal when it returns. */
+async function takeTurn(
   deps: QueueDeps,
-  member: QueueMember,
+  writer: QueueJournalWriter,
+  id: string,
   request: QueueRequest,
   now: () => Date,
-): Promise<MemberOutcome> {
-  const { id, branch } = member;
-  const held = await deps.store.withActionLock(id, "land", async (): Promise<MemberOutcome> => {
+): Promise<void> {
+  const held = await deps.store.withActionLock(id, "land", async () => {
+    const entry = writer.member(id);
+    if (entry === undefined || entry.step === "done") return;
     const read = await deps.store.read(id);
-    if (!read.ok) return { code: "waiting", id, branch, reason: { code: "not_ready", message: read.message } };
-    const repo = read.manifest.repo.root;
-    const tipOf = (): Promise<string | undefined> => deps.git.resolveCommit(repo, `refs/heads/${branch}`);
-    const before = await tipOf();
-    if (before === undefined) return { code: "waiting", id, branch, reason: { code: "branch_gone" } };
-    const rebased = await rebaseLocked(deps, id, { dryRun: false, ...noVerify(request) }, now);
-    if (!rebased.ok && rebased.code !== "up_to_date") {
-      if (rebased.code === "conflict")
-        return sendBack(deps, member, read.manifest, now, {
-          reason: { code: "conflict", into: member.into, conflicts: rebased.conflicts ?? [] },
-          after: { code: "untouched", tip: before },
-        });
-      if (NOT_READY.has(rebased.code))
-        return { code: "waiting", id, branch, reason: { code: "not_ready", message: rebased.message } };
-      return sendBack(deps, member, read.manifest, now, {
-        reason: { code: "refused", into: member.into, step: "rebase", message: rebased.message },
-        after: { code: "untouched", tip: (await tipOf()) ?? before },
-      });
-    }
-    const tip = (await tipOf()) ?? before;
-    let checked = false;
-    if (request.check !== undefined) {
-      const outcome = await runCheck(request.check.command, {
-        cwd: member.worktree,
-        // What everything run for the handoff gets (its ports, the settings' env), as its Pi got them.
-        env: { ...request.check.env, ...Object.fromEntries(handoffVariables(read.manifest)) },
-        timeoutMs: request.check.timeoutMs,
-        log: checkLogPath(deps.agentDir, id, tip, now()),
-      });
-      if (outcome.code === "failed")
-        return sendBack(deps, member, read.manifest, now, {
-          reason: { code: "check_failed", into: member.into, check: outcome, timeoutMs: request.check.timeoutMs },
-          after: await putBack(deps, member, request, before, tip, now),
-        });
-      checked = true;
-    }
-    // Exactly the checked tip lands: its Pi may have committed meanwhile (a plan of another tip is
-    // not landed, and the landing refuses as `moved` should the branch move after this plan).
-    const landRequest = {
-      into: member.into,
-      strategy: "ff" as const,
+    const turn: Turn = { deps, writer, request, now, entry, manifest: read.ok ? read.manifest : undefined };
+    if (!read.ok) return decide(turn, waiting(entry, { code: "not_ready", message: read.message }));
+    await runTurn(turn);
+  });
+  const entry = writer.member(id);
+  if (isActionBusy(held) && entry !== undefined)
+    await decide(
+      { deps, writer, request, now, entry, manifest: undefined },
+      waiting(entry, { code: "busy", message: held.message }),
+    );
+}
+
+interface Turn {
+  deps: QueueDeps;
+  writer: QueueJournalWriter;
+  request: QueueRequest;
+  now: () => Date;
+  /** The child's journal entry as its turn began. */
+  entry: JournalMember;
+  manifest: Manifest | undefined;
+}
+
+function waiting(entry: JournalMember, reason: WaitReason): MemberOutcome {
+  return { code: "waiting", id: entry.id, branch: entry.branch, reason };
+}
+
+function kill(turn: Turn, point: KillPoint): void {
+  checkpoint(turn.deps.faults ?? NO_FAULTS, point);
+}
+
+async function tipOf(turn: Turn, branch: string): Promise<string | undefined> {
+  const repo = turn.manifest?.repo.root;
+  return repo === undefined ? undefined : turn.deps.git.resolveCommit(repo, `refs/heads/${branch}`);
+}
+
+async function runTurn(turn: Turn): Promise<void> {
+  const { deps, writer, request, now, entry } = turn;
+  const { id } = entry;
+  let before: string | undefined;
+  if (entry.step !== "pending") {
+    const resumed = await resumeStarted(turn);
+    if (resumed.code === "decided") return;
+    before = resumed.before;
+  }
+  const tip0 = await tipOf(turn, entry.branch);
+  if (tip0 === undefined) return decide(turn, waiting(entry, { code: "branch_gone" }));
+  const from = before ?? tip0;
+  const targetAtRebase = await tipOf(turn, entry.into);
+  await writer.step(id, (member) => {
+    member.step = "rebasing";
+    member.before = from;
+    if (targetAtRebase !== undefined) member.targetBefore = targetAtRebase;
+  });
+  const rebased = await rebaseLocked(deps, id, { dryRun: false, ...noVerify(request) }, now);
+  kill(turn, "queue-rebased");
+  if (!rebased.ok && rebased.code !== "up_to_date") {
+    // Not ready any more (its Pi started a turn, say): it waits, its branch as it is.
+    if (NOT_READY.has(rebased.code))
+      return decide(turn, waiting(entry, { code: "not_ready", message: rebased.message }));
+    const reason: SentBackReason =
+      rebased.code === "conflict"
+        ? { code: "conflict", into: entry.into, conflicts: rebased.conflicts ?? [] }
+        : { code: "refused", into: entry.into, step: "rebase", message: rebased.message };
+    return sendBack(turn, reason, from, (await tipOf(turn, entry.branch)) ?? tip0);
+  }
+  const tip = (await tipOf(turn, entry.branch)) ?? tip0;
+  const target = await tipOf(turn, entry.into);
+  let checked = false;
+  const check = request.check;
+  // Taken up after its check passed on this very tip, with the target where it was: not checked twice.
+  if (check !== undefined && entry.passed === tip && entry.targetBefore === target) checked = true;
+  else if (check !== undefined && turn.manifest !== undefined) {
+    const log = checkLogPath(deps.agentDir, id, tip, now());
+    await writer.step(id, (member) => {
+      member.step = "checking";
+      member.rebasedTo = tip;
+      if (target !== undefined) member.targetBefore = target;
+      member.checkStartedAt = now().toISOString();
+      member.checkLog = log;
+      delete member.passed;
+    });
+    kill(turn, "queue-checking");
+    const outcome = await runCheck(check.command, {
+      cwd: entry.worktree,
+      // What everything run for the handoff gets (its ports, the settings' env), as its Pi got them.
+      env: { ...check.env, ...Object.fromEntries(handoffVariables(turn.manifest)) },
+      timeoutMs: check.timeoutMs,
+      log,
+    });
+    if (outcome.code === "failed")
+      return sendBack(
+        turn,
+        { code: "check_failed", into: entry.into, check: outcome, timeoutMs: check.timeoutMs },
+        from,
+        tip,
+      );
+    checked = true;
+  }
+  // Exactly the checked tip lands: its Pi may have committed meanwhile (then it refuses as `moved`,
+  // and the landing is planned and re-checked right before the target moves, as a single land's).
+  await writer.step(id, (member) => {
+    member.step = "landing";
+    member.rebasedTo = tip;
+    if (target !== undefined) member.targetBefore = target;
+    if (checked) member.passed = tip;
+  });
+  const landed = await landLocked(
+    deps,
+    id,
+    {
+      into: entry.into,
+      strategy: "ff",
       dryRun: false,
       remove: false,
       deleteBranch: false,
+      branchTip: tip,
       ...noVerify(request),
-    };
-    const planned = await planLanding(deps, id, landRequest);
-    const movedOn = planned.ok ? planned.plan.branchTip !== tip : (await tipOf()) !== tip;
-    if (movedOn)
-      return {
-        code: "waiting",
-        id,
-        branch,
-        reason: {
-          code: "not_ready",
-          message: `${branch} moved on from ${tip.slice(0, 12)} during its check; it was not landed.`,
-        },
-      };
-    const landed = await landLocked(
-      deps,
-      id,
-      planned.ok ? { ...landRequest, confirmed: planned.plan } : landRequest,
-      now,
+    },
+    now,
+  );
+  kill(turn, "queue-landed");
+  if (!landed.ok && landed.code === "moved") {
+    const movedOn = (await tipOf(turn, entry.branch)) !== tip;
+    return decide(
+      turn,
+      waiting(entry, {
+        code: "not_ready",
+        message: movedOn
+          ? `${entry.branch} moved on from ${tip.slice(0, 12)} during its check; it was not landed.`
+          : landed.message,
+      }),
     );
-    if (!landed.ok && landed.code === "moved")
-      return { code: "waiting", id, branch, reason: { code: "not_ready", message: landed.message } };
-    if (landed.ok && landed.code === "landed")
-      return {
-        code: "landed",
-        id,
-        branch,
-        into: member.into,
-        to: landed.plan.to,
-        commits: landed.plan.commits.length,
-        checked,
-      };
-    return sendBack(deps, member, read.manifest, now, {
-      reason: { code: "refused", into: member.into, step: "land", message: landed.message },
-      after: await putBack(deps, member, request, before, tip, now),
+  }
+  if (landed.ok && landed.code === "landed")
+    return decide(turn, {
+      code: "landed",
+      id,
+      branch: entry.branch,
+      into: entry.into,
+      to: landed.plan.to,
+      commits: landed.plan.commits.length,
+      checked,
     });
-  });
-  if (isActionBusy(held)) return { code: "waiting", id, branch, reason: { code: "busy", message: held.message } };
-  return held;
+  return sendBack(turn, { code: "refused", into: entry.into, step: "land", message: landed.message }, from, tip);
+}
+
+/**
+ * A child the killed run had started, settled from its journal entry against the refs: decided
+ * (landed, moved back, told), or to go on from the top with `before` as its tip from before the queue.
+ */
+async function resumeStarted(turn: Turn): Promise<{ code: "decided" } | { code: "again"; before: string | undefined }> {
+  const { entry, deps } = turn;
+  const tip = await tipOf(turn, entry.branch);
+  const repo = turn.manifest?.repo.root;
+  switch (entry.step) {
+    case "telling": {
+      if (entry.outcome !== undefined) await tell(turn, entry.outcome);
+      return { code: "decided" };
+    }
+    case "landing": {
+      const target = await tipOf(turn, entry.into);
+      const rebasedTo = entry.rebasedTo;
+      if (
+        repo !== undefined &&
+        rebasedTo !== undefined &&
+        target !== undefined &&
+        (await deps.git.isAncestor(repo, rebasedTo, target))
+      ) {
+        // The target holds the checked tip: it landed. The landing's own record settles, and the parent is told once.
+        await landLocked(
+          deps,
+          entry.id,
+          { into: entry.into, strategy: "ff", dryRun: false, remove: false, deleteBranch: false },
+          turn.now,
+        );
+        await decide(turn, {
+          code: "landed",
+          id: entry.id,
+          branch: entry.branch,
+          into: entry.into,
+          to: rebasedTo,
+          commits: landedCommits(turn, rebasedTo),
+          checked: entry.passed === rebasedTo,
+        });
+        return { code: "decided" };
+      }
+      return { code: "again", before: await ownBefore(turn, tip) };
+    }
+    case "undoing": {
+      const { before, rebasedTo, sending } = entry;
+      if (before === undefined || rebasedTo === undefined || sending === undefined || tip === undefined)
+        return { code: "again", before: undefined };
+      let after: BranchAfter;
+      if (tip === before) {
+        // Moved back before the kill; the worktree may not have followed yet.
+        const worktree = entry.worktree;
+        if (await deps.landGit.indexIs(worktree, rebasedTo).catch(() => false))
+          await deps.landGit.followBranch(worktree, { from: rebasedTo, to: before });
+        await markRebase(turn, before, rebasedTo, "undone");
+        after = { code: "restored", tip: before, rebasedTo };
+      } else if (tip === rebasedTo) after = await moveBack(turn, before, rebasedTo);
+      else
+        after = {
+          code: "restore_failed",
+          tip,
+          before,
+          message: `it moved to ${tip.slice(0, 12)} while the queue was stopped, so it was left there`,
+        };
+      await decide(turn, { code: "sent_back", id: entry.id, branch: entry.branch, reason: sending, after });
+      return { code: "decided" };
+    }
+    default:
+      return { code: "again", before: await ownBefore(turn, tip) };
+  }
+}
+
+/** How many commits the landing of `to` brought, from the handoff's own landing record. */
+function landedCommits(turn: Turn, to: string): number {
+  const landing = turn.manifest?.landings?.at(-1);
+  return landing !== undefined && landing.to === to ? landing.commits.length : 0;
+}
+
+/**
+ * The tip the child had before the queue, when the branch is still where the killed run left it
+ * (its old tip, or the tip the queue's rebase made); a branch moved since by someone else is kept as it is.
+ */
+async function ownBefore(turn: Turn, tip: string | undefined): Promise<string | undefined> {
+  const { before, rebasedTo } = turn.entry;
+  if (before === undefined || tip === undefined) return undefined;
+  if (tip === before || tip === rebasedTo) return before;
+  const rebase = turn.manifest?.rebases?.at(-1);
+  // Killed inside the rebase, after the branch moved and before the journal said where to.
+  return rebase !== undefined && rebase.from === before && rebase.to === tip ? before : undefined;
 }
 
 function noVerify(request: QueueRequest): { noVerify?: true } {
   return request.noVerify === true ? { noVerify: true } : {};
 }
 
-/** Moves a branch the queue rebased back to where it was (unless kept rebased), with its worktree's files. */
-async function putBack(
-  deps: QueueDeps,
-  member: QueueMember,
-  request: QueueRequest,
-  before: string,
-  tip: string,
-  now: () => Date,
-): Promise<BranchAfter> {
-  if (tip === before) return { code: "untouched", tip };
-  if (request.keepRebased) return { code: "kept_rebased", tip, before };
+/** A child that cannot land: moved back to its tip from before (unless kept rebased), then told. */
+async function sendBack(turn: Turn, reason: SentBackReason, before: string, tip: string): Promise<void> {
+  const { entry } = turn;
+  const sent = (after: BranchAfter): MemberOutcome => ({
+    code: "sent_back",
+    id: entry.id,
+    branch: entry.branch,
+    reason,
+    after,
+  });
+  if (tip === before) return decide(turn, sent({ code: "untouched", tip }));
+  if (turn.request.keepRebased) return decide(turn, sent({ code: "kept_rebased", tip, before }));
+  await turn.writer.step(entry.id, (member) => {
+    member.step = "undoing";
+    member.before = before;
+    member.rebasedTo = tip;
+    member.sending = reason;
+  });
+  await markRebase(turn, before, tip, "undoing");
+  kill(turn, "queue-undo-intent");
+  return decide(turn, sent(await moveBack(turn, before, tip)));
+}
+
+/** Moves a branch the queue rebased back to where it was, with its worktree's files; the manifest says `undone`. */
+async function moveBack(turn: Turn, before: string, tip: string): Promise<BranchAfter> {
+  const { deps, entry } = turn;
   try {
-    const repo = member.worktree;
-    await deps.landGit.moveCheckedOutBranch(member.worktree, member.branch, {
+    await deps.landGit.moveCheckedOutBranch(entry.worktree, entry.branch, {
       from: tip,
       to: before,
-      touched: await deps.landGit.changedPaths(repo, tip, before),
-      tag: member.id,
-      reason: `pi-handoff land --all: ${member.id} sent back`,
+      touched: await deps.landGit.changedPaths(entry.worktree, tip, before),
+      tag: entry.id,
+      reason: `pi-handoff land --all: ${entry.id} sent back`,
     });
-    // The rebase that was undone says so (inspect's rebase line), rather than a tip the branch no longer has.
-    const at = now().toISOString();
-    await deps.store.update(member.id, (manifest) => {
-      const last = manifest.rebases?.at(-1);
-      if (last?.state === "rebased" && last.to === tip && last.from === before) {
-        last.state = "undone";
-        last.settledAt = at;
-      }
-    });
-    return { code: "restored", tip: before, rebasedTo: tip };
   } catch (error) {
     return { code: "restore_failed", tip, before, message: errorClause(error) };
   }
+  kill(turn, "queue-undone");
+  await markRebase(turn, before, tip, "undone");
+  return { code: "restored", tip: before, rebasedTo: tip };
 }
 
-async function sendBack(
-  deps: QueueDeps,
-  member: QueueMember,
-  manifest: Manifest,
-  now: () => Date,
-  sent: { reason: SentBackReason; after: BranchAfter },
-): Promise<MemberOutcome> {
-  const { reason, after } = sent;
-  const told = now();
-  const outcome: Extract<MemberOutcome, { code: "sent_back" }> = {
-    code: "sent_back",
-    id: member.id,
-    branch: member.branch,
-    reason,
-    after,
-  };
+/**
+ * The manifest's record of the queue's rebase (`before` -> `tip`): `undoing` before the branch
+ * moves back, `undone` once it has (inspect's rebase line says so, not a tip the branch no longer has).
+ */
+async function markRebase(
+  turn: Turn,
+  before: string,
+  tip: string,
+  state: Extract<RebaseState, "undoing" | "undone">,
+): Promise<void> {
+  const at = turn.now().toISOString();
+  await turn.deps.store.update(turn.entry.id, (manifest) => {
+    const last = manifest.rebases?.at(-1);
+    if (last === undefined || last.from !== before || last.to !== tip) return;
+    if (last.state === "rebased" || (state === "undone" && last.state === "undoing")) {
+      last.state = state;
+      last.settledAt = at;
+    }
+  });
+}
+
+/** Records what became of the child (before telling it), then tells a child sent back. */
+async function decide(turn: Turn, outcome: MemberOutcome): Promise<void> {
+  const at = turn.now().toISOString();
+  await turn.writer.step(turn.entry.id, (member) => {
+    member.outcome = outcome;
+    member.decidedAt = at;
+    member.step = outcome.code === "sent_back" ? "telling" : "done";
+    delete member.sending;
+  });
+  kill(turn, "queue-decided");
+  if (outcome.code === "sent_back") await tell(turn, outcome);
+}
+
+/** The note to a child sent back; its id comes from the journal's `decidedAt`, so telling again writes nothing. */
+async function tell(turn: Turn, outcome: MemberOutcome): Promise<void> {
+  const { entry } = turn;
+  const decidedAt = turn.writer.member(entry.id)?.decidedAt;
+  if (outcome.code !== "sent_back" || decidedAt === undefined) return;
+  const { reason, after } = outcome;
+  let told: string | undefined;
   try {
-    await deps.notes.write(
+    await turn.deps.notes.write(
       {
-        handoffId: member.id,
+        handoffId: entry.id,
         kind: "sent_back",
-        branch: manifest.branch,
-        text: sentBackNote(member.branch, reason, after).join("\n"),
+        branch: entry.branch,
+        text: sentBackNote(entry.branch, reason, after).join("\n"),
         sentBack: {
           reason: reason.code,
           into: reason.into,
           tip: after.tip,
           ...(reason.code === "check_failed" ? { log: reason.check.log } : {}),
         },
-        // Its time is when it is said: after a rebase note of this same run, so the child reads them in order.
-        fixedId: { at: told, hex: after.tip },
+        // Its time is when it was decided: after a rebase note of this same run, so the child reads them in order.
+        fixedId: { at: new Date(decidedAt), hex: after.tip },
       },
-      told,
+      turn.now(),
     );
   } catch (error) {
-    outcome.told = `its Pi could not be told: ${errorClause(error)}`;
+    told = `its Pi could not be told: ${errorClause(error)}`;
   }
-  return outcome;
-}
-
-/** Why, in one clause, from the reason's code. */
-function sentBackWhy(reason: SentBackReason): string {
-  switch (reason.code) {
-    case "conflict":
-      return `rebasing it onto ${reason.into} would conflict in ${listed(reason.conflicts)}`;
-    case "check_failed":
-      return `on ${reason.into}'s tip, ${describeCheckFailure(reason.check, reason.timeoutMs)}`;
-    case "refused":
-      return `the ${reason.step === "rebase" ? "rebase" : "landing"} was refused: ${reason.message}`;
-  }
-}
-
-function branchAfterText(branch: string, after: BranchAfter): string {
-  switch (after.code) {
-    case "untouched":
-      return `${branch} and its worktree were not changed (${branch} is at ${after.tip.slice(0, 12)}).`;
-    case "restored":
-      return `${branch} was rebased for the check (to ${after.rebasedTo.slice(0, 12)}) and moved back to ${after.tip.slice(0, 12)}, where it was, with its worktree's files.`;
-    case "kept_rebased":
-      return `${branch} stays rebased at ${after.tip.slice(0, 12)} (--keep-rebased; it was at ${after.before.slice(0, 12)}).`;
-    case "restore_failed":
-      return `${branch} could not be moved back to ${after.before.slice(0, 12)} (${after.message}); it is at ${after.tip.slice(0, 12)}.`;
-  }
-}
-
-/** The note the child's Pi delivers: what failed, where its branch is, the check's last lines and its log. */
-function sentBackNote(branch: string, reason: SentBackReason, after: BranchAfter): string[] {
-  const lines = [`pi-handoff land --all did not land ${branch} into ${reason.into}: ${sentBackWhy(reason)}.`];
-  lines.push(branchAfterText(branch, after));
-  if (after.code === "restored")
-    lines.push("A note that the branch was rebased, if one came just before, no longer holds.");
-  if (reason.code === "check_failed") {
-    lines.push(
-      `The check's last ${counted(reason.check.tail.length, "line")} (the whole output: ${reason.check.log}):`,
-    );
-    lines.push(...reason.check.tail.map((line) => `  ${line}`));
-  }
-  lines.push("Fix it here and commit; the next pi-handoff land --all takes it again.");
-  return lines;
-}
-
-const WAIT_TEXT: { [C in WaitReason["code"]]: (reason: Extract<WaitReason, { code: C }>) => string } = {
-  in_progress: (reason) => `still being set up (${reason.state})`,
-  branch_gone: () => "its branch is gone",
-  nothing_to_land: () => "nothing to land",
-  child_working: (reason) => `its Pi is in a turn (${reason.label})`,
-  no_worktree: () => "its worktree is gone",
-  worktree_dirty: (reason) =>
-    reason.files.length === 0
-      ? "its uncommitted changes could not be read"
-      : `uncommitted changes (${listed(reason.files)})`,
-  no_target: () => "no branch to land into (its base is not a branch)",
-  not_ready: (reason) => reason.message,
-  busy: (reason) => reason.message,
-};
-
-export function waitText(reason: WaitReason): string {
-  return (WAIT_TEXT[reason.code] as (reason: WaitReason) => string)(reason);
-}
-
-/** The dry run: the order, each child's strategy and the check it would run. */
-export function describeQueuePlan(plan: QueuePlan, check: QueueCheck | undefined, checkShown: string): string[] {
-  const lines = [`Dry run, nothing changed. Would land ${counted(plan.members.length, "handoff")}, in this order:`];
-  plan.members.forEach((member, index) => {
-    const strategy =
-      index === 0 && member.onTip
-        ? `fast-forward ${member.into}`
-        : `rebase onto ${member.into}'s tip${index === 0 ? "" : " (after those before it)"}, then fast-forward ${member.into}`;
-    const risk = [
-      ...(member.targetConflicts.length > 0
-        ? [`conflicts with ${member.into} in ${listed(member.targetConflicts)}`]
-        : []),
-      ...(member.clashesWith.length > 0 ? [`clashes with ${member.clashesWith.join(", ")}`] : []),
-    ];
-    lines.push(
-      `  ${index + 1}. ${member.id} ${member.branch} (${counted(member.commits, "commit")}): ${strategy}${risk.length === 0 ? "" : `; forecast: ${risk.join("; ")}`}`,
-    );
+  await turn.writer.step(entry.id, (member) => {
+    member.step = "done";
+    if (told !== undefined && member.outcome?.code === "sent_back") member.outcome.told = told;
   });
-  lines.push(
-    check === undefined
-      ? "No check is set: each lands without one (settings: check)."
-      : `Check, in each child's worktree before it lands (at most ${Math.round(check.timeoutMs / 1000)} s): ${checkShown}`,
-  );
-  lines.push(...waitingLines(plan.waiting));
-  lines.push(...plan.problems);
-  return lines.map(printable);
-}
-
-function waitingLines(waiting: readonly { id: string; branch: string; reason: WaitReason }[]): string[] {
-  if (waiting.length === 0) return [];
-  return [
-    `Waiting (${waiting.length}):`,
-    ...waiting.map((entry) => `  ${entry.id} ${entry.branch}: ${waitText(entry.reason)}`),
-  ];
-}
-
-/** The one report of a run: landed, sent back (why), waiting (why). */
-export function describeQueueReport(report: QueueReport): string[] {
-  const lines = [`Landed (${report.landed.length}):`];
-  for (const entry of report.landed)
-    lines.push(
-      `  ${entry.id} ${entry.branch}: ${counted(entry.commits, "commit")} into ${entry.into}, now at ${entry.to.slice(0, 12)}${entry.checked ? " (check passed)" : " (no check set)"}`,
-    );
-  lines.push(`Sent back (${report.sentBack.length}):`);
-  for (const entry of report.sentBack) {
-    const log = entry.reason.code === "check_failed" ? ` (log: ${entry.reason.check.log})` : "";
-    lines.push(
-      `  ${entry.id} ${entry.branch}: ${sentBackWhy(entry.reason)}${log}. ${branchAfterText(entry.branch, entry.after)}`,
-    );
-    lines.push(`    ${entry.told === undefined ? "Its Pi is told at its next idle point." : `(${entry.told})`}`);
-  }
-  lines.push(...waitingLines(report.waiting));
-  return lines.map(printable);
 }

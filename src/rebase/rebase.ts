@@ -28,7 +28,8 @@ import { checkpoint, NO_FAULTS, type FaultPlan } from "../faults.ts";
 import { isInProgress } from "../inventory/classify.ts";
 import type { GatherDeps } from "../inventory/gather.ts";
 import { inspectHandoff } from "../inventory/inventory.ts";
-import { defaultTarget, HOOKS_RUN_BY, listed, rebaseCommits } from "../land/land.ts";
+import { defaultTarget, HOOKS_RUN_BY, rebaseCommits } from "../land/land-plan.ts";
+import { listed } from "../land/land-words.ts";
 import type { HandoffReport } from "../inventory/report-schema.ts";
 import { BUSY_CHILD_STATES, CHILD_STATE_LABELS } from "../inventory/status.ts";
 

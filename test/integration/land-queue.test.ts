@@ -12,14 +12,8 @@ import { loadHandoffConfig } from "../../src/config/load.ts";
 import { approvePostCreate, approvedCheck } from "../../src/config/post-create-approval.ts";
 import { HandoffNoteStore } from "../../src/manifest/handoff-notes.ts";
 import { createQueueDeps } from "../../src/cli/deps.ts";
-import {
-  describeQueuePlan,
-  describeQueueReport,
-  planQueue,
-  queueLockId,
-  runQueue,
-  type QueueCheck,
-} from "../../src/queue/queue.ts";
+import { planQueue, queueLockId, runQueue, type QueueCheck } from "../../src/queue/queue.ts";
+import { describeQueuePlan, describeQueueReport } from "../../src/queue/queue-words.ts";
 import { createLandRig, type LandRig } from "../support/land-rig.ts";
 import { NODE_BIN } from "../support/pi.ts";
 import { PI_HANDOFF_BIN, runCli } from "../support/reliability.ts";

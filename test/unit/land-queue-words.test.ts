@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { parseRecoveryCommand } from "../../src/cli/command-line.ts";
-import { waitText } from "../../src/queue/queue.ts";
+import type { QueueStatus } from "../../src/queue/queue-status.ts";
+import { describeQueueStatus, waitText } from "../../src/queue/queue-words.ts";
 
 const HELP = "pi-handoff --help";
 
@@ -42,8 +43,95 @@ describe("land --all and land with several handoffs", () => {
       ["land", "a", "--approve-repo-code"],
       "--approve-repo-code goes with the queue: land --all, or land with several handoffs (see pi-handoff --help).",
     ],
+    [
+      ["land", "a", "b", "--status"],
+      "--status goes with --all: land --all --status [--repo DIR] (see pi-handoff --help).",
+    ],
+    [["land", "--all", "--json"], "--json goes with --status: land --all --status --json (see pi-handoff --help)."],
+    [
+      ["land", "--all", "--status", "--dry-run"],
+      "--status only reads the queue's state; --dry-run does not go with it (see pi-handoff --help).",
+    ],
   ])("refuses %j in one sentence", (words, message) => {
     expect(parseRecoveryCommand(words, HELP)).toEqual({ ok: false, command: "land", message });
+  });
+
+  it("parses land --all --status [--json] [--repo DIR]", () => {
+    expect(parseRecoveryCommand(["land", "--all", "--status", "--json", "--repo", "x"], HELP)).toEqual({
+      ok: true,
+      parsed: { command: "land", flags: { all: true, status: true, json: true }, repo: "x" },
+    });
+  });
+
+  it("says a stopped run's children: each step, the refs' word on the one left mid-step, the outcomes", () => {
+    const at = "2026-05-01T12:00:00.000Z";
+    const [old, rebased, target] = ["1".repeat(40), "2".repeat(40), "3".repeat(40)];
+    const status: QueueStatus = {
+      repoCommonDir: "/r/.git",
+      state: "interrupted",
+      refs: [{ id: "h-d", verdict: { code: "not_moved_back", tip: rebased } }],
+      journal: {
+        version: 1,
+        repoCommonDir: "/r/.git",
+        pid: 41822,
+        startedAt: at,
+        updatedAt: at,
+        check: { shown: "npm test", timeoutMs: 600_000 },
+        keepRebased: false,
+        members: [
+          {
+            id: "h-b",
+            branch: "feat/b",
+            into: "main",
+            worktree: "/w/b",
+            step: "done",
+            outcome: {
+              code: "landed",
+              id: "h-b",
+              branch: "feat/b",
+              into: "main",
+              to: target,
+              commits: 2,
+              checked: true,
+            },
+          },
+          {
+            id: "h-d",
+            branch: "feat/d",
+            into: "main",
+            worktree: "/w/d",
+            step: "undoing",
+            before: old,
+            rebasedTo: rebased,
+            sending: { code: "conflict", into: "main", conflicts: ["a.txt"] },
+          },
+          {
+            id: "h-c",
+            branch: "feat/c",
+            into: "main",
+            worktree: "/w/c",
+            step: "checking",
+            checkStartedAt: "2026-05-01T11:59:48.000Z",
+            checkLog: "/logs/c.log",
+          },
+          { id: "h-a", branch: "feat/a", into: "main", worktree: "/w/a", step: "pending" },
+        ],
+        waiting: [{ code: "waiting", id: "h-e", branch: "feat/e", reason: { code: "nothing_to_land" } }],
+      },
+    };
+    expect(describeQueueStatus(status, Date.parse(at))).toEqual([
+      `The last pi-handoff land --all (process 41822, started ${at}) was stopped before it finished; pi-handoff land --all takes it up and finishes it.`,
+      "Check (at most 600 s): npm test",
+      `  1. h-b feat/b: landed: 2 commits into main, now at ${target.slice(0, 12)} (check passed)`,
+      `  2. h-d feat/d: being moved back to ${old.slice(0, 12)}; now feat/d is still at the rebased tip ${rebased.slice(0, 12)} (pi-handoff land --all moves it back)`,
+      "  3. h-c feat/c: checking on main's tip for 12 s (log: /logs/c.log)",
+      "  4. h-a feat/a: pending",
+      "Waiting (1):",
+      "  h-e feat/e: nothing to land",
+    ]);
+    expect(describeQueueStatus({ repoCommonDir: "/r/.git", state: "none", refs: [] }, 0)).toEqual([
+      "No pi-handoff land --all has run in this repository yet.",
+    ]);
   });
 
   it("says each waiting reason from its code", () => {

@@ -34,6 +34,12 @@ describe("PI_HANDOFF_FAULT: one grammar for the fault plan", () => {
       "rebase-intent",
       "rebase-move",
       "rebase-record",
+      "queue-rebased",
+      "queue-checking",
+      "queue-landed",
+      "queue-undo-intent",
+      "queue-undone",
+      "queue-decided",
     ]);
     for (const value of [
       undefined,
