@@ -20,7 +20,7 @@
  *   that `inspect` resolves by looking at the target, and the next `land` settles it.
  * - The plan is checked again right before the target moves (tips, worktree, child, checkout);
  *   anything changed refuses (`moved`) rather than landing something nobody planned.
- * - After landing: the manifest records it (so the branch counts as merged: gather.ts's `landing`
+ * - After landing: the manifest records it (so the branch counts as merged: inventory/merged.ts's `landing`
  *   rule), the parent is told through the report store (its own Pi delivers it), and `remove`
  *   retires the worktree through the safe removal (branch kept unless asked).
  */
@@ -43,6 +43,7 @@ import { hasControlCharacter, oneLine, printable } from "../text.ts";
 import { isInProgress } from "../inventory/classify.ts";
 import type { GatherDeps } from "../inventory/gather.ts";
 import { inspectHandoff } from "../inventory/inventory.ts";
+import { mergedOf } from "../inventory/merged.ts";
 import type { HandoffReport } from "../inventory/report-schema.ts";
 import { removeHandoff, type RemoveOutcome } from "../remove/remove.ts";
 import { BUSY_CHILD_STATES, CHILD_STATE_LABELS } from "../inventory/status.ts";
@@ -188,13 +189,21 @@ async function planLandingOf(
   const { into, from } = target;
   const branchTip = branchState.tip;
   const details = await deps.landGit.commitsBetween(repo, from, branchTip);
-  if (details.length === 0)
+  const fastForward = details.length === 0 || (await deps.git.isAncestor(repo, from, branchTip));
+  // The one merged rule (inventory/merged.ts): a branch landed by rebase or squash, here or by hand, is in `into` too.
+  const question = {
+    tip: branchTip,
+    target: from,
+    unmerged: details.length,
+    targetMoved: !fastForward,
+    landedInto: into,
+  };
+  if ((await mergedOf(deps.git, manifest, question)) !== undefined)
     return {
       ok: false,
       code: "nothing_to_land",
       message: `Everything on ${manifest.branch} is already in ${into}; nothing to land.`,
     };
-  const fastForward = await deps.git.isAncestor(repo, from, branchTip);
   const strategy = strategyFor(request.strategy, fastForward, into, manifest.branch);
   if (!strategy.ok) return strategy;
   const busy = await deps.landGit.branchInUse(repo, into);
