@@ -306,7 +306,7 @@ export class ManifestStore {
     return this.modify(id, (manifest) => {
       const { state } = manifest;
       const entries = manifest.history.length;
-      const mutated = (mutate(manifest) ?? manifest) as Manifest;
+      const mutated: Manifest = mutate(manifest) ?? manifest;
       if (mutated.state !== state || mutated.history.length !== entries)
         throw new Error(`Update of handoff ${id} changes its state or history; a state change is a transition.`);
       return mutated;
