@@ -10,13 +10,13 @@
 import { readdir, readFile, stat } from "node:fs/promises";
 import type { z } from "zod";
 import { errorCode } from "../fs/probe.ts";
+import type { Outcome } from "../outcome.ts";
 
 /** Result payloads embed child output; beyond this a file is reported, not parsed. */
 export const MAX_JSON_BYTES = 16 * 1024 * 1024;
 
-export type JsonRead<T> =
-  | { ok: true; value: T }
-  | { ok: false; code: "missing" | "too-large" | "unreadable" | "malformed"; message: string };
+export type JsonReadFailure = "missing" | "too-large" | "unreadable" | "malformed";
+export type JsonRead<T> = Outcome<{ value: T }, JsonReadFailure>;
 
 export async function readJsonFile<S extends z.ZodType>(path: string, schema: S): Promise<JsonRead<z.infer<S>>> {
   let text: string;

@@ -22,6 +22,7 @@ import type { DeliveredTriple } from "./ledger.ts";
 import type { DeliveryMessage } from "./delivery.ts";
 import { counted } from "../text.ts";
 import { REPORT_MESSAGE_TYPE, type ReportMessageDetails } from "../session/message-types.ts";
+import type { Outcome } from "../outcome.ts";
 
 export { REPORT_MESSAGE_TYPE } from "../session/message-types.ts";
 export const REPORT_SOURCE = "handoff-report";
@@ -96,9 +97,8 @@ export interface SendReportDeps {
   now(): Date;
 }
 
-export type SendReportOutcome =
-  | { ok: true; report: ChildReport; message: string }
-  | { ok: false; code: "no_handoff" | "empty" | "failed"; message: string };
+export type SendReportFailure = "no_handoff" | "empty" | "failed";
+export type SendReportOutcome = Outcome<{ report: ChildReport; message: string }, SendReportFailure>;
 
 /** Writes the child's report for its parent, with the branch's commits since the base. */
 export async function sendChildReport(

@@ -87,13 +87,23 @@ export async function acknowledgeHandoff(input: {
     return { code: "not_pending", message: `Handoff ${manifest.id} is ${manifest.state}; nothing to acknowledge.` };
   }
   const at = input.now().toISOString();
+  const { pid } = input;
+  const acknowledge = (m: Pick<Manifest, "child">): void => {
+    m.child = { ...m.child, pid, ackAt: at, confirmedBy: "ack" };
+  };
+  // Checked again under the lock: a change from another Pi (or another Pi's pid) is a transition,
+  // recorded in the history; this Pi acknowledging again only dates its acknowledgement anew.
+  const moved = await store.transitionIf(
+    manifest.id,
+    (m) => acknowledgeable(m) && (m.state !== "running" || m.child.pid !== pid),
+    "running",
+    acknowledge,
+    `acknowledged by pid ${pid}`,
+  );
+  if (moved.child.ackAt === at || moved.state !== "running" || moved.child.pid !== pid)
+    return { code: "acknowledged", manifest: moved };
   const updated = await store.update(manifest.id, (m) => {
-    if (!acknowledgeable(m)) return;
-    if (m.state !== "running" || m.child.pid !== input.pid) {
-      m.history.push({ state: "running", at, note: `acknowledged by pid ${input.pid}` });
-    }
-    m.state = "running";
-    m.child = { ...m.child, pid: input.pid, ackAt: at, confirmedBy: "ack" };
+    if (acknowledgeable(m) && m.state === "running" && m.child.pid === pid) acknowledge(m);
   });
   return { code: "acknowledged", manifest: updated };
 }

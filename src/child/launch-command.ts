@@ -22,6 +22,7 @@ import { HANDOFF_ID_ENV } from "../process/facts.ts";
 import { shQuote } from "../process/sh-quote.ts";
 import { ENV_VARIABLE_NAME, hasControlCharacter } from "../text.ts";
 import { defaultSessionDir } from "../session/paths.ts";
+import type { Outcome } from "../outcome.ts";
 
 /** Pi configuration variables a child must share with its parent to behave the same. */
 const FORWARDED_ENV = [
@@ -93,9 +94,8 @@ export interface LaunchEnvironment {
   env: NodeJS.ProcessEnv;
 }
 
-export type LaunchCommandResult =
-  | { ok: true; command: LaunchCommand }
-  | { ok: false; code: "no_child_session" | "no_launch_settings" | "no_pi" | "bad_command"; message: string };
+export type LaunchCommandFailure = "no_child_session" | "no_launch_settings" | "no_pi" | "bad_command";
+export type LaunchCommandResult = Outcome<{ command: LaunchCommand }, LaunchCommandFailure>;
 
 /**
  * The one derivation of the child's launch, for the handoff and for recovery's relaunch alike:

@@ -31,6 +31,7 @@ import { errorClause } from "../errors.ts";
 import { writeFileAtomic } from "../fs/atomic-write.ts";
 import { errorCode, readSmallFile } from "../fs/probe.ts";
 import { processFacts, sameStart, type ProcessFacts } from "../process/facts.ts";
+import type { Failed, Succeeded } from "../outcome.ts";
 
 /** How often a holder refreshes its heartbeat. */
 export const LEASE_HEARTBEAT_MS = 5_000;
@@ -64,9 +65,9 @@ export type SessionLease =
   | { state: "unreadable"; message: string };
 
 export type LeaseAcquisition =
-  | { ok: true; lease: HeldLease }
-  | { ok: false; code: "held"; holder: { pid: number; heartbeatAt: string; handoffId?: string }; message: string }
-  | { ok: false; code: "io_error"; message: string };
+  | Succeeded<{ lease: HeldLease }>
+  | Failed<"held", { holder: { pid: number; heartbeatAt: string; handoffId?: string } }>
+  | Failed<"io_error">;
 
 export interface LeaseOptions {
   facts?: ProcessFacts;

@@ -8,7 +8,7 @@
  * Invariants:
  * - Only a handoff's own commits meet a conflict: one with no commits the target lacks (none since
  *   it started, or all landed) is never merged nor a party to a sibling's clash, and "landed" is
- *   gather.ts `mergedOf`, the rule every command uses. Siblings are merged as each would land: each
+ *   inventory/merged.ts `mergedOf`, the rule every command uses. Siblings are merged as each would land: each
  *   merged into the target first, then the two results from the target's tip (an explicit merge
  *   base), so a sibling that started later does not carry the target's own changes into the pair.
  * - Objects only: every merge is `git merge-tree --write-tree` (git/merge-tree.ts); nothing else is
@@ -31,7 +31,7 @@ import type { RecoveryGitPort } from "../git/types.ts";
 import type { Manifest } from "../manifest/schema.ts";
 import { errorSentence } from "../errors.ts";
 import { counted } from "../text.ts";
-import { mergedOf } from "../inventory/gather.ts";
+import { mergedOf } from "../inventory/merged.ts";
 import { defaultTarget } from "../land/land-plan.ts";
 import type { ForecastEntry, MergedFact } from "../inventory/report-schema.ts";
 
@@ -229,8 +229,8 @@ async function forecastRepo(
 
 /**
  * Whether the handoff has commits of its own to land: none since it started, or none its target
- * lacks, is nothing to land; commits since it started that are all in the target (by gather.ts's
- * merged rule) are landed. `intoTarget` is its merge into the target, already made: a clean one
+ * lacks, is nothing to land; commits since it started that are all in the target (by the one
+ * merged rule, inventory/merged.ts) are landed. `intoTarget` is its merge into the target, already made: a clean one
  * that changes the target is what landing would make (something to land, no check needed), and
  * the rule's "a merge that changes nothing" is read from it instead of merging again.
  */
@@ -259,10 +259,7 @@ async function standingOf(
       mergeChangesNothing: () => Promise.resolve(changesNothing),
     },
     manifest,
-    tip,
-    targetTip,
-    ahead,
-    handoff.behind,
+    { tip, target: targetTip, unmerged: ahead, targetMoved: handoff.behind > 0 },
   );
   return rule === undefined ? { code: "to-land" } : { code: "landed", rule: rule.rule };
 }

@@ -72,16 +72,17 @@ import { describeSetup, hasSetupWork, setUpWorktree, type SetupResult } from "./
 import { whileWaiting } from "../mux/backoff.ts";
 import { formatWait } from "../text.ts";
 import { recoveryCommand } from "../child/pi-command.ts";
+import type { Failed, Succeeded } from "../outcome.ts";
 
 export type { HandoffDeps, MuxChoice } from "./deps.ts";
 export type { HandoffRequest, ParentSnapshot } from "./preconditions.ts";
 
 /** What the user is told; `ok` only when the child confirmed. */
 export type HandoffOutcome =
-  | { ok: false; code: "refused"; reason: RefusalCode; message: string }
-  | { ok: true; code: "running"; manifest: Manifest; message: string; keys?: SwitchKeys }
-  | { ok: false; code: "launch_unconfirmed"; manifest: Manifest; message: string; keys?: SwitchKeys }
-  | { ok: false; code: "failed"; step: HandoffStep; manifest: Manifest; message: string };
+  | Failed<"refused", { reason: RefusalCode }>
+  | Succeeded<{ code: "running"; manifest: Manifest; message: string; keys?: SwitchKeys }>
+  | Failed<"launch_unconfirmed", { manifest: Manifest; keys?: SwitchKeys }>
+  | Failed<"failed", { step: HandoffStep; manifest: Manifest }>;
 
 function refused(refusal: Refusal): HandoffOutcome {
   return { ok: false, code: "refused", reason: refusal.code, message: refusalText(refusal) };

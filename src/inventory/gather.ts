@@ -32,7 +32,8 @@ import { hasWindow, type MuxForLocation } from "../mux/registry.ts";
 import type { AskOnce } from "../mux/terminal.ts";
 import type { HandoffFacts, PortFact, Unrecorded, WorktreeRegistration } from "./classify.ts";
 import type { DescribedProcess } from "../process/facts.ts";
-import type { BranchFact, Changes, CommitList, MergedFact, WorkspaceFact } from "./report-schema.ts";
+import type { BranchFact, Changes, CommitList, WorkspaceFact } from "./report-schema.ts";
+import { mergedOf } from "./merged.ts";
 import { describeProcess, portListeners, scanPiProcesses, type ProcessScan } from "./processes.ts";
 import { loopbackProbe, type PortProbe } from "../ports/probe.ts";
 import { isDirectory, isEmptyDirectory, isFile } from "../fs/probe.ts";
@@ -428,7 +429,14 @@ export class FactGatherer {
       ]);
       const aheadOfBase = (ahead ?? unmerged).total;
       const merged =
-        aheadOfBase === 0 ? undefined : await mergedOf(git, manifest, tip, targetSha, unmerged.total, behind.total);
+        aheadOfBase === 0
+          ? undefined
+          : await mergedOf(git, manifest, {
+              tip,
+              target: targetSha,
+              unmerged: unmerged.total,
+              targetMoved: behind.total > 0,
+            });
       return {
         code: "present",
         tip,
@@ -447,33 +455,6 @@ export class FactGatherer {
       };
     }
   }
-}
-
-/**
- * Whether the branch's changes are all in the merge target, and by which rule (git/types.ts
- * `MergedBy`), the cheapest first; a rule that needs the target to have moved is asked only when
- * it has (`behind`). The one "merged" rule: the forecast's "landed" asks it too.
- */
-export async function mergedOf(
-  git: Pick<RecoveryGitPort, "resolveCommit" | "isAncestor" | "patchesMissing" | "mergeChangesNothing">,
-  manifest: Manifest,
-  tip: string,
-  target: string,
-  unmerged: number,
-  behind: number,
-): Promise<MergedFact | undefined> {
-  const root = manifest.repo.root;
-  if (unmerged === 0) return { rule: "ancestry" };
-  const landing = [...(manifest.landings ?? [])].reverse().find((entry) => entry.state === "landed");
-  if (landing !== undefined && landing.branchTip === tip) {
-    const into = await git.resolveCommit(root, `refs/heads/${landing.into}`);
-    if (into !== undefined && (await git.isAncestor(root, landing.to, into)))
-      return { rule: "landing", landed: landing.to };
-  }
-  if (behind === 0) return undefined;
-  if ((await git.patchesMissing(root, target, tip)) === 0) return { rule: "patch" };
-  if (await git.mergeChangesNothing(root, target, tip)) return { rule: "tree" };
-  return undefined;
 }
 
 /** A handoff's facts read so far (`FactGatherer.begin`); `complete` reads the rest, once. */

@@ -11,8 +11,10 @@
  *   guessed; an unreadable manifest can still be named by its id (its error is reported then).
  */
 import type { ManifestStore } from "../manifest/store.ts";
+import { failed, type Outcome } from "../outcome.ts";
 
-export type ResolveOutcome = { ok: true; id: string } | { ok: false; code: "not_found" | "ambiguous"; message: string };
+export type ResolveFailure = "not_found" | "ambiguous";
+export type ResolveOutcome = Outcome<{ id: string }, ResolveFailure>;
 
 /** Candidates listed in an ambiguity refusal, at most. */
 const MAX_LISTED = 6;
@@ -22,11 +24,7 @@ export async function resolveHandoffName(
   name: string,
 ): Promise<ResolveOutcome> {
   if (name.trim() === "")
-    return {
-      ok: false,
-      code: "not_found",
-      message: "Name a handoff by its id or its branch (pi-handoff list shows them).",
-    };
+    return failed("not_found", "Name a handoff by its id or its branch (pi-handoff list shows them).");
   const entries = await store.list();
   if (entries.some((entry) => entry.id === name)) return { ok: true, id: name };
   const byPrefix = entries.filter((entry) => entry.id.startsWith(name));
@@ -37,11 +35,7 @@ export async function resolveHandoffName(
   const only = candidates[0];
   if (candidates.length === 1 && only !== undefined) return { ok: true, id: only.id };
   if (candidates.length === 0) {
-    return {
-      ok: false,
-      code: "not_found",
-      message: `There is no handoff with id or branch ${JSON.stringify(name)} in ${store.dir}.`,
-    };
+    return failed("not_found", `There is no handoff with id or branch ${JSON.stringify(name)} in ${store.dir}.`);
   }
   const listed = candidates
     .slice(0, MAX_LISTED)
@@ -52,9 +46,8 @@ export async function resolveHandoffName(
     )
     .join(", ");
   const more = candidates.length > MAX_LISTED ? ` and ${candidates.length - MAX_LISTED} more` : "";
-  return {
-    ok: false,
-    code: "ambiguous",
-    message: `${JSON.stringify(name)} names ${candidates.length} handoffs (${listed}${more}); give more of the id.`,
-  };
+  return failed(
+    "ambiguous",
+    `${JSON.stringify(name)} names ${candidates.length} handoffs (${listed}${more}); give more of the id.`,
+  );
 }

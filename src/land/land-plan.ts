@@ -27,6 +27,7 @@ import { counted } from "../text.ts";
 import { isInProgress } from "../inventory/classify.ts";
 import type { GatherDeps } from "../inventory/gather.ts";
 import { inspectHandoff } from "../inventory/inventory.ts";
+import { mergedOf } from "../inventory/merged.ts";
 import { listed } from "./land-words.ts";
 import type { HandoffReport } from "../inventory/report-schema.ts";
 import { BUSY_CHILD_STATES, CHILD_STATE_LABELS } from "../inventory/status.ts";
@@ -161,13 +162,21 @@ async function planLandingOf(
   const { into, from } = target;
   const branchTip = branchState.tip;
   const details = await deps.landGit.commitsBetween(repo, from, branchTip);
-  if (details.length === 0)
+  const fastForward = details.length === 0 || (await deps.git.isAncestor(repo, from, branchTip));
+  // The one merged rule (inventory/merged.ts): a branch landed by rebase or squash, here or by hand, is in `into` too.
+  const question = {
+    tip: branchTip,
+    target: from,
+    unmerged: details.length,
+    targetMoved: !fastForward,
+    landedInto: into,
+  };
+  if ((await mergedOf(deps.git, manifest, question)) !== undefined)
     return {
       ok: false,
       code: "nothing_to_land",
       message: `Everything on ${manifest.branch} is already in ${into}; nothing to land.`,
     };
-  const fastForward = await deps.git.isAncestor(repo, from, branchTip);
   const strategy = strategyFor(request.strategy, fastForward, into, manifest.branch);
   if (!strategy.ok) return strategy;
   const busy = await deps.landGit.branchInUse(repo, into);

@@ -13,7 +13,7 @@
  *   that `inspect` resolves by looking at the target, and the next `land` settles it.
  * - The plan is checked again right before the target moves (tips, worktree, child, checkout);
  *   anything changed refuses (`moved`) rather than landing something nobody planned.
- * - After landing: the manifest records it (so the branch counts as merged: gather.ts's `landing`
+ * - After landing: the manifest records it (so the branch counts as merged: inventory/merged.ts's `landing`
  *   rule), the parent is told through the report store (its own Pi delivers it), and `remove`
  *   retires the worktree through the safe removal (branch kept unless asked).
  */

@@ -10,6 +10,9 @@
  *   others hold (its ports) is decided under that same lock, right before it is written.
  * - `update` is read-modify-write under a per-file lock; `id`, `version`, `createdAt` and the existing
  *   `history` entries never change (history is append-only).
+ * - The state changes only through `transition` (and its guarded forms), which checks the state
+ *   machine and appends the history entry: `update` cannot change the state (its draft's `state` is
+ *   readonly) nor append to the history, and throws, writing nothing, if a mutation tries.
  * - Locks are directories (`proper-lockfile`) that go stale after `staleMs` and are waited for at most
  *   `lockWaitMs`, so a process killed while holding one never blocks anyone for good.
  * - One actor per handoff: `withActionLock` holds `.<id>.action` (who: action, pid, start time,
@@ -142,7 +145,9 @@ export interface CreateOptions {
   reserve?: (others: readonly Manifest[]) => Promise<Reservation>;
 }
 
-export type ManifestMutation = (manifest: Manifest) => Manifest | void;
+/** What `update` edits: the manifest with a state it cannot change (a state change is a `transition`). */
+export type ManifestDraft = Omit<Manifest, "state"> & { readonly state: HandoffState };
+export type ManifestMutation = (manifest: ManifestDraft) => ManifestDraft | void;
 
 export interface ManifestStoreOptions {
   now?: () => Date;
@@ -294,10 +299,18 @@ export class ManifestStore {
    * Read-modify-write under the file's lock. `mutate` gets a private copy; it may edit it in place or
    * return a replacement. The result is validated before anything is written; `updatedAt` is set here,
    * and a change that changes nothing is not written at all (`updatedAt` keeps the last real change).
-   * Throws `ManifestStoreError` (not_found, invalid, locked) or an Error if the result is invalid.
+   * Throws `ManifestStoreError` (not_found, invalid, locked) or an Error if the result is invalid or
+   * changes the state or appends to the history (that is what `transition` is for).
    */
   async update(id: string, mutate: ManifestMutation): Promise<Manifest> {
-    return this.modify(id, (manifest) => mutate(manifest));
+    return this.modify(id, (manifest) => {
+      const { state } = manifest;
+      const entries = manifest.history.length;
+      const mutated: Manifest = mutate(manifest) ?? manifest;
+      if (mutated.state !== state || mutated.history.length !== entries)
+        throw new Error(`Update of handoff ${id} changes its state or history; a state change is a transition.`);
+      return mutated;
+    });
   }
 
   /** Moves to state `to`, appending a history entry. An illegal transition throws and writes nothing. */
@@ -323,8 +336,22 @@ export class ManifestStore {
     patch?: (manifest: Manifest, at: string) => void,
     note?: string,
   ): Promise<Manifest> {
+    return this.transitionIf(id, (manifest) => manifest.state === from, to, patch, note);
+  }
+
+  /**
+   * `transition`, but only when `when` holds for the manifest as it is under the lock; otherwise it
+   * is returned as it is, and not written.
+   */
+  async transitionIf(
+    id: string,
+    when: (manifest: Manifest) => boolean,
+    to: HandoffState,
+    patch?: (manifest: Manifest, at: string) => void,
+    note?: string,
+  ): Promise<Manifest> {
     return this.modify(id, (manifest, at) => {
-      if (manifest.state === from) moveTo(manifest, to, at, patch, note);
+      if (when(manifest)) moveTo(manifest, to, at, patch, note);
     });
   }
 

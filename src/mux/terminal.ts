@@ -15,6 +15,7 @@ import type { PublishedState } from "../manifest/published-states.ts";
 import type { Manifest } from "../manifest/schema.ts";
 import type { MuxKind, MuxLocation } from "../manifest/locations.ts";
 import type { Multiplexer, RecoverableMultiplexer } from "./types.ts";
+import type { Outcome } from "../outcome.ts";
 
 export type TerminalEnv = Readonly<Record<string, string | undefined>>;
 
@@ -36,9 +37,7 @@ export interface MuxForLocationDeps {
 /** `ask()` the first time `key` is asked, that same promise every later time. */
 export type AskOnce = <T>(key: string, ask: () => Promise<T>) => Promise<T>;
 
-export type MuxForLocation =
-  | { ok: true; mux: RecoverableMultiplexer }
-  | { ok: false; code: "no_server" | "unsupported"; message: string };
+export type MuxForLocation = Outcome<{ mux: RecoverableMultiplexer }, "no_server" | "unsupported">;
 
 /** What a Pi in one of the terminal's panes tells the terminal about itself (Herdr's sidebar). */
 export interface PaneStateReporter {

@@ -9,16 +9,21 @@
  */
 import type { MuxKind, MuxLocation } from "../manifest/schema.ts";
 import type { DescribedProcess } from "../process/facts.ts";
+import type { Failed } from "../outcome.ts";
 
 export type MuxResult<T> = ({ ok: true } & T) | MuxFailure;
-export interface MuxFailure {
-  ok: false;
-  /** A stable snake_case code, e.g. `timeout`, `not_found`, `server_not_running`. */
-  code: string;
-  message: string;
-  /** Whatever was created before the failure (partial success), so it can be recorded. */
-  partial?: { location?: MuxLocation; worktreePath?: string; commandStarted?: boolean };
-}
+/**
+ * A stable snake_case code, e.g. `timeout`, `pane_not_found`, `server_not_running`: an open set,
+ * since a Herdr failure carries Herdr's own code (herdr/client.ts).
+ */
+export type MuxFailureCode = string;
+export type MuxFailure = Failed<
+  MuxFailureCode,
+  {
+    /** Whatever was created before the failure (partial success), so it can be recorded. */
+    partial?: { location?: MuxLocation; worktreePath?: string; commandStarted?: boolean };
+  }
+>;
 
 export interface CreateWorkspaceRequest {
   /** The repository's main (non-linked) checkout. */

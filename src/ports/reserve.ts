@@ -16,15 +16,14 @@
 import type { Manifest } from "../manifest/schema.ts";
 import { formatWait } from "../text.ts";
 import type { PortProbe } from "./probe.ts";
+import type { Outcome } from "../outcome.ts";
 
 export interface PortRequest {
   count: number;
   range: readonly [number, number];
 }
 
-export type PortChoice =
-  | { ok: true; ports: number[] }
-  | { ok: false; code: "ports_unavailable"; message: string; found: number[] };
+export type PortChoice = Outcome<{ ports: number[] }, "ports_unavailable", { found: number[] }>;
 
 /** How long a reservation may test ports before it gives up (it holds the store's lock meanwhile). */
 export const RESERVE_DEADLINE_MS = 5_000;

@@ -30,6 +30,7 @@ import {
 } from "./facts.ts";
 import { descendantsOf, signalFinds } from "./table.ts";
 import { formatWait } from "../text.ts";
+import { failed, type Outcome } from "../outcome.ts";
 
 /** One row of `ps -o pid=,ppid=,pgid=,tpgid=,state=,lstart=,comm=`. */
 export interface PsRow extends ProcessStatus {
@@ -37,9 +38,8 @@ export interface PsRow extends ProcessStatus {
   startedAtSeconds: number;
 }
 
-export type CommandAnswer =
-  | { ok: true; stdout: string }
-  | { ok: false; reason: "missing" | "timeout" | "failed"; message: string };
+export type CommandFailure = "missing" | "timeout" | "failed";
+export type CommandAnswer = Outcome<{ stdout: string }, CommandFailure>;
 export type CommandRunner = (file: string, args: readonly string[]) => Promise<CommandAnswer>;
 
 const STATUS_FORMAT = "pid=,ppid=,pgid=,tpgid=,state=,lstart=,comm=";
@@ -135,26 +135,17 @@ const defaultRunner: CommandRunner = async (file, args) => {
       env: { ...process.env, LC_ALL: "C", TZ: "UTC" },
     });
     if (result.timedOut)
-      return {
-        ok: false,
-        reason: "timeout",
-        message: `${file} did not answer within ${formatWait(PROCESS_CALL_TIMEOUT_MS)}`,
-      };
-    if (result.startError?.code === "ENOENT")
-      return { ok: false, reason: "missing", message: `${file} is not installed` };
+      return failed("timeout", `${file} did not answer within ${formatWait(PROCESS_CALL_TIMEOUT_MS)}`);
+    if (result.startError?.code === "ENOENT") return failed("missing", `${file} is not installed`);
     // Both `ps` and `lsof` exit 1 when one of the pids asked about is gone; what they printed still holds.
     if (result.exitCode !== undefined && result.exitCode > 1) {
-      return {
-        ok: false,
-        reason: "failed",
-        message: `${file} failed: ${errorClause(result.stderr || `exit code ${result.exitCode}`)}`,
-      };
+      return failed("failed", `${file} failed: ${errorClause(result.stderr || `exit code ${result.exitCode}`)}`);
     }
     if (result.exitCode === undefined)
-      return { ok: false, reason: "failed", message: `${file} could not be run: ${errorClause(runFailure(result))}` };
+      return failed("failed", `${file} could not be run: ${errorClause(runFailure(result))}`);
     return { ok: true, stdout: result.stdout };
   } catch (error) {
-    return { ok: false, reason: "failed", message: `${file} could not be run: ${errorClause(error)}` };
+    return failed("failed", `${file} could not be run: ${errorClause(error)}`);
   }
 };
 

@@ -32,6 +32,7 @@ import { defaultTarget, HOOKS_RUN_BY, rebaseCommits } from "../land/land-plan.ts
 import { listed } from "../land/land-words.ts";
 import type { HandoffReport } from "../inventory/report-schema.ts";
 import { BUSY_CHILD_STATES, CHILD_STATE_LABELS } from "../inventory/status.ts";
+import type { Failed, Succeeded } from "../outcome.ts";
 
 export interface RebaseDeps extends GatherDeps {
   git: SimpleGitPort;
@@ -84,11 +85,11 @@ export type RebaseRefusal =
   | "failed";
 
 export type RebaseOutcome =
-  | { ok: true; code: "dry_run"; plan: RebasePlan; message: string }
-  | { ok: true; code: "rebased"; plan: RebasePlan; message: string }
+  | Succeeded<{ code: "dry_run"; plan: RebasePlan; message: string }>
+  | Succeeded<{ code: "rebased"; plan: RebasePlan; message: string }>
   /** Nothing new to follow, but a rebase killed after its branch moved was recorded (and told) now. */
-  | { ok: true; code: "settled"; message: string }
-  | { ok: false; code: RebaseRefusal; message: string; conflicts?: string[]; plan?: RebasePlan };
+  | Succeeded<{ code: "settled"; message: string }>
+  | Failed<RebaseRefusal, { conflicts?: string[]; plan?: RebasePlan }>;
 
 type Refused = Extract<RebaseOutcome, { ok: false }>;
 

@@ -13,22 +13,22 @@ import { describeLocation } from "../mux/registry.ts";
 import type { GatherDeps } from "../inventory/gather.ts";
 import { inspectHandoff } from "../inventory/inventory.ts";
 import { isActionBusy, type ManifestStore } from "../manifest/store.ts";
+import { failed, type Outcome } from "../outcome.ts";
 
-export type FocusOutcome =
-  | { ok: true; message: string }
-  | { ok: false; code: "not_found" | "invalid" | "not_open" | "failed" | "busy"; message: string };
+export type FocusFailure = "not_found" | "invalid" | "not_open" | "failed" | "busy";
+export type FocusOutcome = Outcome<{ message: string }, FocusFailure>;
 
 export async function focusHandoff(deps: GatherDeps & { store: ManifestStore }, id: string): Promise<FocusOutcome> {
   const outcome = await deps.store.withActionLock(id, "focus", () => focusLocked(deps, id));
-  return isActionBusy(outcome) ? { ok: false, code: "busy", message: outcome.message } : outcome;
+  return isActionBusy(outcome) ? failed("busy", outcome.message) : outcome;
 }
 
 async function focusLocked(deps: GatherDeps & { store: ManifestStore }, id: string): Promise<FocusOutcome> {
   const inspected = await inspectHandoff(deps, id);
-  if (inspected.code !== "found") return { ok: false, code: inspected.code, message: inspected.message };
+  if (inspected.code !== "found") return failed(inspected.code, inspected.message);
   const { report, manifest } = inspected;
   if (report.status.code === "removed")
-    return { ok: false, code: "not_open", message: `Handoff ${id} was removed, so it has no window to switch to.` };
+    return failed("not_open", `Handoff ${id} was removed, so it has no window to switch to.`);
   if (report.workspace.code !== "open") {
     const why =
       report.workspace.code === "unknown"
@@ -37,15 +37,11 @@ async function focusLocked(deps: GatherDeps & { store: ManifestStore }, id: stri
           ? "was never opened"
           : "is closed";
     const next = report.actions.includes("relaunch") ? `; pi-handoff relaunch ${id} reopens it and starts its Pi` : "";
-    return {
-      ok: false,
-      code: "not_open",
-      message: `The window of handoff ${id} ${why}, so there is nothing to switch to${next}.`,
-    };
+    return failed("not_open", `The window of handoff ${id} ${why}, so there is nothing to switch to${next}.`);
   }
   const mux = deps.muxFor(manifest.mux);
-  if (!mux.ok) return { ok: false, code: "failed", message: mux.message };
+  if (!mux.ok) return failed("failed", mux.message);
   const focused = await mux.mux.focus(manifest.mux);
-  if (!focused.ok) return { ok: false, code: "failed", message: focused.message };
+  if (!focused.ok) return failed("failed", focused.message);
   return { ok: true, message: `Switched to handoff ${id}: ${describeLocation(manifest.mux)}.` };
 }

@@ -6,6 +6,7 @@
  */
 import { closeSync, openSync, readSync } from "node:fs";
 import { z } from "zod";
+import type { Outcome } from "../outcome.ts";
 
 const MAX_HEADER_BYTES = 1024 * 1024;
 
@@ -19,9 +20,8 @@ export const SessionHeaderSchema = z.looseObject({
 });
 export type SessionHeaderLine = z.infer<typeof SessionHeaderSchema>;
 
-export type HeaderRead =
-  | { ok: true; header: SessionHeaderLine & { version: number } }
-  | { ok: false; code: "missing" | "invalid"; message: string };
+export type HeaderReadFailure = "missing" | "invalid";
+export type HeaderRead = Outcome<{ header: SessionHeaderLine & { version: number } }, HeaderReadFailure>;
 
 export function readSessionHeader(sessionFile: string): HeaderRead {
   let fd: number;

@@ -276,6 +276,39 @@ describe("update and transition", () => {
     expect(await readFile(store.pathFor(manifest.id), "utf8")).toBe(before);
   });
 
+  it("changes the state only by a transition: update refuses a state change or a history entry, writing nothing", async () => {
+    const store = makeStore();
+    const manifest = await createOrFail(store, sampleManifest(store));
+    const before = await readFile(store.pathFor(manifest.id), "utf8");
+
+    await expect(
+      store.update(manifest.id, (m) => {
+        // @ts-expect-error the draft's state is readonly: a state change is a transition
+        m.state = "provisioned";
+      }),
+    ).rejects.toThrow(/changes its state or history; a state change is a transition/);
+    await expect(store.update(manifest.id, (m) => ({ ...m, state: "failed" as const }))).rejects.toThrow(
+      /a state change is a transition/,
+    );
+    await expect(
+      store.update(manifest.id, (m) => void m.history.push({ state: "provisioning", at: m.updatedAt })),
+    ).rejects.toThrow(/a state change is a transition/);
+    expect(await readFile(store.pathFor(manifest.id), "utf8")).toBe(before);
+
+    // The guarded transition moves only when its condition holds under the lock.
+    expect(await store.transitionIf(manifest.id, (m) => m.branch === "other", "provisioned")).toEqual(manifest);
+    expect(await readFile(store.pathFor(manifest.id), "utf8")).toBe(before);
+    const moved = await store.transitionIf(
+      manifest.id,
+      (m) => m.branch === manifest.branch,
+      "provisioned",
+      undefined,
+      "n",
+    );
+    expect(moved.state).toBe("provisioned");
+    expect(moved.history.at(-1)).toEqual({ state: "provisioned", at: moved.updatedAt, note: "n" });
+  });
+
   it("loses no update when 20 processes and 10 in-process callers update concurrently", async () => {
     const store = makeStore();
     const manifest = await createOrFail(store, sampleManifest(store));

@@ -51,6 +51,12 @@ describe("one module owns each outside system", () => {
     expect(spawners.sort()).toEqual(["src/process/spawn.ts"]);
   });
 
+  it("a handoff's state changes only in src/manifest/store.ts (`transition`): no other code sets a manifest's state or adds to its history", () => {
+    // A landing's or a rebase's own `last.state` is a record's, not the handoff's.
+    const setsState = /\b(?:m|manifest|current|draft)\.state\s*=(?!=)|\.history\.push\(/;
+    expect(outside(setsState, (file) => file === "src/manifest/store.ts")).toEqual([]);
+  });
+
   it("only src/ports/probe.ts opens sockets (the bind test of a port)", () => {
     expect(outside(/from\s+["'](?:node:)?(?:net|dgram)["']/, (file) => file === "src/ports/probe.ts")).toEqual([]);
   });

@@ -220,9 +220,7 @@ describe("the portable facts on canned output", () => {
 
   it("says so when lsof is missing, instead of reporting processes without a cwd as the whole truth", async () => {
     const { run } = cannedRunner((file) =>
-      file === "lsof"
-        ? { ok: false, reason: "missing", message: "lsof is not installed" }
-        : { ok: true, stdout: status },
+      file === "lsof" ? { ok: false, code: "missing", message: "lsof is not installed" } : { ok: true, stdout: status },
     );
     const found = await createPortableFacts({ run, platform: "linux" }).findByName("pi");
     expect(found.processes.map((p) => p.pid)).toEqual([640, 641]);
@@ -230,7 +228,7 @@ describe("the portable facts on canned output", () => {
   });
 
   it("says so when ps times out, and finds nothing rather than claiming no process runs", async () => {
-    const { run } = cannedRunner(() => ({ ok: false, reason: "timeout", message: "ps did not answer within 5 s" }));
+    const { run } = cannedRunner(() => ({ ok: false, code: "timeout", message: "ps did not answer within 5 s" }));
     const facts = createPortableFacts({ run, platform: "linux" });
     expect(await facts.findByName("pi")).toEqual({
       processes: [],
