@@ -4,11 +4,10 @@
 // Plain JavaScript with nothing newer than what old Node versions parse, so that on a Node too
 // old for Pi it can still say so in one sentence instead of failing with a syntax error.
 // The CLI itself is TypeScript (erasable syntax only), which Node loads through native-loader.mjs,
-// also from under node_modules, where an installed copy lives and Node would strip nothing.
+// also from under node_modules, where an installed copy lives and Node would strip nothing. Every
+// Node the `engines` field allows has what that needs (decision 0021); another says so in one sentence.
 import module from "node:module";
-import { sep } from "node:path";
 import process from "node:process";
-import { fileURLToPath } from "node:url";
 import { MINIMUM, tooOld } from "./node-version.mjs";
 
 if (tooOld(process.versions.node)) {
@@ -22,20 +21,17 @@ if (tooOld(process.versions.node)) {
 // NODE_DISABLE_COMPILE_CACHE=1 turns it off), the one Pi uses for itself: later runs start faster.
 module.enableCompileCache();
 
-const entry = new URL("../src/cli/cli.ts", import.meta.url);
-const installed = fileURLToPath(entry).split(sep).includes("node_modules");
 // Node loads the TypeScript itself, installed or not, with its stripped form kept beside the
-// compile cache (native-loader.mjs). Without module hooks, a checkout still has Node's own
-// stripping; an installed copy, where Node strips nothing, has jiti.
+// compile cache (native-loader.mjs).
 const { canLoadTypeScript, installTypeScriptLoader, strippedCacheDir } = await import("./native-loader.mjs");
-let cli;
-if (canLoadTypeScript() || (!installed && process.features.typescript)) {
-  installTypeScriptLoader(new URL("../", import.meta.url).href, strippedCacheDir());
-  cli = await import(entry.href);
-} else {
-  const { createJiti } = await import("jiti");
-  cli = await createJiti(import.meta.url).import(entry.href);
+if (!canLoadTypeScript()) {
+  process.stderr.write(
+    `pi-handoff: needs Node.js 22.19 or later (of Node 23: 23.5 or later, the first with module.registerHooks, which loads this package's TypeScript), but this is Node.js ${process.versions.node}; run it with a newer node.\n`,
+  );
+  process.exit(1);
 }
+installTypeScriptLoader(new URL("../", import.meta.url).href, strippedCacheDir());
+const cli = await import(new URL("../src/cli/cli.ts", import.meta.url).href);
 process.exitCode = await cli.main(process.argv.slice(2), {
   env: process.env,
   stdout: (text) => process.stdout.write(text),

@@ -11,32 +11,37 @@
  * 4. Types `/handoff-worktree demo/greeting -- add a greeting to src/app.js`, waits for the
  *    manifest to reach `running` and for the child Pi (in a new window) to answer the task.
  * 5. Prints the manifest, the child session's header, both screens and `git worktree list`;
- *    with --screenshot, also renders both screens, in colour, to docs/demo.png (scripts/lib/screen-png.ts).
+ *    with --screenshot, also takes both screens as xterm shows them to docs/demo.png
+ *    (scripts/lib/terminal-picture.ts: Xvfb, xterm and ImageMagick, which it never installs).
  * 6. Kills the tmux server and any demo process left (unless --keep-tmux), keeping the scratch dir.
  *
  * Exit status: 0 on success, 1 with a one-sentence reason otherwise (130 when interrupted).
  */
 import { existsSync, realpathSync } from "node:fs";
 import { homedir } from "node:os";
-import { rm, writeFile } from "node:fs/promises";
+import { rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import type { Manifest } from "../src/manifest/schema.ts";
 import { manifestsDir, readOnlyManifest } from "./lib/manifests.ts";
 import { piTuiCommandLine, screenShows, submitLine, typeCommandLine, waitForScreen } from "./lib/pi-tui.ts";
-import { startPrivateTmux, type PrivateTmux } from "./lib/private-tmux.ts";
+import { SESSION_NAME, startPrivateTmux, type PrivateTmux } from "./lib/private-tmux.ts";
 import { findDemoProcesses, stopDemoProcesses, waitForReaping } from "./lib/processes.ts";
 import { createScratch, type Scratch } from "./lib/scratch.ts";
 import { createScratchRepo, git } from "./lib/scratch-repo.ts";
-import { renderScreenPng } from "./lib/screen-png.ts";
 import { assistantAnswersSince, readSessionFile } from "./lib/session-file.ts";
+import { missingPictureTools, takeTerminalPicture } from "./lib/terminal-picture.ts";
 import { DemoFailure, seconds, waitFor } from "./lib/wait.ts";
 
 const PROJECT_ROOT = realpathSync(join(dirname(fileURLToPath(import.meta.url)), ".."));
 const PI_CLI = realpathSync(join(PROJECT_ROOT, "node_modules", ".bin", "pi"));
 const FAUX_PROVIDER_FILE = join(PROJECT_ROOT, "test", "support", "fixtures", "faux-provider.ts");
 const SCREENSHOT_FILE = join(PROJECT_ROOT, "docs", "demo.png");
+
+/** The demo's terminal, in cells (the picture's xterm has the same size). */
+const TMUX_COLUMNS = 160;
+const TMUX_ROWS = 45;
 
 const QUESTIONS = ["what does this repo do?", "where is the entry point?"];
 const BRANCH = "demo/greeting";
@@ -69,7 +74,9 @@ Runs /handoff-worktree end to end with the real Pi, offline (a faux model answer
 Options:
   --keep-tmux   leave the tmux server (and both Pis) running and print the
                 command to attach to it
-  --screenshot  also render both screens, with their colours, to docs/demo.png
+  --screenshot  also take both screens, as a real terminal (xterm, under Xvfb)
+                shows them, to docs/demo.png; needs Xvfb, xterm, x11-utils,
+                ImageMagick and the DejaVu fonts (it installs nothing)
   --dir <path>  make the scratch dir there (new or empty) instead of
                 .scratch/demo-<stamp>/: the screenshot shows its paths, so the
                 README's picture is made with --dir /tmp/handoff-demo
@@ -310,26 +317,33 @@ async function printReport(demo: Demo, handoff: HandoffResult): Promise<void> {
   console.log(await git(demo.scratch.repo, demo.scratch.env, ["worktree", "list"]));
 }
 
-/** Both screens as they are now, in colour, in one PNG (stacked: legible at a README's width). */
+/** Both screens as they are now, as a real terminal shows them, in one PNG (stacked: legible at a README's width). */
 async function writeScreenshot(demo: Demo, handoff: HandoffResult): Promise<void> {
-  const parent = await demo.tmux.captureAnsi(demo.tmux.firstPaneId);
-  const child = await demo.tmux.captureAnsi(handoff.childPaneId);
+  const parent = await demo.tmux.capturePane(demo.tmux.firstPaneId);
+  const child = await demo.tmux.capturePane(handoff.childPaneId);
   // The README's picture shows no path of the machine it was made on (a checkout, a home).
-  const own = [PROJECT_ROOT, homedir()].find((path) => path.length > 1 && `${parent.text}${child.text}`.includes(path));
+  const own = [PROJECT_ROOT, homedir()].find((path) => path.length > 1 && `${parent}${child}`.includes(path));
   if (own !== undefined)
     throw new DemoFailure(
       `The screens show ${own}, a path of this machine, so no picture was written; run with --dir /tmp/handoff-demo.`,
     );
   const worktree = handoff.manifest.worktree.path.slice(dirname(demo.scratch.repo).length + 1);
-  const png = await renderScreenPng(
-    [
-      { title: `Parent Pi in repo/ (tmux window 0): typed ${HANDOFF_LINE}`, text: parent.text },
-      { title: `Child Pi in ${worktree}/ (new tmux window, branch ${BRANCH})`, text: child.text },
+  const childWindow = (
+    await demo.tmux.run(["display-message", "-p", "-t", handoff.childPaneId, "#{session_name}:#{window_index}"])
+  ).trim();
+  await takeTerminalPicture({
+    socketPath: demo.scratch.socketPath,
+    windows: [
+      { target: `${SESSION_NAME}:0`, title: `Parent Pi in repo/ (tmux window 0): typed ${HANDOFF_LINE}` },
+      { target: childWindow, title: `Child Pi in ${worktree}/ (new tmux window, branch ${BRANCH})` },
     ],
-    { columns: Math.max(parent.columns, child.columns) },
-  );
-  await writeFile(SCREENSHOT_FILE, png);
-  step(`Screenshot of both screens written to ${SCREENSHOT_FILE} (${Math.round(png.length / 1024)} KiB).`);
+    columns: TMUX_COLUMNS,
+    rows: TMUX_ROWS,
+    output: SCREENSHOT_FILE,
+    signal: demo.signal,
+  });
+  const size = (await stat(SCREENSHOT_FILE)).size;
+  step(`Screenshot of both screens, taken in xterm, written to ${SCREENSHOT_FILE} (${Math.round(size / 1024)} KiB).`);
 }
 
 /** Every pane's screen, for a failure report; never throws. */
@@ -430,6 +444,10 @@ async function main(): Promise<number> {
     return 0;
   }
   if (!existsSync(FAUX_PROVIDER_FILE)) throw new DemoFailure(`The faux provider ${FAUX_PROVIDER_FILE} is missing.`);
+  if (options.screenshot) {
+    const missing = await missingPictureTools();
+    if (missing !== undefined) throw new DemoFailure(missing);
+  }
   const started = Date.now();
   const interruption = abortOnInterrupt();
 
@@ -445,7 +463,12 @@ async function main(): Promise<number> {
   try {
     await createScratchRepo(scratch.repo, scratch.env);
     step("Scratch repository made (3 commits on main).");
-    const tmux = await startPrivateTmux({ socketPath: scratch.socketPath, env: scratch.env, width: 160, height: 45 });
+    const tmux = await startPrivateTmux({
+      socketPath: scratch.socketPath,
+      env: scratch.env,
+      width: TMUX_COLUMNS,
+      height: TMUX_ROWS,
+    });
     demo = { scratch, tmux, manifests: manifestsDir(scratch.agentDir), signal: interruption.signal, pids: new Set() };
     step(`Private tmux server on ${scratch.socketPath}.`);
     await runDemo(demo, options);

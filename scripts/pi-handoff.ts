@@ -1,7 +1,8 @@
 /**
  * `pi-handoff` from a checkout: `node scripts/pi-handoff.ts <command>` (Node 22.19+ strips the
  * types itself). The installed command is `bin/pi-handoff.mjs`, which loads the same `main` from
- * src/cli/cli.ts through jiti; the CLI lives in src/ because scripts/ is not published.
+ * src/cli/cli.ts through Node's loader hooks (bin/native-loader.mjs); the CLI lives in src/
+ * because scripts/ is not published.
  */
 import { main } from "../src/cli/cli.ts";
 

@@ -12,8 +12,8 @@
 import { mkdtempSync, mkdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
-import { createJiti } from "jiti";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { installTypeScriptLoader } from "../../bin/native-loader.mjs";
 import { walkLineage } from "../../src/adoption/ancestry.ts";
 import { scanSources } from "../../src/adoption/scan.ts";
 import { piSubagentsSource } from "../../src/adoption/sources/pi-subagents.ts";
@@ -46,7 +46,7 @@ export interface LineageScanBenchOptions {
   unrelatedLarge?: number;
   /** Timed scans per store (at least 5 for a median worth reading). */
   repeats?: number;
-  /** How the package's writer modules are loaded (plain Node cannot strip types under node_modules). */
+  /** How the package's writer modules are loaded (by default through bin/native-loader.mjs). */
   importModule?: ModuleImporter;
 }
 
@@ -122,14 +122,24 @@ async function timeScans(
   return results;
 }
 
+/**
+ * Plain Node refuses to strip types under node_modules, where pi-subagents' TypeScript lives: the
+ * package's own loader hooks (bin/native-loader.mjs) strip them for that package's root too.
+ */
+function nativeImporter(): ModuleImporter {
+  const root = realpathSync(fileURLToPath(new URL("../../node_modules/pi-subagents/", import.meta.url)));
+  if (!installTypeScriptLoader(pathToFileURL(`${root}/`).href, undefined))
+    throw new Error("This Node has no module.registerHooks to load pi-subagents' TypeScript with.");
+  return (path) => import(pathToFileURL(path).href);
+}
+
 export async function measureLineageScan(options: LineageScanBenchOptions = {}): Promise<LineageScanBenchResult> {
   const unrelatedSmall = options.unrelatedSmall ?? 20;
   const unrelatedLarge = options.unrelatedLarge ?? 10_000;
   const repeats = Math.max(1, options.repeats ?? 7);
   const dir = realpathSync(mkdtempSync(join(tmpdir(), "phw-bench-lineage-")));
   try {
-    const jiti = createJiti(import.meta.url);
-    const writers = await loadPiSubagentsWriters(options.importModule ?? ((path) => jiti.import(path)));
+    const writers = await loadPiSubagentsWriters(options.importModule ?? nativeImporter());
     const sessions = join(dir, "sessions");
     mkdirSync(sessions, { recursive: true });
     const parentFile = join(sessions, "2026-01-01T00-00-00-000Z_parent.jsonl");

@@ -107,8 +107,6 @@ export interface PrivateTmux {
   run(args: readonly string[]): Promise<string>;
   /** The visible text of a pane, wrapped lines joined, trailing blank lines removed. */
   capturePane(paneId: string): Promise<string>;
-  /** The visible screen with its colours as ANSI SGR codes (`capture-pane -e -p -J`), and the pane's width. */
-  captureAnsi(paneId: string): Promise<{ text: string; columns: number }>;
   /** Every pane as `{ paneId, pid, title }` (title: `window:index command`). */
   listPanes(): Promise<PaneInfo[]>;
   /** Kills the server (every pane gets SIGHUP); idempotent, never throws. */
@@ -154,10 +152,6 @@ export async function startPrivateTmux(options: {
     firstPaneId: server.firstPaneId,
     run,
     capturePane: async (paneId) => trimScreen(await run(["capture-pane", "-p", "-J", "-t", paneId])),
-    captureAnsi: async (paneId) => {
-      const columns = Number((await run(["display-message", "-p", "-t", paneId, "#{pane_width}"])).trim());
-      return { text: await run(["capture-pane", "-e", "-p", "-J", "-t", paneId]), columns };
-    },
     listPanes,
     kill: server.kill,
   };

@@ -22,7 +22,6 @@ export const ADOPTED_RUNS_TOOL = "adopted_runs";
 const MAX_DETAIL_RUNS = 200;
 
 export const MESSAGE_KINDS = ["resume", "completion", "active-reminder"] as const;
-export type LineageMessageKind = (typeof MESSAGE_KINDS)[number];
 
 const RunBriefSchema = z.object({
   source: z.string(),

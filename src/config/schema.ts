@@ -27,7 +27,6 @@ export const WORKTREE_DIR_PLACEHOLDERS = {
   repoParent: "the directory that holds the main checkout",
   branch: "the branch name as a slug (lowercase letters, digits and -)",
 } as const;
-export type WorktreeDirPlaceholder = keyof typeof WORKTREE_DIR_PLACEHOLDERS;
 
 /** Settings after validation, merged (repository over user, key by key). */
 export interface HandoffConfig {

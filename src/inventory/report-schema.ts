@@ -40,7 +40,6 @@ function unreadable() {
 }
 
 export const CommitSummarySchema = z.strictObject({ sha, subject: z.string() });
-export type CommitSummaryJson = z.infer<typeof CommitSummarySchema>;
 
 /** Commits of some kind: how many there are, and the newest of them (possibly not all). */
 export const CommitListSchema = z.strictObject({
@@ -202,7 +201,6 @@ export const HandoffStatusSchema = z.discriminatedUnion("code", [
   bare("no_child"),
 ]);
 export type HandoffStatus = z.infer<typeof HandoffStatusSchema>;
-export type HandoffStatusCode = HandoffStatus["code"];
 
 export const HANDOFF_FLAGS = ["dirty", "untracked", "unpushed", "unmerged", "merged"] as const;
 export const HandoffFlagSchema = z.enum(HANDOFF_FLAGS);
@@ -363,7 +361,6 @@ export const InspectReportSchema = z.strictObject({
   /** Absent for a handoff whose manifest carries no step times (made before they were recorded). */
   stepTimes: StepTimesSchema.optional(),
 });
-export type InspectReport = z.infer<typeof InspectReportSchema>;
 
 /**
  * One handoff in `pi-handoff forecast --json` (an array of these): the branch it lands into, how

@@ -91,7 +91,6 @@ export const IntentSchema = z.strictObject({
   /** The directory the fork writes the child session into; the file name is Pi's choice. */
   sessionDir: z.string().min(1).optional(),
 });
-export type ManifestIntent = z.infer<typeof IntentSchema>;
 
 export const GitStateSchema = z.strictObject({
   capturedAt: isoTime,
@@ -135,7 +134,6 @@ export const SetupSchema = z.strictObject({
     })
     .optional(),
 });
-export type ManifestSetup = z.infer<typeof SetupSchema>;
 
 export const LAND_STRATEGIES = ["ff", "rebase", "merge", "squash"] as const;
 export const LandStrategySchema = z.enum(LAND_STRATEGIES);

@@ -10,7 +10,8 @@
  * - The package version is checked before use, so an upgrade fails loudly instead of silently
  *   testing against a different layout.
  * - The writer modules are loaded by path at run time (`importModule`): vitest transforms them,
- *   plain Node (the benchmark) passes a jiti importer. Their types are declared here, narrowly.
+ *   plain Node (the benchmark) loads them through bin/native-loader.mjs. Their types are declared
+ *   here, narrowly.
  */
 import { readFileSync, unlinkSync } from "node:fs";
 import { dirname, join } from "node:path";

@@ -8,7 +8,7 @@
  * here touches ~/.pi, ~/.config or the user's tmux (callers pass sandboxed environments).
  */
 import { execFileSync, spawn } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, realpathSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { CURRENT_SESSION_VERSION, SessionManager } from "@earendil-works/pi-coding-agent";
@@ -244,10 +244,6 @@ export function unaccounted(found: Artifacts, reports: readonly HandoffReport[])
     ...found.panes.filter((pane) => !panes.has(pane)).map((pane) => `tmux pane ${pane}`),
     ...found.sessions.filter((file) => !sessions.has(file)).map((file) => `session ${basename(file)}`),
   ];
-}
-
-export function readText(file: string): string {
-  return readFileSync(file, "utf8");
 }
 
 /**

@@ -155,14 +155,6 @@ export const completionArchivePath = (dirs: PiSubagentsDirs, runId: string): str
   join(dirs.results, "output-archives", `${encodeURIComponent(runId)}.json`);
 
 export const ACTIVE_STATES: ReadonlySet<string> = new Set(["queued", "running"]);
-export const TERMINAL_STATES: ReadonlySet<string> = new Set([
-  "complete",
-  "failed",
-  "partial",
-  "paused",
-  "stopped",
-  "rejected",
-]);
 
 const optionalNumber = z.number().finite().optional();
 const optionalString = z.string().optional();

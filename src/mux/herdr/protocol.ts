@@ -52,7 +52,6 @@ export const AgentSessionSchema = z.object({
   kind: z.string(),
   value: z.string(),
 });
-export type HerdrAgentSession = z.infer<typeof AgentSessionSchema>;
 
 /** The statuses that mean Herdr sees an agent running in the pane (`unknown`: none detected). */
 export const LIVE_AGENT_STATUSES: ReadonlySet<string> = new Set(
@@ -151,7 +150,6 @@ export const ProcessInfoSchema = z.object({
   // Herdr omits an empty list (skip_serializing_if = Vec::is_empty).
   foreground_processes: z.array(ForegroundProcessSchema).default([]),
 });
-export type HerdrProcessInfo = z.infer<typeof ProcessInfoSchema>;
 
 export const WorktreeCreatedSchema = z.object({
   type: z.literal("worktree_created"),
