@@ -62,7 +62,14 @@ export function decideLiveness(holder: Holder, observed: Observed, now: Date, he
   return heartbeat === undefined ? { verdict: "unknown", code: "start_uncomparable" } : byHeartbeat(heartbeat, now);
 }
 
-/** Fresh while no older than the protocol's stale age (an unparseable time is stale). */
+/**
+ * The heartbeat form of the rule, for a protocol that records no process (a lock directory whose
+ * mtime is its heartbeat): fresh while no older than the stale age; an unparseable time is stale.
+ */
+export function heartbeatLiveness(heartbeat: Heartbeat, now: Date): Liveness {
+  return byHeartbeat(heartbeat, now);
+}
+
 function byHeartbeat(heartbeat: Heartbeat, now: Date): Liveness {
   return now.getTime() - Date.parse(heartbeat.at) <= heartbeat.staleAfterMs
     ? { verdict: "alive", code: "heartbeat_fresh" }
