@@ -84,10 +84,16 @@ export async function holderLiveness(
   heartbeat?: Heartbeat,
   host: string = thisHost(),
 ): Promise<Liveness> {
-  const elsewhere = holder.host !== undefined && holder.host !== host;
-  const observed: Observed = elsewhere
-    ? { where: "elsewhere" }
-    : { where: "here", process: await facts.identify(holder.pid) };
+  if (holder.host !== undefined && holder.host !== host)
+    return decideLiveness(holder, { where: "elsewhere" }, now, heartbeat);
+  // Nothing recorded to compare a start with: whether the pid lives is all there is to ask.
+  const process: ProcessIdentity =
+    holder.start !== undefined || holder.startedAtMs !== undefined
+      ? await facts.identify(holder.pid)
+      : (await facts.isAlive(holder.pid))
+        ? { alive: true }
+        : { alive: false };
+  const observed: Observed = { where: "here", process };
   return decideLiveness(holder, observed, now, heartbeat);
 }
 
