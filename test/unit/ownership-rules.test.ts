@@ -47,6 +47,10 @@ describe("one module owns each outside system", () => {
     expect(spawners.sort()).toEqual(["src/git/runner.ts", "src/process/run-program.ts"]);
   });
 
+  it("only src/locks/ takes lock directories (proper-lockfile)", () => {
+    expect(outside(/from\s+["']proper-lockfile["']/, (file) => file.startsWith("src/locks/"))).toEqual([]);
+  });
+
   it("only src/ports/probe.ts opens sockets (the bind test of a port)", () => {
     expect(outside(/from\s+["'](?:node:)?(?:net|dgram)["']/, (file) => file === "src/ports/probe.ts")).toEqual([]);
   });
@@ -145,6 +149,13 @@ describe("dependencies point inward", () => {
       FILES.filter(
         ({ file, text }) => after.some((room) => file.startsWith(`src/${room}/`)) && importsRoom("handoff").test(text),
       ).map(({ file }) => file),
+    ).toEqual([]);
+  });
+
+  it("src/locks/ is a leaf: it imports only src/process/, src/fs/, src/errors.ts and src/text.ts of the package", () => {
+    const rooms = roomGraph().get("src/locks/") ?? new Set<string>();
+    expect(
+      [...rooms].filter((room) => !["src/process/", "src/fs/", "src/errors.ts", "src/text.ts"].includes(room)),
     ).toEqual([]);
   });
 
