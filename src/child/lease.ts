@@ -25,7 +25,7 @@ import { join, resolve } from "node:path";
 import { z } from "zod";
 import { errorClause } from "../errors.ts";
 import { readSmallFile } from "../fs/probe.ts";
-import { thisHost } from "../locks/holder.ts";
+import { HolderSchema, holderOf, thisHost } from "../locks/holder.ts";
 import { leaseLiveness, takeLease, type HeldLease as HeldLeaseOf, type LeaseProtocol } from "../locks/lease.ts";
 import { decideLiveness, stillHeld } from "../locks/liveness.ts";
 import { processFacts, type ProcessFacts } from "../process/facts.ts";
@@ -35,15 +35,11 @@ export const LEASE_HEARTBEAT_MS = 5_000;
 /** A heartbeat older than this no longer keeps a lease live when its holder cannot be confirmed. */
 export const LEASE_STALE_AFTER_MS = 30_000;
 
-export const LeaseFileSchema = z.strictObject({
+/** The holder identity of src/locks/ (holder.ts; its machine always recorded), plus the lease's own fields. */
+export const LeaseFileSchema = HolderSchema.extend({
   version: z.literal(1),
   /** The canonical session path the lease is for (the file name is its hash). */
   sessionFile: z.string().min(1),
-  pid: z.number().int().positive(),
-  /** The holder's start token (src/process/), when readable. */
-  start: z.string().min(1).optional(),
-  /** The holder's start time, ms since the epoch, comparable across process-facts implementations. */
-  startedAtMs: z.number().optional(),
   host: z.string(),
   acquiredAt: z.string(),
   heartbeatAt: z.string(),
@@ -195,15 +191,11 @@ export async function acquireSessionLease(
   const path = leasePath(input.agentDir, input.sessionFile);
   const protocol = protocolAt(path, input);
   const pid = input.pid ?? process.pid;
-  const identity = await protocol.facts.identify(pid);
-  const { start, startedAtMs } = identity.alive ? identity : { start: undefined, startedAtMs: undefined };
   const at = protocol.now().toISOString();
   const record: LeaseFile = {
     version: 1,
     sessionFile: canonicalSessionPath(input.sessionFile),
-    pid,
-    ...(start === undefined ? {} : { start }),
-    ...(startedAtMs === undefined ? {} : { startedAtMs }),
+    ...(await holderOf(pid, protocol.facts, protocol.host)),
     host: protocol.host,
     acquiredAt: at,
     heartbeatAt: at,

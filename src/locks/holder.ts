@@ -10,14 +10,12 @@
  *   process-facts implementations, within `START_TOLERANCE_MS`), each recorded when readable.
  * - `host` is the machine the holder ran on. A record without one (written before hosts were
  *   recorded, or a format that has no room for it, like the manifest's owner) is of this machine.
- * - Read-only: the facts come from src/process/ (signal 0 at most).
+ * - Read-only: the facts come from src/process/ (signal 0 at most), through a port the caller
+ *   gives, so the schema loads without the process-facts implementations.
  */
 import { hostname } from "node:os";
 import { z } from "zod";
-import { processFacts, sameStart, type ProcessFacts, type ProcessIdentity } from "../process/facts.ts";
-
-/** Start times read by different implementations (clock ticks, whole seconds) agree within this. */
-export const START_TOLERANCE_MS = 2_000;
+import type { ProcessFacts } from "../process/facts.ts";
 
 export const HolderSchema = z.strictObject({
   pid: z.number().int().positive(),
@@ -36,11 +34,7 @@ export function thisHost(): string {
 }
 
 /** This process (or `pid`) as a holder: its pid, start token and time (when readable) and this machine. */
-export async function holderOf(
-  pid: number = process.pid,
-  facts: ProcessFacts = processFacts(),
-  host: string = thisHost(),
-): Promise<Holder> {
+export async function holderOf(pid: number, facts: ProcessFacts, host: string = thisHost()): Promise<Holder> {
   // One question, so the portable facts answer it from one `ps`.
   const identity = await facts.identify(pid);
   const start = identity.alive ? identity.start : undefined;
@@ -51,18 +45,4 @@ export async function holderOf(
     ...(startedAtMs === undefined ? {} : { startedAtMs }),
     ...(host === "" ? {} : { host }),
   };
-}
-
-/**
- * Whether the live process `seen` is the recorded `holder`: by start token where both were read the
- * same way, else by start time within the tolerance; undefined when neither can be compared.
- */
-export function sameProcess(
-  holder: Pick<Holder, "start" | "startedAtMs">,
-  seen: Extract<ProcessIdentity, { alive: true }>,
-): boolean | undefined {
-  const byToken = sameStart(holder.start, seen.start);
-  if (byToken !== undefined) return byToken;
-  if (holder.startedAtMs === undefined || seen.startedAtMs === undefined) return undefined;
-  return Math.abs(holder.startedAtMs - seen.startedAtMs) <= START_TOLERANCE_MS;
 }

@@ -27,8 +27,11 @@
  *   none at all for a holder on another machine.
  * - Every verdict carries a code, and its words are made here (`livenessClause`).
  */
-import type { ProcessFacts, ProcessIdentity } from "../process/facts.ts";
-import { sameProcess, thisHost, type Holder } from "./holder.ts";
+import { sameStart, type ProcessFacts, type ProcessIdentity } from "../process/facts.ts";
+import { thisHost, type Holder } from "./holder.ts";
+
+/** Start times read by different implementations (clock ticks, whole seconds) agree within this. */
+export const START_TOLERANCE_MS = 2_000;
 
 /** A protocol's heartbeat: when the holder last beat, and after how long silence means it is gone. */
 export interface Heartbeat {
@@ -115,4 +118,18 @@ export function livenessClause(holder: Holder, liveness: Liveness): string {
     case "heartbeat_stale":
       return "stopped its heartbeat";
   }
+}
+
+/**
+ * Whether the live process `seen` is the recorded `holder`: by start token where both were read the
+ * same way, else by start time within the tolerance; undefined when neither can be compared.
+ */
+export function sameProcess(
+  holder: Pick<Holder, "start" | "startedAtMs">,
+  seen: Extract<ProcessIdentity, { alive: true }>,
+): boolean | undefined {
+  const byToken = sameStart(holder.start, seen.start);
+  if (byToken !== undefined) return byToken;
+  if (holder.startedAtMs === undefined || seen.startedAtMs === undefined) return undefined;
+  return Math.abs(holder.startedAtMs - seen.startedAtMs) <= START_TOLERANCE_MS;
 }
