@@ -7,7 +7,8 @@
  * - A holder is a pid plus what tells that process apart from a later one with the same pid: its
  *   start token (opaque, compared by `sameStart`; on Linux it names the boot, so a pid of an earlier
  *   boot never passes for a live one) and its start time in ms (comparable across the two
- *   process-facts implementations, within `START_TOLERANCE_MS`), each recorded when readable.
+ *   process-facts implementations, within liveness.ts's `START_TOLERANCE_MS`), each recorded
+ *   when readable.
  * - `host` is the machine the holder ran on. A record without one (written before hosts were
  *   recorded, or a format that has no room for it, like the manifest's owner) is of this machine.
  * - Read-only: the facts come from src/process/ (signal 0 at most), through a port the caller

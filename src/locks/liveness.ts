@@ -57,23 +57,23 @@ export function stillHeld(liveness: Liveness): boolean {
 /** The rule of the header, on facts already read. */
 export function decideLiveness(holder: Holder, observed: Observed, now: Date, heartbeat?: Heartbeat): Liveness {
   if (observed.where === "elsewhere")
-    return heartbeat === undefined ? { verdict: "unknown", code: "another_machine" } : byHeartbeat(heartbeat, now);
+    return heartbeat === undefined
+      ? { verdict: "unknown", code: "another_machine" }
+      : heartbeatLiveness(heartbeat, now);
   if (!observed.process.alive) return { verdict: "dead", code: "no_such_process" };
   const same = sameProcess(holder, observed.process);
   if (same === true) return { verdict: "alive", code: "alive" };
   if (same === false) return { verdict: "dead", code: "pid_reused" };
-  return heartbeat === undefined ? { verdict: "unknown", code: "start_uncomparable" } : byHeartbeat(heartbeat, now);
+  return heartbeat === undefined
+    ? { verdict: "unknown", code: "start_uncomparable" }
+    : heartbeatLiveness(heartbeat, now);
 }
 
 /**
- * The heartbeat form of the rule, for a protocol that records no process (a lock directory whose
- * mtime is its heartbeat): fresh while no older than the stale age; an unparseable time is stale.
+ * The heartbeat form of the rule, also for a protocol that records no process (a lock directory
+ * whose mtime is its heartbeat): fresh while no older than the stale age; an unparseable time is stale.
  */
 export function heartbeatLiveness(heartbeat: Heartbeat, now: Date): Liveness {
-  return byHeartbeat(heartbeat, now);
-}
-
-function byHeartbeat(heartbeat: Heartbeat, now: Date): Liveness {
   return now.getTime() - Date.parse(heartbeat.at) <= heartbeat.staleAfterMs
     ? { verdict: "alive", code: "heartbeat_fresh" }
     : { verdict: "dead", code: "heartbeat_stale" };
@@ -90,14 +90,13 @@ export async function holderLiveness(
   if (holder.host !== undefined && holder.host !== host)
     return decideLiveness(holder, { where: "elsewhere" }, now, heartbeat);
   // Nothing recorded to compare a start with: whether the pid lives is all there is to ask.
-  const process: ProcessIdentity =
+  const identity: ProcessIdentity =
     holder.start !== undefined || holder.startedAtMs !== undefined
       ? await facts.identify(holder.pid)
       : (await facts.isAlive(holder.pid))
         ? { alive: true }
         : { alive: false };
-  const observed: Observed = { where: "here", process };
-  return decideLiveness(holder, observed, now, heartbeat);
+  return decideLiveness(holder, { where: "here", process: identity }, now, heartbeat);
 }
 
 /** The verdict as a clause about "process <pid>" ("is gone", "runs on another machine ..."). */

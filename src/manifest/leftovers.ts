@@ -16,7 +16,8 @@ import type { Stats } from "node:fs";
 import { join } from "node:path";
 import { errorCode } from "../fs/probe.ts";
 import { unlinkIfPresent } from "../fs/unlink.ts";
-import { liveActionHolder, readActionLock, type ActionLockFile } from "../locks/action-lock.ts";
+import { actionHolderLiveness, readActionLock, type ActionLockFile } from "../locks/action-lock.ts";
+import { stillHeld } from "../locks/liveness.ts";
 import { isStaleLockDirectory } from "../locks/file-lock.ts";
 import type { ActionHolder } from "./action-holder.ts";
 
@@ -114,7 +115,7 @@ async function describeLeftover(
   if (name.startsWith(".") && name.endsWith(ACTION_LOCK_SUFFIX) && info.isFile()) {
     const lock = store.actionLock(path);
     const holder = await readActionLock(lock);
-    const alive = holder !== undefined && (await liveActionHolder(lock)) !== undefined;
+    const alive = holder !== undefined && stillHeld(await actionHolderLiveness(lock, holder));
     return {
       kind: "action_lock",
       name,
