@@ -32,8 +32,8 @@ import { processFacts, type ProcessFacts } from "../process/facts.ts";
 
 /** How often a holder refreshes its heartbeat. */
 export const LEASE_HEARTBEAT_MS = 5_000;
-/** A heartbeat older than this no longer keeps a lease live when its holder cannot be confirmed. */
-export const LEASE_STALE_AFTER_MS = 30_000;
+/** A heartbeat older than this (six beats missed) no longer keeps a lease live when its holder cannot be confirmed. */
+export const LEASE_STALE_AFTER_MS = 6 * LEASE_HEARTBEAT_MS;
 
 /** The holder identity of src/locks/ (holder.ts; its machine always recorded), plus the lease's own fields. */
 export const LeaseFileSchema = HolderSchema.extend({

@@ -7,7 +7,14 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import { holderOf, type Holder } from "../../src/locks/holder.ts";
-import { decideLiveness, holderLiveness, livenessClause, stillHeld } from "../../src/locks/liveness.ts";
+import { isStaleLockDirectory } from "../../src/locks/file-lock.ts";
+import {
+  decideLiveness,
+  heartbeatLiveness,
+  holderLiveness,
+  livenessClause,
+  stillHeld,
+} from "../../src/locks/liveness.ts";
 import type { ProcessFacts } from "../../src/process/facts.ts";
 import { portableFacts } from "../../src/process/portable.ts";
 import { procfsFacts } from "../../src/process/procfs.ts";
@@ -188,5 +195,21 @@ describe("a holder on another machine sharing the directory", () => {
       verdict: "dead",
       code: "no_such_process",
     });
+  });
+});
+
+describe("the heartbeat form of the rule (a lock that records no process)", () => {
+  it("is fresh up to the stale age, stale after it, and stale when the time cannot be read", () => {
+    expect(heartbeatLiveness(beat, later(STALE_AFTER_MS))).toEqual({ verdict: "alive", code: "heartbeat_fresh" });
+    expect(heartbeatLiveness(beat, later(STALE_AFTER_MS + 1))).toEqual({ verdict: "dead", code: "heartbeat_stale" });
+    expect(heartbeatLiveness({ at: "not a time", staleAfterMs: STALE_AFTER_MS }, T0)).toEqual({
+      verdict: "dead",
+      code: "heartbeat_stale",
+    });
+  });
+
+  it("calls a lock directory abandoned once its mtime is older than the stale age, as proper-lockfile does", () => {
+    expect(isStaleLockDirectory(T0.getTime(), 10_000, T0.getTime() + 10_000)).toBe(false);
+    expect(isStaleLockDirectory(T0.getTime(), 10_000, T0.getTime() + 10_001)).toBe(true);
   });
 });
