@@ -6,7 +6,7 @@
  * asked in a dialog instead of needing --force, a prune with a UI lists what it would do and asks
  * first, and a landing with a UI asks for a strategy when a fast-forward is not possible.
  *
- * Invariants: decisions and words live in src/recovery/ (shared with the `pi-handoff` CLI; the
+ * Invariants: decisions and words live in src/inventory/, the verbs' rooms and src/cli/ (shared with the `pi-handoff` CLI; the
  * menu and the questions in handoffs-questions.ts); this file only asks. Every question before a
  * change is a choice whose first option keeps things, or the branch name to type where work would
  * be lost for good: a reflexive Enter or Escape changes nothing. Pi's `ui.confirm` (which starts on

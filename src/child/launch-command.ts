@@ -3,9 +3,9 @@
  * and `shellQuote` quotes every word the launcher (launcher-file.ts) holds.
  *
  * Invariants:
- * - Every word is quoted for a POSIX shell (single quotes; `'` as `'\''`), so no value can
- *   run a command, whatever it contains. The quoting is tested against a hostile corpus with a
- *   real shell.
+ * - Every word is quoted for a POSIX shell by the one quoting function (process/sh-quote.ts), so no
+ *   value can run a command, whatever it contains. The quoting is tested against a hostile corpus
+ *   with a real shell.
  * - A value holding a newline or another control character is refused: typed into a terminal
  *   it would submit a partial command.
  * - Only Pi's own configuration variables are forwarded, never the whole environment (the pane's
@@ -19,6 +19,7 @@ import { dirname, isAbsolute, resolve } from "node:path";
 import type { Manifest } from "../manifest/schema.ts";
 import { childEnvFor } from "../mux/registry.ts";
 import { HANDOFF_ID_ENV } from "../process/facts.ts";
+import { shQuote } from "../process/sh-quote.ts";
 import { ENV_VARIABLE_NAME, hasControlCharacter } from "../text.ts";
 import { defaultSessionDir } from "../session/paths.ts";
 
@@ -30,8 +31,6 @@ const FORWARDED_ENV = [
   "PI_TELEMETRY",
   "PI_PACKAGE_DIR",
 ];
-
-const SAFE_WORD = /^[A-Za-z0-9_@%+=:,./-]+$/;
 
 /** The first reserved port, and all of them comma-separated (documented in the README). */
 export const PORT_ENV = "PI_HANDOFF_PORT";
@@ -58,14 +57,14 @@ export class LaunchCommandError extends Error {
   override readonly name = "LaunchCommandError";
 }
 
+/** A word of the launcher, quoted by `shQuote`; one holding a control character is refused (see the header). */
 export function shellQuote(word: string): string {
   if (hasControlCharacter(word)) {
     throw new LaunchCommandError(
       `Cannot type a value with a control character into a terminal: ${JSON.stringify(word)}.`,
     );
   }
-  if (word.length > 0 && SAFE_WORD.test(word)) return word;
-  return `'${word.replace(/'/g, `'\\''`)}'`;
+  return shQuote(word);
 }
 
 /**

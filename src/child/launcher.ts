@@ -29,8 +29,9 @@
  * - Expected failures are values; only an injected test fault (`InjectedFault`, from the deps'
  *   fault plan) throws through here.
  */
-import { existsSync, watch, type FSWatcher } from "node:fs";
+import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
+import { directoryWakeups } from "../fs/watch.ts";
 import type { HandoffStep, Manifest } from "../manifest/schema.ts";
 import type { ManifestStore } from "../manifest/store.ts";
 import { backoff, whileWaiting } from "../mux/backoff.ts";
@@ -509,7 +510,7 @@ export class ChildLauncher {
     const delays = backoff(started + limitMs, { initialMs: this.timeouts.pollMs });
     // What is waited for lands in the store's directory (the manifest, the launcher's notes): a
     // change there wakes the poll at once, so backing off never delays seeing it.
-    const changes = watchDirectory(this.deps.store.dir);
+    const changes = directoryWakeups(this.deps.store.dir);
     try {
       for (;;) {
         const value = await probe();
@@ -569,41 +570,6 @@ export class ChildLauncher {
   private isoNow(): string {
     return this.deps.now().toISOString();
   }
-}
-
-/**
- * Changes in `dir` as a stream of wake-ups; where the platform cannot watch (or the directory is
- * gone), it never wakes and the poll falls back to its back-off alone.
- */
-function watchDirectory(dir: string): { next(): Promise<void>; close(): void } {
-  let wake: (() => void) | undefined;
-  let pending = false;
-  let watcher: FSWatcher | undefined;
-  try {
-    watcher = watch(dir, { persistent: false }, () => {
-      pending = true;
-      wake?.();
-    });
-    watcher.on("error", () => watcher?.close());
-  } catch {
-    watcher = undefined;
-  }
-  return {
-    next: () => {
-      if (pending) {
-        pending = false;
-        return Promise.resolve();
-      }
-      return new Promise<void>((resolve) => {
-        wake = () => {
-          pending = false;
-          wake = undefined;
-          resolve();
-        };
-      });
-    },
-    close: () => watcher?.close(),
-  };
 }
 
 /** The child among a pane's processes: named `pi`, in the worktree, carrying this handoff's marker. */

@@ -400,7 +400,10 @@ async function landGitFor(env: NodeJS.ProcessEnv): Promise<LandGit> {
 }
 
 async function rebase(io: CliIo, id: string, request: RebaseRequest): Promise<number> {
-  const [{ rebaseHandoff }, { createRebaseDeps }] = await Promise.all([import("../rebase/rebase.ts"), import("./deps.ts")]);
+  const [{ rebaseHandoff }, { createRebaseDeps }] = await Promise.all([
+    import("../rebase/rebase.ts"),
+    import("./deps.ts"),
+  ]);
   const outcome = await rebaseHandoff(createRebaseDeps(io.env, io.now), id, request, io.now);
   if (!outcome.ok)
     throw outcome.code === "not_found"

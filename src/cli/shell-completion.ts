@@ -28,7 +28,7 @@ import {
   type RecoveryCommand,
 } from "./command-line.ts";
 import { COMMAND_DESCRIPTIONS } from "./completions.ts";
-import { shellQuote } from "../child/launch-command.ts";
+import { shQuote } from "../process/sh-quote.ts";
 
 export const SHELLS = ["bash", "zsh", "fish"] as const;
 export type Shell = (typeof SHELLS)[number];
@@ -76,10 +76,10 @@ export function valuedOptions(): string[] {
   return [...new Set(shapes().flatMap((shape) => shape.valued))].map((option) => option.slice(2));
 }
 
-/** Quotes a word for the script of one shell, so the script holds it as data (bash and zsh: POSIX sh). */
+/** Quotes a word for the script of one shell, so the script holds it as data (bash and zsh: process/sh-quote.ts). */
 export const QUOTE_FOR: Readonly<Record<Shell, (word: string) => string>> = {
-  bash: shellQuote,
-  zsh: shellQuote,
+  bash: shQuote,
+  zsh: shQuote,
   // fish's single quotes also end at a backslash-escaped quote and read `\\` as one backslash.
   fish: (word) => `'${word.replace(/[\\']/g, "\\$&")}'`,
 };

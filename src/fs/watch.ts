@@ -10,6 +10,9 @@
  *   under both names; the caller re-reads what it cares about. `undefined` means "something in the
  *   directory changed".
  * - The watcher is unref'd: it never keeps a process alive.
+ * - `directoryWakeups` is the same watch as wake-ups to await (a poll's back-off races `next()`): a
+ *   change that came between two waits is not lost, and where nothing can be watched `next()` never
+ *   resolves, so the caller's own timer decides.
  */
 import { mkdirSync, watch, type FSWatcher } from "node:fs";
 
@@ -49,4 +52,35 @@ export function watchDirectory(
     options.onLost?.();
   });
   return state;
+}
+
+/** A directory's changes as wake-ups to await, for a poll that backs off (see the header). */
+export interface DirectoryWakeups {
+  /** Resolves at the next change, or at once when one came since the last wake-up. */
+  next(): Promise<void>;
+  close(): void;
+}
+
+export function directoryWakeups(dir: string): DirectoryWakeups {
+  let pending = false;
+  let waiting: Array<() => void> = [];
+  const watch = watchDirectory(dir, () => {
+    pending = true;
+    if (waiting.length === 0) return;
+    pending = false;
+    for (const wake of waiting.splice(0)) wake();
+  });
+  return {
+    next: () => {
+      if (pending) {
+        pending = false;
+        return Promise.resolve();
+      }
+      return new Promise<void>((resolve) => waiting.push(resolve));
+    },
+    close: () => {
+      watch.close();
+      waiting = [];
+    },
+  };
 }

@@ -1,16 +1,17 @@
 /**
- * The one way git runs: git spawned with an argument array (never a shell), the sanitised
- * environment and a deadline, returning the exit code, stdout bytes and stderr of every call.
- * `git.ts` (text) and `checkout-git.ts` (byte-exact patches) both run git through `runGit`.
+ * The one way git runs: git started by the process core (src/process/spawn.ts) with an argument
+ * array (never a shell), the sanitised environment and a deadline, returning the exit code, stdout
+ * bytes and stderr of every call. `git.ts` (text) and `checkout-git.ts` (byte-exact patches) both
+ * run git through `runGit`; `runGitInEach` runs one read-only command in many checkouts from one sh.
  *
  * Invariants:
  * - Every call has a deadline (not extended by output); at it git gets SIGTERM (it removes its lock
- *   files on it), SIGKILL 2 s later, and once git has ended the call is a `GitTimeoutError` naming the command. git runs in this
- *   process's group, as run by hand: it keeps the terminal, and an interrupt reaches it; a call
- *   that asks for its own group (a fetch, whose transport starts ssh) runs in its own session,
- *   without a terminal, and the signals at its deadline go to the whole group. A
- *   non-zero exit is
- *   data for the caller, which knows what it means. An argument that would make git start a
+ *   files on it), SIGKILL 2 s later, and once git has ended the call is a `GitTimeoutError` naming
+ *   the command. git runs in this process's group, as run by hand: it keeps the terminal, and an
+ *   interrupt reaches it; a call that asks for its own group (a fetch, whose transport starts ssh)
+ *   runs in its own session, without a terminal, and the signals at its deadline go to the whole
+ *   group (the core's `ownProcessGroup`). A non-zero exit is data for the caller, which knows what
+ *   it means. An argument that would make git start a
  *   program of the caller's choosing (`--upload-pack`, `-c core.sshCommand=...`, ...) is refused
  *   before git runs: every argument here comes from this package, and none needs one.
  * - A call costs git's own time: nothing waits after git exits (simple-git, used before, waited
@@ -23,13 +24,11 @@
  *   `input` is written to git's stdin, as bytes; without it stdin stays open and empty, as a
  *   terminal that never types would be.
  */
-import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import os from "node:os";
 import { randomBytes } from "node:crypto";
-import { errorMessage } from "../errors.ts";
-import { EXIT_GRACE_MS, type ExitGrace, graceAfterExit } from "../process/exit-grace.ts";
-import { errorCode } from "../fs/probe.ts";
+import { shQuote } from "../process/sh-quote.ts";
+import { spawnProcess } from "../process/spawn.ts";
 import { formatWait } from "../text.ts";
 
 /**
@@ -119,80 +118,37 @@ export async function runGit(cwd: string, args: readonly string[], options: GitR
   if (refused !== undefined)
     throw new Error(`${command} was not run: the argument ${JSON.stringify(refused)} would make git start a program.`);
   const env = { ...gitEnvironment(options.env ?? process.env), ...options.gitVariables };
-  return new Promise<GitRun>((resolve, reject) => {
-    const stdout: Buffer[] = [];
-    const stderr: Buffer[] = [];
-    let settled = false;
-    let exitGrace: ExitGrace | undefined;
-    const settle = (action: () => void): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      exitGrace?.cancel();
-      action();
-    };
-    // In this process's group and session, as git run by hand: it keeps the terminal (a signing
-    // passphrase prompt) and an interrupt of the command reaches it too; unless asked for a group of its own.
-    const ownGroup = options.ownProcessGroup === true;
-    const child = spawn("git", [...args], { cwd, env, stdio: ["pipe", "pipe", "pipe"], detached: ownGroup });
-    const sendSignal = (name: NodeJS.Signals): void => {
-      if (!ownGroup || child.pid === undefined) {
-        child.kill(name);
-        return;
-      }
-      try {
-        process.kill(-child.pid, name);
-      } catch {
-        // The group is gone already.
-      }
-    };
-    const finish = (code: number | null, signal: NodeJS.Signals | null): void =>
-      settle(() =>
-        resolve({
-          exitCode: code ?? (signal === null ? -1 : 128 + signalNumber(signal)),
-          stdout: Buffer.concat(stdout),
-          stderr: Buffer.concat(stderr).toString("utf8"),
-        }),
-      );
-    let timedOut = false;
-    const timedOutError = (): Error =>
-      new GitTimeoutError(`${command} timed out after ${formatWait(options.timeoutMs)} in ${cwd}.`);
-    const timer = setTimeout(() => {
-      // A catchable signal first: git removes its lock files and a half-made worktree on it. The
-      // call ends once git has (SIGKILL after the grace), so a caller's clean-up never races it.
-      timedOut = true;
-      sendSignal("SIGTERM");
-      setTimeout(() => {
-        // A group's other members (a fetch's ssh) may outlive git itself.
-        if (ownGroup || (child.exitCode === null && child.signalCode === null)) sendSignal("SIGKILL");
-      }, KILL_GRACE_MS).unref();
-      setTimeout(() => settle(() => reject(timedOutError())), KILL_GRACE_MS + EXIT_GRACE_MS).unref();
-    }, options.timeoutMs);
-    child.stdout.on("data", (chunk: Buffer) => stdout.push(chunk));
-    child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
-    // git may exit before reading its input: a closed pipe is not the call's failure.
-    child.stdin.on("error", () => {});
-    child.on("error", (error) => {
-      const reason =
-        errorCode(error) === "ENOENT" && !existsSync(cwd)
-          ? "the directory does not exist"
-          : firstLine(errorMessage(error)).replace(/\.$/, "");
-      settle(() => reject(new Error(`${command} could not run in ${cwd}: ${reason}.`, { cause: error })));
-    });
-    // A hook's or helper's child that keeps git's output open must not hold a finished call.
-    child.on("exit", (code, signal) => {
-      if (timedOut) {
-        settle(() => reject(timedOutError()));
-        return;
-      }
-      exitGrace = graceAfterExit([child.stdout, child.stderr], () => finish(code, signal));
-    });
-    child.on("close", (code, signal) => (timedOut ? settle(() => reject(timedOutError())) : finish(code, signal)));
-    if (options.input !== undefined) child.stdin.end(options.input);
+  // In this process's group and session, as git run by hand: it keeps the terminal (a signing
+  // passphrase prompt) and an interrupt of the command reaches it too; unless asked for a group of its own.
+  const run = await spawnProcess("git", args, {
+    cwd,
+    env,
+    stdin: options.input ?? "open",
+    timeoutMs: options.timeoutMs,
+    killGraceMs: KILL_GRACE_MS,
+    ownProcessGroup: options.ownProcessGroup === true,
   });
+  switch (run.kind) {
+    case "not_started": {
+      const reason =
+        run.errno === "ENOENT" && !existsSync(cwd)
+          ? "the directory does not exist"
+          : firstLine(run.message).replace(/\.$/, "");
+      throw new Error(`${command} could not run in ${cwd}: ${reason}.`, { cause: run.cause });
+    }
+    case "timed_out":
+    case "aborted":
+      throw new GitTimeoutError(`${command} timed out after ${formatWait(options.timeoutMs)} in ${cwd}.`);
+    case "exited":
+      return {
+        exitCode: run.exitCode ?? (run.signal === null ? -1 : 128 + signalNumber(run.signal)),
+        stdout: run.stdout,
+        stderr: run.stderr.toString("utf8"),
+      };
+  }
 }
 
-/** How long a timed-out git has to end on SIGTERM before it is killed. */
+/** How long a timed-out git has to end on SIGTERM (it removes its lock files on it) before it is killed. */
 const KILL_GRACE_MS = 2_000;
 
 /** A signal's number, for the exit code a shell would report (128 + n); 0 when unknown. */
@@ -261,7 +217,7 @@ export async function runGitInEach(
   );
   // A letter first: printf reads digits right after `\0` as part of an octal escape.
   const token = `phw${randomBytes(16).toString("hex")}`;
-  const command = ["git", ...args].map(shellQuote).join(" ");
+  const command = ["git", ...args].map(shQuote).join(" ");
   // The marker after each run cannot be part of git's output: a random token between NUL bytes.
   // Arguments: the number of groups, each group's size, then every group's directories in turn.
   // git gets only its own group's pipe: a process it leaves running (an fsmonitor daemon) must not
@@ -283,7 +239,7 @@ export async function runGitInEach(
     ...members.flatMap((indexes) => indexes.map((index) => cwds[index] ?? "")),
   ];
   const env = gitEnvironment(options.env ?? process.env);
-  const outputs = await runShell(script, argv, groups, env, AbortSignal.timeout(options.timeoutMs));
+  const outputs = await runShell(script, argv, groups, env, options.timeoutMs);
   members.forEach((indexes, group) => {
     const output = outputs[group] ?? Buffer.alloc(0);
     let from = 0;
@@ -305,51 +261,26 @@ export async function runGitInEach(
 }
 
 /**
- * Runs `sh -c script` with `argv` and `pipes` output pipes (stdout, then fds 3 and up), its whole
- * process group ended at the deadline; resolves with each pipe's bytes, whatever came of it.
+ * Runs `sh -c script` with `argv` and `pipes` output pipes (stdout, then fds 3 and up), in a
+ * process group of its own so that the deadline ends the git it is running too (SIGKILL at once:
+ * a read-only batch has nothing to clean up); resolves with each pipe's bytes, whatever came of it.
  */
-function runShell(
+async function runShell(
   script: string,
   argv: readonly string[],
   pipes: number,
   env: NodeJS.ProcessEnv,
-  deadline: AbortSignal,
+  timeoutMs: number,
 ): Promise<Buffer[]> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[][] = Array.from({ length: pipes }, () => []);
-    let done = false;
-    const finish = (): void => {
-      if (done) return;
-      done = true;
-      deadline.removeEventListener("abort", stop);
-      resolve(chunks.map((pipe) => Buffer.concat(pipe)));
-    };
-    const extra = Array.from({ length: Math.max(0, pipes - 1) }, () => "pipe" as const);
-    const child = spawn("sh", ["-c", script, "sh", ...argv], {
-      env,
-      stdio: ["ignore", "pipe", "ignore", ...extra],
-      // Its own process group, so the deadline ends the git it is running too.
-      detached: true,
-    });
-    const stop = (): void => {
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
-      } catch {
-        // Already gone.
-      }
-      finish();
-    };
-    if (deadline.aborted) stop();
-    deadline.addEventListener("abort", stop, { once: true });
-    for (let pipe = 0; pipe < pipes; pipe++) {
-      const stream = child.stdio[pipe === 0 ? 1 : pipe + 2];
-      stream?.on("data", (chunk: Buffer) => chunks[pipe]?.push(chunk));
-    }
-    child.on("error", finish);
-    child.on("close", finish);
+  const run = await spawnProcess("sh", ["-c", script, "sh", ...argv], {
+    env,
+    stdin: "ignore",
+    stderr: "ignore",
+    extraPipes: Math.max(0, pipes - 1),
+    timeoutMs,
+    killGraceMs: 0,
+    ownProcessGroup: true,
   });
-}
-
-function shellQuote(word: string): string {
-  return `'${word.replaceAll("'", `'\\''`)}'`;
+  if (run.kind === "not_started") return Array.from({ length: pipes }, () => Buffer.alloc(0));
+  return [run.stdout, ...run.extra];
 }

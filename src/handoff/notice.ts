@@ -10,9 +10,10 @@
  */
 import { existsSync } from "node:fs";
 import type { Manifest } from "../manifest/schema.ts";
-import { PORT_ENV, PORTS_ENV, shellQuote } from "../child/launch-command.ts";
+import { PORT_ENV, PORTS_ENV } from "../child/launch-command.ts";
+import { shQuote } from "../process/sh-quote.ts";
 import { describeLocation } from "../mux/registry.ts";
-import { counted } from "../text.ts";
+import { counted, hasControlCharacter } from "../text.ts";
 
 /** Why a handoff was refused before anything was written, with what the sentence names. */
 export type Refusal =
@@ -173,11 +174,7 @@ export function describeFailure(step: string, message: string, manifest: Manifes
 
 /** A path or name as a user would type it in a shell; one with control characters is shown JSON-escaped. */
 function quoteForDisplay(word: string): string {
-  try {
-    return shellQuote(word);
-  } catch {
-    return JSON.stringify(word);
-  }
+  return hasControlCharacter(word) ? JSON.stringify(word) : shQuote(word);
 }
 
 /** What exists after a failure, and what the user can do about it. */

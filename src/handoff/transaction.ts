@@ -1,7 +1,7 @@
 /**
  * The handoff transaction: preconditions -> manifest -> worktree -> fork -> launch -> confirm -> focus.
  * It only sequences the steps: the checks are preconditions.ts, the words notice.ts, the ports
- * deps.ts, the launch src/launch/.
+ * deps.ts, the launch src/child/.
  *
  * Invariants:
  * - Nothing is written before every precondition holds; a refusal leaves no trace.
@@ -9,7 +9,7 @@
  * - Any failure after the manifest is written keeps every resource, records the step, the error
  *   and the git state, and is reported with what exists and how to go on. Nothing is deleted.
  * - Focus happens only after the child is confirmed; a focus failure is not a launch failure.
- *   Steps 4-6 run through `ChildLauncher` (src/launch/), the same path recovery's relaunch takes.
+ *   Steps 4-6 run through `ChildLauncher` (src/child/), the same path recovery's relaunch takes.
  * - The launch settings (model, thinking level, mirrored flags, approval) are recorded with the
  *   child session, so recovery can rebuild the launch command instead of guessing them.
  * - One actor: from the manifest's creation to the end of confirm/focus the transaction holds the

@@ -6,7 +6,8 @@
  * - An argument list runs as it is (src/process/run-program.ts, no shell); a string runs through
  *   `sh -c` as the person wrote it. Nothing of a handoff (its branch, its id) is ever put into the
  *   command: the worktree is the working directory, the rest is in the environment.
- * - Every run has its timeout (SIGTERM, then SIGKILL); a check that could not start, timed out,
+ * - Every run has its timeout (SIGTERM, then SIGKILL, to the check's whole process group: what it
+ *   started, `npm test`'s node, does not outlive it); a check that could not start, timed out,
  *   was killed or exited non-zero has failed. Only exit 0 passes.
  * - The whole output is kept in a log under the handoff store
  *   (`<agentDir>/handoff-worktree/checks/<handoff id>/<time>-<tip>.log`), written before the
@@ -56,6 +57,7 @@ export async function runCheck(
     env: options.env,
     timeoutMs: options.timeoutMs,
     keepFinalNewline: true,
+    ownProcessGroup: true,
   });
   const output = [run.stdout, run.stderr].filter((text) => text.length > 0).join(run.stdout.endsWith("\n") ? "" : "\n");
   await mkdir(join(options.log, ".."), { recursive: true });

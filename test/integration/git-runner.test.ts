@@ -12,6 +12,7 @@ import { runGit, runGitInEach } from "../../src/git/runner.ts";
 import { CheckoutGit } from "../../src/git/checkout-git.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
 import { isProcessAlive } from "../support/recovery-rig.ts";
+import { waitFor } from "../support/tmux.ts";
 
 let repo: TempRepo | undefined;
 afterEach(() => {
@@ -125,7 +126,11 @@ describe("carrying a patch larger than the bound", () => {
 describe("runGitInEach", () => {
   interface FakeGit {
     dir: string;
-    run(checkouts: string[], parallel: number): Promise<({ exitCode: number; stdout: string } | undefined)[]>;
+    run(
+      checkouts: string[],
+      parallel: number,
+      timeoutMs?: number,
+    ): Promise<({ exitCode: number; stdout: string } | undefined)[]>;
   }
 
   /** A temp dir whose `bin/git` is `script` (sh), the batch run with it first on PATH; what each directory answered. */
@@ -134,10 +139,10 @@ describe("runGitInEach", () => {
     const bin = join(dir, "bin");
     mkdirSync(bin);
     writeFileSync(join(bin, "git"), `#!/bin/sh\n${script(dir)}`, { mode: 0o755 });
-    const run = async (checkouts: string[], parallel: number) =>
+    const run = async (checkouts: string[], parallel: number, timeoutMs = 20_000) =>
       (
         await runGitInEach(checkouts, ["status"], {
-          timeoutMs: 20_000,
+          timeoutMs,
           env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ""}` },
           parallel,
         })
@@ -182,6 +187,29 @@ describe("runGitInEach", () => {
           { exitCode: 128, stdout: "" },
         ]);
         expect(readFileSync(join(dir, "calls"), "utf8")).toBe(`${present}\n`);
+      },
+    ));
+
+  it("at its deadline answers what was seen and ends every git it started, the whole batch's process group", () =>
+    withFakeGit(
+      (dir) =>
+        `case "$PWD" in *slow) echo $$ >> '${join(dir, "pids")}'; exec sleep 300;; esac\nprintf 'answer from %s' "$PWD"\n`,
+      async ({ dir, run }) => {
+        const checkouts = ["quick", "slow"].map((name) => {
+          mkdirSync(join(dir, name));
+          return join(dir, name);
+        });
+        expect(await run(checkouts, 2, 1_000)).toEqual([
+          { exitCode: 0, stdout: `answer from ${join(dir, "quick")}` },
+          undefined,
+        ]);
+        const [hung] = readFileSync(join(dir, "pids"), "utf8").trim().split("\n").map(Number);
+        expect(hung).toBeGreaterThan(0);
+        try {
+          await waitFor(() => !isProcessAlive(hung ?? 0), { timeoutMs: 10_000, description: "the hung git to end" });
+        } finally {
+          if (hung !== undefined && isProcessAlive(hung)) process.kill(hung, "SIGKILL");
+        }
       },
     ));
 });

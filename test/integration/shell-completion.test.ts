@@ -15,15 +15,9 @@ import { shellQuote } from "../../src/child/launch-command.ts";
 import { newManifest } from "../../src/manifest/factory.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { RECOVERY_COMMANDS, RECOVERY_OPTIONS } from "../../src/cli/command-line.ts";
-import {
-  completionScript,
-  QUOTE_FOR,
-  SHELLS,
-  valuedOptions,
-  VALUE_KINDS,
-} from "../../src/cli/shell-completion.ts";
+import { completionScript, QUOTE_FOR, SHELLS, valuedOptions, VALUE_KINDS } from "../../src/cli/shell-completion.ts";
 import { createTempRepo, makeTempDir, removeTempDir, type TempRepo } from "../support/git-repo.ts";
-import { hostileWords } from "../support/hostile-words.ts";
+import { hostileWords, metacharacterWords } from "../support/hostile-words.ts";
 import { NODE_BIN, PROJECT_ROOT } from "../support/pi.ts";
 import { startPrivateTmux, waitFor, type PrivateTmux } from "../support/tmux.ts";
 
@@ -300,7 +294,8 @@ describe("names with shell metacharacters: offered exactly, never run", () => {
     ["fix/plain", HANDOFF_IDS[2], backtick, HANDOFF_IDS[1], dollar, HANDOFF_IDS[0]].map(String);
 
   it("the quoting function of each shell gives back every word of the corpus, and runs none", () => {
-    const words = hostileWords(marker);
+    // Every ASCII metacharacter, control characters and non-ASCII too (the sh quoter's own test: sh-quote.test.ts).
+    const words = [...hostileWords(marker), ...metacharacterWords(marker)];
     const invocations = { bash: ["--norc", "--noprofile", "-c"], zsh: ["-f", "-c"], fish: ["--no-config", "-c"] };
     for (const shell of SHELLS) {
       const script = `printf '%s\\0' ${words.map(QUOTE_FOR[shell]).join(" ")}`;

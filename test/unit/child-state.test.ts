@@ -2,7 +2,7 @@
  * A Pi's published state (src/child/child-state.ts): the reducer over Pi's events, and the
  * publisher's writes on a real directory: only while the lease is held, one write per change,
  * `since` moving only with the state, the last word at exit, and a file that does not parse
- * counting as no word. Also Herdr's sidebar reporter (src/launch/sidebar-report.ts).
+ * counting as no word. Also Herdr's sidebar reporter (src/mux/herdr/sidebar-report.ts).
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -4,7 +4,13 @@
  * reminders replaced, a host failure stopping the queue, and the poll never overlapping itself.
  */
 import { describe, expect, it } from "vitest";
-import { DeliveryQueue, Poll, tripleKey, type DeliveryHost, type DeliveryMessage } from "../../src/adoption/delivery.ts";
+import {
+  DeliveryQueue,
+  Poll,
+  tripleKey,
+  type DeliveryHost,
+  type DeliveryMessage,
+} from "../../src/adoption/delivery.ts";
 import { LINEAGE_LEDGER_TYPE } from "../../src/adoption/ledger.ts";
 import { startDeliveryTriggersTurn } from "../../src/adoption/reports.ts";
 

@@ -1,7 +1,9 @@
 /**
  * The house rules of docs/architecture.md, checked on the source: one module owns each outside
- * system, the rooms of src/ import each other without a cycle, and the handoff and what comes after
- * it stand on the shared rooms without importing each other.
+ * system (`node:child_process` is imported by the process core, src/process/spawn.ts, alone, with no
+ * exception: src/child/warm-gate.mjs, the plain script preloaded before TypeScript loads, starts
+ * no process), the rooms of src/ import each other without a cycle, and the handoff and what comes
+ * after it stand on the shared rooms without importing each other.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
@@ -38,13 +40,15 @@ describe("one module owns each outside system", () => {
     expect(outside(/from\s+["'](?:node:)?child_process["']/, owners)).toEqual([]);
   });
 
-  it("programs start through Node's child_process alone: git by src/git/runner.ts, every other by src/process/run-program.ts", () => {
+  it("programs start through Node's child_process alone, imported by the process core (src/process/spawn.ts) alone", () => {
     // A spawning dependency (execa, used before) cost ~80 ms of loading on every Pi start.
     expect(outside(imports("execa"), () => false)).toEqual([]);
-    const spawners = FILES.filter(({ text }) => /from\s+["'](?:node:)?child_process["']/.test(text)).map(
-      ({ file }) => file,
-    );
-    expect(spawners.sort()).toEqual(["src/git/runner.ts", "src/process/run-program.ts"]);
+    // Any form of import: static, dynamic, `require`. (src/child/warm-gate.mjs, the one plain
+    // script run before the package's TypeScript loads, starts nothing: it lets Pi run in its own
+    // process.) scripts/ are the developers' tools, outside the rule.
+    const childProcess = /(?:from\s+|import\(\s*|require\(\s*)["'](?:node:)?child_process["']/;
+    const spawners = FILES.filter(({ text }) => childProcess.test(text)).map(({ file }) => file);
+    expect(spawners.sort()).toEqual(["src/process/spawn.ts"]);
   });
 
   it("only src/locks/ takes lock directories (proper-lockfile)", () => {
@@ -159,8 +163,20 @@ describe("dependencies point inward", () => {
     ).toEqual([]);
   });
 
-  it("the shared rooms below (child, adoption, mux, process, session, manifest, git, fs, config, ports) import no room above them", () => {
-    const shared = ["child", "adoption", "mux", "process", "session", "manifest", "git", "fs", "config", "ports"];
+  it("the shared rooms below (child, adoption, mux, process, session, manifest, git, fs, config, ports, locks) import no room above them", () => {
+    const shared = [
+      "child",
+      "adoption",
+      "mux",
+      "process",
+      "session",
+      "manifest",
+      "git",
+      "fs",
+      "config",
+      "ports",
+      "locks",
+    ];
     const above =
       /from\s+["'](?:\.\.\/)+(?:handoff|inventory|land|queue|rebase|remove|relaunch|forecast|tree|watch|cli)\//;
     const offenders = FILES.filter(

@@ -5,7 +5,7 @@
  * Invariants: decides and constructs only (see ../terminal.ts); the one outside call is `ping`.
  */
 import { readWaits } from "../../config/waits.ts";
-import { shellQuote } from "../../child/launch-command.ts";
+import { shQuote } from "../../process/sh-quote.ts";
 import { formatWait, stripPeriod } from "../../text.ts";
 import type { Terminal } from "../terminal.ts";
 import { herdrAgentStatuses } from "./agent-statuses.ts";
@@ -78,7 +78,7 @@ export const herdrTerminal: Terminal<HerdrLocation> = {
   backCommand(env) {
     const workspace = env.HERDR_WORKSPACE_ID;
     // Any id Herdr prints (legacy hex ones too), quoted: it is shown as a command to type.
-    return isHerdrId(workspace) ? `herdr workspace focus ${shellQuote(workspace)}` : undefined;
+    return isHerdrId(workspace) ? `herdr workspace focus ${shQuote(workspace)}` : undefined;
   },
   // Herdr recognises the agent in a pane by this (its own hooks and status).
   childEnv: HERDR_CHILD_ENV,

@@ -6,7 +6,7 @@
  */
 import { stripPeriod } from "../../text.ts";
 import { readWaits } from "../../config/waits.ts";
-import { shellQuote } from "../../child/launch-command.ts";
+import { shQuote } from "../../process/sh-quote.ts";
 import type { Terminal } from "../terminal.ts";
 import type { ZellijLocation } from "../../manifest/locations.ts";
 import { ZellijMultiplexer } from "./zellij.ts";
@@ -80,7 +80,7 @@ export const zellijTerminal: Terminal<ZellijLocation> = {
   switchCommand: (location) =>
     location.tabId === undefined || location.sessionName === undefined
       ? undefined
-      : `zellij --session ${shellQuote(location.sessionName)} action go-to-tab-by-id ${location.tabId}`,
+      : `zellij --session ${shQuote(location.sessionName)} action go-to-tab-by-id ${location.tabId}`,
   // The environment names the parent's pane but not its tab, and zellij has no "tab of this pane" switch.
   backCommand: () => undefined,
   childEnv: {},
