@@ -24,7 +24,8 @@
  *   a real shell); the launcher itself holds only quoted words (paths, the command that runs
  *   `pi-handoff` here, which it names where it gives up) and fixed text.
  * - Idempotent: a second run while the first one's launcher or Pi lives exits at once (the lock is
- *   created with `set -C`, atomic, and checked with `kill -0`, which needs no process table), and says so.
+ *   the pid file of locks/pid-file.ts: created with `set -C`, atomic, and checked with `kill -0`,
+ *   which needs no process table; how that matches the liveness rule is said there), and says so.
  * - It announces its start before anything else happens, so the parent can tell "typed but never
  *   ran" (lost input) from "ran": only then is typing again considered.
  * - Input typed behind the launch line (a retyped line that was only late, not lost) is drained
@@ -43,13 +44,15 @@
  *   a link in a private directory under /tmp instead (owned by this user, mode 0700).
  */
 import { randomBytes } from "node:crypto";
-import { lstat, mkdir, readlink, symlink, unlink } from "node:fs/promises";
+import { readlink, symlink, unlink } from "node:fs/promises";
+import { privateDirectory } from "../locks/claim.ts";
+import { dropPidFile, readPidFile, shReleasePidFile, shTakePidFile } from "../locks/pid-file.ts";
 import { join } from "node:path";
 import { writeFileAtomic } from "../fs/atomic-write.ts";
 import { CONTROL_CHARACTERS } from "../text.ts";
 import { envInvocation, exportLines, shellQuote, type LaunchCommand } from "./launch-command.ts";
 import { readTextIfPresent } from "../fs/probe.ts";
-import { unlinkEach, unlinkIfPresent, type Deletions } from "../fs/unlink.ts";
+import { unlinkEach, type Deletions } from "../fs/unlink.ts";
 import { WARM_ENV, warmSpecFor, writeWarmSpec, type WarmStart } from "./warm-start.ts";
 
 /**
@@ -149,7 +152,7 @@ export function launcherScript(input: LauncherScriptInput & { byHand: string }):
     'if [ "$mode" = window ]; then trap : INT QUIT; fi',
     "say() { printf '[pi-handoff] %s\\n' \"$*\"; }",
     'note() { printf \'%s %s\\n\' "${launch_token:-?}" "$2" > "$1.$$.tmp" && mv -f "$1.$$.tmp" "$1"; }',
-    'release() { if [ "$(cat "$lock" 2>/dev/null)" = "$$" ]; then rm -f "$lock"; fi; }',
+    shReleasePidFile("release", "lock"),
     // NAP_MS where `sleep` takes fractions (GNU, BSD, busybox); else a whole second, counted as such.
     `nap() { sleep ${NAP_MS / 1000} 2>/dev/null && return 0; sleep 1; waited=$((waited + ${Math.round(1000 / NAP_MS) - 1})); }`,
     ...warmFunctions(files, input.warm),
@@ -170,16 +173,15 @@ export function launcherScript(input: LauncherScriptInput & { byHand: string }):
     '  if [ ! -f "$params" ]; then say "Nothing to start yet for handoff $id (no $params)."; return 1; fi',
     '  . "$params" || return 1',
     // The lock: created atomically; a live holder means this handoff's Pi runs (or is starting).
-    '  if ! (set -C; printf \'%s\\n\' "$$" > "$lock") 2>/dev/null; then',
-    '    holder=$(cat "$lock" 2>/dev/null)',
-    '    if [ -n "$holder" ] && kill -0 "$holder" 2>/dev/null; then',
-    '      note "$refused" "$holder"',
-    '      say "The Pi of handoff $id already runs (pid $holder), so no second one was started."',
-    "      return 0",
-    "    fi",
-    '    rm -f "$lock"',
-    '    if ! (set -C; printf \'%s\\n\' "$$" > "$lock") 2>/dev/null; then say "Another launcher of handoff $id just started; nothing was started."; return 0; fi',
-    "  fi",
+    ...shTakePidFile(
+      "lock",
+      [
+        'note "$refused" "$holder"',
+        'say "The Pi of handoff $id already runs (pid $holder), so no second one was started."',
+        "return 0",
+      ],
+      'say "Another launcher of handoff $id just started; nothing was started."; return 0',
+    ),
     '  note "$started" "$$"',
     // Typed input queued behind this line (a launch line typed again because the first was late)
     // must not reach Pi's editor: read whatever is pending, without waiting.
@@ -333,16 +335,13 @@ export async function readLauncherNote(file: string, token: string): Promise<{ p
 }
 
 /** The lock's pid, if there is one. */
-export async function readLauncherLock(files: LauncherFiles): Promise<number | undefined> {
-  const text = await readTextIfPresent(files.lock);
-  if (text === undefined) return undefined;
-  const pid = Number(text.trim());
-  return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+export function readLauncherLock(files: LauncherFiles): Promise<number | undefined> {
+  return readPidFile(files.lock);
 }
 
 /** Drops a lock whose holder the caller found is not this handoff's launcher or Pi (a reused pid). */
-export async function dropLauncherLock(files: LauncherFiles, pid: number): Promise<void> {
-  if ((await readLauncherLock(files)) === pid) await unlinkIfPresent(files.lock);
+export function dropLauncherLock(files: LauncherFiles, pid: number): Promise<void> {
+  return dropPidFile(files.lock, pid);
 }
 
 /**
@@ -370,16 +369,8 @@ function shortLinkDir(): string {
 }
 
 async function shortLink(target: string, handoffId: string): Promise<string> {
-  const uid = process.getuid?.() ?? 0;
   const dir = shortLinkDir();
-  await mkdir(dir, { mode: 0o700 }).catch((error: NodeJS.ErrnoException) => {
-    if (error.code !== "EEXIST") throw error;
-  });
-  // Someone else's directory (or a link to one) must not decide what this user's pane runs.
-  const info = await lstat(dir);
-  if (!info.isDirectory() || (process.getuid !== undefined && info.uid !== uid) || (info.mode & 0o077) !== 0) {
-    throw new Error(`${dir} is not a private directory of this user, so the launcher cannot be linked there.`);
-  }
+  await privateDirectory(dir, "the launcher cannot be linked there");
   const link = join(dir, handoffId);
   const current = await readlink(link).catch(() => undefined);
   if (current !== target) {

@@ -39,6 +39,8 @@ import type { Multiplexer, MuxResult } from "../mux/types.ts";
 import type { DescribedProcess } from "../process/facts.ts";
 import { describePaneProcess } from "../process/pane-process.ts";
 import { processFacts } from "../process/facts.ts";
+import { stillHeld } from "../locks/liveness.ts";
+import { pidFileLiveness } from "../locks/pid-file.ts";
 import type { LaunchCommand, LaunchEnvironment } from "./launch-command.ts";
 import { warmStartFor } from "./warm-start.ts";
 import {
@@ -462,7 +464,9 @@ export class ChildLauncher {
         return { code: "acknowledged" as const, manifest: current.manifest };
       }
       const holder = await readLauncherLock(files);
-      return holder === undefined || !(await processFacts().isAlive(holder)) ? { code: "exited" as const } : undefined;
+      return holder === undefined || !stillHeld(await pidFileLiveness(holder, processFacts()))
+        ? { code: "exited" as const }
+        : undefined;
     });
     if (seen?.code === "acknowledged") return { ok: true, manifest: seen.manifest };
     const probed = await mux.probe(manifest.mux);

@@ -8,47 +8,39 @@
  * `LEASE_HEARTBEAT_MS` by the holder.
  *
  * Invariants:
- * - Acquiring is an exclusive create (a hard link of a complete temp file), so of two Pi starting
- *   at once exactly one holds the lease; a stale lease is moved aside before the exclusive create
- *   is retried, and a lease moved aside by mistake (someone else's fresh one) is put back.
- * - Staleness is decided by the holder's pid AND its start time AND the heartbeat: on this host a
- *   lease is stale once its pid is dead or belongs to a process started at another time; when the
- *   holder's identity cannot be confirmed (start unreadable, or another host sharing the agent
- *   dir), only a heartbeat younger than `LEASE_STALE_AFTER_MS` keeps it live. A holder that is
- *   alive and confirmed stays live even with an old heartbeat (a suspended Pi still writes later).
- * - Nothing here reads another process's command line or environment: only pid, start and time.
- * - A lease is only ever removed by its holder, or moved aside by a taker once judged stale.
+ * - The protocol (exclusive create, takeover of a dead holder, heartbeat, release) is the lease of
+ *   src/locks/ (locks/lease.ts), and the holder is judged by its one liveness rule with this
+ *   lease's heartbeat: on this host a lease is stale once its pid is dead or belongs to a process
+ *   started at another time; when the holder's identity cannot be confirmed (start unreadable, or
+ *   another host sharing the agent dir), only a heartbeat younger than `LEASE_STALE_AFTER_MS`
+ *   keeps it live. A holder that is alive and confirmed stays live even with an old heartbeat (a
+ *   suspended Pi still writes later).
  * - Every outcome a caller sees is `{ ok: true, ... } | { ok: false, code, message }`; a lease file
  *   that cannot be read is `unreadable` for readers, who then must not assume there is no writer.
  */
-import { createHash, randomBytes } from "node:crypto";
-import { existsSync, readFileSync, realpathSync, rmSync } from "node:fs";
-import { mkdir, readFile, rename, rm } from "node:fs/promises";
-import { hostname } from "node:os";
+import { createHash } from "node:crypto";
+import { existsSync, realpathSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { z } from "zod";
 import { errorClause } from "../errors.ts";
-import { writeFileAtomic } from "../fs/atomic-write.ts";
-import { errorCode, readSmallFile } from "../fs/probe.ts";
-import { processFacts, sameStart, type ProcessFacts } from "../process/facts.ts";
+import { readSmallFile } from "../fs/probe.ts";
+import { HolderSchema, holderOf, thisHost } from "../locks/holder.ts";
+import { leaseLiveness, takeLease, type HeldLease as HeldLeaseOf, type LeaseProtocol } from "../locks/lease.ts";
+import { decideLiveness, stillHeld } from "../locks/liveness.ts";
+import { processFacts, type ProcessFacts } from "../process/facts.ts";
 import type { Failed, Succeeded } from "../outcome.ts";
 
 /** How often a holder refreshes its heartbeat. */
 export const LEASE_HEARTBEAT_MS = 5_000;
-/** A heartbeat older than this no longer keeps a lease live when its holder cannot be confirmed. */
-export const LEASE_STALE_AFTER_MS = 30_000;
-/** Start times read by different implementations (clock ticks, whole seconds) agree within this. */
-const START_TOLERANCE_MS = 2_000;
+/** A heartbeat older than this (six beats missed) no longer keeps a lease live when its holder cannot be confirmed. */
+export const LEASE_STALE_AFTER_MS = 6 * LEASE_HEARTBEAT_MS;
 
-export const LeaseFileSchema = z.strictObject({
+/** The holder identity of src/locks/ (holder.ts; its machine always recorded), plus the lease's own fields. */
+export const LeaseFileSchema = HolderSchema.extend({
   version: z.literal(1),
   /** The canonical session path the lease is for (the file name is its hash). */
   sessionFile: z.string().min(1),
-  pid: z.number().int().positive(),
-  /** The holder's start token (src/process/), when readable. */
-  start: z.string().min(1).optional(),
-  /** The holder's start time, ms since the epoch, comparable across process-facts implementations. */
-  startedAtMs: z.number().optional(),
   host: z.string(),
   acquiredAt: z.string(),
   heartbeatAt: z.string(),
@@ -107,7 +99,7 @@ type Parsed =
   | { code: "unreadable"; message: string }
   | { code: "ok"; record: LeaseFile; text: string };
 
-async function readLeaseFile(path: string): Promise<Parsed> {
+function readLeaseFile(path: string): Parsed {
   const read = readSmallFile(path);
   if (read.code === "missing") return { code: "none" };
   if (read.code === "error")
@@ -115,7 +107,7 @@ async function readLeaseFile(path: string): Promise<Parsed> {
   return parseLease(path, read.text);
 }
 
-function parseLease(path: string, text: string): Parsed {
+function parseLease(path: string, text: string): Exclude<Parsed, { code: "none" }> {
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -128,6 +120,18 @@ function parseLease(path: string, text: string): Parsed {
   return { code: "ok", record: parsed.data, text };
 }
 
+/** The session lease's protocol (locks/lease.ts) at `path`. */
+function protocolAt(path: string, options: LeaseOptions): LeaseProtocol<LeaseFile> {
+  return {
+    path,
+    parse: (text) => parseLease(path, text),
+    staleAfterMs: LEASE_STALE_AFTER_MS,
+    facts: options.facts ?? processFacts(),
+    host: options.host ?? thisHost(),
+    now: options.now ?? (() => new Date()),
+  };
+}
+
 /** What is known now about the lease's holder process. */
 export interface HolderFacts {
   alive: boolean;
@@ -135,32 +139,26 @@ export interface HolderFacts {
   startedAtMs?: number;
 }
 
-/** Live or stale, from the record, the holder's facts (undefined on another host) and the time (see the header). */
+/**
+ * Live or stale, from the record, the holder's facts (undefined on another host) and the time:
+ * the liveness rule of locks/liveness.ts with this lease's heartbeat (see the header).
+ */
 export function judgeLease(record: LeaseFile, holder: HolderFacts | undefined, now: Date): "live" | "stale" {
-  const heartbeatFresh = now.getTime() - Date.parse(record.heartbeatAt) <= LEASE_STALE_AFTER_MS;
-  if (holder === undefined) return heartbeatFresh ? "live" : "stale";
-  if (!holder.alive) return "stale";
-  const same = sameProcess(record, holder);
-  if (same !== undefined) return same ? "live" : "stale";
-  return heartbeatFresh ? "live" : "stale";
-}
-
-function sameProcess(record: LeaseFile, holder: HolderFacts): boolean | undefined {
-  const byToken = sameStart(record.start, holder.start);
-  if (byToken !== undefined) return byToken;
-  if (record.startedAtMs === undefined || holder.startedAtMs === undefined) return undefined;
-  return Math.abs(record.startedAtMs - holder.startedAtMs) <= START_TOLERANCE_MS;
-}
-
-async function holderFacts(record: LeaseFile, options: LeaseOptions): Promise<HolderFacts | undefined> {
-  if (record.host !== (options.host ?? hostname())) return undefined;
-  const facts = options.facts ?? processFacts();
-  // One question, so the portable facts answer it from one `ps`.
-  return facts.identify(record.pid);
-}
-
-async function judge(record: LeaseFile, options: LeaseOptions): Promise<"live" | "stale"> {
-  return judgeLease(record, await holderFacts(record, options), (options.now ?? (() => new Date()))());
+  const observed =
+    holder === undefined
+      ? { where: "elsewhere" as const }
+      : {
+          where: "here" as const,
+          process: holder.alive
+            ? {
+                alive: true as const,
+                ...(holder.start === undefined ? {} : { start: holder.start }),
+                ...(holder.startedAtMs === undefined ? {} : { startedAtMs: holder.startedAtMs }),
+              }
+            : { alive: false as const },
+        };
+  const heartbeat = { at: record.heartbeatAt, staleAfterMs: LEASE_STALE_AFTER_MS };
+  return stillHeld(decideLiveness(record, observed, now, heartbeat)) ? "live" : "stale";
 }
 
 /** Who writes `sessionFile` according to its lease. */
@@ -169,11 +167,12 @@ export async function readSessionLease(
   sessionFile: string,
   options: LeaseOptions = {},
 ): Promise<SessionLease> {
-  const read = await readLeaseFile(leasePath(agentDir, sessionFile));
+  const path = leasePath(agentDir, sessionFile);
+  const read = readLeaseFile(path);
   if (read.code === "none") return { state: "none" };
   if (read.code === "unreadable") return { state: "unreadable", message: read.message };
   const { record } = read;
-  if ((await judge(record, options)) === "stale")
+  if (!stillHeld(await leaseLiveness(protocolAt(path, options), record)))
     return { state: "stale", pid: record.pid, heartbeatAt: record.heartbeatAt };
   return {
     state: "live",
@@ -184,79 +183,46 @@ export async function readSessionLease(
 }
 
 /** A lease this process holds. */
-export interface HeldLease {
-  readonly path: string;
-  readonly record: LeaseFile;
-  /** Refreshes the heartbeat; `lost` when the file no longer names this holder. */
-  heartbeat(): Promise<"held" | "lost">;
-  /** Removes the lease if it is still this holder's. */
-  release(): Promise<void>;
-  /** The same, synchronously, for a process that is exiting. */
-  releaseSync(): void;
-}
-
-function isSameHolder(a: LeaseFile, b: LeaseFile): boolean {
-  return a.pid === b.pid && a.acquiredAt === b.acquiredAt && a.host === b.host;
-}
-
-const ACQUIRE_ATTEMPTS = 4;
+export type HeldLease = HeldLeaseOf<LeaseFile>;
 
 /** Takes the lease on `sessionFile` for `pid` (default: this process), unless a live holder has it. */
 export async function acquireSessionLease(
   input: { agentDir: string; sessionFile: string; pid?: number; handoffId?: string } & LeaseOptions,
 ): Promise<LeaseAcquisition> {
-  const now = input.now ?? (() => new Date());
-  const facts = input.facts ?? processFacts();
-  const pid = input.pid ?? process.pid;
   const path = leasePath(input.agentDir, input.sessionFile);
-  const identity = await facts.identify(pid);
-  const { start, startedAtMs } = identity.alive ? identity : { start: undefined, startedAtMs: undefined };
-  const at = now().toISOString();
+  const protocol = protocolAt(path, input);
+  const pid = input.pid ?? process.pid;
+  const at = protocol.now().toISOString();
   const record: LeaseFile = {
     version: 1,
     sessionFile: canonicalSessionPath(input.sessionFile),
-    pid,
-    ...(start === undefined ? {} : { start }),
-    ...(startedAtMs === undefined ? {} : { startedAtMs }),
-    host: input.host ?? hostname(),
+    ...(await holderOf(pid, protocol.facts, protocol.host)),
+    host: protocol.host,
     acquiredAt: at,
     heartbeatAt: at,
     ...(input.handoffId === undefined ? {} : { handoffId: input.handoffId }),
   };
   try {
     await mkdir(leaseDir(input.agentDir), { recursive: true });
-    for (let attempt = 0; attempt < ACQUIRE_ATTEMPTS; attempt++) {
-      try {
-        await writeFileAtomic(path, `${JSON.stringify(record, null, 2)}\n`, { overwrite: false });
-        return { ok: true, lease: heldLease(path, record, now) };
-      } catch (error) {
-        if (errorCode(error) !== "EEXIST") throw error;
-      }
-      const existing = await readLeaseFile(path);
-      if (existing.code === "none") continue;
-      if (existing.code === "ok") {
-        const holder = existing.record;
-        const own = holder.pid === pid && holder.host === record.host;
-        if (!own && (await judge(holder, input)) === "live") {
-          return {
-            ok: false,
-            code: "held",
-            holder: {
-              pid: holder.pid,
-              heartbeatAt: holder.heartbeatAt,
-              ...(holder.handoffId === undefined ? {} : { handoffId: holder.handoffId }),
-            },
-            message: `Another Pi (pid ${holder.pid}${holder.host === record.host ? "" : ` on ${holder.host}`}) holds the lease on session ${record.sessionFile} (heartbeat ${holder.heartbeatAt}).`,
-          };
-        }
-      }
-      // Stale, unreadable, or left by this very process before (a reload): move it aside and retry.
-      await moveAside(path, existing.code === "ok" ? existing.text : undefined);
-    }
+    // A lease this very process left before (a reload) is taken over like a stale one.
+    const taken = await takeLease(protocol, record, (holder) => holder.pid === pid && holder.host === record.host);
+    if (taken.ok) return taken;
+    if (taken.code === "changing")
+      return {
+        ok: false,
+        code: "io_error",
+        message: `The lease on session ${record.sessionFile} kept changing while it was taken; try again.`,
+      };
+    const { holder } = taken;
     return {
       ok: false,
-      code: "io_error",
-      message: `The lease on session ${record.sessionFile} kept changing while it was taken; try again.`,
+      code: "held",
+      holder: {
+        pid: holder.pid,
+        heartbeatAt: holder.heartbeatAt,
+        ...(holder.handoffId === undefined ? {} : { handoffId: holder.handoffId }),
+      },
+      message: `Another Pi (pid ${holder.pid}${holder.host === record.host ? "" : ` on ${holder.host}`}) holds the lease on session ${record.sessionFile} (heartbeat ${holder.heartbeatAt}).`,
     };
   } catch (error) {
     return {
@@ -265,61 +231,4 @@ export async function acquireSessionLease(
       message: `The lease on session ${record.sessionFile} could not be taken: ${errorClause(error)}.`,
     };
   }
-}
-
-/**
- * Moves the lease at `path` aside if it is still the one judged (`judgedText`; undefined for an
- * unreadable one); a different lease that appeared meanwhile is put back (never overwriting).
- */
-async function moveAside(path: string, judgedText: string | undefined): Promise<void> {
-  const aside = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.stale`;
-  try {
-    await rename(path, aside);
-  } catch (error) {
-    if (errorCode(error) === "ENOENT") return;
-    throw error;
-  }
-  const movedText = await readFile(aside, "utf8").catch(() => undefined);
-  const moved = movedText === undefined ? undefined : parseLease(path, movedText);
-  const sameAsJudged = judgedText === undefined ? moved === undefined || moved.code !== "ok" : movedText === judgedText;
-  if (!sameAsJudged && movedText !== undefined) {
-    // Someone's fresh lease: put it back unless yet another one is there already.
-    await writeFileAtomic(path, movedText, { overwrite: false }).catch(() => undefined);
-  }
-  await rm(aside, { force: true });
-}
-
-function heldLease(path: string, initial: LeaseFile, now: () => Date): HeldLease {
-  let record = initial;
-  const stillOurs = (text: string | undefined): boolean => {
-    if (text === undefined) return false;
-    const parsed = parseLease(path, text);
-    return parsed.code === "ok" && isSameHolder(parsed.record, record);
-  };
-  return {
-    path,
-    get record() {
-      return record;
-    },
-    async heartbeat() {
-      const text = await readFile(path, "utf8").catch(() => undefined);
-      if (!stillOurs(text)) return "lost";
-      record = { ...record, heartbeatAt: now().toISOString() };
-      await writeFileAtomic(path, `${JSON.stringify(record, null, 2)}\n`);
-      return "held";
-    },
-    async release() {
-      const text = await readFile(path, "utf8").catch(() => undefined);
-      if (stillOurs(text)) await rm(path, { force: true });
-    },
-    releaseSync() {
-      let text: string | undefined;
-      try {
-        text = readFileSync(path, "utf8");
-      } catch {
-        return;
-      }
-      if (stillOurs(text)) rmSync(path, { force: true });
-    },
-  };
 }

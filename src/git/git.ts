@@ -24,7 +24,7 @@
  */
 import { stripPeriod } from "../text.ts";
 import { setTimeout as sleep } from "node:timers/promises";
-import { lstat, mkdir, readdir, readFile, realpath, rmdir, stat } from "node:fs/promises";
+import { lstat, readdir, readFile, realpath, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { mergeTree } from "./merge-tree.ts";
@@ -43,6 +43,7 @@ import type {
 } from "./types.ts";
 import { asError } from "../errors.ts";
 import { isEmptyDirectory, unlessMissing } from "../fs/probe.ts";
+import { claimDirectory, releaseClaim } from "../locks/claim.ts";
 import { WAIT_DEFAULTS } from "../config/waits.ts";
 
 export interface SimpleGitPortOptions {
@@ -271,14 +272,7 @@ export class SimpleGitPort implements RecoveryGitPort {
     // The path is claimed with an exclusive mkdir: git accepts an existing empty directory, so two
     // handoffs whose branches share a slug (`a/b`, `a-b`) started at once would otherwise both
     // check out into one directory. The claim is given back (rmdir, only while empty) if git fails.
-    await mkdir(path.dirname(worktreePath), { recursive: true });
-    try {
-      await mkdir(worktreePath);
-    } catch (error) {
-      if (error instanceof Error && "code" in error && error.code === "EEXIST")
-        throw new Error(`'${worktreePath}' already exists.`);
-      throw error;
-    }
+    if (!(await claimDirectory(worktreePath)).ok) throw new Error(`'${worktreePath}' already exists.`);
     let claimed: Promise<unknown> | undefined;
     try {
       claimed = options.onClaimed === undefined ? undefined : Promise.resolve(options.onClaimed());
@@ -317,7 +311,7 @@ export class SimpleGitPort implements RecoveryGitPort {
     // exists. Only the empty directory claimed above goes (rmdir cannot remove anything else),
     // once what started in it (a window) has it: a window opened after would be somewhere else.
     await claimed?.catch(() => undefined);
-    await rmdir(worktreePath).catch(() => undefined);
+    await releaseClaim(worktreePath);
     const leftInPlace: string[] = [];
     if (!existing && (await this.branchExists(repo, branch).catch(() => false))) leftInPlace.push(`branch '${branch}'`);
     if (await pathExists(worktreePath).catch(() => false)) leftInPlace.push(`'${worktreePath}'`);

@@ -8,6 +8,7 @@
  * - `history` is append-only and starts with `provisioning`.
  */
 import { z } from "zod";
+import { HolderSchema } from "../locks/holder.ts";
 import { ENV_VARIABLE_NAME, hasControlCharacter } from "../text.ts";
 
 export const MANIFEST_VERSION = 1;
@@ -72,12 +73,10 @@ import { MuxLocationSchema } from "./locations.ts";
  * unfinished handoff only while this process lives; once it is gone (killed mid-way), the handoff
  * can be relaunched or removed at once. `start` identifies the process beyond its pid (an opaque
  * start token from src/process/: boot id and start ticks, or `ps:<seconds>`), since pids are
- * reused; absent where no start time could be read.
+ * reused; absent where no start time could be read. The holder identity of src/locks/ (holder.ts),
+ * in the fields this format has always had.
  */
-export const ManifestOwnerSchema = z.strictObject({
-  pid: z.number().int().positive(),
-  start: z.string().min(1).optional(),
-});
+export const ManifestOwnerSchema = HolderSchema.pick({ pid: true, start: true });
 export type ManifestOwner = z.infer<typeof ManifestOwnerSchema>;
 
 /**

@@ -13,39 +13,63 @@
  * - The state changes only through `transition` (and its guarded forms), which checks the state
  *   machine and appends the history entry: `update` cannot change the state (its draft's `state` is
  *   readonly) nor append to the history, and throws, writing nothing, if a mutation tries.
- * - Locks are directories (`proper-lockfile`) that go stale after `staleMs` and are waited for at most
- *   `lockWaitMs`, so a process killed while holding one never blocks anyone for good.
- * - One actor per handoff: `withActionLock` holds `.<id>.action` (who: action, pid, start time,
- *   since) for a whole decision-and-action (a handoff, a relaunch, a removal). It is never waited
- *   for: a second actor is answered `busy` at once, naming the holder. It is taken and taken over
- *   only under the manifest's own short lock, so two takers cannot both take over a dead holder's
- *   lock; a holder counts as dead when its pid is gone or carries another start time (owner.ts).
- * - Leftovers (`leftovers`, `sweepLeftovers`): a temp file is deleted only when its writer (the pid
- *   in its name) is gone, or it is older than `TEMP_MAX_AGE_MS` (a pid reused by a live process
- *   must not keep it for ever: a writer holds its temp file for milliseconds); an action lock only
- *   when its holder is dead; a lock directory only once proper-lockfile would take it over (stale).
+ * - Locks are directories (locks/file-lock.ts) that go stale after `staleMs` and are waited for at
+ *   most `lockWaitMs`, so a process killed while holding one never blocks anyone for good.
+ * - One actor per handoff: `withActionLock` holds `.<id>.action` (action-holder.ts: who, which
+ *   action, since when) for a whole decision-and-action (a handoff, a relaunch, a removal). It is
+ *   never waited for: a second actor is answered `busy` at once, naming the holder. It is taken and
+ *   taken over only under the manifest's own short lock, so two takers cannot both take over a dead
+ *   holder's lock; whether a holder is dead is the liveness rule of locks/liveness.ts (gone, or its
+ *   pid reused; a holder on another machine, or whose start cannot be compared, still holds it).
+ * - Leftovers (temp files, dead action locks, stale lock directories): leftovers.ts.
  */
 import { randomBytes } from "node:crypto";
-import { lstat, mkdir, readdir, rm, rmdir, unlink } from "node:fs/promises";
-import type { Stats } from "node:fs";
+import { mkdir, readdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { lock } from "proper-lockfile";
-import { z } from "zod";
+import type { z } from "zod";
 import { writeFileAtomic } from "../fs/atomic-write.ts";
-import { errorCode, readSmallFile, readTextIfPresent } from "../fs/probe.ts";
-import { unlinkIfPresent } from "../fs/unlink.ts";
-import { isOwnerAlive, ownerOf } from "./owner.ts";
+import { errorCode, readSmallFile } from "../fs/probe.ts";
+import {
+  liveActionHolder,
+  releaseActionLock,
+  removeDeadActionLock,
+  takeActionLock,
+  type ActionLockFile,
+} from "../locks/action-lock.ts";
+import {
+  DEFAULT_LOCK_WAIT_MS,
+  DEFAULT_STALE_MS,
+  MIN_STALE_MS,
+  withFileLock,
+  type FileLockFailure,
+} from "../locks/file-lock.ts";
+import { holderLiveness, stillHeld } from "../locks/liveness.ts";
+import { holderOf, thisHost } from "../locks/holder.ts";
+import { processFacts, type ProcessFacts } from "../process/facts.ts";
+import {
+  actionBusy,
+  ActionHolderSchema,
+  type ActionBusy,
+  type ActionHolder,
+  type HandoffAction,
+} from "./action-holder.ts";
+import {
+  ACTION_LOCK_SUFFIX,
+  listLeftovers,
+  sweepLeftovers,
+  type LeftoverStore,
+  type StoreLeftover,
+} from "./leftovers.ts";
 import {
   type HandoffState,
   type Manifest,
-  type ManifestOwner,
   ManifestSchema,
   MANIFEST_VERSION,
   type StepTime,
   canTransition,
 } from "./schema.ts";
 import { errorMessage } from "../errors.ts";
-import { counted, formatWait } from "../text.ts";
+import { counted } from "../text.ts";
 import { mapLimit } from "../concurrency.ts";
 
 const MANIFEST_SUFFIX = ".json";
@@ -55,69 +79,15 @@ const ID_PATTERN = /^[a-z0-9][a-z0-9-]{2,80}$/;
 const STORE_LOCK_NAME = ".store.lock";
 const MAX_BRANCH_SLUG = 40;
 
-/** proper-lockfile's floor for `stale`. */
-const MIN_STALE_MS = 2_000;
-const DEFAULT_STALE_MS = 10_000;
-/** Longer than the stale window, so a lock left by a killed process is taken over rather than reported. */
-const DEFAULT_LOCK_WAIT_MS = 15_000;
-const ACTION_LOCK_SUFFIX = ".action";
-/** A temp file this old is abandoned whatever its pid says: writers keep theirs for milliseconds. */
-export const TEMP_MAX_AGE_MS = 10 * 60_000;
-/** `.<name>.<pid>.<8 hex>.tmp`, as `tempPathBeside` names them. */
-const TEMP_PATTERN = /^\.(.+)\.(\d+)\.[0-9a-f]{8}\.tmp$/;
-/** A handoff's own note written by a shell (`<id>.<what>.<pid>.tmp`, then renamed): the launcher's. */
-const HANDOFF_TEMP_PATTERN = /^([^.]+\.[^/]+)\.(\d+)\.tmp$/;
-
-/** What holds a handoff: the actions that decide and act on one handoff. */
-export const HANDOFF_ACTIONS = ["handoff", "relaunch", "remove", "prune", "focus", "land", "rebase", "queue"] as const;
-export type HandoffAction = (typeof HANDOFF_ACTIONS)[number];
-
-const ACTION_VERBS: Readonly<Record<HandoffAction, string>> = {
-  handoff: "setting it up (the handoff itself)",
-  relaunch: "relaunching it",
-  remove: "removing it",
-  prune: "pruning it",
-  focus: "switching to it",
-  land: "landing it",
-  rebase: "rebasing it",
-  // The queue's own lock (queue/queue.ts) names a repository, not a handoff.
-  queue: "landing the queue of its repository",
-};
-
-export const ActionHolderSchema = z.strictObject({
-  id: z.string(),
-  action: z.enum(HANDOFF_ACTIONS),
-  pid: z.number().int().positive(),
-  start: z.string().min(1).optional(),
-  since: z.string().datetime({ offset: true }),
-});
-export type ActionHolder = z.infer<typeof ActionHolderSchema>;
-
-/** The answer to a second actor: at once, naming what the first one is doing. */
-export interface ActionBusy {
-  ok: false;
-  code: "busy";
-  message: string;
-  holder: ActionHolder;
-}
-
-export function isActionBusy(value: unknown): value is ActionBusy {
-  return isRecord(value) && value.ok === false && value.code === "busy" && isRecord(value.holder);
-}
-
-/** An entry of the store directory that is not a manifest (nor a file a handoff owns), and what it is. */
-export type StoreLeftover =
-  | { kind: "temp"; name: string; path: string; pid: number; abandoned: boolean; reason: string }
-  | {
-      kind: "action_lock";
-      name: string;
-      path: string;
-      holder: ActionHolder | undefined;
-      abandoned: boolean;
-      reason: string;
-    }
-  | { kind: "lock"; name: string; path: string; abandoned: boolean; reason: string }
-  | { kind: "unknown"; name: string; path: string; abandoned: false; reason: string };
+export {
+  ActionHolderSchema,
+  HANDOFF_ACTIONS,
+  isActionBusy,
+  type ActionBusy,
+  type ActionHolder,
+  type HandoffAction,
+} from "./action-holder.ts";
+export { TEMP_MAX_AGE_MS, type StoreLeftover } from "./leftovers.ts";
 
 export type ReadResult =
   | { ok: true; manifest: Manifest }
@@ -155,8 +125,10 @@ export interface ManifestStoreOptions {
   staleMs?: number;
   /** Longest time to wait for a lock before giving up with a `locked` error. */
   lockWaitMs?: number;
-  /** Whether a recorded process still lives (action-lock holders, temp-file writers); defaults to owner.ts. */
-  processAlive?: (owner: ManifestOwner) => Promise<boolean>;
+  /** Where the holders of action locks and the writers of temp files are looked up (locks/liveness.ts). */
+  facts?: ProcessFacts;
+  /** This machine's name, as holders record it. */
+  host?: string;
 }
 
 export type ManifestStoreErrorCode = "not_found" | "invalid" | "exists" | "locked" | "lock_compromised";
@@ -177,14 +149,16 @@ export class ManifestStore {
   private readonly now: () => Date;
   private readonly staleMs: number;
   private readonly lockWaitMs: number;
-  private readonly processAlive: (owner: ManifestOwner) => Promise<boolean>;
+  private readonly facts: ProcessFacts;
+  private readonly host: string;
 
   constructor(dir: string, options: ManifestStoreOptions = {}) {
     this.dir = resolve(dir);
     this.now = options.now ?? (() => new Date());
     this.staleMs = Math.max(options.staleMs ?? DEFAULT_STALE_MS, MIN_STALE_MS);
     this.lockWaitMs = options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
-    this.processAlive = options.processAlive ?? isOwnerAlive;
+    this.facts = options.facts ?? processFacts();
+    this.host = options.host ?? thisHost();
   }
 
   static forAgentDir(agentDir: string, options?: ManifestStoreOptions): ManifestStore {
@@ -384,49 +358,38 @@ export class ManifestStore {
    * taken over. The lock is released when `fn` settles (a killed process leaves it for takeover).
    */
   async withActionLock<T>(id: string, action: HandoffAction, fn: () => Promise<T>): Promise<T | ActionBusy> {
-    const lockPath = this.actionLockPath(id);
+    const lock = this.actionLock(this.actionLockPath(id));
     await mkdir(this.dir, { recursive: true });
-    const owner = await ownerOf();
-    const me: ActionHolder = { id, action, ...owner, since: this.now().toISOString() };
+    const me: ActionHolder = {
+      id,
+      action,
+      ...(await holderOf(process.pid, this.facts, this.host)),
+      since: this.now().toISOString(),
+    };
     // Taken under the manifest's short lock: the check of a holder and its takeover are one step.
-    const taken = await this.withLock(
-      this.pathFor(id),
-      `${this.pathFor(id)}.lock`,
-      `manifest ${id}`,
-      async (assertHeld): Promise<ActionBusy | undefined> => {
-        for (let attempt = 0; attempt < 2; attempt += 1) {
-          try {
-            assertHeld();
-            await writeFileAtomic(lockPath, `${JSON.stringify(me)}\n`, { overwrite: false });
-            return undefined;
-          } catch (error) {
-            if (errorCode(error) !== "EEXIST") throw error;
-          }
-          const holder = await readActionHolder(lockPath);
-          if (holder !== undefined && (await this.processAlive(holder))) return this.busy(id, holder);
-          // Its holder died (or it is unreadable: the writer died before it was complete).
-          await rm(lockPath, { force: true });
-        }
-        throw new ManifestStoreError("locked", `Could not take the action lock ${lockPath} of handoff ${id}.`);
-      },
-      { targetMayBeMissing: true },
+    const taken = await this.withManifestLock(id, async (assertHeld) =>
+      takeActionLock(
+        lock,
+        me,
+        assertHeld,
+        () => new ManifestStoreError("locked", `Could not take the action lock ${lock.path} of handoff ${id}.`),
+      ),
     );
-    if (taken !== undefined) return taken;
+    if (!taken.ok) return actionBusy(id, taken.holder, taken.liveness);
     try {
       return await fn();
     } finally {
       // Only our own record: after a takeover (we were judged dead) the file is someone else's.
-      const holder = await readActionHolder(lockPath);
-      if (holder !== undefined && holder.pid === me.pid && holder.since === me.since && holder.action === me.action) {
-        await rm(lockPath, { force: true });
-      }
+      await releaseActionLock(
+        lock,
+        (holder) => holder.pid === me.pid && holder.since === me.since && holder.action === me.action,
+      );
     }
   }
 
-  /** Who holds handoff `id`'s action lock now (a live holder), if anyone. */
+  /** Who holds handoff `id`'s action lock now (a holder that still holds it by the liveness rule), if anyone. */
   async actionHolder(id: string): Promise<ActionHolder | undefined> {
-    const holder = await readActionHolder(this.actionLockPath(id));
-    return holder !== undefined && (await this.processAlive(holder)) ? holder : undefined;
+    return (await liveActionHolder(this.actionLock(this.actionLockPath(id))))?.holder;
   }
 
   /**
@@ -434,89 +397,7 @@ export class ManifestStore {
    * handoff, each with what it is and whether it is abandoned (safe to delete). Read-only.
    */
   async leftovers(): Promise<StoreLeftover[]> {
-    const names = await this.entries();
-    // Manifests, and the files a handoff keeps beside its manifest (`<id>.<what>`: the launcher and
-    // its notes, the postCreate runner and status). Ids hold no dot, so the owner is the first word.
-    const ids = new Set(
-      names
-        .filter((name) => name.endsWith(MANIFEST_SUFFIX) && !name.startsWith("."))
-        .map((name) => name.slice(0, -MANIFEST_SUFFIX.length)),
-    );
-    const ownerOf = (name: string): string | undefined => {
-      const id = name.slice(0, name.indexOf("."));
-      return ids.has(id) ? id : undefined;
-    };
-    // File ages are against the real clock (the mtimes are), whatever clock stamps the manifests.
-    const now = Date.now();
-    const found: StoreLeftover[] = [];
-    for (const name of names.sort()) {
-      const temp = TEMP_PATTERN.exec(name) ?? HANDOFF_TEMP_PATTERN.exec(name);
-      if (temp === null && !name.endsWith(".lock") && ownerOf(name) !== undefined) continue;
-      const path = join(this.dir, name);
-      let info;
-      try {
-        info = await lstat(path);
-      } catch {
-        continue; // Gone since the listing.
-      }
-      found.push(await this.describeLeftover(name, path, info, temp, now - info.mtimeMs));
-    }
-    return found;
-  }
-
-  /** What one leftover entry is (`temp`: its match of a temp-file pattern), and whether it is abandoned. */
-  private async describeLeftover(
-    name: string,
-    path: string,
-    info: Stats,
-    temp: RegExpExecArray | null,
-    age: number,
-  ): Promise<StoreLeftover> {
-    if (temp !== null && info.isFile()) {
-      const pid = Number(temp[2]);
-      const alive = await this.processAlive({ pid });
-      const old = age > TEMP_MAX_AGE_MS;
-      return {
-        kind: "temp",
-        name,
-        path,
-        pid,
-        abandoned: !alive || old,
-        reason: !alive
-          ? `a temp file whose writer (pid ${pid}) is gone`
-          : old
-            ? `a temp file older than ${Math.round(TEMP_MAX_AGE_MS / 60_000)} minutes (pid ${pid} lives, but a writer keeps its temp file for milliseconds: the pid was reused)`
-            : `a temp file being written by pid ${pid}`,
-      };
-    }
-    if (name.startsWith(".") && name.endsWith(ACTION_LOCK_SUFFIX) && info.isFile()) {
-      const holder = await readActionHolder(path);
-      const alive = holder !== undefined && (await this.processAlive(holder));
-      return {
-        kind: "action_lock",
-        name,
-        path,
-        holder,
-        abandoned: !alive,
-        reason:
-          holder === undefined
-            ? "an unreadable action lock (its writer died while writing it)"
-            : `the action lock of handoff ${holder.id}: ${holder.action} by pid ${holder.pid} since ${holder.since}${alive ? "" : ", which is gone"}`,
-      };
-    }
-    if (name.endsWith(".lock") && info.isDirectory()) {
-      const stale = age > this.staleMs;
-      return {
-        kind: "lock",
-        name,
-        path,
-        abandoned: stale,
-        reason: stale
-          ? "a lock left by a process that died holding it (stale: the next writer takes it over)"
-          : "a lock held right now",
-      };
-    }
-    return { kind: "unknown", name, path, abandoned: false, reason: "not a file this store writes; left alone" };
+    return listLeftovers(this.leftoverStore());
   }
 
   /**
@@ -524,45 +405,27 @@ export class ManifestStore {
    * and returns what went; `only` limits it to some (e.g. one handoff's temp files).
    */
   async sweepLeftovers(only: (leftover: StoreLeftover) => boolean = () => true): Promise<StoreLeftover[]> {
-    const swept: StoreLeftover[] = [];
-    for (const leftover of await this.leftovers()) {
-      if (!leftover.abandoned || !only(leftover)) continue;
-      try {
-        if (leftover.kind === "lock") await rmdir(leftover.path);
-        else if (leftover.kind === "action_lock") {
-          // Under the manifest's lock, like a takeover: a new holder may have just taken it.
-          const id = leftover.holder?.id;
-          const removed =
-            id !== undefined && ID_PATTERN.test(id)
-              ? await this.removeDeadActionLock(id, leftover.path)
-              : await unlinkIfPresent(leftover.path);
-          if (!removed) continue;
-        } else await unlink(leftover.path);
-        swept.push(leftover);
-      } catch (error) {
-        // Gone meanwhile (another sweeper), or a lock someone took again: not ours to report.
-        if (errorCode(error) === "ENOENT" || errorCode(error) === "ENOTEMPTY") continue;
-        throw error;
-      }
-    }
-    return swept;
+    return sweepLeftovers(this.leftoverStore(), only);
   }
 
-  private async removeDeadActionLock(id: string, lockPath: string): Promise<boolean> {
-    return this.withLock(
-      this.pathFor(id),
-      `${this.pathFor(id)}.lock`,
-      `manifest ${id}`,
-      async () => {
-        const holder = await readActionHolder(lockPath);
-        if (holder !== undefined && (await this.processAlive(holder))) return false;
-        return unlinkIfPresent(lockPath);
-      },
-      { targetMayBeMissing: true },
-    );
+  private leftoverStore(): LeftoverStore {
+    return {
+      dir: this.dir,
+      staleMs: this.staleMs,
+      entries: () => this.entries(),
+      writerAlive: async (pid) =>
+        stillHeld(await holderLiveness({ pid }, this.facts, new Date(), undefined, this.host)),
+      actionLock: (path) => this.actionLock(path),
+      removeDeadActionLock: (id, path) => this.withManifestLock(id, () => removeDeadActionLock(this.actionLock(path))),
+      isId: (id) => ID_PATTERN.test(id),
+    };
   }
 
-  /** The store directory's entries; none when it does not exist yet. */
+  private actionLock(path: string): ActionLockFile<ActionHolder> {
+    return { path, schema: ActionHolderSchema, facts: this.facts, host: this.host };
+  }
+
+  /** The store's entries; none when the directory does not exist yet. */
   private async entries(): Promise<string[]> {
     try {
       return await readdir(this.dir);
@@ -577,82 +440,29 @@ export class ManifestStore {
     return join(this.dir, `.${id}${ACTION_LOCK_SUFFIX}`);
   }
 
-  private busy(id: string, holder: ActionHolder): ActionBusy {
-    return {
-      ok: false,
-      code: "busy",
-      holder,
-      message: `Handoff ${id} is busy: process ${holder.pid} is ${ACTION_VERBS[holder.action]} (since ${holder.since}); nothing was done, try again once it has finished.`,
-    };
+  /** The manifest's short lock, which the action lock is taken under (its manifest may not exist yet). */
+  private withManifestLock<T>(id: string, body: (assertHeld: () => void) => Promise<T>): Promise<T> {
+    const path = this.pathFor(id);
+    return this.withLock(path, `${path}.lock`, `manifest ${id}`, body, { targetMayBeMissing: true });
   }
 
   /**
    * Runs `body` holding the lock directory `lockPath` for `target` (which must exist).
    * `assertHeld` throws if the lock was lost (e.g. taken over as stale), so nothing is written then.
    */
-  private async withLock<T>(
+  private withLock<T>(
     target: string,
     lockPath: string,
     what: string,
     body: (assertHeld: () => void) => Promise<T>,
     options: { targetMayBeMissing?: boolean } = {},
   ): Promise<T> {
-    let compromised: Error | undefined;
-    let release: () => Promise<void>;
-    try {
-      release = await lock(target, {
-        lockfilePath: lockPath,
-        // The action lock is taken before a new handoff's manifest exists.
-        ...(options.targetMayBeMissing === true ? { realpath: false } : {}),
-        stale: this.staleMs,
-        retries: {
-          retries: Math.ceil(this.lockWaitMs / 10) + 1,
-          factor: 1.3,
-          minTimeout: 10,
-          maxTimeout: 200,
-          randomize: true,
-          maxRetryTime: this.lockWaitMs,
-        },
-        // The default throws from a timer, which would crash the process; record it and refuse to write.
-        onCompromised: (error) => {
-          compromised = error;
-        },
-      });
-    } catch (error) {
-      const code = errorCode(error);
-      if (code === "ENOENT") {
-        throw new ManifestStoreError("not_found", `No handoff manifest at ${target}.`, { cause: error });
-      }
-      if (code === "ELOCKED") {
-        throw new ManifestStoreError(
-          "locked",
-          `Gave up after ${formatWait(this.lockWaitMs)} waiting for the lock on ${what} (${lockPath}); another process holds it.`,
-          { cause: error },
-        );
-      }
-      throw error;
-    }
-    const assertHeld = (): void => {
-      if (compromised) {
-        throw new ManifestStoreError(
-          "lock_compromised",
-          `Lost the lock on ${what} (${lockPath}): ${compromised.message}`,
-          {
-            cause: compromised,
-          },
-        );
-      }
-    };
-    try {
-      return await body(assertHeld);
-    } finally {
-      try {
-        await release();
-      } catch (error) {
-        // A compromised lock is already released; anything else is worth surfacing.
-        if (!compromised) throw error;
-      }
-    }
+    return withFileLock(target, lockPath, what, body, {
+      staleMs: this.staleMs,
+      waitMs: this.lockWaitMs,
+      ...options,
+      fail: (code: FileLockFailure, message, cause) => new ManifestStoreError(code, message, { cause }),
+    });
   }
 }
 
@@ -719,17 +529,6 @@ function moveTo(
     ...(note === undefined ? {} : { note }),
     ...(steps === undefined || steps.length === 0 ? {} : { steps }),
   });
-}
-
-async function readActionHolder(path: string): Promise<ActionHolder | undefined> {
-  const text = await readTextIfPresent(path);
-  if (text === undefined) return undefined;
-  try {
-    const parsed = ActionHolderSchema.safeParse(JSON.parse(text));
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 function alreadyExists(id: string, path: string, cause?: unknown): ManifestStoreError {

@@ -256,4 +256,27 @@ describe("leftovers and the sweep", () => {
     expect((await store.sweepLeftovers()).map((entry) => entry.kind)).toEqual(["action_lock"]);
     expect(await readdir(store.dir)).toEqual([`${id}.json`]);
   });
+
+  it("never takes over, nor sweeps, the lock of a holder on another machine sharing the directory", async () => {
+    const id = await createHandoff();
+    // A pid that is free here says nothing about a process on the machine that wrote the lock.
+    const pid = await deadPid();
+    const since = new Date().toISOString();
+    const record = { id, action: "land", pid, start: "boot/1", host: "another-machine", since };
+    const lockFile = join(store.dir, `.${id}.action`);
+    await writeFile(lockFile, `${JSON.stringify(record)}\n`);
+    let ran = false;
+    const answer = await store.withActionLock(id, "remove", async () => {
+      ran = true;
+    });
+    expect(ran).toBe(false);
+    if (!isActionBusy(answer)) throw new Error("not busy");
+    expect(answer.holder).toEqual(record);
+    expect(answer.message).toBe(
+      `Handoff ${id} is busy: process ${pid} is landing it (since ${since}); nothing was done, try again once it has finished. Process ${pid} runs on another machine (another-machine), where this one cannot check it, so it counts as alive.`,
+    );
+    expect((await store.leftovers()).map((entry) => [entry.kind, entry.abandoned])).toEqual([["action_lock", false]]);
+    expect(await store.sweepLeftovers()).toEqual([]);
+    expect(JSON.parse(await readFile(lockFile, "utf8"))).toEqual(record);
+  });
 });

@@ -57,6 +57,10 @@ describe("one module owns each outside system", () => {
     expect(outside(setsState, (file) => file === "src/manifest/store.ts")).toEqual([]);
   });
 
+  it("only src/locks/ takes lock directories (proper-lockfile)", () => {
+    expect(outside(/from\s+["']proper-lockfile["']/, (file) => file.startsWith("src/locks/"))).toEqual([]);
+  });
+
   it("only src/ports/probe.ts opens sockets (the bind test of a port)", () => {
     expect(outside(/from\s+["'](?:node:)?(?:net|dgram)["']/, (file) => file === "src/ports/probe.ts")).toEqual([]);
   });
@@ -158,8 +162,27 @@ describe("dependencies point inward", () => {
     ).toEqual([]);
   });
 
-  it("the shared rooms below (child, adoption, mux, process, session, manifest, git, fs, config, ports) import no room above them", () => {
-    const shared = ["child", "adoption", "mux", "process", "session", "manifest", "git", "fs", "config", "ports"];
+  it("src/locks/ is a leaf: it imports only src/process/, src/fs/, src/errors.ts and src/text.ts of the package", () => {
+    const rooms = roomGraph().get("src/locks/") ?? new Set<string>();
+    expect(
+      [...rooms].filter((room) => !["src/process/", "src/fs/", "src/errors.ts", "src/text.ts"].includes(room)),
+    ).toEqual([]);
+  });
+
+  it("the shared rooms below (child, adoption, mux, process, session, manifest, git, fs, config, ports, locks) import no room above them", () => {
+    const shared = [
+      "child",
+      "adoption",
+      "mux",
+      "process",
+      "session",
+      "manifest",
+      "git",
+      "fs",
+      "config",
+      "ports",
+      "locks",
+    ];
     const above =
       /from\s+["'](?:\.\.\/)+(?:handoff|inventory|land|queue|rebase|remove|relaunch|forecast|tree|watch|cli)\//;
     const offenders = FILES.filter(
