@@ -45,15 +45,10 @@ import {
   type LandDeps,
   type LandRequest,
 } from "../src/land/land.ts";
-import {
-  branchDeletionOffer,
-  describePruneAction,
-  describeRemovalPlan,
-  losesNoMoreThan,
-  planPrune,
-  planRemoval,
-  removeHandoff,
-} from "../src/remove/remove.ts";
+import { branchDeletionOffer, losesNoMoreThan, planRemoval } from "../src/remove/plan.ts";
+import { planPrune } from "../src/remove/prune.ts";
+import { removeHandoff } from "../src/remove/remove.ts";
+import { describePruneAction, describeRemovalPlan } from "../src/remove/words.ts";
 import { resolveHandoffName } from "../src/inventory/resolve.ts";
 import {
   answerProceeds,

@@ -50,7 +50,8 @@ import type { LandRequest } from "../land/land.ts";
 import type { LandGit } from "../git/land.ts";
 import type { RelaunchDeps } from "../relaunch/relaunch.ts";
 import type { RelaunchAllScope } from "../relaunch/relaunch-all.ts";
-import type { planPrune, RemovalPlan, RemoveOptions } from "../remove/remove.ts";
+import type { RemovalPlan, RemoveOptions } from "../remove/plan.ts";
+import type { planPrune } from "../remove/prune.ts";
 import type { TreeScope } from "../tree/tree.ts";
 
 // Each command loads what it runs when it runs (`--help`, `--version` and the completion scripts
@@ -400,7 +401,10 @@ async function landGitFor(env: NodeJS.ProcessEnv): Promise<LandGit> {
 }
 
 async function rebase(io: CliIo, id: string, request: RebaseRequest): Promise<number> {
-  const [{ rebaseHandoff }, { createRebaseDeps }] = await Promise.all([import("../rebase/rebase.ts"), import("./deps.ts")]);
+  const [{ rebaseHandoff }, { createRebaseDeps }] = await Promise.all([
+    import("../rebase/rebase.ts"),
+    import("./deps.ts"),
+  ]);
   const outcome = await rebaseHandoff(createRebaseDeps(io.env, io.now), id, request, io.now);
   if (!outcome.ok)
     throw outcome.code === "not_found"
@@ -514,7 +518,7 @@ async function packageVersion(): Promise<string> {
 }
 
 type CliDeps = RecoveryDeps;
-/** What `prune` found to do, and what it could not check or leaves alone (remove.ts `planPrune`). */
+/** What `prune` found to do, and what it could not check or leaves alone (remove/prune.ts `planPrune`). */
 type PrunePlan = Awaited<ReturnType<typeof planPrune>>;
 
 async function makeDeps(io: CliIo): Promise<CliDeps> {
@@ -594,7 +598,7 @@ async function inspect(deps: CliDeps, io: CliIo, id: string, json: boolean): Pro
   if (found.code === "not_found") throw new UsageError(found.message, "inspect");
   if (found.code === "invalid") throw new Refusal(found.message, "inspect");
   // Only what would run is suggested: a checkout no removal (nor reopening) may reach is said instead.
-  const { withoutBlockedActions } = await import("../remove/remove.ts");
+  const { withoutBlockedActions } = await import("../remove/plan.ts");
   const { report: judged, blocked } = await withoutBlockedActions(deps, found.manifest, found.report);
   const inspected = { ...found, report: judged };
   const lastReport = await lastChildReport(deps.agentDir, id);
@@ -704,7 +708,11 @@ async function remove(
   id: string,
   options: RemoveOptions & { dryRun: boolean },
 ): Promise<number> {
-  const { describeRemovalPlan, planRemoval, removeHandoff } = await import("../remove/remove.ts");
+  const [{ planRemoval }, { describeRemovalPlan }, { removeHandoff }] = await Promise.all([
+    import("../remove/plan.ts"),
+    import("../remove/words.ts"),
+    import("../remove/remove.ts"),
+  ]);
   const printPlan = (plan: RemovalPlan, proceeding: boolean): void =>
     io.stdout(`${describeRemovalPlan(plan, proceeding ? "will" : "would").join("\n")}\n`);
   if (options.dryRun) {
@@ -741,7 +749,7 @@ function finish(
 }
 
 async function prune(deps: CliDeps, io: CliIo, dryRun: boolean, merged: boolean): Promise<number> {
-  const { planPrune } = await import("../remove/remove.ts");
+  const { planPrune } = await import("../remove/prune.ts");
   return carryOutPrune(deps, io, await planPrune(deps, { merged }), dryRun);
 }
 
@@ -755,7 +763,10 @@ export async function carryOutPrune(
   { actions, problems, notes }: PrunePlan,
   dryRun: boolean,
 ): Promise<number> {
-  const { describePruneAction, executePrune } = await import("../remove/remove.ts");
+  const [{ describePruneAction }, { executePrune }] = await Promise.all([
+    import("../remove/words.ts"),
+    import("../remove/prune.ts"),
+  ]);
   for (const problem of problems) io.stderr(`${prefix(io, "prune")}${problem}\n`);
   for (const note of notes) io.stdout(`${note}\n`);
   if (actions.length === 0) {
