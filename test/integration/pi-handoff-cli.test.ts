@@ -290,7 +290,7 @@ describe("the launcher", () => {
       symlinkSync(join(PROJECT_ROOT, "node_modules", name), join(modules, name));
     }
     // Node alone refuses the TypeScript under node_modules; the launcher does not.
-    const native = spawnSync(NODE_BIN, [join(installed, "src", "recovery", "cli.ts")], {
+    const native = spawnSync(NODE_BIN, [join(installed, "src", "cli", "cli.ts")], {
       encoding: "utf8",
       timeout: 60_000,
     });
