@@ -20,7 +20,9 @@ import { launchNoticeLevel } from "../src/child/launcher.ts";
 import { ManifestStore } from "../src/manifest/store.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import { splitCommandLine } from "../src/command-line-words.ts";
-import { carryOutPrune, main, USAGE } from "../src/cli/cli.ts";
+import { main } from "../src/cli/cli.ts";
+import { USAGE } from "../src/cli/usage.ts";
+import { carryOutPrune } from "../src/cli/verbs/remove.ts";
 import { parseRecoveryCommand } from "../src/cli/command-line.ts";
 import { launchTimeoutsFromEnv } from "../src/child/timeouts.ts";
 import {
