@@ -28,7 +28,7 @@ import path from "node:path";
 import { CheckoutBackup } from "./checkout-backup.ts";
 import { counted } from "../text.ts";
 import { mergeTree, mergeTrees, type GitRunner, type MergeTreeResult } from "./merge-tree.ts";
-import { summarizeGitStderr } from "./git.ts";
+import { summarizeGitStderr } from "./parse.ts";
 import { gitCommandName, runGit } from "./runner.ts";
 
 const DEFAULT_TIMEOUT_MS = 60_000;
