@@ -67,7 +67,8 @@ import {
   type ChangeQuestion,
   type MenuChoice,
 } from "../src/cli/handoffs-questions.ts";
-import { canOfferRebase, describeRebasePlan, rebaseHandoff, type RebaseDeps } from "../src/rebase/rebase.ts";
+import { canOfferRebase, rebaseHandoff, type RebaseDeps } from "../src/rebase/rebase.ts";
+import { describeRebasePlan } from "../src/rebase/words.ts";
 import { report } from "./report.ts";
 
 const STATUS_KEY = "handoffs";
