@@ -25,11 +25,10 @@ import { isActionBusy, type StoreLeftover } from "../manifest/store.ts";
 import { hasWorkspace } from "../inventory/gather.ts";
 import { isPrunable } from "../inventory/classify.ts";
 import { buildInventory, inspectHandoff, type InventoryDeps } from "../inventory/inventory.ts";
-import { counted, stripPeriod } from "../text.ts";
 import { errorSentence } from "../errors.ts";
 import { entryAtStake, losesNoMoreThan, planRemoval, type RemovalPlan } from "./plan.ts";
 import { closeRetiredWindow, removeHandoff, retireStoreFiles } from "./remove.ts";
-import { describePruneAction } from "./words.ts";
+import { describePruneAction, pruneNoteSentence, pruneResultSentence } from "./words.ts";
 
 export type PruneAction =
   /**
@@ -59,6 +58,33 @@ export type PruneAction =
       closesWindow: boolean;
     };
 
+/** Why git's entry of a handoff's vanished worktree is kept (words.ts words it). */
+export type EntryKept =
+  | { code: "not_found" }
+  | { code: "moved"; movedTo: string }
+  | { code: "staged"; count: number }
+  | { code: "unread"; facts: string[] };
+
+/** What `prune` leaves alone and says so (words.ts `pruneNoteSentence`). */
+export type PruneNote =
+  | { code: "merged_left"; id: string; branch: string; why: string }
+  | { code: "entry_left"; id: string; path: string; why: EntryKept }
+  | { code: "store_left"; name: string; reason: string };
+
+/** Why a planned action was not carried out, or what a done one left (words.ts `pruneResultSentence`). */
+export type PruneResultFacts =
+  /** The merged handoff's removal, re-planned now, was refused. */
+  | { code: "removal_refused"; message: string }
+  /** Another command holds the handoff's action lock (`message`: the lock's own sentence). */
+  | { code: "busy"; message: string; left: "entry" | "handoff" }
+  | { code: "entry_changed"; id: string }
+  | { code: "handoff_changed"; id: string }
+  /** Retired, but something of it could not be deleted (`problem`: a clause). */
+  | { code: "retired_with_problem"; id: string; problem: string }
+  /** Retired; what it left for the user (a window that stays open, and why). */
+  | { code: "retired_with_note"; id: string; note: string }
+  | { code: "leftovers_in_use"; names: string[] };
+
 /** `note`: what a done action left for the user (a window that could not be closed, and why). */
 export type PruneResult =
   | { action: PruneAction; ok: true; note?: string }
@@ -79,7 +105,9 @@ export async function planPrune(
       if (handoff.branchState.code !== "present" || handoff.branchState.merged === undefined) continue;
       const planned = await planRemoval(deps, handoff.id, { force: false, deleteBranch: true });
       if (planned.code === "refused") {
-        notes.push(`left handoff ${handoff.id} (${handoff.branch}, merged) alone: ${planned.message}`);
+        notes.push(
+          pruneNoteSentence({ code: "merged_left", id: handoff.id, branch: handoff.branch, why: planned.message }),
+        );
         continue;
       }
       retiredMerged.add(handoff.id);
@@ -95,7 +123,10 @@ export async function planPrune(
     if (handoff.worktree.code !== "prunable" || manifest === undefined || retiredMerged.has(handoff.id)) continue;
     const dropped = await droppableEntry(deps, manifest);
     if (dropped.ok) actions.push(dropped.action);
-    else notes.push(dropped.note);
+    else
+      notes.push(
+        pruneNoteSentence({ code: "entry_left", id: manifest.id, path: manifest.worktree.path, why: dropped.why }),
+      );
   }
   for (const handoff of inventory.handoffs) {
     if (!handoff.actions.includes("prune") || !isPrunable(handoff) || retiredMerged.has(handoff.id)) continue;
@@ -119,7 +150,8 @@ export async function planPrune(
   if (abandoned.length > 0) actions.push({ code: "sweep_leftovers", leftovers: abandoned });
   // What stays is explained too: a live writer's temp file, a held lock, a file this store never writes.
   for (const leftover of leftovers) {
-    if (!leftover.abandoned) notes.push(`left in the store: ${leftover.name}: ${leftover.reason}`);
+    if (!leftover.abandoned)
+      notes.push(pruneNoteSentence({ code: "store_left", name: leftover.name, reason: leftover.reason }));
   }
   return { actions, problems, notes };
 }
@@ -128,19 +160,13 @@ export async function planPrune(
 async function droppableEntry(
   deps: InventoryDeps,
   manifest: Manifest,
-): Promise<{ ok: true; action: Extract<PruneAction, { code: "drop_entry" }> } | { ok: false; note: string }> {
+): Promise<{ ok: true; action: Extract<PruneAction, { code: "drop_entry" }> } | { ok: false; why: EntryKept }> {
   const unread: string[] = [];
   const facts = await entryAtStake(deps, manifest, true, unread);
-  const left = `left git's entry for ${manifest.worktree.path} (handoff ${manifest.id}) alone`;
-  if (facts.entry === undefined) return { ok: false, note: `${left}: it could not be found` };
-  if (facts.entry.movedTo !== undefined)
-    return { ok: false, note: `${left}: the checkout was moved by hand to ${facts.entry.movedTo}, which uses it` };
-  if (facts.entry.staged.length > 0)
-    return {
-      ok: false,
-      note: `${left}: it holds ${counted(facts.entry.staged.length, "staged change")} (pi-handoff remove ${manifest.id} --dry-run lists them)`,
-    };
-  if (unread.length > 0) return { ok: false, note: `${left}: ${unread.join("; ")}` };
+  if (facts.entry === undefined) return { ok: false, why: { code: "not_found" } };
+  if (facts.entry.movedTo !== undefined) return { ok: false, why: { code: "moved", movedTo: facts.entry.movedTo } };
+  if (facts.entry.staged.length > 0) return { ok: false, why: { code: "staged", count: facts.entry.staged.length } };
+  if (unread.length > 0) return { ok: false, why: { code: "unread", facts: unread } };
   return {
     ok: true,
     action: {
@@ -154,98 +180,100 @@ async function droppableEntry(
   };
 }
 
-/** Carries out planned prune actions in order (git first, then the records). */
+/** Carries out planned prune actions in order (git first, then the records), each re-judged right before. */
 export async function executePrune(deps: InventoryDeps, actions: readonly PruneAction[]): Promise<PruneResult[]> {
   const results: PruneResult[] = [];
   for (const action of actions) {
+    let failure: PruneResultFacts | undefined;
     try {
-      if (action.code === "retire_merged") {
-        // Carried out only if, checked again now, it loses no more than was listed.
-        const removed = await removeHandoff(deps, action.id, { force: false, deleteBranch: true }, (plan) =>
-          losesNoMoreThan(plan, action.plan),
-        );
-        if (removed.code !== "removed") {
-          results.push({ action, ok: false, message: `${stripPeriod(removed.message)}; it was left alone.` });
-          continue;
-        }
-      } else if (action.code === "drop_entry") {
-        const dropped = await deps.store.withActionLock(action.id, "prune", async () => {
-          // Re-judged right before: the checkout may be back, or a moved one found, since the plan.
-          const read = await deps.store.read(action.id);
-          const again = read.ok ? await droppableEntry(deps, read.manifest) : undefined;
-          if (again === undefined || !again.ok || again.action.entry !== action.entry) return false;
-          await deps.git.keepCommits(action.repo, again.action.kept);
-          await deps.git.removeWorktree(action.repo, action.path, { force: false });
-          return true;
-        });
-        if (isActionBusy(dropped) || !dropped) {
-          results.push({
-            action,
-            ok: false,
-            message: isActionBusy(dropped)
-              ? `${dropped.message.replace(/; nothing was done.*$/, "")}; its entry was left alone.`
-              : `Handoff ${action.id}'s worktree entry changed since it was checked; it was left alone.`,
-          });
-          continue;
-        }
-      } else if (action.code === "retire") {
-        const retired = await deps.store.withActionLock(action.id, "prune", async () => {
-          // Re-judged right before: a Pi may have started, or the branch moved, since the plan.
-          const current = await inspectHandoff(deps, action.id);
-          if (current.code !== "found" || !isPrunable(current.report) || !current.report.actions.includes("prune"))
-            return false;
-          const window = await closeRetiredWindow(deps, current.report);
-          const removed = await deps.store.transition(
-            action.id,
-            "removed",
-            undefined,
-            `pruned with pi-handoff: ${describePruneAction(action).join(" ")}${window.closed ? "" : window.note === undefined ? "" : `; ${window.note}`}`,
-          );
-          const problem = (await retireStoreFiles(deps, removed)).problem;
-          return problem ?? (window.note === undefined ? true : { note: window.note });
-        });
-        if (isActionBusy(retired)) {
-          results.push({
-            action,
-            ok: false,
-            message: `${retired.message.replace(/; nothing was done.*$/, "")}; it was left alone.`,
-          });
-          continue;
-        }
-        if (!retired) {
-          results.push({
-            action,
-            ok: false,
-            message: `Handoff ${action.id} changed since it was checked; it was left alone.`,
-          });
-          continue;
-        }
-        if (typeof retired === "string") {
-          results.push({ action, ok: false, message: `Handoff ${action.id} was retired, but it ${retired}.` });
-          continue;
-        }
-        if (typeof retired === "object") {
-          results.push({ action, ok: true, note: `Handoff ${action.id} was retired; ${retired.note}.` });
-          continue;
-        }
-      } else if (action.code === "sweep_leftovers") {
-        await deps.store.sweepLeftovers();
-        // Gone is fine (a retirement above took a dead holder's lock over); still there means in use again.
-        const present = new Set((await deps.store.leftovers()).map((leftover) => leftover.name));
-        const missed = action.leftovers.filter((leftover) => present.has(leftover.name));
-        if (missed.length > 0) {
-          results.push({
-            action,
-            ok: false,
-            message: `${counted(missed.length, "leftover file")} in the store ${missed.length === 1 ? "was" : "were"} in use again when swept (${missed.map((leftover) => leftover.name).join(", ")}); they were left alone.`,
-          });
-          continue;
-        }
-      }
-      results.push({ action, ok: true });
+      failure = await carryOut(deps, action);
     } catch (error) {
       results.push({ action, ok: false, message: errorSentence(error) });
+      continue;
     }
+    if (failure === undefined) results.push({ action, ok: true });
+    else if (failure.code === "retired_with_note")
+      results.push({ action, ok: true, note: pruneResultSentence(failure) });
+    else results.push({ action, ok: false, message: pruneResultSentence(failure) });
   }
   return results;
+}
+
+/** One action carried out; undefined when done with nothing to say, else why not (or what it left). */
+async function carryOut(deps: InventoryDeps, action: PruneAction): Promise<PruneResultFacts | undefined> {
+  switch (action.code) {
+    case "retire_merged":
+      return retireMerged(deps, action);
+    case "drop_entry":
+      return dropEntry(deps, action);
+    case "retire":
+      return retire(deps, action);
+    case "sweep_leftovers":
+      return sweepLeftovers(deps, action);
+  }
+}
+
+/** Through the safe removal, carried out only if, checked again now, it loses no more than was listed. */
+async function retireMerged(
+  deps: InventoryDeps,
+  action: Extract<PruneAction, { code: "retire_merged" }>,
+): Promise<PruneResultFacts | undefined> {
+  const removed = await removeHandoff(deps, action.id, { force: false, deleteBranch: true }, (plan) =>
+    losesNoMoreThan(plan, action.plan),
+  );
+  return removed.code === "removed" ? undefined : { code: "removal_refused", message: removed.message };
+}
+
+async function dropEntry(
+  deps: InventoryDeps,
+  action: Extract<PruneAction, { code: "drop_entry" }>,
+): Promise<PruneResultFacts | undefined> {
+  const dropped = await deps.store.withActionLock(action.id, "prune", async () => {
+    // Re-judged right before: the checkout may be back, or a moved one found, since the plan.
+    const read = await deps.store.read(action.id);
+    const again = read.ok ? await droppableEntry(deps, read.manifest) : undefined;
+    if (again === undefined || !again.ok || again.action.entry !== action.entry) return false;
+    await deps.git.keepCommits(action.repo, again.action.kept);
+    await deps.git.removeWorktree(action.repo, action.path, { force: false });
+    return true;
+  });
+  if (isActionBusy(dropped)) return { code: "busy", message: dropped.message, left: "entry" };
+  return dropped ? undefined : { code: "entry_changed", id: action.id };
+}
+
+async function retire(
+  deps: InventoryDeps,
+  action: Extract<PruneAction, { code: "retire" }>,
+): Promise<PruneResultFacts | undefined> {
+  const retired = await deps.store.withActionLock(action.id, "prune", async () => {
+    // Re-judged right before: a Pi may have started, or the branch moved, since the plan.
+    const current = await inspectHandoff(deps, action.id);
+    if (current.code !== "found" || !isPrunable(current.report) || !current.report.actions.includes("prune"))
+      return false;
+    const window = await closeRetiredWindow(deps, current.report);
+    const removed = await deps.store.transition(
+      action.id,
+      "removed",
+      undefined,
+      `pruned with pi-handoff: ${describePruneAction(action).join(" ")}${window.closed ? "" : window.note === undefined ? "" : `; ${window.note}`}`,
+    );
+    const problem = (await retireStoreFiles(deps, removed)).problem;
+    return problem ?? (window.note === undefined ? true : { note: window.note });
+  });
+  if (isActionBusy(retired)) return { code: "busy", message: retired.message, left: "handoff" };
+  if (!retired) return { code: "handoff_changed", id: action.id };
+  if (typeof retired === "string") return { code: "retired_with_problem", id: action.id, problem: retired };
+  if (typeof retired === "object") return { code: "retired_with_note", id: action.id, note: retired.note };
+  return undefined;
+}
+
+async function sweepLeftovers(
+  deps: InventoryDeps,
+  action: Extract<PruneAction, { code: "sweep_leftovers" }>,
+): Promise<PruneResultFacts | undefined> {
+  await deps.store.sweepLeftovers();
+  // Gone is fine (a retirement above took a dead holder's lock over); still there means in use again.
+  const present = new Set((await deps.store.leftovers()).map((leftover) => leftover.name));
+  const missed = action.leftovers.filter((leftover) => present.has(leftover.name));
+  return missed.length === 0 ? undefined : { code: "leftovers_in_use", names: missed.map((leftover) => leftover.name) };
 }

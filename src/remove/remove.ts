@@ -30,9 +30,7 @@ import { errorCode, isEmptyDirectory, unlessMissing } from "../fs/probe.ts";
 import { isActionBusy } from "../manifest/store.ts";
 import { hasWorkspace, type GatherDeps } from "../inventory/gather.ts";
 import type { HandoffReport } from "../inventory/report-schema.ts";
-import { counted, stripPeriod } from "../text.ts";
 import { errorClause, errorSentence } from "../errors.ts";
-import { describeLocation } from "../mux/registry.ts";
 import {
   checkoutNeedsForce,
   planRemoval,
@@ -41,6 +39,13 @@ import {
   type RemovalRefusal,
   type RemoveOptions,
 } from "./plan.ts";
+import {
+  doneClause,
+  type RemovalDone,
+  removalActSentence,
+  type WindowStaysOpen,
+  windowStaysOpenClause,
+} from "./words.ts";
 
 export type RemoveOutcome =
   | { code: "removed"; manifest: Manifest; plan: RemovalPlan; message: string }
@@ -63,7 +68,10 @@ export async function removeHandoff(
     return {
       code: "refused",
       reason: read.code,
-      message: read.code === "not_found" ? `There is no handoff with id ${id} in ${deps.store.dir}.` : read.message,
+      message:
+        read.code === "not_found"
+          ? removalActSentence({ code: "not_found", id, storeDir: deps.store.dir })
+          : read.message,
     };
   const outcome = await deps.store.withActionLock(id, "remove", () => removeLocked(deps, id, options, onPlan));
   return isActionBusy(outcome) ? { code: "refused", reason: "busy", message: outcome.message } : outcome;
@@ -86,7 +94,7 @@ async function removeLocked(
     return {
       code: "refused",
       reason: "not_confirmed",
-      message: `Handoff ${id} changed since it was shown; nothing was removed.`,
+      message: removalActSentence({ code: "not_confirmed", id }),
       plan,
     };
   }
@@ -99,7 +107,7 @@ async function removeLocked(
       return {
         code: "failed",
         plan,
-        message: `Could not keep the commits only the worktree's HEAD history holds (${errorClause(error)}); handoff ${id} was not removed.`,
+        message: removalActSentence({ code: "keep_failed", id, error: errorClause(error) }),
       };
     }
   }
@@ -107,24 +115,22 @@ async function removeLocked(
   // unchecked writer is not consent to delete files that writer may be making.
   const worktree = await removeCheckout(deps, id, plan, options.force && checkoutNeedsForce(plan));
   if (!worktree.ok) return { code: "failed", plan, message: worktree.message };
-  const done: string[] = [];
-  if (plan.kept.refs.length > 0)
-    done.push(
-      `kept ${counted(plan.kept.commits.length, "commit")} of its HEAD history under refs/pi-handoff/${plan.manifest.id}/kept/`,
-    );
-  if (plan.worktree === "remove") done.push(`deleted worktree ${plan.manifest.worktree.path}`);
-  if (plan.worktree === "unregister") done.push(`dropped git's entry for ${plan.manifest.worktree.path}`);
+  const done: RemovalDone[] = [];
+  const { manifest } = plan;
+  if (plan.kept.refs.length > 0) done.push({ code: "kept_commits", count: plan.kept.commits.length, id: manifest.id });
+  if (plan.worktree === "remove") done.push({ code: "deleted_worktree", path: manifest.worktree.path });
+  if (plan.worktree === "unregister") done.push({ code: "dropped_entry", path: manifest.worktree.path });
   done.push(...(worktree.said ?? []));
-  if (worktree.windowLeftOpen) done.push("left its window open (it no longer shows the worktree)");
+  if (worktree.windowLeftOpen) done.push({ code: "window_left_open" });
   const branch = await settleBranch(deps, plan);
   if (branch !== undefined) done.push(branch);
   // Removed, its ports count as held no more (ports/reserve.ts): the next handoff may take them.
-  if (plan.manifest.ports !== undefined) done.push(`released ports ${plan.manifest.ports.join(", ")}`);
+  if (manifest.ports !== undefined) done.push({ code: "released_ports", ports: manifest.ports });
   const removed = await recordRemoval(deps, id, plan, gitState, done);
   const retired = await retireStoreFiles(deps, removed);
-  if (retired.swept > 0) done.push(`deleted ${counted(retired.swept, "temp file")} a killed writer left in the store`);
-  if (retired.problem !== undefined) done.push(retired.problem);
-  return { code: "removed", manifest: removed, plan, message: `Removed handoff ${id}: ${done.join(", ")}.` };
+  if (retired.swept > 0) done.push({ code: "swept_temp_files", count: retired.swept });
+  if (retired.problem !== undefined) done.push({ code: "said", clause: retired.problem });
+  return { code: "removed", manifest: removed, plan, message: removalActSentence({ code: "removed", id, done }) };
 }
 
 /** The worktree's git state just before it goes, for the record (when readable). */
@@ -138,7 +144,7 @@ async function gitStateBefore(deps: RemovalDeps, plan: RemovalPlan): Promise<Man
 }
 
 /** What the worktree step did: whether a window it should have closed stays open, and what else to say (the claim's release). */
-type CheckoutStep = { ok: true; windowLeftOpen: boolean; said?: string[] } | { ok: false; message: string };
+type CheckoutStep = { ok: true; windowLeftOpen: boolean; said?: RemovalDone[] } | { ok: false; message: string };
 
 /** The worktree step of the plan: through the backend when there is a window, else git alone. */
 async function removeCheckout(deps: RemovalDeps, id: string, plan: RemovalPlan, force: boolean): Promise<CheckoutStep> {
@@ -148,7 +154,11 @@ async function removeCheckout(deps: RemovalDeps, id: string, plan: RemovalPlan, 
     return {
       ok: true,
       windowLeftOpen: false,
-      said: closed.closed ? ["closed its window"] : closed.note === undefined ? [] : [closed.note],
+      said: closed.closed
+        ? [{ code: "closed_window" }]
+        : closed.note === undefined
+          ? []
+          : [{ code: "said", clause: closed.note }],
     };
   }
   if (plan.worktree !== "remove" && plan.worktree !== "unregister") return { ok: true, windowLeftOpen: false };
@@ -160,11 +170,12 @@ async function removeCheckout(deps: RemovalDeps, id: string, plan: RemovalPlan, 
   if (mux !== undefined && !mux.ok) {
     // Its workspace belongs to a backend this process cannot drive: removing the checkout under
     // it would leave that workspace in a deleted directory (the plan refuses it first: worktreeStepBlocker).
-    return { ok: false, message: `${mux.message} Handoff ${id} was not removed.` };
+    return { ok: false, message: removalActSentence({ code: "step_refused", id, why: mux.message }) };
   }
   if (mux !== undefined) {
     const removed = await mux.mux.removeWorktree(location, request);
-    if (!removed.ok) return { ok: false, message: `${removed.message} Handoff ${id} was not removed.` };
+    if (!removed.ok)
+      return { ok: false, message: removalActSentence({ code: "step_refused", id, why: removed.message }) };
     // The backend leaves open a window that no longer shows the worktree (someone uses it).
     return { ok: true, windowLeftOpen: plan.closesWorkspace && (await mux.mux.exists(location)) };
   }
@@ -174,7 +185,7 @@ async function removeCheckout(deps: RemovalDeps, id: string, plan: RemovalPlan, 
   } catch (error) {
     return {
       ok: false,
-      message: `Could not remove the worktree: ${errorSentence(error)} Handoff ${id} was not removed.`,
+      message: removalActSentence({ code: "worktree_failed", id, error: errorSentence(error) }),
     };
   }
   return { ok: true, windowLeftOpen: false };
@@ -187,14 +198,14 @@ async function removeCheckout(deps: RemovalDeps, id: string, plan: RemovalPlan, 
  */
 async function releaseClaim(deps: RemovalDeps, id: string, plan: RemovalPlan): Promise<CheckoutStep> {
   const directory = plan.manifest.worktree.path;
-  const changed = `The directory ${directory} is no longer an empty directory; handoff ${id} was not removed.`;
+  const changed = removalActSentence({ code: "claim_changed", id, directory });
   const empty = await isEmptyDirectory(directory);
   // Not empty and still there (something in it, or a link or file in its place): no longer the claim.
   if (!empty && (await unlessMissing(() => lstat(directory)).catch(() => true))) return { ok: false, message: changed };
-  const said: string[] = [];
+  const said: RemovalDone[] = [];
   if (plan.closesWorkspace) {
     const closed = await closeRetiredWindow(deps, plan.report);
-    if (closed.note !== undefined) said.push(closed.note);
+    if (closed.note !== undefined) said.push({ code: "said", clause: closed.note });
   }
   // Gone since the plan: nothing left to give back.
   if (!empty) return { ok: true, windowLeftOpen: false, said };
@@ -205,17 +216,17 @@ async function releaseClaim(deps: RemovalDeps, id: string, plan: RemovalPlan): P
     if (errorCode(error) === "ENOTEMPTY" || errorCode(error) === "EEXIST") return { ok: false, message: changed };
     return {
       ok: false,
-      message: `Could not remove the empty directory ${directory}: ${errorClause(error)}; handoff ${id} was not removed.`,
+      message: removalActSentence({ code: "claim_failed", id, directory, error: errorClause(error) }),
     };
   }
-  return { ok: true, windowLeftOpen: false, said: [`removed the empty directory ${directory}`, ...said] };
+  return { ok: true, windowLeftOpen: false, said: [{ code: "released_claim", directory }, ...said] };
 }
 
 /** Deletes the branch when the plan says so (git re-checks its tip and merge); what happened, for the record. */
-async function settleBranch(deps: RemovalDeps, plan: RemovalPlan): Promise<string | undefined> {
+async function settleBranch(deps: RemovalDeps, plan: RemovalPlan): Promise<RemovalDone | undefined> {
   const { manifest, branch } = plan;
   if (branch.code === "gone") return undefined;
-  if (branch.code !== "delete") return `kept branch ${manifest.branch}`;
+  if (branch.code !== "delete") return { code: "kept_branch", branch: manifest.branch };
   try {
     // Merged by a landing into another branch: git re-checks it against that branch.
     const into =
@@ -227,9 +238,9 @@ async function settleBranch(deps: RemovalDeps, plan: RemovalPlan): Promise<strin
       mergedInto: into,
       by: branch.by,
     });
-    return `deleted branch ${manifest.branch}`;
+    return { code: "deleted_branch", branch: manifest.branch };
   } catch (error) {
-    return `kept branch ${manifest.branch} (${errorClause(error)})`;
+    return { code: "kept_branch", branch: manifest.branch, why: errorClause(error) };
   }
 }
 
@@ -286,7 +297,7 @@ function recordRemoval(
   id: string,
   plan: RemovalPlan,
   gitState: Manifest["gitState"],
-  done: readonly string[],
+  done: readonly RemovalDone[],
 ): Promise<Manifest> {
   return deps.store.transition(
     id,
@@ -298,7 +309,7 @@ function recordRemoval(
       if (m.child.sessionFile === undefined && plan.report.childSessionFile !== undefined)
         m.child = { ...m.child, sessionFile: plan.report.childSessionFile };
     },
-    `removed with pi-handoff: ${done.join(", ")}`,
+    `removed with pi-handoff: ${done.map(doneClause).join(", ")}`,
   );
 }
 
@@ -311,22 +322,14 @@ export async function closeRetiredWindow(
   report: HandoffReport,
 ): Promise<{ closed: boolean; note?: string }> {
   if (report.workspace.code !== "open" || !hasWorkspace(report.mux)) return { closed: false };
-  const where = describeLocation(report.mux);
+  const stays = (why: WindowStaysOpen): { closed: false; note: string } => ({
+    closed: false,
+    note: windowStaysOpenClause(report.mux, why),
+  });
   const mux = deps.muxFor(report.mux);
-  if (!mux.ok)
-    return { closed: false, note: `its window (${where}) stays open: ${stripPeriod(mux.message)}; close it yourself` };
-  if (mux.mux.closeWorkspace === undefined)
-    return {
-      closed: false,
-      note: `its window (${where}) stays open: this backend closes a workspace only with its worktree; close it yourself`,
-    };
+  if (!mux.ok) return stays({ code: "unreachable", message: mux.message });
+  if (mux.mux.closeWorkspace === undefined) return stays({ code: "closes_only_with_worktree" });
   const closed = await mux.mux.closeWorkspace(report.mux, report.worktreePath);
-  if (!closed.ok)
-    return {
-      closed: false,
-      note: `its window (${where}) stays open: ${stripPeriod(closed.message)}; close it yourself`,
-    };
-  return closed.closed
-    ? { closed: true }
-    : { closed: false, note: `its window (${where}) stays open: it no longer shows the worktree` };
+  if (!closed.ok) return stays({ code: "close_failed", message: closed.message });
+  return closed.closed ? { closed: true } : stays({ code: "not_showing_worktree" });
 }

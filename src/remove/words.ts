@@ -11,11 +11,12 @@
  *   lines of a plan and of a prune action are made printable.
  */
 import type { MergedBy } from "../git/types.ts";
+import type { Manifest } from "../manifest/schema.ts";
 import { mergeTargetOf } from "../inventory/classify.ts";
 import { counted, printable, stripPeriod } from "../text.ts";
 import { describeLocation } from "../mux/registry.ts";
 import type { BranchPlan, ForceStake, RefusalFacts, RemovalPlan } from "./plan.ts";
-import type { PruneAction } from "./prune.ts";
+import type { EntryKept, PruneAction, PruneNote, PruneResultFacts } from "./prune.ts";
 
 /** The sentence of a refusal to remove, from its code and the facts it names. */
 export function removalRefusalSentence(facts: RefusalFacts): string {
@@ -240,4 +241,145 @@ function pruneActionLines(action: PruneAction): string[] {
         : `its worktree is gone and branch ${action.branch} is merged (the branch is kept)`;
   const released = action.ports === undefined ? "" : ` (releases its ports ${action.ports.join(", ")})`;
   return [`mark handoff ${action.id} removed: ${why}${released}${action.closesWindow ? ", and close its window" : ""}`];
+}
+
+/** What `prune` says of what it leaves alone. */
+export function pruneNoteSentence(note: PruneNote): string {
+  switch (note.code) {
+    case "merged_left":
+      return `left handoff ${note.id} (${note.branch}, merged) alone: ${note.why}`;
+    case "entry_left":
+      return `left git's entry for ${note.path} (handoff ${note.id}) alone: ${entryKeptClause(note.why, note.id)}`;
+    case "store_left":
+      return `left in the store: ${note.name}: ${note.reason}`;
+  }
+}
+
+function entryKeptClause(why: EntryKept, id: string): string {
+  switch (why.code) {
+    case "not_found":
+      return "it could not be found";
+    case "moved":
+      return `the checkout was moved by hand to ${why.movedTo}, which uses it`;
+    case "staged":
+      return `it holds ${counted(why.count, "staged change")} (pi-handoff remove ${id} --dry-run lists them)`;
+    case "unread":
+      return why.facts.join("; ");
+  }
+}
+
+/** What `prune` says of an action it did not carry out, or of what a done one left. */
+export function pruneResultSentence(facts: PruneResultFacts): string {
+  switch (facts.code) {
+    case "removal_refused":
+      return `${stripPeriod(facts.message)}; it was left alone.`;
+    case "busy":
+      return `${facts.message.replace(/; nothing was done.*$/, "")}; ${facts.left === "entry" ? "its entry was" : "it was"} left alone.`;
+    case "entry_changed":
+      return `Handoff ${facts.id}'s worktree entry changed since it was checked; it was left alone.`;
+    case "handoff_changed":
+      return `Handoff ${facts.id} changed since it was checked; it was left alone.`;
+    case "retired_with_problem":
+      return `Handoff ${facts.id} was retired, but it ${facts.problem}.`;
+    case "retired_with_note":
+      return `Handoff ${facts.id} was retired; ${facts.note}.`;
+    case "leftovers_in_use":
+      return `${counted(facts.names.length, "leftover file")} in the store ${facts.names.length === 1 ? "was" : "were"} in use again when swept (${facts.names.join(", ")}); they were left alone.`;
+  }
+}
+
+/** What a removal did, one clause each, for its message and its record. */
+export type RemovalDone =
+  | { code: "kept_commits"; count: number; id: string }
+  | { code: "deleted_worktree"; path: string }
+  | { code: "dropped_entry"; path: string }
+  | { code: "released_claim"; directory: string }
+  | { code: "closed_window" }
+  | { code: "window_left_open" }
+  | { code: "kept_branch"; branch: string; why?: string }
+  | { code: "deleted_branch"; branch: string }
+  | { code: "released_ports"; ports: readonly number[] }
+  | { code: "swept_temp_files"; count: number }
+  /** A clause already worded (a window that stays open, a store file that could not go). */
+  | { code: "said"; clause: string };
+
+export function doneClause(done: RemovalDone): string {
+  switch (done.code) {
+    case "kept_commits":
+      return `kept ${counted(done.count, "commit")} of its HEAD history under refs/pi-handoff/${done.id}/kept/`;
+    case "deleted_worktree":
+      return `deleted worktree ${done.path}`;
+    case "dropped_entry":
+      return `dropped git's entry for ${done.path}`;
+    case "released_claim":
+      return `removed the empty directory ${done.directory}`;
+    case "closed_window":
+      return "closed its window";
+    case "window_left_open":
+      return "left its window open (it no longer shows the worktree)";
+    case "kept_branch":
+      return done.why === undefined ? `kept branch ${done.branch}` : `kept branch ${done.branch} (${done.why})`;
+    case "deleted_branch":
+      return `deleted branch ${done.branch}`;
+    case "released_ports":
+      return `released ports ${done.ports.join(", ")}`;
+    case "swept_temp_files":
+      return `deleted ${counted(done.count, "temp file")} a killed writer left in the store`;
+    case "said":
+      return done.clause;
+  }
+}
+
+/** What a removal that ran says: done, or why it stopped (the plan's refusals are `removalRefusalSentence`'s). */
+export type RemovalActFacts =
+  | { code: "not_found"; id: string; storeDir: string }
+  | { code: "not_confirmed"; id: string }
+  | { code: "keep_failed"; id: string; error: string }
+  /** The backend refused the worktree step (`why`: its sentence). */
+  | { code: "step_refused"; id: string; why: string }
+  | { code: "worktree_failed"; id: string; error: string }
+  | { code: "claim_changed"; id: string; directory: string }
+  | { code: "claim_failed"; id: string; directory: string; error: string }
+  | { code: "removed"; id: string; done: readonly RemovalDone[] };
+
+export function removalActSentence(facts: RemovalActFacts): string {
+  const { id } = facts;
+  switch (facts.code) {
+    case "not_found":
+      return `There is no handoff with id ${id} in ${facts.storeDir}.`;
+    case "not_confirmed":
+      return `Handoff ${id} changed since it was shown; nothing was removed.`;
+    case "keep_failed":
+      return `Could not keep the commits only the worktree's HEAD history holds (${facts.error}); handoff ${id} was not removed.`;
+    case "step_refused":
+      return `${facts.why} Handoff ${id} was not removed.`;
+    case "worktree_failed":
+      return `Could not remove the worktree: ${facts.error} Handoff ${id} was not removed.`;
+    case "claim_changed":
+      return `The directory ${facts.directory} is no longer an empty directory; handoff ${id} was not removed.`;
+    case "claim_failed":
+      return `Could not remove the empty directory ${facts.directory}: ${facts.error}; handoff ${id} was not removed.`;
+    case "removed":
+      return `Removed handoff ${id}: ${facts.done.map(doneClause).join(", ")}.`;
+  }
+}
+
+/** Why a retired handoff's window stays open. */
+export type WindowStaysOpen =
+  | { code: "unreachable"; message: string }
+  | { code: "closes_only_with_worktree" }
+  | { code: "close_failed"; message: string }
+  | { code: "not_showing_worktree" };
+
+export function windowStaysOpenClause(location: Manifest["mux"], why: WindowStaysOpen): string {
+  const stays = `its window (${describeLocation(location)}) stays open`;
+  switch (why.code) {
+    case "unreachable":
+    case "close_failed":
+      return `${stays}: ${stripPeriod(why.message)}; close it yourself`;
+    case "closes_only_with_worktree":
+      return `${stays}: this backend closes a workspace only with its worktree; close it yourself`;
+    case "not_showing_worktree":
+      return `${stays}: it no longer shows the worktree`;
+  }
 }
