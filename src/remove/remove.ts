@@ -21,6 +21,7 @@
  * - The manifest becomes `removed` with the git state captured just before; it is kept as a record.
  *   A retirement (remove, or prune's) sweeps its own handoff's store leftovers and deletes its
  *   launch files (child/retire.ts) and its child's published state (`retireStoreFiles`).
+ * - What it did, or why it stopped, is a list of codes worded in words.ts.
  */
 import { deleteChildState } from "../child/child-state.ts";
 import { deleteLaunchFiles } from "../child/retire.ts";

@@ -1,7 +1,8 @@
 /**
- * The words of `remove` and `prune`: every sentence a removal's plan, its refusals and prune's
- * actions say, rendered from their codes (plan.ts, prune.ts) in this one place, so a dry run, a
- * confirmation and the real run read alike.
+ * The words of `remove` and `prune`: every sentence a removal's plan, its refusals, what it did
+ * (or why it stopped), and prune's actions, notes and results say, rendered from their codes
+ * (plan.ts, remove.ts, prune.ts) in this one place, so a dry run, a confirmation and the real run
+ * read alike.
  *
  * Invariants:
  * - Pure: no I/O; each function renders facts it is given.
