@@ -20,7 +20,9 @@ import { launchNoticeLevel } from "../src/child/launcher.ts";
 import { ManifestStore } from "../src/manifest/store.ts";
 import { agentDirFromEnv } from "../src/session/paths.ts";
 import { splitCommandLine } from "../src/command-line-words.ts";
-import { carryOutPrune, main, USAGE } from "../src/cli/cli.ts";
+import { main } from "../src/cli/cli.ts";
+import { USAGE } from "../src/cli/usage.ts";
+import { carryOutPrune } from "../src/cli/verbs/remove.ts";
 import { parseRecoveryCommand } from "../src/cli/command-line.ts";
 import { launchTimeoutsFromEnv } from "../src/child/timeouts.ts";
 import {
@@ -38,15 +40,10 @@ import type { HandoffReport } from "../src/inventory/report-schema.ts";
 import { relaunchHandoff } from "../src/relaunch/relaunch.ts";
 import { landHandoff, removalFailedAfterLanding, type LandDeps, type LandRequest } from "../src/land/land.ts";
 import { canOfferLand, describeLandPlan, landRequestFrom } from "../src/land/land-words.ts";
-import {
-  branchDeletionOffer,
-  describePruneAction,
-  describeRemovalPlan,
-  losesNoMoreThan,
-  planPrune,
-  planRemoval,
-  removeHandoff,
-} from "../src/remove/remove.ts";
+import { branchDeletionOffer, losesNoMoreThan, planRemoval } from "../src/remove/plan.ts";
+import { planPrune } from "../src/remove/prune.ts";
+import { removeHandoff } from "../src/remove/remove.ts";
+import { describePruneAction, describeRemovalPlan } from "../src/remove/words.ts";
 import { resolveHandoffName } from "../src/inventory/resolve.ts";
 import {
   answerProceeds,
@@ -63,7 +60,8 @@ import {
   type ChangeQuestion,
   type MenuChoice,
 } from "../src/cli/handoffs-questions.ts";
-import { canOfferRebase, describeRebasePlan, rebaseHandoff, type RebaseDeps } from "../src/rebase/rebase.ts";
+import { canOfferRebase, rebaseHandoff, type RebaseDeps } from "../src/rebase/rebase.ts";
+import { describeRebasePlan } from "../src/rebase/words.ts";
 import { report } from "./report.ts";
 
 const STATUS_KEY = "handoffs";

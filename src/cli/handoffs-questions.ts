@@ -40,7 +40,7 @@ export function mistypedName(question: ChangeQuestion, answer: string | undefine
 }
 
 /**
- * The removal's question: the plan's lines (remove.ts `describeRemovalPlan`), then either a
+ * The removal's question: the plan's lines (remove/words.ts `describeRemovalPlan`), then either a
  * choice, or, when the removal needs what --force allows, the branch name to type.
  */
 export function removalQuestion(branch: string, planLines: readonly string[], needsForce: boolean): ChangeQuestion {
@@ -53,7 +53,7 @@ export function removalQuestion(branch: string, planLines: readonly string[], ne
   };
 }
 
-/** Deleting the branch as well (remove.ts `branchDeletionOffer`: offered only when that loses nothing). */
+/** Deleting the branch as well (remove/plan.ts `branchDeletionOffer`: offered only when that loses nothing). */
 export function branchDeletionQuestion(offer: { question: string; detail: string }): ChangeQuestion {
   return {
     code: "choose",
@@ -83,7 +83,7 @@ export function rebaseQuestion(branch: string, onto: string, planLines: readonly
   };
 }
 
-/** Pruning, typed in the TUI (`/handoffs prune [--merged]`), after what it would do was listed (remove.ts `describePruneAction`). */
+/** Pruning, typed in the TUI (`/handoffs prune [--merged]`), after what it would do was listed (remove/words.ts `describePruneAction`). */
 export function pruneQuestion(actionLines: readonly string[]): ChangeQuestion {
   return {
     code: "choose",

@@ -24,7 +24,7 @@
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseStatus } from "./git.ts";
+import { parseStatus } from "./parse.ts";
 import { GitTimeoutError, runGit, type GitRun } from "./runner.ts";
 import type { BaseUpstream, CarriedChange, ChangesSnapshot, CheckoutGitPort } from "./types.ts";
 import { WAIT_DEFAULTS } from "../config/waits.ts";

@@ -29,7 +29,7 @@ import { errorCode } from "../fs/probe.ts";
 import { CheckoutBackup } from "./checkout-backup.ts";
 import { counted } from "../text.ts";
 import { mergeTree, mergeTrees, type GitRunner, type MergeTreeResult } from "./merge-tree.ts";
-import { summarizeGitStderr } from "./git.ts";
+import { summarizeGitStderr } from "./parse.ts";
 import { gitCommandName, runGit } from "./runner.ts";
 
 const DEFAULT_TIMEOUT_MS = 60_000;

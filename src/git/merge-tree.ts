@@ -10,7 +10,7 @@
  * - A merge with its base given (`MergePair.base`) may merge trees (git 2.45+); without one, git
  *   finds the base from the commits' history, so `ours` and `theirs` are commits.
  */
-import { summarizeGitStderr } from "./git.ts";
+import { summarizeGitStderr } from "./parse.ts";
 import type { GitRun } from "./runner.ts";
 
 export type MergeTreeResult = { clean: true; tree: string } | { clean: false; tree: string; conflicts: string[] };

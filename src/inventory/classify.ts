@@ -385,6 +385,11 @@ function canRelaunch(report: HandoffReport, manifest: Manifest): boolean {
   return report.worktree.code === "present" && report.childSessionExists && manifest.child.model !== undefined;
 }
 
+/** The ref the handoff's unmerged commits are counted against: its merge target, or its base while the branch cannot be read. */
+export function mergeTargetOf(report: HandoffReport): string {
+  return report.branchState.code === "present" ? report.branchState.mergeTarget.ref : report.base.ref;
+}
+
 export function isInProgress(report: HandoffReport): boolean {
   return report.status.code === "unfinished" && report.status.inProgress;
 }

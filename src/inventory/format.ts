@@ -187,7 +187,7 @@ export interface InspectExtras {
   lastReport?: Pick<ChildReport, "createdAt" | "text" | "done" | "left" | "commitsTotal">;
   /** Where the handoff spent its time (inventory/step-times.ts), when its manifest says. */
   stepTimes?: StepTimes;
-  /** Why neither a removal nor a relaunch may act on the checkout now (remove.ts `withoutBlockedActions`). */
+  /** Why neither a removal nor a relaunch may act on the checkout now (remove/plan.ts `withoutBlockedActions`). */
   blocked?: string;
   /** How `pi-handoff` is typed in the user's shell, for the next steps (child/pi-command.ts; default `pi-handoff`). */
   cli?: string;

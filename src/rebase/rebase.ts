@@ -16,6 +16,7 @@
  * - The child is told once, at its next idle point: a note in the handoff store (handoff-notes.ts)
  *   whose id comes from the rebase, which the child's own Pi delivers (adoption/notes.ts).
  * - One actor: the whole command holds the handoff's action lock.
+ * - What it says is rendered in words.ts, from the refusal's code and facts.
  */
 import { CheckoutMoveError, type LandGit } from "../git/land.ts";
 import type { SimpleGitPort } from "../git/git.ts";
@@ -23,16 +24,21 @@ import { canSettleRebase, type Manifest, type Rebase } from "../manifest/schema.
 import type { HandoffNoteStore } from "../manifest/handoff-notes.ts";
 import { isActionBusy, type ManifestStore } from "../manifest/store.ts";
 import { errorClause, errorSentence } from "../errors.ts";
-import { counted } from "../text.ts";
 import { checkpoint, NO_FAULTS, type FaultPlan } from "../faults.ts";
 import { isInProgress } from "../inventory/classify.ts";
 import type { GatherDeps } from "../inventory/gather.ts";
 import { inspectHandoff } from "../inventory/inventory.ts";
 import { defaultTarget, HOOKS_RUN_BY, rebaseCommits } from "../land/land-plan.ts";
-import { listed } from "../land/land-words.ts";
 import type { HandoffReport } from "../inventory/report-schema.ts";
 import { BUSY_CHILD_STATES, CHILD_STATE_LABELS } from "../inventory/status.ts";
 import type { Failed, Succeeded } from "../outcome.ts";
+import {
+  describeRebasePlan,
+  rebasedNoteText,
+  rebasedSentence,
+  rebaseRefusalSentence,
+  type RebaseRefusalFacts,
+} from "./words.ts";
 
 export interface RebaseDeps extends GatherDeps {
   git: SimpleGitPort;
@@ -110,6 +116,12 @@ export async function planRebase(
   }
 }
 
+/** A refusal with its sentence (words.ts); a conflict lists its paths. */
+function refused(facts: RebaseRefusalFacts): Refused {
+  const refusal: Refused = { ok: false, code: facts.code, message: rebaseRefusalSentence(facts) };
+  return facts.code === "conflict" ? { ...refusal, conflicts: facts.conflicts } : refusal;
+}
+
 async function planOf(
   deps: RebaseDeps,
   id: string,
@@ -118,50 +130,20 @@ async function planOf(
   const inspected = await inspectHandoff(deps, id);
   if (inspected.code !== "found") return { ok: false, code: inspected.code, message: inspected.message };
   const { report, manifest } = inspected;
-  if (manifest.state === "removed")
-    return {
-      ok: false,
-      code: "removed",
-      message: `Handoff ${id} was removed; its branch ${manifest.branch} can be rebased with git directly.`,
-    };
-  if (isInProgress(report))
-    return {
-      ok: false,
-      code: "in_progress",
-      message: `Handoff ${id} is still being set up (${report.state}); rebase it once it has started.`,
-    };
+  if (manifest.state === "removed") return refused({ code: "removed", id, branch: manifest.branch });
+  if (isInProgress(report)) return refused({ code: "in_progress", id, state: report.state });
   const child = report.child;
   // The same rule as a landing's: a Pi starting, in a turn or compacting is busy with its session.
   if (child !== undefined && BUSY_CHILD_STATES.has(child.state))
-    return {
-      ok: false,
-      code: "child_working",
-      message: `Handoff ${id}'s Pi is in a turn (${CHILD_STATE_LABELS[child.state]}: ${child.basis}); nothing was rebased. Let it finish (or stop its turn), then rebase again.`,
-    };
+    return refused({ code: "child_working", id, label: CHILD_STATE_LABELS[child.state], basis: child.basis });
   if (report.worktree.code !== "present")
-    return {
-      ok: false,
-      code: "no_worktree",
-      message: `Handoff ${id} has no worktree to rebase in (${manifest.worktree.path} is ${report.worktree.code}); nothing was rebased.`,
-    };
+    return refused({ code: "no_worktree", id, path: manifest.worktree.path, fact: report.worktree.code });
   const changes = report.changes;
   const uncommitted = changes === undefined ? undefined : [...changes.dirtyFiles, ...changes.untrackedFiles];
   if (uncommitted === undefined || uncommitted.length > 0)
-    return {
-      ok: false,
-      code: "worktree_dirty",
-      message:
-        uncommitted === undefined
-          ? `Could not read the uncommitted changes in ${manifest.worktree.path}; nothing was rebased.`
-          : `The worktree ${manifest.worktree.path} has uncommitted changes (${listed(uncommitted)}); nothing was rebased. Commit or stash them there, then rebase again.`,
-    };
+    return refused({ code: "worktree_dirty", path: manifest.worktree.path, files: uncommitted });
   const branchState = report.branchState;
-  if (branchState.code !== "present")
-    return {
-      ok: false,
-      code: "branch_gone",
-      message: `Branch ${manifest.branch} of handoff ${id} could not be read; nothing was rebased.`,
-    };
+  if (branchState.code !== "present") return refused({ code: "branch_gone", id, branch: manifest.branch });
   const repo = manifest.repo.root;
   const into = await defaultTarget(deps, manifest);
   const ontoSha =
@@ -169,46 +151,23 @@ async function planOf(
       ? undefined
       : await deps.git.resolveCommit(repo, `refs/heads/${into}`);
   if (into === undefined || ontoSha === undefined)
-    return {
-      ok: false,
-      code: "no_target",
-      message: `Handoff ${id} started from ${manifest.base.ref}, which is not a branch it could follow; nothing was rebased.`,
-    };
+    return refused({ code: "no_target", id, baseRef: manifest.base.ref });
   const from = branchState.tip;
   if (await deps.git.isAncestor(repo, ontoSha, from))
-    return {
-      ok: false,
-      code: "up_to_date",
-      message: `${manifest.branch} already has ${into}'s tip ${ontoSha.slice(0, 12)}; nothing to rebase.`,
-    };
+    return refused({ code: "up_to_date", branch: manifest.branch, into, ontoSha });
   const details = await deps.landGit.commitsBetween(repo, ontoSha, from);
   if (details.some((commit) => commit.parents.length > 1))
-    return {
-      ok: false,
-      code: "not_linear",
-      message: `${manifest.branch} contains merge commits, which a rebase would flatten; nothing was rebased. Merge ${into} into it in the worktree instead.`,
-    };
+    return refused({ code: "not_linear", branch: manifest.branch, into });
   if (request.noVerify !== true && details.length > 0) {
     const hooks = await deps.landGit.hooksFor(manifest.worktree.path, HOOKS_RUN_BY.rebase);
-    if (hooks.names.length > 0)
-      return {
-        ok: false,
-        code: "hooks",
-        message: `Rebasing makes commits without running the repository's hooks that git rebase runs (${hooks.names.join(", ")} in ${hooks.dir}); nothing was rebased. Rebase in the worktree with git (git rebase ${into}), or pass --no-verify to rebase without them.`,
-      };
+    if (hooks.names.length > 0) return refused({ code: "hooks", names: hooks.names, dir: hooks.dir, into });
   }
   // The forecast first (one merge), then the commits re-made one by one.
   const forecast = await deps.landGit.mergeTree(repo, ontoSha, from);
   const rebased = forecast.clean
     ? await rebaseCommits(deps.landGit, repo, ontoSha, details, await deps.landGit.signsCommits(repo))
     : { ok: false as const, conflicts: forecast.conflicts };
-  if (!rebased.ok)
-    return {
-      ok: false,
-      code: "conflict",
-      conflicts: rebased.conflicts,
-      message: `Rebasing ${manifest.branch} onto ${into} would conflict in ${listed(rebased.conflicts)}; nothing was rebased. Merge ${into} into ${manifest.branch} in the worktree and resolve them there.`,
-    };
+  if (!rebased.ok) return refused({ code: "conflict", branch: manifest.branch, into, conflicts: rebased.conflicts });
   const to = details.length === 0 ? ontoSha : rebased.to;
   const plan: RebasePlan = {
     handoffId: id,
@@ -235,16 +194,6 @@ export function canOfferRebase(report: HandoffReport): boolean {
     report.branchState.code === "present" &&
     (report.branchState.behind ?? 0) > 0
   );
-}
-
-/** Plain lines saying what the rebase does (a new commit's id is not known before it is made). */
-export function describeRebasePlan(plan: RebasePlan): string[] {
-  return [
-    `Rebase ${counted(plan.commits.length, "commit")} of ${plan.branch} onto ${plan.onto.ref} at ${plan.onto.sha.slice(0, 12)} (${plan.onto.ref} has moved ${counted(plan.behind, "commit")} past it):`,
-    ...plan.commits.map((commit) => `  ${commit.sha.slice(0, 12)} ${commit.subject}`),
-    `${plan.branch} then points at the last of them (new commits, authors, dates and messages kept), and its worktree ${plan.worktree} follows: ${counted(plan.touched.length, "file")} change there.`,
-    "Its Pi is told at its next idle point.",
-  ];
 }
 
 /** Rebases handoff `id` (or, with `dryRun`, says what it would do), as the one actor on it. */
@@ -330,10 +279,7 @@ export async function rebaseLocked(
     ok: true,
     code: "rebased",
     plan,
-    message: [
-      `Rebased ${counted(plan.commits.length, "commit")} of ${plan.branch} onto ${plan.onto.ref} at ${plan.onto.sha.slice(0, 12)}: ${plan.branch} is now at ${plan.to}.`,
-      told ?? "Its Pi is told at its next idle point.",
-    ].join(" "),
+    message: rebasedSentence(plan, told),
   };
 }
 
@@ -391,11 +337,7 @@ async function tellChild(
   rebase: Pick<Rebase, "at" | "onto" | "from" | "to" | "commits">,
   now: () => Date,
 ): Promise<string | undefined> {
-  const text = [
-    `The base of this handoff moved: ${rebase.onto.ref} went on to ${rebase.onto.sha.slice(0, 12)}, and pi-handoff rebase re-made this branch's ${counted(rebase.commits.length, "commit")} on it.`,
-    `Branch ${manifest.branch} is now at ${rebase.to.slice(0, 12)} (it was at ${rebase.from.slice(0, 12)}); the worktree's files were updated with it.`,
-    `What ${rebase.onto.ref} brought is in: git log ${rebase.from.slice(0, 12)}..${rebase.to.slice(0, 12)} shows your commits re-made, git diff ${rebase.from.slice(0, 12)} ${rebase.to.slice(0, 12)} what changed.`,
-  ].join("\n");
+  const text = rebasedNoteText(manifest, rebase);
   try {
     await deps.notes.write(
       {

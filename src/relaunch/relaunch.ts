@@ -12,7 +12,7 @@
  * - A closed window/workspace is reopened first (`reopenWorkspace`); then the handoff's own launch
  *   path (`ChildLauncher`: wait for the shell, record `launching`, type, confirm, focus) runs, so
  *   the manifest goes `launching` -> `running` or `launch_unconfirmed` exactly as in a handoff.
- * - Every refusal changes nothing and is one sentence.
+ * - Every refusal changes nothing and is one sentence, worded in words.ts from its code.
  * - One actor: the whole relaunch (its checks and its launch) runs under the handoff's action lock
  *   (`ManifestStore.withActionLock`); a second relaunch, a removal or the handoff itself is
  *   refused at once (`busy`), naming what holds it, so no second line is ever typed.
@@ -40,6 +40,7 @@ import type { GatherDeps } from "../inventory/gather.ts";
 import { inspectHandoff } from "../inventory/inventory.ts";
 import type { HandoffReport } from "../inventory/report-schema.ts";
 import { errorMessage } from "../errors.ts";
+import { relaunchedSentence, relaunchRefusalSentence, type RelaunchRefusalFacts } from "./words.ts";
 
 export interface RelaunchDeps extends GatherDeps {
   store: ManifestStore;
@@ -107,42 +108,22 @@ export async function relaunchHandoff(
 
 /** Why the handoff as the inventory sees it may not be relaunched now; undefined: it may. */
 function relaunchRefusal(report: HandoffReport, manifest: Manifest, id: string): RelaunchOutcome | undefined {
-  if (report.status.code === "removed")
-    return refused("removed", `Handoff ${id} was removed, so it cannot be relaunched.`);
-  if (report.status.code === "child_running") {
-    const pids = report.status.writers.map((writer) => writer.pid).join(", ");
-    return refused(
-      "child_running",
-      `Handoff ${id} already has a live Pi on its session (pid ${pids}), so no second one was started.`,
-    );
-  }
-  if (report.writerUnknown !== undefined) {
-    return refused(
-      "writer_unknown",
-      `Handoff ${id} was not relaunched because it could not be checked whether a Pi still writes its session: ${report.writerUnknown}.`,
-    );
-  }
-  if (isInProgress(report)) {
-    return refused(
-      "in_progress",
-      `Handoff ${id} is still being set up (${report.state}, updated ${report.updatedAt}); try again once it has finished.`,
-    );
-  }
+  if (report.status.code === "removed") return refusedFor({ code: "removed", id });
+  if (report.status.code === "child_running")
+    return refusedFor({ code: "child_running", id, pids: report.status.writers.map((writer) => writer.pid) });
+  if (report.writerUnknown !== undefined) return refusedFor({ code: "writer_unknown", id, why: report.writerUnknown });
+  if (isInProgress(report))
+    return refusedFor({ code: "in_progress", id, state: report.state, updatedAt: report.updatedAt });
   const childSessionFile = manifest.child.sessionFile;
-  if (childSessionFile === undefined || !report.childSessionExists) {
-    return refused(
-      "no_child_session",
-      childSessionFile === undefined
-        ? `Handoff ${id} has no child session (it stopped at ${report.state}), so there is nothing to relaunch.`
-        : `The child session ${childSessionFile} of handoff ${id} no longer exists, so there is nothing to relaunch.`,
-    );
-  }
-  if (report.worktree.code !== "present") {
-    return refused(
-      "worktree_not_present",
-      `The worktree ${manifest.worktree.path} of handoff ${id} is ${describeWorktree(report.worktree)}, so Pi cannot be started in it.`,
-    );
-  }
+  if (childSessionFile === undefined || !report.childSessionExists)
+    return refusedFor({ code: "no_child_session", id, state: report.state, sessionFile: childSessionFile });
+  if (report.worktree.code !== "present")
+    return refusedFor({
+      code: "worktree_not_present",
+      id,
+      path: manifest.worktree.path,
+      worktree: report.worktree,
+    });
   return undefined;
 }
 
@@ -161,10 +142,12 @@ async function relaunchLocked(deps: RelaunchDeps, id: string, options: { focus: 
   // A window that cannot be seen may still be there: opening another would start a second Pi
   // beside a live one, so nothing is started until the backend answers.
   if (report.workspace.code === "unknown") {
-    return refused(
-      "workspace_unknown",
-      `Handoff ${id} was not relaunched: ${stripPeriod(report.workspace.message)}; try again once the ${manifest.mux.kind} server answers.`,
-    );
+    return refusedFor({
+      code: "workspace_unknown",
+      id,
+      why: report.workspace.message,
+      muxKind: manifest.mux.kind,
+    });
   }
   const window = await windowFor(deps, id, report, manifest, muxFound.mux, environment);
   if (window.code === "failed") return window;
@@ -176,6 +159,12 @@ async function relaunchLocked(deps: RelaunchDeps, id: string, options: { focus: 
 
 function refused(reason: RelaunchRefusal, message: string): RelaunchOutcome {
   return { code: "refused", reason, message };
+}
+
+/** A refusal worded in words.ts (`raced` is a live writer or an unreadable lease, by `reason`). */
+function refusedFor(facts: RelaunchRefusalFacts, reason?: RelaunchRefusal): RelaunchOutcome {
+  const code = facts.code === "raced" ? (reason ?? "writer_unknown") : facts.code;
+  return refused(code, relaunchRefusalSentence(facts));
 }
 
 /** The window the child is launched in, recorded in the manifest (`manifest` is then the current one). */
@@ -252,10 +241,9 @@ async function writerSinceInventory(
     leaseNow.state === "live"
       ? `a Pi (pid ${leaseNow.pid}) started on its session meanwhile`
       : stripPeriod(leaseNow.message);
-  const left = window.reopened ? `; the window opened for it stays in ${describeLocation(window.manifest.mux)}` : "";
-  return refused(
+  return refusedFor(
+    { code: "raced", id, why, reopenedIn: window.reopened ? window.manifest.mux : undefined },
     leaseNow.state === "live" ? "child_running" : "writer_unknown",
-    `Handoff ${id} was not relaunched: ${why}${left}.`,
   );
 }
 
@@ -306,17 +294,12 @@ async function relaunchOutcome(
   launched: LaunchOutcome,
 ): Promise<RelaunchOutcome> {
   switch (launched.code) {
-    case "running": {
-      const focusError =
-        launched.manifest.focus !== undefined && "error" in launched.manifest.focus
-          ? ` Could not switch to it: ${launched.manifest.focus.error}`
-          : "";
+    case "running":
       return {
         code: "running",
         manifest: launched.manifest,
-        message: `Relaunched handoff ${id}: Pi${launched.manifest.child.pid === undefined ? "" : ` pid ${launched.manifest.child.pid}`} runs on ${childSessionFile} in ${describeLocation(launched.manifest.mux)}.${focusError}`,
+        message: relaunchedSentence(id, launched.manifest, childSessionFile),
       };
-    }
     case "launch_unconfirmed":
       return {
         code: "launch_unconfirmed",
@@ -350,20 +333,5 @@ async function relaunchOutcome(
     case "post_create_failed":
       // A relaunch starts Pi alone: postCreate commands run once, after the worktree was created.
       throw new Error("A relaunch runs no postCreate commands, so none can have failed.");
-  }
-}
-
-function describeWorktree(worktree: { code: string; reason?: string }): string {
-  switch (worktree.code) {
-    case "missing":
-      return "gone";
-    case "prunable":
-      return "gone (git still lists it)";
-    case "claimed":
-      return "never checked out (an empty directory)";
-    case "orphaned":
-      return `no longer the handoff's checkout (${worktree.reason ?? "?"})`;
-    default:
-      return worktree.code;
   }
 }

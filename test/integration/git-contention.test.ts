@@ -8,7 +8,8 @@
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { isTransientGitFailure, SimpleGitPort } from "../../src/git/git.ts";
+import { SimpleGitPort } from "../../src/git/git.ts";
+import { isTransientGitFailure } from "../../src/git/handoff-git.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
 
 const repos: TempRepo[] = [];

@@ -12,7 +12,7 @@ import { SimpleGitPort } from "../../src/git/git.ts";
 import { LandGit } from "../../src/git/land.ts";
 import { inspectHandoff } from "../../src/inventory/inventory.ts";
 import { landHandoff, type LandRequest } from "../../src/land/land.ts";
-import { planPrune } from "../../src/remove/remove.ts";
+import { planPrune } from "../../src/remove/prune.ts";
 import { createLandRig, type LandRig } from "../support/land-rig.ts";
 
 const plain: LandRequest = { dryRun: false, remove: false, deleteBranch: false };

@@ -21,7 +21,9 @@ import { LIVE_AGENT_STATUSES } from "../../src/mux/herdr/protocol.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { formatReport } from "../../src/inventory/format.ts";
 import { relaunchHandoff } from "../../src/relaunch/relaunch.ts";
-import { describeRemovalPlan, removeHandoff, type RemovalPlan } from "../../src/remove/remove.ts";
+import type { RemovalPlan } from "../../src/remove/plan.ts";
+import { removeHandoff } from "../../src/remove/remove.ts";
+import { describeRemovalPlan } from "../../src/remove/words.ts";
 import {
   asDouble,
   forDoubleOnly,

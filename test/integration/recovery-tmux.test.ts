@@ -14,7 +14,9 @@ import type { Manifest } from "../../src/manifest/schema.ts";
 import { muxForLocation } from "../../src/mux/registry.ts";
 import { relaunchHandoff } from "../../src/relaunch/relaunch.ts";
 import { formatReport } from "../../src/inventory/format.ts";
-import { describeRemovalPlan, planRemoval, removeHandoff } from "../../src/remove/remove.ts";
+import { planRemoval } from "../../src/remove/plan.ts";
+import { removeHandoff } from "../../src/remove/remove.ts";
+import { describeRemovalPlan } from "../../src/remove/words.ts";
 import { NODE_BIN } from "../support/pi.ts";
 import * as ladder from "../support/recovery-ladder.ts";
 import {

@@ -8,7 +8,8 @@ import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Manifest } from "../../src/manifest/schema.ts";
-import { executePrune, planPrune, removeHandoff } from "../../src/remove/remove.ts";
+import { executePrune, planPrune } from "../../src/remove/prune.ts";
+import { removeHandoff } from "../../src/remove/remove.ts";
 import * as ladder from "../support/recovery-ladder.ts";
 import {
   createZellijRecoveryRig,

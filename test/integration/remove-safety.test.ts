@@ -11,7 +11,9 @@ import { hostname } from "node:os";
 import { dirname, join } from "node:path";
 import { childStatePath, readChildState } from "../../src/child/child-state.ts";
 import { afterEach, describe, expect, it } from "vitest";
-import { executePrune, planPrune, removeHandoff, type RemovalPlan } from "../../src/remove/remove.ts";
+import type { RemovalPlan } from "../../src/remove/plan.ts";
+import { executePrune, planPrune } from "../../src/remove/prune.ts";
+import { removeHandoff } from "../../src/remove/remove.ts";
 import { createLandRig, type LandRig } from "../support/land-rig.ts";
 
 let rig: LandRig | undefined;

@@ -12,7 +12,8 @@ import type { Manifest } from "../../src/manifest/schema.ts";
 import { muxLabel } from "../../src/mux/label.ts";
 import { FactGatherer } from "../../src/inventory/gather.ts";
 import { inspectHandoff } from "../../src/inventory/inventory.ts";
-import { describeRemovalPlan, removeHandoff } from "../../src/remove/remove.ts";
+import { removeHandoff } from "../../src/remove/remove.ts";
+import { describeRemovalPlan } from "../../src/remove/words.ts";
 import {
   createHerdrRecoveryRig,
   createRecoveryRig,

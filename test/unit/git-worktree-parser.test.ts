@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseWorktreeList } from "../../src/git/git.ts";
+import { parseWorktreeList } from "../../src/git/parse.ts";
 
 const MAIN_SHA = "d61395352c52e67075707e43e09cc6f51a941a2e";
 const OTHER_SHA = "0123456789abcdef0123456789abcdef01234567";

@@ -12,7 +12,7 @@ import {
   IN_PROGRESS_GRACE_MS,
   type HandoffFacts,
 } from "../../src/inventory/classify.ts";
-import { branchDeletionOffer, type RemovalPlan } from "../../src/remove/remove.ts";
+import { branchDeletionOffer, type RemovalPlan } from "../../src/remove/plan.ts";
 import { HandoffReportSchema, type BranchFact, type HandoffReport } from "../../src/inventory/report-schema.ts";
 import { formatInventory, formatReport } from "../../src/inventory/format.ts";
 
