@@ -54,6 +54,9 @@ const EntrySchema = z.looseObject({
     .optional(),
 });
 
+/** One block of an assistant message's content that calls a tool (built once: a zod schema is costly to build). */
+const ToolCallBlockSchema = z.looseObject({ type: z.literal("toolCall"), name: z.string() });
+
 /** The last complete entries of `file` within its final `maxBytes`, or undefined when it cannot be read. */
 export async function readSessionTail(file: string, maxBytes = DEFAULT_TAIL_BYTES): Promise<SessionTail | undefined> {
   const end = await readFileEnd(file, maxBytes);
@@ -120,7 +123,7 @@ function reduce(entry: z.infer<typeof EntrySchema>): TailEntry {
     if (message.stopReason !== undefined) reduced.stopReason = message.stopReason;
     if (message.role === "assistant" && Array.isArray(message.content)) {
       const names = message.content.flatMap((block: unknown) => {
-        const call = z.looseObject({ type: z.literal("toolCall"), name: z.string() }).safeParse(block);
+        const call = ToolCallBlockSchema.safeParse(block);
         return call.success ? [call.data.name] : [];
       });
       if (names.length > 0) reduced.toolCalls = names;
