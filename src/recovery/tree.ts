@@ -261,7 +261,9 @@ export async function buildTree(
   scope: TreeScope,
   entries?: readonly ListEntry[],
 ): Promise<TreeOutcome> {
-  const walked = walk(await edgesOf(entries ?? (await deps.store.list())), scope);
+  // Read once: the inventory judges the same manifests the walk joined.
+  const listed = entries ?? (await deps.store.list());
+  const walked = walk(await edgesOf(listed), scope);
   if (walked.code === "not_found") return walked;
   const { roots } = walked;
   const ids = new Set(spotsUnder(roots).flatMap((spot) => (spot.edge?.manifest === undefined ? [] : [spot.edge.id])));
@@ -273,7 +275,7 @@ export async function buildTree(
       : await buildInventory(deps, {
           includeRemoved: true,
           only: (manifest) => ids.has(manifest.id),
-          ...(entries === undefined ? {} : { entries }),
+          entries: listed,
         });
   const reports = new Map((inventory?.handoffs ?? []).map((report) => [report.id, report]));
   const now = deps.now();
