@@ -114,6 +114,30 @@ export function formatTuiVsPiWorktree(raw: unknown): string[] {
   ];
 }
 
+/**
+ * A section measured again on its own after the full run (its function called with the same
+ * arguments, spliced into results.json, then `--render-only`): when, and under what load.
+ */
+interface MeasuredAlone {
+  date: string;
+  loadAverage: string;
+  why: string;
+}
+
+export function measuredAloneLine(raw: unknown): string[] {
+  const alone = (raw as { measuredAlone?: MeasuredAlone } | undefined)?.measuredAlone;
+  if (alone === undefined) return [];
+  return [
+    `Measured on its own on ${alone.date.slice(0, 10)} (${alone.why}), with the machine's load average at ${alone.loadAverage} on its 2 cores: the figures are that machine's at that time.`,
+    "",
+  ];
+}
+
+export function treeWarmMedian(raw: unknown): number | undefined {
+  const ms = (raw as { cliWarmMs?: number[] } | undefined)?.cliWarmMs;
+  return ms === undefined || ms.length === 0 ? undefined : spread(ms).median;
+}
+
 /** (l): the tree as a user runs it, cold and warm, and the usage reading alone. */
 export function formatTreeUsage(raw: unknown): string[] {
   const r = raw as

@@ -160,7 +160,13 @@ export function classify(facts: HandoffFacts): HandoffReport {
       live: status.code === "child_running",
       ...childWord(facts),
       ...(status.code === "unfinished" && status.inProgress ? { launching: true } : {}),
-      ...(facts.childTail === undefined ? {} : { tail: facts.childTail.entries, sessionMtime: facts.childTail.mtime }),
+      // Only a live child's turn is judged from its tail (decideChildStatus): an exited one's is not parsed.
+      ...(facts.childTail === undefined
+        ? {}
+        : {
+            ...(status.code === "child_running" ? { tail: facts.childTail.entries } : {}),
+            sessionMtime: facts.childTail.mtime,
+          }),
       ...(facts.branch.code === "present" ? { branchTip: facts.branch.tip } : {}),
     }),
   };

@@ -10,11 +10,12 @@
  * - Keeps only what the turn decision needs (type, time, role, stop reason, tool names), never
  *   message text, so nothing of the conversation leaves this module.
  * - A missing or unreadable file is `undefined`, not an error: a session is written lazily.
+ * - A tail's entries are parsed on first use, once: until then it holds the window's bytes only.
  * - `SessionTails` reads a file again only when it changed (device, inode, size, modification and
  *   change times): a watch that asks every 2 s about idle children parses nothing new.
  */
 import { stat } from "node:fs/promises";
-import { readFileEnd } from "../fs/probe.ts";
+import { readFileEnd, type FileEnd } from "../fs/probe.ts";
 import { z } from "zod";
 
 export const DEFAULT_TAIL_BYTES = 64 * 1024;
@@ -54,11 +55,31 @@ const EntrySchema = z.looseObject({
     .optional(),
 });
 
-/** The last complete entries of `file` within its final `maxBytes`, or undefined when it cannot be read. */
+/** One block of an assistant message's content that calls a tool (built once: a zod schema is costly to build). */
+const ToolCallBlockSchema = z.looseObject({ type: z.literal("toolCall"), name: z.string() });
+
+/**
+ * The last complete entries of `file` within its final `maxBytes`, or undefined when it cannot be
+ * read. The entries are parsed when first asked for: an inventory reads every child's tail, but only
+ * a live child's turn is judged from it (an exited one needs only `mtime`).
+ */
 export async function readSessionTail(file: string, maxBytes = DEFAULT_TAIL_BYTES): Promise<SessionTail | undefined> {
   const end = await readFileEnd(file, maxBytes);
   if (end === undefined) return undefined;
-  return { entries: parseTail(end.bytes.toString("utf8"), end.cut), size: end.size, mtime: end.mtime.toISOString() };
+  // The window's bytes until its entries are parsed, then the entries alone.
+  let window: FileEnd | undefined = end;
+  let entries: TailEntry[] = [];
+  return {
+    get entries(): TailEntry[] {
+      if (window !== undefined) {
+        entries = parseTail(window.bytes.toString("utf8"), window.cut);
+        window = undefined;
+      }
+      return entries;
+    },
+    size: end.size,
+    mtime: end.mtime.toISOString(),
+  };
 }
 
 /** The tails of several files, each read again only once the file changed since its last read. */
@@ -120,7 +141,7 @@ function reduce(entry: z.infer<typeof EntrySchema>): TailEntry {
     if (message.stopReason !== undefined) reduced.stopReason = message.stopReason;
     if (message.role === "assistant" && Array.isArray(message.content)) {
       const names = message.content.flatMap((block: unknown) => {
-        const call = z.looseObject({ type: z.literal("toolCall"), name: z.string() }).safeParse(block);
+        const call = ToolCallBlockSchema.safeParse(block);
         return call.success ? [call.data.name] : [];
       });
       if (names.length > 0) reduced.toolCalls = names;

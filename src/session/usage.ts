@@ -23,7 +23,8 @@
  *   unchanged file is one `stat`; a file that only grew (same inode, its first and last bytes before
  *   the last read offset unchanged) is read from that offset on; anything else is read again whole.
  *   The cache is this package's own file, `<agent dir>/handoff-worktree/usage-cache.json` (zod
- *   schema below), replaced atomically; an unreadable cache is an empty one. It is bounded
+ *   schema below), read once per `SessionUsageCache` (however many reads begin at once) and
+ *   replaced atomically; an unreadable cache is an empty one. It is bounded
  *   (`MAX_CACHED_FILES`, the least recently used dropped first).
  * - A missing or unreadable session file is `{ code: "missing" }`, never an error.
  */
@@ -298,6 +299,7 @@ export function usageCacheFile(agentDir: string): string {
 export class SessionUsageCache {
   readonly #file: string | undefined;
   #files: Map<string, CachedFile> | undefined;
+  #loading: Promise<Map<string, CachedFile>> | undefined;
   #changed = false;
   readonly #now: () => number;
 
@@ -369,8 +371,13 @@ export class SessionUsageCache {
     }
   }
 
-  async #load(): Promise<Map<string, CachedFile>> {
-    if (this.#files !== undefined) return this.#files;
+  /** The cache file read once, however many reads ask for it at once (a tree reads 16 sessions at a time). */
+  #load(): Promise<Map<string, CachedFile>> {
+    this.#loading ??= this.#read();
+    return this.#loading;
+  }
+
+  async #read(): Promise<Map<string, CachedFile>> {
     let files = new Map<string, CachedFile>();
     if (this.#file !== undefined) {
       try {
@@ -380,8 +387,8 @@ export class SessionUsageCache {
         // Missing or unreadable: an empty cache.
       }
     }
-    this.#files ??= files;
-    return this.#files;
+    this.#files = files;
+    return files;
   }
 }
 
