@@ -7,7 +7,7 @@
  * Invariant: decides nothing; wires the domain's watch to this Pi's environment.
  */
 import { gitCallMs } from "../src/config/waits.ts";
-import { SimpleGitPort } from "../src/git/git.ts";
+import { GitCli } from "../src/git/git.ts";
 import { LandGit } from "../src/git/land.ts";
 import { ChildStates } from "../src/child/child-state.ts";
 import type { Manifest } from "../src/manifest/schema.ts";
@@ -85,6 +85,6 @@ export function watchChildren(input: {
 function watchForecast(env: NodeJS.ProcessEnv): (manifests: readonly Manifest[]) => Promise<Forecast> {
   const cache = new ForecastCache();
   const timeoutMs = gitCallMs(env, FORECAST_GIT_TIMEOUT_MS);
-  const deps = { git: new SimpleGitPort({ env, timeoutMs }), landGit: new LandGit({ env, timeoutMs }) };
+  const deps = { git: new GitCli({ env, timeoutMs }), landGit: new LandGit({ env, timeoutMs }) };
   return (manifests) => forecastHandoffs(deps, manifests, cache);
 }

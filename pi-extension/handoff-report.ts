@@ -24,7 +24,7 @@ const loadSender = loadOnce(async () => {
     import("../src/manifest/child-reports.ts"),
   ]);
   return {
-    SimpleGitPort: git.SimpleGitPort,
+    GitCli: git.GitCli,
     sendChildReport: reports.sendChildReport,
     ChildReportStore: childReports.ChildReportStore,
   };
@@ -43,12 +43,12 @@ async function send(
     };
   }
   const agentDir = agentDirFromEnv(process.env);
-  const { SimpleGitPort, sendChildReport, ChildReportStore } = await loadSender();
+  const { GitCli, sendChildReport, ChildReportStore } = await loadSender();
   return sendChildReport(
     {
       store: ManifestStore.forAgentDir(agentDir),
       reports: ChildReportStore.forAgentDir(agentDir),
-      git: new SimpleGitPort({ env: process.env, timeoutMs: gitCallMs(process.env, GIT_TIMEOUT_MS) }),
+      git: new GitCli({ env: process.env, timeoutMs: gitCallMs(process.env, GIT_TIMEOUT_MS) }),
       now: () => new Date(),
     },
     { handoffId: details.handoffId, ...input },

@@ -10,7 +10,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SimpleGitPort } from "../../src/git/git.ts";
+import { GitCli } from "../../src/git/git.ts";
 import { LandGit } from "../../src/git/land.ts";
 import { newManifest } from "../../src/manifest/factory.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
@@ -97,7 +97,7 @@ export async function measureForecast(options: {
     git(["commit", "-q", "-am", "main moves"]);
     const main = git(["rev-parse", "HEAD"]).trim();
     const first = git(["rev-parse", "bench/forecast-1"]).trim();
-    const deps = { git: new SimpleGitPort({ env }), landGit: new LandGit({ env }) };
+    const deps = { git: new GitCli({ env }), landGit: new LandGit({ env }) };
     const forecastMs: number[] = [];
     const warmMs: number[] = [];
     const oneMergeTreeMs: number[] = [];

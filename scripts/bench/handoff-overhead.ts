@@ -24,7 +24,7 @@ import { execa } from "execa";
 import { benchEnv } from "./bench-env.ts";
 import { CURRENT_SESSION_VERSION, SessionManager } from "@earendil-works/pi-coding-agent";
 import { getPackageDir } from "@earendil-works/pi-coding-agent";
-import { SimpleGitPort } from "../../src/git/git.ts";
+import { GitCli } from "../../src/git/git.ts";
 import { HandoffTransaction } from "../../src/handoff/transaction.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { TmuxMultiplexer } from "../../src/mux/tmux/tmux.ts";
@@ -120,7 +120,7 @@ export async function measureHandoffOverhead(options: { runs: number; files: num
     ]);
     await tmux(["set", "-g", "default-command", "exec /bin/bash --norc --noprofile"]);
     const sessionId = (await tmux(["display-message", "-p", "-t", "bench:", "#{session_id}"])).stdout.trim();
-    const git = new SimpleGitPort({ env });
+    const git = new GitCli({ env });
     const store = ManifestStore.forAgentDir(agentDir);
     const sessionModulePath = locatePiSessionModule(getPackageDir());
 

@@ -27,7 +27,7 @@ import { fileURLToPath } from "node:url";
 import { execa } from "execa";
 import { benchEnv } from "./bench-env.ts";
 import { CURRENT_SESSION_VERSION, getPackageDir, SessionManager } from "@earendil-works/pi-coding-agent";
-import { SimpleGitPort } from "../../src/git/git.ts";
+import { GitCli } from "../../src/git/git.ts";
 import { HandoffTransaction } from "../../src/handoff/transaction.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { HerdrMultiplexer } from "../../src/mux/herdr/herdr.ts";
@@ -143,7 +143,7 @@ export async function measureHerdrVsTmux(options: { runs: number }): Promise<Her
       (await herdr(["workspace", "create", "--cwd", repo, "--label", "parent", "--focus"])).stdout,
     ).result.root_pane.pane_id as string;
 
-    const git = new SimpleGitPort({ env });
+    const git = new GitCli({ env });
     const store = ManifestStore.forAgentDir(agentDir);
     const sessionModulePath = locatePiSessionModule(getPackageDir());
     const handoff = async (mux: Multiplexer, branch: string, childEnv: Record<string, string>): Promise<number> => {

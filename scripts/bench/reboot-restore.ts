@@ -25,7 +25,7 @@ import { fileURLToPath } from "node:url";
 import { execa } from "execa";
 import { benchEnv } from "./bench-env.ts";
 import { CURRENT_SESSION_VERSION, getPackageDir, SessionManager } from "@earendil-works/pi-coding-agent";
-import { SimpleGitPort } from "../../src/git/git.ts";
+import { GitCli } from "../../src/git/git.ts";
 import { HandoffTransaction } from "../../src/handoff/transaction.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
@@ -133,7 +133,7 @@ export async function measureRebootRestore(options: { runs: number; handoffs: nu
     if (leafId === null) throw new Error("The bench parent session is empty.");
     let inTmux = await startServer();
     const sessionId = (await tmux(["display-message", "-p", "-t", "bench:", "#{session_id}"])).stdout.trim();
-    const git = new SimpleGitPort({ env });
+    const git = new GitCli({ env });
     const sessionModulePath = locatePiSessionModule(getPackageDir());
     for (let i = 0; i < options.handoffs; i++) {
       const worker =

@@ -6,7 +6,7 @@
  */
 import { readHandoffEnv, type HandoffEnvName } from "../config/env.ts";
 import { gitCallMs } from "../config/waits.ts";
-import { SimpleGitPort } from "../git/git.ts";
+import { GitCli } from "../git/git.ts";
 import { LandGit } from "../git/land.ts";
 import { ChildReportStore } from "../manifest/child-reports.ts";
 import { ManifestStore } from "../manifest/store.ts";
@@ -36,11 +36,11 @@ export function recoveryEnvProblem(env: Readonly<Record<string, string | undefin
   return read.ok ? undefined : read.message;
 }
 
-export type RecoveryDeps = InventoryDeps & { git: SimpleGitPort; env: NodeJS.ProcessEnv };
+export type RecoveryDeps = InventoryDeps & { git: GitCli; env: NodeJS.ProcessEnv };
 
 export function createRecoveryDeps(env: NodeJS.ProcessEnv, now: () => Date = () => new Date()): RecoveryDeps {
   const agentDir = agentDirFromEnv(env);
-  const git = new SimpleGitPort({ env, timeoutMs: gitCallMs(env, RECOVERY_GIT_TIMEOUT_MS) });
+  const git = new GitCli({ env, timeoutMs: gitCallMs(env, RECOVERY_GIT_TIMEOUT_MS) });
   return {
     store: ManifestStore.forAgentDir(agentDir),
     agentDir,

@@ -1,6 +1,7 @@
 /**
- * SimpleGitPort: the `RecoveryGitPort` implementation, on top of the handoff's `GitPort`
- * (handoff-git.ts `HandoffGitPort`, through whose `run` it calls git): what recovery and the
+ * GitCli: the `RecoveryGitPort` implementation by the git command line (the name says what it is:
+ * git, run as a program; it was `SimpleGitPort` while simple-git ran it), on top of the handoff's `GitPort`
+ * (handoff-git.ts `HandoffGitCli`, through whose `run` it calls git): what recovery and the
  * after-verbs read (branch tips, commits not in a target and by which rule, ahead/behind counts,
  * git's entry of a worktree and its HEAD history) and recovery's removals. Like every git call of
  * the package, its calls run through `runner.ts` (git spawned with a deadline); the other git code
@@ -22,13 +23,13 @@ import { mergeTree } from "./merge-tree.ts";
 import { BRANCH_REF_PREFIX } from "./parse.ts";
 import { runGit } from "./runner.ts";
 import type { AheadBehind, CommitSummary, GitPort, MergedBy, RecoveryGitPort, WorktreeAdminEntry } from "./types.ts";
-import { FULL_SHA, gitFailure, type GitPortOptions, HandoffGitPort, isPlainArgument } from "./handoff-git.ts";
+import { FULL_SHA, gitFailure, type GitPortOptions, HandoffGitCli, isPlainArgument } from "./handoff-git.ts";
 
 const DEFAULT_COMMIT_LIST_LIMIT = 500;
 
-export class SimpleGitPort extends HandoffGitPort implements RecoveryGitPort {
+export class GitCli extends HandoffGitCli implements RecoveryGitPort {
   static create(options: GitPortOptions = {}): GitPort {
-    return new SimpleGitPort(options);
+    return new GitCli(options);
   }
 
   async branchTips(repo: string): Promise<Map<string, string>> {

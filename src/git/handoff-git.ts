@@ -1,7 +1,7 @@
 /**
- * HandoffGitPort: the `GitPort` the handoff needs (the repository, branch names, the worktree's
+ * HandoffGitCli: the `GitPort` the handoff needs (the repository, branch names, the worktree's
  * creation, the state it records, a checkout's status), and the one way a port method runs git
- * (`run`, `runRetrying`) that the recovery port (git.ts `SimpleGitPort`) builds on. Like every git
+ * (`run`, `runRetrying`) that the recovery port (git.ts `GitCli`) builds on. Like every git
  * call of the package, its calls run through `runner.ts` (git spawned with a deadline).
  *
  * Invariants:
@@ -89,7 +89,7 @@ function statusArgs(options: { ignored?: boolean }): string[] {
   ];
 }
 
-export class HandoffGitPort implements GitPort {
+export class HandoffGitCli implements GitPort {
   protected readonly timeoutMs: number;
   protected readonly addWorktreeTimeoutMs: number;
   protected readonly env: NodeJS.ProcessEnv | undefined;

@@ -12,7 +12,7 @@
  */
 import { completionsFor } from "../command-line-words.ts";
 import { listMuxKinds, MUX_KINDS } from "../manifest/locations.ts";
-import { SimpleGitPort } from "../git/git.ts";
+import { GitCli } from "../git/git.ts";
 import { CheckoutGit } from "../git/checkout-git.ts";
 
 /** Timeout of each git call made while completing (the user is typing). */
@@ -25,7 +25,7 @@ export function completeInRepository(
   env: NodeJS.ProcessEnv,
 ): Promise<CompletionItem[] | null> {
   const checkoutGit = new CheckoutGit({ env, timeoutMs: COMPLETION_GIT_TIMEOUT_MS });
-  const git = new SimpleGitPort({ env, timeoutMs: COMPLETION_GIT_TIMEOUT_MS });
+  const git = new GitCli({ env, timeoutMs: COMPLETION_GIT_TIMEOUT_MS });
   return completeHandoffArgs(prefix, {
     refs: () => checkoutGit.listRefs(cwd),
     checkedOut: async () => {

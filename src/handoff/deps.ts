@@ -11,7 +11,7 @@
  */
 import { gitCallMs, readWaits } from "../config/waits.ts";
 import { setTimeout as sleep } from "node:timers/promises";
-import { SimpleGitPort } from "../git/git.ts";
+import { GitCli } from "../git/git.ts";
 import { CheckoutGit } from "../git/checkout-git.ts";
 import type { GitPort, CheckoutGitPort } from "../git/types.ts";
 import { launchTimeoutsFromEnv, type LaunchTimeouts } from "../child/timeouts.ts";
@@ -65,7 +65,7 @@ const CHECKOUT_GIT_TIMEOUT_MS = 60_000;
 export function createHandoffDeps(host: HandoffHost): { deps: HandoffDeps; dispose(): void } {
   const { env } = host;
   const waits = readWaits(env, ["gitFetchMs", "gitWorktreeMs"]);
-  const git = new SimpleGitPort({
+  const git = new GitCli({
     env,
     timeoutMs: gitCallMs(env, HANDOFF_GIT_TIMEOUT_MS),
     addWorktreeTimeoutMs: waits.gitWorktreeMs,

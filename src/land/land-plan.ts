@@ -16,7 +16,7 @@
  * - Commits are made as the person's git would (their identity, `commit.gpgSign`).
  */
 import type { CommitDetail, LandGit } from "../git/land.ts";
-import type { SimpleGitPort } from "../git/git.ts";
+import type { GitCli } from "../git/git.ts";
 import type { RecoveryGitPort } from "../git/types.ts";
 import type { ChildReportStore } from "../manifest/child-reports.ts";
 import type { LandStrategy, Manifest } from "../manifest/schema.ts";
@@ -33,7 +33,7 @@ import type { HandoffReport } from "../inventory/report-schema.ts";
 import { BUSY_CHILD_STATES, CHILD_STATE_LABELS } from "../inventory/status.ts";
 
 export interface LandDeps extends GatherDeps {
-  git: SimpleGitPort;
+  git: GitCli;
   landGit: LandGit;
   store: ManifestStore;
   reports: ChildReportStore;

@@ -19,7 +19,7 @@
  * - What it says is rendered in words.ts, from the refusal's code and facts.
  */
 import { CheckoutMoveError, type LandGit } from "../git/land.ts";
-import type { SimpleGitPort } from "../git/git.ts";
+import type { GitCli } from "../git/git.ts";
 import { canSettleRebase, type Manifest, type Rebase } from "../manifest/schema.ts";
 import type { HandoffNoteStore } from "../manifest/handoff-notes.ts";
 import { isActionBusy, type ManifestStore } from "../manifest/store.ts";
@@ -41,7 +41,7 @@ import {
 } from "./words.ts";
 
 export interface RebaseDeps extends GatherDeps {
-  git: SimpleGitPort;
+  git: GitCli;
   landGit: LandGit;
   store: ManifestStore;
   notes: HandoffNoteStore;

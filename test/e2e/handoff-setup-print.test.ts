@@ -14,7 +14,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SimpleGitPort } from "../../src/git/git.ts";
+import { GitCli } from "../../src/git/git.ts";
 import { findChildProcess } from "../../src/child/launcher.ts";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
@@ -231,7 +231,7 @@ describe("/handoff-worktree worktree setup with the real Pi", () => {
     const probe = await new TmuxMultiplexer({
       socketPath: tmux.socketPath,
       targetSession: tmux.sessionId,
-      git: new SimpleGitPort({ env: repo.env }),
+      git: new GitCli({ env: repo.env }),
     }).probe(manifest.mux);
     expect(probe.ok && findChildProcess(probe.processes, manifest)).toBeFalsy();
     // The pane says what failed and, as nothing was typed there (the window runs the launcher), the

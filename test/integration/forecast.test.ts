@@ -4,7 +4,7 @@
  * no false ones, says how far the target moved past each, and changes nothing (refs, index, files).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { SimpleGitPort } from "../../src/git/git.ts";
+import { GitCli } from "../../src/git/git.ts";
 import { LandGit } from "../../src/git/land.ts";
 import { mergeTrees, type GitRunner, type MergePair } from "../../src/git/merge-tree.ts";
 import { GitTimeoutError, type GitRun } from "../../src/git/runner.ts";
@@ -111,7 +111,7 @@ describe("pi-handoff forecast", () => {
     const b = await r.addHandoff("feat/b");
     const c = await r.addHandoff("feat/c");
     r.repo.commitFile("main.txt", "main\n", "main moves");
-    const git = new SimpleGitPort({ env: r.env });
+    const git = new GitCli({ env: r.env });
     const land = new LandGit({ env: r.env });
     const asked: MergePair[][] = [];
     const landGit = {
@@ -261,7 +261,7 @@ describe("pi-handoff forecast when git cannot merge the siblings", () => {
     };
     const entries = await r.store.list();
     const manifests = entries.flatMap((entry) => (entry.ok ? [entry.manifest] : []));
-    const forecast = await forecastHandoffs({ git: new SimpleGitPort({ env: r.env }), landGit }, manifests);
+    const forecast = await forecastHandoffs({ git: new GitCli({ env: r.env }), landGit }, manifests);
     // Each handoff's own forecast still stands.
     expect(forecast.entries.find((entry) => entry.id === c)).toMatchObject({ conflicts: ["README.md"] });
     return { repo: r.repo.root, problems: forecast.problems };

@@ -1,14 +1,14 @@
 /**
  * git under contention, with real git: concurrent `git worktree add` on one repository meets
  * another git's lock files and half-created worktrees (git 2.39 dies with "failed to read
- * .git/worktrees/<x>/commondir" while another `worktree add` is writing it). `SimpleGitPort` retries
+ * .git/worktrees/<x>/commondir" while another `worktree add` is writing it). `GitCli` retries
  * those few transient failures briefly and boundedly, and only while nothing but what the retry
  * completes was left; a path is claimed exclusively, so two calls never share a checkout.
  */
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { SimpleGitPort } from "../../src/git/git.ts";
+import { GitCli } from "../../src/git/git.ts";
 import { isTransientGitFailure } from "../../src/git/handoff-git.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
 
@@ -20,7 +20,7 @@ afterEach(() => {
 function setup() {
   const repo = createTempRepo({ prefix: "phw-git-contention-", extraCommits: 1 });
   repos.push(repo);
-  return { repo, git: new SimpleGitPort({ env: repo.env }), sha: repo.run(["rev-parse", "HEAD"]) };
+  return { repo, git: new GitCli({ env: repo.env }), sha: repo.run(["rev-parse", "HEAD"]) };
 }
 
 /** The state a concurrent `git worktree add` leaves for a moment: its admin dir with `gitdir` written and `commondir` still empty. */
@@ -60,7 +60,7 @@ describe("transient git failures", () => {
   });
 });
 
-describe("SimpleGitPort under contention", () => {
+describe("GitCli under contention", () => {
   it("20 concurrent addWorktree calls on one repository all succeed", async () => {
     const { repo, git, sha } = setup();
     const branches = Array.from({ length: 20 }, (_, index) => `many/w${index}`);

@@ -6,16 +6,16 @@
 import { existsSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { SimpleGitPort } from "../../src/git/git.ts";
+import { GitCli } from "../../src/git/git.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
 
 let repo: TempRepo;
-let git: SimpleGitPort;
+let git: GitCli;
 let base: string;
 
 beforeEach(() => {
   repo = createTempRepo({ prefix: "phw-git-recovery-" });
-  git = new SimpleGitPort({ env: repo.env, timeoutMs: 10_000 });
+  git = new GitCli({ env: repo.env, timeoutMs: 10_000 });
   base = repo.run(["rev-parse", "HEAD"]);
 });
 afterEach(() => repo.cleanup());

@@ -12,7 +12,7 @@ import {
 } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { SimpleGitPort } from "../../src/git/git.ts";
+import { GitCli } from "../../src/git/git.ts";
 import { GitStateSchema } from "../../src/manifest/schema.ts";
 import {
   createTempRepo,
@@ -27,10 +27,10 @@ afterEach(() => {
   for (const cleanup of cleanups.splice(0)) cleanup();
 });
 
-function setup(options: TempRepoOptions = {}): { repo: TempRepo; git: SimpleGitPort } {
+function setup(options: TempRepoOptions = {}): { repo: TempRepo; git: GitCli } {
   const repo = createTempRepo(options);
   cleanups.push(repo.cleanup);
-  return { repo, git: new SimpleGitPort({ env: repo.env, timeoutMs: 20_000 }) };
+  return { repo, git: new GitCli({ env: repo.env, timeoutMs: 20_000 }) };
 }
 
 function tempDir(): string {
@@ -48,7 +48,7 @@ function expectNoCanary(repo: TempRepo): void {
   expect(existsSync(path.join(process.cwd(), "canary"))).toBe(false);
 }
 
-describe("SimpleGitPort.findRepository", () => {
+describe("GitCli.findRepository", () => {
   it("describes the main checkout from its root and from a subdirectory", async () => {
     const { repo, git } = setup();
     const sub = path.join(repo.root, "src", "deep");
@@ -108,7 +108,7 @@ describe("SimpleGitPort.findRepository", () => {
     const { repo } = setup();
     const outside = tempDir();
     // The ceiling stops discovery from climbing out of the temp dir into whatever holds it.
-    const git = new SimpleGitPort({ env: { ...repo.env, GIT_CEILING_DIRECTORIES: path.dirname(outside) } });
+    const git = new GitCli({ env: { ...repo.env, GIT_CEILING_DIRECTORIES: path.dirname(outside) } });
     writeFileSync(path.join(outside, "file.txt"), "x");
     expect(await git.findRepository(outside)).toBeUndefined();
     expect(await git.findRepository(path.join(outside, "missing"))).toBeUndefined();
@@ -117,7 +117,7 @@ describe("SimpleGitPort.findRepository", () => {
   });
 });
 
-describe("SimpleGitPort.isValidBranchName", () => {
+describe("GitCli.isValidBranchName", () => {
   it("accepts ordinary names", async () => {
     const { git } = setup();
     for (const name of ["feature", "feature/login-2", "fix.123", "user@host", "a-b_c"]) {
@@ -161,7 +161,7 @@ describe("SimpleGitPort.isValidBranchName", () => {
   });
 });
 
-describe("SimpleGitPort.branchExists", () => {
+describe("GitCli.branchExists", () => {
   it("answers exactly for refs/heads/<name>", async () => {
     const { repo, git } = setup();
     repo.run(["branch", "feature/x"]);
@@ -178,7 +178,7 @@ describe("SimpleGitPort.branchExists", () => {
   });
 });
 
-describe("SimpleGitPort.listWorktrees", () => {
+describe("GitCli.listWorktrees", () => {
   it("lists the main checkout and linked, detached and prunable worktrees", async () => {
     const { repo, git } = setup({ extraCommits: 1 });
     const head = repo.run(["rev-parse", "HEAD"]);
@@ -204,7 +204,7 @@ describe("SimpleGitPort.listWorktrees", () => {
   });
 });
 
-describe("SimpleGitPort.resolveCommit", () => {
+describe("GitCli.resolveCommit", () => {
   it("resolves HEAD, ancestry, tags, short and full SHAs to the full commit SHA", async () => {
     const { repo, git } = setup({ extraCommits: 2 });
     const head = repo.run(["rev-parse", "HEAD"]);
@@ -250,7 +250,7 @@ describe("SimpleGitPort.resolveCommit", () => {
   });
 });
 
-describe("SimpleGitPort.currentBranch", () => {
+describe("GitCli.currentBranch", () => {
   it("returns the short branch name, or undefined when detached", async () => {
     const { repo, git } = setup();
     const linked = path.join(repo.dir, "linked");
@@ -266,7 +266,7 @@ describe("SimpleGitPort.currentBranch", () => {
   });
 });
 
-describe("SimpleGitPort.addWorktree", () => {
+describe("GitCli.addWorktree", () => {
   it("creates the branch at exactly the SHA and checks it out in a new worktree", async () => {
     const { repo, git } = setup({ extraCommits: 2 });
     const sha = repo.run(["rev-parse", "HEAD~1"]);
@@ -388,7 +388,7 @@ describe("SimpleGitPort.addWorktree", () => {
 
   it("times out, and names what git left behind", async () => {
     const { repo } = setup();
-    const git = new SimpleGitPort({ env: repo.env, addWorktreeTimeoutMs: 500 });
+    const git = new GitCli({ env: repo.env, addWorktreeTimeoutMs: 500 });
     const sha = repo.run(["rev-parse", "HEAD"]);
     const worktree = path.join(repo.dir, "slow");
     const hook = path.join(repo.root, ".git", "hooks", "post-checkout");
@@ -404,7 +404,7 @@ describe("SimpleGitPort.addWorktree", () => {
   });
 });
 
-describe("SimpleGitPort.aheadBehindCounts", () => {
+describe("GitCli.aheadBehindCounts", () => {
   it("counts each branch's own commits and the target's, for the commit it counted", async () => {
     const { repo, git } = setup();
     repo.run(["branch", "feat"]);
@@ -424,7 +424,7 @@ describe("SimpleGitPort.aheadBehindCounts", () => {
   });
 });
 
-describe("SimpleGitPort.captureState", () => {
+describe("GitCli.captureState", () => {
   it("reports a modified file, an untracked file and 2 commits ahead", async () => {
     const { repo, git } = setup();
     const base = repo.run(["rev-parse", "HEAD"]);
@@ -499,17 +499,17 @@ describe("SimpleGitPort.captureState", () => {
   });
 });
 
-describe("SimpleGitPort options", () => {
+describe("GitCli options", () => {
   it("refuses a non-positive timeout", () => {
-    expect(() => new SimpleGitPort({ timeoutMs: 0 })).toThrow(RangeError);
-    expect(() => new SimpleGitPort({ addWorktreeTimeoutMs: Number.NaN })).toThrow(RangeError);
+    expect(() => new GitCli({ timeoutMs: 0 })).toThrow(RangeError);
+    expect(() => new GitCli({ addWorktreeTimeoutMs: Number.NaN })).toThrow(RangeError);
   });
 
   it("does not pass inherited GIT_DIR or GIT_WORK_TREE to git", async () => {
     const { repo } = setup();
     const other = createTempRepo();
     cleanups.push(other.cleanup);
-    const git = new SimpleGitPort({
+    const git = new GitCli({
       env: { ...repo.env, GIT_DIR: path.join(other.root, ".git"), GIT_WORK_TREE: other.root, PAGER: "touch canary" },
     });
     expect((await git.findRepository(repo.root))?.mainCheckout).toBe(repo.root);
@@ -518,7 +518,7 @@ describe("SimpleGitPort options", () => {
   });
 });
 
-describe("SimpleGitPort.worktreeStatus and worktreeStatuses", () => {
+describe("GitCli.worktreeStatus and worktreeStatuses", () => {
   it("look without writing: an index git would refresh stays as it was, one worktree or many", async () => {
     const { repo, git } = setup();
     const worktree = path.join(repo.dir, "wt");

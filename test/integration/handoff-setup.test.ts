@@ -27,7 +27,7 @@ import { join } from "node:path";
 import { CURRENT_SESSION_VERSION, SessionManager } from "@earendil-works/pi-coding-agent";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { HandoffConfig } from "../../src/config/schema.ts";
-import { SimpleGitPort } from "../../src/git/git.ts";
+import { GitCli } from "../../src/git/git.ts";
 import { CheckoutGit } from "../../src/git/checkout-git.ts";
 import type { HandoffArgs } from "../../src/handoff/args.ts";
 import { findChildProcess } from "../../src/child/launcher.ts";
@@ -90,7 +90,7 @@ function createRig(): Rig {
   mkdirSync(agentDir, { recursive: true });
   const env = outsideShellEnv(repo, agentDir);
   const store = ManifestStore.forAgentDir(agentDir);
-  const git = new SimpleGitPort({ env, timeoutMs: 15_000 });
+  const git = new GitCli({ env, timeoutMs: 15_000 });
   const mainParent = parentSession(repo.root, agentDir);
   return {
     repo,
@@ -182,7 +182,7 @@ if (HERDR_TARGET === "double") {
       mux = new TmuxMultiplexer({
         socketPath: tmux.socketPath,
         targetSession: tmux.sessionId,
-        git: new SimpleGitPort({ env: rig.env }),
+        git: new GitCli({ env: rig.env }),
       });
     });
     afterAll(async () => {

@@ -11,7 +11,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SimpleGitPort } from "../../src/git/git.ts";
+import { GitCli } from "../../src/git/git.ts";
 import type { HerdrLocation } from "../../src/manifest/locations.ts";
 import { HerdrMultiplexer } from "../../src/mux/herdr/herdr.ts";
 import type { CreatedWorkspace, CreateWorkspaceRequest, MuxResult } from "../../src/mux/types.ts";
@@ -49,7 +49,7 @@ function backend(server: HerdrServer = herdr, paneId = parent.paneId): HerdrMult
       HERDR_BIN_PATH: server.binPath,
       HERDR_PANE_ID: paneId,
     },
-    { git: new SimpleGitPort() },
+    { git: new GitCli() },
   );
 }
 

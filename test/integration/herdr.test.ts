@@ -16,7 +16,7 @@ import { selectMultiplexer } from "../../src/mux/registry.ts";
 import { muxForLocation } from "../../src/mux/registry.ts";
 import { HerdrMultiplexer } from "../../src/mux/herdr/herdr.ts";
 import type { CreatedWorkspace, CreateWorkspaceRequest, MuxFailure, MuxResult } from "../../src/mux/types.ts";
-import { SimpleGitPort } from "../../src/git/git.ts";
+import { GitCli } from "../../src/git/git.ts";
 import { createTempRepo, type TempRepo } from "../support/git-repo.ts";
 import {
   asDouble,
@@ -419,7 +419,7 @@ describe(`HerdrMultiplexer against Herdr (${HERDR_TARGET})`, () => {
       const env = { ...herdr.serverEnv, HERDR_ENV: "1", HERDR_SOCKET_PATH: socket, HERDR_BIN_PATH: herdr.binPath };
       const failed = expectFailure(await HerdrMultiplexer.fromEnvironment(env).createWorkspace(request()));
       expect(failed.code).toBe("server_not_running");
-      const git = new SimpleGitPort({ env: repo.env });
+      const git = new GitCli({ env: repo.env });
       const refused = await selectMultiplexer(undefined, { ...env, PI_HANDOFF_HERDR_PING_TIMEOUT_MS: "30000" }, git);
       expect(refused).toEqual({
         ok: false,
@@ -617,7 +617,7 @@ describe(`HerdrMultiplexer against Herdr (${HERDR_TARGET})`, () => {
 
   onTheRealHerdrWhenBuilt(() => {
     it("detection: --mux first, then HERDR_ENV=1 (even with a leaked $TMUX), then $TMUX; recovery finds the Herdr backend from a location", async () => {
-      const git = new SimpleGitPort({ env: repo.env });
+      const git = new GitCli({ env: repo.env });
       const inHerdr = {
         ...herdr.serverEnv,
         HERDR_ENV: "1",

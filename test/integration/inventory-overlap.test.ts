@@ -6,7 +6,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { SimpleGitPort } from "../../src/git/git.ts";
+import { GitCli } from "../../src/git/git.ts";
 import type { WorktreeStatus } from "../../src/git/types.ts";
 import { readSessionLease, type SessionLease } from "../../src/child/lease.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
@@ -52,7 +52,7 @@ it("reads every handoff's lease before the batch of uncommitted changes answers,
   // Every other worktree has one untracked file, so each report's changes are seen to be its own.
   for (let i = 0; i < HANDOFFS; i += 2) writeFileSync(join(worktreeRoot, `overlap/${i}`, "new.txt"), "x\n");
 
-  const git = new SimpleGitPort({ env });
+  const git = new GitCli({ env });
   let release: () => void = () => {};
   const gate = new Promise<void>((resolve) => {
     release = resolve;
@@ -64,7 +64,7 @@ it("reads every handoff's lease before the batch of uncommitted changes answers,
   git.worktreeStatuses = async (checkouts: readonly string[]): Promise<(WorktreeStatus | undefined)[]> => {
     await gate;
     readsWhenGitAnswered = leaseReads.length;
-    return SimpleGitPort.prototype.worktreeStatuses.call(git, checkouts);
+    return GitCli.prototype.worktreeStatuses.call(git, checkouts);
   };
   const readLease = async (file: string): Promise<SessionLease> => {
     leaseReads.push(file);

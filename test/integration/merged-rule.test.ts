@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createRecoveryDeps } from "../../src/cli/deps.ts";
 import { forecastHandoffs } from "../../src/forecast/forecast.ts";
-import { SimpleGitPort } from "../../src/git/git.ts";
+import { GitCli } from "../../src/git/git.ts";
 import { LandGit } from "../../src/git/land.ts";
 import { inspectHandoff } from "../../src/inventory/inventory.ts";
 import { landHandoff, type LandRequest } from "../../src/land/land.ts";
@@ -52,10 +52,9 @@ async function verdictsOf(r: LandRig): Promise<Verdicts> {
           ? "no commits"
           : "unmerged";
   const land = await landHandoff(r.deps(), r.id, { ...plain, dryRun: true, strategy: "merge" });
-  const forecast = await forecastHandoffs(
-    { git: new SimpleGitPort({ env: r.env }), landGit: new LandGit({ env: r.env }) },
-    [await r.read()],
-  );
+  const forecast = await forecastHandoffs({ git: new GitCli({ env: r.env }), landGit: new LandGit({ env: r.env }) }, [
+    await r.read(),
+  ]);
   const entry = forecast.entries.find((candidate) => candidate.id === r.id);
   const prune = await planPrune(createRecoveryDeps(r.env), { merged: true });
   return {

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { SimpleGitPort } from "../../src/git/git.ts";
+import { GitCli } from "../../src/git/git.ts";
 import type { GitPort } from "../../src/git/types.ts";
 import type { TmuxLocation } from "../../src/manifest/locations.ts";
 import { TmuxMultiplexer } from "../../src/mux/tmux/tmux.ts";
@@ -240,7 +240,7 @@ describe("TmuxMultiplexer on a private tmux server", () => {
   });
 
   it("has a git that fails at once keep its claimed directory until the window is open in it, so removal can close it", async () => {
-    const git = new SimpleGitPort({ env: gitEnv });
+    const git = new GitCli({ env: gitEnv });
     // A commit that does not exist: git refuses within milliseconds, before tmux has started the pane.
     const req = {
       ...request(),

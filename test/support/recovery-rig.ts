@@ -16,7 +16,7 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { CURRENT_SESSION_VERSION, SessionManager } from "@earendil-works/pi-coding-agent";
-import { SimpleGitPort } from "../../src/git/git.ts";
+import { GitCli } from "../../src/git/git.ts";
 import { HandoffTransaction, type HandoffOutcome } from "../../src/handoff/transaction.ts";
 import { shellQuote } from "../../src/child/launch-command.ts";
 import type { HandoffStep, Manifest } from "../../src/manifest/schema.ts";
@@ -44,7 +44,7 @@ export interface RecoveryRigBase {
   repo: TempRepo;
   agentDir: string;
   store: ManifestStore;
-  git: SimpleGitPort;
+  git: GitCli;
   parentSessionFile: string;
   /** The environment of a shell outside the multiplexer using this agent dir (for the CLI and recovery). */
   env: Record<string, string>;
@@ -90,7 +90,7 @@ interface RigCore {
   repo: TempRepo;
   agentDir: string;
   store: ManifestStore;
-  git: SimpleGitPort;
+  git: GitCli;
   env: Record<string, string>;
   parentSessionFile: string;
   runHandoff(branch: string, mux: Multiplexer, options: HandoffOptions): Promise<HandoffOutcome>;
@@ -105,7 +105,7 @@ function createRigCore(prefix: string): RigCore {
   // A shell where `pi-handoff` runs, as every README install route makes it.
   env.PATH = `${recoveryOnPath(repo.dir)}:${env.PATH ?? "/usr/bin:/bin"}`;
   const store = ManifestStore.forAgentDir(agentDir);
-  const git = new SimpleGitPort({ env, timeoutMs: 15_000 });
+  const git = new GitCli({ env, timeoutMs: 15_000 });
 
   // A real parent conversation in Pi's default session dir for the repository.
   const sessionDir = defaultSessionDir(repo.root, agentDir);

@@ -12,7 +12,7 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, realpathSync, writeFileS
 import { basename, dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { CURRENT_SESSION_VERSION, SessionManager } from "@earendil-works/pi-coding-agent";
-import { SimpleGitPort } from "../../src/git/git.ts";
+import { GitCli } from "../../src/git/git.ts";
 import { HandoffTransaction, type HandoffOutcome } from "../../src/handoff/transaction.ts";
 import { ManifestStore } from "../../src/manifest/store.ts";
 import { TmuxMultiplexer } from "../../src/mux/tmux/tmux.ts";
@@ -257,7 +257,7 @@ export interface World {
   agentDir: string;
   tmux: PrivateTmux;
   store: ManifestStore;
-  git: SimpleGitPort;
+  git: GitCli;
   parent: DriverConfig["parent"];
   /** For handoff drivers and the recovery CLI: a shell outside tmux with this agent dir. */
   env: Record<string, string>;
@@ -320,7 +320,7 @@ export async function createWorld(options: { repoName?: string; prefix?: string 
     env.PI_CODING_AGENT_DIR = agentDir;
     const tmux = await startPrivateTmux({ env: { HOME: home } });
     const store = ManifestStore.forAgentDir(agentDir);
-    const git = new SimpleGitPort({ env, timeoutMs: 30_000 });
+    const git = new GitCli({ env, timeoutMs: 30_000 });
 
     const sessionDir = defaultSessionDir(repo.root, agentDir);
     const parent = parentOf(createParentConversation(repo.root, sessionDir).sessionFile, repo.root);
