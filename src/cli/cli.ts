@@ -15,7 +15,6 @@
  *   pi-handoff land <handoff> [--into BRANCH] [--strategy ff|rebase|merge|squash] [--message SUBJECT] [--dry-run] [--remove] [--delete-branch] [--no-verify]
  *   pi-handoff land --all [--repo DIR] | land <handoff> <handoff>... [--dry-run] [--keep-rebased] [--approve-repo-code] [--no-verify]
  *   pi-handoff land --all --status [--repo DIR] [--json]
- *   pi-handoff land --all --status [--repo DIR] [--json]
  *   pi-handoff completion bash|zsh|fish
  *   pi-handoff --version
  *

@@ -74,7 +74,7 @@ export const RECOVERY_OPTIONS: Readonly<Record<RecoveryCommand, OptionSpecs>> = 
     repo: { type: "string" },
     "keep-rebased": { type: "boolean" },
     "approve-repo-code": { type: "boolean" },
-    // `land --all --status [--json]`: the queue's current or last run, read only (recovery/queue-status.ts).
+    // `land --all --status [--json]`: the queue's current or last run, read only (queue/queue-status.ts).
     status: { type: "boolean" },
     json: { type: "boolean" },
   },

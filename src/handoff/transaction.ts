@@ -1,6 +1,5 @@
 /**
  * The handoff transaction: preconditions -> manifest -> worktree -> fork -> launch -> confirm -> focus.
-import type { Failed, Succeeded } from "../outcome.ts";
  * It only sequences the steps: the checks are preconditions.ts, the steps steps/ (manifest-step.ts,
  * worktree-step.ts, setup-step.ts, fork-step.ts, launch-step.ts, each a function of the
  * `StepContext` this class gives them: steps/step.ts), the words notice.ts, the ports deps.ts, the

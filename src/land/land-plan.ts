@@ -1,5 +1,5 @@
 /**
- * The plan of a landing (`pi-handoff land`, and each member of the queue, recovery/queue.ts): what
+ * The plan of a landing (`pi-handoff land`, and each member of the queue, queue/queue.ts): what
  * it would do, or why it may not. The dry run and the real run (land.ts) share this plan and its
  * checks by construction: the real run plans, re-plans right before acting, and acts on that plan.
  *

@@ -1,6 +1,6 @@
 /**
  * The claim: a directory made with an exclusive mkdir, so of two processes wanting one path exactly
- * one gets it (the worktree path a handoff checks out into, git/git.ts `addWorktree`); and the
+ * one gets it (the worktree path a handoff checks out into, git/handoff-git.ts `addWorktree`); and the
  * private directory of this user (the launcher's short links, child/launcher-file.ts).
  *
  * Invariants:

@@ -2,7 +2,7 @@
  * The one quoting function for a POSIX sh: a word a script holds as data, whatever it contains.
  * Every sh word this package writes (the launcher and its params, postCreate, `export` lines, the
  * batch shell of `runGitInEach`, the commands shown to be typed by hand, the bash and zsh
- * completion scripts) is quoted here. fish has its own rule (recovery/shell-completion.ts).
+ * completion scripts) is quoted here. fish has its own rule (cli/shell-completion.ts).
  *
  * Invariants:
  * - Total and exact: any string (newlines, quotes, `$`, backquotes, non-ASCII, a leading dash)
@@ -12,7 +12,7 @@
  *   bare `NAME=value` is an argument, not an assignment, only after the command's name: callers
  *   put a program first.
  * - It refuses nothing: whether a word may be typed into a terminal (no control characters) is
- *   the typing side's rule (launch/launch-command.ts).
+ *   the typing side's rule (child/launch-command.ts).
  * - A leaf: it imports nothing, so every room (mux, launch, git, the CLI) may use it.
  */
 

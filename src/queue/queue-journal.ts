@@ -1,5 +1,5 @@
 /**
- * The merge queue's journal (recovery/queue.ts): one file per repository,
+ * The merge queue's journal (queue/queue.ts): one file per repository,
  * `<agentDir>/handoff-worktree/queues/<queue key>.json`, saying what the current or last
  * `pi-handoff land --all` of that repository did and is doing, child by child.
  *

@@ -6,7 +6,7 @@
  * Invariants:
  * - Ready: commits of its own the target lacks, a clean worktree present, its Pi not in a turn,
  *   set up, a target branch. Every other handoff of the repository is listed as waiting, with why.
- * - Order (from the forecast, recovery/forecast.ts): those that merge cleanly into the target now
+ * - Order (from the forecast, forecast/forecast.ts): those that merge cleanly into the target now
  *   before those that do not; among them, fewer predicted clashes with the other ready siblings
  *   first; then by creation time, then id.
  */
