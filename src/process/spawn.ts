@@ -16,6 +16,12 @@
  *   the leader did, so what it started (a fetch's ssh, a check's `npm test` -> node) does not
  *   outlive a stopped run. Without it the process stays in this process's group, as a program run
  *   by hand: it keeps the terminal, and an interrupt reaches it too.
+ * - A group of its own follows this process's end: while one runs, an interrupt, a termination or
+ *   a hangup this process gets (SIGINT, SIGTERM, SIGHUP) is sent on to it, as the terminal would
+ *   have sent it, and this process's exit sends it SIGTERM; so Ctrl-C on `pi-handoff land --all`
+ *   ends the check it runs instead of leaving it orphaned. A signal no one else listens for is then
+ *   raised again with the handler gone, so this process ends as it would have; where another
+ *   listener exists (Pi's), that listener decides.
  * - A finished run's output is what the process wrote before it exited, plus what arrives within
  *   the exit grace (exit-grace.ts): a child it left running that holds the pipes open does not
  *   hold the run.
@@ -76,6 +82,47 @@ export type SpawnResult =
 
 export const DEFAULT_KILL_GRACE_MS = 2_000;
 
+/** The groups of their own still running (their leaders' pids), which follow this process's end. */
+const ownGroups = new Set<number>();
+const FORWARDED = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+
+function signalGroups(name: NodeJS.Signals): void {
+  for (const pid of ownGroups) {
+    try {
+      process.kill(-pid, name);
+    } catch {
+      // The group is gone already.
+    }
+  }
+}
+
+function forward(name: NodeJS.Signals): void {
+  signalGroups(name);
+  // Alone, this handler kept the signal from ending this process: end it as the signal would have.
+  if (process.listenerCount(name) === 1) {
+    unfollow();
+    process.kill(process.pid, name);
+  }
+}
+
+const onExit = (): void => signalGroups("SIGTERM");
+
+function follow(pid: number): void {
+  if (ownGroups.size === 0) {
+    for (const name of FORWARDED) process.on(name, forward);
+    process.on("exit", onExit);
+  }
+  ownGroups.add(pid);
+}
+
+function unfollow(pid?: number): void {
+  if (pid !== undefined) ownGroups.delete(pid);
+  if (pid !== undefined && ownGroups.size > 0) return;
+  if (pid === undefined) ownGroups.clear();
+  for (const name of FORWARDED) process.off(name, forward);
+  process.off("exit", onExit);
+}
+
 /** Runs `file` with `args` until it ends, its deadline passes or its signal aborts; resolves with what happened. */
 export function spawnProcess(file: string, args: readonly string[], options: SpawnOptions): Promise<SpawnResult> {
   return new Promise<SpawnResult>((resolve) => {
@@ -88,9 +135,11 @@ export function spawnProcess(file: string, args: readonly string[], options: Spa
     let exitGrace: ExitGrace | undefined;
     const timers: NodeJS.Timeout[] = [];
     const onAbort = (): void => stop("aborted");
+    let followed: number | undefined;
     const settle = (result: SpawnResult): void => {
       if (settled) return;
       settled = true;
+      if (followed !== undefined) unfollow(followed);
       for (const timer of timers) clearTimeout(timer);
       exitGrace?.cancel();
       options.signal?.removeEventListener("abort", onAbort);
@@ -121,6 +170,10 @@ export function spawnProcess(file: string, args: readonly string[], options: Spa
       // Invalid arguments (a NUL byte) throw at once instead of emitting "error".
       startFailed(error);
       return;
+    }
+    if (ownGroup && child.pid !== undefined) {
+      followed = child.pid;
+      follow(followed);
     }
     const pipes: Array<Readable | null | undefined> = [child.stdio[1], child.stdio[2]];
     for (let fd = 3; fd < pipeCount + 1; fd++) pipes.push(child.stdio[fd] as Readable | null | undefined);

@@ -3,7 +3,8 @@
  * (exited, timed out, aborted, not started), stdin as bytes or left open, further output pipes,
  * and a process group stopped as a whole.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -63,4 +64,42 @@ describe("the process core", () => {
       if (isProcessAlive(grandchild)) process.kill(grandchild, "SIGKILL");
     }
   });
+
+  it.each(["SIGINT", "SIGTERM"] as const)(
+    "a group of its own ends with this process: %s to it reaches what the group runs, and it still ends by that signal",
+    async (name) => {
+      // Ctrl-C on `pi-handoff land --all` must not leave the repository's check running orphaned.
+      // The sleep is a foreground grandchild, as a check's `npm test` -> node is (sh's background
+      // jobs ignore SIGINT).
+      const pidFile = join(dir, `orphan-${name}.pid`);
+      const script = join(dir, `follow-${name}.ts`);
+      const core = join(import.meta.dirname, "..", "..", "src", "process", "spawn.ts");
+      writeFileSync(
+        script,
+        `import { spawnProcess } from ${JSON.stringify(core)};\n` +
+          `await spawnProcess("sh", ["-c", ${JSON.stringify(`sh -c 'echo $$ > "$0"; exec sleep 300' '${pidFile}'; :`)}], { stdin: "ignore", timeoutMs: 60_000, ownProcessGroup: true });\n`,
+      );
+      const parent = spawn(process.execPath, [script], { stdio: "ignore" });
+      const ended = new Promise<NodeJS.Signals | null>((resolve) =>
+        parent.on("exit", (_code, signal) => resolve(signal)),
+      );
+      let grandchild = 0;
+      try {
+        await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, "utf8").trim() !== "", {
+          timeoutMs: 20_000,
+          description: "the group's sleep to start",
+        });
+        grandchild = Number(readFileSync(pidFile, "utf8").trim());
+        parent.kill(name);
+        expect(await ended).toBe(name);
+        await waitFor(() => !isProcessAlive(grandchild), {
+          timeoutMs: 10_000,
+          description: "the group's sleep to end",
+        });
+      } finally {
+        parent.kill("SIGKILL");
+        if (grandchild > 0 && isProcessAlive(grandchild)) process.kill(grandchild, "SIGKILL");
+      }
+    },
+  );
 });
