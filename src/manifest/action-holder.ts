@@ -48,9 +48,13 @@ export function isActionBusy(value: unknown): value is ActionBusy {
   return isRecord(value) && value.ok === false && value.code === "busy" && isRecord(value.holder);
 }
 
-export function actionBusy(id: string, holder: ActionHolder, liveness: Liveness): ActionBusy {
-  // A holder that could not be checked: say why it still counts (another machine, an unknown start).
-  const unchecked = liveness.verdict === "unknown" ? ` Process ${holder.pid} ${livenessClause(holder, liveness)}.` : "";
+export function actionBusy(id: string, holder: ActionHolder, liveness: Liveness, lockPath?: string): ActionBusy {
+  // A holder that could not be checked: say why it still counts (another machine, an unknown start),
+  // and how to free it when that is wrong (this machine renamed: a container's new hostname).
+  const unchecked =
+    liveness.verdict === "unknown"
+      ? ` Process ${holder.pid} ${livenessClause(holder, liveness)}.${lockPath === undefined ? "" : ` If that process has ended${liveness.code === "another_machine" ? ` (or ${holder.host ?? "that machine"} is this machine under an earlier name)` : ""}, delete ${lockPath} and try again.`}`
+      : "";
   return {
     ok: false,
     code: "busy",

@@ -375,7 +375,7 @@ export class ManifestStore {
         () => new ManifestStoreError("locked", `Could not take the action lock ${lock.path} of handoff ${id}.`),
       ),
     );
-    if (!taken.ok) return actionBusy(id, taken.holder, taken.liveness);
+    if (!taken.ok) return actionBusy(id, taken.holder, taken.liveness, this.actionLockPath(id));
     try {
       return await fn();
     } finally {
