@@ -84,6 +84,8 @@ export const DEFAULT_KILL_GRACE_MS = 2_000;
 
 /** The groups of their own still running (their leaders' pids), which follow this process's end. */
 const ownGroups = new Set<number>();
+/** The runs with a group of their own under way, started or starting: while any is, signals are watched. */
+let groupRuns = 0;
 const FORWARDED = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
 
 function signalGroups(name: NodeJS.Signals): void {
@@ -100,25 +102,31 @@ function forward(name: NodeJS.Signals): void {
   signalGroups(name);
   // Alone, this handler kept the signal from ending this process: end it as the signal would have.
   if (process.listenerCount(name) === 1) {
-    unfollow();
+    stopWatching();
     process.kill(process.pid, name);
   }
 }
 
 const onExit = (): void => signalGroups("SIGTERM");
 
-function follow(pid: number): void {
-  if (ownGroups.size === 0) {
-    for (const name of FORWARDED) process.on(name, forward);
-    process.on("exit", onExit);
-  }
-  ownGroups.add(pid);
+/**
+ * Watched from before the spawn: a signal's listener runs only when the event loop turns, after
+ * the spawn has recorded its pid, so a signal that arrives as the process starts still reaches it.
+ */
+function watchSignals(): void {
+  if (groupRuns++ > 0) return;
+  for (const name of FORWARDED) process.on(name, forward);
+  process.on("exit", onExit);
 }
 
-function unfollow(pid?: number): void {
-  if (pid !== undefined) ownGroups.delete(pid);
-  if (pid !== undefined && ownGroups.size > 0) return;
-  if (pid === undefined) ownGroups.clear();
+function unwatchSignals(): void {
+  if (groupRuns === 0) return;
+  if (--groupRuns === 0) stopWatching();
+}
+
+function stopWatching(): void {
+  groupRuns = 0;
+  ownGroups.clear();
   for (const name of FORWARDED) process.off(name, forward);
   process.off("exit", onExit);
 }
@@ -135,11 +143,14 @@ export function spawnProcess(file: string, args: readonly string[], options: Spa
     let exitGrace: ExitGrace | undefined;
     const timers: NodeJS.Timeout[] = [];
     const onAbort = (): void => stop("aborted");
-    let followed: number | undefined;
+    let groupPid: number | undefined;
     const settle = (result: SpawnResult): void => {
       if (settled) return;
       settled = true;
-      if (followed !== undefined) unfollow(followed);
+      if (ownGroup) {
+        if (groupPid !== undefined) ownGroups.delete(groupPid);
+        unwatchSignals();
+      }
       for (const timer of timers) clearTimeout(timer);
       exitGrace?.cancel();
       options.signal?.removeEventListener("abort", onAbort);
@@ -154,6 +165,7 @@ export function spawnProcess(file: string, args: readonly string[], options: Spa
       });
 
     let child: ChildProcess;
+    if (ownGroup) watchSignals();
     try {
       child = spawn(file, [...args], {
         cwd: options.cwd,
@@ -172,8 +184,8 @@ export function spawnProcess(file: string, args: readonly string[], options: Spa
       return;
     }
     if (ownGroup && child.pid !== undefined) {
-      followed = child.pid;
-      follow(followed);
+      groupPid = child.pid;
+      ownGroups.add(groupPid);
     }
     const pipes: Array<Readable | null | undefined> = [child.stdio[1], child.stdio[2]];
     for (let fd = 3; fd < pipeCount + 1; fd++) pipes.push(child.stdio[fd] as Readable | null | undefined);
