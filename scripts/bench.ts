@@ -226,6 +226,7 @@ function formatMarkdown(results: Record<string, unknown>): string {
     "",
     "## (m) The merge queue: 8 children landed by `pi-handoff land --all`, against the same by hand",
     "",
+    ...measuredAloneLine(r.landQueue),
     ...formatLandQueue(r.landQueue),
     "",
     "## Reading the numbers",
@@ -348,6 +349,14 @@ function formatMarkdown(results: Record<string, unknown>): string {
     "  load of about 10, read 0.44-0.58 s. (e)'s handoffs have no session files, so its figures hold.",
     "  Cold, 1 GB is read at about 150 MB/s: only lines holding a usage object or a handoff",
     "  message are looked at, and an assistant message as Pi writes it has only its usage object decoded.",
+    "- **Queue** (m): each run is a queue and then the same by hand, from the same state built afresh;",
+    "  the checks are `true`, so the queue's time is its own. Per child it plans the rebase and the",
+    "  landing (each reading the handoff's facts: its worktree, its Pi, the target's checkout) and",
+    "  writes its journal four to six times (fsynced, before each step that moves a branch); by hand,",
+    "  each of the 24 commands is a new Node process that loads the package and reads the store again.",
+    "  Most of the queue's time is starting git processes (a CPU profile of one run: 9 of its 21 s in",
+    "  `spawn`), which is why `branchInUse` reads each checkout's git dir from its `.git` rather than",
+    "  asking git once per checkout. Under load the runs' ratios spread wide: read the median.",
     "",
   ].join("\n");
 }
