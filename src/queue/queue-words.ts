@@ -82,7 +82,11 @@ export function waitText(reason: WaitReason): string {
 
 /** The dry run: the order, each child's strategy and the check it would run. */
 export function describeQueuePlan(plan: QueuePlan, check: QueueCheck | undefined, checkShown: string): string[] {
-  const lines = [`Dry run, nothing changed. Would land ${counted(plan.members.length, "handoff")}, in this order:`];
+  const lines = [
+    plan.members.length === 0
+      ? `Dry run, nothing changed. No handoff of this repository is ready to land${plan.waiting.length === 0 ? "." : ": each one below waits."}`
+      : `Dry run, nothing changed. Would land ${counted(plan.members.length, "handoff")}, in this order:`,
+  ];
   plan.members.forEach((member, index) => {
     const strategy =
       index === 0 && member.onTip

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { parseRecoveryCommand } from "../../src/cli/command-line.ts";
 import type { QueueStatus } from "../../src/queue/queue-status.ts";
-import { describeQueueStatus, waitText } from "../../src/queue/queue-words.ts";
+import { describeQueuePlan, describeQueueStatus, waitText } from "../../src/queue/queue-words.ts";
 
 const HELP = "pi-handoff --help";
 
@@ -149,6 +149,20 @@ describe("land --all and land with several handoffs", () => {
       "its uncommitted changes could not be read",
       "still being set up (launching)",
       "no branch to land into (its base is not a branch)",
+    ]);
+  });
+
+  it("a dry run with nothing ready says so, rather than an empty order", () => {
+    expect(describeQueuePlan({ members: [], waiting: [], problems: [] }, undefined, "")).toEqual([
+      "Dry run, nothing changed. No handoff of this repository is ready to land.",
+      "No check is set: each lands without one (settings: check).",
+    ]);
+    const waiting = [{ id: "a1b2c3", branch: "feat/x", reason: { code: "nothing_to_land" as const } }];
+    expect(describeQueuePlan({ members: [], waiting, problems: [] }, undefined, "")).toEqual([
+      "Dry run, nothing changed. No handoff of this repository is ready to land: each one below waits.",
+      "No check is set: each lands without one (settings: check).",
+      "Waiting (1):",
+      "  a1b2c3 feat/x: nothing to land",
     ]);
   });
 });
