@@ -332,7 +332,7 @@ describe("list and inspect", () => {
     expect(parsed.stepTimes?.steps.map((step) => step.step)).toEqual(["preconditions", "manifest", "worktree", "fork"]);
     expect(parsed.stepTimes?.launchToAckMs).toEqual(expect.any(Number));
     expect(cli(["inspect", running.id]).stdout).toMatch(
-      /\n {2}steps: {9}preconditions \d+ m?s, manifest [\d.]+ m?s, worktree [\d.]+ m?s, fork [\d.]+ m?s, launch→ack [\d.]+ m?s\n/,
+      /\n {2}steps: {9}preconditions [\d.]+ m?s, manifest [\d.]+ m?s, worktree [\d.]+ m?s, fork [\d.]+ m?s, launch→ack [\d.]+ m?s\n/,
     );
 
     const table = cli(["list"]);

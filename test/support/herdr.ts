@@ -388,7 +388,10 @@ export async function startFakePi(server: HerdrServerBase, paneId: string): Prom
     "pane",
     "run",
     paneId,
-    `HERDR_AGENT=pi ${process.execPath} -e "process.title = 'pi'; setInterval(() => {}, 1000)"`,
+    // It writes a line once its title is set: a change on the screen after the title opens Herdr's
+    // window of quick rechecks (src/pane.rs, the acquisition window), so a slow start under load is
+    // still seen; the first look alone may come before Node has set its title.
+    `HERDR_AGENT=pi ${process.execPath} -e "process.title = 'pi'; process.stdout.write('pi\\n'); setInterval(() => {}, 1000)"`,
   ]);
   if (run.exitCode !== 0) throw new Error(`herdr pane run ${paneId} exited ${run.exitCode}: ${run.stderr}`);
   await waitFor(
