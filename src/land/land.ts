@@ -19,6 +19,7 @@
  */
 import { CheckoutMoveError } from "../git/land.ts";
 import { landingShownHere } from "../adoption/reports.ts";
+import { fixedReportId } from "../manifest/child-reports.ts";
 import { canSettleLanding, type Landing, type LandStrategy, type Manifest } from "../manifest/schema.ts";
 import { isActionBusy } from "../manifest/store.ts";
 import { errorClause, errorSentence } from "../errors.ts";
@@ -231,8 +232,12 @@ async function tellParent(
   options: { shownHere?: boolean } = {},
 ): Promise<string | undefined> {
   const plan = { ...landing, branch: manifest.branch };
+  const fixedId = { at: new Date(landing.at), hex: landing.to };
+  // Marked before the write: the parent's own watch may deliver the notice as soon as the file
+  // appears, before the write has returned here.
+  if (options.shownHere === true) landingShownHere(fixedReportId(fixedId));
   try {
-    const notice = await deps.reports.write(
+    await deps.reports.write(
       {
         handoffId: manifest.id,
         kind: "landed",
@@ -241,11 +246,10 @@ async function tellParent(
         text: `Landed ${counted(plan.commits.length, "commit")} of ${plan.branch} into ${plan.into} by ${plan.strategy}; ${plan.into} is now at ${plan.to}.`,
         commits: plan.commits,
         landing: { into: plan.into, strategy: plan.strategy, result: plan.to },
-        fixedId: { at: new Date(landing.at), hex: landing.to },
+        fixedId,
       },
       now(),
     );
-    if (options.shownHere === true) landingShownHere(notice.id);
     return undefined;
   } catch (error) {
     return `(The parent session could not be told: ${errorSentence(error)})`;

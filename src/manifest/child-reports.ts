@@ -70,6 +70,11 @@ export interface ChildReportInput {
   fixedId?: { at: Date; hex: string };
 }
 
+/** The id of a report written with `fixedId`: known before it is written (a landing's notice). */
+export function fixedReportId(fixedId: { at: Date; hex: string }): string {
+  return `${String(fixedId.at.getTime()).padStart(13, "0")}-${fixedId.hex.slice(0, 8)}`;
+}
+
 /** Cleans a report's text: control characters dropped, secrets redacted, size bounded. */
 function prepare(text: string, redactions: Record<string, number>): string {
   const { text: redacted, redacted: counts } = redactSecrets(sanitizeText(text).trim());
@@ -98,7 +103,7 @@ export class ChildReportStore {
       id:
         input.fixedId === undefined
           ? `${String(now.getTime()).padStart(13, "0")}-${randomBytes(4).toString("hex")}`
-          : `${String(input.fixedId.at.getTime()).padStart(13, "0")}-${input.fixedId.hex.slice(0, 8)}`,
+          : fixedReportId(input.fixedId),
       handoffId: input.handoffId,
       kind: input.kind,
       createdAt: now.toISOString(),
