@@ -2,6 +2,9 @@
  * The words of `npm run bench`'s sections in docs/performance.md (scripts/bench.ts runs them):
  * each section's figures in, its lines out. Pure: no measuring, no file written here.
  */
+import type { ChildStatusBenchResult } from "./child-status.ts";
+import type { LandQueueBenchResult } from "./land-queue.ts";
+
 export interface Spread {
   median: number;
   min: number;
@@ -178,33 +181,9 @@ function failedRoundLines(failed: string[]): string[] {
   return ["", `Left out, ${failed.length} round(s) that did not finish:`, ...failed.map((line) => `- ${line}`)];
 }
 
-interface ChildStatusFigures {
-  handoffs: number;
-  ms: number[];
-  maxEventLoopDelayMs: number[];
-  legacyMs: number[];
-  legacyMaxEventLoopDelayMs: number[];
-  warmMs: number[];
-  warmMaxEventLoopDelayMs: number[];
-  ownWarmMs: number[];
-  ownWarmMaxEventLoopDelayMs: number[];
-  ratioToLegacyWarm: number;
-  ratioToLegacyCold: number;
-  changeToWidget: {
-    changes: number;
-    spacingMs: number;
-    shown: number;
-    missed: number;
-    medianMs: number;
-    p95Ms: number;
-    worstMs: number;
-    maxEventLoopDelayMs: number;
-  };
-}
-
 /** (f): the refresh against its baseline (children read from their session tails), and the change-to-widget delay. */
 export function childStatusSection(figures: unknown): string[] {
-  const f = figures as Partial<ChildStatusFigures> | undefined;
+  const f = figures as Partial<ChildStatusBenchResult> | undefined;
   if (f?.changeToWidget === undefined || f.ms === undefined) {
     return ["```json", JSON.stringify(figures ?? { skipped: "not measured" }, null, 2), "```"];
   }
@@ -264,19 +243,7 @@ export function listGoalLine(raw: unknown): string[] {
 
 /** (m): the merge queue against the same landings by hand (scripts/bench/land-queue.ts). */
 export function formatLandQueue(raw: unknown): string[] {
-  const r = raw as
-    | {
-        handoffs: number;
-        queueMs: number[];
-        byHandMs: number[];
-        checksMs: number[];
-        ratio: number;
-        overheadPerChildMs: number;
-        landedWithoutPerson: { queue: number; byHand: number };
-        commands: { queue: number; byHand: number };
-      }
-    | { skipped: string }
-    | undefined;
+  const r = raw as LandQueueBenchResult | { skipped: string } | undefined;
   if (r === undefined || "skipped" in r) return [`Not measured: ${r?.skipped ?? "not run"}.`];
   const cell = (values: number[]) => {
     const s = spread(values);
