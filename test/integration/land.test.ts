@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ChildReportStore } from "../../src/manifest/child-reports.ts";
 import { landHandoff, type LandRequest } from "../../src/land/land.ts";
+import { reportMessage } from "../../src/adoption/reports.ts";
 import { createLandRig, type LandRig } from "../support/land-rig.ts";
 
 const plain: LandRequest = { dryRun: false, remove: false, deleteBranch: false };
@@ -61,6 +62,25 @@ describe("land strategies", () => {
       parentSessionFile: r.parentSessionFile,
     });
     expect(reports[0]?.commits.map((c) => c.sha)).toEqual([first, second]);
+  });
+
+  it("the notice of a landing this process said is for the model alone from the moment its file exists", async () => {
+    // The parent's own watch may deliver the notice as soon as the file appears, before the write
+    // returns to the landing: by then it must already be marked as said here (drawn once).
+    const r = await setup();
+    r.commitInWorktree("a.txt", "a\n", "add a");
+    const deps = r.deps();
+    const store = deps.reports;
+    const displayedWhenWritten: boolean[] = [];
+    const reports = Object.create(store) as typeof store;
+    reports.write = async (...args: Parameters<typeof store.write>) => {
+      const written = await store.write(...args);
+      const found = (await store.list(r.id)).reports.find((report) => report.id === written.id);
+      if (found !== undefined) displayedWhenWritten.push(reportMessage(found).display !== false);
+      return written;
+    };
+    expect(await landHandoff({ ...deps, reports }, r.id, plain)).toMatchObject({ ok: true, code: "landed" });
+    expect(displayedWhenWritten).toEqual([false]);
   });
 
   it("answers at once while another command acts on the handoff, and changes nothing", async () => {
