@@ -27,7 +27,7 @@ import { access, readFile } from "node:fs/promises";
 import path from "node:path";
 import { errorCode } from "../fs/probe.ts";
 import { CheckoutBackup } from "./checkout-backup.ts";
-import { counted } from "../text.ts";
+import { counted, stripPeriod } from "../text.ts";
 import { mergeTree, mergeTrees, type GitRunner, type MergeTreeResult } from "./merge-tree.ts";
 import { summarizeGitStderr } from "./parse.ts";
 import { gitCommandName, runGit } from "./runner.ts";
@@ -174,6 +174,20 @@ export class LandGit {
         : failure;
     }
     return sha;
+  }
+
+  /**
+   * Why git could not make a commit in `repo` for want of an identity (`git var GIT_COMMITTER_IDENT`
+   * fails: no user.name or user.email, none to guess), in git's own words; undefined when it can.
+   */
+  async missingIdentity(repo: string): Promise<string | undefined> {
+    const result = await this.run(repo, ["var", "GIT_COMMITTER_IDENT"]);
+    if (result.exitCode === 0) return undefined;
+    const said = result.stderr
+      .split("\n")
+      .map((line) => line.trim())
+      .filter((line) => line.length > 0 && !line.startsWith("***") && !line.startsWith("git config"));
+    return stripPeriod((said.at(-1) ?? `git var exited with ${result.exitCode}`).replace(/^fatal: /, ""));
   }
 
   /** Whether the person's git signs the commits it makes here (`commit.gpgSign`). */

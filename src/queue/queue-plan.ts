@@ -46,6 +46,11 @@ export interface QueuePlan {
   waiting: { id: string; branch: string; reason: WaitReason }[];
   /** What the forecast could not say (one sentence each); those members go last. */
   problems: string[];
+  /**
+   * Git cannot make the commits the run would make (the rebase of each child after the first onto
+   * the moved target): it has no identity. The sentence; a run stops before anything, a dry run says it.
+   */
+  noIdentity?: string;
 }
 
 /** The key of a repository's queue in the store's action locks (a handoff id's shape, never one's value). */
@@ -108,7 +113,21 @@ export async function planQueue(
       a.createdAt.localeCompare(b.createdAt) ||
       a.id.localeCompare(b.id),
   );
-  return { members, waiting, problems: forecast.problems };
+  // A rebase makes commits: without an identity git refuses each one, and every child after the
+  // first would be sent back (and told) for what is this machine's setting.
+  const makesCommits = members.length > 1 || members.some((member) => !member.onTip);
+  const repo = ready[0]?.manifest.repo.root;
+  const missing = makesCommits && repo !== undefined ? await deps.landGit.missingIdentity(repo) : undefined;
+  return {
+    members,
+    waiting,
+    problems: forecast.problems,
+    ...(missing === undefined
+      ? {}
+      : {
+          noIdentity: `git has no identity to make the rebased commits with in ${repo} (${missing}); set one (git config --global user.name "Your Name", git config --global user.email you@example.com), then run pi-handoff land --all again`,
+        }),
+  };
 }
 
 /** Why a handoff as the inventory sees it is not ready to queue; undefined: it is (its target aside). */

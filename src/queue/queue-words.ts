@@ -5,7 +5,7 @@
  * Invariants: reads nothing and decides nothing; every line that may hold a branch name, a path or
  * a check's output goes through `printable`.
  */
-import { counted, printable } from "../text.ts";
+import { counted, printable, stripPeriod } from "../text.ts";
 import { describeCheckFailure } from "./check.ts";
 import { listed } from "../land/land-words.ts";
 import type { QueueCheck, QueueReport } from "./queue.ts";
@@ -28,7 +28,8 @@ function sentBackWhy(reason: SentBackReason): string {
     case "check_failed":
       return `on ${reason.into}'s tip, ${describeCheckFailure(reason.check, reason.timeoutMs)}`;
     case "refused":
-      return `the ${reason.step === "rebase" ? "rebase" : "landing"} was refused: ${reason.message}`;
+      // The refusal is a sentence of its own; here it is a clause that the caller ends.
+      return `the ${reason.step === "rebase" ? "rebase" : "landing"} was refused: ${stripPeriod(reason.message)}`;
   }
 }
 
@@ -109,6 +110,7 @@ export function describeQueuePlan(plan: QueuePlan, check: QueueCheck | undefined
   );
   lines.push(...waitingLines(plan.waiting));
   lines.push(...plan.problems);
+  if (plan.noIdentity !== undefined) lines.push(`The run would stop before landing anything: ${plan.noIdentity}.`);
   return lines.map(printable);
 }
 

@@ -83,7 +83,7 @@ export interface QueueReport {
 
 export type QueueOutcome =
   | { ok: true; report: QueueReport; resumed: boolean }
-  | { ok: false; code: "busy" | "journal_invalid"; message: string };
+  | { ok: false; code: "busy" | "journal_invalid" | "no_identity"; message: string };
 
 /** Runs the queue: one at a time, as the repository's one queue; takes up a run killed before it finished. */
 export async function runQueue(
@@ -103,6 +103,8 @@ export async function runQueue(
       };
     const unfinished = last.code === "found" && last.journal.finishedAt === undefined ? last.journal : undefined;
     const plan = await planQueue(deps, request);
+    if (plan.noIdentity !== undefined)
+      return { ok: false, code: "no_identity", message: `${plan.noIdentity}; nothing was landed.` };
     const writer = new QueueJournalWriter(path, startJournal(request, plan, unfinished, now()), now);
     await writer.save();
     // The children the killed run had started first (settled from the journal and the refs), then the rest.

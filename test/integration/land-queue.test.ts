@@ -330,4 +330,33 @@ describe("pi-handoff land --all (the local merge queue)", () => {
     });
     expect(repo.run(["rev-parse", "refs/heads/main"])).toBe(mainTip);
   });
+
+  it("stops before touching anything when git has no identity to make the rebased commits with", async () => {
+    // A fresh machine: every child after the first would be rebased, git would refuse each commit,
+    // and each child would be sent back (and told) for this machine's setting.
+    const r = (rig = await createLandRig());
+    const { repo } = r;
+    const b = await r.addHandoff("feat/b");
+    r.commitInWorktree("a.txt", "a\n", "add a");
+    repo.commitFile("b.txt", "b\n", "add b", { cwd: b.worktree });
+    repo.run(["config", "--unset", "user.name"]);
+    repo.run(["config", "--unset", "user.email"]);
+    repo.run(["config", "user.useConfigOnly", "true"]);
+    const env = Object.fromEntries(Object.entries(r.env).filter(([key]) => !/^GIT_(AUTHOR|COMMITTER)_/.test(key)));
+    const deps = createQueueDeps(env);
+    const repoCommonDir = join(repo.root, ".git");
+    const sentence = `git has no identity to make the rebased commits with in ${repo.root} (no email was given and auto-detection is disabled); set one (git config --global user.name "Your Name", git config --global user.email you@example.com), then run pi-handoff land --all again`;
+    const plan = await planQueue(deps, { repoCommonDir });
+    expect(describeQueuePlan(plan, undefined, "").at(-1)).toBe(
+      `The run would stop before landing anything: ${sentence}.`,
+    );
+    const before = r.snapshot();
+    expect(await runQueue(deps, { repoCommonDir, keepRebased: false })).toEqual({
+      ok: false,
+      code: "no_identity",
+      message: `${sentence}; nothing was landed.`,
+    });
+    expect(r.snapshot()).toEqual(before);
+    expect((await HandoffNoteStore.forAgentDir(r.agentDir).list(b.id)).notes).toEqual([]);
+  });
 });

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { parseRecoveryCommand } from "../../src/cli/command-line.ts";
 import type { QueueStatus } from "../../src/queue/queue-status.ts";
-import { describeQueuePlan, describeQueueStatus, waitText } from "../../src/queue/queue-words.ts";
+import { describeQueuePlan, describeQueueReport, describeQueueStatus, waitText } from "../../src/queue/queue-words.ts";
 
 const HELP = "pi-handoff --help";
 
@@ -164,5 +164,30 @@ describe("land --all and land with several handoffs", () => {
       "Waiting (1):",
       "  a1b2c3 feat/x: nothing to land",
     ]);
+  });
+
+  it("a refusal's own sentence becomes a clause of the report's line, ended once", () => {
+    const tip = "4".repeat(40);
+    const lines = describeQueueReport({
+      landed: [],
+      waiting: [],
+      sentBack: [
+        {
+          code: "sent_back",
+          id: "a1b2c3",
+          branch: "feat/x",
+          reason: {
+            code: "refused",
+            into: "main",
+            step: "rebase",
+            message: "Could not plan the rebase: git failed; nothing was rebased.",
+          },
+          after: { code: "untouched", tip },
+        },
+      ],
+    });
+    expect(lines).toContain(
+      `  a1b2c3 feat/x: the rebase was refused: Could not plan the rebase: git failed; nothing was rebased. feat/x and its worktree were not changed (feat/x is at ${tip.slice(0, 12)}).`,
+    );
   });
 });
