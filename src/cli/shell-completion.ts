@@ -42,12 +42,17 @@ export const VALUE_KINDS: Readonly<Record<string, "directory" | "strategy" | "br
   message: "text",
 };
 
-/** The name `pi-handoff completion handoffs` prints: branch and id of every handoff not removed, newest first. */
+/**
+ * The name `pi-handoff completion handoffs` prints: branch and id of every handoff not removed,
+ * newest first. A branch that starts with `-` is offered by its id alone: inserted bare, the
+ * command line would read it as options.
+ */
 export function handoffNames(entries: readonly ListEntry[]): string[] {
   const names: string[] = [];
   for (const entry of [...entries].reverse()) {
     if (!entry.ok || entry.manifest.state === "removed") continue;
-    names.push(entry.manifest.branch, entry.id);
+    if (!entry.manifest.branch.startsWith("-")) names.push(entry.manifest.branch);
+    names.push(entry.id);
   }
   return [...new Set(names)];
 }

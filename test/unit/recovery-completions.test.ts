@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import type { Manifest } from "../../src/manifest/schema.ts";
 import type { ListEntry } from "../../src/manifest/store.ts";
 import { completeRecoveryArgs } from "../../src/cli/completions.ts";
+import { handoffNames } from "../../src/cli/shell-completion.ts";
 
 function entry(id: string, branch: string, state: Manifest["state"]): ListEntry {
   // Only the fields completion reads.
@@ -86,5 +87,17 @@ describe("completeRecoveryArgs", () => {
     expect(
       await completeRecoveryArgs("focus ", { list: async () => Promise.reject(new Error("unreadable")) }),
     ).toBeNull();
+  });
+});
+
+describe("the names a shell's completion offers", () => {
+  it("offers a branch that starts with - by its id alone, which the command line cannot take for options", () => {
+    expect(
+      handoffNames([
+        entry("20261207-010101-dash-aaaa", "-lead", "running"),
+        entry("20261207-020202-plain-bbbb", "feat/plain", "running"),
+        entry("20261207-030303-gone-cccc", "feat/gone", "removed"),
+      ]),
+    ).toEqual(["feat/plain", "20261207-020202-plain-bbbb", "20261207-010101-dash-aaaa"]);
   });
 });
